@@ -1,0 +1,1 @@
+//! Charts (plotters), SVG and PNG.

@@ -1,0 +1,1 @@
+//! Cost, latency, client modes and the metrics of shared/spec/metrics.md.

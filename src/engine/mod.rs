@@ -1,0 +1,2 @@
+//! The replay engine: google-adk 2.13.0 events compaction, request by request.
+//! Pure: no I/O, no printing, no clock.

@@ -1,0 +1,18 @@
+//! compaction-sim: replay recorded agent transcripts through ADK (google-adk 2.13.0)
+//! events-compaction settings and measure what each setting costs, saves and loses.
+//!
+//! The modules follow the data's path, each knowing only the ones to its left:
+//! `transcript` → `tokens` → `settings`/`engine` → `cost` → `sweep` → `table` → `chart`/`report`.
+//! `synth` writes sample transcripts; `cli` is the command-line edge (used by `main.rs`).
+
+pub mod transcript;
+pub mod tokens;
+pub mod settings;
+pub mod engine;
+pub mod cost;
+pub mod sweep;
+pub mod table;
+pub mod chart;
+pub mod report;
+pub mod synth;
+pub mod cli;

@@ -1,0 +1,1 @@
+//! report.md and self-contained report.html from a run folder.

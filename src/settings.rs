@@ -1,0 +1,1 @@
+//! `Compaction(...)`: the manifest's fields, their validation and its words.

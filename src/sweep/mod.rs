@@ -1,0 +1,1 @@
+//! Sweeps: grid axes, the work list over (session, setting), rayon, shards.

@@ -1,0 +1,1 @@
+//! Deterministic generator of realistic sample sessions (ADK session JSON).

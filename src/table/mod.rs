@@ -1,0 +1,1 @@
+//! Result frames (polars): per-run rows, per-setting aggregates, Pareto, recommendation.

@@ -1,0 +1,20 @@
+//! Transcripts in: one reader per recorded format, one [`Session`] model out.
+//!
+//! Readers only translate; they never count tokens or know about settings. Every reader
+//! returns `Vec<Session>` because one file may hold many sessions (tau-bench, eval sets).
+
+pub mod model;
+pub mod error;
+pub mod detect;
+pub mod adk;
+pub mod canonical;
+pub mod openai_chat;
+pub mod tau2;
+pub mod gemini_cli;
+pub mod claude_code;
+pub mod codex;
+pub mod openhands;
+pub mod swe_agent;
+
+pub use error::ReadError;
+pub use model::*;

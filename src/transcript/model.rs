@@ -1,0 +1,252 @@
+//! The one session model every reader produces ("Words" in shared/spec/metrics.md).
+
+use serde::{Deserialize, Serialize};
+
+/// The recorded formats compaction-sim reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// ADK session export (snake_case or camelCase) or a JSON list / JSONL of ADK events.
+    Adk,
+    /// ADK eval set (`eval_cases` / `evalCases`).
+    AdkEvalSet,
+    /// OpenAI chat message lists (tau-bench trajectories).
+    OpenaiChat,
+    /// Claude Code JSONL.
+    ClaudeCode,
+    /// Codex rollout JSONL.
+    Codex,
+    /// Gemini CLI chat JSON.
+    GeminiCli,
+    /// OpenHands event streams.
+    Openhands,
+    /// SWE-agent `.traj`.
+    SweAgent,
+    /// tau2-bench results JSON.
+    Tau2,
+    /// compaction-sim's own canonical JSONL (one [`Event`] per line, see README).
+    Canonical,
+}
+
+impl Format {
+    pub const ALL: [Format; 10] = [
+        Format::Adk,
+        Format::AdkEvalSet,
+        Format::OpenaiChat,
+        Format::ClaudeCode,
+        Format::Codex,
+        Format::GeminiCli,
+        Format::Openhands,
+        Format::SweAgent,
+        Format::Tau2,
+        Format::Canonical,
+    ];
+
+    /// The name used on the command line (`--format`) and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Adk => "adk",
+            Format::AdkEvalSet => "adk-eval-set",
+            Format::OpenaiChat => "openai-chat",
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+            Format::GeminiCli => "gemini-cli",
+            Format::Openhands => "openhands",
+            Format::SweAgent => "swe-agent",
+            Format::Tau2 => "tau2",
+            Format::Canonical => "canonical",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == s)
+    }
+}
+
+/// Who produced an event's content, as the model API sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A person, or tool results sent back in a user-role turn (ADK, Anthropic).
+    #[default]
+    User,
+    /// The agent's model.
+    Model,
+    /// A tool-role message (OpenAI chat).
+    Tool,
+    /// A system message that is part of the recorded history.
+    System,
+}
+
+/// One piece of an event's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text {
+        text: String,
+    },
+    /// Model reasoning that was recorded; ADK's summarizer formats it as `author (thought): …`.
+    Thought {
+        text: String,
+    },
+    ToolCall {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        name: String,
+        /// Key order is kept (serde_json `preserve_order`): ADK measures `json.dumps(args)`.
+        #[serde(default)]
+        args: serde_json::Value,
+    },
+    ToolResponse {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        name: String,
+        #[serde(default)]
+        response: serde_json::Value,
+    },
+    /// A file attached to a user message. `text` holds its content when the transcript has it;
+    /// otherwise `size_bytes` says how large it was.
+    Attachment {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size_bytes: Option<u64>,
+    },
+}
+
+/// Token usage recorded for one model request, normalised so `prompt_tokens` includes
+/// cached tokens (Anthropic logs count cache reads outside `input_tokens`; OpenAI and Gemini
+/// count them inside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub cached_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+/// Events whose loss into a summary a reviewer cares about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Critical {
+    Approval,
+    Refusal,
+    Confirmation,
+    ToolError,
+    Interruption,
+}
+
+/// One recorded event: a user message, a model response (one model request), or tool output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Event id when the transcript has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `user` for people, otherwise the agent (or tool) name.
+    pub author: String,
+    pub role: Role,
+    /// Invocation (user turn) this event belongs to.
+    pub invocation_id: String,
+    /// Seconds since the epoch. Readers synthesise increasing times when the source has none.
+    pub timestamp: f64,
+    pub parts: Vec<Part>,
+    /// Recorded usage: present on model-request events that recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// True when this event is one model request (a model response), whether or not usage
+    /// was recorded.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub model_request: bool,
+    /// Model name when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub critical: Vec<Critical>,
+    /// The recorded prompt size was measured after a compaction the transcript already
+    /// records, so it is a post-compaction size, not a raw-history size.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub post_compaction_usage: bool,
+    /// ADK `long_running_tool_ids`: calls that stay open across invocations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub long_running_tool_ids: Vec<String>,
+    /// ADK ids opened by `requested_tool_confirmations` / `requested_auth_configs`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requested_ids: Vec<String>,
+    /// ADK branch (sub-agent isolation) when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Event {
+    pub fn new(author: impl Into<String>, role: Role, invocation_id: impl Into<String>, timestamp: f64) -> Self {
+        Event {
+            id: None,
+            author: author.into(),
+            role,
+            invocation_id: invocation_id.into(),
+            timestamp,
+            parts: Vec::new(),
+            usage: None,
+            model_request: false,
+            model: None,
+            critical: Vec::new(),
+            post_compaction_usage: false,
+            long_running_tool_ids: Vec::new(),
+            requested_ids: Vec::new(),
+            branch: None,
+        }
+    }
+}
+
+/// A compaction the transcript itself records (ground truth, kept aside; the replay uses the
+/// raw history instead).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedCompaction {
+    /// Index into `Session::events` of the first event recorded after the compaction.
+    pub at_event: usize,
+    /// Where it came from, e.g. `claude-code compact_boundary` or `adk compaction event`.
+    pub source: String,
+    /// `auto` / `manual` when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    /// Prompt tokens before compacting, when recorded (Claude Code `preTokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_timestamp: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_timestamp: Option<f64>,
+    /// The summary text, when recorded.
+    #[serde(default)]
+    pub summary: String,
+}
+
+/// One recorded session, in one model whatever the source format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    /// Session id (from the source, else derived from the file name). Never use it as a path
+    /// without sanitising it.
+    pub id: String,
+    /// The file it came from, plus `#fragment` when one file holds many sessions.
+    pub source: String,
+    pub format: Format,
+    pub events: Vec<Event>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorded_compactions: Vec<RecordedCompaction>,
+    /// The agent's model, when the transcript names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// True when the reader had to invent timestamps.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub synthetic_timestamps: bool,
+}
