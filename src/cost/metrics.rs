@@ -1,0 +1,59 @@
+//! The per (session, setting) numbers of shared/spec/metrics.md. Field names are the column
+//! names of `runs.csv` / `runs.parquet`; keep them and metrics.md in step.
+
+use serde::{Deserialize, Serialize};
+
+/// Every column of metrics.md for one session replayed under one setting.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionMetrics {
+    /// Model requests in the session (rows of the timeline).
+    pub model_requests: u64,
+    /// Summarizer firings, failed and discarded ones included.
+    pub summarizer_calls: u64,
+    /// Summaries that lost the race with the next turn (client `streams` only).
+    pub summaries_discarded: u64,
+    /// Tokens the summarizer calls read (ADK's prompt: 657 fixed chars + formatted lines).
+    pub summarizer_input_tokens: u64,
+    /// Tokens the summarizer calls wrote.
+    pub summarizer_output_tokens: u64,
+    /// Sum over model requests of the prompt with this setting.
+    pub prompt_tokens: u64,
+    /// Sum over model requests of the prompt with no compaction.
+    pub baseline_prompt_tokens: u64,
+    /// `baseline_prompt_tokens - prompt_tokens`.
+    pub tokens_saved_gross: i64,
+    /// `tokens_saved_gross - summarizer_input_tokens - summarizer_output_tokens`.
+    pub tokens_saved_net: i64,
+    /// Agent requests + summarizer calls, in USD, with cache and tier effects.
+    pub cost_usd: f64,
+    pub baseline_cost_usd: f64,
+    /// `baseline_cost_usd - cost_usd`.
+    pub cost_saved_usd: f64,
+    /// False when some model had no price: the cost columns are then a lower bound.
+    pub cost_complete: bool,
+    /// Summarizer time of post-invocation firings, seconds (sum, then p50/p95/max over the
+    /// invocations that fired).
+    pub end_of_run_latency_s: f64,
+    pub end_of_run_latency_p50_s: f64,
+    pub end_of_run_latency_p95_s: f64,
+    pub end_of_run_latency_max_s: f64,
+    /// Summarizer time of pre-request firings, seconds (the answer waits for it).
+    pub pre_request_latency_s: f64,
+    pub pre_request_latency_p50_s: f64,
+    pub pre_request_latency_p95_s: f64,
+    pub pre_request_latency_max_s: f64,
+    /// Agent-model prefill time no longer spent on the tokens saved, seconds.
+    pub prefill_time_saved_s: f64,
+    /// 0..1: Σ hidden_tokens(r) / Σ baseline history tokens(r).
+    pub detail_lost: f64,
+    /// Critical events (approval, refusal, confirmation, tool error, interruption) some later
+    /// request saw only through a summary.
+    pub critical_hidden: u64,
+    /// Share of facts in compacted spans missing from the summary text; `None` for modelled
+    /// summarizers (they write no text).
+    pub facts_dropped: Option<f64>,
+    /// Consecutive summaries whose ranges do not overlap.
+    pub seams: u64,
+    /// Summarizer calls whose prompt would not fit the summarizer model's context window.
+    pub summarizer_context_overflows: u64,
+}
