@@ -82,9 +82,15 @@ impl SettingRow {
         self.num(&["summarizer_calls_sum", "summarizer_calls_mean"])
     }
 
-    /// p95 over sessions of the per-session end-of-run latency sum, seconds.
+    /// The wait a compacting run adds at its end, seconds: p95 over sessions of each
+    /// session's p95 over its compacting runs (what one user waits, not a session's sum).
     pub fn end_of_run_latency_p95(&self) -> Option<f64> {
-        self.num(&["end_of_run_latency_s_p95", "end_of_run_latency_p95_s_max", "end_of_run_latency_s_max", "end_of_run_latency_s_mean"])
+        self.num(&[
+            "end_of_run_latency_p95_s_p95",
+            "end_of_run_latency_p95_s_max",
+            "end_of_run_latency_p95_s_mean",
+            "end_of_run_latency_s_p95",
+        ])
     }
 
     pub fn facts_dropped(&self) -> Option<f64> {

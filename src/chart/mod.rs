@@ -6,7 +6,7 @@
 //! whatever fonts it has.
 
 pub mod data;
-mod plots;
+pub mod plots;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -139,6 +139,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 pub fn fmt_usd(v: f64) -> String {
     let sign = if v < 0.0 { "-" } else { "" };
     let a = v.abs();
+    if a == 0.0 {
+        return "$0.00".to_string();
+    }
     if a < 1.0 {
         return format!("{sign}${a:.4}");
     }
@@ -226,7 +229,7 @@ impl LabelPlacer {
         let style = TextStyle::from((FONT, size).into_font()).color(&color);
         let (w, h) = root.estimate_text_size(text, &style).map_err(e)?;
         let (w, h) = (w as i32, h as i32);
-        let gap = 10;
+        let gap = 18;
         let candidates = [
             (at.0 + gap, at.1 - h / 2),
             (at.0 - gap - w, at.1 - h / 2),

@@ -180,17 +180,15 @@ impl Chart for CostVsDetail<'_> {
             .map_err(e)?;
         // Labels: recommended, baseline, then frontier points numbered as in the report's
         // frontier table (F1 = cheapest). The legend's corner is reserved.
-        let (pw, ph) = area.dim_in_pixel();
-        let base = area.get_base_pixel();
         let plot = chart.plotting_area();
         let (px, py) = plot.get_pixel_range();
         let bounds = (px.start, py.start, px.end, py.end);
         let mut placer = LabelPlacer::new();
         placer.reserve((px.end - 470, py.start, px.end, py.start + 175));
-        let _ = (pw, ph, base);
         for p in &pts {
             let (x, y) = chart.backend_coord(&(p.1, p.2));
-            placer.reserve((x - 8, y - 8, x + 8, y + 8));
+            let r = if p.0.recommended { 14 } else { 9 };
+            placer.reserve((x - r, y - r, x + r, y + r));
         }
         let mut labels: Vec<(String, (f64, f64), RGBColor)> = Vec::new();
         if let Some(r) = pts.iter().find(|p| p.0.recommended) {
@@ -322,12 +320,12 @@ impl Chart for Heatmap<'_> {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let (xs, ys, cells) = self.cells();
-        let area = title(root, self.title, &format!("settings with {}", context(self.d)))?;
+        let area = title(root, self.title, &format!("colour and numbers: {}; settings with {}", self.unit, context(self.d)))?;
         let (main, legend) = area.split_horizontally(area.dim_in_pixel().0 - 190);
         let mut chart = ChartBuilder::on(&main)
             .x_label_area_size(60)
             .y_label_area_size(110)
-            .build_cartesian_2d((0..xs.len()).into_segmented(), (0..ys.len()).into_segmented())
+            .build_cartesian_2d((0..xs.len().saturating_sub(1)).into_segmented(), (0..ys.len().saturating_sub(1)).into_segmented())
             .map_err(e)?;
         let xs2 = xs.clone();
         let ys2 = ys.clone();
@@ -404,10 +402,6 @@ impl Chart for Heatmap<'_> {
         legend
             .draw(&Text::new((self.fmt)(lo), (36, lh as i32), font(TICK).pos(Pos::new(HPos::Left, VPos::Bottom))))
             .map_err(e)?;
-        legend
-            .draw(&Text::new(self.unit.to_string(), (36, lh as i32 / 2), font(NOTE).color(&GREY)))
-            .map_err(|err| err.to_string())
-            .or_else(|_| Ok::<(), String>(()))?;
         Ok(())
     }
 }
@@ -581,7 +575,7 @@ impl Chart for Latency<'_> {
             .margin_right(20)
             .x_label_area_size(60)
             .y_label_area_size(90)
-            .build_cartesian_2d((0..n).into_segmented(), 0.0..ymax)
+            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..ymax)
             .map_err(e)?;
         let plot_w = chart.plotting_area().dim_in_pixel().0;
         let names: Vec<String> = groups
@@ -800,13 +794,17 @@ impl Chart for Summarizers<'_> {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let rows = summarizer_rows(self.0);
-        let sub = self.0.anchor().map(|a| format!("at {}", a.short())).unwrap_or_default();
+        let sub = self
+            .0
+            .anchor()
+            .map(|a| format!("each at {} where the grid has it, else at its best-ranked setting (see the report's table)", a.short()))
+            .unwrap_or_default();
         let area = title(root, "Summarizers compared at one trigger setting", &sub)?;
         let panels = area.split_evenly((2, 2));
         type Getter = fn(&SettingRow) -> Option<f64>;
         let metrics: [(&str, Getter, fn(f64) -> String); 4] = [
             ("cost (USD, all sessions)", |s| s.cost_usd(), fmt_usd),
-            ("end-of-run latency (s, p95 over sessions)", |s| s.end_of_run_latency_p95(), |v| format!("{v:.1} s")),
+            ("end-of-run wait per compacting run (s, p95)", |s| s.end_of_run_latency_p95(), |v| format!("{v:.1} s")),
             ("detail lost (mean per session)", |s| s.detail_lost(), fmt_pct),
             ("facts dropped (mean per session)", |s| s.facts_dropped(), fmt_pct),
         ];
@@ -820,7 +818,7 @@ impl Chart for Summarizers<'_> {
                 .caption(desc, font(NOTE + 1.0))
                 .x_label_area_size(40)
                 .y_label_area_size(90)
-                .build_cartesian_2d((0..n).into_segmented(), 0.0..ymax)
+                .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..ymax)
                 .map_err(e)?;
             let plot_w = chart.plotting_area().dim_in_pixel().0;
             let names: Vec<String> = rows
@@ -846,12 +844,10 @@ impl Chart for Summarizers<'_> {
                 let style = font(NOTE).pos(Pos::new(HPos::Center, VPos::Bottom));
                 match v {
                     Some(v) => {
-                        chart
-                            .draw_series(std::iter::once(Rectangle::new(
-                                [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), *v)],
-                                c.mix(0.8).filled(),
-                            )))
-                            .map_err(e)?;
+                        let mut bar = Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), *v)], c.mix(0.8).filled());
+                        let gap = plot_w / n.max(1) as u32 / 5;
+                        bar.set_margin(0, 0, gap, gap);
+                        chart.draw_series(std::iter::once(bar)).map_err(e)?;
                         chart
                             .draw_series(std::iter::once(
                                 EmptyElement::at((SegmentValue::CenterOf(i), *v)) + Text::new(fmtv(*v), (0, -4), style),
