@@ -238,12 +238,15 @@ fn read_text(path: &Path) -> Result<String, DataError> {
 
 fn read_json(path: &Path) -> Result<Value, DataError> {
     let text = read_text(path)?;
-    serde_json::from_str(&text).map_err(|e| bad(path, format!("line {}: invalid JSON: {e}", e.line())))
+    serde_json::from_str(&text)
+        .map_err(|e| bad(path, format!("line {}: invalid JSON: {e}", e.line())))
 }
 
 fn as_u64(v: &Value) -> Option<u64> {
     match v {
-        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
         Value::String(s) => s.replace('_', "").parse().ok(),
         _ => None,
     }
@@ -274,7 +277,9 @@ pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataErr
         .ok_or_else(|| bad(path, "$: expected an array of setting rows"))?;
     let mut out = Vec::with_capacity(arr.len());
     for (i, row) in arr.iter().enumerate() {
-        let obj = row.as_object().ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
+        let obj = row
+            .as_object()
+            .ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
         let setting_id = as_string(obj.get("setting_id"));
         if setting_id.is_empty() {
             return Err(bad(path, format!("$[{i}].setting_id: missing")));
@@ -373,7 +378,10 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
     };
     let col = |name: &str| header.iter().position(|h| h == name);
     let (Some(sid), Some(set)) = (col("session_id"), col("setting_id")) else {
-        return Err(bad(path, "line 1: header needs session_id and setting_id columns"));
+        return Err(bad(
+            path,
+            "line 1: header needs session_id and setting_id columns",
+        ));
     };
     let src = col("source");
     let mut out = Vec::new();
@@ -382,7 +390,14 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
             continue;
         }
         if rec.len() != header.len() {
-            return Err(bad(path, format!("line {line}: {} fields, header has {}", rec.len(), header.len())));
+            return Err(bad(
+                path,
+                format!(
+                    "line {line}: {} fields, header has {}",
+                    rec.len(),
+                    header.len()
+                ),
+            ));
         }
         let mut numbers = BTreeMap::new();
         for (i, h) in header.iter().enumerate() {
@@ -433,7 +448,9 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
         .ok_or_else(|| bad(path, "$: expected an array of session timelines"))?;
     let mut out = Vec::new();
     for (i, t) in arr.iter().enumerate() {
-        let obj = t.as_object().ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
+        let obj = t
+            .as_object()
+            .ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
         let mut tl = Timeline {
             session_id: as_string(obj.get("session_id")),
             setting_id: as_string(obj.get("setting_id")),
@@ -451,7 +468,9 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
                     _ => {
                         return Err(bad(
                             path,
-                            format!("$[{i}].requests[{j}]: needs baseline_prompt_tokens and prompt_tokens"),
+                            format!(
+                            "$[{i}].requests[{j}]: needs baseline_prompt_tokens and prompt_tokens"
+                        ),
                         ))
                     }
                 }
@@ -460,7 +479,10 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
             tl.baseline = num_array(obj.get("baseline"));
             tl.compacted = num_array(obj.get("compacted").or_else(|| obj.get("recommended")));
             if tl.baseline.len() != tl.compacted.len() {
-                return Err(bad(path, format!("$[{i}]: baseline and compacted differ in length")));
+                return Err(bad(
+                    path,
+                    format!("$[{i}]: baseline and compacted differ in length"),
+                ));
             }
         }
         if let Some(cs) = obj.get("compactions").and_then(Value::as_array) {
@@ -488,13 +510,20 @@ mod tests {
         let recs = parse_csv("a,b\n\"x, \"\"y\"\"\",\"1\n2\"\nlast,3").unwrap();
         assert_eq!(recs.len(), 3);
         assert_eq!(recs[1].1, vec!["x, \"y\"".to_string(), "1\n2".to_string()]);
-        assert_eq!(recs[2].0, 4, "record after an embedded newline starts on line 4");
+        assert_eq!(
+            recs[2].0, 4,
+            "record after an embedded newline starts on line 4"
+        );
         assert!(parse_csv("\"open").is_err());
     }
 
     #[test]
     fn runs_csv_reports_the_bad_line() {
-        let err = parse_runs(Path::new("runs.csv"), "session_id,setting_id,cost_usd\na,s1,1.5\nb,s1\n").unwrap_err();
+        let err = parse_runs(
+            Path::new("runs.csv"),
+            "session_id,setting_id,cost_usd\na,s1,1.5\nb,s1\n",
+        )
+        .unwrap_err();
         assert_eq!(err.to_string(), "runs.csv: line 3: 2 fields, header has 3");
     }
 }

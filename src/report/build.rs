@@ -27,7 +27,7 @@ fn int(v: f64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -133,12 +133,20 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
     let Some(r) = d.recommended() else {
         let why = s(d.run.get("recommendation").and_then(|r| r.get("reason")))
             .unwrap_or_else(|| "no setting met the run's budgets".to_string());
-        b.push(Block::Para(t(format!("No setting is recommended: {why}. See the frontier below for the trade-offs."))));
+        b.push(Block::Para(t(format!(
+            "No setting is recommended: {why}. See the frontier below for the trade-offs."
+        ))));
         return;
     };
-    b.push(Block::Para(t("Paste this line into the agent's MANIFEST (AgentManifest(..., compaction=...)):")));
+    b.push(Block::Para(t(
+        "Paste this line into the agent's MANIFEST (AgentManifest(..., compaction=...)):",
+    )));
     b.push(Block::Code(paste_line(r)));
-    let budgets = d.run.get("budgets").map(flat).unwrap_or_else(|| "none".into());
+    let budgets = d
+        .run
+        .get("budgets")
+        .map(flat)
+        .unwrap_or_else(|| "none".into());
     let mut why = vec![Inline::Text(format!(
         "Why: it is the cheapest setting within the run's budgets ({budgets}). "
     ))];
@@ -163,19 +171,49 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
             .unwrap_or_else(|| "an unknown number of critical events".into())
     )));
     b.push(Block::Para(why));
-    let rows: Vec<(&str, fn(&SettingRow) -> Option<f64>, fn(f64) -> String)> = vec![
+    type Getter = fn(&SettingRow) -> Option<f64>;
+    type Fmt = fn(f64) -> String;
+    let rows: Vec<(&str, Getter, Fmt)> = vec![
         ("cost (USD, all sessions)", |x| x.cost_usd(), fmt_usd),
-        ("prompt tokens sent (all sessions)", |x| x.num(&["prompt_tokens_sum"]), int),
+        (
+            "prompt tokens sent (all sessions)",
+            |x| x.num(&["prompt_tokens_sum"]),
+            int,
+        ),
         ("summarizer calls", |x| x.summarizer_calls(), int),
-        ("detail lost (mean per session)", |x| x.detail_lost(), fmt_pct),
-        ("end-of-run wait per compacting run (s, p95)", |x| x.end_of_run_latency_p95(), secs),
-        ("pre-request latency (s, p95 over sessions)", |x| x.num(&["pre_request_latency_s_p95", "pre_request_latency_s_max"]), secs),
-        ("critical events hidden (all sessions)", |x| x.critical_hidden(), int),
-        ("facts dropped (mean per session)", |x| x.facts_dropped(), fmt_pct),
+        (
+            "detail lost (mean per session)",
+            |x| x.detail_lost(),
+            fmt_pct,
+        ),
+        (
+            "end-of-run wait per compacting run (s, p95)",
+            |x| x.end_of_run_latency_p95(),
+            secs,
+        ),
+        (
+            "pre-request latency (s, p95 over sessions)",
+            |x| x.num(&["pre_request_latency_s_p95", "pre_request_latency_s_max"]),
+            secs,
+        ),
+        (
+            "critical events hidden (all sessions)",
+            |x| x.critical_hidden(),
+            int,
+        ),
+        (
+            "facts dropped (mean per session)",
+            |x| x.facts_dropped(),
+            fmt_pct,
+        ),
     ];
     let mut table = Vec::new();
     for (label, get, f) in rows {
-        table.push(vec![t(label), t(opt(get(r), f)), t(base.map(|x| opt(get(x), f)).unwrap_or_else(|| "n/a".into()))]);
+        table.push(vec![
+            t(label),
+            t(opt(get(r), f)),
+            t(base.map(|x| opt(get(x), f)).unwrap_or_else(|| "n/a".into())),
+        ]);
     }
     b.push(Block::Table {
         head: vec!["".into(), "recommended".into(), "no compaction".into()],
@@ -194,9 +232,16 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
     });
     rows.push(("inputs".into(), inputs.unwrap_or_else(|| "n/a".into())));
     rows.push(("sessions replayed".into(), sessions.to_string()));
-    let skipped = run.get("skipped").and_then(Value::as_array).map(|a| a.len()).unwrap_or(0);
+    let skipped = run
+        .get("skipped")
+        .and_then(Value::as_array)
+        .map(|a| a.len())
+        .unwrap_or(0);
     rows.push(("inputs skipped".into(), skipped.to_string()));
-    rows.push(("settings".into(), format!("{} (one is the no-compaction baseline)", d.settings.len())));
+    rows.push((
+        "settings".into(),
+        format!("{} (one is the no-compaction baseline)", d.settings.len()),
+    ));
     if let Some(g) = run.get("grid") {
         if let Some(o) = g.as_object() {
             for (k, v) in o {
@@ -207,24 +252,44 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
         }
     }
     let first = |key: &str, alts: &[&str]| -> Option<String> {
-        std::iter::once(key).chain(alts.iter().copied()).find_map(|k| {
-            let mut v = run;
-            for part in k.split('.') {
-                v = v.get(part)?;
-            }
-            Some(flat(v))
-        })
+        std::iter::once(key)
+            .chain(alts.iter().copied())
+            .find_map(|k| {
+                let mut v = run;
+                for part in k.split('.') {
+                    v = v.get(part)?;
+                }
+                Some(flat(v))
+            })
     };
-    rows.push(("tokenizer".into(), first("tokenizer", &[]).unwrap_or_else(|| d.distinct(|x| &x.tokenizer).join(", "))));
-    rows.push(("pricing date".into(), first("pricing.date", &["pricing_date", "pricing"]).unwrap_or_else(|| "n/a".into())));
+    rows.push((
+        "tokenizer".into(),
+        first("tokenizer", &[]).unwrap_or_else(|| d.distinct(|x| &x.tokenizer).join(", ")),
+    ));
+    rows.push((
+        "pricing date".into(),
+        first("pricing.date", &["pricing_date", "pricing"]).unwrap_or_else(|| "n/a".into()),
+    ));
     rows.push((
         "ADK semantics".into(),
         first("adk", &["adk_semantics"]).unwrap_or_else(|| "google-adk 2.13.0".into()),
     ));
-    rows.push(("client mode".into(), first("client_modes", &["client"]).unwrap_or_else(|| d.distinct(|x| &x.client).join(", "))));
-    rows.push(("agent model".into(), d.distinct(|x| &x.agent_model).join(", ")));
-    rows.push(("summarizers".into(), d.distinct(|x| &x.summarizer).join(", ")));
-    rows.push(("budgets".into(), first("budgets", &[]).unwrap_or_else(|| "none".into())));
+    rows.push((
+        "client mode".into(),
+        first("client_modes", &["client"]).unwrap_or_else(|| d.distinct(|x| &x.client).join(", ")),
+    ));
+    rows.push((
+        "agent model".into(),
+        d.distinct(|x| &x.agent_model).join(", "),
+    ));
+    rows.push((
+        "summarizers".into(),
+        d.distinct(|x| &x.summarizer).join(", "),
+    ));
+    rows.push((
+        "budgets".into(),
+        first("budgets", &[]).unwrap_or_else(|| "none".into()),
+    ));
     if let Some(v) = first("version", &[]) {
         rows.push(("compaction-sim version".into(), v));
     }
@@ -259,7 +324,11 @@ fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
             };
             vec![
                 id,
-                vec![Inline::Code(if s.is_baseline() { "(no compaction)".into() } else { s.label.clone() })],
+                vec![Inline::Code(if s.is_baseline() {
+                    "(no compaction)".into()
+                } else {
+                    s.label.clone()
+                })],
                 t(kind_words(&s.trigger_kind)),
                 t(s.summarizer.clone()),
                 t(s.client.clone()),
@@ -290,7 +359,9 @@ fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
         .map(String::from)
         .collect(),
         rows,
-        numeric: vec![false, false, false, false, false, true, true, true, true, true, true],
+        numeric: vec![
+            false, false, false, false, false, true, true, true, true, true, true,
+        ],
     });
 }
 
@@ -305,14 +376,26 @@ fn summarizers(d: &RunData, b: &mut Vec<Block>) {
         "Each summarizer at the same trigger setting as the recommendation where the grid has it (else its best-ranked setting). Modelled summarizers write no text, so facts dropped is n/a for them.",
     )));
     b.push(Block::Table {
-        head: ["summarizer", "setting", "cost (USD)", "end-of-run wait p95", "detail lost", "facts dropped", "summarizer calls", "summarizer tokens in+out"]
-            .into_iter()
-            .map(String::from)
-            .collect(),
+        head: [
+            "summarizer",
+            "setting",
+            "cost (USD)",
+            "end-of-run wait p95",
+            "detail lost",
+            "facts dropped",
+            "summarizer calls",
+            "summarizer tokens in+out",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect(),
         rows: rows
             .iter()
             .map(|s| {
-                let toks = match (s.num(&["summarizer_input_tokens_sum"]), s.num(&["summarizer_output_tokens_sum"])) {
+                let toks = match (
+                    s.num(&["summarizer_input_tokens_sum"]),
+                    s.num(&["summarizer_output_tokens_sum"]),
+                ) {
                     (Some(i), Some(o)) => int(i + o),
                     _ => "n/a".into(),
                 };
@@ -342,7 +425,10 @@ fn skipped(d: &RunData, b: &mut Vec<Block>) {
             a.iter()
                 .map(|x| match x {
                     Value::Object(_) => (
-                        s(x.get("path").or_else(|| x.get("source")).or_else(|| x.get("file"))).unwrap_or_default(),
+                        s(x.get("path")
+                            .or_else(|| x.get("source"))
+                            .or_else(|| x.get("file")))
+                        .unwrap_or_default(),
                         s(x.get("reason").or_else(|| x.get("error"))).unwrap_or_default(),
                     ),
                     other => (String::new(), flat(other)),
@@ -356,7 +442,10 @@ fn skipped(d: &RunData, b: &mut Vec<Block>) {
     }
     b.push(Block::Table {
         head: vec!["input".into(), "reason".into()],
-        rows: items.into_iter().map(|(p, r)| vec![vec![Inline::Code(p)], t(r)]).collect(),
+        rows: items
+            .into_iter()
+            .map(|(p, r)| vec![vec![Inline::Code(p)], t(r)])
+            .collect(),
         numeric: vec![false, false],
     });
 }
@@ -378,18 +467,29 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
         "Compaction is one answer to a long history; the platform guide lists others. Each is suggested below only where this run's data points to it.",
     )));
     let reco_rows: Vec<&RunRow> = match d.recommended() {
-        Some(r) => d.runs.iter().filter(|x| x.setting_id == r.setting_id).collect(),
+        Some(r) => d
+            .runs
+            .iter()
+            .filter(|x| x.setting_id == r.setting_id)
+            .collect(),
         None => Vec::new(),
     };
     let base_id = d.baseline().map(|x| x.setting_id.clone());
-    let base_rows: Vec<&RunRow> = d.runs.iter().filter(|x| Some(&x.setting_id) == base_id.as_ref()).collect();
+    let base_rows: Vec<&RunRow> = d
+        .runs
+        .iter()
+        .filter(|x| Some(&x.setting_id) == base_id.as_ref())
+        .collect();
 
     // Keep sessions short.
     b.push(Block::Heading(3, "Keep sessions short".into()));
     let mut short: Vec<&RunRow> = reco_rows
         .iter()
         .copied()
-        .filter(|r| r.num("detail_lost").unwrap_or(0.0) > SHORT_DETAIL || r.num("critical_hidden").unwrap_or(0.0) > 0.0)
+        .filter(|r| {
+            r.num("detail_lost").unwrap_or(0.0) > SHORT_DETAIL
+                || r.num("critical_hidden").unwrap_or(0.0) > 0.0
+        })
         .collect();
     short.sort_by(|a, c| {
         c.num("detail_lost")
@@ -429,9 +529,15 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
 
     // Attachments as artifacts.
     b.push(Block::Heading(3, "Load large files as artifacts".into()));
-    let has_attach = d.run.get("sessions").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x.get("attachment_tokens").is_some()));
+    let has_attach = d
+        .run
+        .get("sessions")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|x| x.get("attachment_tokens").is_some()));
     if !has_attach {
-        b.push(Block::Para(t("Not checked: the run's data records no attachment sizes per session.")));
+        b.push(Block::Para(t(
+            "Not checked: the run's data records no attachment sizes per session.",
+        )));
     } else {
         let mut hits = Vec::new();
         for r in &base_rows {
@@ -472,14 +578,22 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
     }
 
     // max_llm_calls.
-    b.push(Block::Heading(3, "Cap the growth with max_llm_calls".into()));
+    b.push(Block::Heading(
+        3,
+        "Cap the growth with max_llm_calls".into(),
+    ));
     let has_calls = d
         .run
         .get("sessions")
         .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|x| x.get("max_model_requests_per_invocation").is_some()));
+        .is_some_and(|a| {
+            a.iter()
+                .any(|x| x.get("max_model_requests_per_invocation").is_some())
+        });
     if !has_calls {
-        b.push(Block::Para(t("Not checked: the run's data records no model requests per invocation.")));
+        b.push(Block::Para(t(
+            "Not checked: the run's data records no model requests per invocation.",
+        )));
     } else {
         let mut hits: Vec<(String, f64)> = base_rows
             .iter()
@@ -506,7 +620,10 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
                         vec![
                             Inline::Text("session ".into()),
                             Inline::Code(id.clone()),
-                            Inline::Text(format!(": up to {} model calls in one invocation", int(*m))),
+                            Inline::Text(format!(
+                                ": up to {} model calls in one invocation",
+                                int(*m)
+                            )),
                         ]
                     })
                     .collect(),

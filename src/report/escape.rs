@@ -47,7 +47,10 @@ pub fn md(s: &str) -> String {
 /// the content cannot close it; control characters and line breaks become spaces (the block
 /// holds one paste-ready line).
 pub fn md_code_block(code: &str) -> String {
-    let line: String = code.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let line: String = code
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     let mut longest = 0;
     let mut run = 0;
     for c in line.chars() {
@@ -67,12 +70,25 @@ pub fn md_code_block(code: &str) -> String {
 pub fn file_component(s: &str) -> String {
     let mut out: String = s
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(48)
         .collect();
     let trimmed = out.trim_matches('_').to_string();
-    out = if trimmed.is_empty() { "session".to_string() } else { trimmed };
-    format!("{out}-{:08x}", xxhash_rust::xxh3::xxh3_64(s.as_bytes()) as u32)
+    out = if trimmed.is_empty() {
+        "session".to_string()
+    } else {
+        trimmed
+    };
+    format!(
+        "{out}-{:08x}",
+        xxhash_rust::xxh3::xxh3_64(s.as_bytes()) as u32
+    )
 }
 
 #[cfg(test)]
@@ -81,7 +97,10 @@ mod tests {
 
     #[test]
     fn html_escapes_markup_and_quotes() {
-        assert_eq!(html("<script>\"x\"&'y'</svg>"), "&lt;script&gt;&quot;x&quot;&amp;&#39;y&#39;&lt;/svg&gt;");
+        assert_eq!(
+            html("<script>\"x\"&'y'</svg>"),
+            "&lt;script&gt;&quot;x&quot;&amp;&#39;y&#39;&lt;/svg&gt;"
+        );
     }
 
     #[test]
@@ -101,9 +120,17 @@ mod tests {
     #[test]
     fn file_component_never_escapes_the_folder() {
         let f = file_component("../../etc/passwd");
-        assert!(f.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'), "{f}");
+        assert!(
+            f.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            "{f}"
+        );
         assert!(f.starts_with("etc_passwd-"));
-        assert_ne!(file_component("a/b"), file_component("a_b"), "distinct ids stay distinct");
+        assert_ne!(
+            file_component("a/b"),
+            file_component("a_b"),
+            "distinct ids stay distinct"
+        );
         assert!(file_component("..").starts_with("session-"));
     }
 }

@@ -5,8 +5,8 @@
 //! holding raw strings, then rendered twice; each renderer escapes every string it emits
 //! (see [`escape`]), so no data string reaches either file unescaped.
 
-pub mod escape;
 mod build;
+pub mod escape;
 
 use crate::chart::{self, ChartOutcome, RunData};
 use std::path::Path;
@@ -29,8 +29,19 @@ pub enum Block {
     /// A paste-ready line.
     Code(String),
     List(Vec<Vec<Inline>>),
-    Table { head: Vec<String>, rows: Vec<Vec<Vec<Inline>>>, numeric: Vec<bool> },
-    Chart { stem: String, title: String, how: String, note: String, svg: Option<String>, skipped: Option<String> },
+    Table {
+        head: Vec<String>,
+        rows: Vec<Vec<Vec<Inline>>>,
+        numeric: Vec<bool>,
+    },
+    Chart {
+        stem: String,
+        title: String,
+        how: String,
+        note: String,
+        svg: Option<String>,
+        skipped: Option<String>,
+    },
 }
 
 /// Shorthand for a text cell.
@@ -51,13 +62,18 @@ pub fn render_run(dir: &Path) -> Result<Rendered, String> {
     let charts = chart::render_all(&data, dir)?;
     let blocks = build(&data, &charts);
     chart::write_atomic(&dir.join("report.md"), to_markdown(&blocks).as_bytes())?;
-    chart::write_atomic(&dir.join("report.html"), to_html(&blocks, &title(&data)).as_bytes())?;
+    chart::write_atomic(
+        &dir.join("report.html"),
+        to_html(&blocks, &title(&data)).as_bytes(),
+    )?;
     let mut skipped = Vec::new();
     let mut drawn = 0;
     for c in &charts {
         match c {
             ChartOutcome::Rendered { .. } => drawn += 1,
-            ChartOutcome::Skipped { info, reason } => skipped.push((info.stem.to_string(), reason.clone())),
+            ChartOutcome::Skipped { info, reason } => {
+                skipped.push((info.stem.to_string(), reason.clone()))
+            }
         }
     }
     Ok(Rendered {
@@ -85,7 +101,9 @@ fn md_inline(parts: &[Inline]) -> String {
             // still reach naive viewers and `|` / backticks break GFM tables and spans; such
             // text is escaped as plain text instead.
             Inline::Code(x) => {
-                if x.chars().any(|c| matches!(c, '<' | '>' | '&' | '`' | '|') || c.is_control()) {
+                if x.chars()
+                    .any(|c| matches!(c, '<' | '>' | '&' | '`' | '|') || c.is_control())
+                {
                     s.push_str(&escape::md(x));
                 } else {
                     s.push('`');
@@ -125,7 +143,11 @@ pub fn to_markdown(blocks: &[Block]) -> String {
                 }
                 out.push('\n');
             }
-            Block::Table { head, rows, numeric } => {
+            Block::Table {
+                head,
+                rows,
+                numeric,
+            } => {
                 out.push('|');
                 for h in head {
                     out.push(' ');
@@ -134,7 +156,11 @@ pub fn to_markdown(blocks: &[Block]) -> String {
                 }
                 out.push_str("\n|");
                 for i in 0..head.len() {
-                    out.push_str(if numeric.get(i).copied().unwrap_or(false) { "---:|" } else { "---|" });
+                    out.push_str(if numeric.get(i).copied().unwrap_or(false) {
+                        "---:|"
+                    } else {
+                        "---|"
+                    });
                 }
                 out.push('\n');
                 for r in rows {
@@ -148,7 +174,14 @@ pub fn to_markdown(blocks: &[Block]) -> String {
                 }
                 out.push('\n');
             }
-            Block::Chart { stem, title, how, note, svg, skipped } => {
+            Block::Chart {
+                stem,
+                title,
+                how,
+                note,
+                svg,
+                skipped,
+            } => {
                 out.push_str("### ");
                 out.push_str(&escape::md(title));
                 out.push_str("\n\n");
@@ -163,7 +196,10 @@ pub fn to_markdown(blocks: &[Block]) -> String {
                         out.push_str(&format!(" Vector version: [{stem}.svg]({stem}.svg).\n\n"));
                     }
                     (None, reason) => {
-                        out.push_str(&format!("Not drawn: {}.\n\n", escape::md(reason.as_deref().unwrap_or("no data"))));
+                        out.push_str(&format!(
+                            "Not drawn: {}.\n\n",
+                            escape::md(reason.as_deref().unwrap_or("no data"))
+                        ));
                     }
                 }
             }
@@ -217,7 +253,10 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    out.push_str(&format!("<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n", escape::html(title)));
+    out.push_str(&format!(
+        "<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
+        escape::html(title)
+    ));
     for b in blocks {
         match b {
             Block::Heading(level, text) => {
@@ -225,7 +264,9 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
                 out.push_str(&format!("<h{l}>{}</h{l}>\n", escape::html(text)));
             }
             Block::Para(parts) => out.push_str(&format!("<p>{}</p>\n", html_inline(parts))),
-            Block::Code(code) => out.push_str(&format!("<pre><code>{}</code></pre>\n", escape::html(code))),
+            Block::Code(code) => {
+                out.push_str(&format!("<pre><code>{}</code></pre>\n", escape::html(code)))
+            }
             Block::List(items) => {
                 out.push_str("<ul>\n");
                 for it in items {
@@ -233,7 +274,11 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
                 }
                 out.push_str("</ul>\n");
             }
-            Block::Table { head, rows, numeric } => {
+            Block::Table {
+                head,
+                rows,
+                numeric,
+            } => {
                 out.push_str("<table>\n<thead><tr>");
                 for h in head {
                     out.push_str(&format!("<th>{}</th>", escape::html(h)));
@@ -242,21 +287,39 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
                 for r in rows {
                     out.push_str("<tr>");
                     for (i, c) in r.iter().enumerate() {
-                        let class = if numeric.get(i).copied().unwrap_or(false) { " class=\"num\"" } else { "" };
+                        let class = if numeric.get(i).copied().unwrap_or(false) {
+                            " class=\"num\""
+                        } else {
+                            ""
+                        };
                         out.push_str(&format!("<td{class}>{}</td>", html_inline(c)));
                     }
                     out.push_str("</tr>\n");
                 }
                 out.push_str("</tbody>\n</table>\n");
             }
-            Block::Chart { stem, title, how, note, svg, skipped } => {
+            Block::Chart {
+                stem,
+                title,
+                how,
+                note,
+                svg,
+                skipped,
+            } => {
                 out.push_str(&format!("<h3 id=\"{stem}\">{}</h3>\n", escape::html(title)));
                 match (svg, skipped) {
                     (Some(svg), _) => {
                         out.push_str("<figure>\n");
                         out.push_str(&sanitize_svg(svg));
-                        let note = if note.is_empty() { String::new() } else { format!(" ({})", escape::html(note)) };
-                        out.push_str(&format!("\n<figcaption>{}{note}</figcaption>\n</figure>\n", escape::html(how)));
+                        let note = if note.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", escape::html(note))
+                        };
+                        out.push_str(&format!(
+                            "\n<figcaption>{}{note}</figcaption>\n</figure>\n",
+                            escape::html(how)
+                        ));
                     }
                     (None, reason) => out.push_str(&format!(
                         "<p class=\"skipped\">Not drawn: {}.</p>\n",
