@@ -15,6 +15,9 @@ pub mod claude_code;
 pub mod codex;
 pub mod openhands;
 pub mod swe_agent;
+pub mod util;
 
 pub use error::ReadError;
 pub use model::*;
+pub use detect::{detect, load_file, load_paths, Loaded};
+pub use canonical::write_canonical;
