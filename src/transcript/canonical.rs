@@ -225,12 +225,13 @@ mod tests {
 
         let e = read("x.jsonl", "{\"author\":\"u\"}\n").unwrap_err();
         assert!(e.to_string().starts_with("x.jsonl: line 1: wrong shape"), "{e}");
-        let mut lines: Vec<&str> = write_canonical(&s).lines().collect::<Vec<_>>();
+        let written = write_canonical(&s);
+        let mut lines: Vec<&str> = written.lines().collect();
         lines.swap(1, 2); // model event (t=11.25) before the user event (t=10.5)
         let e = read("x.jsonl", &lines.join("\n")).unwrap_err();
         assert_eq!(e.location, "line 3");
         assert!(e.message.contains("out of order"), "{e}");
-        let lines: Vec<&str> = write_canonical(&s).lines().collect();
+        let lines: Vec<&str> = written.lines().collect();
         let e = read("x.jsonl", &[lines[0], lines[1], lines[3]].join("\n")).unwrap_err();
         assert_eq!(e.location, "line 3");
         assert!(e.message.contains("without its call"), "{e}");
