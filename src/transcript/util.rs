@@ -5,8 +5,9 @@
 //! Transcripts rarely label approvals or refusals, so readers flag them with these rules
 //! (the same ones behind the counts in `shared/corpus/stats.json`, which they reproduce):
 //! - **Confirmation**: a person's message whose first word(s), after any leading
-//!   non-alphanumeric characters, are `yes`, `yeah`, `yep`, `sure`, `ok`, `okay`, `confirm`,
-//!   `confirmed`, `i confirm` or `that's correct` (case-insensitive, whole words).
+//!   non-alphanumeric characters, are `yes`, `yeah`, `yep`, `sure`, `ok`, `okay` or
+//!   `that's correct` (case-insensitive, whole words), or a word starting with `confirm`.
+//!   (`I confirm …` is deliberately not matched: the corpus counts leave it out.)
 //! - **Approval**: the same for `approve`, `approved`, `i approve`, `go ahead`, `proceed`,
 //!   `please proceed`, and tool approvals a format records explicitly.
 //! - **Refusal**: a message starting with `no`, `nope`, `don't`, `do not`, `cancel`, `deny`,
@@ -330,8 +331,7 @@ fn starts_with_word(s: &str, word: &str) -> bool {
     }
 }
 
-const CONFIRM_WORDS: [&str; 10] =
-    ["yes", "yeah", "yep", "sure", "ok", "okay", "confirm", "confirmed", "i confirm", "that's correct"];
+const CONFIRM_WORDS: [&str; 7] = ["yes", "yeah", "yep", "sure", "ok", "okay", "that's correct"];
 const APPROVE_WORDS: [&str; 6] = ["approve", "approved", "i approve", "go ahead", "proceed", "please proceed"];
 const REFUSE_WORDS: [&str; 9] = ["no", "nope", "don't", "do not", "cancel", "deny", "denied", "reject", "i decline"];
 
@@ -345,7 +345,9 @@ pub fn user_text_flags(text: &str) -> Vec<Critical> {
     }
     if APPROVE_WORDS.iter().any(|w| starts_with_word(s, w)) {
         out.push(Critical::Approval);
-    } else if CONFIRM_WORDS.iter().any(|w| starts_with_word(s, w)) {
+    } else if CONFIRM_WORDS.iter().any(|w| starts_with_word(s, w))
+        || s.get(..7).is_some_and(|h| h.eq_ignore_ascii_case("confirm"))
+    {
         out.push(Critical::Confirmation);
     } else if REFUSE_WORDS.iter().any(|w| starts_with_word(s, w)) {
         out.push(Critical::Refusal);
@@ -577,7 +579,7 @@ mod tests {
     fn word_rules_match_whole_words_only() {
         assert_eq!(user_text_flags("Yes, please book it."), vec![Critical::Confirmation]);
         assert_eq!(user_text_flags("**Okay** then"), vec![Critical::Confirmation]);
-        assert_eq!(user_text_flags("I confirm."), vec![Critical::Confirmation]);
+        assert_eq!(user_text_flags("Confirming to proceed"), vec![Critical::Confirmation]);
         assert_eq!(user_text_flags("Please proceed"), vec![Critical::Approval]);
         assert_eq!(user_text_flags("No, thanks"), vec![Critical::Refusal]);
         assert!(user_text_flags("None of them").is_empty());
