@@ -27,13 +27,19 @@ fn stats() -> Value {
 fn stat_rows(folder: &str) -> BTreeMap<String, Value> {
     let s = stats();
     let rows = s[folder]["sessions"].as_array().expect("sessions").clone();
-    rows.into_iter().map(|r| (r["session"].as_str().unwrap().to_string(), r)).collect()
+    rows.into_iter()
+        .map(|r| (r["session"].as_str().unwrap().to_string(), r))
+        .collect()
 }
 
 fn load_folder(folder: &str) -> Vec<Session> {
     let dir = corpus().join(folder);
     let l = load_paths(&[dir.to_string_lossy().into_owned()], None);
-    assert!(l.skipped.is_empty(), "unexpected bad files: {:?}", l.skipped.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+    assert!(
+        l.skipped.is_empty(),
+        "unexpected bad files: {:?}",
+        l.skipped.iter().map(|e| e.to_string()).collect::<Vec<_>>()
+    );
     l.sessions
 }
 
@@ -59,7 +65,10 @@ fn counts(s: &Session) -> Counts {
     let mut invs = BTreeSet::new();
     for e in &s.events {
         c.events += 1;
-        if e.role == Role::User && e.author == "user" && e.parts.iter().any(|p| matches!(p, Part::Text { .. })) {
+        if e.role == Role::User
+            && e.author == "user"
+            && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+        {
             invs.insert(e.invocation_id.clone());
         }
         if e.model_request {
@@ -77,7 +86,8 @@ fn counts(s: &Session) -> Counts {
                 Part::ToolResponse { response, .. } => {
                     c.tool_results += 1;
                     if let Value::String(s) = response {
-                        c.max_tool_result_chars = c.max_tool_result_chars.max(s.chars().count() as u64);
+                        c.max_tool_result_chars =
+                            c.max_tool_result_chars.max(s.chars().count() as u64);
                     }
                 }
                 _ => {}
@@ -96,7 +106,8 @@ fn counts(s: &Session) -> Counts {
 }
 
 fn n(v: &Value, k: &str) -> u64 {
-    v[k].as_u64().unwrap_or_else(|| panic!("stats field {k} in {v}"))
+    v[k].as_u64()
+        .unwrap_or_else(|| panic!("stats field {k} in {v}"))
 }
 
 #[test]
@@ -118,7 +129,11 @@ fn tau_bench_matches_stats() {
         assert_eq!(c.tool_results, n(r, "tool_results"), "{key}");
         assert_eq!(c.confirmations, n(r, "approvals_or_confirmations"), "{key}");
         assert_eq!(c.refusals, n(r, "rejections_or_refusals"), "{key}");
-        assert_eq!(c.max_tool_result_chars, n(r, "max_tool_result_chars"), "{key}");
+        assert_eq!(
+            c.max_tool_result_chars,
+            n(r, "max_tool_result_chars"),
+            "{key}"
+        );
         assert!(s.synthetic_timestamps);
         assert!(s.events.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
     }
@@ -148,12 +163,23 @@ fn tau2_matches_stats() {
         assert_eq!(c.max_prompt, n(r, "max_input_tokens"), "{key}");
         assert_eq!(c.confirmations, n(r, "approvals_or_confirmations"), "{key}");
         assert_eq!(c.refusals, n(r, "rejections_or_refusals"), "{key}");
-        assert_eq!(c.max_tool_result_chars, n(r, "max_tool_result_chars"), "{key}");
+        assert_eq!(
+            c.max_tool_result_chars,
+            n(r, "max_tool_result_chars"),
+            "{key}"
+        );
         // Zone-less times are read as UTC, as stats.json did.
         let first = r["first_ts"].as_f64().unwrap();
-        assert!((s.events[0].timestamp - first).abs() < 1e-3, "{key}: {} vs {first}", s.events[0].timestamp);
+        assert!(
+            (s.events[0].timestamp - first).abs() < 1e-3,
+            "{key}: {} vs {first}",
+            s.events[0].timestamp
+        );
         let last = r["last_ts"].as_f64().unwrap();
-        assert!((s.events.last().unwrap().timestamp - last).abs() < 1e-3, "{key}");
+        assert!(
+            (s.events.last().unwrap().timestamp - last).abs() < 1e-3,
+            "{key}"
+        );
     }
     assert_eq!(seen.len(), rows.len());
 }
@@ -221,7 +247,10 @@ fn every_file_in_my_folders_detects_as_its_format() {
         ("swe_agent", Format::SweAgent),
     ];
     for (folder, f) in cases {
-        let (files, _) = compaction_sim::transcript::detect::expand_paths(&[corpus().join(folder).to_string_lossy().into_owned()]);
+        let (files, _) = compaction_sim::transcript::detect::expand_paths(&[corpus()
+            .join(folder)
+            .to_string_lossy()
+            .into_owned()]);
         assert!(!files.is_empty());
         for p in files {
             let text = std::fs::read_to_string(&p).unwrap();
@@ -229,13 +258,32 @@ fn every_file_in_my_folders_detects_as_its_format() {
         }
     }
     // Nothing in the other folders claims to be one of these formats.
-    for folder in ["agentcmd_cli_sessions/codex", "agentcmd_cli_sessions/claude", "claude_code_spotter", "openhands", "adk"] {
-        let (files, _) = compaction_sim::transcript::detect::expand_paths(&[corpus().join(folder).to_string_lossy().into_owned()]);
+    for folder in [
+        "agentcmd_cli_sessions/codex",
+        "agentcmd_cli_sessions/claude",
+        "claude_code_spotter",
+        "openhands",
+        "adk",
+    ] {
+        let (files, _) = compaction_sim::transcript::detect::expand_paths(&[corpus()
+            .join(folder)
+            .to_string_lossy()
+            .into_owned()]);
         assert!(!files.is_empty(), "{folder}");
         for p in files {
             let text = std::fs::read_to_string(&p).unwrap();
-            for mine in [Format::OpenaiChat, Format::Tau2, Format::GeminiCli, Format::SweAgent, Format::Canonical] {
-                assert!(!compaction_sim::transcript::detect::sniff(mine, &text), "{} sniffed as {mine:?}", p.display());
+            for mine in [
+                Format::OpenaiChat,
+                Format::Tau2,
+                Format::GeminiCli,
+                Format::SweAgent,
+                Format::Canonical,
+            ] {
+                assert!(
+                    !compaction_sim::transcript::detect::sniff(mine, &text),
+                    "{} sniffed as {mine:?}",
+                    p.display()
+                );
             }
         }
     }
@@ -243,11 +291,17 @@ fn every_file_in_my_folders_detects_as_its_format() {
 
 #[test]
 fn canonical_round_trips_every_session_of_my_formats() {
-    for folder in ["tau_bench", "tau2_oscaralvaro_fork", "agentcmd_cli_sessions/gemini", "swe_agent"] {
+    for folder in [
+        "tau_bench",
+        "tau2_oscaralvaro_fork",
+        "agentcmd_cli_sessions/gemini",
+        "swe_agent",
+    ] {
         for s in load_folder(folder) {
             let text = canonical::write_canonical(&s);
             assert_eq!(detect(&text), Some(Format::Canonical));
-            let back = canonical::read("c.jsonl", &text).unwrap_or_else(|e| panic!("{}: {e}", s.source));
+            let back =
+                canonical::read("c.jsonl", &text).unwrap_or_else(|e| panic!("{}: {e}", s.source));
             assert_eq!(back.len(), 1);
             let mut b = back.into_iter().next().unwrap();
             assert_eq!(b.source, "c.jsonl");
@@ -277,22 +331,47 @@ impl Rng {
 fn robustness_inputs() -> Vec<(String, Vec<u8>)> {
     let c = corpus();
     let mut out = Vec::new();
-    let tb = std::fs::read_to_string(c.join("tau_bench/historical_trajectories/gpt-4o-airline.json")).unwrap();
+    let tb =
+        std::fs::read_to_string(c.join("tau_bench/historical_trajectories/gpt-4o-airline.json"))
+            .unwrap();
     let v: Value = serde_json::from_str(&tb).unwrap();
     let few = Value::Array(v.as_array().unwrap()[..2].to_vec());
-    out.push(("tau_bench.json".to_string(), serde_json::to_vec_pretty(&few).unwrap()));
+    out.push((
+        "tau_bench.json".to_string(),
+        serde_json::to_vec_pretty(&few).unwrap(),
+    ));
     let smallest = |folder: &str| {
-        let (files, _) = compaction_sim::transcript::detect::expand_paths(&[c.join(folder).to_string_lossy().into_owned()]);
-        files.into_iter().min_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap()
+        let (files, _) = compaction_sim::transcript::detect::expand_paths(&[c
+            .join(folder)
+            .to_string_lossy()
+            .into_owned()]);
+        files
+            .into_iter()
+            .min_by_key(|p| std::fs::metadata(p).unwrap().len())
+            .unwrap()
     };
-    for folder in ["tau2_oscaralvaro_fork", "agentcmd_cli_sessions/gemini", "swe_agent"] {
+    for folder in [
+        "tau2_oscaralvaro_fork",
+        "agentcmd_cli_sessions/gemini",
+        "swe_agent",
+    ] {
         let p = smallest(folder);
-        out.push((p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()));
+        out.push((
+            p.file_name().unwrap().to_string_lossy().into_owned(),
+            std::fs::read(&p).unwrap(),
+        ));
     }
     let gem = c.join("agentcmd_cli_sessions/gemini/full/session-2025-10-27T19-55-981c87cb.json");
     out.push(("gemini-long.json".into(), std::fs::read(gem).unwrap()));
-    let s = &load_file(c.join("agentcmd_cli_sessions/gemini/full/session-2025-10-29T10-36-453aa339.json"), None).unwrap()[0];
-    out.push(("canonical.jsonl".into(), canonical::write_canonical(s).into_bytes()));
+    let s = &load_file(
+        c.join("agentcmd_cli_sessions/gemini/full/session-2025-10-29T10-36-453aa339.json"),
+        None,
+    )
+    .unwrap()[0];
+    out.push((
+        "canonical.jsonl".into(),
+        canonical::write_canonical(s).into_bytes(),
+    ));
     out
 }
 
@@ -316,7 +395,11 @@ fn truncated_and_garbled_corpus_files_never_panic() {
         let mut variants: Vec<Vec<u8>> = Vec::new();
         // Truncations at evenly spread and random points.
         for k in 0..40 {
-            let cut = if k < 20 { bytes.len() * k / 20 } else { rng.below(bytes.len()) };
+            let cut = if k < 20 {
+                bytes.len() * k / 20
+            } else {
+                rng.below(bytes.len())
+            };
             variants.push(bytes[..cut].to_vec());
         }
         // Garbles: overwrite a few bytes with structural characters or random bytes.
@@ -325,7 +408,11 @@ fn truncated_and_garbled_corpus_files_never_panic() {
             let mut b = bytes.clone();
             for _ in 0..1 + rng.below(4) {
                 let at = rng.below(b.len());
-                b[at] = if rng.below(2) == 0 { NASTY[rng.below(NASTY.len())] } else { rng.next() as u8 };
+                b[at] = if rng.below(2) == 0 {
+                    NASTY[rng.below(NASTY.len())]
+                } else {
+                    rng.next() as u8
+                };
             }
             variants.push(b);
         }

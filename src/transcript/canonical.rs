@@ -96,7 +96,10 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                 return Err(ReadError::new(
                     file,
                     format!("line {n}"),
-                    format!("unsupported canonical version {} (this build reads {VERSION})", h.compaction_sim),
+                    format!(
+                        "unsupported canonical version {} (this build reads {VERSION})",
+                        h.compaction_sim
+                    ),
                 ));
             }
             if let Some(p) = cur.take() {
@@ -144,11 +147,19 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                 return Err(ReadError::new(
                     file,
                     format!("session {}", p.session.id),
-                    format!("recorded compaction at event {} beyond the {} events", c.at_event, p.session.events.len()),
+                    format!(
+                        "recorded compaction at event {} beyond the {} events",
+                        c.at_event,
+                        p.session.events.len()
+                    ),
                 ));
             }
         }
-        p.session.source = if many { format!("{file}#{}", p.session.id) } else { file.to_string() };
+        p.session.source = if many {
+            format!("{file}#{}", p.session.id)
+        } else {
+            file.to_string()
+        };
         out.push(p.session);
     }
     Ok(out)
@@ -167,11 +178,18 @@ mod tests {
 
     fn sample() -> Session {
         let mut u = Event::new("user", Role::User, "inv-1", 10.5);
-        u.parts.push(Part::Text { text: "yes \"quoted\" ünïcode".into() });
+        u.parts.push(Part::Text {
+            text: "yes \"quoted\" ünïcode".into(),
+        });
         u.critical.push(Critical::Confirmation);
         let mut m = Event::new("agent", Role::Model, "inv-1", 11.25);
         m.model_request = true;
-        m.usage = Some(Usage { prompt_tokens: 120, cached_read_tokens: 100, cache_write_tokens: 0, output_tokens: 7 });
+        m.usage = Some(Usage {
+            prompt_tokens: 120,
+            cached_read_tokens: 100,
+            cache_write_tokens: 0,
+            output_tokens: 7,
+        });
         m.parts.push(Part::Thought { text: "hmm".into() });
         m.parts.push(Part::ToolCall {
             id: Some("c1".into()),
@@ -179,7 +197,11 @@ mod tests {
             args: serde_json::json!({"z": 1, "a": [1.5, null]}),
         });
         let mut t = Event::new("agent", Role::User, "inv-1", 11.25);
-        t.parts.push(Part::ToolResponse { id: Some("c1".into()), name: "f".into(), response: serde_json::json!("ok") });
+        t.parts.push(Part::ToolResponse {
+            id: Some("c1".into()),
+            name: "f".into(),
+            response: serde_json::json!("ok"),
+        });
         Session {
             id: "s1".into(),
             source: "orig.jsonl".into(),
@@ -211,7 +233,10 @@ mod tests {
         let mut expect = s.clone();
         expect.source = "x.jsonl".into();
         assert_eq!(back[0], expect);
-        assert_eq!(write_canonical(&back[0]).replace("x.jsonl", "orig.jsonl"), text);
+        assert_eq!(
+            write_canonical(&back[0]).replace("x.jsonl", "orig.jsonl"),
+            text
+        );
     }
 
     #[test]
@@ -221,10 +246,16 @@ mod tests {
         s2.id = "s2".into();
         let text = format!("{}\n{}", write_canonical(&s), write_canonical(&s2));
         let back = read("x.jsonl", &text).unwrap();
-        assert_eq!(back.iter().map(|s| s.source.as_str()).collect::<Vec<_>>(), ["x.jsonl#s1", "x.jsonl#s2"]);
+        assert_eq!(
+            back.iter().map(|s| s.source.as_str()).collect::<Vec<_>>(),
+            ["x.jsonl#s1", "x.jsonl#s2"]
+        );
 
         let e = read("x.jsonl", "{\"author\":\"u\"}\n").unwrap_err();
-        assert!(e.to_string().starts_with("x.jsonl: line 1: wrong shape"), "{e}");
+        assert!(
+            e.to_string().starts_with("x.jsonl: line 1: wrong shape"),
+            "{e}"
+        );
         let written = write_canonical(&s);
         let mut lines: Vec<&str> = written.lines().collect();
         lines.swap(1, 2); // model event (t=11.25) before the user event (t=10.5)
@@ -235,7 +266,11 @@ mod tests {
         let e = read("x.jsonl", &[lines[0], lines[1], lines[3]].join("\n")).unwrap_err();
         assert_eq!(e.location, "line 3");
         assert!(e.message.contains("without its call"), "{e}");
-        let e = read("x.jsonl", "{\"compaction_sim\":2,\"session\":{\"id\":\"a\"}}").unwrap_err();
+        let e = read(
+            "x.jsonl",
+            "{\"compaction_sim\":2,\"session\":{\"id\":\"a\"}}",
+        )
+        .unwrap_err();
         assert!(e.message.contains("unsupported canonical version 2"), "{e}");
     }
 }

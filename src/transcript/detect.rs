@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::{
-    adk, canonical, claude_code, codex, gemini_cli, openai_chat, openhands, swe_agent, tau2, util, Format,
-    ReadError, Session,
+    adk, canonical, claude_code, codex, gemini_cli, openai_chat, openhands, swe_agent, tau2, util,
+    Format, ReadError, Session,
 };
 
 /// Largest file read: 512 MiB (the whole corpus is 30 MB; larger inputs are almost surely
@@ -28,7 +28,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_file_bytes: MAX_FILE_BYTES, max_line_bytes: MAX_LINE_BYTES }
+        Limits {
+            max_file_bytes: MAX_FILE_BYTES,
+            max_line_bytes: MAX_LINE_BYTES,
+        }
     }
 }
 
@@ -112,8 +115,11 @@ pub fn read_as(f: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadEr
 /// Read a file into a string, refusing files over `lim.max_file_bytes`, lines over
 /// `lim.max_line_bytes` and invalid UTF-8, without ever holding more than the file limit.
 pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadError> {
-    let f = std::fs::File::open(path).map_err(|e| ReadError::new(file, "", format!("cannot open: {e}")))?;
-    let meta = f.metadata().map_err(|e| ReadError::new(file, "", format!("cannot stat: {e}")))?;
+    let f = std::fs::File::open(path)
+        .map_err(|e| ReadError::new(file, "", format!("cannot open: {e}")))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| ReadError::new(file, "", format!("cannot stat: {e}")))?;
     if meta.is_dir() {
         return Err(ReadError::new(file, "", "is a directory"));
     }
@@ -121,7 +127,11 @@ pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadErr
         return Err(ReadError::new(
             file,
             "",
-            format!("file too large: {} bytes (limit {} bytes)", meta.len(), lim.max_file_bytes),
+            format!(
+                "file too large: {} bytes (limit {} bytes)",
+                meta.len(),
+                lim.max_file_bytes
+            ),
         ));
     }
     let mut r = BufReader::with_capacity(1 << 16, f.take(lim.max_file_bytes.saturating_add(1)));
@@ -130,7 +140,9 @@ pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadErr
     let mut line: u64 = 1;
     let mut line_len: u64 = 0;
     loop {
-        let buf = r.fill_buf().map_err(|e| ReadError::new(file, format!("line {line}"), format!("read error: {e}")))?;
+        let buf = r.fill_buf().map_err(|e| {
+            ReadError::new(file, format!("line {line}"), format!("read error: {e}"))
+        })?;
         if buf.is_empty() {
             break;
         }
@@ -150,7 +162,11 @@ pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadErr
             }
         }
         if bytes.len() as u64 + n as u64 > lim.max_file_bytes {
-            return Err(ReadError::new(file, "", format!("file too large: over {} bytes", lim.max_file_bytes)));
+            return Err(ReadError::new(
+                file,
+                "",
+                format!("file too large: over {} bytes", lim.max_file_bytes),
+            ));
         }
         bytes.extend_from_slice(buf);
         r.consume(n);
@@ -165,8 +181,14 @@ pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadErr
         Err(e) => {
             let at = e.utf8_error().valid_up_to();
             let b = e.as_bytes();
-            let line = 1 + b.get(..at).map_or(0, |p| p.iter().filter(|&&c| c == b'\n').count());
-            Err(ReadError::new(file, format!("line {line}"), format!("not UTF-8 text (byte {at})")))
+            let line = 1 + b
+                .get(..at)
+                .map_or(0, |p| p.iter().filter(|&&c| c == b'\n').count());
+            Err(ReadError::new(
+                file,
+                format!("line {line}"),
+                format!("not UTF-8 text (byte {at})"),
+            ))
         }
     }
 }
@@ -174,7 +196,10 @@ pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadErr
 /// Load one file: read it (with the size guards), detect its format unless `format` is given,
 /// run the reader and check every session's invariants (timestamps in order, tool responses
 /// after their calls).
-pub fn load_file(path: impl AsRef<Path>, format: Option<Format>) -> Result<Vec<Session>, ReadError> {
+pub fn load_file(
+    path: impl AsRef<Path>,
+    format: Option<Format>,
+) -> Result<Vec<Session>, ReadError> {
     load_file_with_limits(path, format, Limits::default())
 }
 
@@ -194,13 +219,24 @@ pub fn load_file_with_limits(
         Some(f) => f,
         None => detect(&text).ok_or_else(|| {
             let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-            ReadError::new(&file, "", format!("unknown format (not one of: {}; use --format)", names.join(", ")))
+            ReadError::new(
+                &file,
+                "",
+                format!(
+                    "unknown format (not one of: {}; use --format)",
+                    names.join(", ")
+                ),
+            )
         })?,
     };
     let sessions = read_as(f, &file, &text)?;
     for s in &sessions {
         util::validate_events(&file, &s.events, |i| {
-            let frag = s.source.split_once('#').map(|(_, f)| format!("#{f} ")).unwrap_or_default();
+            let frag = s
+                .source
+                .split_once('#')
+                .map(|(_, f)| format!("#{f} "))
+                .unwrap_or_default();
             format!("{frag}event {i}")
         })?;
     }
@@ -220,9 +256,11 @@ pub struct Loaded {
 pub const TRANSCRIPT_EXTENSIONS: [&str; 3] = ["json", "jsonl", "traj"];
 
 fn is_transcript_name(p: &Path) -> bool {
-    p.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| TRANSCRIPT_EXTENSIONS.iter().any(|t| t.eq_ignore_ascii_case(e)))
+    p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        TRANSCRIPT_EXTENSIONS
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(e))
+    })
 }
 
 /// Collect files under `dir` (recursively, sorted by path, hidden entries and symlinked
@@ -231,15 +269,24 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<ReadError>) {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
-            skipped.push(ReadError::new(dir.to_string_lossy(), "", format!("cannot read folder: {e}")));
+            skipped.push(ReadError::new(
+                dir.to_string_lossy(),
+                "",
+                format!("cannot read folder: {e}"),
+            ));
             return;
         }
     };
-    let mut entries: Vec<(PathBuf, std::fs::FileType)> =
-        rd.filter_map(|e| e.ok()).filter_map(|e| e.file_type().ok().map(|t| (e.path(), t))).collect();
+    let mut entries: Vec<(PathBuf, std::fs::FileType)> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_type().ok().map(|t| (e.path(), t)))
+        .collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     for (p, t) in entries {
-        if p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')) {
+        if p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'))
+        {
             continue;
         }
         if t.is_dir() {
@@ -292,7 +339,8 @@ pub fn expand_paths(paths: &[String]) -> (Vec<PathBuf>, Vec<ReadError>) {
 /// expanded file order, then each file's own session order), reading files in parallel.
 pub fn load_paths(paths: &[String], format: Option<Format>) -> Loaded {
     let (files, mut skipped) = expand_paths(paths);
-    let results: Vec<Result<Vec<Session>, ReadError>> = files.par_iter().map(|f| load_file(f, format)).collect();
+    let results: Vec<Result<Vec<Session>, ReadError>> =
+        files.par_iter().map(|f| load_file(f, format)).collect();
     let mut sessions = Vec::new();
     for r in results {
         match r {
@@ -330,11 +378,17 @@ mod tests {
         writeln!(f, "{{}}").unwrap();
         writeln!(f, "{}", "x".repeat(200)).unwrap();
         drop(f);
-        let lim = Limits { max_file_bytes: 10_000, max_line_bytes: 100 };
+        let lim = Limits {
+            max_file_bytes: 10_000,
+            max_line_bytes: 100,
+        };
         let e = load_file_with_limits(&p, None, lim).unwrap_err();
         assert_eq!(e.location, "line 2");
         assert!(e.message.contains("line too long"), "{e}");
-        let lim = Limits { max_file_bytes: 50, max_line_bytes: 1000 };
+        let lim = Limits {
+            max_file_bytes: 50,
+            max_line_bytes: 1000,
+        };
         let e = load_file_with_limits(&p, None, lim).unwrap_err();
         assert!(e.message.contains("file too large"), "{e}");
     }
@@ -348,10 +402,19 @@ mod tests {
         f.set_len(1 << 30).unwrap();
         drop(f);
         let e = load_file(&p, None).unwrap_err();
-        assert!(e.to_string().starts_with(&p.to_string_lossy().into_owned()), "{e}");
-        assert!(e.message.contains("too large") || e.message.contains("too long"), "{e}");
+        assert!(
+            e.to_string().starts_with(&p.to_string_lossy().into_owned()),
+            "{e}"
+        );
+        assert!(
+            e.message.contains("too large") || e.message.contains("too long"),
+            "{e}"
+        );
         // With a file limit above 1 GiB the line limit still stops it after 64 MiB.
-        let lim = Limits { max_file_bytes: 2 << 30, max_line_bytes: MAX_LINE_BYTES };
+        let lim = Limits {
+            max_file_bytes: 2 << 30,
+            max_line_bytes: MAX_LINE_BYTES,
+        };
         let e = load_file_with_limits(&p, None, lim).unwrap_err();
         assert_eq!(e.location, "line 1");
         assert!(e.message.contains("line too long"), "{e}");
@@ -378,7 +441,10 @@ mod tests {
         assert!(l.sessions.is_empty());
         let names: Vec<String> = l.skipped.iter().map(|e| e.file.clone()).collect();
         assert_eq!(names.len(), 2, "{names:?}");
-        assert!(names[0].ends_with("a.jsonl") && names[1].ends_with("b.json"), "{names:?}");
+        assert!(
+            names[0].ends_with("a.jsonl") && names[1].ends_with("b.json"),
+            "{names:?}"
+        );
         let l = load_paths(&["/definitely/not/here".to_string()], None);
         assert_eq!(l.skipped.len(), 1);
     }

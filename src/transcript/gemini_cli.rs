@@ -60,13 +60,22 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
             match times.get(i).copied().flatten() {
                 Some(t) => t,
                 None if prev.is_finite() => prev,
-                None => times.iter().flatten().next().copied().unwrap_or(util::SYNTHETIC_EPOCH_S),
+                None => times
+                    .iter()
+                    .flatten()
+                    .next()
+                    .copied()
+                    .unwrap_or(util::SYNTHETIC_EPOCH_S),
             }
         };
         if t < prev {
             return Err(cx.err(
                 format!("{mp}.timestamp"),
-                format!("timestamps out of order: {} comes after {}", util::fmt_time(t), util::fmt_time(prev)),
+                format!(
+                    "timestamps out of order: {} comes after {}",
+                    util::fmt_time(t),
+                    util::fmt_time(prev)
+                ),
             ));
         }
         prev = t;
@@ -116,7 +125,9 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
             e.parts.push(Part::Text { text });
         }
         // Next message's time bounds derived result times.
-        let next_t = times.get(i + 1..).and_then(|r| r.iter().flatten().next().copied());
+        let next_t = times
+            .get(i + 1..)
+            .and_then(|r| r.iter().flatten().next().copied());
         let mut resp = Event::new("gemini", Role::User, inv.current(), t);
         let mut resp_t = t;
         for (k, c) in cx.opt_arr(m, "toolCalls", &mp)?.iter().enumerate() {
@@ -125,7 +136,11 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
             let name = cx.req_str(cm, "name", &cp)?.to_string();
             let cid = cx.opt_str(cm, "id", &cp)?.map(str::to_string);
             let args = cm.get("args").cloned().unwrap_or(Value::Object(Map::new()));
-            e.parts.push(Part::ToolCall { id: cid.clone(), name: name.clone(), args });
+            e.parts.push(Part::ToolCall {
+                id: cid.clone(),
+                name: name.clone(),
+                args,
+            });
             let status = cx.opt_str(cm, "status", &cp)?.unwrap_or("");
             let results = cx.opt_arr(cm, "result", &cp)?;
             if results.is_empty() {
@@ -143,14 +158,33 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
             for (r, res) in results.iter().enumerate() {
                 let rp = format!("{cp}.result[{r}]");
                 let rm = cx.obj(res, &rp)?;
-                let fr = rm.get("functionResponse").and_then(Value::as_object).unwrap_or(rm);
-                let rid = cx.opt_str(fr, "id", &rp)?.map(str::to_string).or_else(|| cid.clone());
-                let rname = cx.opt_str(fr, "name", &rp)?.map(str::to_string).unwrap_or_else(|| name.clone());
+                let fr = rm
+                    .get("functionResponse")
+                    .and_then(Value::as_object)
+                    .unwrap_or(rm);
+                let rid = cx
+                    .opt_str(fr, "id", &rp)?
+                    .map(str::to_string)
+                    .or_else(|| cid.clone());
+                let rname = cx
+                    .opt_str(fr, "name", &rp)?
+                    .map(str::to_string)
+                    .unwrap_or_else(|| name.clone());
                 if rid != cid && rid.is_some() {
-                    return Err(cx.err(rp, format!("tool response `{rname}` (id {}) without its call", rid.unwrap_or_default())));
+                    return Err(cx.err(
+                        rp,
+                        format!(
+                            "tool response `{rname}` (id {}) without its call",
+                            rid.unwrap_or_default()
+                        ),
+                    ));
                 }
                 let response = fr.get("response").cloned().unwrap_or(Value::Null);
-                resp.parts.push(Part::ToolResponse { id: rid, name: rname, response });
+                resp.parts.push(Part::ToolResponse {
+                    id: rid,
+                    name: rname,
+                    response,
+                });
             }
             match status {
                 "cancelled" | "canceled" | "rejected" => util::flag(&mut resp, Critical::Refusal),
@@ -210,22 +244,44 @@ mod tests {
     fn reads_calls_results_and_usage() {
         assert!(sniff(SAMPLE));
         let s = &read("g.json", SAMPLE).unwrap()[0];
-        assert_eq!(s.events.len(), 4, "user, model, tool results, user; the info notice is skipped");
+        assert_eq!(
+            s.events.len(),
+            4,
+            "user, model, tool results, user; the info notice is skipped"
+        );
         let m = &s.events[1];
         assert!(m.model_request);
-        assert_eq!(m.usage, Some(Usage { prompt_tokens: 5377, cached_read_tokens: 100, cache_write_tokens: 0, output_tokens: 57 }));
+        assert_eq!(
+            m.usage,
+            Some(Usage {
+                prompt_tokens: 5377,
+                cached_read_tokens: 100,
+                cache_write_tokens: 0,
+                output_tokens: 57
+            })
+        );
         assert!(matches!(&m.parts[0], Part::Thought { text } if text == "Plan: list"));
         assert_eq!(s.events[2].critical, vec![Critical::Refusal]);
         // The call's own time (19:56:09) is later than the next message (19:56:05): clamped.
-        assert_eq!(s.events[2].timestamp, util::parse_timestamp("2025-10-27T19:56:05Z").unwrap());
+        assert_eq!(
+            s.events[2].timestamp,
+            util::parse_timestamp("2025-10-27T19:56:05Z").unwrap()
+        );
         assert_eq!(s.events[3].invocation_id, "inv-2");
         assert_eq!(s.model.as_deref(), Some("gemini-2.5-pro"));
     }
 
     #[test]
     fn wrong_shapes_name_the_path() {
-        let e = read("g.json", r#"{"sessionId":"s","messages":[{"type":"gemini","toolCalls":[{"id":"c"}]}]}"#).unwrap_err();
-        assert_eq!(e.to_string(), "g.json: $.messages[0].toolCalls[0]: wrong shape: missing string field `name`");
+        let e = read(
+            "g.json",
+            r#"{"sessionId":"s","messages":[{"type":"gemini","toolCalls":[{"id":"c"}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "g.json: $.messages[0].toolCalls[0]: wrong shape: missing string field `name`"
+        );
         let e = read("g.json", r#"{"sessionId":"s","messages":{}}"#).unwrap_err();
         assert_eq!(e.location, "$.messages");
     }

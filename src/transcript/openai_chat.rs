@@ -12,7 +12,10 @@ use super::{util, util::Ctx, Critical, Event, Format, Part, ReadError, Role, Ses
 const ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "developer"];
 
 fn is_message_keys(keys: &[String]) -> bool {
-    keys.iter().any(|k| k == "role") && !keys.iter().any(|k| k == "author" || k == "type" || k == "turn_idx")
+    keys.iter().any(|k| k == "role")
+        && !keys
+            .iter()
+            .any(|k| k == "author" || k == "type" || k == "turn_idx")
 }
 
 /// A τ-bench array (elements with `traj`), a message array, or `{messages: [...]}`.
@@ -43,34 +46,67 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     let stem = file_stem(file);
     match &root {
         Value::Array(items) => {
-            let first_is_run = items.first().and_then(Value::as_object).is_some_and(|m| m.contains_key("traj"));
+            let first_is_run = items
+                .first()
+                .and_then(Value::as_object)
+                .is_some_and(|m| m.contains_key("traj"));
             if first_is_run {
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
                     let path = format!("$[{i}]");
                     let m = cx.obj(item, &path)?;
                     let traj = cx.arr(cx.field(m, "traj", &path)?, &format!("{path}.traj"))?;
-                    let task = m.get("task_id").map(id_text).unwrap_or_else(|| i.to_string());
+                    let task = m
+                        .get("task_id")
+                        .map(id_text)
+                        .unwrap_or_else(|| i.to_string());
                     let trial = m.get("trial").map(id_text).unwrap_or_else(|| "0".into());
                     let frag = format!("task{task}/trial{trial}");
-                    out.push(session(&cx, traj, &format!("{path}.traj"), format!("{stem}#{frag}"), format!("{file}#{frag}"))?);
+                    out.push(session(
+                        &cx,
+                        traj,
+                        &format!("{path}.traj"),
+                        format!("{stem}#{frag}"),
+                        format!("{file}#{frag}"),
+                    )?);
                 }
                 Ok(out)
             } else {
-                Ok(vec![session(&cx, items, "$", stem.clone(), file.to_string())?])
+                Ok(vec![session(
+                    &cx,
+                    items,
+                    "$",
+                    stem.clone(),
+                    file.to_string(),
+                )?])
             }
         }
         Value::Object(m) => {
             let (key, v) = ["messages", "traj"]
                 .iter()
                 .find_map(|k| m.get(*k).map(|v| (*k, v)))
-                .ok_or_else(|| cx.err("$", "wrong shape: expected `messages` or `traj` (OpenAI chat messages)"))?;
+                .ok_or_else(|| {
+                    cx.err(
+                        "$",
+                        "wrong shape: expected `messages` or `traj` (OpenAI chat messages)",
+                    )
+                })?;
             let path = format!("$.{key}");
             let msgs = cx.arr(v, &path)?;
-            let id = m.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or(stem);
+            let id = m
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or(stem);
             Ok(vec![session(&cx, msgs, &path, id, file.to_string())?])
         }
-        v => Err(cx.err("$", format!("wrong shape: expected an array or object, found {}", util::kind(v)))),
+        v => Err(cx.err(
+            "$",
+            format!(
+                "wrong shape: expected an array or object, found {}",
+                util::kind(v)
+            ),
+        )),
     }
 }
 
@@ -91,7 +127,13 @@ pub(crate) fn file_stem(file: &str) -> String {
 }
 
 /// One session from a message list.
-fn session(cx: &Ctx, msgs: &[Value], path: &str, id: String, source: String) -> Result<Session, ReadError> {
+fn session(
+    cx: &Ctx,
+    msgs: &[Value],
+    path: &str,
+    id: String,
+    source: String,
+) -> Result<Session, ReadError> {
     let mut inv = util::Invocations::new();
     let mut events: Vec<Event> = Vec::with_capacity(msgs.len());
     let mut paths: Vec<String> = Vec::with_capacity(msgs.len());
@@ -103,7 +145,10 @@ fn session(cx: &Ctx, msgs: &[Value], path: &str, id: String, source: String) -> 
         let m = cx.obj(msg, &mp)?;
         let role = cx.req_str(m, "role", &mp)?;
         if !ROLES.contains(&role) {
-            return Err(cx.err(format!("{mp}.role"), format!("wrong shape: unknown role `{role}`")));
+            return Err(cx.err(
+                format!("{mp}.role"),
+                format!("wrong shape: unknown role `{role}`"),
+            ));
         }
         let t = util::synthetic_time(i);
         let text = util::content_text(m.get("content"));
@@ -133,7 +178,11 @@ fn session(cx: &Ctx, msgs: &[Value], path: &str, id: String, source: String) -> 
                     if let Some(cid) = &cid {
                         calls.insert(cid.clone(), name.clone());
                     }
-                    e.parts.push(Part::ToolCall { id: cid, name, args });
+                    e.parts.push(Part::ToolCall {
+                        id: cid,
+                        name,
+                        args,
+                    });
                 }
                 e
             }
@@ -147,14 +196,20 @@ fn session(cx: &Ctx, msgs: &[Value], path: &str, id: String, source: String) -> 
                 if util::looks_like_tool_error(&text) {
                     e.critical.push(Critical::ToolError);
                 }
-                e.parts.push(Part::ToolResponse { id: Some(cid.to_string()), name, response: Value::String(text) });
+                e.parts.push(Part::ToolResponse {
+                    id: Some(cid.to_string()),
+                    name,
+                    response: Value::String(text),
+                });
                 e
             }
         };
         events.push(ev);
         paths.push(mp);
     }
-    util::validate_events(cx.file, &events, |i| paths.get(i).cloned().unwrap_or_default())?;
+    util::validate_events(cx.file, &events, |i| {
+        paths.get(i).cloned().unwrap_or_default()
+    })?;
     Ok(Session {
         id,
         source,
@@ -173,7 +228,11 @@ fn push_text(e: &mut Event, text: String) {
 }
 
 /// `{id, type: "function", function: {name, arguments}}` (or flat `{id, name, arguments}`).
-pub(crate) fn tool_call(cx: &Ctx, c: &Value, cp: &str) -> Result<(Option<String>, String, Value), ReadError> {
+pub(crate) fn tool_call(
+    cx: &Ctx,
+    c: &Value,
+    cp: &str,
+) -> Result<(Option<String>, String, Value), ReadError> {
     let cm: &Map<String, Value> = cx.obj(c, cp)?;
     let id = cx.opt_str(cm, "id", cp)?.map(str::to_string);
     let (fm, fp) = match cm.get("function") {
@@ -217,9 +276,13 @@ mod tests {
 
     #[test]
     fn orphan_tool_message_is_an_error_naming_the_path() {
-        let text = r#"[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"zz","content":"x"}]"#;
+        let text =
+            r#"[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"zz","content":"x"}]"#;
         let e = read("f.json", text).unwrap_err();
-        assert_eq!(e.to_string(), "f.json: $[1]: tool response (id zz) without its call");
+        assert_eq!(
+            e.to_string(),
+            "f.json: $[1]: tool response (id zz) without its call"
+        );
         let e = read("f.json", r#"[{"role":"robot"}]"#).unwrap_err();
         assert_eq!(e.location, "$[0].role");
     }

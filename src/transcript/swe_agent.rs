@@ -23,7 +23,8 @@ pub fn sniff(text: &str) -> bool {
         return true;
     }
     k.iter().any(|t| t == "history")
-        && util::scan::first_elem_keys_of(text, "history").is_some_and(|e| e.iter().any(|x| x == "role"))
+        && util::scan::first_elem_keys_of(text, "history")
+            .is_some_and(|e| e.iter().any(|x| x == "role"))
 }
 
 pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
@@ -65,7 +66,11 @@ fn model_name(top: &Map<String, Value>) -> Option<String> {
 
 /// The tool name of a command line: its first word.
 fn command_name(action: &str) -> String {
-    action.split_whitespace().next().unwrap_or("command").to_string()
+    action
+        .split_whitespace()
+        .next()
+        .unwrap_or("command")
+        .to_string()
 }
 
 fn from_history(cx: &Ctx, history: &[Value], stem: &str) -> Result<Vec<Event>, ReadError> {
@@ -92,12 +97,20 @@ fn from_history(cx: &Ctx, history: &[Value], stem: &str) -> Result<Vec<Event>, R
                     if util::looks_like_tool_error(&text) {
                         e.critical.push(Critical::ToolError);
                     }
-                    e.parts.push(Part::ToolResponse { id: Some(id), name, response: Value::String(text) });
+                    e.parts.push(Part::ToolResponse {
+                        id: Some(id),
+                        name,
+                        response: Value::String(text),
+                    });
                     e
                 }
                 None => {
                     // The task, or (rarely) a later message that answers no action.
-                    let id = if had_task { inv.current() } else { inv.user_turn() };
+                    let id = if had_task {
+                        inv.current()
+                    } else {
+                        inv.user_turn()
+                    };
                     had_task = true;
                     let mut e = text_event("user", Role::User, id, t, text);
                     e.critical = match e.parts.first() {
@@ -116,14 +129,21 @@ fn from_history(cx: &Ctx, history: &[Value], stem: &str) -> Result<Vec<Event>, R
                         e.parts.push(Part::Text { text });
                     }
                     for (j, c) in tcs.iter().enumerate() {
-                        let (id, name, args) = super::openai_chat::tool_call(cx, c, &format!("{mp}.tool_calls[{j}]"))?;
+                        let (id, name, args) =
+                            super::openai_chat::tool_call(cx, c, &format!("{mp}.tool_calls[{j}]"))?;
                         if let Some(id) = &id {
                             calls.insert(id.clone(), name.clone());
                         }
                         e.parts.push(Part::ToolCall { id, name, args });
                     }
-                } else if let Some(action) = cx.opt_str(m, "action", &mp)?.filter(|a| !a.trim().is_empty()) {
-                    let thought = cx.opt_str(m, "thought", &mp)?.map(str::to_string).unwrap_or(text);
+                } else if let Some(action) = cx
+                    .opt_str(m, "action", &mp)?
+                    .filter(|a| !a.trim().is_empty())
+                {
+                    let thought = cx
+                        .opt_str(m, "thought", &mp)?
+                        .map(str::to_string)
+                        .unwrap_or(text);
                     if !thought.is_empty() {
                         e.parts.push(Part::Text { text: thought });
                     }
@@ -142,7 +162,11 @@ fn from_history(cx: &Ctx, history: &[Value], stem: &str) -> Result<Vec<Event>, R
             }
             "tool" => {
                 let ids: Vec<String> = match m.get("tool_call_ids") {
-                    Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                    Some(Value::Array(a)) => a
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect(),
                     _ => match (cx.opt_str(m, "tool_call_id", &mp)?, &pending) {
                         (Some(id), _) => vec![id.to_string()],
                         (None, Some((id, _))) => vec![id.clone()],
@@ -161,11 +185,20 @@ fn from_history(cx: &Ctx, history: &[Value], stem: &str) -> Result<Vec<Event>, R
                     let Some(name) = calls.get(&id).cloned() else {
                         return Err(cx.err(mp, format!("tool response (id {id}) without its call")));
                     };
-                    e.parts.push(Part::ToolResponse { id: Some(id), name, response: Value::String(text.clone()) });
+                    e.parts.push(Part::ToolResponse {
+                        id: Some(id),
+                        name,
+                        response: Value::String(text.clone()),
+                    });
                 }
                 e
             }
-            other => return Err(cx.err(format!("{mp}.role"), format!("wrong shape: unknown role `{other}`"))),
+            other => {
+                return Err(cx.err(
+                    format!("{mp}.role"),
+                    format!("wrong shape: unknown role `{other}`"),
+                ))
+            }
         };
         events.push(ev);
     }
@@ -183,18 +216,31 @@ fn text_event(author: &str, role: Role, inv: String, t: f64, text: String) -> Ev
 /// Without `history`: one model event (thought + action) and one observation per step.
 fn from_trajectory(cx: &Ctx, steps: &[Value], stem: &str) -> Result<Vec<Event>, ReadError> {
     if steps.is_empty() {
-        return Err(cx.err("$", "wrong shape: neither `history` nor `trajectory` has entries"));
+        return Err(cx.err(
+            "$",
+            "wrong shape: neither `history` nor `trajectory` has entries",
+        ));
     }
     let inv = "inv-1".to_string();
     let mut events = Vec::with_capacity(steps.len() * 2);
     for (i, step) in steps.iter().enumerate() {
         let sp = format!("$.trajectory[{i}]");
         let m = cx.obj(step, &sp)?;
-        let mut e = Event::new("agent", Role::Model, inv.clone(), util::synthetic_time(2 * i));
+        let mut e = Event::new(
+            "agent",
+            Role::Model,
+            inv.clone(),
+            util::synthetic_time(2 * i),
+        );
         e.model_request = true;
-        let thought = cx.opt_str(m, "thought", &sp)?.or(cx.opt_str(m, "response", &sp)?).unwrap_or("");
+        let thought = cx
+            .opt_str(m, "thought", &sp)?
+            .or(cx.opt_str(m, "response", &sp)?)
+            .unwrap_or("");
         if !thought.is_empty() {
-            e.parts.push(Part::Text { text: thought.to_string() });
+            e.parts.push(Part::Text {
+                text: thought.to_string(),
+            });
         }
         let action = cx.opt_str(m, "action", &sp)?.unwrap_or("");
         if action.trim().is_empty() {
@@ -203,14 +249,27 @@ fn from_trajectory(cx: &Ctx, steps: &[Value], stem: &str) -> Result<Vec<Event>, 
         }
         let id = format!("{stem}-step-{i}");
         let name = command_name(action);
-        e.parts.push(Part::ToolCall { id: Some(id.clone()), name: name.clone(), args: serde_json::json!({ "command": action }) });
+        e.parts.push(Part::ToolCall {
+            id: Some(id.clone()),
+            name: name.clone(),
+            args: serde_json::json!({ "command": action }),
+        });
         events.push(e);
         if let Some(obs) = cx.opt_str(m, "observation", &sp)? {
-            let mut r = Event::new("agent", Role::User, inv.clone(), util::synthetic_time(2 * i + 1));
+            let mut r = Event::new(
+                "agent",
+                Role::User,
+                inv.clone(),
+                util::synthetic_time(2 * i + 1),
+            );
             if util::looks_like_tool_error(obs) {
                 r.critical.push(Critical::ToolError);
             }
-            r.parts.push(Part::ToolResponse { id: Some(id), name, response: Value::String(obs.to_string()) });
+            r.parts.push(Part::ToolResponse {
+                id: Some(id),
+                name,
+                response: Value::String(obs.to_string()),
+            });
             events.push(r);
         }
     }
@@ -242,7 +301,9 @@ mod tests {
             }
             p => panic!("{p:?}"),
         }
-        assert!(matches!(&s.events[4].parts[0], Part::ToolResponse { id: Some(i), .. } if i == "x-action-3"));
+        assert!(
+            matches!(&s.events[4].parts[0], Part::ToolResponse { id: Some(i), .. } if i == "x-action-3")
+        );
         assert!(s.events.iter().all(|e| e.invocation_id == "inv-1"));
     }
 
@@ -252,6 +313,9 @@ mod tests {
           {"role":"tool","content":"x","tool_call_ids":["nope"]}]}"#;
         assert!(sniff(text));
         let e = read("y.traj", text).unwrap_err();
-        assert_eq!(e.to_string(), "y.traj: $.history[1]: tool response (id nope) without its call");
+        assert_eq!(
+            e.to_string(),
+            "y.traj: $.history[1]: tool response (id nope) without its call"
+        );
     }
 }

@@ -34,18 +34,34 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         .map(str::to_string);
     let mut out = Vec::with_capacity(sims.len());
     for (i, sim) in sims.iter().enumerate() {
-        out.push(simulation(&cx, sim, &format!("$.simulations[{i}]"), model.as_deref())?);
+        out.push(simulation(
+            &cx,
+            sim,
+            &format!("$.simulations[{i}]"),
+            model.as_deref(),
+        )?);
     }
     Ok(out)
 }
 
-fn simulation(cx: &Ctx, sim: &Value, path: &str, model: Option<&str>) -> Result<Session, ReadError> {
+fn simulation(
+    cx: &Ctx,
+    sim: &Value,
+    path: &str,
+    model: Option<&str>,
+) -> Result<Session, ReadError> {
     let sm = cx.obj(sim, path)?;
     let msgs = cx.arr(cx.field(sm, "messages", path)?, &format!("{path}.messages"))?;
-    let task = sm.get("task_id").map(text_of).unwrap_or_else(|| "task".into());
+    let task = sm
+        .get("task_id")
+        .map(text_of)
+        .unwrap_or_else(|| "task".into());
     let trial = sm.get("trial").map(text_of).unwrap_or_else(|| "0".into());
     let frag = format!("{task}/trial{trial}");
-    let id = cx.opt_str(sm, "id", path)?.map(str::to_string).unwrap_or_else(|| frag.clone());
+    let id = cx
+        .opt_str(sm, "id", path)?
+        .map(str::to_string)
+        .unwrap_or_else(|| frag.clone());
     let start = cx.opt_time(sm, "start_time", path)?;
 
     // Timestamps first: all present (the norm), some missing (carry the previous one), or
@@ -56,7 +72,13 @@ fn simulation(cx: &Ctx, sim: &Value, path: &str, model: Option<&str>) -> Result<
         times.push(cx.opt_time(cx.obj(msg, &mp)?, "timestamp", &mp)?);
     }
     let synthetic = times.iter().all(Option::is_none);
-    let first_known = times.iter().flatten().next().copied().or(start).unwrap_or(util::SYNTHETIC_EPOCH_S);
+    let first_known = times
+        .iter()
+        .flatten()
+        .next()
+        .copied()
+        .or(start)
+        .unwrap_or(util::SYNTHETIC_EPOCH_S);
 
     let mut inv = util::Invocations::new();
     let mut calls: HashMap<String, String> = HashMap::new();
@@ -68,12 +90,20 @@ fn simulation(cx: &Ctx, sim: &Value, path: &str, model: Option<&str>) -> Result<
         let t = if synthetic {
             util::synthetic_time(j)
         } else {
-            times.get(j).copied().flatten().unwrap_or(if prev.is_finite() { prev } else { first_known })
+            times
+                .get(j)
+                .copied()
+                .flatten()
+                .unwrap_or(if prev.is_finite() { prev } else { first_known })
         };
         if t < prev {
             return Err(cx.err(
                 format!("{mp}.timestamp"),
-                format!("timestamps out of order: {} comes after {}", util::fmt_time(t), util::fmt_time(prev)),
+                format!(
+                    "timestamps out of order: {} comes after {}",
+                    util::fmt_time(t),
+                    util::fmt_time(prev)
+                ),
             ));
         }
         prev = t;
@@ -92,7 +122,11 @@ fn simulation(cx: &Ctx, sim: &Value, path: &str, model: Option<&str>) -> Result<
             "user" => {
                 // A person's turn when it says something; a user-simulator tool call alone
                 // is an action inside the current turn.
-                let inv_id = if text.trim().is_empty() { inv.current() } else { inv.user_turn() };
+                let inv_id = if text.trim().is_empty() {
+                    inv.current()
+                } else {
+                    inv.user_turn()
+                };
                 let mut e = Event::new("user", Role::User, inv_id, t);
                 e.critical = util::user_text_flags(&text);
                 push_text(&mut e, text);
@@ -121,7 +155,12 @@ fn simulation(cx: &Ctx, sim: &Value, path: &str, model: Option<&str>) -> Result<
                 push_text(&mut e, text);
                 e
             }
-            other => return Err(cx.err(format!("{mp}.role"), format!("wrong shape: unknown role `{other}`"))),
+            other => {
+                return Err(cx.err(
+                    format!("{mp}.role"),
+                    format!("wrong shape: unknown role `{other}`"),
+                ))
+            }
         };
         events.push(ev);
     }
@@ -212,7 +251,10 @@ mod tests {
         assert!(s.events.iter().all(|e| e.invocation_id == "inv-1"));
         assert_eq!(s.events[1].critical, vec![Critical::Confirmation]);
         assert_eq!(s.events[3].critical, vec![Critical::ToolError]);
-        assert_eq!(s.events[1].usage, None, "user-simulator usage is not the agent's");
+        assert_eq!(
+            s.events[1].usage, None,
+            "user-simulator usage is not the agent's"
+        );
         let u = s.events[4].usage.unwrap();
         assert_eq!((u.prompt_tokens, u.cached_read_tokens), (400, 100));
         assert!((s.events[1].timestamp - s.events[0].timestamp - 0.3).abs() < 1e-6);
@@ -226,6 +268,10 @@ mod tests {
         assert_eq!(e.location, "$.simulations[0].messages[4].timestamp");
         let bad = SAMPLE.replace(r#""id":"u1","content""#, r#""id":"zz","content""#);
         let e = read("r.json", &bad).unwrap_err();
-        assert!(e.to_string().contains("$.simulations[0].messages[3]: tool response (id zz) without its call"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("$.simulations[0].messages[3]: tool response (id zz) without its call"),
+            "{e}"
+        );
     }
 }

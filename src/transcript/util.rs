@@ -81,23 +81,41 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn obj<'v>(&self, v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, ReadError> {
-        v.as_object()
-            .ok_or_else(|| self.err(path, format!("wrong shape: expected an object, found {}", kind(v))))
+        v.as_object().ok_or_else(|| {
+            self.err(
+                path,
+                format!("wrong shape: expected an object, found {}", kind(v)),
+            )
+        })
     }
 
     pub fn arr<'v>(&self, v: &'v Value, path: &str) -> Result<&'v Vec<Value>, ReadError> {
-        v.as_array()
-            .ok_or_else(|| self.err(path, format!("wrong shape: expected an array, found {}", kind(v))))
+        v.as_array().ok_or_else(|| {
+            self.err(
+                path,
+                format!("wrong shape: expected an array, found {}", kind(v)),
+            )
+        })
     }
 
     /// A required field of an object.
-    pub fn field<'v>(&self, m: &'v Map<String, Value>, key: &str, path: &str) -> Result<&'v Value, ReadError> {
+    pub fn field<'v>(
+        &self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<&'v Value, ReadError> {
         m.get(key)
             .ok_or_else(|| self.err(path, format!("wrong shape: missing field `{key}`")))
     }
 
     /// An optional string field: absent or null gives `None`; another kind is an error.
-    pub fn opt_str<'v>(&self, m: &'v Map<String, Value>, key: &str, path: &str) -> Result<Option<&'v str>, ReadError> {
+    pub fn opt_str<'v>(
+        &self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<&'v str>, ReadError> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -109,13 +127,23 @@ impl<'a> Ctx<'a> {
     }
 
     /// A required string field.
-    pub fn req_str<'v>(&self, m: &'v Map<String, Value>, key: &str, path: &str) -> Result<&'v str, ReadError> {
+    pub fn req_str<'v>(
+        &self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<&'v str, ReadError> {
         self.opt_str(m, key, path)?
             .ok_or_else(|| self.err(path, format!("wrong shape: missing string field `{key}`")))
     }
 
     /// An optional array field: absent or null gives an empty slice.
-    pub fn opt_arr<'v>(&self, m: &'v Map<String, Value>, key: &str, path: &str) -> Result<&'v [Value], ReadError> {
+    pub fn opt_arr<'v>(
+        &self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<&'v [Value], ReadError> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(&[]),
             Some(Value::Array(a)) => Ok(a),
@@ -127,24 +155,40 @@ impl<'a> Ctx<'a> {
     }
 
     /// An optional non-negative integer field (floats with no fraction are accepted).
-    pub fn opt_u64(&self, m: &Map<String, Value>, key: &str, path: &str) -> Result<Option<u64>, ReadError> {
+    pub fn opt_u64(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<u64>, ReadError> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => as_u64(v).map(Some).ok_or_else(|| {
                 self.err(
                     format!("{path}.{key}"),
-                    format!("wrong shape: expected a non-negative integer, found {}", kind(v)),
+                    format!(
+                        "wrong shape: expected a non-negative integer, found {}",
+                        kind(v)
+                    ),
                 )
             }),
         }
     }
 
     /// An optional timestamp field (RFC 3339 string, or epoch seconds / milliseconds).
-    pub fn opt_time(&self, m: &Map<String, Value>, key: &str, path: &str) -> Result<Option<f64>, ReadError> {
+    pub fn opt_time(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<f64>, ReadError> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => time_value(v).map(Some).ok_or_else(|| {
-                self.err(format!("{path}.{key}"), format!("bad timestamp {}", short(v)))
+                self.err(
+                    format!("{path}.{key}"),
+                    format!("bad timestamp {}", short(v)),
+                )
             }),
         }
     }
@@ -201,7 +245,12 @@ pub fn parse_timestamp(s: &str) -> Option<f64> {
     if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(s) {
         return Some(secs(dt.timestamp(), dt.timestamp_subsec_nanos()));
     }
-    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z"] {
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f%#z",
+        "%Y-%m-%d %H:%M:%S%.f%#z",
+    ] {
         if let Ok(dt) = chrono::NaiveDateTime::parse_from_str(s, fmt) {
             let u = dt.and_utc();
             return Some(secs(u.timestamp(), u.timestamp_subsec_nanos()));
@@ -235,7 +284,10 @@ pub struct Invocations {
 
 impl Invocations {
     pub fn new() -> Self {
-        Invocations { n: 1, has_turn: false }
+        Invocations {
+            n: 1,
+            has_turn: false,
+        }
     }
 
     /// A person's turn: returns the id of the invocation it opens.
@@ -256,19 +308,31 @@ impl Invocations {
 /// Check what the engine relies on: finite, non-decreasing timestamps and every tool response
 /// answering an earlier call (by id when it has one, else by name). `loc(i)` names event `i`'s
 /// place in the source (a line or JSON path) for the error.
-pub fn validate_events(file: &str, events: &[Event], loc: impl Fn(usize) -> String) -> Result<(), ReadError> {
+pub fn validate_events(
+    file: &str,
+    events: &[Event],
+    loc: impl Fn(usize) -> String,
+) -> Result<(), ReadError> {
     let mut prev = f64::NEG_INFINITY;
     let mut ids: HashSet<&str> = HashSet::new();
     let mut names: HashSet<&str> = HashSet::new();
     for (i, e) in events.iter().enumerate() {
         if !e.timestamp.is_finite() {
-            return Err(ReadError::new(file, loc(i), "timestamp is not a finite number"));
+            return Err(ReadError::new(
+                file,
+                loc(i),
+                "timestamp is not a finite number",
+            ));
         }
         if e.timestamp < prev {
             return Err(ReadError::new(
                 file,
                 loc(i),
-                format!("timestamps out of order: {} comes after {}", fmt_time(e.timestamp), fmt_time(prev)),
+                format!(
+                    "timestamps out of order: {} comes after {}",
+                    fmt_time(e.timestamp),
+                    fmt_time(prev)
+                ),
             ));
         }
         prev = e.timestamp;
@@ -287,7 +351,9 @@ pub fn validate_events(file: &str, events: &[Event], loc: impl Fn(usize) -> Stri
                     };
                     if !known {
                         let what = match id {
-                            Some(id) => format!("tool response `{name}` (id {id}) without its call"),
+                            Some(id) => {
+                                format!("tool response `{name}` (id {id}) without its call")
+                            }
                             None => format!("tool response `{name}` without its call"),
                         };
                         return Err(ReadError::new(file, loc(i), what));
@@ -332,8 +398,25 @@ fn starts_with_word(s: &str, word: &str) -> bool {
 }
 
 const CONFIRM_WORDS: [&str; 7] = ["yes", "yeah", "yep", "sure", "ok", "okay", "that's correct"];
-const APPROVE_WORDS: [&str; 6] = ["approve", "approved", "i approve", "go ahead", "proceed", "please proceed"];
-const REFUSE_WORDS: [&str; 9] = ["no", "nope", "don't", "do not", "cancel", "deny", "denied", "reject", "i decline"];
+const APPROVE_WORDS: [&str; 6] = [
+    "approve",
+    "approved",
+    "i approve",
+    "go ahead",
+    "proceed",
+    "please proceed",
+];
+const REFUSE_WORDS: [&str; 9] = [
+    "no",
+    "nope",
+    "don't",
+    "do not",
+    "cancel",
+    "deny",
+    "denied",
+    "reject",
+    "i decline",
+];
 
 /// Critical flags for a person's message (see the module docs for the rules).
 pub fn user_text_flags(text: &str) -> Vec<Critical> {
@@ -346,7 +429,8 @@ pub fn user_text_flags(text: &str) -> Vec<Critical> {
     if APPROVE_WORDS.iter().any(|w| starts_with_word(s, w)) {
         out.push(Critical::Approval);
     } else if CONFIRM_WORDS.iter().any(|w| starts_with_word(s, w))
-        || s.get(..7).is_some_and(|h| h.eq_ignore_ascii_case("confirm"))
+        || s.get(..7)
+            .is_some_and(|h| h.eq_ignore_ascii_case("confirm"))
     {
         out.push(Critical::Confirmation);
     } else if REFUSE_WORDS.iter().any(|w| starts_with_word(s, w)) {
@@ -502,7 +586,9 @@ pub mod scan {
             }
             let vstart = ws(b, k + 1);
             out.push((key, vstart));
-            let Some(vend) = skip_value(b, vstart) else { break };
+            let Some(vend) = skip_value(b, vstart) else {
+                break;
+            };
             let n = ws(b, vend);
             if b.get(n) != Some(&b',') {
                 break;
@@ -572,21 +658,36 @@ mod tests {
         // No zone: UTC assumed.
         assert_eq!(parse_timestamp("1970-01-02T00:00:00.25"), Some(86400.25));
         assert_eq!(parse_timestamp("not a time"), None);
-        assert_eq!(time_value(&serde_json::json!(1_700_000_000_123u64)), Some(1_700_000_000.123));
+        assert_eq!(
+            time_value(&serde_json::json!(1_700_000_000_123u64)),
+            Some(1_700_000_000.123)
+        );
     }
 
     #[test]
     fn word_rules_match_whole_words_only() {
-        assert_eq!(user_text_flags("Yes, please book it."), vec![Critical::Confirmation]);
-        assert_eq!(user_text_flags("**Okay** then"), vec![Critical::Confirmation]);
-        assert_eq!(user_text_flags("Confirming to proceed"), vec![Critical::Confirmation]);
+        assert_eq!(
+            user_text_flags("Yes, please book it."),
+            vec![Critical::Confirmation]
+        );
+        assert_eq!(
+            user_text_flags("**Okay** then"),
+            vec![Critical::Confirmation]
+        );
+        assert_eq!(
+            user_text_flags("Confirming to proceed"),
+            vec![Critical::Confirmation]
+        );
         assert_eq!(user_text_flags("Please proceed"), vec![Critical::Approval]);
         assert_eq!(user_text_flags("No, thanks"), vec![Critical::Refusal]);
         assert!(user_text_flags("None of them").is_empty());
         assert!(user_text_flags("Yesterday I flew").is_empty());
         assert!(user_text_flags("Nobody").is_empty());
         assert!(user_text_flags("").is_empty());
-        assert_eq!(user_text_flags("[Request interrupted by user]"), vec![Critical::Interruption]);
+        assert_eq!(
+            user_text_flags("[Request interrupted by user]"),
+            vec![Critical::Interruption]
+        );
     }
 
     #[test]
@@ -607,23 +708,48 @@ mod tests {
         assert_eq!(e.location, "event 1");
         assert!(e.message.contains("out of order"), "{e}");
         let mut r = Event::new("tool", Role::Tool, "inv-1", 3.0);
-        r.parts.push(Part::ToolResponse { id: Some("c1".into()), name: "f".into(), response: Value::Null });
-        let e = validate_events("f", &[a.clone(), r.clone()], |i| format!("event {i}")).unwrap_err();
+        r.parts.push(Part::ToolResponse {
+            id: Some("c1".into()),
+            name: "f".into(),
+            response: Value::Null,
+        });
+        let e =
+            validate_events("f", &[a.clone(), r.clone()], |i| format!("event {i}")).unwrap_err();
         assert!(e.message.contains("without its call"), "{e}");
         let mut c = Event::new("agent", Role::Model, "inv-1", 2.0);
-        c.parts.push(Part::ToolCall { id: Some("c1".into()), name: "f".into(), args: Value::Null });
+        c.parts.push(Part::ToolCall {
+            id: Some("c1".into()),
+            name: "f".into(),
+            args: Value::Null,
+        });
         validate_events("f", &[a, c, r], |i| format!("event {i}")).unwrap();
     }
 
     #[test]
     fn scanner_reads_keys_and_survives_garbage() {
-        assert_eq!(scan::top_keys(r#" {"a": {"x": [1, "}"]}, "b" : 2}"#), Some(vec!["a".into(), "b".into()]));
-        assert_eq!(scan::first_elem_keys(r#"[{"traj": [], "k": 1}]"#), Some(vec!["traj".into(), "k".into()]));
+        assert_eq!(
+            scan::top_keys(r#" {"a": {"x": [1, "}"]}, "b" : 2}"#),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            scan::first_elem_keys(r#"[{"traj": [], "k": 1}]"#),
+            Some(vec!["traj".into(), "k".into()])
+        );
         assert_eq!(
             scan::first_elem_keys_of(r#"{"h": 1, "m": [{"role": "u"}]}"#, "m"),
             Some(vec!["role".into()])
         );
-        for g in ["{", "{\"", "{\"a\"", "{\"a\":", "{\"a\":[", "[", "[{", "\u{feff}{\"a\":\"\\", "]]]}}}"] {
+        for g in [
+            "{",
+            "{\"",
+            "{\"a\"",
+            "{\"a\":",
+            "{\"a\":[",
+            "[",
+            "[{",
+            "\u{feff}{\"a\":\"\\",
+            "]]]}}}",
+        ] {
             let _ = scan::top_keys(g);
             let _ = scan::first_elem_keys(g);
             let _ = scan::first_elem_keys_of(g, "a");
