@@ -273,4 +273,18 @@ mod tests {
         .unwrap_err();
         assert!(e.message.contains("unsupported canonical version 2"), "{e}");
     }
+
+    #[test]
+    fn the_readme_example_reads() {
+        let readme = include_str!("../../README.md");
+        let sec = &readme[readme.find("## Canonical JSONL").expect("section")..];
+        let start = sec.find("```json\n").expect("example") + 8;
+        let end = start + sec[start..].find("```").expect("end");
+        let s = &read("ex.jsonl", &sec[start..end]).expect("README example parses")[0];
+        assert_eq!(s.format, Format::ClaudeCode);
+        assert_eq!(s.events.len(), 3);
+        assert_eq!(s.recorded_compactions[0].pre_tokens, Some(170_000));
+        let u = s.events[1].usage.expect("usage");
+        assert_eq!(u.prompt_tokens, 3 + u.cached_read_tokens + u.cache_write_tokens);
+    }
 }
