@@ -33,6 +33,8 @@ struct HeaderSession {
     #[serde(default)]
     synthetic_timestamps: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    approval_policies: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     recorded_compactions: Vec<RecordedCompaction>,
 }
 
@@ -56,6 +58,7 @@ pub fn write_canonical(s: &Session) -> String {
             source: Some(s.source.clone()),
             model: s.model.clone(),
             synthetic_timestamps: s.synthetic_timestamps,
+            approval_policies: s.approval_policies.clone(),
             recorded_compactions: s.recorded_compactions.clone(),
         },
     };
@@ -114,6 +117,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                     recorded_compactions: h.session.recorded_compactions,
                     model: h.session.model,
                     synthetic_timestamps: h.session.synthetic_timestamps,
+                    approval_policies: h.session.approval_policies,
                 },
                 lines: Vec::new(),
             });
@@ -218,6 +222,7 @@ mod tests {
             }],
             model: Some("m".into()),
             synthetic_timestamps: false,
+            approval_policies: vec!["on-request".into()],
         }
     }
 

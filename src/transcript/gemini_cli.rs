@@ -207,6 +207,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         recorded_compactions: Vec::new(),
         model,
         synthetic_timestamps: synthetic,
+        approval_policies: Vec::new(),
     }])
 }
 

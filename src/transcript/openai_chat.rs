@@ -218,6 +218,7 @@ fn session(
         recorded_compactions: Vec::new(),
         model,
         synthetic_timestamps: true,
+        approval_policies: Vec::new(),
     })
 }
 

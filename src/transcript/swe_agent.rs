@@ -46,6 +46,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         recorded_compactions: Vec::new(),
         model: model_name(top),
         synthetic_timestamps: true,
+        approval_policies: Vec::new(),
     }])
 }
 

@@ -172,6 +172,7 @@ fn simulation(
         recorded_compactions: Vec::new(),
         model: model.map(str::to_string),
         synthetic_timestamps: synthetic,
+        approval_policies: Vec::new(),
     })
 }
 
