@@ -249,4 +249,8 @@ pub struct Session {
     /// True when the reader had to invent timestamps.
     #[serde(default, skip_serializing_if = "is_false")]
     pub synthetic_timestamps: bool,
+    /// Tool-approval policies the agent ran under, in order of first use (Codex
+    /// `turn_context.approval_policy`: `never`, `on-request`, ...); empty when not recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approval_policies: Vec<String>,
 }
