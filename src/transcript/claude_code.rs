@@ -653,4 +653,118 @@ mod tests {
         assert_eq!(checked, 25, "{problems:#?}");
         assert!(problems.is_empty(), "{problems:#?}");
     }
+
+    fn fixture(name: &str) -> String {
+        let p = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/readers2/");
+        std::fs::read_to_string(format!("{p}{name}")).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    #[test]
+    fn one_message_id_is_one_request_with_normalised_usage() {
+        let sessions = read("claude_usage.jsonl", &fixture("claude_usage.jsonl")).expect("fixture reads");
+        assert_eq!(sessions.len(), 1);
+        let s = &sessions[0];
+        assert_eq!(s.id, "s-usage");
+        let requests: Vec<&Event> = s.events.iter().filter(|e| e.model_request).collect();
+        assert_eq!(requests.len(), 1, "two lines of msg_1 are one request");
+        let r = requests[0];
+        assert_eq!(r.parts.len(), 2);
+        assert!(matches!(&r.parts[1], Part::ToolCall { name, .. } if name == "Bash"));
+        // Anthropic: input 3 + cache read 1000 + cache write 100; the streamed output grows.
+        let want = Usage { prompt_tokens: 1103, cached_read_tokens: 1000, cache_write_tokens: 100, output_tokens: 12 };
+        assert_eq!(r.usage, Some(want));
+        assert_eq!(r.timestamp, 1_767_225_602.0, "a merged request keeps its first line's time");
+        assert_eq!(s.model.as_deref(), Some("claude-test"));
+    }
+
+    #[test]
+    fn sidechains_split_and_compaction_is_kept_aside() {
+        let file = "claude_sidechain_and_compaction.jsonl";
+        let sessions = read(file, &fixture(file)).expect("fixture reads");
+        assert_eq!(sessions.len(), 2, "main session plus one sidechain");
+        let main = &sessions[0];
+        let side = &sessions[1];
+        assert_eq!(main.source, file);
+        assert_eq!(side.source, format!("{file}#agent-sidechain-4"));
+        assert_eq!(side.events.len(), 2);
+        assert!(side.events.iter().all(|e| !e.post_compaction_usage));
+        // The compaction is not an event; it points at the first event after it.
+        assert_eq!(main.recorded_compactions.len(), 1);
+        let c = &main.recorded_compactions[0];
+        assert_eq!((c.trigger.as_deref(), c.pre_tokens, c.at_event), (Some("auto"), Some(12345), 3));
+        assert!(c.summary.contains("did the thing"));
+        assert!(main.events.iter().all(|e| e.parts.iter().all(|p| !matches!(p, Part::Text { text } if text.contains("did the thing")))));
+        let requests: Vec<&Event> = main.events.iter().filter(|e| e.model_request).collect();
+        assert_eq!(requests.iter().map(|e| e.post_compaction_usage).collect::<Vec<_>>(), [false, true, true]);
+        // Flags: interrupt marker, rejection, plain tool error.
+        let flags: Vec<Vec<Critical>> = main.events.iter().map(|e| e.critical.clone()).collect();
+        assert_eq!(flags[3], [Critical::Interruption]);
+        assert_eq!(flags[6], [Critical::Refusal]);
+        assert_eq!(flags[8], [Critical::ToolError]);
+        // Attachment and thought parts; invocations: the interrupt marker is no new turn.
+        assert!(matches!(&main.events[4].parts[1], Part::Attachment { mime_type: Some(m), size_bytes: Some(6), .. } if m == "image/png"));
+        assert!(matches!(&main.events[5].parts[0], Part::Thought { text } if text == "hmm"));
+        let invs: Vec<&str> = main.events.iter().map(|e| e.invocation_id.as_str()).collect();
+        assert_eq!(invs, ["inv-1", "inv-1", "inv-1", "inv-1", "inv-2", "inv-2", "inv-2", "inv-2", "inv-2"]);
+    }
+
+    #[test]
+    fn corpus_compactions_mark_later_requests() {
+        let rel = "claude_code_spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl";
+        let s = read(rel, &read_corpus(rel)).expect("reads");
+        let c = &s[0].recorded_compactions[0];
+        assert_eq!((c.trigger.as_deref(), c.pre_tokens), (Some("auto"), Some(170_251)));
+        assert!(c.summary.starts_with("This session is being continued from a previous conversation"));
+        for (i, e) in s[0].events.iter().enumerate().filter(|(_, e)| e.model_request) {
+            assert_eq!(e.post_compaction_usage, i >= c.at_event, "event {i}");
+        }
+        // The largest prompt before the boundary is below preTokens (the count that
+        // triggered it includes the request being built); none after it comes close.
+        let before = s[0].events[..c.at_event].iter().filter_map(|e| e.usage).map(|u| u.prompt_tokens).max();
+        assert!(before.is_some_and(|b| b < 170_251 && b > 150_000), "{before:?}");
+    }
+
+    #[test]
+    fn bad_input_is_one_line_naming_the_line() {
+        let good = fixture("claude_usage.jsonl");
+        let lines: Vec<&str> = good.lines().collect();
+        let orphan = format!(
+            "{}\n{}\n",
+            lines[0],
+            r#"{"type":"user","uuid":"u9","sessionId":"s","timestamp":"2026-01-01T00:00:01Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_nope","content":"x"}]}}"#
+        );
+        let e = read("f.jsonl", &orphan).expect_err("orphan result");
+        assert_eq!(e.location, "line 2");
+        assert!(e.message.contains("toolu_nope"), "{e}");
+        let late = lines[2].replace("2026-01-01T00:00:03", "2025-12-31T23:00:00");
+        let e = read("f.jsonl", &format!("{}\n{}\n{}\n", lines[0], lines[1], late)).expect_err("out of order");
+        assert_eq!(e.location, "line 3");
+        assert!(e.message.contains("out of order"), "{e}");
+        let e = read("f.jsonl", &format!("{}\n{{\"type\":\n", lines[0])).expect_err("malformed");
+        assert_eq!(e.location, "line 2");
+        let e = read("f.jsonl", "").expect_err("empty");
+        assert!(!e.to_string().contains('\n'));
+        let e = read("f.jsonl", "[1,2]\n").expect_err("not an object");
+        assert_eq!(e.location, "line 1");
+    }
+
+    #[test]
+    fn missing_timestamps_are_synthesised() {
+        let text = fixture("claude_usage.jsonl").replace("\"timestamp\":\"2026-01-01T00:00:02.000Z\",", "");
+        let s = read("f.jsonl", &text).expect("reads");
+        assert!(s[0].synthetic_timestamps);
+        let ts: Vec<f64> = s[0].events.iter().map(|e| e.timestamp).collect();
+        assert!(ts.windows(2).all(|w| w[0] < w[1]), "{ts:?}");
+    }
+
+    #[test]
+    fn sniff_tells_claude_code_from_neighbours() {
+        assert!(sniff(&fixture("claude_usage.jsonl")));
+        assert!(sniff(&read_corpus("agentcmd_cli_sessions/claude/full/full-session-five.jsonl")));
+        assert!(sniff(&read_corpus("claude_code_spotter/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl")));
+        let codex = "agentcmd_cli_sessions/codex/full/rollout-2025-09-24T20-12-23-01997ea4-a70d-7da3-8c20-c736db82a7c5.jsonl";
+        assert!(!sniff(&read_corpus(codex)));
+        assert!(!sniff(&read_corpus("openhands/tests/runtime/trajs/basic.json")));
+        assert!(!sniff(""));
+    }
 }
