@@ -323,7 +323,8 @@ impl<'a> Rollout<'a> {
                         ev.critical.push(Critical::Interruption);
                     }
                 }
-                self.open_request = None;
+                // The request stays open: Codex can write the aborted response's items
+                // (reasoning, the call and its "aborted" output) after the abort notice.
             }
             "exec_approval_request" | "apply_patch_approval_request" => {
                 if let Some(ev) = self.events.iter_mut().rev().find(|e| e.model_request) {
@@ -391,4 +392,129 @@ fn diff_usage(now: Option<&Value>, before: Option<&Value>) -> Value {
         out.insert(key.to_string(), Value::from(a.saturating_sub(b)));
     }
     Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::readutil::testutil::{num, read_corpus, stats_sessions};
+    use std::collections::BTreeSet;
+
+    fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> u64 {
+        s.events.iter().flat_map(|e| e.parts.iter()).filter(|p| f(p)).count() as u64
+    }
+
+    fn count_flag(s: &Session, c: Critical) -> u64 {
+        s.events.iter().filter(|e| e.critical.contains(&c)).count() as u64
+    }
+
+    #[test]
+    fn corpus_counts_match_stats_json() {
+        let mut problems = Vec::new();
+        let entries = stats_sessions("agentcmd_cli_sessions/codex");
+        assert_eq!(entries.len(), 5);
+        for st in entries {
+            let rel = st.get("session").and_then(Value::as_str).unwrap_or_default().to_string();
+            let sessions = match read(&rel, &read_corpus(&rel)) {
+                Ok(s) => s,
+                Err(e) => {
+                    problems.push(e.to_string());
+                    continue;
+                }
+            };
+            let s = &sessions[0];
+            let usages: Vec<Usage> = s.events.iter().filter_map(|e| e.usage).collect();
+            let requests = s.events.iter().filter(|e| e.model_request).count() as u64;
+            let invocations: BTreeSet<&str> = s.events.iter().map(|e| e.invocation_id.as_str()).collect();
+            // stats.json's "assistant turns" are assistant text messages.
+            let answers = s
+                .events
+                .iter()
+                .filter(|e| e.model_request && e.parts.iter().any(|p| matches!(p, Part::Text { .. })))
+                .count() as u64;
+            let checks: [(&str, u64, u64); 11] = [
+                ("model requests", requests, num(&st, "usage_records")),
+                ("usage records", usages.len() as u64, num(&st, "usage_records")),
+                ("answers", answers, num(&st, "assistant_turns")),
+                ("tool calls", count_parts(s, |p| matches!(p, Part::ToolCall { .. })), num(&st, "tool_calls")),
+                ("tool results", count_parts(s, |p| matches!(p, Part::ToolResponse { .. })), num(&st, "tool_results")),
+                ("invocations", invocations.len() as u64, num(&st, "user_turns")),
+                ("max prompt", usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0), num(&st, "max_input_tokens")),
+                ("sum prompt", usages.iter().map(|u| u.prompt_tokens).sum(), num(&st, "sum_input_tokens")),
+                ("sum output", usages.iter().map(|u| u.output_tokens).sum(), num(&st, "sum_output_tokens")),
+                ("interrupts", count_flag(s, Critical::Interruption), num(&st, "interrupts")),
+                ("refusals", count_flag(s, Critical::Refusal), num(&st, "rejections_or_refusals")),
+            ];
+            for (what, got, want) in checks {
+                if got != want {
+                    problems.push(format!("{rel}: {what} {got}, stats.json says {want}"));
+                }
+            }
+            let mut want_policies: Vec<String> = st
+                .get("approval_policies")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default();
+            let mut got_policies = s.approval_policies.clone();
+            want_policies.sort();
+            got_policies.sort();
+            if got_policies != want_policies {
+                problems.push(format!("{rel}: approval policies {got_policies:?} vs {want_policies:?}"));
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// Lines 5–10 of this rollout: turn_context, reasoning, token_count, then the reasoning
+    /// and function call of that same request, then its output.
+    #[test]
+    fn token_count_attaches_to_the_request_it_precedes() {
+        let rel = "agentcmd_cli_sessions/codex/full/rollout-2025-09-24T20-12-23-01997ea4-a70d-7da3-8c20-c736db82a7c5.jsonl";
+        let s = read(rel, &read_corpus(rel)).expect("reads");
+        let s = &s[0];
+        assert_eq!(s.id, "01997ea4-a70d-7da3-8c20-c736db82a7c5");
+        assert_eq!(s.model.as_deref(), Some("gpt-5-codex"));
+        let first = s.events.iter().find(|e| e.model_request).expect("a request");
+        let want = Usage { prompt_tokens: 3587, cached_read_tokens: 2560, cache_write_tokens: 0, output_tokens: 229 };
+        assert_eq!(first.usage, Some(want));
+        assert!(matches!(&first.parts[0], Part::Thought { text } if text == "**Analyzing dashboard query necessity**"));
+        assert!(matches!(&first.parts[1], Part::ToolCall { id: Some(id), name, .. } if id == "call_WmlLLopV6YokTw8Y639cqY5h" && name == "shell"));
+        // Arguments are parsed from their JSON string.
+        assert!(matches!(&first.parts[1], Part::ToolCall { args, .. } if args.get("command").is_some()));
+        let idx = s.events.iter().position(|e| std::ptr::eq(e, first)).unwrap_or(0);
+        let next = &s.events[idx + 1];
+        assert_eq!(next.role, Role::Tool);
+        assert!(matches!(&next.parts[0], Part::ToolResponse { id: Some(id), .. } if id == "call_WmlLLopV6YokTw8Y639cqY5h"));
+        // That command failed (bash syntax error, exit code 1 in its metadata).
+        assert_eq!(next.critical, [Critical::ToolError]);
+        // The environment context and the prompt open invocation 1 together.
+        assert_eq!(s.events[0].invocation_id, "inv-1");
+        assert_eq!(s.events[1].invocation_id, "inv-1");
+    }
+
+    #[test]
+    fn bad_input_is_one_line_naming_the_line() {
+        let meta = r#"{"timestamp":"2025-01-01T00:00:00Z","type":"session_meta","payload":{"id":"x"}}"#;
+        let orphan = r#"{"timestamp":"2025-01-01T00:00:01Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"hi"}}"#;
+        let e = read("r.jsonl", &format!("{meta}\n{orphan}\n")).expect_err("orphan");
+        assert_eq!(e.location, "line 2");
+        assert!(e.message.contains("c1"));
+        let early = meta.replace("2025-01-01T00:00:00Z", "2025-01-01T00:00:02Z");
+        let user = r#"{"timestamp":"2025-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#;
+        let e = read("r.jsonl", &format!("{early}\n{user}\n")).expect_err("out of order");
+        assert_eq!(e.location, "line 2");
+        let e = read("r.jsonl", &format!("{meta}\n{{\"timestamp\":1}}\n")).expect_err("no type");
+        assert_eq!(e.location, "line 2");
+        assert!(read("r.jsonl", "\n\n").is_err());
+        assert!(read("r.jsonl", meta).is_err(), "no messages at all");
+    }
+
+    #[test]
+    fn sniff_tells_codex_from_neighbours() {
+        let rel = "agentcmd_cli_sessions/codex/full/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl";
+        assert!(sniff(&read_corpus(rel)));
+        assert!(!sniff(&read_corpus("claude_code_spotter/short.jsonl")));
+        assert!(!sniff(&read_corpus("openhands/tests/unit/resolver/mock_output/output.jsonl")));
+        assert!(!sniff("{\"type\":\"response_item\"}"));
+    }
 }
