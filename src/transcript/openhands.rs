@@ -409,3 +409,175 @@ fn recall_text(content: &str, extras: Option<&Value>) -> String {
     }
     out.join("\n\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::readutil::testutil::{num, read_corpus, stats_sessions};
+    use std::collections::BTreeSet;
+
+    fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> u64 {
+        s.events.iter().flat_map(|e| e.parts.iter()).filter(|p| f(p)).count() as u64
+    }
+
+    /// Events of one kind in the raw history, counted straight from the JSON.
+    fn raw_count(rel: &str, id: &str, f: impl Fn(&Value) -> bool) -> u64 {
+        let text = read_corpus(rel);
+        let history: Vec<Value> = if text.trim_start().starts_with('[') {
+            serde_json::from_str(&text).unwrap_or_default()
+        } else {
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|r| row_id(r.as_object().expect("row")).as_deref() == Some(id))
+                .and_then(|r| r.get("history").and_then(Value::as_array).cloned())
+                .unwrap_or_default()
+        };
+        history.iter().filter(|e| f(e)).count() as u64
+    }
+
+    #[test]
+    fn corpus_counts_match_stats_json() {
+        let mut problems = Vec::new();
+        let mut by_file: HashMap<String, Vec<Session>> = HashMap::new();
+        let entries = stats_sessions("openhands");
+        assert_eq!(entries.len(), 9);
+        for st in entries {
+            let name = st.get("session").and_then(Value::as_str).unwrap_or_default().to_string();
+            let (rel, frag) = name.split_once('#').map_or((name.as_str(), ""), |(a, b)| (a, b));
+            if !by_file.contains_key(rel) {
+                match read(rel, &read_corpus(rel)) {
+                    Ok(s) => {
+                        by_file.insert(rel.to_string(), s);
+                    }
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        continue;
+                    }
+                }
+            }
+            let Some(s) = by_file.get(rel).and_then(|v| v.iter().find(|s| s.source == name)) else {
+                problems.push(format!("{name}: no such session"));
+                continue;
+            };
+            // stats.json does not count the `think` tool as a tool call, and counts an
+            // `error` observation (a malformed call answered without a call id) as a tool
+            // result; here `think` is a call and such errors are user-role messages.
+            let thinks = raw_count(rel, frag, |e| e.get("action").and_then(Value::as_str) == Some("think"));
+            let loose_errors = raw_count(rel, frag, |e| {
+                e.get("observation").and_then(Value::as_str) == Some("error") && e.get("tool_call_metadata").is_none()
+            });
+            let usages: Vec<Usage> = s.events.iter().filter_map(|e| e.usage).collect();
+            let invocations: BTreeSet<&str> =
+                s.events.iter().filter(|e| e.role == Role::User && e.author == "user").map(|e| e.invocation_id.as_str()).collect();
+            let checks: [(&str, u64, u64); 9] = [
+                ("model requests", s.events.iter().filter(|e| e.model_request).count() as u64, num(&st, "assistant_turns")),
+                ("tool calls", count_parts(s, |p| matches!(p, Part::ToolCall { .. })), num(&st, "tool_calls") + thinks),
+                ("tool results", count_parts(s, |p| matches!(p, Part::ToolResponse { .. })), num(&st, "tool_results") - loose_errors),
+                ("invocations", invocations.len() as u64, num(&st, "user_turns")),
+                ("usage records", usages.len() as u64, num(&st, "usage_records")),
+                ("max prompt", usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0), num(&st, "max_input_tokens")),
+                ("sum prompt", usages.iter().map(|u| u.prompt_tokens).sum(), num(&st, "sum_input_tokens")),
+                (
+                    "confirmations",
+                    s.events.iter().filter(|e| e.critical.contains(&Critical::Confirmation)).count() as u64,
+                    num(&st, "approvals_or_confirmations"),
+                ),
+                ("synthetic timestamps", u64::from(s.synthetic_timestamps), u64::from(num(&st, "timestamps") == 0)),
+            ];
+            for (what, got, want) in checks {
+                if got != want {
+                    problems.push(format!("{name}: {what} {got}, stats.json says {want}"));
+                }
+            }
+            if let Some(lat) = st.get("response_latency_s") {
+                let got: Vec<f64> = s.events.iter().filter_map(|e| e.latency_s).collect();
+                let max = got.iter().copied().fold(0.0, f64::max);
+                let want_max = lat.get("max").and_then(Value::as_f64).unwrap_or(-1.0);
+                // stats.json rounds to 3 decimals; one response per run has no action.
+                if (max - want_max).abs() > 5e-4 || got.len() as u64 + 1 < num(lat, "n") {
+                    problems.push(format!("{name}: latencies n={} max={max}, stats.json {lat}", got.len()));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    #[test]
+    fn latency_and_usage_of_one_request() {
+        let rel = "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl";
+        let sessions = read(rel, &read_corpus(rel)).expect("reads");
+        assert_eq!(sessions.len(), 3);
+        let s = &sessions[0];
+        assert_eq!(s.id, "ponylang__ponyc-4595");
+        assert_eq!(s.source, format!("{rel}#ponylang__ponyc-4595"));
+        let first = s.events.iter().find(|e| e.model_request).expect("a request");
+        // Event 5 of the first row: usage 5920 prompt / 128 completion, latency 3.0569… s.
+        assert_eq!(first.usage, Some(Usage { prompt_tokens: 5920, cached_read_tokens: 0, cache_write_tokens: 0, output_tokens: 128 }));
+        assert!(first.latency_s.is_some_and(|l| (l - 3.056_951_999_664_306_6).abs() < 1e-9));
+        assert!(matches!(&first.parts[1], Part::ToolCall { name, args, .. } if name == "execute_bash" && args.get("command").is_some()));
+        assert_eq!(first.critical, [Critical::Confirmation]);
+        // The system prompt is overhead, not history: the first event is the user's task.
+        assert_eq!(s.events[0].role, Role::User);
+        assert!(matches!(&s.events[0].parts[0], Part::Text { text } if text.starts_with("<uploaded_files>")));
+    }
+
+    #[test]
+    fn anthropic_usage_through_litellm_keeps_its_prompt_total() {
+        let rel = "openhands/tests/runtime/trajs/basic.json";
+        let s = read(rel, &read_corpus(rel)).expect("reads");
+        let u: Vec<Usage> = s[0].events.iter().filter_map(|e| e.usage).collect();
+        // prompt_tokens 4646 = 6 input + 1158 cache write + 3482 cache read (litellm sums them).
+        assert_eq!(u[1], Usage { prompt_tokens: 4646, cached_read_tokens: 3482, cache_write_tokens: 1158, output_tokens: 177 });
+    }
+
+    #[test]
+    fn legacy_rows_pair_in_order_and_get_synthetic_times() {
+        let rel = "openhands/tests/unit/resolver/mock_output/output.jsonl";
+        let sessions = read(rel, &read_corpus(rel)).expect("reads");
+        let s = sessions.iter().find(|s| s.id == "5").expect("row for issue 5");
+        assert!(s.synthetic_timestamps);
+        let ts: Vec<f64> = s.events.iter().map(|e| e.timestamp).collect();
+        assert!(ts.windows(2).all(|w| w[0] < w[1]));
+        // Each observation answers the action just before it.
+        for (i, e) in s.events.iter().enumerate() {
+            if let Some(Part::ToolResponse { id, .. }) = e.parts.first() {
+                let prev = &s.events[i - 1];
+                assert!(prev.parts.iter().any(|p| matches!(p, Part::ToolCall { id: cid, .. } if cid == id)), "event {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_input_names_the_json_path() {
+        let ok = r#"[{"id":0,"timestamp":"2025-01-01T00:00:00","source":"user","action":"message","args":{"content":"hi"}},"#;
+        let orphan = r#"{"id":1,"timestamp":"2025-01-01T00:00:01","source":"agent","observation":"run","content":"x","tool_call_metadata":{"tool_call_id":"t9"}}]"#;
+        let e = read("t.json", &format!("{ok}{orphan}")).expect_err("orphan");
+        assert_eq!(e.location, "$[1].tool_call_metadata.tool_call_id");
+        let late = r#"{"id":1,"timestamp":"2024-01-01T00:00:01","source":"user","action":"message","args":{"content":"again"}}]"#;
+        let e = read("t.json", &format!("{ok}{late}")).expect_err("out of order");
+        assert_eq!(e.location, "$[1].timestamp");
+        let e = read("t.json", &format!("{ok}42]")).expect_err("not an object");
+        assert_eq!(e.location, "$[1]");
+        let e = read("t.json", "[{\"id\":0,").expect_err("malformed");
+        assert!(e.location.starts_with("line 1"));
+        let e = read("o.jsonl", "{\"history\":[{\"action\":\"message\",\"content\":\"hi\"},{\"observation\":\"run\",\"content\":\"x\"}]}\n")
+            .expect_err("legacy observation with nothing to answer");
+        assert_eq!(e.location, "line 1, $.history[1]");
+        assert!(read("t.json", "").is_err());
+    }
+
+    #[test]
+    fn sniff_tells_openhands_from_neighbours() {
+        for rel in [
+            "openhands/tests/runtime/trajs/basic.json",
+            "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl",
+            "openhands/tests/unit/resolver/mock_output/output.jsonl",
+        ] {
+            assert!(sniff(&read_corpus(rel)), "{rel}");
+        }
+        assert!(!sniff(&read_corpus("claude_code_spotter/short.jsonl")));
+        let codex = "agentcmd_cli_sessions/codex/full/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl";
+        assert!(!sniff(&read_corpus(codex)));
+        assert!(!sniff("[{\"role\":\"user\",\"content\":\"hi\"}]"));
+    }
+}
