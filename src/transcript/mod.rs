@@ -17,6 +17,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod openhands;
 pub mod swe_agent;
+mod readutil;
 
 pub use error::ReadError;
 pub use model::*;

@@ -181,6 +181,10 @@ pub struct Event {
     /// ADK branch (sub-agent isolation) when recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// Measured latency (seconds) of this model request, when the transcript records it
+    /// (OpenHands `response_latencies`); lets the latency model be calibrated per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_s: Option<f64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -204,6 +208,7 @@ impl Event {
             long_running_tool_ids: Vec::new(),
             requested_ids: Vec::new(),
             branch: None,
+            latency_s: None,
         }
     }
 }
