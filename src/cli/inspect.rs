@@ -810,16 +810,15 @@ mod tests {
         Part::Text { text: t.into() }
     }
 
+    /// Built through serde so fields added to the model later take their defaults.
     fn session(events: Vec<Event>) -> Session {
-        Session {
-            id: "s/1".into(),
-            source: "x.jsonl".into(),
-            format: Format::Codex,
-            events,
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-        }
+        serde_json::from_value(json!({
+            "id": "s/1",
+            "source": "x.jsonl",
+            "format": "codex",
+            "events": events,
+        }))
+        .expect("session")
     }
 
     #[test]
@@ -853,15 +852,9 @@ mod tests {
             ..Default::default()
         });
         let mut s = session(vec![ev("i1", vec![text("hi")]), req1, resp, req2]);
-        s.recorded_compactions.push(RecordedCompaction {
-            at_event: 3,
-            source: "t".into(),
-            trigger: None,
-            pre_tokens: None,
-            start_timestamp: None,
-            end_timestamp: None,
-            summary: String::new(),
-        });
+        let rc: RecordedCompaction =
+            serde_json::from_value(json!({"at_event": 3, "source": "t"})).expect("compaction");
+        s.recorded_compactions.push(rc);
         let counts = [10, 20, 300, 5];
         let r = session_row(&s, &counts);
         assert_eq!(r.events, 4);

@@ -217,15 +217,29 @@ fn content_key(parts: &[Part]) -> u64 {
             }
         }
     }
-    // ADK's rules also depend on which parts carry names versus text, so hash the kinds too.
+    // ADK's rules also depend on which parts carry names versus text, and on whether a
+    // payload was a JSON string or the same text as structured JSON: hash the kinds too.
+    let kind = |v: &Value| -> &'static [u8] {
+        match v {
+            Value::String(_) => b"s",
+            Value::Null => b"n",
+            _ => b"j",
+        }
+    };
     for p in parts {
-        h.update(match p {
-            Part::Text { .. } => b"t",
-            Part::Thought { .. } => b"h",
-            Part::ToolCall { .. } => b"c",
-            Part::ToolResponse { .. } => b"r",
-            Part::Attachment { .. } => b"a",
-        });
+        match p {
+            Part::Text { .. } => h.update(b"t"),
+            Part::Thought { .. } => h.update(b"h"),
+            Part::ToolCall { args, .. } => {
+                h.update(b"c");
+                h.update(kind(args));
+            }
+            Part::ToolResponse { response, .. } => {
+                h.update(b"r");
+                h.update(kind(response));
+            }
+            Part::Attachment { .. } => h.update(b"a"),
+        }
     }
     h.digest()
 }
