@@ -176,11 +176,14 @@ impl LatencyTable {
     /// Parameters for a model: the longest family key that prefixes the name (provider prefix
     /// like `openai/` ignored), else `default`, else a built-in fallback.
     pub fn for_model(&self, model: &str) -> LatencyParams {
-        let m = model.trim().to_ascii_lowercase();
-        let m = m.rsplit('/').next().unwrap_or(&m).to_string();
+        let full = model.trim().to_ascii_lowercase();
+        let short = full.rsplit('/').next().unwrap_or(&full).to_string();
         self.families
             .iter()
-            .filter(|(k, _)| k.as_str() != "default" && m.starts_with(k.as_str()))
+            .filter(|(k, _)| {
+                k.as_str() != "default"
+                    && (full.starts_with(k.as_str()) || short.starts_with(k.as_str()))
+            })
             .max_by_key(|(k, _)| k.len())
             .map(|(_, p)| *p)
             .or_else(|| self.families.get("default").copied())
