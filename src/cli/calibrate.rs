@@ -129,7 +129,13 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
             let family = prices
                 .lookup(&model)
                 .map(|(k, _)| k.to_string())
-                .unwrap_or_else(|_| model.to_ascii_lowercase());
+                .unwrap_or_else(|_| {
+                    model
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or(&model)
+                        .to_ascii_lowercase()
+                });
             by_model.entry(family).or_default().push(s);
         }
     }
