@@ -1,2 +1,5 @@
 //! Token counting: each event counted once (o200k, cl100k or ADK's chars/4), cached on
 //! disk, and the per-event size arrays the engine replays on.
+
+pub mod adk;
+pub mod sizes;
