@@ -576,7 +576,8 @@ mod tests {
         assert_eq!(sum.chars, text.chars().count() as u64);
         // "\n" escapes to 2 chars: 48 chars + 2 newlines -> 50 escaped; + 37 JSON frame.
         assert_eq!(sum.json_chars, 37 + 50);
-        assert_eq!(sum.tokens, 7); // words in the text
+        // words: user: Book flight 123 / agent: done / agent: Booked. -> 4 + 2 + 2 = 8
+        assert_eq!(sum.tokens, 8);
         assert_eq!(sum.input_tokens, 0);
     }
 
