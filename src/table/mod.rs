@@ -2,4 +2,5 @@
 
 pub mod columns;
 pub mod frames;
+pub mod rundir;
 pub mod summary;
