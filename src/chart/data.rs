@@ -82,14 +82,23 @@ impl SettingRow {
         self.num(&["summarizer_calls_sum", "summarizer_calls_mean"])
     }
 
-    /// The wait a compacting run adds at its end, seconds: p95 over sessions of each
-    /// session's p95 over its compacting runs (what one user waits, not a session's sum).
+    /// The end-of-run wait the latency budget limits, seconds: p95 over sessions of each
+    /// session's longest single summarizer wait at the end of a run.
     pub fn end_of_run_latency_p95(&self) -> Option<f64> {
         self.num(&[
+            "end_of_run_latency_max_s_p95",
             "end_of_run_latency_p95_s_p95",
-            "end_of_run_latency_p95_s_max",
-            "end_of_run_latency_p95_s_mean",
+            "end_of_run_latency_max_s_max",
             "end_of_run_latency_s_p95",
+        ])
+    }
+
+    /// Same for waits before a model request (size trigger, pre-request).
+    pub fn pre_request_latency_p95(&self) -> Option<f64> {
+        self.num(&[
+            "pre_request_latency_max_s_p95",
+            "pre_request_latency_p95_s_p95",
+            "pre_request_latency_s_p95",
         ])
     }
 
@@ -179,8 +188,23 @@ impl RunData {
         })
     }
 
+    /// The no-compaction row the recommendation is compared with: same agent model, client
+    /// and tokenizer as the recommended setting when the grid has several baselines.
     pub fn baseline(&self) -> Option<&SettingRow> {
-        self.settings.iter().find(|s| s.is_baseline())
+        let base = |s: &&SettingRow| s.is_baseline();
+        match self.recommended() {
+            Some(r) => self
+                .settings
+                .iter()
+                .filter(base)
+                .find(|s| {
+                    s.agent_model == r.agent_model
+                        && s.client == r.client
+                        && s.tokenizer == r.tokenizer
+                })
+                .or_else(|| self.settings.iter().find(base)),
+            None => self.settings.iter().find(base),
+        }
     }
 
     pub fn recommended(&self) -> Option<&SettingRow> {
@@ -430,16 +454,26 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
     Ok(out)
 }
 
+/// A list of prompt sizes: plain numbers, or objects with `prompt_tokens` (the sweep's
+/// `{request, prompt_tokens}` rows).
 fn num_array(v: Option<&Value>) -> Vec<f64> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| {
+                    x.as_f64()
+                        .or_else(|| x.get("prompt_tokens").and_then(Value::as_f64))
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }
 
-/// Parses `timelines.json`: an array (or `{"sessions": [...]}`) of
-/// `{session_id, setting_id, requests: [{baseline_prompt_tokens, prompt_tokens}], compactions: [...]}`;
-/// `baseline`/`compacted` number arrays are accepted too, and a compaction is a request index
-/// or an object with `before_request` / `request_index`.
+/// Parses `timelines.json`: `{"sessions": [...]}` (or a bare array) of
+/// `{session_id, baseline: [{request, prompt_tokens}], recommended: [...], compactions:
+/// [{before_request, kind, applied}]}`; number arrays and `requests: [{baseline_prompt_tokens,
+/// prompt_tokens}]` are accepted too. Compactions with `applied: false` (discarded or empty
+/// summaries) changed no prompt and are left out.
 pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataError> {
     let arr = v
         .as_array()
@@ -487,6 +521,9 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
         }
         if let Some(cs) = obj.get("compactions").and_then(Value::as_array) {
             for c in cs {
+                if c.get("applied").and_then(Value::as_bool) == Some(false) {
+                    continue;
+                }
                 let idx = as_u64(c)
                     .or_else(|| c.get("before_request").and_then(as_u64))
                     .or_else(|| c.get("request_index").and_then(as_u64))

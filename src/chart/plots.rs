@@ -647,7 +647,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 impl Latency<'_> {
-    /// Per group: values of `end_of_run_latency_p95_s` over (session, setting) rows that
+    /// Per group: values of `end_of_run_latency_max_s` over (session, setting) rows that
     /// compacted at least once.
     pub fn groups(&self) -> Vec<(String, Vec<f64>)> {
         let d = self.0;
@@ -661,8 +661,8 @@ impl Latency<'_> {
                 continue;
             }
             let Some(v) = r
-                .num("end_of_run_latency_p95_s")
-                .or_else(|| r.num("end_of_run_latency_s"))
+                .num("end_of_run_latency_max_s")
+                .or_else(|| r.num("end_of_run_latency_p95_s"))
             else {
                 continue;
             };
@@ -689,7 +689,7 @@ impl Chart for Latency<'_> {
         ChartInfo {
             stem: "latency_distribution",
             title: "End-of-run latency per summarizer",
-            how_to_read: "Each box is one summarizer (and client mode, when swept): over the sessions that compacted, the box spans the middle half of the p95 wait a compacting run adds before its terminal event, the bar is the median and the whiskers reach the 5th and 95th percentiles.",
+            how_to_read: "Each box is one summarizer (and client mode, when swept): over the sessions that compacted, the box spans the middle half of each session's longest wait for the terminal event after a run that compacted, the bar is the median and the whiskers reach the 5th and 95th percentiles.",
         }
     }
 
@@ -709,7 +709,7 @@ impl Chart for Latency<'_> {
         let area = title(
             root,
             "End-of-run latency added by compaction, per summarizer",
-            "per session that compacted: p95 over its compacting runs of the summarizer time the terminal event waits for",
+            "per session that compacted: the longest time a run's terminal event waited for the summarizer",
         )?;
         let ymax = groups
             .iter()
@@ -732,7 +732,7 @@ impl Chart for Latency<'_> {
             .configure_mesh()
             .disable_x_mesh()
             .x_desc("summarizer")
-            .y_desc("end-of-run latency (s, p95 per session)")
+            .y_desc("longest end-of-run wait per session (s)")
             .axis_desc_style(font(AXIS))
             .label_style(font(TICK))
             .x_labels(n + 1)
@@ -1052,7 +1052,7 @@ impl Chart for Summarizers<'_> {
         let metrics: [(&str, Getter, Fmt); 4] = [
             ("cost (USD, all sessions)", |s| s.cost_usd(), fmt_usd),
             (
-                "end-of-run wait per compacting run (s, p95)",
+                "longest end-of-run wait (s, p95 over sessions)",
                 |s| s.end_of_run_latency_p95(),
                 |v| format!("{v:.1} s"),
             ),

@@ -47,10 +47,29 @@ fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "n/a".to_string())
 }
 
+/// `run.json` `inputs`: a list of `{path, sessions}` (or paths), shortened to a count and
+/// the first few paths.
+fn inputs_text(v: &Value) -> String {
+    let Some(a) = v.as_array() else {
+        return flat(v);
+    };
+    let paths: Vec<String> = a
+        .iter()
+        .map(|x| s(x.get("path")).unwrap_or_else(|| flat(x)))
+        .collect();
+    let shown = paths.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+    match paths.len() {
+        0 => "none".into(),
+        n if n <= 3 => format!("{n} files: {shown}"),
+        n => format!("{n} files: {shown} and {} more", n - 3),
+    }
+}
+
 /// Flattens a JSON value into `key: value` text for the "what was run" table.
 fn flat(v: &Value) -> String {
     match v {
         Value::Null => "none".to_string(),
+        Value::Object(o) if o.is_empty() => "none".to_string(),
         Value::String(x) => x.clone(),
         Value::Array(a) => a.iter().map(flat).collect::<Vec<_>>().join(", "),
         Value::Object(o) => o
@@ -60,6 +79,11 @@ fn flat(v: &Value) -> String {
             .join("; "),
         other => other.to_string(),
     }
+}
+
+/// The `Compaction(...)` part of the label, for tables.
+fn table_label(s: &SettingRow) -> String {
+    s.label.trim().trim_start_matches("compaction=").to_string()
 }
 
 /// The `compaction=Compaction(...)` line ready to paste into the manifest.
@@ -81,9 +105,16 @@ fn kind_words(k: &str) -> &str {
     }
 }
 
+/// The run's name (`run.json` `run`, else `name`).
+pub fn run_name(d: &RunData) -> String {
+    s(d.run.get("run"))
+        .or_else(|| s(d.run.get("name")))
+        .unwrap_or_else(|| "run".into())
+}
+
 pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
     let mut b = Vec::new();
-    let name = s(d.run.get("name")).unwrap_or_else(|| "run".into());
+    let name = run_name(d);
     let sessions = {
         let mut ids: Vec<&str> = d.runs.iter().map(|r| r.session_id.as_str()).collect();
         ids.sort_unstable();
@@ -131,7 +162,8 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Heading(2, "Recommendation".into()));
     let base = d.baseline();
     let Some(r) = d.recommended() else {
-        let why = s(d.run.get("recommendation").and_then(|r| r.get("reason")))
+        let why = s(d.run.get("recommendation_note"))
+            .or_else(|| s(d.run.get("recommendation").and_then(|r| r.get("reason"))))
             .unwrap_or_else(|| "no setting met the run's budgets".to_string());
         b.push(Block::Para(t(format!(
             "No setting is recommended: {why}. See the frontier below for the trade-offs."
@@ -187,13 +219,13 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
             fmt_pct,
         ),
         (
-            "end-of-run wait per compacting run (s, p95)",
+            "longest end-of-run wait (s, p95 over sessions)",
             |x| x.end_of_run_latency_p95(),
             secs,
         ),
         (
-            "pre-request latency (s, p95 over sessions)",
-            |x| x.num(&["pre_request_latency_s_p95", "pre_request_latency_s_max"]),
+            "longest pre-request wait (s, p95 over sessions)",
+            |x| x.pre_request_latency_p95(),
             secs,
         ),
         (
@@ -226,11 +258,12 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
     b.push(Block::Heading(2, "What was run".into()));
     let run = &d.run;
     let mut rows: Vec<(String, String)> = Vec::new();
-    let inputs = run.get("inputs").map(|i| match i.get("paths") {
-        Some(p) => flat(p),
-        None => flat(i),
-    });
-    rows.push(("inputs".into(), inputs.unwrap_or_else(|| "n/a".into())));
+    rows.push((
+        "inputs".into(),
+        run.get("inputs")
+            .map(inputs_text)
+            .unwrap_or_else(|| "n/a".into()),
+    ));
     rows.push(("sessions replayed".into(), sessions.to_string()));
     let skipped = run
         .get("skipped")
@@ -244,7 +277,7 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
     ));
     if let Some(g) = run.get("grid") {
         if let Some(o) = g.as_object() {
-            for (k, v) in o {
+            for (k, v) in o.iter().filter(|(k, _)| k.as_str() != "budget") {
                 rows.push((format!("grid: {k}"), flat(v)));
             }
         } else {
@@ -268,11 +301,11 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
     ));
     rows.push((
         "pricing date".into(),
-        first("pricing.date", &["pricing_date", "pricing"]).unwrap_or_else(|| "n/a".into()),
+        first("pricing_date", &["pricing.date", "pricing"]).unwrap_or_else(|| "n/a".into()),
     ));
     rows.push((
         "ADK semantics".into(),
-        first("adk", &["adk_semantics"]).unwrap_or_else(|| "google-adk 2.13.0".into()),
+        first("adk_semantics", &["adk"]).unwrap_or_else(|| "google-adk 2.13.0".into()),
     ));
     rows.push((
         "client mode".into(),
@@ -290,7 +323,7 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
         "budgets".into(),
         first("budgets", &[]).unwrap_or_else(|| "none".into()),
     ));
-    if let Some(v) = first("version", &[]) {
+    if let Some(v) = first("compaction_sim_version", &["version"]) {
         rows.push(("compaction-sim version".into(), v));
     }
     b.push(Block::Table {
@@ -327,10 +360,14 @@ fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
                 vec![Inline::Code(if s.is_baseline() {
                     "(no compaction)".into()
                 } else {
-                    s.label.clone()
+                    table_label(s)
                 })],
                 t(kind_words(&s.trigger_kind)),
-                t(s.summarizer.clone()),
+                t(if s.summarizer.is_empty() {
+                    "none".to_string()
+                } else {
+                    s.summarizer.clone()
+                }),
                 t(s.client.clone()),
                 t(opt(s.cost_usd(), fmt_usd)),
                 t(saved),
@@ -401,7 +438,7 @@ fn summarizers(d: &RunData, b: &mut Vec<Block>) {
                 };
                 vec![
                     t(s.summarizer.clone()),
-                    vec![Inline::Code(s.label.clone())],
+                    vec![Inline::Code(table_label(s))],
                     t(opt(s.cost_usd(), fmt_usd)),
                     t(opt(s.end_of_run_latency_p95(), secs)),
                     t(opt(s.detail_lost(), fmt_pct)),
@@ -453,7 +490,7 @@ fn skipped(d: &RunData, b: &mut Vec<Block>) {
 /// Per-session input facts from `run.json` `sessions[]`, when the run recorded them.
 fn session_fact(d: &RunData, id: &str, key: &str) -> Option<f64> {
     d.run
-        .get("sessions")?
+        .get("session_facts")?
         .as_array()?
         .iter()
         .find(|x| x.get("session_id").and_then(Value::as_str) == Some(id))?
@@ -531,7 +568,7 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Heading(3, "Load large files as artifacts".into()));
     let has_attach = d
         .run
-        .get("sessions")
+        .get("session_facts")
         .and_then(Value::as_array)
         .is_some_and(|a| a.iter().any(|x| x.get("attachment_tokens").is_some()));
     if !has_attach {
@@ -584,7 +621,7 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
     ));
     let has_calls = d
         .run
-        .get("sessions")
+        .get("session_facts")
         .and_then(Value::as_array)
         .is_some_and(|a| {
             a.iter()

@@ -11,7 +11,7 @@ pub mod escape;
 use crate::chart::{self, ChartOutcome, RunData};
 use std::path::Path;
 
-pub use build::build;
+pub use build::{build, run_name};
 
 /// A span of text inside a paragraph or cell. Every variant holds raw, unescaped text.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,8 +83,7 @@ pub fn render_run(dir: &Path) -> Result<Rendered, String> {
 }
 
 fn title(d: &RunData) -> String {
-    let name = d.run.get("name").and_then(|v| v.as_str()).unwrap_or("run");
-    format!("Compaction report: {name}")
+    format!("Compaction report: {}", build::run_name(d))
 }
 
 fn md_inline(parts: &[Inline]) -> String {
