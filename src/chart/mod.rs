@@ -172,6 +172,20 @@ pub fn fmt_usd(v: f64) -> String {
     format!("{sign}${grouped}.{frac}")
 }
 
+/// Axis ticks in USD: two significant digits below a dollar (`$0.50`, `$0.012`), cents above.
+pub fn fmt_usd_axis(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        return "$0".to_string();
+    }
+    if a >= 1.0 {
+        return fmt_usd(v);
+    }
+    let decimals = (1 - a.log10().floor() as i32).clamp(2, 8) as usize;
+    let sign = if v < 0.0 { "-" } else { "" };
+    format!("{sign}${a:.decimals$}")
+}
+
 /// A 0..1 share as a percentage with one decimal.
 pub fn fmt_pct(v: f64) -> String {
     format!("{:.1} %", v * 100.0)
@@ -290,6 +304,10 @@ mod tests {
         assert_eq!(fmt_usd(-12.0), "-$12.00");
         assert_eq!(fmt_usd(0.01234), "$0.0123");
         assert_eq!(fmt_pct(0.1234), "12.3 %");
+        assert_eq!(fmt_usd_axis(0.5), "$0.50");
+        assert_eq!(fmt_usd_axis(0.0123), "$0.012");
+        assert_eq!(fmt_usd_axis(0.0), "$0");
+        assert_eq!(fmt_usd_axis(2.0), "$2.00");
         assert_eq!(fmt_tokens(80_000.0), "80k");
         assert_eq!(fmt_tokens(1_260_000.0), "1.3M");
     }

@@ -1,6 +1,8 @@
 //! The six charts of the report. Each reads [`RunData`] only.
 
-use super::{e, fit, fmt_pct, fmt_tokens, fmt_usd, Chart, ChartInfo, LabelPlacer, FONT};
+use super::{
+    e, fit, fmt_pct, fmt_tokens, fmt_usd, fmt_usd_axis, Chart, ChartInfo, LabelPlacer, FONT,
+};
 use crate::chart::data::{RunData, SettingRow};
 use plotters::coord::types::RangedCoordusize;
 use plotters::coord::Shift;
@@ -149,7 +151,7 @@ impl Chart for CostVsDetail<'_> {
             .axis_desc_style(font(AXIS))
             .label_style(font(TICK))
             .x_label_formatter(&|v| format!("{v:.0} %"))
-            .y_label_formatter(&|v| fmt_usd(*v))
+            .y_label_formatter(&|v| fmt_usd_axis(*v))
             .light_line_style(LIGHT.mix(0.5))
             .x_labels(8)
             .y_labels(8)
@@ -241,7 +243,14 @@ impl Chart for CostVsDetail<'_> {
         if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
             labels.push(("baseline".to_string(), (b.1, b.2), BLACK));
         }
-        for (i, f) in frontier(d).iter().enumerate() {
+        // At most ~15 frontier labels, evenly spread (F1 and the last always), so a long
+        // frontier stays readable; the report's table lists every one.
+        let fr = frontier(d);
+        let step = fr.len().div_ceil(15).max(1);
+        for (i, f) in fr.iter().enumerate() {
+            if !(i.is_multiple_of(step) || i + 1 == fr.len()) {
+                continue;
+            }
             if !f.recommended && !f.is_baseline() {
                 if let (Some(x), Some(y)) = (f.detail_lost(), f.cost_usd()) {
                     labels.push((format!("F{}", i + 1), (x * 100.0, y), FRONT_C));
@@ -1050,7 +1059,7 @@ impl Chart for Summarizers<'_> {
         type Getter = fn(&SettingRow) -> Option<f64>;
         type Fmt = fn(f64) -> String;
         let metrics: [(&str, Getter, Fmt); 4] = [
-            ("cost (USD, all sessions)", |s| s.cost_usd(), fmt_usd),
+            ("cost (USD, all sessions)", |s| s.cost_usd(), fmt_usd_axis),
             (
                 "longest end-of-run wait (s, p95 over sessions)",
                 |s| s.end_of_run_latency_p95(),
