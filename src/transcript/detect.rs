@@ -209,7 +209,14 @@ pub fn load_file_with_limits(
     format: Option<Format>,
     lim: Limits,
 ) -> Result<Vec<Session>, ReadError> {
-    let path = path.as_ref();
+    load_checked(path.as_ref(), format, lim).map_err(util::tidy)
+}
+
+fn load_checked(
+    path: &Path,
+    format: Option<Format>,
+    lim: Limits,
+) -> Result<Vec<Session>, ReadError> {
     let file = path.to_string_lossy().into_owned();
     let text = read_text(path, &file, lim)?;
     if text.trim().is_empty() {
@@ -338,7 +345,8 @@ pub fn expand_paths(paths: &[String]) -> (Vec<PathBuf>, Vec<ReadError>) {
 /// Load every session under `paths` (files, folders, globs), in a deterministic order (the
 /// expanded file order, then each file's own session order), reading files in parallel.
 pub fn load_paths(paths: &[String], format: Option<Format>) -> Loaded {
-    let (files, mut skipped) = expand_paths(paths);
+    let (files, skipped) = expand_paths(paths);
+    let mut skipped: Vec<ReadError> = skipped.into_iter().map(util::tidy).collect();
     let results: Vec<Result<Vec<Session>, ReadError>> =
         files.par_iter().map(|f| load_file(f, format)).collect();
     let mut sessions = Vec::new();

@@ -53,6 +53,33 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
+/// Make an error one short line whatever the input put in it: control characters (a newline
+/// in an id or a path) are escaped and the text is cut at `max` characters.
+pub fn one_line(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max + 8));
+    for (n, c) in s.chars().enumerate() {
+        if n >= max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`one_line`] applied to every field of an error (messages up to 400 characters).
+pub fn tidy(e: ReadError) -> ReadError {
+    ReadError {
+        file: one_line(&e.file, 4096),
+        location: one_line(&e.location, 200),
+        message: one_line(&e.message, 400),
+    }
+}
+
 /// A short description of a JSON value's kind, for "expected X, found Y" messages.
 pub fn kind(v: &Value) -> &'static str {
     match v {
@@ -688,6 +715,22 @@ mod tests {
             user_text_flags("[Request interrupted by user]"),
             vec![Critical::Interruption]
         );
+    }
+
+    #[test]
+    fn errors_are_made_one_short_line() {
+        let e = tidy(ReadError::new(
+            "a\nb.json",
+            "$[0]",
+            format!("unknown role `x\ny`{}", "z".repeat(1000)),
+        ));
+        let s = e.to_string();
+        assert!(!s.contains('\n'), "{s}");
+        assert!(
+            s.starts_with("a\\nb.json: $[0]: unknown role `x\\ny`"),
+            "{s}"
+        );
+        assert!(s.chars().count() < 450, "{}", s.len());
     }
 
     #[test]
