@@ -290,9 +290,10 @@ fn secs(s: i64, nanos: u32) -> f64 {
     s as f64 + f64::from(nanos) / 1e9
 }
 
-/// Start of synthetic time (2000-01-01T00:00:00Z). Readers that find no timestamps number
-/// events [`SYNTHETIC_STEP_S`] apart from here and set `Session::synthetic_timestamps`.
-pub const SYNTHETIC_EPOCH_S: f64 = 946_684_800.0;
+/// Start of synthetic time (1700000000 s = 2023-11-14T22:13:20Z, the same origin the ADK
+/// reader and the oracle use). Readers that find no timestamps number events
+/// [`SYNTHETIC_STEP_S`] apart from here and set `Session::synthetic_timestamps`.
+pub const SYNTHETIC_EPOCH_S: f64 = 1_700_000_000.0;
 /// Gap between synthetic timestamps, in seconds.
 pub const SYNTHETIC_STEP_S: f64 = 1.0;
 
