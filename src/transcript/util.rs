@@ -799,4 +799,33 @@ mod tests {
             let _ = scan::first_elem_keys_of(g, "a");
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn sniff_helpers_never_panic(s in ".{0,64}", j in r#"[\[\]{}",:\\ a-z0-9\n]{0,64}"#) {
+            for t in [&s, &j] {
+                let _ = scan::top_keys(t);
+                let _ = scan::first_elem_keys(t);
+                let _ = scan::first_elem_keys_of(t, "a");
+                let _ = scan::first_line_keys(t);
+                let _ = user_text_flags(t);
+                let _ = parse_timestamp(t);
+                let _ = looks_like_tool_error(t);
+                proptest::prop_assert!(!one_line(t, 10).contains('\n'));
+                use crate::transcript::{canonical, gemini_cli, openai_chat, swe_agent, tau2};
+                for (sniff, read) in [
+                    (canonical::sniff as fn(&str) -> bool, canonical::read as fn(&str, &str) -> Result<Vec<crate::transcript::Session>, ReadError>),
+                    (gemini_cli::sniff, gemini_cli::read),
+                    (openai_chat::sniff, openai_chat::read),
+                    (swe_agent::sniff, swe_agent::read),
+                    (tau2::sniff, tau2::read),
+                ] {
+                    let _ = sniff(t);
+                    if let Err(e) = read("f", t) {
+                        proptest::prop_assert!(e.to_string().starts_with("f"));
+                    }
+                }
+            }
+        }
+    }
 }
