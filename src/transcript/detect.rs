@@ -37,8 +37,9 @@ impl Default for Limits {
 
 /// Detection order: the most specific signatures first, so a file matching two sniffers
 /// gets the stricter one (canonical has an explicit header; JSONL formats check their first
-/// line; JSON formats check top-level keys).
-const ORDER: [Format; 10] = [
+/// line; JSON formats check top-level keys; bare OpenAI message lists come last). ADK's one
+/// sniffer covers session exports and eval sets, told apart by [`adk_kind`].
+const ORDER: [Format; 9] = [
     Format::Canonical,
     Format::ClaudeCode,
     Format::Codex,
@@ -46,15 +47,14 @@ const ORDER: [Format; 10] = [
     Format::GeminiCli,
     Format::Tau2,
     Format::SweAgent,
-    Format::AdkEvalSet,
     Format::Adk,
     Format::OpenaiChat,
 ];
 
-/// Does `text` look like format `f`?
-pub fn sniff(f: Format, text: &str) -> bool {
+/// The reader's own sniffer (ADK's answers for both of its formats).
+fn reader_sniff(f: Format, text: &str) -> bool {
     match f {
-        Format::Adk | Format::AdkEvalSet => adk::sniff(text) && adk_kind(text) == Some(f),
+        Format::Adk | Format::AdkEvalSet => adk::sniff(text),
         Format::OpenaiChat => openai_chat::sniff(text),
         Format::ClaudeCode => claude_code::sniff(text),
         Format::Codex => codex::sniff(text),
@@ -66,35 +66,26 @@ pub fn sniff(f: Format, text: &str) -> bool {
     }
 }
 
+/// Does `text` look like format `f`?
+pub fn sniff(f: Format, text: &str) -> bool {
+    reader_sniff(f, text) && (!matches!(f, Format::Adk | Format::AdkEvalSet) || adk_kind(text) == f)
+}
+
 /// ADK exports and eval sets share one reader: eval sets have `eval_cases`/`evalCases`.
-fn adk_kind(text: &str) -> Option<Format> {
-    let keys = util::scan::top_keys(text)?;
-    if keys.iter().any(|k| k == "eval_cases" || k == "evalCases") {
-        Some(Format::AdkEvalSet)
+fn adk_kind(text: &str) -> Format {
+    let eval = util::scan::top_keys(text)
+        .is_some_and(|keys| keys.iter().any(|k| k == "eval_cases" || k == "evalCases"));
+    if eval {
+        Format::AdkEvalSet
     } else {
-        Some(Format::Adk)
+        Format::Adk
     }
 }
 
 /// The format of a file's content, or `None` when no reader recognises it.
 pub fn detect(text: &str) -> Option<Format> {
-    // ADK's sniff covers both of its formats; try it once and split by shape.
-    for f in ORDER {
-        let hit = match f {
-            Format::AdkEvalSet => false,
-            Format::Adk => {
-                if adk::sniff(text) {
-                    return Some(adk_kind(text).unwrap_or(Format::Adk));
-                }
-                false
-            }
-            _ => sniff(f, text),
-        };
-        if hit {
-            return Some(f);
-        }
-    }
-    None
+    let f = ORDER.into_iter().find(|&f| reader_sniff(f, text))?;
+    Some(if f == Format::Adk { adk_kind(text) } else { f })
 }
 
 /// Run format `f`'s reader.
