@@ -455,3 +455,44 @@ fn truncated_and_garbled_corpus_files_never_panic() {
     // Both outcomes occur: the variants really exercise the error paths and the readers.
     assert!(oks > 20 && errs > 200, "ok {oks}, errors {errs}");
 }
+
+#[test]
+fn every_corpus_file_is_read_or_reported_with_a_reason() {
+    let root = corpus().to_string_lossy().into_owned();
+    let (files, expand_errors) = compaction_sim::transcript::detect::expand_paths(&[root.clone()]);
+    assert!(expand_errors.is_empty());
+    assert!(
+        files.len() >= 126,
+        "the corpus has 126 data files plus stats.json: {}",
+        files.len()
+    );
+    let l = load_paths(&[root], None);
+    let mut read: BTreeSet<String> = BTreeSet::new();
+    for s in &l.sessions {
+        read.insert(s.source.split('#').next().unwrap().to_string());
+    }
+    let bad: BTreeSet<String> = l.skipped.iter().map(|e| e.file.clone()).collect();
+    assert_eq!(bad.len(), l.skipped.len(), "a file reported twice");
+    for f in &files {
+        let f = f.to_string_lossy().into_owned();
+        assert!(
+            read.contains(&f) != bad.contains(&f),
+            "{f}: read {} / reported {}",
+            read.contains(&f),
+            bad.contains(&f)
+        );
+    }
+    for e in &l.skipped {
+        assert!(
+            !e.message.is_empty() && !e.to_string().contains('\n'),
+            "{e}"
+        );
+    }
+    // stats.json is not a transcript: reported, never silently dropped.
+    assert!(l
+        .skipped
+        .iter()
+        .any(|e| e.file.ends_with("stats.json") && e.message.contains("unknown format")));
+    // SOURCE.md and README.md are passed over silently.
+    assert!(!l.skipped.iter().any(|e| e.file.ends_with(".md")));
+}
