@@ -314,6 +314,11 @@ pub fn expand_paths(paths: &[String]) -> (Vec<PathBuf>, Vec<ReadError>) {
                     if hits.is_empty() {
                         skipped.push(ReadError::new(arg, "", "no file matches this pattern"));
                     }
+                    // Like a folder, `dir/*` passes over SOURCE.md and friends; a pattern
+                    // that matches only other files (`*.txt`) means them, so they are tried.
+                    if hits.iter().any(|h| h.is_dir() || is_transcript_name(h)) {
+                        hits.retain(|h| h.is_dir() || is_transcript_name(h));
+                    }
                     for h in hits {
                         if h.is_dir() {
                             walk(&h, &mut files, &mut skipped);
@@ -446,5 +451,16 @@ mod tests {
         );
         let l = load_paths(&["/definitely/not/here".to_string()], None);
         assert_eq!(l.skipped.len(), 1);
+        // A glob passes over non-transcripts unless they are all it matches.
+        let pat = format!("{}/*", dir.path().display());
+        let (files, errs) = expand_paths(&[pat]);
+        assert!(errs.is_empty());
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.jsonl", "b.json"]);
+        let (files, _) = expand_paths(&[format!("{}/*.md", dir.path().display())]);
+        assert_eq!(files.len(), 1);
     }
 }
