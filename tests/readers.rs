@@ -459,7 +459,8 @@ fn truncated_and_garbled_corpus_files_never_panic() {
 #[test]
 fn every_corpus_file_is_read_or_reported_with_a_reason() {
     let root = corpus().to_string_lossy().into_owned();
-    let (files, expand_errors) = compaction_sim::transcript::detect::expand_paths(&[root.clone()]);
+    let (files, expand_errors) =
+        compaction_sim::transcript::detect::expand_paths(std::slice::from_ref(&root));
     assert!(expand_errors.is_empty());
     assert!(
         files.len() >= 126,
