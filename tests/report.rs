@@ -394,3 +394,36 @@ fn report_errors_name_the_file_and_line() {
         .clone();
     assert!(String::from_utf8_lossy(&out).contains("nope: not a run folder"));
 }
+
+#[test]
+fn charts_without_data_are_skipped_with_a_reason() {
+    let (_tmp, dir) = fixture_copy();
+    std::fs::remove_file(dir.join("timelines.json")).expect("rm");
+    // Keep only the baseline and the size-triggered rows: no turn-triggered settings left.
+    let settings: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("settings.json"))).expect("json");
+    let kept: Vec<&serde_json::Value> = settings
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|r| r["trigger_kind"] == "none" || r["trigger_kind"] == "tokens")
+        .collect();
+    std::fs::write(
+        dir.join("settings.json"),
+        serde_json::to_string(&kept).expect("json"),
+    )
+    .expect("write");
+    bin()
+        .arg("report")
+        .arg(&dir)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("invocations_overlap not drawn"));
+    let md = read(&dir.join("report.md"));
+    assert!(md.contains("Not drawn: timelines.json is missing or has no model requests."));
+    assert!(md.contains("Not drawn: the grid has no after\\_invocations settings"));
+    assert!(
+        !dir.join("prompt_timeline.png").exists() && !dir.join("invocations_overlap.svg").exists()
+    );
+    assert!(dir.join("cost_vs_detail.png").exists());
+}

@@ -126,6 +126,9 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
         "{} settings replayed over {sessions} sessions with google-adk 2.13.0 compaction semantics. All money is USD over all sessions of the run; detail lost is the share of history a model request read only through a summary, averaged over sessions.",
         d.settings.len()
     ))]));
+    b.push(Block::Para(t(
+        "Read it in order: the recommendation says what to deploy and what it costs you; the frontier lists the settings worth considering instead; the charts show why; the alternatives say where something other than compaction would do better.",
+    )));
     recommendation(d, &mut b);
     what_was_run(d, sessions, &mut b);
     frontier_table(d, &mut b);
