@@ -439,7 +439,9 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
                 }
                 _ => {
                     if let Ok(f) = cell.parse::<f64>() {
-                        numbers.insert(h.clone(), f);
+                        if f.is_finite() {
+                            numbers.insert(h.clone(), f);
+                        }
                     }
                 }
             }
