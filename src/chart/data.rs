@@ -314,6 +314,9 @@ pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataErr
                 if f.is_finite() {
                     numbers.insert(k.clone(), f);
                 }
+            } else if let Some(b) = val.as_bool() {
+                // Flags such as cost_complete, as 1/0.
+                numbers.insert(k.clone(), if b { 1.0 } else { 0.0 });
             }
         }
         let trigger_kind = match as_string(obj.get("trigger_kind")).as_str() {

@@ -206,6 +206,33 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
             .unwrap_or_else(|| "an unknown number of critical events".into())
     )));
     b.push(Block::Para(why));
+    // The next frontier step toward less detail lost, so a reader who finds the loss too high
+    // sees what keeping more costs.
+    if let (Some(rc), Some(rd)) = (r.cost_usd(), r.detail_lost()) {
+        let safer = frontier(d)
+            .into_iter()
+            .filter(|f| !f.is_baseline() && f.setting_id != r.setting_id)
+            .filter_map(|f| Some((f, f.cost_usd()?, f.detail_lost()?)))
+            .filter(|(_, _, fd)| *fd < rd)
+            .min_by(|a, c| a.1.total_cmp(&c.1));
+        if let Some((f, fc, fd)) = safer {
+            b.push(Block::Para(vec![
+                Inline::Text("If that loses too much detail: ".into()),
+                Inline::Code(table_label(f)),
+                Inline::Text(format!(
+                    " loses {} instead and costs {} {}.",
+                    fmt_pct(fd),
+                    fmt_usd((fc - rc).abs()),
+                    if fc >= rc { "more" } else { "less" }
+                )),
+            ]));
+        }
+    }
+    if d.settings.iter().any(|x| x.numbers.get("cost_complete") == Some(&0.0)) {
+        b.push(Block::Para(t(
+            "Caution: some model had no price in the run's pricing table, so some cost columns are lower bounds (cost_complete = false in settings.json).",
+        )));
+    }
     type Getter = fn(&SettingRow) -> Option<f64>;
     type Fmt = fn(f64) -> String;
     let rows: Vec<(&str, Getter, Fmt)> = vec![
