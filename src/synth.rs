@@ -475,7 +475,13 @@ impl Gen {
         if attach {
             let (name, mime, body) = self.attachment();
             parts[0] = json!({"text": format!("{} I attached {name}, please take a look.", self.user_text(first))});
-            parts.push(json!({"inline_data": {"display_name": name, "mime_type": mime, "data": base64(body.as_bytes())}}));
+            // Half as ADK's `inline_data` (what `adk web` sends for an upload), half as a
+            // text part carrying the file (what many clients do with text files).
+            if self.rng.chance(0.5) {
+                parts.push(json!({"inline_data": {"display_name": name, "mime_type": mime, "data": base64(body.as_bytes())}}));
+            } else {
+                parts.push(json!({"text": format!("--- attached file: {name} ({mime}) ---\n{body}--- end of {name} ---")}));
+            }
         }
         self.user(inv, parts);
         let rounds = match self.rng.below(10) {
