@@ -202,7 +202,8 @@ pub fn fmt_tokens(v: f64) -> String {
     }
 }
 
-/// Shortens `text` with `…` until it fits `max_px` at `size` px in the embedded font.
+/// Shortens `text` with a middle `…` until it fits `max_px` at `size` px in the embedded
+/// font; the tail is kept (names like `model:…-lite` differ at their ends).
 pub(crate) fn fit<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     text: &str,
@@ -222,7 +223,11 @@ pub(crate) fn fit<DB: DrawingBackend>(
     let mut n = chars.len();
     while n > 1 {
         n -= 1;
-        let s: String = chars[..n].iter().collect::<String>() + "…";
+        let head = n * 2 / 5;
+        let tail = n - head;
+        let s: String = chars[..head].iter().collect::<String>()
+            + "…"
+            + &chars[chars.len() - tail..].iter().collect::<String>();
         if fits(&s) {
             return s;
         }

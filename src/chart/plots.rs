@@ -735,7 +735,14 @@ impl Chart for Latency<'_> {
         let plot_w = chart.plotting_area().dim_in_pixel().0;
         let names: Vec<String> = groups
             .iter()
-            .map(|g| fit(root, &g.0, TICK, plot_w / n.max(1) as u32 - 12))
+            .map(|g| {
+                fit(
+                    root,
+                    &g.0,
+                    TICK,
+                    (plot_w / n.max(1) as u32).saturating_sub(12),
+                )
+            })
             .collect();
         chart
             .configure_mesh()
@@ -1055,7 +1062,12 @@ impl Chart for Summarizers<'_> {
             .map(|a| format!("each at {} where the grid has it, else at its best-ranked setting (see the report's table)", a.short()))
             .unwrap_or_default();
         let area = title(root, "Summarizers compared at one trigger setting", &sub)?;
-        let panels = area.split_evenly((2, 2));
+        // Many summarizers: one full-width panel per metric, so bars and names keep room.
+        let panels = if rows.len() > 5 {
+            area.split_evenly((4, 1))
+        } else {
+            area.split_evenly((2, 2))
+        };
         type Getter = fn(&SettingRow) -> Option<f64>;
         type Fmt = fn(f64) -> String;
         let metrics: [(&str, Getter, Fmt); 4] = [
@@ -1096,7 +1108,7 @@ impl Chart for Summarizers<'_> {
                         root,
                         &s.summarizer,
                         TICK - 2.0,
-                        plot_w / n.max(1) as u32 - 8,
+                        (plot_w / n.max(1) as u32).saturating_sub(8),
                     )
                 })
                 .collect();
@@ -1129,12 +1141,21 @@ impl Chart for Summarizers<'_> {
                         let gap = plot_w / n.max(1) as u32 / 5;
                         bar.set_margin(0, 0, gap, gap);
                         chart.draw_series(std::iter::once(bar)).map_err(e)?;
-                        chart
-                            .draw_series(std::iter::once(
-                                EmptyElement::at((SegmentValue::CenterOf(i), *v))
-                                    + Text::new(fmtv(*v), (0, -4), style),
-                            ))
-                            .map_err(e)?;
+                        // The value above the bar, when it fits the bar's slot.
+                        let label = fmtv(*v);
+                        let slot = plot_w / n.max(1) as u32;
+                        let fits = root
+                            .estimate_text_size(&label, &style)
+                            .map(|(w, _)| w + 4 <= slot)
+                            .unwrap_or(false);
+                        if fits {
+                            chart
+                                .draw_series(std::iter::once(
+                                    EmptyElement::at((SegmentValue::CenterOf(i), *v))
+                                        + Text::new(label, (0, -4), style),
+                                ))
+                                .map_err(e)?;
+                        }
                     }
                     None => {
                         chart
