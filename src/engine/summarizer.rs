@@ -2,8 +2,6 @@
 //! and gets back a size, or nothing, or a failure. Deterministic summarizers matching the
 //! oracle's fake model live here; `terse`, `command:` and modelled ones live in `cost`.
 
-use std::ops::Range;
-
 use super::types::{Phase, Trigger};
 
 /// The previous summary handed to a rolling (token-path) summarizer as its first line.
@@ -23,9 +21,9 @@ pub struct SummarizeRequest<'a> {
     pub call: u32,
     pub phase: Phase,
     pub trigger: Trigger,
-    /// Raw event indices handed to the summarizer (contiguous, in transcript order); the seed,
-    /// if any, comes first in ADK's list.
-    pub events: Range<u32>,
+    /// Raw event indices handed to the summarizer, in transcript order (contiguous unless
+    /// timestamps go backwards); the seed, if any, comes first in ADK's list.
+    pub events: &'a [u32],
     pub seed: Option<Seed<'a>>,
     /// ADK's prompt size: 657 fixed template chars + the formatted history.
     pub prompt_chars: u64,
@@ -67,9 +65,9 @@ pub trait Summarizer: Sync {
 }
 
 /// `len(Content(role='model', parts=[Part(text=t)]).model_dump_json(exclude_none=True))` for a
-/// text whose JSON-escaped length is `escaped_len`: `{"parts":[{"text":"…"}],"role":"model"}`.
+/// text whose JSON-escaped length is `escaped_len`: `{"parts":[{"text":"…"}],"role":"model"}` (38 + text).
 pub const fn summary_json_chars(escaped_len: u64) -> u64 {
-    37 + escaped_len
+    38 + escaped_len
 }
 
 /// The oracle fake model's length policies (`--summary`, shared/oracle/adk_oracle.py).
@@ -168,7 +166,7 @@ impl Deterministic {
                 }
             }
         }
-        for i in req.events.clone() {
+        for &i in req.events {
             if let Some(t) = self.event_text.get(i as usize) {
                 if t.is_empty() {
                     continue;
