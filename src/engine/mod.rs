@@ -162,7 +162,7 @@ impl<'a> State<'a> {
             call,
             phase,
             trigger,
-            events: &evs,
+            events: evs.first().copied().unwrap_or(0)..evs.last().map_or(0, |l| l + 1),
             seed: seed_info,
             prompt_chars: prompt,
             history_chars: history,

@@ -2,6 +2,8 @@
 //! and gets back a size, or nothing, or a failure. Deterministic summarizers matching the
 //! oracle's fake model live here; `terse`, `command:` and modelled ones live in `cost`.
 
+use std::ops::Range;
+
 use super::types::{Phase, Trigger};
 
 /// The previous summary handed to a rolling (token-path) summarizer as its first line.
@@ -21,9 +23,10 @@ pub struct SummarizeRequest<'a> {
     pub call: u32,
     pub phase: Phase,
     pub trigger: Trigger,
-    /// Raw event indices handed to the summarizer, in transcript order (contiguous unless
-    /// timestamps go backwards); the seed, if any, comes first in ADK's list.
-    pub events: &'a [u32],
+    /// Raw event indices handed to the summarizer (first..last+1, in transcript order); the
+    /// seed, if any, comes first in ADK's list. ADK's list skips events only when timestamps
+    /// go backwards across a summary's end (then `prompt_chars` counts the exact list).
+    pub events: Range<u32>,
     pub seed: Option<Seed<'a>>,
     /// ADK's prompt size: 657 fixed template chars + the formatted history.
     pub prompt_chars: u64,
@@ -166,7 +169,7 @@ impl Deterministic {
                 }
             }
         }
-        for &i in req.events {
+        for i in req.events.clone() {
             if let Some(t) = self.event_text.get(i as usize) {
                 if t.is_empty() {
                     continue;
