@@ -25,11 +25,16 @@ pub fn run(args: CheckArgs) -> Result<u8> {
             match settings::find_in_manifest(&src) {
                 ManifestCompaction::Found(t) => (t, format!("{path}: ")),
                 ManifestCompaction::OnWorkflow => {
-                    println!("refused: {path}: compaction: {}", settings::WORKFLOW_REFUSAL);
+                    println!(
+                        "refused: {path}: compaction: {}",
+                        settings::WORKFLOW_REFUSAL
+                    );
                     return Ok(super::EXIT_REFUSED);
                 }
                 ManifestCompaction::Absent => {
-                    println!("{path}: no compaction=Compaction(...) in this manifest: compaction is off");
+                    println!(
+                        "{path}: no compaction=Compaction(...) in this manifest: compaction is off"
+                    );
                     return Ok(super::EXIT_OK);
                 }
             }

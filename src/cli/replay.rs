@@ -61,14 +61,19 @@ fn kept_summarizer<'a>(
 ) -> Result<Box<dyn Summarizer + 'a>> {
     Ok(match spec {
         SummarizerSpec::Deterministic(p) => {
-            let texts =
-                if matches!(p, Policy::Echo(_)) { session.events.iter().map(summarizer_text).collect() } else { Vec::new() };
+            let texts = if matches!(p, Policy::Echo(_)) {
+                session.events.iter().map(summarizer_text).collect()
+            } else {
+                Vec::new()
+            };
             Box::new(Deterministic::new(p.clone(), fail, texts))
         }
         SummarizerSpec::Terse => Box::new(Terse { session, count }),
-        SummarizerSpec::Agent | SummarizerSpec::Model(_) => {
-            Box::new(Modelled { lines, length: LengthModel::default(), count })
-        }
+        SummarizerSpec::Agent | SummarizerSpec::Model(_) => Box::new(Modelled {
+            lines,
+            length: LengthModel::default(),
+            count,
+        }),
         SummarizerSpec::Command { .. } => {
             anyhow::bail!("`replay` does not run command: summarizers; use `sweep` (it runs them with timeouts)")
         }
@@ -91,15 +96,26 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
             return Ok(super::EXIT_REFUSED);
         }
     };
-    let usage = UsageMode::parse(&args.usage)
-        .ok_or_else(|| anyhow::anyhow!("--usage `{}`: expected adjust, recorded or strip", args.usage))?;
-    let tok: Tokenizer = args.tokenizer.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let usage = UsageMode::parse(&args.usage).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--usage `{}`: expected adjust, recorded or strip",
+            args.usage
+        )
+    })?;
+    let tok: Tokenizer = args
+        .tokenizer
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!(e))?;
     let spec = SummarizerSpec::parse(&args.summarizer).map_err(|e| anyhow::anyhow!(e))?;
     let fail: Vec<u32> = args
         .fail_calls
         .split(',')
         .filter(|x| !x.trim().is_empty())
-        .map(|x| x.trim().parse().with_context(|| format!("--fail-calls: `{x}` is not a call number")))
+        .map(|x| {
+            x.trim()
+                .parse()
+                .with_context(|| format!("--fail-calls: `{x}` is not a call number"))
+        })
         .collect::<Result<_>>()?;
     let cfg = Config::from_setting(&setting, usage);
     let sessions = detect::load_file(&args.file, None).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -108,7 +124,13 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         None => sessions,
     };
     if sessions.is_empty() {
-        anyhow::bail!("{}: no session{}", args.file, args.session.as_ref().map_or(String::new(), |s| format!(" `{s}`")));
+        anyhow::bail!(
+            "{}: no session{}",
+            args.file,
+            args.session
+                .as_ref()
+                .map_or(String::new(), |s| format!(" `{s}`"))
+        );
     }
     let counts = match tok {
         Tokenizer::AdkChars => None,
@@ -121,7 +143,11 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         let sizes = SessionSizes::new(session, per_event);
         let lines = EventLines {
             text: session.events.iter().map(summarizer_text).collect(),
-            tokens: session.events.iter().map(|e| count(&summarizer_text(e))).collect(),
+            tokens: session
+                .events
+                .iter()
+                .map(|e| count(&summarizer_text(e)))
+                .collect(),
         };
         let summ = kept_summarizer(&spec, fail.clone(), session, &lines, &count)?;
         let r = engine::replay(&sizes, &cfg, summ.as_ref());
@@ -132,7 +158,11 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         }
     }
     if args.json {
-        let v = if out_json.len() == 1 { out_json.remove(0) } else { Value::Array(out_json) };
+        let v = if out_json.len() == 1 {
+            out_json.remove(0)
+        } else {
+            Value::Array(out_json)
+        };
         println!("{}", serde_json::to_string_pretty(&v)?);
     }
     Ok(super::EXIT_OK)
@@ -142,19 +172,44 @@ fn ordinals(v: &[u32]) -> String {
     if v.is_empty() {
         "-".into()
     } else {
-        v.iter().map(|o| format!("#{o}")).collect::<Vec<_>>().join(",")
+        v.iter()
+            .map(|o| format!("#{o}"))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
-fn print_table(session: &Session, sizes: &SessionSizes, r: &Replay, setting: &str, args: &ReplayArgs, tok: Tokenizer) {
-    println!("session {} ({}), {} events, {} invocations", session.id, session.source, sizes.n, sizes.blocks());
+fn print_table(
+    session: &Session,
+    sizes: &SessionSizes,
+    r: &Replay,
+    setting: &str,
+    args: &ReplayArgs,
+    tok: Tokenizer,
+) {
+    println!(
+        "session {} ({}), {} events, {} invocations",
+        session.id,
+        session.source,
+        sizes.n,
+        sizes.blocks()
+    );
     println!(
         "setting {setting}; summarizer {}; usage {}; tokens: {} (recorded prompt_token_count when present, else history only)",
         args.summarizer, args.usage, tok
     );
     println!(
         "{:>4} {:>6} {:>4} {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}  {:<14} fired before",
-        "req", "event", "inv", "agent", "measured", "baseline", "prompt", "saved", "hidden", "summaries"
+        "req",
+        "event",
+        "inv",
+        "agent",
+        "measured",
+        "baseline",
+        "prompt",
+        "saved",
+        "hidden",
+        "summaries"
     );
     let mut req_i = 0;
     for inv in &r.invocations {
@@ -175,14 +230,18 @@ fn print_table(session: &Session, sizes: &SessionSizes, r: &Replay, setting: &st
                     )
                 })
                 .collect();
-            let agent = sizes.authors.get(q.author as usize).map_or("?", String::as_str);
+            let agent = sizes
+                .authors
+                .get(q.author as usize)
+                .map_or("?", String::as_str);
             println!(
                 "{:>4} {:>6} {:>4} {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}  {:<14} {}",
                 req_i + 1,
                 q.event_index,
                 q.invocation_index,
                 agent.chars().take(18).collect::<String>(),
-                q.measured_prompt_tokens.map_or("-".into(), |m| m.to_string()),
+                q.measured_prompt_tokens
+                    .map_or("-".into(), |m| m.to_string()),
                 q.baseline_prompt_tokens,
                 q.prompt_tokens,
                 q.baseline_prompt_tokens as i64 - q.prompt_tokens as i64,
@@ -234,7 +293,14 @@ fn sizes_json(contents: u32, adk: u64, json_chars: u64) -> Value {
 
 /// The replay with the oracle's field names (shared/oracle/README.md "Output"), plus the
 /// token columns the oracle has no equivalent for.
-pub fn to_json(session: &Session, sizes: &SessionSizes, r: &Replay, cfg: &Config, args: &ReplayArgs, tok: Tokenizer) -> Value {
+pub fn to_json(
+    session: &Session,
+    sizes: &SessionSizes,
+    r: &Replay,
+    cfg: &Config,
+    args: &ReplayArgs,
+    tok: Tokenizer,
+) -> Value {
     let mut req_i = 0;
     let invocations: Vec<Value> = r
         .invocations
@@ -325,8 +391,14 @@ pub fn to_json(session: &Session, sizes: &SessionSizes, r: &Replay, cfg: &Config
     let t = &r.totals;
     let mut by = serde_json::Map::new();
     for (k, v) in [
-        ("post_invocation:sliding_window", t.post_invocation_sliding_window),
-        ("post_invocation:token_threshold", t.post_invocation_token_threshold),
+        (
+            "post_invocation:sliding_window",
+            t.post_invocation_sliding_window,
+        ),
+        (
+            "post_invocation:token_threshold",
+            t.post_invocation_token_threshold,
+        ),
         ("pre_request:token_threshold", t.pre_request_token_threshold),
     ] {
         if v > 0 {
@@ -337,8 +409,10 @@ pub fn to_json(session: &Session, sizes: &SessionSizes, r: &Replay, cfg: &Config
         .calls
         .iter()
         .filter(|c| c.result != engine::CallResult::Summary)
-        .map(|c| json!({"summarizer_call": c.call, "phase": c.phase.name(), "trigger": c.trigger.name(),
-            "result": c.result, "invocation_index": c.invocation_index}))
+        .map(|c| {
+            json!({"summarizer_call": c.call, "phase": c.phase.name(), "trigger": c.trigger.name(),
+            "result": c.result, "invocation_index": c.invocation_index})
+        })
         .collect();
     json!({
         "transcript": {"path": args.file, "session": session.id, "events": sizes.n, "invocations": sizes.blocks()},

@@ -114,7 +114,15 @@ impl<'a> State<'a> {
     }
 
     pub fn measure(&mut self, viewer: u32, branch: Option<u32>) -> Measure {
-        contents::build(self.s, self.n, &self.comps, &self.cov, viewer, branch, &mut self.sc)
+        contents::build(
+            self.s,
+            self.n,
+            &self.comps,
+            &self.cov,
+            viewer,
+            branch,
+            &mut self.sc,
+        )
     }
 
     /// Summarizer prompt chars for raw events `evs` after an optional seed of `seed_chars`.
@@ -232,8 +240,10 @@ impl<'a> State<'a> {
         }
         contents::coverage(&self.comps, &mut self.cov);
         let (count, f, l) = guards::raw_in_range(s, self.n, start, end);
-        let mut invs: Vec<u32> =
-            (0..self.n).filter(|&i| start <= s.timestamp[i] && s.timestamp[i] <= end).map(|i| s.inv_block[i]).collect();
+        let mut invs: Vec<u32> = (0..self.n)
+            .filter(|&i| start <= s.timestamp[i] && s.timestamp[i] <= end)
+            .map(|i| s.inv_block[i])
+            .collect();
         invs.dedup();
         invs.sort_unstable();
         invs.dedup();
@@ -302,8 +312,13 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         post_invocation::run(&mut st, &mut base, b as u32, lo, hi, calls_before, main);
     }
     // final flags and totals
-    let retained: Vec<u32> =
-        st.comps.iter().enumerate().filter(|(_, c)| c.retained).map(|(k, _)| k as u32 + 1).collect();
+    let retained: Vec<u32> = st
+        .comps
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.retained)
+        .map(|(k, _)| k as u32 + 1)
+        .collect();
     for (k, c) in st.out.compactions.iter_mut().enumerate() {
         c.retained = st.comps[k].retained;
     }
@@ -313,8 +328,12 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
     for c in &st.out.compactions {
         match (c.phase, c.trigger) {
             (Phase::PreRequest, _) => t.pre_request_token_threshold += 1,
-            (Phase::PostInvocation, Trigger::TokenThreshold) => t.post_invocation_token_threshold += 1,
-            (Phase::PostInvocation, Trigger::SlidingWindow) => t.post_invocation_sliding_window += 1,
+            (Phase::PostInvocation, Trigger::TokenThreshold) => {
+                t.post_invocation_token_threshold += 1
+            }
+            (Phase::PostInvocation, Trigger::SlidingWindow) => {
+                t.post_invocation_sliding_window += 1
+            }
         }
     }
     for c in &st.out.calls {

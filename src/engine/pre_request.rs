@@ -9,8 +9,16 @@ use super::{State, UsageMode};
 
 /// ADK `_run_compaction_for_token_threshold_config` once the measured count is known:
 /// returns whether a compaction was appended.
-pub(crate) fn token_path(st: &mut State<'_>, measured: Option<u64>, phase: Phase, inv: u32, before: Option<u32>) -> bool {
-    let Some((threshold, retention)) = st.cfg.token else { return false };
+pub(crate) fn token_path(
+    st: &mut State<'_>,
+    measured: Option<u64>,
+    phase: Phase,
+    inv: u32,
+    before: Option<u32>,
+) -> bool {
+    let Some((threshold, retention)) = st.cfg.token else {
+        return false;
+    };
     match measured {
         Some(m) if m >= threshold => {}
         _ => return false,
@@ -27,7 +35,11 @@ pub(crate) fn token_path(st: &mut State<'_>, measured: Option<u64>, phase: Phase
         st.window = cands;
         return false;
     }
-    let split = if r == 0 { cands.len() } else { guards::safe_split(s, &cands, r, &mut st.gs) };
+    let split = if r == 0 {
+        cands.len()
+    } else {
+        guards::safe_split(s, &cands, r, &mut st.gs)
+    };
     cands.truncate(split);
     let keep = guards::self_contained_prefix(s, &cands, st.n, &mut st.gs);
     cands.truncate(keep);
@@ -63,7 +75,13 @@ fn seq_tokens(st: &State<'_>, item: (u8, u32)) -> u64 {
 }
 
 /// One recorded model request at event `k` (raw events `0..k` exist).
-pub(crate) fn model_request(st: &mut State<'_>, base: &mut Scratch, prev_seq: &mut Vec<(u8, u32)>, inv: u32, k: usize) {
+pub(crate) fn model_request(
+    st: &mut State<'_>,
+    base: &mut Scratch,
+    prev_seq: &mut Vec<(u8, u32)>,
+    inv: u32,
+    k: usize,
+) {
     let s = st.s;
     let author = s.author[k];
     let branch = s.branch[k];
@@ -86,7 +104,8 @@ pub(crate) fn model_request(st: &mut State<'_>, base: &mut Scratch, prev_seq: &m
     let mut hidden_tokens = 0u64;
     let mut run: Option<(u32, u32)> = None;
     for i in 0..st.n {
-        let h = base.was_seen(i) && !st.sc.was_seen(i) && contents::covered(&st.cov, s.timestamp[i]);
+        let h =
+            base.was_seen(i) && !st.sc.was_seen(i) && contents::covered(&st.cov, s.timestamp[i]);
         if h {
             hidden_tokens += s.tokens[i] as u64;
             run = Some(match run {

@@ -193,7 +193,10 @@ impl SessionSizes {
                 };
                 s.parts.push(PartInfo {
                     kind,
-                    id: id.as_deref().filter(|x| !x.is_empty()).map_or(NO_ID, |x| ids.get(x)),
+                    id: id
+                        .as_deref()
+                        .filter(|x| !x.is_empty())
+                        .map_or(NO_ID, |x| ids.get(x)),
                     name,
                     adk_chars: adk::part_adk_chars(p),
                     json_chars: adk::part_json_chars(p),
@@ -202,8 +205,13 @@ impl SessionSizes {
             }
             let p1 = s.parts.len() as u32;
             s.parts_at.push((p0, p1));
-            s.has_calls.push(e.parts.iter().any(|p| matches!(p, Part::ToolCall { .. })));
-            s.has_resps.push(e.parts.iter().any(|p| matches!(p, Part::ToolResponse { .. })));
+            s.has_calls
+                .push(e.parts.iter().any(|p| matches!(p, Part::ToolCall { .. })));
+            s.has_resps.push(
+                e.parts
+                    .iter()
+                    .any(|p| matches!(p, Part::ToolResponse { .. })),
+            );
             s.long_running
                 .push(e.long_running_tool_ids.iter().map(|x| ids.get(x)).collect());
             s.requested
@@ -268,7 +276,10 @@ impl SessionSizes {
 
     /// Call ids (with id) of event `i`.
     pub fn call_ids(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
-        self.part_range(i).map(|p| self.parts[p as usize]).filter(|p| p.kind == PART_CALL && p.id != NO_ID).map(|p| p.id)
+        self.part_range(i)
+            .map(|p| self.parts[p as usize])
+            .filter(|p| p.kind == PART_CALL && p.id != NO_ID)
+            .map(|p| p.id)
     }
 
     /// Response ids (with id) of event `i`.
