@@ -847,8 +847,8 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         }
     }
     let mut out: Vec<Item> = Vec::with_capacity(len);
-    for i in 0..len {
-        if stale[i] {
+    for (i, &is_stale) in stale.iter().enumerate() {
+        if is_stale {
             continue;
         }
         let it = sc.items[i];
