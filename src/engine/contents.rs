@@ -944,3 +944,40 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
     }
     sc.items.truncate(w);
 }
+
+/// The uncompacted measures of every model request and every invocation end (for the main
+/// agent): setting-independent, so computed once per session and shared by all replays.
+pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
+    let mut sc = Scratch::default();
+    let words = s.n.div_ceil(64);
+    let mut out = crate::tokens::sizes::BaselineCache { words, main_agent: s.main_agent, ..Default::default() };
+    let main = s.main_agent.unwrap_or(u32::MAX);
+    for b in 0..s.blocks() {
+        let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
+        for k in lo..hi {
+            if !s.model_request[k] {
+                continue;
+            }
+            let m = build(s, k, &[], &[], s.author[k], s.branch[k], &mut sc);
+            out.request_event.push(k as u32);
+            out.request.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+            let base = out.seen.len();
+            out.seen.resize(base + words, 0);
+            for i in 0..k {
+                if sc.was_seen(i) {
+                    out.seen[base + i / 64] |= 1u64 << (i % 64);
+                }
+            }
+        }
+        let m = build(s, hi, &[], &[], main, None, &mut sc);
+        out.block_end.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+    }
+    out
+}
+
+impl Measure {
+    /// From a cached `[contents, adk_chars, json_chars, history_tokens]` row.
+    pub fn from_row(r: [u64; 4]) -> Measure {
+        Measure { contents: r[0] as u32, adk_chars: r[1], json_chars: r[2], history_tokens: r[3], summary_tokens: 0 }
+    }
+}
