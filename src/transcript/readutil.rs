@@ -44,8 +44,21 @@ pub(crate) fn parse_object_line(
             format!("line {line_no}"),
             format!("expected a JSON object, found {}", kind(&other)),
         )),
-        Err(e) => Err(ReadError::new(file, format!("line {line_no}"), format!("malformed JSON: {e}"))),
+        Err(e) => Err(ReadError::new(
+            file,
+            format!("line {line_no}"),
+            json_error(&e),
+        )),
     }
+}
+
+/// serde_json's message without its own "at line L column C" (the caller names the line).
+pub(crate) fn json_error(e: &serde_json::Error) -> String {
+    let mut msg = e.to_string();
+    if let Some(i) = msg.rfind(" at line ") {
+        msg.truncate(i);
+    }
+    format!("malformed JSON at column {}: {msg}", e.column())
 }
 
 /// A JSON value's kind, for error messages.
@@ -89,7 +102,12 @@ pub(crate) struct Clock {
 
 impl Clock {
     pub fn new(tolerance_s: f64) -> Self {
-        Clock { last_recorded: None, last_out: None, tolerance_s, synthetic: false }
+        Clock {
+            last_recorded: None,
+            last_out: None,
+            tolerance_s,
+            synthetic: false,
+        }
     }
 
     /// The time for the next record. `recorded` is its own timestamp, if it has one.
@@ -136,7 +154,10 @@ pub(crate) fn str_field<'a>(m: &'a serde_json::Map<String, Value>, key: &str) ->
 /// A non-negative integer field (missing, null or negative → 0; floats are truncated).
 pub(crate) fn u64_field(v: Option<&Value>, key: &str) -> u64 {
     match v.and_then(|o| o.get(key)) {
-        Some(Value::Number(n)) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f as u64)).unwrap_or(0),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f as u64))
+            .unwrap_or(0),
         _ => 0,
     }
 }
@@ -209,7 +230,8 @@ pub(crate) mod testutil {
 
     /// The per-session entries stats.json holds for one corpus folder.
     pub fn stats_sessions(folder: &str) -> Vec<Value> {
-        let stats: Value = serde_json::from_str(&read_corpus("stats.json")).expect("stats.json parses");
+        let stats: Value =
+            serde_json::from_str(&read_corpus("stats.json")).expect("stats.json parses");
         stats
             .get(folder)
             .and_then(|f| f.get("sessions"))
@@ -219,6 +241,8 @@ pub(crate) mod testutil {
     }
 
     pub fn num(v: &Value, key: &str) -> u64 {
-        v.get(key).and_then(Value::as_u64).unwrap_or_else(|| panic!("stats entry lacks {key}: {v}"))
+        v.get(key)
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| panic!("stats entry lacks {key}: {v}"))
     }
 }
