@@ -270,3 +270,38 @@ fn huge_lines_and_empty_files_are_one_line_errors() {
         assert!(e.to_string().starts_with("empty.jsonl"), "{name}: {e}");
     }
 }
+
+fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.file_name().is_some_and(|n| n != "SOURCE.md" && n != "README.md" && n != "stats.json") {
+            out.push(p);
+        }
+    }
+}
+
+/// detect.rs asks every format's `sniff`; ours must not claim the other formats' files,
+/// and our readers must refuse them with a one-line error rather than misread them.
+#[test]
+fn other_formats_are_not_claimed() {
+    let mut files = Vec::new();
+    for dir in ["adk", "tau_bench", "tau2_oscaralvaro_fork", "swe_agent", "agentcmd_cli_sessions/gemini"] {
+        walk(&corpus().join(dir), &mut files);
+    }
+    assert!(files.len() > 50, "{} files", files.len());
+    for p in files {
+        let name = p.display().to_string();
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        assert!(!claude_code::sniff(&text), "claude_code claims {name}");
+        assert!(!codex::sniff(&text), "codex claims {name}");
+        assert!(!openhands::sniff(&text), "openhands claims {name}");
+        match check(&name, &text, "a foreign file") {
+            Ok(3) => {}
+            other => panic!("{name}: {other:?}: one of our readers accepted a foreign file"),
+        }
+    }
+}

@@ -105,6 +105,8 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     let mut reader = Reader {
         file,
         groups: Vec::new(),
+        group_by_key: HashMap::new(),
+        last_side: None,
         group_of_uuid: HashMap::new(),
         seen_uuids: HashSet::new(),
     };
@@ -115,7 +117,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     reader.finish()
 }
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 enum Key {
     Main,
     /// A sidechain: its `agentId`, or `sidechain-LINE` for the line that started it.
@@ -184,6 +186,9 @@ impl Group {
 struct Reader<'a> {
     file: &'a str,
     groups: Vec<Group>,
+    group_by_key: HashMap<Key, usize>,
+    /// The sidechain the latest sidechain line went to.
+    last_side: Option<usize>,
     group_of_uuid: HashMap<String, usize>,
     seen_uuids: HashSet<String>,
 }
@@ -194,10 +199,11 @@ impl<'a> Reader<'a> {
     }
 
     fn group_index(&mut self, key: Key) -> usize {
-        if let Some(i) = self.groups.iter().position(|g| g.key == key) {
+        if let Some(&i) = self.group_by_key.get(&key) {
             return i;
         }
-        self.groups.push(Group::new(key));
+        self.groups.push(Group::new(key.clone()));
+        self.group_by_key.insert(key, self.groups.len() - 1);
         self.groups.len() - 1
     }
 
@@ -215,15 +221,15 @@ impl<'a> Reader<'a> {
             let parent = readutil::str_field(obj, "parentUuid");
             match parent.and_then(|p| self.group_of_uuid.get(p).copied()) {
                 Some(i) => i,
-                None => {
-                    let last_side = self.groups.iter().rposition(|g| g.key != Key::Main);
-                    match (parent, last_side) {
-                        (Some(_), Some(i)) => i,
-                        _ => self.group_index(Key::Side(format!("sidechain-{line_no}"))),
-                    }
-                }
+                None => match (parent, self.last_side) {
+                    (Some(_), Some(i)) => i,
+                    _ => self.group_index(Key::Side(format!("sidechain-{line_no}"))),
+                },
             }
         };
+        if sidechain {
+            self.last_side = Some(idx);
+        }
         if let Some(u) = readutil::str_field(obj, "uuid") {
             self.group_of_uuid.insert(u.to_string(), idx);
         }
