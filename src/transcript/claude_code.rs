@@ -1031,4 +1031,46 @@ mod tests {
         )));
         assert!(!sniff(""));
     }
+
+    #[test]
+    fn interleaved_sidechains_follow_agent_id_or_parent_chain() {
+        let line = |uuid: &str,
+                    parent: Option<&str>,
+                    side: bool,
+                    agent: Option<&str>,
+                    text: &str| {
+            let mut v = serde_json::json!({
+                "type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": "s", "isSidechain": side,
+                "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "content": text}
+            });
+            if let (Some(a), Some(m)) = (agent, v.as_object_mut()) {
+                m.insert("agentId".into(), Value::from(a));
+            }
+            v.to_string()
+        };
+        let text = [
+            line("m1", None, false, None, "main prompt"),
+            line("a1", None, true, None, "first sidechain"),
+            line("b1", None, true, None, "second sidechain"),
+            line("a2", Some("a1"), true, None, "first again"),
+            line("x1", Some("zz"), true, Some("abc"), "tagged"),
+            line("m2", Some("m1"), false, None, "main again"),
+        ]
+        .join("\n");
+        let s = read("mixed.jsonl", &text).expect("reads");
+        let got: Vec<(String, usize)> = s
+            .iter()
+            .map(|s| (s.source.clone(), s.events.len()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("mixed.jsonl".to_string(), 2),
+                ("mixed.jsonl#agent-sidechain-2".to_string(), 2),
+                ("mixed.jsonl#agent-sidechain-3".to_string(), 1),
+                ("mixed.jsonl#agent-abc".to_string(), 1),
+            ]
+        );
+        assert_eq!(s[3].id, "s/agent-abc");
+    }
 }
