@@ -6,6 +6,8 @@
 pub mod model;
 pub mod error;
 pub mod detect;
+/// Shared reader helpers (JSON paths, timestamps, invocations, critical-event rules).
+pub mod util;
 pub mod adk;
 pub mod canonical;
 pub mod openai_chat;
@@ -19,3 +21,5 @@ mod readutil;
 
 pub use error::ReadError;
 pub use model::*;
+pub use detect::{detect, load_file, load_paths, Loaded};
+pub use canonical::write_canonical;
