@@ -1,8 +1,12 @@
 //! Small helpers the line-oriented readers share: line splitting with a size cap, RFC 3339
 //! timestamps, and the clock that keeps event times in order.
 
+use super::util::{SYNTHETIC_EPOCH_S, SYNTHETIC_STEP_S};
 use super::ReadError;
 use serde_json::Value;
+
+// One timestamp parser and one kind-name for all readers.
+pub(crate) use super::util::{kind, parse_timestamp};
 
 /// Longest line (bytes) a JSONL reader accepts. Real lines top out at a few MB (a base64
 /// screenshot); anything near 1 GB is a broken file, and parsing it would exhaust memory.
@@ -61,32 +65,6 @@ pub(crate) fn json_error(e: &serde_json::Error) -> String {
     format!("malformed JSON at column {}: {msg}", e.column())
 }
 
-/// A JSON value's kind, for error messages.
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Seconds since the epoch from an RFC 3339 timestamp. A timestamp without an offset
-/// (OpenHands writes `2025-04-30T16:32:57.821635`) is taken as UTC.
-pub(crate) fn parse_timestamp(s: &str) -> Option<f64> {
-    let s = s.trim();
-    if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(s) {
-        return Some(dt.timestamp() as f64 + f64::from(dt.timestamp_subsec_nanos()) / 1e9);
-    }
-    let naive = chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f")
-        .or_else(|_| chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f"))
-        .ok()?;
-    let dt = naive.and_utc();
-    Some(dt.timestamp() as f64 + f64::from(dt.timestamp_subsec_nanos()) / 1e9)
-}
-
 /// Hands out event times in file order: recorded times must not go backwards (beyond a
 /// per-format tolerance), missing ones are synthesised strictly increasing.
 pub(crate) struct Clock {
@@ -136,8 +114,9 @@ impl Clock {
                 let out = match self.last_out {
                     // A millisecond after a recorded time keeps it close to its neighbours.
                     Some(o) if self.last_recorded.is_some() => o + 1e-3,
-                    Some(o) => o + 1.0,
-                    None => 0.0,
+                    // No recorded time yet: the shared synthetic clock (see `util`).
+                    Some(o) => o + SYNTHETIC_STEP_S,
+                    None => SYNTHETIC_EPOCH_S,
                 };
                 self.last_out = Some(out);
                 Ok(out)
@@ -195,8 +174,8 @@ mod tests {
         assert!(strict.next(Some(5.0)).is_ok());
         assert!(strict.next(Some(4.999)).is_err());
         let mut none = Clock::new(0.0);
-        assert_eq!(none.next(None), Ok(0.0));
-        assert_eq!(none.next(None), Ok(1.0));
+        assert_eq!(none.next(None), Ok(SYNTHETIC_EPOCH_S));
+        assert_eq!(none.next(None), Ok(SYNTHETIC_EPOCH_S + SYNTHETIC_STEP_S));
     }
 
     #[test]
