@@ -18,7 +18,8 @@
 //!   skipped; a `recall` observation becomes the user-role workspace context it injects;
 //!   state changes and `null` observations are skipped.
 //! - Critical flags: `confirmation_state`/`is_confirmed` = `confirmed` → `Confirmation`,
-//!   `rejected` → `Refusal`; `error` observations and non-zero exit codes → `ToolError`;
+//!   `rejected` → `Refusal`; `error` observations and positive exit codes → `ToolError`
+//!   (-1 means the command was still running when its timeout returned control);
 //!   `user_rejected` observations → `Refusal`.
 //! - Timestamps (no offset: taken as UTC) must not go backwards; sessions without any
 //!   (legacy rows) get synthetic ones.
@@ -144,12 +145,16 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     Ok(sessions)
 }
 
-fn row_id(row: &Map<String, Value>) -> Option<String> {
-    let scalar = |v: &Value| match v {
+/// A string or number as text (ids are either).
+fn scalar(v: &Value) -> Option<String> {
+    match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
-    };
+    }
+}
+
+fn row_id(row: &Map<String, Value>) -> Option<String> {
     row.get("instance_id").and_then(scalar).or_else(|| {
         row.get("issue")
             .and_then(|i| i.get("number"))
@@ -263,7 +268,7 @@ fn build(
                         .and_then(Value::as_str)
                         .or_else(|| readutil::str_field(e, "message"));
                     let mut ev = Event::new("user", Role::User, inv(invocations), t);
-                    ev.id = e.get("id").map(|v| v.to_string());
+                    ev.id = e.get("id").and_then(scalar);
                     ev.parts.push(Part::Text {
                         text: text.unwrap_or("").to_string(),
                     });
@@ -297,9 +302,7 @@ fn build(
                         None => {
                             let mut ev = Event::new(AGENT, Role::Model, inv(invocations), t);
                             ev.model_request = true;
-                            ev.id = response_id
-                                .clone()
-                                .or_else(|| e.get("id").map(|v| v.to_string()));
+                            ev.id = response_id.clone().or_else(|| e.get("id").and_then(scalar));
                             let mname = response
                                 .and_then(|r| r.get("model"))
                                 .and_then(Value::as_str)
@@ -454,7 +457,7 @@ fn build(
                 critical.push(Critical::ToolError);
             } else if obs == "user_rejected" {
                 critical.push(Critical::Refusal);
-            } else if exit_code(e).is_some_and(|c| c != 0) {
+            } else if exit_code(e).is_some_and(|c| c > 0) {
                 critical.push(Critical::ToolError);
             }
             match call {
@@ -465,7 +468,7 @@ fn build(
                         .cloned()
                         .unwrap_or_else(|| obs.to_string());
                     let mut ev = Event::new(AGENT, Role::Tool, inv(invocations), t);
-                    ev.id = e.get("id").map(|v| v.to_string());
+                    ev.id = e.get("id").and_then(scalar);
                     ev.parts.push(Part::ToolResponse {
                         id: Some(id),
                         name,
@@ -477,14 +480,14 @@ fn build(
                 None if obs == "recall" => {
                     let text = recall_text(content, e.get("extras"));
                     let mut ev = Event::new("user", Role::User, inv(invocations), t);
-                    ev.id = e.get("id").map(|v| v.to_string());
+                    ev.id = e.get("id").and_then(scalar);
                     ev.parts.push(Part::Text { text });
                     events.push(ev);
                 }
                 None if obs == "error" || !content.is_empty() => {
                     // OpenHands sends these back to the model as user-role messages.
                     let mut ev = Event::new("user", Role::User, inv(invocations), t);
-                    ev.id = e.get("id").map(|v| v.to_string());
+                    ev.id = e.get("id").and_then(scalar);
                     ev.parts.push(Part::Text {
                         text: content.to_string(),
                     });
