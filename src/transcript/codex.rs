@@ -593,6 +593,9 @@ mod tests {
                     num(&st, "rejections_or_refusals"),
                 ),
             ];
+            if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
+                problems.push(format!("{}: event times go backwards", s.source));
+            }
             for (what, got, want) in checks {
                 if got != want {
                     problems.push(format!("{rel}: {what} {got}, stats.json says {want}"));

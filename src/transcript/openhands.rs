@@ -715,6 +715,9 @@ mod tests {
                     u64::from(num(&st, "timestamps") == 0),
                 ),
             ];
+            if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
+                problems.push(format!("{}: event times go backwards", s.source));
+            }
             for (what, got, want) in checks {
                 if got != want {
                     problems.push(format!("{name}: {what} {got}, stats.json says {want}"));
