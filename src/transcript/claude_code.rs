@@ -27,7 +27,8 @@
 //!   `<local-command-stdout>`), background `<task-notification>`s and interrupt markers;
 //!   those join the current invocation (or the first one, when they precede any prompt).
 //! - Critical flags: "The user doesn't want to proceed…" results → `Refusal`; other
-//!   `is_error` results → `ToolError`; "[Request interrupted by user…]" → `Interruption`.
+//!   `is_error` results → `ToolError`; "[Request interrupted by user…]" → `Interruption`;
+//!   human prompts also get the shared word rules of `util::user_text_flags`.
 //! - Timestamps: lines are stamped when their producer made them but appended in causal
 //!   (`parentUuid`) order. With parallel tool calls, a tool's result is stamped while the
 //!   rest of the same response is still streaming, so it can be earlier than the
@@ -37,6 +38,7 @@
 //!   streams, are clamped to the latest time; larger ones are bad input.
 
 use super::readutil::{self, Clock};
+use super::util;
 use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -520,6 +522,14 @@ impl<'a> Reader<'a> {
         } else {
             "user".to_string()
         };
+        if prompt {
+            // A person's words: the word rules every reader applies (see `util`).
+            for text in &texts {
+                for c in util::user_text_flags(text) {
+                    push_unique(&mut critical, c);
+                }
+            }
+        }
         let mut ev = Event::new(author, Role::User, inv, t);
         ev.id = readutil::str_field(obj, "uuid").map(str::to_string);
         ev.parts = parts;
@@ -855,6 +865,11 @@ mod tests {
                 ];
                 if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
                     problems.push(format!("{}: event times go backwards", s.source));
+                }
+                let approvals =
+                    count_flag(s, Critical::Approval) + count_flag(s, Critical::Confirmation);
+                if approvals != num(&st, "approvals_or_confirmations") {
+                    problems.push(format!("{rel}: {approvals} approvals/confirmations"));
                 }
                 for (what, got, want) in checks {
                     if got != want {

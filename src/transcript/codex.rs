@@ -18,10 +18,12 @@
 //! the prompt that follow an answer or an abort). `turn_context.approval_policy` values are
 //! kept in `Session::approval_policies`. A `function_call_output` whose `call_id` has no
 //! earlier call is bad input (the corpus has none). Outputs saying "rejected by user" are
-//! `Refusal`; non-zero exit codes and sandbox/execution failures are `ToolError`.
+//! `Refusal`; non-zero exit codes and sandbox/execution failures are `ToolError`; user
+//! messages get the shared word rules of `util::user_text_flags`.
 //! Timestamps must not go backwards (the corpus rollouts never do).
 
 use super::readutil::{self, Clock};
+use super::util;
 use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -261,6 +263,15 @@ impl<'a> Rollout<'a> {
                             (AGENT, Role::System)
                         };
                         let mut ev = Event::new(author, role, inv, t);
+                        if role == Role::User {
+                            for p in &parts {
+                                if let Part::Text { text } = p {
+                                    for c in util::user_text_flags(text) {
+                                        util::flag(&mut ev, c);
+                                    }
+                                }
+                            }
+                        }
                         ev.parts = parts;
                         self.events.push(ev);
                     }
@@ -595,6 +606,11 @@ mod tests {
             ];
             if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
                 problems.push(format!("{}: event times go backwards", s.source));
+            }
+            let approvals =
+                count_flag(s, Critical::Approval) + count_flag(s, Critical::Confirmation);
+            if approvals != num(&st, "approvals_or_confirmations") {
+                problems.push(format!("{rel}: {approvals} approvals/confirmations"));
             }
             for (what, got, want) in checks {
                 if got != want {

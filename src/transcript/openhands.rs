@@ -20,11 +20,13 @@
 //! - Critical flags: `confirmation_state`/`is_confirmed` = `confirmed` → `Confirmation`,
 //!   `rejected` → `Refusal`; `error` observations and positive exit codes → `ToolError`
 //!   (-1 means the command was still running when its timeout returned control);
-//!   `user_rejected` observations → `Refusal`.
+//!   `user_rejected` observations → `Refusal`; user messages get the shared word rules
+//!   of `util::user_text_flags`.
 //! - Timestamps (no offset: taken as UTC) must not go backwards; sessions without any
 //!   (legacy rows) get synthetic ones.
 
 use super::readutil::{self, Clock};
+use super::util;
 use super::{Critical, Event, Format, Part, ReadError, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -269,6 +271,7 @@ fn build(
                         .or_else(|| readutil::str_field(e, "message"));
                     let mut ev = Event::new("user", Role::User, inv(invocations), t);
                     ev.id = e.get("id").and_then(scalar);
+                    ev.critical = util::user_text_flags(text.unwrap_or(""));
                     ev.parts.push(Part::Text {
                         text: text.unwrap_or("").to_string(),
                     });
