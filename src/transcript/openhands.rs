@@ -22,12 +22,15 @@
 //!   (-1 means the command was still running when its timeout returned control);
 //!   `user_rejected` observations → `Refusal`; user messages get the shared word rules
 //!   of `util::user_text_flags`.
+//! - A `condensation` action (the condenser forgetting events) and the `condense`
+//!   observation carrying its summary go to `Session::recorded_compactions`; later model
+//!   requests are marked `post_compaction_usage`. The corpus runs never condensed.
 //! - Timestamps (no offset: taken as UTC) must not go backwards; sessions without any
 //!   (legacy rows) get synthetic ones.
 
 use super::readutil::{self, Clock};
 use super::util;
-use super::{Critical, Event, Format, Part, ReadError, Role, Session, Usage};
+use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -166,6 +169,7 @@ fn row_id(row: &Map<String, Value>) -> Option<String> {
 
 struct Built {
     events: Vec<Event>,
+    compactions: Vec<RecordedCompaction>,
     model: Option<String>,
     synthetic: bool,
 }
@@ -177,7 +181,7 @@ impl Built {
             source,
             format: Format::Openhands,
             events: self.events,
-            recorded_compactions: Vec::new(),
+            recorded_compactions: self.compactions,
             model: self.model,
             synthetic_timestamps: self.synthetic,
             approval_policies: Vec::new(),
@@ -213,6 +217,8 @@ fn build(
     // Legacy pairing: calls not yet answered, oldest first.
     let mut unanswered: Vec<String> = Vec::new();
     let mut invocations = 0usize;
+    let mut compactions: Vec<RecordedCompaction> = Vec::new();
+    let mut after_compaction = false;
     let err = |i: usize, field: &str, msg: String| {
         ReadError::new(file, format!("{base}[{i}]{field}"), msg)
     };
@@ -262,7 +268,21 @@ fn build(
             let metadata = e.get("tool_call_metadata").filter(|m| m.is_object());
             let legacy_user = source.is_none() && events.is_empty();
             match action {
-                "system" | "recall" | "change_agent_state" | "null" => {}
+                "system" | "recall" | "change_agent_state" | "null" | "condensation_request" => {}
+                "condensation" => {
+                    // The condenser's own record: kept aside, the replay uses the raw history.
+                    let summary = arg("summary").and_then(Value::as_str).unwrap_or("");
+                    compactions.push(RecordedCompaction {
+                        at_event: events.len(),
+                        source: "openhands condensation".to_string(),
+                        trigger: None,
+                        pre_tokens: None,
+                        start_timestamp: None,
+                        end_timestamp: ts,
+                        summary: summary.to_string(),
+                    });
+                    after_compaction = true;
+                }
                 "message" if source == Some("user") || legacy_user => {
                     let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
                     invocations += 1;
@@ -305,6 +325,7 @@ fn build(
                         None => {
                             let mut ev = Event::new(AGENT, Role::Model, inv(invocations), t);
                             ev.model_request = true;
+                            ev.post_compaction_usage = after_compaction;
                             ev.id = response_id.clone().or_else(|| e.get("id").and_then(scalar));
                             let mname = response
                                 .and_then(|r| r.get("model"))
@@ -414,6 +435,16 @@ fn build(
             if matches!(obs, "null" | "agent_state_changed" | "") {
                 continue;
             }
+            if obs == "condense" {
+                // The summary shown to the model in place of forgotten events: ground truth for
+                // the latest recorded condensation, not history.
+                let text = readutil::str_field(e, "content").unwrap_or("");
+                match compactions.last_mut() {
+                    Some(c) if c.summary.is_empty() => c.summary = text.to_string(),
+                    _ => {}
+                }
+                continue;
+            }
             let content = readutil::str_field(e, "content")
                 .or_else(|| readutil::str_field(e, "message"))
                 .unwrap_or("");
@@ -516,6 +547,7 @@ fn build(
     }
     Ok(Built {
         events,
+        compactions,
         model,
         synthetic: clock.synthetic,
     })
@@ -853,5 +885,46 @@ mod tests {
         let codex = "agentcmd_cli_sessions/codex/full/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl";
         assert!(!sniff(&read_corpus(codex)));
         assert!(!sniff("[{\"role\":\"user\",\"content\":\"hi\"}]"));
+    }
+
+    #[test]
+    fn condensation_is_kept_aside_and_marks_later_requests() {
+        let ev = |v: serde_json::Value| v.to_string();
+        let call = |id: u64, t: &str, call: &str, resp: &str| {
+            ev(
+                serde_json::json!({"id": id, "timestamp": t, "source": "agent", "action": "run",
+                "args": {"command": "ls"},
+                "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": call,
+                    "model_response": {"id": resp, "usage": {"prompt_tokens": 100 * id, "completion_tokens": 1}}}}),
+            )
+        };
+        let text = format!(
+            "[{},{},{},{},{}]",
+            ev(
+                serde_json::json!({"id": 0, "timestamp": "2025-01-01T00:00:00", "source": "user", "action": "message", "args": {"content": "go"}})
+            ),
+            call(1, "2025-01-01T00:00:01", "c1", "r1"),
+            ev(
+                serde_json::json!({"id": 2, "timestamp": "2025-01-01T00:00:02", "source": "agent", "action": "condensation",
+                "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 1}})
+            ),
+            ev(
+                serde_json::json!({"id": 3, "timestamp": "2025-01-01T00:00:03", "source": "environment", "observation": "condense", "content": "ran ls once"})
+            ),
+            call(4, "2025-01-01T00:00:04", "c4", "r4"),
+        );
+        let s = read("c.json", &text).expect("reads");
+        let c = &s[0].recorded_compactions;
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].at_event, c[0].summary.as_str()), (2, "ran ls once"));
+        let marks: Vec<bool> = s[0]
+            .events
+            .iter()
+            .filter(|e| e.model_request)
+            .map(|e| e.post_compaction_usage)
+            .collect();
+        assert_eq!(marks, [false, true]);
+        // An unanswered call is fine; the summary is not an event.
+        assert_eq!(s[0].events.len(), 3);
     }
 }
