@@ -715,4 +715,44 @@ mod tests {
         )));
         assert!(!sniff("{\"type\":\"response_item\"}"));
     }
+
+    #[test]
+    fn codex_compaction_is_kept_aside() {
+        let line = |t: u32, kind: &str, payload: serde_json::Value| {
+            serde_json::json!({"timestamp": format!("2025-01-01T00:00:{t:02}Z"), "type": kind, "payload": payload}).to_string()
+        };
+        let tc = |n: u64| {
+            serde_json::json!({"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": n, "output_tokens": 1},
+            "last_token_usage": {"input_tokens": n, "cached_input_tokens": n / 2, "output_tokens": 1}}})
+        };
+        let text = [
+            line(0, "response_item", serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]})),
+            line(1, "event_msg", tc(100)),
+            line(1, "response_item", serde_json::json!({"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"ls\"]}", "call_id": "c1"})),
+            line(2, "response_item", serde_json::json!({"type": "function_call_output", "call_id": "c1", "output": "patch rejected by user"})),
+            line(3, "compacted", serde_json::json!({"message": "user asked to fix it; ls was rejected"})),
+            line(4, "event_msg", tc(40)),
+            line(4, "response_item", serde_json::json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]})),
+        ]
+        .join("\n");
+        let s = read("r.jsonl", &text).expect("reads");
+        let s = &s[0];
+        assert_eq!(s.recorded_compactions.len(), 1);
+        assert_eq!(s.recorded_compactions[0].at_event, 3);
+        assert!(s.recorded_compactions[0].summary.contains("rejected"));
+        let reqs: Vec<(u64, bool)> = s
+            .events
+            .iter()
+            .filter(|e| e.model_request)
+            .map(|e| {
+                (
+                    e.usage.map_or(0, |u| u.prompt_tokens),
+                    e.post_compaction_usage,
+                )
+            })
+            .collect();
+        assert_eq!(reqs, [(100, false), (40, true)]);
+        assert_eq!(s.events[2].critical, [Critical::Refusal]);
+    }
 }
