@@ -7,7 +7,7 @@
 
 use crate::cli::{EXIT_BAD_INPUT, EXIT_OK};
 use crate::tokens::{count_sessions_with_stats, CacheOpts, CountStats, Tokenizer};
-use crate::transcript::{Format, Part, ReadError, Session};
+use crate::transcript::{Format, Part, Session};
 use clap::Args;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -548,9 +548,8 @@ fn emit_jsonl(sessions: &[Session], dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("{}: cannot create output folder: {e}", dir.display()))?;
     for (s, name) in sessions.iter().zip(emit_names(sessions)) {
-        let mut buf = Vec::new();
-        loader::write_canonical(s, &mut buf)?;
-        write_atomic(dir, &name, &buf)
+        let text = crate::transcript::write_canonical(s);
+        write_atomic(dir, &name, text.as_bytes())
             .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(&name).display()))?;
     }
     Ok(())
@@ -585,13 +584,13 @@ struct InspectJson<'a> {
 }
 
 pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
-    let loaded = loader::load(&args.paths, args.format);
-    for e in &loaded.errors {
+    let loaded = crate::transcript::load_paths(&args.paths, args.format);
+    for e in &loaded.skipped {
         eprintln!("skipped: {e}");
     }
     let single_file = args.paths.len() == 1 && Path::new(&args.paths[0]).is_file();
-    if !loaded.errors.is_empty() && (args.strict || single_file) {
-        eprintln!("error: {} bad file(s)", loaded.errors.len());
+    if !loaded.skipped.is_empty() && (args.strict || single_file) {
+        eprintln!("error: {} bad file(s)", loaded.skipped.len());
         return Ok(EXIT_BAD_INPUT);
     }
     let mut sessions = loaded.sessions;
@@ -631,7 +630,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
             sessions: &rows,
             totals: &tot,
             bad_files: loaded
-                .errors
+                .skipped
                 .iter()
                 .map(|e| BadFile {
                     file: &e.file,
@@ -639,7 +638,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
                     message: &e.message,
                 })
                 .collect(),
-            warnings: loaded.errors.len() as u64,
+            warnings: loaded.skipped.len() as u64,
             token_counts: CountStatsJson {
                 events: stats.events,
                 tokenized: stats.tokenized,
@@ -655,143 +654,13 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
             stdout.write_all(render_calibration(c).as_bytes())?;
         }
     }
-    if !loaded.errors.is_empty() {
+    if !loaded.skipped.is_empty() {
         eprintln!(
             "{} warning(s): bad files listed above were skipped",
-            loaded.errors.len()
+            loaded.skipped.len()
         );
     }
     Ok(EXIT_OK)
-}
-
-/// The bridge to the transcript module's loader and canonical writer.
-mod loader {
-    use super::*;
-
-    pub struct Loaded {
-        pub sessions: Vec<Session>,
-        pub errors: Vec<ReadError>,
-    }
-
-    pub fn load(paths: &[String], format: Option<Format>) -> Loaded {
-        let mut sessions = Vec::new();
-        let mut errors = Vec::new();
-        for file in expand(paths, &mut errors) {
-            let name = file.display().to_string();
-            let text = match std::fs::read_to_string(&file) {
-                Ok(t) => t,
-                Err(e) => {
-                    errors.push(ReadError::new(&name, "", format!("cannot read: {e}")));
-                    continue;
-                }
-            };
-            let fmt = format.or_else(|| sniff(&text));
-            let Some(fmt) = fmt else {
-                errors.push(ReadError::new(&name, "", "unknown format"));
-                continue;
-            };
-            match read(fmt, &name, &text) {
-                Ok(s) => sessions.extend(s),
-                Err(e) => errors.push(e),
-            }
-        }
-        Loaded { sessions, errors }
-    }
-
-    fn expand(paths: &[String], errors: &mut Vec<ReadError>) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        for p in paths {
-            let path = Path::new(p);
-            if path.is_dir() {
-                walk(path, &mut out);
-            } else if path.is_file() {
-                out.push(path.to_path_buf());
-            } else {
-                match glob::glob(p) {
-                    Ok(g) => {
-                        let before = out.len();
-                        for entry in g.flatten() {
-                            if entry.is_dir() {
-                                walk(&entry, &mut out);
-                            } else {
-                                out.push(entry);
-                            }
-                        }
-                        if out.len() == before {
-                            errors.push(ReadError::new(
-                                p,
-                                "",
-                                "no such file, folder or glob match",
-                            ));
-                        }
-                    }
-                    Err(e) => errors.push(ReadError::new(p, "", format!("bad glob: {e}"))),
-                }
-            }
-        }
-        out
-    }
-
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("json" | "jsonl" | "traj")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-
-    fn sniff(text: &str) -> Option<Format> {
-        use crate::transcript as t;
-        type Sniff = fn(&str) -> bool;
-        let checks: [(Format, Sniff); 9] = [
-            (Format::Canonical, t::canonical::sniff),
-            (Format::ClaudeCode, t::claude_code::sniff),
-            (Format::Codex, t::codex::sniff),
-            (Format::GeminiCli, t::gemini_cli::sniff),
-            (Format::Openhands, t::openhands::sniff),
-            (Format::SweAgent, t::swe_agent::sniff),
-            (Format::Tau2, t::tau2::sniff),
-            (Format::OpenaiChat, t::openai_chat::sniff),
-            (Format::Adk, t::adk::sniff),
-        ];
-        checks
-            .into_iter()
-            .find(|(_, f)| f(text))
-            .map(|(fmt, _)| fmt)
-    }
-
-    fn read(fmt: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
-        use crate::transcript as t;
-        match fmt {
-            Format::Adk | Format::AdkEvalSet => t::adk::read(file, text),
-            Format::OpenaiChat => t::openai_chat::read(file, text),
-            Format::ClaudeCode => t::claude_code::read(file, text),
-            Format::Codex => t::codex::read(file, text),
-            Format::GeminiCli => t::gemini_cli::read(file, text),
-            Format::Openhands => t::openhands::read(file, text),
-            Format::SweAgent => t::swe_agent::read(file, text),
-            Format::Tau2 => t::tau2::read(file, text),
-            Format::Canonical => t::canonical::read(file, text),
-        }
-    }
-
-    pub fn write_canonical(s: &Session, w: &mut Vec<u8>) -> anyhow::Result<()> {
-        for e in &s.events {
-            serde_json::to_writer(&mut *w, e)?;
-            w.push(b'\n');
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
