@@ -210,6 +210,9 @@ pub struct SessionCalibration {
     pub excluded_post_compaction: u64,
     /// Fitted fixed overhead: median over requests of recorded − counted history, tokens.
     pub overhead_tokens: i64,
+    /// Least-squares slope of recorded prompt on counted history: 1.0 when our counter and
+    /// the provider's agree on growth; `None` when the counted history never changes.
+    pub scale: Option<f64>,
     /// |recorded − (counted history + overhead)| / recorded × 100, per request, median.
     pub p50_abs_error_pct: f64,
     pub p95_abs_error_pct: f64,
@@ -227,6 +230,8 @@ pub struct FormatCalibration {
     pub sessions_too_short: u64,
     /// Median of the sessions' fitted overheads, tokens.
     pub median_overhead_tokens: i64,
+    /// Median of the sessions' [`SessionCalibration::scale`]; `None` when no session has one.
+    pub median_scale: Option<f64>,
     pub p50_abs_error_pct: f64,
     pub p95_abs_error_pct: f64,
 }
@@ -241,7 +246,8 @@ pub struct Calibration {
 
 const METHOD: &str = "overhead = per-session median of (recorded prompt - counted history) over \
 requests with recorded usage; requests marked post_compaction_usage are excluded (their recorded \
-size is after a compaction, not raw history); error = |recorded - (counted + overhead)| / recorded";
+size is after a compaction, not raw history); error = |recorded - (counted + overhead)| / recorded; scale = least-squares slope of recorded \
+on counted (1.000 when both counters grow alike)";
 
 /// Percentile with linear interpolation between closest ranks (numpy's default) over sorted
 /// values; 0 for an empty slice.
@@ -282,7 +288,33 @@ fn round3(x: f64) -> f64 {
 
 /// Per format while calibrating: errors (%), overheads, sessions, excluded requests, short
 /// sessions.
-type FormatAcc = (Vec<f64>, Vec<i64>, u64, u64, u64);
+#[derive(Default)]
+struct FormatAcc {
+    errors: Vec<f64>,
+    overheads: Vec<i64>,
+    scales: Vec<f64>,
+    sessions: u64,
+    excluded: u64,
+    short: u64,
+}
+
+/// Least-squares slope of `r` on `h`, `None` without spread in `h`.
+fn ols_slope(pairs: &[(u64, u64)]) -> Option<f64> {
+    let n = pairs.len() as f64;
+    let mh = pairs.iter().map(|p| p.1 as f64).sum::<f64>() / n;
+    let mr = pairs.iter().map(|p| p.0 as f64).sum::<f64>() / n;
+    let var: f64 = pairs.iter().map(|p| (p.1 as f64 - mh).powi(2)).sum();
+    let cov: f64 = pairs
+        .iter()
+        .map(|p| (p.1 as f64 - mh) * (p.0 as f64 - mr))
+        .sum();
+    (var > 0.0).then(|| cov / var)
+}
+
+fn median_f64(v: &mut [f64]) -> Option<f64> {
+    sort_f64(v);
+    (!v.is_empty()).then(|| percentile(v, 50.0))
+}
 
 pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> Calibration {
     let mut per_session = Vec::new();
@@ -306,9 +338,9 @@ pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> C
             continue;
         }
         let entry = by_format.entry(s.format.name().to_string()).or_default();
-        entry.3 += excluded;
+        entry.excluded += excluded;
         if pairs.len() < MIN_CALIBRATION_REQUESTS {
-            entry.4 += 1;
+            entry.short += 1;
             continue;
         }
         let mut diffs: Vec<i64> = pairs.iter().map(|(r, h)| *r as i64 - *h as i64).collect();
@@ -317,9 +349,11 @@ pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> C
             .iter()
             .map(|(r, h)| ((*r as i64 - (*h as i64 + overhead)).abs() as f64) / (*r as f64) * 100.0)
             .collect();
-        entry.0.extend(errs.iter().copied());
-        entry.1.push(overhead);
-        entry.2 += 1;
+        let scale = ols_slope(&pairs);
+        entry.errors.extend(errs.iter().copied());
+        entry.overheads.push(overhead);
+        entry.scales.extend(scale);
+        entry.sessions += 1;
         sort_f64(&mut errs);
         per_session.push(SessionCalibration {
             source: s.source.clone(),
@@ -327,27 +361,27 @@ pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> C
             requests: pairs.len() as u64,
             excluded_post_compaction: excluded,
             overhead_tokens: overhead,
+            scale: scale.map(round3),
             p50_abs_error_pct: round3(percentile(&errs, 50.0)),
             p95_abs_error_pct: round3(percentile(&errs, 95.0)),
         });
     }
     let formats = by_format
         .into_iter()
-        .map(
-            |(format, (mut errs, mut overheads, sessions, excluded, short))| {
-                sort_f64(&mut errs);
-                FormatCalibration {
-                    format,
-                    sessions,
-                    requests: errs.len() as u64,
-                    excluded_post_compaction: excluded,
-                    sessions_too_short: short,
-                    median_overhead_tokens: median_i64(&mut overheads),
-                    p50_abs_error_pct: round3(percentile(&errs, 50.0)),
-                    p95_abs_error_pct: round3(percentile(&errs, 95.0)),
-                }
-            },
-        )
+        .map(|(format, mut a)| {
+            sort_f64(&mut a.errors);
+            FormatCalibration {
+                format,
+                sessions: a.sessions,
+                requests: a.errors.len() as u64,
+                excluded_post_compaction: a.excluded,
+                sessions_too_short: a.short,
+                median_overhead_tokens: median_i64(&mut a.overheads),
+                median_scale: median_f64(&mut a.scales).map(round3),
+                p50_abs_error_pct: round3(percentile(&a.errors, 50.0)),
+                p95_abs_error_pct: round3(percentile(&a.errors, 95.0)),
+            }
+        })
         .collect();
     per_session.sort_by(|a, b| a.source.cmp(&b.source));
     Calibration {
@@ -466,6 +500,7 @@ pub fn render_calibration(c: &Calibration) -> String {
         "excluded_post_compaction",
         "too_short",
         "median_overhead_tok",
+        "median_scale",
         "p50_abs_err_%",
         "p95_abs_err_%",
     ];
@@ -480,6 +515,9 @@ pub fn render_calibration(c: &Calibration) -> String {
                 f.excluded_post_compaction.to_string(),
                 f.sessions_too_short.to_string(),
                 f.median_overhead_tokens.to_string(),
+                f.median_scale
+                    .map(|x| format!("{x:.3}"))
+                    .unwrap_or_else(|| "-".into()),
                 pct(f.p50_abs_error_pct),
                 pct(f.p95_abs_error_pct),
             ]
@@ -769,6 +807,9 @@ mod tests {
         let p95 = round3(percentile(&[0.0, 0.0, 10.0 / 1210.0 * 100.0], 95.0));
         assert_eq!(sc.p95_abs_error_pct, p95);
         assert!(p95 > 0.7 && p95 < 0.8);
+        // Slope of (0,1000),(100,1100),(200,1210): cov/var = 21000/20000.
+        assert_eq!(sc.scale, Some(1.05));
+        assert_eq!(c.formats[0].median_scale, Some(1.05));
         assert_eq!(c.formats[0].format, "codex");
         assert_eq!(c.formats[0].requests, 3);
     }
