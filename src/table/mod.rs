@@ -1,1 +1,6 @@
 //! Result frames (polars): per-run rows, per-setting aggregates, Pareto, recommendation.
+
+pub mod columns;
+pub mod frames;
+pub mod rundir;
+pub mod summary;

@@ -2,4 +2,9 @@
 //! disk, and the per-event size arrays the engine replays on.
 
 pub mod adk;
+pub mod cache;
+pub mod count;
 pub mod sizes;
+
+pub use cache::CacheOpts;
+pub use count::{count_sessions, count_sessions_with_stats, count_text, CountStats, Tokenizer};

@@ -1,0 +1,1051 @@
+//! Grid axes, their text forms (`40k..200k:20k`, `10,20,40`), the TOML grid file, and the
+//! resolution of axes into the ordered list of settings a sweep replays.
+//!
+//! Resolution refuses bad grids up front with one line naming the axis and the value, and
+//! refuses combinations the manifest would refuse in the manifest's own words: a sweep never
+//! silently drops a setting, so what the report ranks is exactly what the grid asked for.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Which trigger pair(s) a setting sets; `None` is the no-compaction baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TriggerKind {
+    None,
+    Tokens,
+    Invocations,
+    Both,
+}
+
+impl TriggerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TriggerKind::None => "none",
+            TriggerKind::Tokens => "tokens",
+            TriggerKind::Invocations => "invocations",
+            TriggerKind::Both => "both",
+        }
+    }
+    fn parse(s: &str) -> Option<TriggerKind> {
+        match s {
+            "tokens" => Some(TriggerKind::Tokens),
+            "invocations" => Some(TriggerKind::Invocations),
+            "both" => Some(TriggerKind::Both),
+            _ => None,
+        }
+    }
+    fn uses_tokens(self) -> bool {
+        matches!(self, TriggerKind::Tokens | TriggerKind::Both)
+    }
+    fn uses_invocations(self) -> bool {
+        matches!(self, TriggerKind::Invocations | TriggerKind::Both)
+    }
+}
+
+/// When the next turn starts relative to a post-invocation summary (metrics.md "Client modes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientMode {
+    Waits,
+    Streams,
+}
+
+impl ClientMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientMode::Waits => "waits",
+            ClientMode::Streams => "streams",
+        }
+    }
+    fn parse(s: &str) -> Option<ClientMode> {
+        match s {
+            "waits" => Some(ClientMode::Waits),
+            "streams" => Some(ClientMode::Streams),
+            _ => None,
+        }
+    }
+}
+
+/// One point of the grid: a `Compaction(...)` plus what the replay and the prices need.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Setting {
+    /// Position in the resolved grid; the join key between runs and settings.
+    pub setting_id: u32,
+    pub trigger_kind: TriggerKind,
+    pub after_tokens: Option<u64>,
+    pub keep_recent_events: Option<u64>,
+    pub after_invocations: Option<u64>,
+    pub overlap: Option<u64>,
+    /// `None` for the baseline (nothing is summarized).
+    pub summarizer: Option<String>,
+    /// `recorded` = each session's own recorded model.
+    pub agent_model: String,
+    pub client: ClientMode,
+    pub tokenizer: String,
+}
+
+impl Setting {
+    pub fn is_baseline(&self) -> bool {
+        self.trigger_kind == TriggerKind::None
+    }
+
+    /// The line to paste into the manifest, e.g.
+    /// `compaction=Compaction(after_tokens=80_000, keep_recent_events=20)`.
+    pub fn label(&self) -> String {
+        if self.is_baseline() {
+            return "no compaction (leave `compaction` out of the manifest)".to_string();
+        }
+        let mut args = Vec::new();
+        if let (Some(t), Some(k)) = (self.after_tokens, self.keep_recent_events) {
+            args.push(format!("after_tokens={}", py_int(t)));
+            args.push(format!("keep_recent_events={}", py_int(k)));
+        }
+        if let (Some(i), Some(o)) = (self.after_invocations, self.overlap) {
+            args.push(format!("after_invocations={}", py_int(i)));
+            args.push(format!("overlap={}", py_int(o)));
+        }
+        if let Some(s) = &self.summarizer {
+            if let Some(path) = summarizer_path(s) {
+                args.push(format!("summarizer=\"{path}\""));
+            }
+        }
+        format!("compaction=Compaction({})", args.join(", "))
+    }
+}
+
+/// Python integer literal with `_` thousands separators, as the guide writes them.
+pub fn py_int(n: u64) -> String {
+    let digits = n.to_string();
+    if digits.len() <= 4 {
+        return digits;
+    }
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push('_');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The manifest's `summarizer=` dotted path for a summarizer the user must supply; `None` for
+/// the agent's own model (the manifest default).
+fn summarizer_path(s: &str) -> Option<String> {
+    if s == "agent" {
+        return None;
+    }
+    let name: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Some(format!(".summarizers.{}", name.trim_matches('_')))
+}
+
+/// A one-line grid error naming the axis and the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GridError(pub String);
+
+impl fmt::Display for GridError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for GridError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, GridError> {
+    Err(GridError(msg.into()))
+}
+
+/// One axis value as written: a TOML integer, or text (`40k..200k:20k`, `10,20`, `terse`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AxisItem {
+    Int(i64),
+    Text(String),
+}
+
+/// An axis as written in the grid file: one item or a list of items.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AxisSpec {
+    One(AxisItem),
+    Many(Vec<AxisItem>),
+}
+
+impl AxisSpec {
+    fn items(&self) -> Vec<AxisItem> {
+        match self {
+            AxisSpec::One(i) => vec![i.clone()],
+            AxisSpec::Many(v) => v.clone(),
+        }
+    }
+    fn text(&self) -> String {
+        self.items()
+            .iter()
+            .map(|i| match i {
+                AxisItem::Int(n) => n.to_string(),
+                AxisItem::Text(t) => t.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The grid as written in a TOML file or on the command line (flags mirror these keys).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GridSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_tokens: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_recent_events: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_invocations: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_model: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budgets>,
+}
+
+/// Limits a recommended setting must meet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    /// Ceiling on `detail_lost_mean` (0..1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail_lost: Option<f64>,
+    /// Ceiling, seconds, on the p95 over sessions of the longest single summarizer wait
+    /// (`end_of_run_latency_max_s_p95` and `pre_request_latency_max_s_p95`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_s: Option<f64>,
+}
+
+/// The documented default grid (README "Sweeps"): 40 size-trigger and 12 turn-trigger
+/// settings, each with the agent's own model and the rule-based `terse` summarizer.
+pub const DEFAULT_GRID_TOML: &str = r#"# compaction-sim default grid
+trigger = ["tokens", "invocations"]
+after_tokens = "20k..200k:20k"
+keep_recent_events = [5, 10, 20, 40]
+after_invocations = [2, 5, 10, 20]
+overlap = [0, 1, 2]
+summarizer = ["agent", "terse"]
+agent_model = ["recorded"]
+client = ["waits"]
+tokenizer = ["o200k"]
+"#;
+
+impl GridSpec {
+    pub fn default_grid() -> GridSpec {
+        // The constant is tested to parse; fall back to empty rather than panic.
+        GridSpec::from_toml("default grid", DEFAULT_GRID_TOML).unwrap_or_default()
+    }
+
+    /// Parse a grid file; `file` names it in errors.
+    pub fn from_toml(file: &str, text: &str) -> Result<GridSpec, GridError> {
+        toml::from_str::<GridSpec>(text)
+            .map_err(|e| GridError(format!("{file}: {}", one_line(&e.to_string()))))
+    }
+
+    /// Flags given on the command line replace the same keys of the base grid.
+    pub fn overlay(&mut self, other: GridSpec) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f; } )* };
+        }
+        take!(
+            trigger,
+            after_tokens,
+            keep_recent_events,
+            after_invocations,
+            overlap,
+            summarizer,
+            agent_model,
+            client,
+            tokenizer
+        );
+        if let Some(b) = other.budget {
+            let mut mine = self.budget.unwrap_or_default();
+            if b.detail_lost.is_some() {
+                mine.detail_lost = b.detail_lost;
+            }
+            if b.latency_s.is_some() {
+                mine.latency_s = b.latency_s;
+            }
+            self.budget = Some(mine);
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Parse one number: digits with optional `_`, optional fraction, optional `k` (×1,000) or
+/// `M` (×1,000,000) suffix; the result must be a whole number.
+pub fn parse_number(axis: &str, s: &str) -> Result<u64, GridError> {
+    let t = s.trim();
+    let bad = || {
+        GridError(format!("grid axis {axis}: value `{s}` is not a whole number (write e.g. 40000, 40_000, 40k or 1.5M)"))
+    };
+    let (body, mult) = if let Some(b) = t.strip_suffix(['k', 'K']) {
+        (b, 1_000u64)
+    } else if let Some(b) = t.strip_suffix('M') {
+        (b, 1_000_000u64)
+    } else {
+        (t, 1u64)
+    };
+    let body: String = body.chars().filter(|c| *c != '_').collect();
+    if body.is_empty() || body.starts_with('-') || body.starts_with('+') {
+        if body.starts_with('-') {
+            return err(format!(
+                "grid axis {axis}: value `{s}` is negative; the manifest accepts 0 or more"
+            ));
+        }
+        return Err(bad());
+    }
+    let (int_part, frac_part) = match body.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (body.as_str(), ""),
+    };
+    if !int_part.chars().all(|c| c.is_ascii_digit())
+        || !frac_part.chars().all(|c| c.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let int_v: u64 = if int_part.is_empty() {
+        0
+    } else {
+        int_part.parse().map_err(|_| bad())?
+    };
+    let mut total = int_v.checked_mul(mult).ok_or_else(bad)?;
+    if !frac_part.is_empty() {
+        // fraction × mult must be whole: 1.5k = 1500, 1.2345k is refused.
+        let scale = 10u64.checked_pow(frac_part.len() as u32).ok_or_else(bad)?;
+        let frac_v: u64 = frac_part.parse().map_err(|_| bad())?;
+        let num = frac_v.checked_mul(mult).ok_or_else(bad)?;
+        if num % scale != 0 {
+            return Err(bad());
+        }
+        total = total.checked_add(num / scale).ok_or_else(bad)?;
+    }
+    Ok(total)
+}
+
+/// Expand a numeric axis: comma-separated numbers and ranges `A..B:STEP` (both ends
+/// inclusive when on the step). Sorted ascending, duplicates removed.
+pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridError> {
+    let mut out = Vec::new();
+    let items = spec.items();
+    if items.is_empty() {
+        return err(format!("grid axis {axis}: empty list `[]` gives no values"));
+    }
+    for item in items {
+        match item {
+            AxisItem::Int(n) => {
+                if n < 0 {
+                    return err(format!(
+                        "grid axis {axis}: value `{n}` is negative; the manifest accepts 0 or more"
+                    ));
+                }
+                out.push(n as u64);
+            }
+            AxisItem::Text(text) => {
+                if text.trim().is_empty() {
+                    return err(format!(
+                        "grid axis {axis}: empty value `{text}` gives no values"
+                    ));
+                }
+                for part in text.split(',') {
+                    let part = part.trim();
+                    if part.is_empty() {
+                        return err(format!("grid axis {axis}: empty item in `{text}`"));
+                    }
+                    if let Some((a, rest)) = part.split_once("..") {
+                        let (b, step) = match rest.split_once(':') {
+                            Some((b, s)) => (b, s),
+                            None => {
+                                return err(format!("grid axis {axis}: range `{part}` has no step; write START..END:STEP, e.g. 40k..200k:20k"))
+                            }
+                        };
+                        if a.trim().is_empty() || b.trim().is_empty() {
+                            return err(format!("grid axis {axis}: range `{part}` is empty: it needs a start and an end"));
+                        }
+                        let a = parse_number(axis, a)?;
+                        let b = parse_number(axis, b)?;
+                        let step = parse_number(axis, step)?;
+                        if step == 0 {
+                            return err(format!("grid axis {axis}: range `{part}` has step 0, which gives no values"));
+                        }
+                        if a > b {
+                            return err(format!("grid axis {axis}: range `{part}` is reversed: start {a} is above end {b}"));
+                        }
+                        let mut v = a;
+                        while v <= b {
+                            out.push(v);
+                            if out.len() > 1_000_000 {
+                                return err(format!("grid axis {axis}: range `{part}` gives more than 1,000,000 values"));
+                            }
+                            v = match v.checked_add(step) {
+                                Some(n) => n,
+                                None => break,
+                            };
+                        }
+                    } else {
+                        out.push(parse_number(axis, part)?);
+                    }
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Expand a text axis (comma-separated), keeping the order written, duplicates removed.
+pub fn parse_text_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<String>, GridError> {
+    let mut out: Vec<String> = Vec::new();
+    let items = spec.items();
+    if items.is_empty() {
+        return err(format!("grid axis {axis}: empty list `[]` gives no values"));
+    }
+    for item in items {
+        let text = match item {
+            AxisItem::Int(n) => n.to_string(),
+            AxisItem::Text(t) => t,
+        };
+        for part in split_text_items(&text) {
+            let part = part.trim().to_string();
+            if part.is_empty() {
+                return err(format!("grid axis {axis}: empty item in `{text}`"));
+            }
+            if !out.contains(&part) {
+                out.push(part);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Comma-splits, except inside `command:...`, whose program line may hold commas.
+fn split_text_items(text: &str) -> Vec<String> {
+    if text.trim_start().starts_with("command:") {
+        return vec![text.to_string()];
+    }
+    text.split(',').map(|s| s.to_string()).collect()
+}
+
+/// What a resolver needs to know from the rest of the program: which names exist.
+pub struct Known<'a> {
+    /// True when the pricing table knows this model.
+    pub model: &'a dyn Fn(&str) -> bool,
+    /// Tokenizer names (`o200k`, `cl100k`, `adk-chars`).
+    pub tokenizers: &'a [&'a str],
+}
+
+/// A resolved grid: the values of every axis and the settings, baselines first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedGrid {
+    pub trigger: Vec<TriggerKind>,
+    pub after_tokens: Vec<u64>,
+    pub keep_recent_events: Vec<u64>,
+    pub after_invocations: Vec<u64>,
+    pub overlap: Vec<u64>,
+    pub summarizer: Vec<String>,
+    pub agent_model: Vec<String>,
+    pub client: Vec<ClientMode>,
+    pub tokenizer: Vec<String>,
+    pub budget: Budgets,
+    #[serde(skip)]
+    pub settings: Vec<Setting>,
+}
+
+/// Summarizer names of metrics.md "Summarizers": returns an error message when unknown.
+fn check_summarizer(name: &str, known: &Known) -> Result<(), String> {
+    match name {
+        "agent" | "terse" | "echo" | "none" => return Ok(()),
+        _ => {}
+    }
+    if let Some(m) = name.strip_prefix("model:") {
+        if m.is_empty() {
+            return Err("`model:` needs a model name, e.g. model:gemini-2.5-flash".into());
+        }
+        if !(known.model)(m) {
+            return Err(format!(
+                "unknown model `{m}`: it is not in the pricing table"
+            ));
+        }
+        return Ok(());
+    }
+    if let Some(p) = name.strip_prefix("command:") {
+        if p.trim().is_empty() {
+            return Err("`command:` needs a program".into());
+        }
+        return Ok(());
+    }
+    if let Some(n) = name.strip_prefix("fixed-chars:") {
+        return n
+            .parse::<u64>()
+            .map(|_| ())
+            .map_err(|_| format!("`fixed-chars:{n}` needs a whole number of characters"));
+    }
+    if let Some(r) = name.strip_prefix("ratio:") {
+        return match r.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(()),
+            _ => Err(format!("`ratio:{r}` needs a number 0 or more")),
+        };
+    }
+    Err("unknown summarizer; known: agent, model:NAME, terse, command:PROGRAM, fixed-chars:N, ratio:R, echo, none".into())
+}
+
+/// The manifest's words for a half pair (platform guide, "Both, and half of one").
+pub fn half_pair_message(written: &str) -> String {
+    match written {
+        "after_tokens" | "keep_recent_events" => "`after_tokens` and `keep_recent_events` go together: the first says when to compact, the second how much of the recent conversation to leave alone. Set both, or neither.".to_string(),
+        _ => "`after_invocations` and `overlap` go together: the first says how often to compact, the second how many earlier turns each summary re-includes. Set both, or neither.".to_string(),
+    }
+}
+
+impl GridSpec {
+    /// Resolve axes into settings. `explicit_trigger` is false when the trigger axis came
+    /// from the default grid, so unused default axes are not an error.
+    pub fn resolve(&self, known: &Known) -> Result<ResolvedGrid, GridError> {
+        // Trigger kinds: written, or inferred from which pairs are present.
+        let triggers: Vec<TriggerKind> = match &self.trigger {
+            Some(spec) => {
+                let mut v = Vec::new();
+                for t in parse_text_axis("trigger", spec)? {
+                    match TriggerKind::parse(&t) {
+                        Some(k) => {
+                            if !v.contains(&k) {
+                                v.push(k)
+                            }
+                        }
+                        None => return err(format!("grid axis trigger: unknown value `{t}`; use tokens, invocations or both")),
+                    }
+                }
+                v.sort();
+                v
+            }
+            None => {
+                let mut v = Vec::new();
+                if self.after_tokens.is_some() || self.keep_recent_events.is_some() {
+                    v.push(TriggerKind::Tokens);
+                }
+                if self.after_invocations.is_some() || self.overlap.is_some() {
+                    v.push(TriggerKind::Invocations);
+                }
+                v
+            }
+        };
+        if triggers.is_empty() {
+            return err("grid: At least one compaction trigger must be configured: set after_tokens with keep_recent_events, or after_invocations with overlap (a Compaction() with no trigger would never compact).");
+        }
+        let uses_tokens = triggers.iter().any(|t| t.uses_tokens());
+        let uses_inv = triggers.iter().any(|t| t.uses_invocations());
+
+        let pair = |a: &str,
+                    sa: &Option<AxisSpec>,
+                    b: &str,
+                    sb: &Option<AxisSpec>,
+                    used: bool|
+         -> Result<(Vec<u64>, Vec<u64>), GridError> {
+            match (sa, sb) {
+                (Some(x), Some(y)) => {
+                    if !used {
+                        return err(format!(
+                            "grid axis {a}: values `{}` are given but no trigger kind uses them (trigger = {}); drop the axis or add its trigger",
+                            x.text(),
+                            triggers.iter().map(|t| t.name()).collect::<Vec<_>>().join(",")
+                        ));
+                    }
+                    Ok((parse_numeric_axis(a, x)?, parse_numeric_axis(b, y)?))
+                }
+                (Some(_), None) if used => {
+                    err(format!("grid axis {b}: missing; {}", half_pair_message(a)))
+                }
+                (None, Some(_)) if used => {
+                    err(format!("grid axis {a}: missing; {}", half_pair_message(b)))
+                }
+                (None, None) if used => err(format!(
+                    "grid axes {a} and {b}: missing, but a trigger kind uses them; {}",
+                    half_pair_message(a)
+                )),
+                (Some(x), None) | (None, Some(x)) => err(format!(
+                    "grid axis {}: values `{}` are given but no trigger kind uses them; {}",
+                    if sa.is_some() { a } else { b },
+                    x.text(),
+                    half_pair_message(a)
+                )),
+                (None, None) => Ok((Vec::new(), Vec::new())),
+            }
+        };
+        let (after_tokens, keep_recent) = pair(
+            "after_tokens",
+            &self.after_tokens,
+            "keep_recent_events",
+            &self.keep_recent_events,
+            uses_tokens,
+        )?;
+        let (after_inv, overlap) = pair(
+            "after_invocations",
+            &self.after_invocations,
+            "overlap",
+            &self.overlap,
+            uses_inv,
+        )?;
+        // Field bounds (guide table: after_tokens and after_invocations accept greater than 0).
+        if let Some(0) = after_tokens.first() {
+            return err("grid axis after_tokens: value 0 is refused by the manifest: after_tokens accepts greater than 0");
+        }
+        if let Some(0) = after_inv.first() {
+            return err("grid axis after_invocations: value 0 is refused by the manifest: after_invocations accepts greater than 0");
+        }
+
+        let default_or =
+            |spec: &Option<AxisSpec>, axis: &str, dflt: &str| -> Result<Vec<String>, GridError> {
+                match spec {
+                    Some(s) => parse_text_axis(axis, s),
+                    None => Ok(vec![dflt.to_string()]),
+                }
+            };
+        let summarizers = default_or(&self.summarizer, "summarizer", "agent")?;
+        for s in &summarizers {
+            if let Err(m) = check_summarizer(s, known) {
+                return err(format!("grid axis summarizer: value `{s}`: {m}"));
+            }
+        }
+        let agent_models = default_or(&self.agent_model, "agent_model", "recorded")?;
+        for m in &agent_models {
+            if m != "recorded" && !(known.model)(m) {
+                return err(format!("grid axis agent_model: value `{m}`: unknown model: it is not in the pricing table (use `recorded` for each session's own model)"));
+            }
+        }
+        let mut clients = Vec::new();
+        for c in default_or(&self.client, "client", "waits")? {
+            match ClientMode::parse(&c) {
+                Some(m) => {
+                    if !clients.contains(&m) {
+                        clients.push(m)
+                    }
+                }
+                None => {
+                    return err(format!(
+                        "grid axis client: unknown value `{c}`; use waits or streams"
+                    ))
+                }
+            }
+        }
+        let tokenizers = default_or(&self.tokenizer, "tokenizer", "o200k")?;
+        for t in &tokenizers {
+            if !known.tokenizers.contains(&t.as_str()) {
+                return err(format!(
+                    "grid axis tokenizer: unknown value `{t}`; use {}",
+                    known.tokenizers.join(", ")
+                ));
+            }
+        }
+        let budget = self.budget.unwrap_or_default();
+        if let Some(d) = budget.detail_lost {
+            if !(0.0..=1.0).contains(&d) {
+                return err(format!("budget detail_lost: value `{d}` is outside 0..1"));
+            }
+        }
+        if let Some(l) = budget.latency_s {
+            if !(l >= 0.0 && l.is_finite()) {
+                return err(format!(
+                    "budget latency_s: value `{l}` must be 0 or more seconds"
+                ));
+            }
+        }
+
+        let mut settings = Vec::new();
+        let mut push = |s: Setting| {
+            let mut s = s;
+            s.setting_id = settings.len() as u32;
+            settings.push(s);
+        };
+        for tok in &tokenizers {
+            for model in &agent_models {
+                // The baseline does not depend on the summarizer or (without summaries) the
+                // client mode; one per tokenizer and agent model.
+                push(Setting {
+                    setting_id: 0,
+                    trigger_kind: TriggerKind::None,
+                    after_tokens: None,
+                    keep_recent_events: None,
+                    after_invocations: None,
+                    overlap: None,
+                    summarizer: None,
+                    agent_model: model.clone(),
+                    client: clients[0],
+                    tokenizer: tok.clone(),
+                });
+            }
+        }
+        for tok in &tokenizers {
+            for model in &agent_models {
+                for &kind in &triggers {
+                    let tok_pairs: Vec<(Option<u64>, Option<u64>)> = if kind.uses_tokens() {
+                        after_tokens
+                            .iter()
+                            .flat_map(|&t| keep_recent.iter().map(move |&k| (Some(t), Some(k))))
+                            .collect()
+                    } else {
+                        vec![(None, None)]
+                    };
+                    let inv_pairs: Vec<(Option<u64>, Option<u64>)> = if kind.uses_invocations() {
+                        after_inv
+                            .iter()
+                            .flat_map(|&i| overlap.iter().map(move |&o| (Some(i), Some(o))))
+                            .collect()
+                    } else {
+                        vec![(None, None)]
+                    };
+                    for &(t, k) in &tok_pairs {
+                        for &(i, o) in &inv_pairs {
+                            for summ in &summarizers {
+                                for &client in &clients {
+                                    push(Setting {
+                                        setting_id: 0,
+                                        trigger_kind: kind,
+                                        after_tokens: t,
+                                        keep_recent_events: k,
+                                        after_invocations: i,
+                                        overlap: o,
+                                        summarizer: Some(summ.clone()),
+                                        agent_model: model.clone(),
+                                        client,
+                                        tokenizer: tok.clone(),
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if settings.len() > 2_000_000 {
+            return err(format!(
+                "grid: {} settings is more than 2,000,000; narrow an axis",
+                settings.len()
+            ));
+        }
+        Ok(ResolvedGrid {
+            trigger: triggers,
+            after_tokens,
+            keep_recent_events: keep_recent,
+            after_invocations: after_inv,
+            overlap,
+            summarizer: summarizers,
+            agent_model: agent_models,
+            client: clients,
+            tokenizer: tokenizers,
+            budget,
+            settings,
+        })
+    }
+}
+
+impl ResolvedGrid {
+    /// The resolved grid as a grid file: every axis written out as an explicit list, so
+    /// re-resolving it gives the same settings in the same order (what `merge` relies on).
+    pub fn to_toml(&self) -> String {
+        let nums = |v: &[u64]| {
+            format!(
+                "[{}]",
+                v.iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let strs = |v: &[String]| {
+            format!(
+                "[{}]",
+                v.iter()
+                    .map(|s| toml::Value::String(s.clone()).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let mut out =
+            String::from("# resolved grid (compaction-sim); every axis as an explicit list\n");
+        out.push_str(&format!(
+            "trigger = {}\n",
+            strs(
+                &self
+                    .trigger
+                    .iter()
+                    .map(|t| t.name().to_string())
+                    .collect::<Vec<_>>()
+            )
+        ));
+        if !self.after_tokens.is_empty() {
+            out.push_str(&format!("after_tokens = {}\n", nums(&self.after_tokens)));
+            out.push_str(&format!(
+                "keep_recent_events = {}\n",
+                nums(&self.keep_recent_events)
+            ));
+        }
+        if !self.after_invocations.is_empty() {
+            out.push_str(&format!(
+                "after_invocations = {}\n",
+                nums(&self.after_invocations)
+            ));
+            out.push_str(&format!("overlap = {}\n", nums(&self.overlap)));
+        }
+        out.push_str(&format!("summarizer = {}\n", strs(&self.summarizer)));
+        out.push_str(&format!("agent_model = {}\n", strs(&self.agent_model)));
+        out.push_str(&format!(
+            "client = {}\n",
+            strs(
+                &self
+                    .client
+                    .iter()
+                    .map(|c| c.name().to_string())
+                    .collect::<Vec<_>>()
+            )
+        ));
+        out.push_str(&format!("tokenizer = {}\n", strs(&self.tokenizer)));
+        if self.budget.detail_lost.is_some() || self.budget.latency_s.is_some() {
+            out.push_str("\n[budget]\n");
+            if let Some(d) = self.budget.detail_lost {
+                out.push_str(&format!("detail_lost = {}\n", toml::Value::Float(d)));
+            }
+            if let Some(l) = self.budget.latency_s {
+                out.push_str(&format!("latency_s = {}\n", toml::Value::Float(l)));
+            }
+        }
+        out
+    }
+
+    /// Human summary for `--show-grid`.
+    pub fn describe(&self) -> String {
+        let baselines = self.settings.iter().filter(|s| s.is_baseline()).count();
+        format!(
+            "{}\n# {} settings ({} compaction + {} no-compaction baseline)\n",
+            self.to_toml(),
+            self.settings.len(),
+            self.settings.len() - baselines,
+            baselines
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Known<'static> {
+        Known {
+            model: &|m: &str| m == "gemini-2.5-flash" || m == "gpt-4o",
+            tokenizers: &["o200k", "cl100k", "adk-chars"],
+        }
+    }
+    fn spec(s: &str) -> AxisSpec {
+        AxisSpec::One(AxisItem::Text(s.into()))
+    }
+
+    #[test]
+    fn numbers_with_suffixes_and_underscores() {
+        assert_eq!(parse_number("a", "40k").unwrap(), 40_000);
+        assert_eq!(parse_number("a", "80_000").unwrap(), 80_000);
+        assert_eq!(parse_number("a", "1.5M").unwrap(), 1_500_000);
+        assert_eq!(parse_number("a", "2M").unwrap(), 2_000_000);
+        assert!(parse_number("a", "1.2345k").is_err());
+        assert!(parse_number("a", "abc").is_err());
+        assert!(parse_number("a", "-5").unwrap_err().0.contains("negative"));
+    }
+
+    #[test]
+    fn range_expands_inclusively() {
+        let v = parse_numeric_axis("after_tokens", &spec("40k..200k:20k")).unwrap();
+        assert_eq!(v.len(), 9);
+        assert_eq!(v[0], 40_000);
+        assert_eq!(v[8], 200_000);
+        let v = parse_numeric_axis("x", &spec("5,1,40k..50k:20k,5")).unwrap();
+        assert_eq!(v, vec![1, 5, 40_000]);
+    }
+
+    #[test]
+    fn bad_ranges_name_axis_and_value() {
+        let e = parse_numeric_axis("after_tokens", &spec("200k..40k:20k"))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("after_tokens") && e.contains("200k..40k:20k") && e.contains("reversed"),
+            "{e}"
+        );
+        let e = parse_numeric_axis("keep_recent_events", &spec(".."))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("keep_recent_events"), "{e}");
+        let e = parse_numeric_axis("overlap", &spec("1..5:0"))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("overlap") && e.contains("step 0"), "{e}");
+        let e = parse_numeric_axis("overlap", &AxisSpec::Many(vec![]))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("overlap") && e.contains("empty"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn default_grid_resolves_to_documented_count() {
+        let g = GridSpec::default_grid().resolve(&known()).unwrap();
+        // 10 after_tokens × 4 keep × 2 summarizers + 4 × 3 × 2 + 1 baseline.
+        assert_eq!(g.settings.len(), 80 + 24 + 1);
+        assert!(g.settings[0].is_baseline());
+        let ids: Vec<u32> = g.settings.iter().map(|s| s.setting_id).collect();
+        assert_eq!(ids, (0..g.settings.len() as u32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn cross_product_only_where_valid() {
+        let g = GridSpec::from_toml(
+            "g.toml",
+            "trigger = ['tokens','invocations','both']\nafter_tokens = [1000, 2000]\nkeep_recent_events = [3]\nafter_invocations = [2]\noverlap = [0, 1]\n",
+        )
+        .unwrap()
+        .resolve(&known())
+        .unwrap();
+        let n = |k| g.settings.iter().filter(|s| s.trigger_kind == k).count();
+        assert_eq!(n(TriggerKind::Tokens), 2);
+        assert_eq!(n(TriggerKind::Invocations), 2);
+        assert_eq!(n(TriggerKind::Both), 4);
+        for s in &g.settings {
+            assert_eq!(s.after_tokens.is_some(), s.trigger_kind.uses_tokens());
+            assert_eq!(s.overlap.is_some(), s.trigger_kind.uses_invocations());
+        }
+    }
+
+    #[test]
+    fn resolved_toml_round_trips() {
+        let g = GridSpec::default_grid().resolve(&known()).unwrap();
+        let again = GridSpec::from_toml("grid.toml", &g.to_toml())
+            .unwrap()
+            .resolve(&known())
+            .unwrap();
+        assert_eq!(g.settings, again.settings);
+    }
+
+    #[test]
+    fn half_pair_refused_in_manifest_words() {
+        let e = GridSpec::from_toml("g.toml", "after_tokens = [1000]\n")
+            .unwrap()
+            .resolve(&known())
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("keep_recent_events") && e.contains("Set both, or neither."),
+            "{e}"
+        );
+        let e = GridSpec::from_toml("g.toml", "summarizer = ['agent']\n")
+            .unwrap()
+            .resolve(&known())
+            .unwrap_err()
+            .0;
+        assert!(e.contains("At least one compaction trigger"), "{e}");
+        let e = GridSpec::from_toml(
+            "g.toml",
+            "after_tokens = '0..10k:5k'\nkeep_recent_events=[1]",
+        )
+        .unwrap()
+        .resolve(&known())
+        .unwrap_err()
+        .0;
+        assert!(
+            e.contains("after_tokens") && e.contains("greater than 0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_names_refused() {
+        let base = "after_tokens = [1000]\nkeep_recent_events = [1]\n";
+        let e = GridSpec::from_toml("g", &format!("{base}summarizer = ['agent', 'smart']"))
+            .unwrap()
+            .resolve(&known())
+            .unwrap_err()
+            .0;
+        assert!(e.contains("summarizer") && e.contains("smart"), "{e}");
+        let e = GridSpec::from_toml("g", &format!("{base}summarizer = ['model:nope-1']"))
+            .unwrap()
+            .resolve(&known())
+            .unwrap_err()
+            .0;
+        assert!(e.contains("summarizer") && e.contains("nope-1"), "{e}");
+        let e = GridSpec::from_toml("g", &format!("{base}agent_model = 'gpt-9'"))
+            .unwrap()
+            .resolve(&known())
+            .unwrap_err()
+            .0;
+        assert!(e.contains("agent_model") && e.contains("gpt-9"), "{e}");
+        let e = GridSpec::from_toml("g", &format!("{base}client = 'polls'"))
+            .unwrap()
+            .resolve(&known())
+            .unwrap_err()
+            .0;
+        assert!(e.contains("client") && e.contains("polls"), "{e}");
+        let e = GridSpec::from_toml(
+            "g",
+            "after_tokens = [1000]\nkeep_recent_events = [1]\nbogus = 1",
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn unused_axis_refused_not_skipped() {
+        let e = GridSpec::from_toml("g", "trigger='tokens'\nafter_tokens=[1000]\nkeep_recent_events=[1]\nafter_invocations=[2]\noverlap=[0]")
+            .unwrap()
+            .resolve(&known())
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("after_invocations") && e.contains("no trigger kind uses"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn labels_are_paste_ready() {
+        let g = GridSpec::from_toml(
+            "g",
+            "after_tokens=[80000]\nkeep_recent_events=[20]\nsummarizer=['agent','terse']",
+        )
+        .unwrap()
+        .resolve(&known())
+        .unwrap();
+        assert_eq!(
+            g.settings[1].label(),
+            "compaction=Compaction(after_tokens=80_000, keep_recent_events=20)"
+        );
+        assert_eq!(
+            g.settings[2].label(),
+            "compaction=Compaction(after_tokens=80_000, keep_recent_events=20, summarizer=\".summarizers.terse\")"
+        );
+        assert_eq!(py_int(1_500_000), "1_500_000");
+        assert_eq!(py_int(2000), "2000");
+    }
+}

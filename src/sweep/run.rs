@@ -1,0 +1,337 @@
+//! The work list over (session, setting) pairs, run in parallel with rayon.
+//!
+//! The pairs are numbered session-major and collected in that order, so the rows (and every
+//! byte written from them) are the same whatever the thread count.
+
+use super::grid::Setting;
+use super::shard::Shard;
+use crate::cost::metrics::SessionMetrics;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What a sweep knows about one session besides its replays (the run folder's inputs list).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub source: String,
+    pub format: String,
+    pub events: u64,
+    pub model_requests: u64,
+}
+
+/// Prompt size of one model request, for the sawtooth chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineRequest {
+    /// 0-based model request number in the session.
+    pub request: u64,
+    pub prompt_tokens: u64,
+}
+
+/// One compaction in a replay, placed by the model request it first affects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineCompaction {
+    /// The first model request whose prompt carries the summary.
+    pub before_request: u64,
+    /// `post_invocation` or `pre_request`.
+    pub kind: String,
+    /// False when the summary was discarded or the summarizer returned nothing.
+    pub applied: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Timeline {
+    pub requests: Vec<TimelineRequest>,
+    pub compactions: Vec<TimelineCompaction>,
+}
+
+/// Replays one session under one setting. The real one runs tokens → engine → cost; tests
+/// use fakes, so the machinery here is tested without the pipeline.
+pub trait Evaluator: Sync {
+    /// Number of sessions, indexed `0..len`.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn evaluate(&self, session: usize, setting: &Setting) -> Result<SessionMetrics, String>;
+    /// Per-request prompt sizes and compactions (only asked for a few sessions).
+    fn timeline(&self, session: usize, setting: &Setting) -> Result<Timeline, String>;
+    /// Event-steps one replay of this session walks (for the benchmark's rate).
+    fn event_steps(&self, session: usize) -> u64;
+}
+
+/// One (session, setting) result. `session` indexes the run's sorted session list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub session: u32,
+    pub setting: u32,
+    pub metrics: SessionMetrics,
+}
+
+/// Floats are rounded here, once, to this many decimals: every file and every aggregate is
+/// computed from the rounded rows, so a merged run (rows read back from Parquet) and an
+/// unsharded run agree to the byte.
+pub const FLOAT_DECIMALS: i32 = 6;
+
+pub fn round_fixed(x: f64) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(FLOAT_DECIMALS);
+    let r = (x * scale).round() / scale;
+    if r == 0.0 {
+        0.0 // no "-0.000000"
+    } else {
+        r
+    }
+}
+
+pub fn round_metrics(m: &mut SessionMetrics) {
+    for f in [
+        &mut m.cost_usd,
+        &mut m.baseline_cost_usd,
+        &mut m.cost_saved_usd,
+        &mut m.end_of_run_latency_s,
+        &mut m.end_of_run_latency_p50_s,
+        &mut m.end_of_run_latency_p95_s,
+        &mut m.end_of_run_latency_max_s,
+        &mut m.pre_request_latency_s,
+        &mut m.pre_request_latency_p50_s,
+        &mut m.pre_request_latency_p95_s,
+        &mut m.pre_request_latency_max_s,
+        &mut m.prefill_time_saved_s,
+        &mut m.detail_lost,
+    ] {
+        *f = round_fixed(*f);
+    }
+    m.facts_dropped = m.facts_dropped.map(round_fixed);
+}
+
+/// Why a run stopped early.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunStop {
+    /// Ctrl-C: nothing is written.
+    Cancelled,
+    /// A replay failed: (session index, setting id, message).
+    Failed(Vec<(u32, u32, String)>),
+}
+
+/// Sessions this shard replays: every N-th session of the sorted list, starting at K-1.
+pub fn shard_sessions(n_sessions: usize, shard: Option<Shard>) -> Vec<u32> {
+    (0..n_sessions as u32)
+        .filter(|&i| shard.is_none_or(|s| s.owns(i as usize)))
+        .collect()
+}
+
+/// Replay every (session, setting) pair of `sessions` × `settings` in parallel.
+///
+/// `tick` is called once per finished pair (the progress bar); `cancel` is polled per pair.
+/// Failures are collected, not fatal per pair: the caller drops failing sessions from the
+/// run as a whole (a session missing from only some settings would bias every aggregate).
+pub fn run_pairs(
+    eval: &dyn Evaluator,
+    sessions: &[u32],
+    settings: &[Setting],
+    cancel: &AtomicBool,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Vec<RunRow>, RunStop> {
+    let n_set = settings.len();
+    let total = sessions.len() * n_set;
+    let results: Vec<Option<Result<RunRow, (u32, u32, String)>>> = (0..total)
+        .into_par_iter()
+        .with_min_len(16)
+        .map(|k| {
+            if cancel.load(Ordering::Relaxed) {
+                return None;
+            }
+            let session = sessions[k / n_set];
+            let setting = &settings[k % n_set];
+            let r = eval.evaluate(session as usize, setting);
+            tick();
+            Some(match r {
+                Ok(mut m) => {
+                    round_metrics(&mut m);
+                    Ok(RunRow {
+                        session,
+                        setting: setting.setting_id,
+                        metrics: m,
+                    })
+                }
+                Err(e) => Err((session, setting.setting_id, e)),
+            })
+        })
+        .collect();
+    if cancel.load(Ordering::Relaxed) {
+        return Err(RunStop::Cancelled);
+    }
+    let mut rows = Vec::with_capacity(total);
+    let mut failed = Vec::new();
+    for r in results {
+        match r {
+            Some(Ok(row)) => rows.push(row),
+            Some(Err(e)) => failed.push(e),
+            None => return Err(RunStop::Cancelled),
+        }
+    }
+    if failed.is_empty() {
+        Ok(rows)
+    } else {
+        Err(RunStop::Failed(failed))
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use crate::sweep::grid::{GridSpec, Known};
+
+    /// Deterministic fake: numbers derived from the session index and setting fields.
+    pub struct Fake {
+        pub n: usize,
+    }
+    impl Evaluator for Fake {
+        fn len(&self) -> usize {
+            self.n
+        }
+        fn evaluate(&self, s: usize, set: &Setting) -> Result<SessionMetrics, String> {
+            let base = 1000 * (s as u64 + 1);
+            let t = set.after_tokens.unwrap_or(u64::MAX / 4);
+            let prompt = base.min(t / 10 + 100);
+            Ok(SessionMetrics {
+                model_requests: s as u64 + 1,
+                prompt_tokens: prompt,
+                baseline_prompt_tokens: base,
+                cost_usd: prompt as f64 * 1e-6 / 3.0,
+                detail_lost: 1.0 / (1.0 + t as f64 / 1000.0),
+                ..Default::default()
+            })
+        }
+        fn timeline(&self, _s: usize, _set: &Setting) -> Result<Timeline, String> {
+            Ok(Timeline::default())
+        }
+        fn event_steps(&self, s: usize) -> u64 {
+            s as u64
+        }
+    }
+
+    fn settings() -> Vec<Setting> {
+        let k = Known {
+            model: &|_| true,
+            tokenizers: &["o200k"],
+        };
+        GridSpec::from_toml("g", "after_tokens='1k..10k:1k'\nkeep_recent_events=[1,2]")
+            .unwrap()
+            .resolve(&k)
+            .unwrap()
+            .settings
+    }
+
+    #[test]
+    fn rows_are_session_major_and_rounded() {
+        let set = settings();
+        let rows = run_pairs(
+            &Fake { n: 3 },
+            &[0, 1, 2],
+            &set,
+            &AtomicBool::new(false),
+            &|| {},
+        )
+        .unwrap();
+        assert_eq!(rows.len(), 3 * set.len());
+        for (k, r) in rows.iter().enumerate() {
+            assert_eq!(r.session as usize, k / set.len());
+            assert_eq!(r.setting as usize, k % set.len());
+            let scaled = r.metrics.cost_usd * 1e6;
+            assert!(
+                (scaled - scaled.round()).abs() < 1e-6,
+                "{}",
+                r.metrics.cost_usd
+            );
+        }
+    }
+
+    #[test]
+    fn thread_count_does_not_change_rows() {
+        let set = settings();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let two = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let a = one.install(|| {
+            run_pairs(
+                &Fake { n: 7 },
+                &[0, 1, 2, 3, 4, 5, 6],
+                &set,
+                &AtomicBool::new(false),
+                &|| {},
+            )
+            .unwrap()
+        });
+        let b = two.install(|| {
+            run_pairs(
+                &Fake { n: 7 },
+                &[0, 1, 2, 3, 4, 5, 6],
+                &set,
+                &AtomicBool::new(false),
+                &|| {},
+            )
+            .unwrap()
+        });
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn cancel_stops_with_nothing() {
+        let set = settings();
+        let r = run_pairs(
+            &Fake { n: 2 },
+            &[0, 1],
+            &set,
+            &AtomicBool::new(true),
+            &|| {},
+        );
+        assert_eq!(r, Err(RunStop::Cancelled));
+    }
+
+    struct Failing;
+    impl Evaluator for Failing {
+        fn len(&self) -> usize {
+            2
+        }
+        fn evaluate(&self, s: usize, _set: &Setting) -> Result<SessionMetrics, String> {
+            if s == 1 {
+                Err("boom".into())
+            } else {
+                Ok(SessionMetrics::default())
+            }
+        }
+        fn timeline(&self, _s: usize, _set: &Setting) -> Result<Timeline, String> {
+            Ok(Timeline::default())
+        }
+        fn event_steps(&self, _s: usize) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn failures_are_reported_per_session() {
+        let set = settings();
+        match run_pairs(&Failing, &[0, 1], &set, &AtomicBool::new(false), &|| {}) {
+            Err(RunStop::Failed(f)) => {
+                assert_eq!(f.len(), set.len());
+                assert!(f.iter().all(|(s, _, m)| *s == 1 && m == "boom"));
+            }
+            other => panic!("expected failures, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rounding_fixes_precision_and_sign() {
+        assert_eq!(round_fixed(0.1234567), 0.123457);
+        assert_eq!(round_fixed(-0.0000001).to_bits(), 0.0f64.to_bits());
+    }
+}

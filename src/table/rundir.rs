@@ -1,0 +1,710 @@
+//! The run folder: what a sweep (or a merge of shards) leaves behind, and the partial
+//! folders `--shard K/N` writes.
+//!
+//! A run folder is built in a hidden temporary folder next to its final place and renamed
+//! into place at the end, so an interrupted run leaves nothing that looks like a run.
+
+use super::frames::{
+    csv_bytes, parquet_bytes, read_parquet, rows_from_runs_frame, runs_frame, settings_frame,
+    settings_json, write_atomic,
+};
+use super::summary::{baseline_for, budget_error, recommended, summarize, SettingSummary};
+use crate::sweep::grid::{Budgets, ResolvedGrid, Setting};
+use crate::sweep::run::{Evaluator, RunRow, SessionInfo};
+use crate::sweep::shard::Shard;
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub const ADK_SEMANTICS: &str = "google-adk 2.13.0";
+/// Sessions drawn in timelines.json (the longest by model requests).
+pub const TIMELINE_SESSIONS: usize = 5;
+
+/// An input file and how many sessions it gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputInfo {
+    pub path: String,
+    pub sessions: u64,
+}
+
+/// An input (file, or session within one) left out of the run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Everything a run folder is made from besides the rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInputs {
+    /// All sessions read, sorted by (source, session_id); rows index into this list.
+    pub sessions: Vec<SessionInfo>,
+    pub inputs: Vec<InputInfo>,
+    pub skipped: Vec<Skipped>,
+    /// Session indices dropped because a replay failed (their reasons are in `skipped`).
+    #[serde(default)]
+    pub failed_sessions: Vec<u32>,
+    pub grid_toml: String,
+    pub pricing_toml: String,
+    pub latency_toml: String,
+    pub pricing_date: String,
+}
+
+impl RunInputs {
+    /// Short hash of inputs and grid: the second half of the default run name.
+    pub fn short_hash(&self) -> String {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for s in [&self.grid_toml, &self.pricing_toml, &self.latency_toml] {
+            h.update(s.as_bytes());
+            h.update(&[0]);
+        }
+        for s in &self.sessions {
+            h.update(s.source.as_bytes());
+            h.update(&[0]);
+            h.update(s.session_id.as_bytes());
+            h.update(&[0]);
+            h.update(&s.events.to_le_bytes());
+        }
+        format!("{:08x}", h.digest() as u32)
+    }
+
+    /// Default run name: `YYYY-MM-DD-<hash>`.
+    pub fn default_name(&self, date: &str) -> String {
+        format!("{date}-{}", self.short_hash())
+    }
+}
+
+/// Files of a full run folder (README "Sweeps").
+pub const RUN_FILES: &[&str] = &[
+    "runs.parquet",
+    "runs.csv",
+    "settings.parquet",
+    "settings.csv",
+    "settings.json",
+    "run.json",
+    "grid.toml",
+    "pricing.toml",
+    "latency.toml",
+    "timelines.json",
+];
+
+/// What the end of a run prints and records.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub summaries: Vec<SettingSummary>,
+    /// `Err(one-line message)` when budgets rule out every setting.
+    pub recommendation: std::result::Result<SettingSummary, String>,
+    pub baseline: Option<SettingSummary>,
+}
+
+fn key_numbers(s: &SettingSummary) -> serde_json::Value {
+    let mut o = serde_json::Map::new();
+    o.insert("setting_id".into(), s.setting.setting_id.into());
+    o.insert("label".into(), s.label.clone().into());
+    for col in [
+        "cost_usd_sum",
+        "cost_saved_usd_sum",
+        "prompt_tokens_sum",
+        "tokens_saved_net_sum",
+        "summarizer_calls_sum",
+        "detail_lost_mean",
+        "critical_hidden_sum",
+        "end_of_run_latency_s_sum",
+        "end_of_run_latency_max_s_p95",
+        "pre_request_latency_max_s_p95",
+        "facts_dropped_mean",
+    ] {
+        if let Some((_, v)) = s.aggs.iter().find(|(n, _)| n == col) {
+            o.insert(
+                col.into(),
+                serde_json::to_value(v).unwrap_or(serde_json::Value::Null),
+            );
+        }
+    }
+    o.insert("cost_complete".into(), s.cost_complete.into());
+    serde_json::Value::Object(o)
+}
+
+/// Aggregate, rank and pick the recommendation.
+pub fn outcome(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Outcome {
+    let summaries = summarize(settings, rows, budgets);
+    let recommendation = match recommended(&summaries) {
+        Some(s) => Ok(s.clone()),
+        None if summaries.iter().all(|s| s.setting.is_baseline()) => {
+            Err("no compaction setting in the grid".to_string())
+        }
+        None => Err(budget_error(&summaries, budgets)),
+    };
+    let baseline = match &recommendation {
+        Ok(r) => baseline_for(&summaries, &r.setting).cloned(),
+        Err(_) => summaries.iter().find(|s| s.setting.is_baseline()).cloned(),
+    };
+    Outcome {
+        summaries,
+        recommendation,
+        baseline,
+    }
+}
+
+/// timelines.json: for the longest sessions, each model request's prompt with no
+/// compaction and under the recommended setting, and where the compactions happened.
+pub fn timelines_json(
+    eval: &dyn Evaluator,
+    eval_index: &dyn Fn(u32) -> Option<usize>,
+    sessions: &[SessionInfo],
+    live: &[u32],
+    out: &Outcome,
+) -> Result<serde_json::Value> {
+    let mut longest: Vec<u32> = live.to_vec();
+    longest.sort_by(|&a, &b| {
+        let (x, y) = (&sessions[a as usize], &sessions[b as usize]);
+        y.model_requests
+            .cmp(&x.model_requests)
+            .then(y.events.cmp(&x.events))
+            .then(a.cmp(&b))
+    });
+    longest.truncate(TIMELINE_SESSIONS);
+    let rec = out.recommendation.as_ref().ok();
+    let mut list = Vec::new();
+    for &i in &longest {
+        let info = &sessions[i as usize];
+        let e = eval_index(i).ok_or_else(|| {
+            anyhow!(
+                "timelines: session `{}` from `{}` was not loaded",
+                info.session_id,
+                info.source
+            )
+        })?;
+        let mut o = serde_json::Map::new();
+        o.insert("session_id".into(), info.session_id.clone().into());
+        o.insert("source".into(), info.source.clone().into());
+        o.insert("model_requests".into(), info.model_requests.into());
+        if let Some(b) = &out.baseline {
+            let t = eval
+                .timeline(e, &b.setting)
+                .map_err(|m| anyhow!("timelines: {}: {m}", info.source))?;
+            o.insert("baseline".into(), serde_json::to_value(&t.requests)?);
+        }
+        if let Some(r) = rec {
+            let t = eval
+                .timeline(e, &r.setting)
+                .map_err(|m| anyhow!("timelines: {}: {m}", info.source))?;
+            o.insert("recommended".into(), serde_json::to_value(&t.requests)?);
+            o.insert("compactions".into(), serde_json::to_value(&t.compactions)?);
+        }
+        list.push(serde_json::Value::Object(o));
+    }
+    let mut top = serde_json::Map::new();
+    top.insert(
+        "baseline_setting_id".into(),
+        serde_json::to_value(out.baseline.as_ref().map(|b| b.setting.setting_id))?,
+    );
+    top.insert(
+        "recommended_setting_id".into(),
+        serde_json::to_value(rec.map(|r| r.setting.setting_id))?,
+    );
+    top.insert(
+        "recommended_label".into(),
+        serde_json::to_value(rec.map(|r| r.label.clone()))?,
+    );
+    top.insert("units".into(), "prompt tokens per model request".into());
+    top.insert("sessions".into(), serde_json::Value::Array(list));
+    Ok(serde_json::Value::Object(top))
+}
+
+/// run.json: what was run, on what, and what came out.
+pub fn run_json(
+    name: &str,
+    inputs: &RunInputs,
+    grid: &ResolvedGrid,
+    out: &Outcome,
+    shards: Option<u32>,
+) -> Result<serde_json::Value> {
+    let live = inputs.sessions.len() - inputs.failed_sessions.len();
+    let mut o = serde_json::Map::new();
+    o.insert("run".into(), name.into());
+    o.insert(
+        "compaction_sim_version".into(),
+        env!("CARGO_PKG_VERSION").into(),
+    );
+    o.insert("adk_semantics".into(), ADK_SEMANTICS.into());
+    o.insert("inputs".into(), serde_json::to_value(&inputs.inputs)?);
+    o.insert("sessions".into(), live.into());
+    o.insert("skipped".into(), serde_json::to_value(&inputs.skipped)?);
+    o.insert("settings".into(), grid.settings.len().into());
+    o.insert("grid".into(), serde_json::to_value(grid)?);
+    o.insert("tokenizer".into(), serde_json::to_value(&grid.tokenizer)?);
+    o.insert("pricing_date".into(), inputs.pricing_date.clone().into());
+    o.insert(
+        "client_modes".into(),
+        serde_json::to_value(grid.client.iter().map(|c| c.name()).collect::<Vec<_>>())?,
+    );
+    o.insert("budgets".into(), serde_json::to_value(grid.budget)?);
+    match &out.recommendation {
+        Ok(r) => {
+            o.insert("recommendation".into(), key_numbers(r));
+            o.insert("recommendation_note".into(), serde_json::Value::Null);
+        }
+        Err(m) => {
+            o.insert("recommendation".into(), serde_json::Value::Null);
+            o.insert("recommendation_note".into(), m.clone().into());
+        }
+    }
+    o.insert(
+        "baseline".into(),
+        out.baseline
+            .as_ref()
+            .map(key_numbers)
+            .unwrap_or(serde_json::Value::Null),
+    );
+    o.insert("shards".into(), serde_json::to_value(shards)?);
+    Ok(serde_json::Value::Object(o))
+}
+
+fn pretty(v: &serde_json::Value) -> Result<Vec<u8>> {
+    let mut s = serde_json::to_string_pretty(v)?;
+    s.push('\n');
+    Ok(s.into_bytes())
+}
+
+/// Live rows: rows of sessions that did not fail, in (session, setting) order.
+pub fn live_sessions(inputs: &RunInputs) -> Vec<u32> {
+    (0..inputs.sessions.len() as u32)
+        .filter(|i| !inputs.failed_sessions.contains(i))
+        .collect()
+}
+
+/// Write every file of a full run folder into `dir` (which must exist).
+pub fn write_run_files(
+    dir: &Path,
+    name: &str,
+    inputs: &RunInputs,
+    grid: &ResolvedGrid,
+    rows: &[RunRow],
+    out: &Outcome,
+    timelines: &serde_json::Value,
+    shards: Option<u32>,
+) -> Result<()> {
+    let mut runs = runs_frame(&inputs.sessions, &grid.settings, rows)?;
+    write_atomic(dir, "runs.parquet", &parquet_bytes(&mut runs)?)?;
+    write_atomic(dir, "runs.csv", &csv_bytes(&mut runs)?)?;
+    drop(runs);
+    let mut set = settings_frame(&out.summaries)?;
+    write_atomic(dir, "settings.parquet", &parquet_bytes(&mut set)?)?;
+    write_atomic(dir, "settings.csv", &csv_bytes(&mut set)?)?;
+    write_atomic(
+        dir,
+        "settings.json",
+        settings_json(&out.summaries)?.as_bytes(),
+    )?;
+    write_atomic(
+        dir,
+        "run.json",
+        &pretty(&run_json(name, inputs, grid, out, shards)?)?,
+    )?;
+    write_atomic(dir, "grid.toml", inputs.grid_toml.as_bytes())?;
+    write_atomic(dir, "pricing.toml", inputs.pricing_toml.as_bytes())?;
+    write_atomic(dir, "latency.toml", inputs.latency_toml.as_bytes())?;
+    write_atomic(dir, "timelines.json", &pretty(timelines)?)?;
+    Ok(())
+}
+
+/// shard.json of a partial folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    pub shard: Shard,
+    pub compaction_sim_version: String,
+    pub inputs: RunInputs,
+}
+
+/// Write a partial folder: this shard's rows plus what `merge` needs to rebuild the run.
+pub fn write_partial_files(
+    dir: &Path,
+    shard: Shard,
+    inputs: &RunInputs,
+    grid: &ResolvedGrid,
+    rows: &[RunRow],
+) -> Result<()> {
+    let mut runs = runs_frame(&inputs.sessions, &grid.settings, rows)?;
+    write_atomic(dir, "runs.parquet", &parquet_bytes(&mut runs)?)?;
+    let info = ShardInfo {
+        shard,
+        compaction_sim_version: env!("CARGO_PKG_VERSION").into(),
+        inputs: inputs.clone(),
+    };
+    write_atomic(dir, "shard.json", &pretty(&serde_json::to_value(&info)?)?)?;
+    write_atomic(dir, "grid.toml", inputs.grid_toml.as_bytes())?;
+    write_atomic(dir, "pricing.toml", inputs.pricing_toml.as_bytes())?;
+    write_atomic(dir, "latency.toml", inputs.latency_toml.as_bytes())?;
+    Ok(())
+}
+
+/// Read partial folders and combine them: the shards must be 1..N of the same N, over the
+/// same inputs and grid. Returns the combined inputs and rows in (session, setting) order.
+pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<RunRow>)> {
+    if dirs.is_empty() {
+        bail!("merge: give the partial folders written by `sweep --shard K/N`");
+    }
+    let mut infos: Vec<(PathBuf, ShardInfo)> = Vec::new();
+    for d in dirs {
+        let p = d.join("shard.json");
+        let text = std::fs::read_to_string(&p).with_context(|| {
+            format!(
+                "{}: cannot read (is this a partial folder from `sweep --shard`?)",
+                p.display()
+            )
+        })?;
+        let info: ShardInfo =
+            serde_json::from_str(&text).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        infos.push((d.clone(), info));
+    }
+    let (first_dir, first) = (&infos[0].0, &infos[0].1);
+    let n = first.shard.n;
+    let mut seen = vec![false; n as usize];
+    let mut failed: Vec<u32> = Vec::new();
+    let mut skipped = first.inputs.skipped.clone();
+    for (d, info) in &infos {
+        if info.shard.n != n {
+            bail!(
+                "{}: shard {} does not match {} (shard {})",
+                d.display(),
+                info.shard,
+                first_dir.display(),
+                first.shard
+            );
+        }
+        let mut a = info.inputs.clone();
+        let mut b = first.inputs.clone();
+        a.failed_sessions.clear();
+        b.failed_sessions.clear();
+        a.skipped.clear();
+        b.skipped.clear();
+        if a != b {
+            bail!(
+                "{}: shard {} was run on other inputs, grid or prices than {}",
+                d.display(),
+                info.shard,
+                first_dir.display()
+            );
+        }
+        let k = info.shard.k as usize - 1;
+        if seen[k] {
+            bail!("{}: shard {} is given twice", d.display(), info.shard);
+        }
+        seen[k] = true;
+        failed.extend(&info.inputs.failed_sessions);
+        for s in &info.inputs.skipped {
+            if !skipped.contains(s) {
+                skipped.push(s.clone());
+            }
+        }
+    }
+    if let Some(k) = seen.iter().position(|s| !s) {
+        bail!("merge: shard {}/{n} is missing", k + 1);
+    }
+    failed.sort_unstable();
+    failed.dedup();
+    skipped.sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
+    let mut inputs = first.inputs.clone();
+    inputs.failed_sessions = failed;
+    inputs.skipped = skipped;
+
+    let index: std::collections::HashMap<(&str, &str), u32> = inputs
+        .sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ((s.source.as_str(), s.session_id.as_str()), i as u32))
+        .collect();
+    let lookup = |src: &str, id: &str| index.get(&(src, id)).copied();
+    let mut rows = Vec::new();
+    for (d, _) in &infos {
+        let p = d.join("runs.parquet");
+        let df = read_parquet(&p)?;
+        rows.extend(rows_from_runs_frame(
+            &df,
+            &p.display().to_string(),
+            &lookup,
+        )?);
+    }
+    rows.sort_by_key(|r| (r.session, r.setting));
+    Ok((inputs, first.shard, rows))
+}
+
+/// A hidden build folder next to `final_dir`.
+pub fn temp_dir_for(final_dir: &Path) -> Result<tempfile::TempDir> {
+    let parent = final_dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("{}: cannot create folder", parent.display()))?;
+    tempfile::Builder::new()
+        .prefix(".building-")
+        .tempdir_in(parent)
+        .with_context(|| format!("{}: cannot create a build folder", parent.display()))
+}
+
+/// Move the finished build folder into place, replacing an older run of the same name.
+pub fn publish(tmp: tempfile::TempDir, final_dir: &Path) -> Result<()> {
+    let built = tmp.keep();
+    if final_dir.exists() {
+        let old = final_dir.with_file_name(format!(
+            ".replaced-{}-{}",
+            final_dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("run"),
+            std::process::id()
+        ));
+        std::fs::rename(final_dir, &old).with_context(|| {
+            format!(
+                "{}: cannot replace the existing folder",
+                final_dir.display()
+            )
+        })?;
+        std::fs::rename(&built, final_dir)
+            .with_context(|| format!("{}: cannot move the run into place", final_dir.display()))?;
+        let _ = std::fs::remove_dir_all(&old);
+    } else {
+        std::fs::rename(&built, final_dir)
+            .with_context(|| format!("{}: cannot move the run into place", final_dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Point `<reports>/latest` at `run_name` (a relative symlink; a text file naming the run
+/// where symlinks are unavailable).
+pub fn update_latest(reports: &Path, run_name: &str) -> Result<()> {
+    let latest = reports.join("latest");
+    let tmp = reports.join(format!(".latest-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(run_name, &tmp)
+            .with_context(|| format!("{}: cannot create symlink", tmp.display()))?;
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::write(&tmp, format!("{run_name}\n"))
+            .with_context(|| format!("{}: cannot write", tmp.display()))?;
+    }
+    if latest.is_dir() && !latest.is_symlink() {
+        bail!(
+            "{}: is a real folder; remove it so it can point at the newest run",
+            latest.display()
+        );
+    }
+    std::fs::rename(&tmp, &latest)
+        .with_context(|| format!("{}: cannot update", latest.display()))?;
+    Ok(())
+}
+
+/// The paste-ready end-of-run lines.
+pub fn recommendation_lines(out: &Outcome) -> Vec<String> {
+    let mut lines = Vec::new();
+    match &out.recommendation {
+        Ok(r) => {
+            lines.push(r.label.clone());
+            let wait = r.wait_p95();
+            let mut nums = format!(
+                "  with it: ${:.4} over {} sessions, detail lost {:.1}% (mean), {} summarizer calls, summary wait p95 {:.2} s",
+                r.cost(),
+                r.sessions,
+                100.0 * r.detail_lost(),
+                r.get("summarizer_calls_sum").unwrap_or(0.0),
+                wait
+            );
+            if !r.cost_complete {
+                nums.push_str(" (lower bound: some models have no price)");
+            }
+            lines.push(nums);
+            if let Some(b) = &out.baseline {
+                lines.push(format!(
+                    "  no compaction: ${:.4}, detail lost 0.0%, no summary wait; saves ${:.4} ({:.1}%)",
+                    b.cost(),
+                    b.cost() - r.cost(),
+                    if b.cost() > 0.0 { 100.0 * (b.cost() - r.cost()) / b.cost() } else { 0.0 }
+                ));
+                if r.cost() >= b.cost() {
+                    lines.push("  note: no compaction setting in this grid is cheaper than no compaction on these sessions".into());
+                }
+            }
+        }
+        Err(m) => lines.push(m.clone()),
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::grid::{GridSpec, Known};
+    use crate::sweep::run::{run_pairs, shard_sessions, tests::Fake};
+    use std::sync::atomic::AtomicBool;
+
+    fn setup(n: usize) -> (RunInputs, ResolvedGrid) {
+        let k = Known {
+            model: &|_| true,
+            tokenizers: &["o200k"],
+        };
+        let grid = GridSpec::from_toml(
+            "g",
+            "after_tokens='1k..8k:1k'\nkeep_recent_events=[1,3]\nsummarizer=['agent','terse']",
+        )
+        .unwrap()
+        .resolve(&k)
+        .unwrap();
+        let sessions: Vec<SessionInfo> = (0..n)
+            .map(|i| SessionInfo {
+                session_id: format!("s{i}"),
+                source: format!("in/f{i}.json"),
+                format: "adk".into(),
+                events: 10 + i as u64,
+                model_requests: 1 + i as u64,
+            })
+            .collect();
+        let inputs = RunInputs {
+            inputs: sessions
+                .iter()
+                .map(|s| InputInfo {
+                    path: s.source.clone(),
+                    sessions: 1,
+                })
+                .collect(),
+            sessions,
+            skipped: vec![],
+            failed_sessions: vec![],
+            grid_toml: grid.to_toml(),
+            pricing_toml: "p".into(),
+            latency_toml: "l".into(),
+            pricing_date: "2026-11-01".into(),
+        };
+        (inputs, grid)
+    }
+
+    fn full_run(dir: &Path, inputs: &RunInputs, grid: &ResolvedGrid, rows: &[RunRow], fake: &Fake) {
+        let out = outcome(&grid.settings, rows, &grid.budget);
+        let live = live_sessions(inputs);
+        let tl =
+            timelines_json(fake, &|i| Some(i as usize), &inputs.sessions, &live, &out).unwrap();
+        std::fs::create_dir_all(dir).unwrap();
+        write_run_files(dir, "run", inputs, grid, rows, &out, &tl, None).unwrap();
+    }
+
+    #[test]
+    fn merged_shards_equal_the_single_run() {
+        let (inputs, grid) = setup(7);
+        let fake = Fake { n: 7 };
+        let root = tempfile::tempdir().unwrap();
+        let all: Vec<u32> = (0..7).collect();
+        let rows = run_pairs(&fake, &all, &grid.settings, &AtomicBool::new(false), &|| {}).unwrap();
+        full_run(&root.path().join("single"), &inputs, &grid, &rows, &fake);
+
+        let mut parts = Vec::new();
+        for k in 1..=3 {
+            let shard = Shard { k, n: 3 };
+            let mine = shard_sessions(7, Some(shard));
+            let r = run_pairs(
+                &fake,
+                &mine,
+                &grid.settings,
+                &AtomicBool::new(false),
+                &|| {},
+            )
+            .unwrap();
+            let d = root.path().join(format!("part{k}"));
+            std::fs::create_dir_all(&d).unwrap();
+            write_partial_files(&d, shard, &inputs, &grid, &r).unwrap();
+            parts.push(d);
+        }
+        parts.reverse(); // order of arguments must not matter
+        let (m_inputs, shard, m_rows) = read_partials(&parts).unwrap();
+        assert_eq!(shard.n, 3);
+        assert_eq!(m_rows, rows);
+        full_run(
+            &root.path().join("merged"),
+            &m_inputs,
+            &grid,
+            &m_rows,
+            &fake,
+        );
+        for f in RUN_FILES {
+            let a = std::fs::read(root.path().join("single").join(f)).unwrap();
+            let b = std::fs::read(root.path().join("merged").join(f)).unwrap();
+            assert!(a == b, "{f} differs");
+        }
+    }
+
+    #[test]
+    fn merge_refuses_missing_and_mismatched_shards() {
+        let (inputs, grid) = setup(4);
+        let fake = Fake { n: 4 };
+        let root = tempfile::tempdir().unwrap();
+        let mut parts = Vec::new();
+        for k in 1..=2 {
+            let shard = Shard { k, n: 3 };
+            let r = run_pairs(
+                &fake,
+                &shard_sessions(4, Some(shard)),
+                &grid.settings,
+                &AtomicBool::new(false),
+                &|| {},
+            )
+            .unwrap();
+            let d = root.path().join(format!("p{k}"));
+            std::fs::create_dir_all(&d).unwrap();
+            write_partial_files(&d, shard, &inputs, &grid, &r).unwrap();
+            parts.push(d);
+        }
+        let e = read_partials(&parts).unwrap_err().to_string();
+        assert!(e.contains("shard 3/3 is missing"), "{e}");
+        let e = read_partials(&[parts[0].clone(), parts[0].clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("given twice"), "{e}");
+        let mut other = inputs.clone();
+        other.grid_toml.push('#');
+        let d = root.path().join("p3");
+        std::fs::create_dir_all(&d).unwrap();
+        write_partial_files(&d, Shard { k: 3, n: 3 }, &other, &grid, &[]).unwrap();
+        parts.push(d);
+        let e = read_partials(&parts).unwrap_err().to_string();
+        assert!(e.contains("other inputs"), "{e}");
+    }
+
+    #[test]
+    fn publish_replaces_and_latest_points_at_newest() {
+        let root = tempfile::tempdir().unwrap();
+        let fin = root.path().join("r1");
+        for round in 0..2 {
+            let tmp = temp_dir_for(&fin).unwrap();
+            std::fs::write(tmp.path().join("x"), format!("{round}")).unwrap();
+            publish(tmp, &fin).unwrap();
+            update_latest(root.path(), "r1").unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("latest/x")).unwrap(),
+            "1"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn run_name_hash_depends_on_inputs_and_grid() {
+        let (a, _) = setup(3);
+        let mut b = a.clone();
+        assert_eq!(a.short_hash(), b.short_hash());
+        b.sessions[0].events += 1;
+        assert_ne!(a.short_hash(), b.short_hash());
+        let mut c = a.clone();
+        c.grid_toml.push(' ');
+        assert_ne!(a.short_hash(), c.short_hash());
+        assert!(a.default_name("2026-11-29").starts_with("2026-11-29-"));
+    }
+}

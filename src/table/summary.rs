@@ -1,0 +1,367 @@
+//! Per-setting aggregates over sessions, the Pareto frontier (cost_usd against
+//! detail_lost), budgets, rank and the recommendation.
+//!
+//! Computed in plain Rust over the rounded rows in session order, so the result is a function
+//! of the rows alone: a merged run and an unsharded run agree to the byte.
+
+use super::columns::{metric_defs, metric_value, Agg, Kind};
+use crate::sweep::grid::{Budgets, Setting};
+use crate::sweep::run::{round_fixed, RunRow};
+use serde::Serialize;
+
+/// One aggregate value: integer aggregates of integer columns stay integers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AggValue {
+    Int(i64),
+    Float(f64),
+    Null,
+}
+
+impl AggValue {
+    pub fn as_f64(self) -> Option<f64> {
+        match self {
+            AggValue::Int(i) => Some(i as f64),
+            AggValue::Float(f) => Some(f),
+            AggValue::Null => None,
+        }
+    }
+}
+
+/// One row of settings.csv / settings.parquet / settings.json.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingSummary {
+    pub setting: Setting,
+    pub label: String,
+    pub sessions: u64,
+    /// True when every session's cost had prices for every model.
+    pub cost_complete: bool,
+    /// `(column name, value)` in column order: `<metric>_<agg>`.
+    pub aggs: Vec<(String, AggValue)>,
+    pub pareto: bool,
+    pub within_budget: bool,
+    /// 1 = best: compaction settings within budget by cost, then detail lost; then those out
+    /// of budget; baselines last.
+    pub rank: u32,
+    pub recommended: bool,
+}
+
+impl SettingSummary {
+    pub fn get(&self, col: &str) -> Option<f64> {
+        self.aggs
+            .iter()
+            .find(|(n, _)| n == col)
+            .and_then(|(_, v)| v.as_f64())
+    }
+    pub fn cost(&self) -> f64 {
+        self.get("cost_usd_sum").unwrap_or(0.0)
+    }
+    pub fn detail_lost(&self) -> f64 {
+        self.get("detail_lost_mean").unwrap_or(0.0)
+    }
+    /// The latency the budget limits: p95 over sessions of the longest single wait.
+    pub fn wait_p95(&self) -> f64 {
+        let a = self.get("end_of_run_latency_max_s_p95").unwrap_or(0.0);
+        let b = self.get("pre_request_latency_max_s_p95").unwrap_or(0.0);
+        a.max(b)
+    }
+}
+
+/// Linear-interpolated percentile (numpy's default) of sorted values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = p * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let (a, b) = (
+        sorted[lo.min(sorted.len() - 1)],
+        sorted[hi.min(sorted.len() - 1)],
+    );
+    a + (b - a) * (rank - lo as f64)
+}
+
+fn aggregate(values: &[f64], integer: bool, agg: Agg) -> AggValue {
+    if values.is_empty() {
+        return AggValue::Null;
+    }
+    let int_or_float = |x: f64| {
+        if integer {
+            AggValue::Int(x.round() as i64)
+        } else {
+            AggValue::Float(round_fixed(x))
+        }
+    };
+    match agg {
+        Agg::Sum => int_or_float(values.iter().sum()),
+        Agg::Max => int_or_float(values.iter().cloned().fold(f64::NEG_INFINITY, f64::max)),
+        Agg::Mean => AggValue::Float(round_fixed(
+            values.iter().sum::<f64>() / values.len() as f64,
+        )),
+        Agg::P50 | Agg::P95 => {
+            let mut s = values.to_vec();
+            s.sort_by(f64::total_cmp);
+            AggValue::Float(round_fixed(percentile(
+                &s,
+                if agg == Agg::P50 { 0.5 } else { 0.95 },
+            )))
+        }
+    }
+}
+
+/// Aggregate rows (session-major, as `run_pairs` and `merge` produce them) per setting.
+pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Vec<SettingSummary> {
+    let defs = metric_defs();
+    let mut by_setting: Vec<Vec<&RunRow>> = vec![Vec::new(); settings.len()];
+    for r in rows {
+        if let Some(v) = by_setting.get_mut(r.setting as usize) {
+            v.push(r);
+        }
+    }
+    let mut out: Vec<SettingSummary> = settings
+        .iter()
+        .zip(by_setting.iter())
+        .map(|(set, rs)| {
+            let mut aggs = Vec::new();
+            for d in &defs {
+                if d.kind == Kind::Bool {
+                    continue;
+                }
+                let vals: Vec<f64> = rs
+                    .iter()
+                    .filter_map(|r| metric_value(&r.metrics, d.name))
+                    .collect();
+                let integer = matches!(d.kind, Kind::Count | Kind::Signed);
+                for &a in d.aggs {
+                    aggs.push((
+                        format!("{}_{}", d.name, a.suffix()),
+                        aggregate(&vals, integer, a),
+                    ));
+                }
+            }
+            SettingSummary {
+                setting: set.clone(),
+                label: set.label(),
+                sessions: rs.len() as u64,
+                cost_complete: rs.iter().all(|r| r.metrics.cost_complete),
+                aggs,
+                pareto: false,
+                within_budget: false,
+                rank: 0,
+                recommended: false,
+            }
+        })
+        .collect();
+
+    // Pareto: no other setting is at most as costly and at most as lossy, and better in one.
+    let points: Vec<(f64, f64)> = out.iter().map(|s| (s.cost(), s.detail_lost())).collect();
+    for (i, s) in out.iter_mut().enumerate() {
+        let (c, d) = points[i];
+        s.pareto = !points
+            .iter()
+            .enumerate()
+            .any(|(j, &(c2, d2))| j != i && c2 <= c && d2 <= d && (c2 < c || d2 < d));
+        s.within_budget = !s.setting.is_baseline() && meets(s, budgets);
+    }
+
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&out[a], &out[b]);
+        let group = |s: &SettingSummary| {
+            if s.setting.is_baseline() {
+                2
+            } else if s.within_budget {
+                0
+            } else {
+                1
+            }
+        };
+        group(x)
+            .cmp(&group(y))
+            .then(x.cost().total_cmp(&y.cost()))
+            .then(x.detail_lost().total_cmp(&y.detail_lost()))
+            .then(x.setting.setting_id.cmp(&y.setting.setting_id))
+    });
+    for (r, &i) in order.iter().enumerate() {
+        out[i].rank = r as u32 + 1;
+    }
+    if let Some(&best) = order.first() {
+        if out[best].within_budget {
+            out[best].recommended = true;
+        }
+    }
+    out
+}
+
+fn meets(s: &SettingSummary, b: &Budgets) -> bool {
+    b.detail_lost.is_none_or(|x| s.detail_lost() <= x)
+        && b.latency_s.is_none_or(|x| s.wait_p95() <= x)
+}
+
+/// The recommended setting, or the one closest to the budgets when none meets them
+/// (smallest worst ratio of value to limit).
+pub fn recommended(summaries: &[SettingSummary]) -> Option<&SettingSummary> {
+    summaries.iter().find(|s| s.recommended)
+}
+
+pub fn closest_to_budget<'a>(
+    summaries: &'a [SettingSummary],
+    b: &Budgets,
+) -> Option<&'a SettingSummary> {
+    let excess = |s: &SettingSummary| {
+        let d = b
+            .detail_lost
+            .map_or(0.0, |x| s.detail_lost() / x.max(1e-12));
+        let l = b.latency_s.map_or(0.0, |x| s.wait_p95() / x.max(1e-12));
+        d.max(l)
+    };
+    summaries
+        .iter()
+        .filter(|s| !s.setting.is_baseline())
+        .min_by(|x, y| {
+            excess(x)
+                .total_cmp(&excess(y))
+                .then(x.cost().total_cmp(&y.cost()))
+                .then(x.setting.setting_id.cmp(&y.setting.setting_id))
+        })
+}
+
+/// The no-compaction baseline comparable to `s` (same agent model and tokenizer).
+pub fn baseline_for<'a>(
+    summaries: &'a [SettingSummary],
+    s: &Setting,
+) -> Option<&'a SettingSummary> {
+    summaries.iter().find(|b| {
+        b.setting.is_baseline()
+            && b.setting.agent_model == s.agent_model
+            && b.setting.tokenizer == s.tokenizer
+    })
+}
+
+/// The one-line message when budgets rule out every setting.
+pub fn budget_error(summaries: &[SettingSummary], b: &Budgets) -> String {
+    let mut limits = Vec::new();
+    if let Some(d) = b.detail_lost {
+        limits.push(format!("--budget-detail-lost {d}"));
+    }
+    if let Some(l) = b.latency_s {
+        limits.push(format!("--budget-latency {l}"));
+    }
+    let closest = closest_to_budget(summaries, b)
+        .map(|s| {
+            format!(
+                "; closest: {} (detail_lost_mean {:.4}, summary wait p95 {:.2} s, cost ${:.4})",
+                s.label,
+                s.detail_lost(),
+                s.wait_p95(),
+                s.cost()
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "budget {}: no setting meets it{closest}",
+        limits.join(" and ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::metrics::SessionMetrics;
+    use crate::sweep::grid::{GridSpec, Known};
+
+    fn grid() -> Vec<Setting> {
+        let k = Known {
+            model: &|_| true,
+            tokenizers: &["o200k"],
+        };
+        GridSpec::from_toml("g", "after_tokens=[1000,2000,3000]\nkeep_recent_events=[1]")
+            .unwrap()
+            .resolve(&k)
+            .unwrap()
+            .settings
+    }
+
+    fn row(session: u32, setting: u32, cost: f64, lost: f64, calls: u64) -> RunRow {
+        RunRow {
+            session,
+            setting,
+            metrics: SessionMetrics {
+                cost_usd: cost,
+                detail_lost: lost,
+                summarizer_calls: calls,
+                cost_complete: true,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn percentile_matches_numpy_linear() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 0.5), 2.5);
+        assert!((percentile(&v, 0.95) - 3.85).abs() < 1e-12);
+        assert_eq!(percentile(&[7.0], 0.95), 7.0);
+    }
+
+    #[test]
+    fn aggregates_pareto_rank_and_recommendation() {
+        let set = grid(); // 0 baseline, 1..3 after_tokens 1000, 2000, 3000
+                          // (cost, lost) per setting, two sessions each.
+        let per = [(10.0, 0.0), (4.0, 0.5), (6.0, 0.2), (7.0, 0.3)];
+        let mut rows = Vec::new();
+        for s in 0..2u32 {
+            for (i, &(c, l)) in per.iter().enumerate() {
+                rows.push(row(s, i as u32, c / 2.0 + s as f64, l, s as u64 + 1));
+            }
+        }
+        let out = summarize(&set, &rows, &Budgets::default());
+        // cost_usd_sum for setting 1: 2 + 3 = 5; summarizer_calls sum = 1 + 2 = 3 (integer).
+        assert_eq!(out[1].get("cost_usd_sum"), Some(5.0));
+        assert_eq!(
+            out[1]
+                .aggs
+                .iter()
+                .find(|(n, _)| n == "summarizer_calls_sum")
+                .unwrap()
+                .1,
+            AggValue::Int(3)
+        );
+        assert_eq!(out[1].get("summarizer_calls_mean"), Some(1.5));
+        assert!(
+            out[1].aggs.iter().all(|(n, _)| n != "detail_lost_sum"),
+            "detail_lost has no sum"
+        );
+        // Setting 3 (7, 0.3) is dominated by setting 2 (6, 0.2); the rest are on the frontier.
+        let pareto: Vec<bool> = out.iter().map(|s| s.pareto).collect();
+        assert_eq!(pareto, vec![true, true, true, false]);
+        // No budget: cheapest compaction setting wins; baseline ranks last.
+        assert!(out[1].recommended && out[1].rank == 1);
+        assert_eq!(out[0].rank, 4);
+
+        let b = Budgets {
+            detail_lost: Some(0.25),
+            latency_s: None,
+        };
+        let out = summarize(&set, &rows, &b);
+        assert!(out[2].recommended, "cheapest within detail budget");
+        assert!(!out[1].within_budget && out[1].rank == 2 && out[3].rank == 3);
+
+        let b = Budgets {
+            detail_lost: Some(0.1),
+            latency_s: None,
+        };
+        let out = summarize(&set, &rows, &b);
+        assert!(recommended(&out).is_none());
+        let msg = budget_error(&out, &b);
+        assert!(
+            msg.contains("--budget-detail-lost 0.1") && msg.contains("no setting meets it"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("after_tokens=2000"),
+            "closest is the 0.2 setting: {msg}"
+        );
+    }
+}
