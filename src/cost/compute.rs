@@ -583,6 +583,7 @@ mod tests {
             recorded_compactions: vec![],
             model: Some("claude-sonnet-4-5".into()),
             synthetic_timestamps: false,
+            approval_policies: vec![],
         }
     }
 
