@@ -100,6 +100,30 @@ pub struct MetricsSetting<'a> {
     pub agent_model: Option<&'a str>,
     pub summarizer: &'a SummarizerSpec,
     pub client: ClientMode,
+    /// Tokens of each event's attachments ([`attachment_tokens`]); empty when none.
+    pub attachment_tokens: &'a [u64],
+}
+
+/// Per event, the tokens of its attached files (the guide: a file a user message names
+/// rides on every request while that message is visible verbatim).
+pub fn attachment_tokens(session: &Session, tok: crate::tokens::Tokenizer) -> Vec<u64> {
+    session
+        .events
+        .iter()
+        .map(|e| {
+            let parts: Vec<crate::transcript::Part> = e
+                .parts
+                .iter()
+                .filter(|p| matches!(p, crate::transcript::Part::Attachment { .. }))
+                .cloned()
+                .collect();
+            if parts.is_empty() {
+                0
+            } else {
+                crate::tokens::count::count_parts(tok, &parts) as u64
+            }
+        })
+        .collect()
 }
 
 /// What the summarizer harness recorded during the replay.
@@ -357,6 +381,29 @@ pub fn compute_metrics(
     } else {
         hidden as f64 / history as f64
     };
+    if setting.attachment_tokens.iter().any(|&t| t > 0) {
+        let mut with = 0u64;
+        for r in &replay.requests {
+            let hidden = replay.hidden(r);
+            for (e, &t) in setting
+                .attachment_tokens
+                .iter()
+                .enumerate()
+                .take(r.event_index as usize)
+            {
+                let e = e as u32;
+                if t > 0 && !hidden.iter().any(|&(a, b)| a <= e && e <= b) {
+                    with += t;
+                }
+            }
+        }
+        m.attachment_prompt_tokens = with;
+        m.attachment_share = if m.prompt_tokens == 0 {
+            0.0
+        } else {
+            with as f64 / m.prompt_tokens as f64
+        };
+    }
     let mut critical = BTreeSet::new();
     for r in &replay.requests {
         for &(a, b) in replay.hidden(r) {
@@ -743,6 +790,7 @@ mod tests {
             agent_model: model,
             summarizer: spec,
             client: ClientMode::Waits,
+            attachment_tokens: &[],
         }
     }
 
@@ -824,6 +872,31 @@ mod tests {
         let text = render_metrics(&m, &model, &setting(&spec, Some("claude-sonnet-4-5")));
         assert!(text.contains("$0.0371"), "{text}");
         assert!(!text.contains("INCOMPLETE"), "{text}");
+    }
+
+    #[test]
+    fn attachments_ride_while_their_message_is_visible() {
+        // 1,000-token file on event 0. r0 (event 1) and r1 (event 3) see event 0 verbatim;
+        // r2 sees it only through the summary: 2,000 attachment tokens of 10,500 prompt
+        // tokens = 0.190476...
+        let s = session();
+        let spec = SummarizerSpec::Agent;
+        let att = [1000, 0, 0, 0, 0, 0];
+        let st = MetricsSetting {
+            attachment_tokens: &att,
+            ..setting(&spec, Some("claude-sonnet-4-5"))
+        };
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &replay(true),
+            None,
+            &CostModel::default(),
+            &st,
+            &ReplayLog::default(),
+        );
+        assert_eq!(m.attachment_prompt_tokens, 2000);
+        assert!((m.attachment_share - 2000.0 / 10_500.0).abs() < 1e-12);
     }
 
     #[test]
@@ -1036,6 +1109,7 @@ mod tests {
             agent_model: Some("claude-sonnet-4-5"),
             summarizer: &spec,
             client: ClientMode::Streams,
+            attachment_tokens: &[],
         };
         let (r, log) = replay_with_client(&inner, &model, &streams, &fake_engine);
         assert_eq!(r.calls[0].result, CallResult::Summary);
