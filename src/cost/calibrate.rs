@@ -125,7 +125,7 @@ mod tests {
             recorded_compactions: vec![],
             model: Some("gpt-5-codex".into()),
             synthetic_timestamps: false,
-            approval_policies: vec![],
+            approval_policies: Vec::new(),
         }
     }
 

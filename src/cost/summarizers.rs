@@ -582,7 +582,7 @@ mod tests {
             recorded_compactions: vec![],
             model: None,
             synthetic_timestamps: false,
-            approval_policies: vec![],
+            approval_policies: Vec::new(),
         }
     }
 
