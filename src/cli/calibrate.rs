@@ -3,7 +3,9 @@
 //! OpenHands), and the summary length model from recorded Claude Code compact summaries.
 //! Prints the fit quality and writes a TOML file that `--latency FILE` reads.
 
-use crate::cost::calibrate::{latency_samples, length_samples, openhands_latency_samples};
+use crate::cost::calibrate::{
+    has_measured_latency, latency_samples, length_samples, openhands_latency_samples,
+};
 use crate::cost::latency::{
     fit_latency, fit_length, LatencyEntry, LatencyFile, LatencySample, LatencyTable, LengthSample,
 };
@@ -72,23 +74,42 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
                 continue;
             }
         };
-        let oh = openhands_rows(&text);
-        measured += oh.len();
-        let has_measured = !oh.is_empty();
-        let mut samples = oh;
-        match load_file(f, None) {
+        // Measured latencies: from the reader (`Event::latency_s`) when it kept them, else
+        // straight from OpenHands evaluation rows (which need not parse as transcripts).
+        let sessions = load_file(f, None);
+        let raw = openhands_rows(&text);
+        let mut samples = Vec::new();
+        match &sessions {
             Ok(sessions) => {
-                for s in &sessions {
-                    // OpenHands rows with measured latency: use those, not timestamp gaps.
-                    if !has_measured || s.format != crate::transcript::Format::Openhands {
+                let reader_measured = sessions.iter().any(has_measured_latency);
+                for s in sessions {
+                    let skip_gaps = !reader_measured
+                        && !raw.is_empty()
+                        && s.format == crate::transcript::Format::Openhands;
+                    if !skip_gaps {
                         samples.extend(latency_samples(s));
                     }
                     lengths.extend(length_samples(s, &count));
                 }
+                if !reader_measured {
+                    samples.extend(raw.iter().cloned());
+                }
+                measured += sessions
+                    .iter()
+                    .flat_map(|s| &s.events)
+                    .filter(|e| e.latency_s.is_some())
+                    .count();
+                if !reader_measured {
+                    measured += raw.len();
+                }
             }
-            // A file that only carries measured latencies need not be a transcript.
-            Err(e) if !has_measured => eprintln!("warning: {e}; skipped"),
-            Err(_) => {}
+            Err(e) => {
+                if raw.is_empty() {
+                    eprintln!("warning: {e}; skipped");
+                }
+                measured += raw.len();
+                samples.extend(raw.iter().cloned());
+            }
         }
         for (model, s) in samples {
             let family = prices
@@ -106,7 +127,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     }
 
     let mut file = LatencyFile::default();
-    println!("latency fit: seconds = ttft + input/prefill + output/decode, per model ({measured} measured OpenHands latencies, the rest from timestamp gaps)");
+    println!("latency fit: seconds = ttft + input/prefill + output/decode, per model ({measured} measured latencies, the rest from timestamp gaps)");
     println!(
         "{:<36} {:>7} {:>8} {:>13} {:>12} {:>6} {:>10} {:>10}  held at default",
         "model",
