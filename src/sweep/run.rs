@@ -20,6 +20,20 @@ pub struct SessionInfo {
     pub model_requests: u64,
 }
 
+/// An input file and how many sessions it gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputInfo {
+    pub path: String,
+    pub sessions: u64,
+}
+
+/// An input (file, or session within one) left out of the run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
 /// Prompt size of one model request, for the sawtooth chart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineRequest {
@@ -107,14 +121,12 @@ pub fn round_metrics(m: &mut SessionMetrics) {
     m.facts_dropped = m.facts_dropped.map(round_fixed);
 }
 
-/// Why a run stopped early.
+/// Ctrl-C: the run stopped early and nothing is written.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RunStop {
-    /// Ctrl-C: nothing is written.
-    Cancelled,
-    /// A replay failed: (session index, setting id, message).
-    Failed(Vec<(u32, u32, String)>),
-}
+pub struct Cancelled;
+
+/// A failed replay: (session index, setting id, message).
+pub type Failure = (u32, u32, String);
 
 /// Sessions this shard replays: every N-th session of the sorted list, starting at K-1.
 pub fn shard_sessions(n_sessions: usize, shard: Option<Shard>) -> Vec<u32> {
@@ -126,7 +138,7 @@ pub fn shard_sessions(n_sessions: usize, shard: Option<Shard>) -> Vec<u32> {
 /// Replay every (session, setting) pair of `sessions` × `settings` in parallel.
 ///
 /// `tick` is called once per finished pair (the progress bar); `cancel` is polled per pair.
-/// Failures are collected, not fatal per pair: the caller drops failing sessions from the
+/// Failures are returned beside the good rows: the caller drops failing sessions from the
 /// run as a whole (a session missing from only some settings would bias every aggregate).
 pub fn run_pairs(
     eval: &dyn Evaluator,
@@ -134,10 +146,10 @@ pub fn run_pairs(
     settings: &[Setting],
     cancel: &AtomicBool,
     tick: &(dyn Fn() + Sync),
-) -> Result<Vec<RunRow>, RunStop> {
+) -> Result<(Vec<RunRow>, Vec<Failure>), Cancelled> {
     let n_set = settings.len();
     let total = sessions.len() * n_set;
-    let results: Vec<Option<Result<RunRow, (u32, u32, String)>>> = (0..total)
+    let results: Vec<Option<Result<RunRow, Failure>>> = (0..total)
         .into_par_iter()
         .with_min_len(16)
         .map(|k| {
@@ -162,7 +174,7 @@ pub fn run_pairs(
         })
         .collect();
     if cancel.load(Ordering::Relaxed) {
-        return Err(RunStop::Cancelled);
+        return Err(Cancelled);
     }
     let mut rows = Vec::with_capacity(total);
     let mut failed = Vec::new();
@@ -170,14 +182,10 @@ pub fn run_pairs(
         match r {
             Some(Ok(row)) => rows.push(row),
             Some(Err(e)) => failed.push(e),
-            None => return Err(RunStop::Cancelled),
+            None => return Err(Cancelled),
         }
     }
-    if failed.is_empty() {
-        Ok(rows)
-    } else {
-        Err(RunStop::Failed(failed))
-    }
+    Ok((rows, failed))
 }
 
 #[cfg(test)]
@@ -236,7 +244,8 @@ pub mod tests {
             &AtomicBool::new(false),
             &|| {},
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(rows.len(), 3 * set.len());
         for (k, r) in rows.iter().enumerate() {
             assert_eq!(r.session as usize, k / set.len());
@@ -270,6 +279,7 @@ pub mod tests {
                 &|| {},
             )
             .unwrap()
+            .0
         });
         let b = two.install(|| {
             run_pairs(
@@ -280,6 +290,7 @@ pub mod tests {
                 &|| {},
             )
             .unwrap()
+            .0
         });
         assert_eq!(a, b);
     }
@@ -294,7 +305,7 @@ pub mod tests {
             &AtomicBool::new(true),
             &|| {},
         );
-        assert_eq!(r, Err(RunStop::Cancelled));
+        assert_eq!(r, Err(Cancelled));
     }
 
     struct Failing;
@@ -320,13 +331,12 @@ pub mod tests {
     #[test]
     fn failures_are_reported_per_session() {
         let set = settings();
-        match run_pairs(&Failing, &[0, 1], &set, &AtomicBool::new(false), &|| {}) {
-            Err(RunStop::Failed(f)) => {
-                assert_eq!(f.len(), set.len());
-                assert!(f.iter().all(|(s, _, m)| *s == 1 && m == "boom"));
-            }
-            other => panic!("expected failures, got {other:?}"),
-        }
+        let (rows, f) =
+            run_pairs(&Failing, &[0, 1], &set, &AtomicBool::new(false), &|| {}).unwrap();
+        assert_eq!(f.len(), set.len());
+        assert!(f.iter().all(|(s, _, m)| *s == 1 && m == "boom"));
+        assert_eq!(rows.len(), set.len());
+        assert!(rows.iter().all(|r| r.session == 0));
     }
 
     #[test]
