@@ -1,10 +1,929 @@
-//! `compaction-sim inspect` (not yet implemented).
+//! `compaction-sim inspect PATH...`: one row per session (sizes, usage, critical events),
+//! a totals line, the calibration view, and conversion to canonical JSONL.
+//!
+//! Counted prompt sizes are raw history (every event before the request, no compaction, no
+//! fixed overhead); the calibration view fits that overhead per session to show how far the
+//! counted history lands from what the provider recorded.
 
+use crate::cli::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::tokens::{count_sessions_with_stats, CacheOpts, CountStats, Tokenizer};
+use crate::transcript::{Format, Part, ReadError, Session};
 use clap::Args;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
-pub struct InspectArgs {}
+pub struct InspectArgs {
+    /// Transcript files, folders (read recursively) or glob patterns.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// Read every file as this format instead of detecting it from content
+    /// (adk, adk-eval-set, openai-chat, claude-code, codex, gemini-cli, openhands, swe-agent,
+    /// tau2, canonical).
+    #[arg(long, value_name = "F", value_parser = parse_format)]
+    pub format: Option<Format>,
+    /// Token counter: o200k (default), cl100k, or adk-chars (ADK's floor(chars/4)).
+    #[arg(long, value_name = "T", default_value = "o200k")]
+    pub tokenizer: Tokenizer,
+    /// Print JSON (stable field names) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also show how far counted history + a fitted fixed overhead lands from the recorded
+    /// prompt sizes (median and p95 absolute error in %, per format).
+    #[arg(long)]
+    pub calibration: bool,
+    /// Write every session read as canonical JSONL (only `jsonl` is supported); needs --out.
+    #[arg(long, value_name = "jsonl", value_parser = ["jsonl"], requires = "out")]
+    pub emit: Option<String>,
+    /// Folder for --emit: one `<sanitized session id>.jsonl` per session.
+    #[arg(long, value_name = "DIR", requires = "emit")]
+    pub out: Option<PathBuf>,
+    /// Make bad files fatal (exit 2) instead of listing and skipping them.
+    #[arg(long)]
+    pub strict: bool,
+    /// Token count cache folder (default: env COMPACTION_SIM_CACHE, else
+    /// $XDG_CACHE_HOME/compaction-sim, else ~/.cache/compaction-sim).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Do not read or write the token count cache.
+    #[arg(long)]
+    pub no_cache: bool,
+}
 
-pub fn run(_args: InspectArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("`inspect` is not implemented yet")
+fn parse_format(s: &str) -> Result<Format, String> {
+    Format::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        format!(
+            "unknown format `{s}` (expected one of: {})",
+            names.join(", ")
+        )
+    })
+}
+
+/// One table row (and one `sessions[]` object of `--json`). Token columns use the chosen
+/// tokenizer; `recorded_*` columns are the provider's own numbers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionRow {
+    pub source: String,
+    pub id: String,
+    pub format: String,
+    pub events: u64,
+    /// Distinct invocation ids (user turns).
+    pub invocations: u64,
+    pub model_requests: u64,
+    pub tool_calls: u64,
+    /// Tokens of the largest event carrying a tool response.
+    pub largest_tool_output_tokens: u64,
+    /// Largest recorded prompt (cached tokens included); `None` when nothing was recorded.
+    pub recorded_max_prompt_tokens: Option<u64>,
+    /// Largest counted history before a model request (raw history, no overhead).
+    pub counted_max_prompt_tokens: u64,
+    /// Critical flags (approval, refusal, confirmation, tool error, interruption).
+    pub critical_events: u64,
+    pub recorded_compactions: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Totals {
+    pub sessions: u64,
+    pub events: u64,
+    pub invocations: u64,
+    pub model_requests: u64,
+    pub tool_calls: u64,
+    /// Max over sessions.
+    pub largest_tool_output_tokens: u64,
+    /// Max over sessions.
+    pub recorded_max_prompt_tokens: Option<u64>,
+    /// Max over sessions.
+    pub counted_max_prompt_tokens: u64,
+    pub critical_events: u64,
+    pub recorded_compactions: u64,
+}
+
+/// Token history before each event: `prefix[i]` = sum of `counts[..i]`.
+fn prefix_sums(counts: &[u32]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(counts.len() + 1);
+    let mut acc = 0u64;
+    out.push(0);
+    for c in counts {
+        acc += *c as u64;
+        out.push(acc);
+    }
+    out
+}
+
+pub fn session_row(s: &Session, counts: &[u32]) -> SessionRow {
+    let prefix = prefix_sums(counts);
+    let invocations: BTreeSet<&str> = s.events.iter().map(|e| e.invocation_id.as_str()).collect();
+    let mut row = SessionRow {
+        source: s.source.clone(),
+        id: s.id.clone(),
+        format: s.format.name().to_string(),
+        events: s.events.len() as u64,
+        invocations: invocations.len() as u64,
+        model_requests: 0,
+        tool_calls: 0,
+        largest_tool_output_tokens: 0,
+        recorded_max_prompt_tokens: None,
+        counted_max_prompt_tokens: 0,
+        critical_events: 0,
+        recorded_compactions: s.recorded_compactions.len() as u64,
+    };
+    for (i, e) in s.events.iter().enumerate() {
+        let tokens = counts.get(i).copied().unwrap_or(0) as u64;
+        if e.model_request {
+            row.model_requests += 1;
+            let history = prefix.get(i).copied().unwrap_or(0);
+            row.counted_max_prompt_tokens = row.counted_max_prompt_tokens.max(history);
+        }
+        if let Some(u) = e.usage {
+            let m = row
+                .recorded_max_prompt_tokens
+                .unwrap_or(0)
+                .max(u.prompt_tokens);
+            row.recorded_max_prompt_tokens = Some(m);
+        }
+        row.tool_calls += e
+            .parts
+            .iter()
+            .filter(|p| matches!(p, Part::ToolCall { .. }))
+            .count() as u64;
+        if e.parts
+            .iter()
+            .any(|p| matches!(p, Part::ToolResponse { .. }))
+        {
+            row.largest_tool_output_tokens = row.largest_tool_output_tokens.max(tokens);
+        }
+        row.critical_events += e.critical.len() as u64;
+    }
+    row
+}
+
+pub fn totals(rows: &[SessionRow]) -> Totals {
+    let mut t = Totals {
+        sessions: rows.len() as u64,
+        events: 0,
+        invocations: 0,
+        model_requests: 0,
+        tool_calls: 0,
+        largest_tool_output_tokens: 0,
+        recorded_max_prompt_tokens: None,
+        counted_max_prompt_tokens: 0,
+        critical_events: 0,
+        recorded_compactions: 0,
+    };
+    for r in rows {
+        t.events += r.events;
+        t.invocations += r.invocations;
+        t.model_requests += r.model_requests;
+        t.tool_calls += r.tool_calls;
+        t.largest_tool_output_tokens = t
+            .largest_tool_output_tokens
+            .max(r.largest_tool_output_tokens);
+        if let Some(m) = r.recorded_max_prompt_tokens {
+            t.recorded_max_prompt_tokens = Some(t.recorded_max_prompt_tokens.unwrap_or(0).max(m));
+        }
+        t.counted_max_prompt_tokens = t.counted_max_prompt_tokens.max(r.counted_max_prompt_tokens);
+        t.critical_events += r.critical_events;
+        t.recorded_compactions += r.recorded_compactions;
+    }
+    t
+}
+
+// ------------------------------------------------------------------------------ calibration
+
+/// Sessions need this many usable requests: with one, the fitted overhead explains it exactly
+/// and the error would be a meaningless 0%.
+pub const MIN_CALIBRATION_REQUESTS: usize = 2;
+
+/// One session's fit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionCalibration {
+    pub source: String,
+    pub format: String,
+    /// Requests compared (recorded usage, not post-compaction).
+    pub requests: u64,
+    /// Requests left out because their recorded size was measured after a compaction the
+    /// transcript records.
+    pub excluded_post_compaction: u64,
+    /// Fitted fixed overhead: median over requests of recorded − counted history, tokens.
+    pub overhead_tokens: i64,
+    /// |recorded − (counted history + overhead)| / recorded × 100, per request, median.
+    pub p50_abs_error_pct: f64,
+    pub p95_abs_error_pct: f64,
+}
+
+/// Per format, over all requests of its calibrated sessions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FormatCalibration {
+    pub format: String,
+    pub sessions: u64,
+    pub requests: u64,
+    pub excluded_post_compaction: u64,
+    /// Sessions that recorded usage but had fewer than [`MIN_CALIBRATION_REQUESTS`] usable
+    /// requests.
+    pub sessions_too_short: u64,
+    /// Median of the sessions' fitted overheads, tokens.
+    pub median_overhead_tokens: i64,
+    pub p50_abs_error_pct: f64,
+    pub p95_abs_error_pct: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Calibration {
+    pub tokenizer: String,
+    pub method: &'static str,
+    pub formats: Vec<FormatCalibration>,
+    pub sessions: Vec<SessionCalibration>,
+}
+
+const METHOD: &str = "overhead = per-session median of (recorded prompt - counted history) over \
+requests with recorded usage; requests marked post_compaction_usage are excluded (their recorded \
+size is after a compaction, not raw history); error = |recorded - (counted + overhead)| / recorded";
+
+/// Percentile with linear interpolation between closest ranks (numpy's default) over sorted
+/// values; 0 for an empty slice.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (p / 100.0) * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let (a, b) = (
+        sorted[lo.min(sorted.len() - 1)],
+        sorted[hi.min(sorted.len() - 1)],
+    );
+    a + (b - a) * (rank - lo as f64)
+}
+
+fn median_i64(v: &mut [i64]) -> i64 {
+    v.sort_unstable();
+    if v.is_empty() {
+        0
+    } else if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        // Floor of the mean of the two middle values, exact in integers.
+        (v[v.len() / 2 - 1] + v[v.len() / 2]).div_euclid(2)
+    }
+}
+
+fn sort_f64(v: &mut [f64]) {
+    v.sort_by(|a, b| a.total_cmp(b));
+}
+
+/// Rounds for output so JSON and tables never show float noise.
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Per format while calibrating: errors (%), overheads, sessions, excluded requests, short
+/// sessions.
+type FormatAcc = (Vec<f64>, Vec<i64>, u64, u64, u64);
+
+pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> Calibration {
+    let mut per_session = Vec::new();
+    let mut by_format: BTreeMap<String, FormatAcc> = BTreeMap::new();
+    for (s, c) in sessions.iter().zip(counts) {
+        let prefix = prefix_sums(c);
+        let mut pairs: Vec<(u64, u64)> = Vec::new(); // (recorded, counted history)
+        let mut excluded = 0u64;
+        for (i, e) in s.events.iter().enumerate() {
+            let Some(u) = e.usage else { continue };
+            if e.post_compaction_usage {
+                excluded += 1;
+                continue;
+            }
+            if u.prompt_tokens == 0 {
+                continue;
+            }
+            pairs.push((u.prompt_tokens, prefix.get(i).copied().unwrap_or(0)));
+        }
+        if pairs.is_empty() && excluded == 0 {
+            continue;
+        }
+        let entry = by_format.entry(s.format.name().to_string()).or_default();
+        entry.3 += excluded;
+        if pairs.len() < MIN_CALIBRATION_REQUESTS {
+            entry.4 += 1;
+            continue;
+        }
+        let mut diffs: Vec<i64> = pairs.iter().map(|(r, h)| *r as i64 - *h as i64).collect();
+        let overhead = median_i64(&mut diffs);
+        let mut errs: Vec<f64> = pairs
+            .iter()
+            .map(|(r, h)| ((*r as i64 - (*h as i64 + overhead)).abs() as f64) / (*r as f64) * 100.0)
+            .collect();
+        entry.0.extend(errs.iter().copied());
+        entry.1.push(overhead);
+        entry.2 += 1;
+        sort_f64(&mut errs);
+        per_session.push(SessionCalibration {
+            source: s.source.clone(),
+            format: s.format.name().to_string(),
+            requests: pairs.len() as u64,
+            excluded_post_compaction: excluded,
+            overhead_tokens: overhead,
+            p50_abs_error_pct: round3(percentile(&errs, 50.0)),
+            p95_abs_error_pct: round3(percentile(&errs, 95.0)),
+        });
+    }
+    let formats = by_format
+        .into_iter()
+        .map(
+            |(format, (mut errs, mut overheads, sessions, excluded, short))| {
+                sort_f64(&mut errs);
+                FormatCalibration {
+                    format,
+                    sessions,
+                    requests: errs.len() as u64,
+                    excluded_post_compaction: excluded,
+                    sessions_too_short: short,
+                    median_overhead_tokens: median_i64(&mut overheads),
+                    p50_abs_error_pct: round3(percentile(&errs, 50.0)),
+                    p95_abs_error_pct: round3(percentile(&errs, 95.0)),
+                }
+            },
+        )
+        .collect();
+    per_session.sort_by(|a, b| a.source.cmp(&b.source));
+    Calibration {
+        tokenizer: tok.name().to_string(),
+        method: METHOD,
+        formats,
+        sessions: per_session,
+    }
+}
+
+// ------------------------------------------------------------------------------ rendering
+
+fn opt(v: Option<u64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+}
+
+/// Left-aligned first column(s), right-aligned numbers, two spaces between columns.
+fn render_grid(header: &[&str], rows: &[Vec<String>], left_cols: usize) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let w = widths.get(i).copied().unwrap_or(0);
+            let pad = w.saturating_sub(c.chars().count());
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if i < left_cols {
+                s.push_str(c);
+                s.push_str(&" ".repeat(pad));
+            } else {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for r in rows {
+        out.push_str(&line(r.iter().map(|c| c.as_str()).collect()));
+    }
+    out
+}
+
+pub fn render_table(rows: &[SessionRow], t: &Totals, tok: Tokenizer) -> String {
+    let header = [
+        "session",
+        "format",
+        "events",
+        "invocations",
+        "requests",
+        "tool_calls",
+        "max_tool_out_tok",
+        "recorded_max_prompt_tok",
+        "counted_max_prompt_tok",
+        "critical",
+        "compactions",
+    ];
+    let mut cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.source.clone(),
+                r.format.clone(),
+                r.events.to_string(),
+                r.invocations.to_string(),
+                r.model_requests.to_string(),
+                r.tool_calls.to_string(),
+                r.largest_tool_output_tokens.to_string(),
+                opt(r.recorded_max_prompt_tokens),
+                r.counted_max_prompt_tokens.to_string(),
+                r.critical_events.to_string(),
+                r.recorded_compactions.to_string(),
+            ]
+        })
+        .collect();
+    cells.push(vec![
+        format!("TOTAL ({} sessions)", t.sessions),
+        String::new(),
+        t.events.to_string(),
+        t.invocations.to_string(),
+        t.model_requests.to_string(),
+        t.tool_calls.to_string(),
+        t.largest_tool_output_tokens.to_string(),
+        opt(t.recorded_max_prompt_tokens),
+        t.counted_max_prompt_tokens.to_string(),
+        t.critical_events.to_string(),
+        t.recorded_compactions.to_string(),
+    ]);
+    let mut out = render_grid(&header, &cells, 2);
+    out.push_str(&format!(
+        "tokens counted with {tok}; counted prompt = raw history before a model request \
+         (no fixed overhead, no compaction); recorded prompt includes cached tokens; \
+         TOTAL sums counts and takes the max of *_tok columns\n"
+    ));
+    out
+}
+
+fn pct(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+pub fn render_calibration(c: &Calibration) -> String {
+    let mut out = format!("\ncalibration (tokenizer {})\n", c.tokenizer);
+    let header = [
+        "format",
+        "sessions",
+        "requests",
+        "excluded_post_compaction",
+        "too_short",
+        "median_overhead_tok",
+        "p50_abs_err_%",
+        "p95_abs_err_%",
+    ];
+    let rows: Vec<Vec<String>> = c
+        .formats
+        .iter()
+        .map(|f| {
+            vec![
+                f.format.clone(),
+                f.sessions.to_string(),
+                f.requests.to_string(),
+                f.excluded_post_compaction.to_string(),
+                f.sessions_too_short.to_string(),
+                f.median_overhead_tokens.to_string(),
+                pct(f.p50_abs_error_pct),
+                pct(f.p95_abs_error_pct),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        out.push_str("no session records prompt sizes\n");
+    } else {
+        out.push_str(&render_grid(&header, &rows, 1));
+    }
+    out.push_str(&format!("{}; sessions with fewer than {MIN_CALIBRATION_REQUESTS} usable requests are too short to fit\n", c.method));
+    out
+}
+
+// ------------------------------------------------------------------------------ emit
+
+/// A session id made safe as a file name: ASCII letters, digits, `.`, `_`, `-` kept, the rest
+/// replaced by `_`; at most 100 chars; never empty, `.` or `..`, never starting with `.`.
+pub fn sanitize_file_stem(id: &str) -> String {
+    let mut s: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    if s.starts_with('.') {
+        s.replace_range(0..1, "_");
+    }
+    if s.is_empty() {
+        s = "session".into();
+    }
+    s
+}
+
+/// Distinct file names for the sessions, in session order (duplicates get `-2`, `-3`, ...).
+pub fn emit_names(sessions: &[Session]) -> Vec<String> {
+    let mut used = BTreeSet::new();
+    sessions
+        .iter()
+        .map(|s| {
+            let stem = sanitize_file_stem(&s.id);
+            let mut name = format!("{stem}.jsonl");
+            let mut k = 2;
+            while !used.insert(name.to_ascii_lowercase()) {
+                name = format!("{stem}-{k}.jsonl");
+                k += 1;
+            }
+            name
+        })
+        .collect()
+}
+
+fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn emit_jsonl(sessions: &[Session], dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("{}: cannot create output folder: {e}", dir.display()))?;
+    for (s, name) in sessions.iter().zip(emit_names(sessions)) {
+        let mut buf = Vec::new();
+        loader::write_canonical(s, &mut buf)?;
+        write_atomic(dir, &name, &buf)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(&name).display()))?;
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------ run
+
+#[derive(Serialize)]
+struct BadFile<'a> {
+    file: &'a str,
+    location: &'a str,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct CountStatsJson {
+    events: u64,
+    tokenized: u64,
+    cached: u64,
+}
+
+#[derive(Serialize)]
+struct InspectJson<'a> {
+    tokenizer: &'a str,
+    sessions: &'a [SessionRow],
+    totals: &'a Totals,
+    bad_files: Vec<BadFile<'a>>,
+    warnings: u64,
+    token_counts: CountStatsJson,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    calibration: Option<&'a Calibration>,
+}
+
+pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
+    let loaded = loader::load(&args.paths, args.format);
+    for e in &loaded.errors {
+        eprintln!("skipped: {e}");
+    }
+    let single_file = args.paths.len() == 1 && Path::new(&args.paths[0]).is_file();
+    if !loaded.errors.is_empty() && (args.strict || single_file) {
+        eprintln!("error: {} bad file(s)", loaded.errors.len());
+        return Ok(EXIT_BAD_INPUT);
+    }
+    let mut sessions = loaded.sessions;
+    sessions.sort_by(|a, b| (&a.source, &a.id).cmp(&(&b.source, &b.id)));
+
+    let cache = CacheOpts::resolve(args.cache_dir.clone(), args.no_cache);
+    let (counts, stats): (Vec<Vec<u32>>, CountStats) =
+        count_sessions_with_stats(&sessions, args.tokenizer, &cache)?;
+    eprintln!(
+        "tokens ({}): {} events, {} tokenized, {} from cache",
+        args.tokenizer, stats.events, stats.tokenized, stats.cached
+    );
+
+    let rows: Vec<SessionRow> = sessions
+        .iter()
+        .zip(&counts)
+        .map(|(s, c)| session_row(s, c))
+        .collect();
+    let tot = totals(&rows);
+    let calibration = args
+        .calibration
+        .then(|| calibrate(&sessions, &counts, args.tokenizer));
+
+    if let (Some(_), Some(dir)) = (&args.emit, &args.out) {
+        emit_jsonl(&sessions, dir)?;
+        eprintln!(
+            "wrote {} canonical JSONL file(s) to {}",
+            sessions.len(),
+            dir.display()
+        );
+    }
+
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let doc = InspectJson {
+            tokenizer: args.tokenizer.name(),
+            sessions: &rows,
+            totals: &tot,
+            bad_files: loaded
+                .errors
+                .iter()
+                .map(|e| BadFile {
+                    file: &e.file,
+                    location: &e.location,
+                    message: &e.message,
+                })
+                .collect(),
+            warnings: loaded.errors.len() as u64,
+            token_counts: CountStatsJson {
+                events: stats.events,
+                tokenized: stats.tokenized,
+                cached: stats.cached,
+            },
+            calibration: calibration.as_ref(),
+        };
+        serde_json::to_writer_pretty(&mut stdout, &doc)?;
+        writeln!(stdout)?;
+    } else {
+        stdout.write_all(render_table(&rows, &tot, args.tokenizer).as_bytes())?;
+        if let Some(c) = &calibration {
+            stdout.write_all(render_calibration(c).as_bytes())?;
+        }
+    }
+    if !loaded.errors.is_empty() {
+        eprintln!(
+            "{} warning(s): bad files listed above were skipped",
+            loaded.errors.len()
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+/// The bridge to the transcript module's loader and canonical writer.
+mod loader {
+    use super::*;
+
+    pub struct Loaded {
+        pub sessions: Vec<Session>,
+        pub errors: Vec<ReadError>,
+    }
+
+    pub fn load(paths: &[String], format: Option<Format>) -> Loaded {
+        let mut sessions = Vec::new();
+        let mut errors = Vec::new();
+        for file in expand(paths, &mut errors) {
+            let name = file.display().to_string();
+            let text = match std::fs::read_to_string(&file) {
+                Ok(t) => t,
+                Err(e) => {
+                    errors.push(ReadError::new(&name, "", format!("cannot read: {e}")));
+                    continue;
+                }
+            };
+            let fmt = format.or_else(|| sniff(&text));
+            let Some(fmt) = fmt else {
+                errors.push(ReadError::new(&name, "", "unknown format"));
+                continue;
+            };
+            match read(fmt, &name, &text) {
+                Ok(s) => sessions.extend(s),
+                Err(e) => errors.push(e),
+            }
+        }
+        Loaded { sessions, errors }
+    }
+
+    fn expand(paths: &[String], errors: &mut Vec<ReadError>) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for p in paths {
+            let path = Path::new(p);
+            if path.is_dir() {
+                walk(path, &mut out);
+            } else if path.is_file() {
+                out.push(path.to_path_buf());
+            } else {
+                match glob::glob(p) {
+                    Ok(g) => {
+                        let before = out.len();
+                        for entry in g.flatten() {
+                            if entry.is_dir() {
+                                walk(&entry, &mut out);
+                            } else {
+                                out.push(entry);
+                            }
+                        }
+                        if out.len() == before {
+                            errors.push(ReadError::new(
+                                p,
+                                "",
+                                "no such file, folder or glob match",
+                            ));
+                        }
+                    }
+                    Err(e) => errors.push(ReadError::new(p, "", format!("bad glob: {e}"))),
+                }
+            }
+        }
+        out
+    }
+
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("json" | "jsonl" | "traj")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+
+    fn sniff(text: &str) -> Option<Format> {
+        use crate::transcript as t;
+        type Sniff = fn(&str) -> bool;
+        let checks: [(Format, Sniff); 9] = [
+            (Format::Canonical, t::canonical::sniff),
+            (Format::ClaudeCode, t::claude_code::sniff),
+            (Format::Codex, t::codex::sniff),
+            (Format::GeminiCli, t::gemini_cli::sniff),
+            (Format::Openhands, t::openhands::sniff),
+            (Format::SweAgent, t::swe_agent::sniff),
+            (Format::Tau2, t::tau2::sniff),
+            (Format::OpenaiChat, t::openai_chat::sniff),
+            (Format::Adk, t::adk::sniff),
+        ];
+        checks
+            .into_iter()
+            .find(|(_, f)| f(text))
+            .map(|(fmt, _)| fmt)
+    }
+
+    fn read(fmt: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+        use crate::transcript as t;
+        match fmt {
+            Format::Adk | Format::AdkEvalSet => t::adk::read(file, text),
+            Format::OpenaiChat => t::openai_chat::read(file, text),
+            Format::ClaudeCode => t::claude_code::read(file, text),
+            Format::Codex => t::codex::read(file, text),
+            Format::GeminiCli => t::gemini_cli::read(file, text),
+            Format::Openhands => t::openhands::read(file, text),
+            Format::SweAgent => t::swe_agent::read(file, text),
+            Format::Tau2 => t::tau2::read(file, text),
+            Format::Canonical => t::canonical::read(file, text),
+        }
+    }
+
+    pub fn write_canonical(s: &Session, w: &mut Vec<u8>) -> anyhow::Result<()> {
+        for e in &s.events {
+            serde_json::to_writer(&mut *w, e)?;
+            w.push(b'\n');
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::{Critical, Event, RecordedCompaction, Role, Usage};
+    use serde_json::json;
+
+    fn ev(inv: &str, parts: Vec<Part>) -> Event {
+        let mut e = Event::new("agent", Role::Model, inv, 0.0);
+        e.parts = parts;
+        e
+    }
+
+    fn text(t: &str) -> Part {
+        Part::Text { text: t.into() }
+    }
+
+    /// Built through serde so fields added to the model later take their defaults.
+    fn session(events: Vec<Event>) -> Session {
+        serde_json::from_value(json!({
+            "id": "s/1",
+            "source": "x.jsonl",
+            "format": "codex",
+            "events": events,
+        }))
+        .expect("session")
+    }
+
+    #[test]
+    fn row_counts_follow_the_events() {
+        let mut req1 = ev(
+            "i1",
+            vec![Part::ToolCall {
+                id: None,
+                name: "f".into(),
+                args: json!({}),
+            }],
+        );
+        req1.model_request = true;
+        req1.usage = Some(Usage {
+            prompt_tokens: 500,
+            ..Default::default()
+        });
+        let mut resp = ev(
+            "i1",
+            vec![Part::ToolResponse {
+                id: None,
+                name: "f".into(),
+                response: json!("x"),
+            }],
+        );
+        resp.critical = vec![Critical::ToolError];
+        let mut req2 = ev("i2", vec![text("done")]);
+        req2.model_request = true;
+        req2.usage = Some(Usage {
+            prompt_tokens: 900,
+            ..Default::default()
+        });
+        let mut s = session(vec![ev("i1", vec![text("hi")]), req1, resp, req2]);
+        let rc: RecordedCompaction =
+            serde_json::from_value(json!({"at_event": 3, "source": "t"})).expect("compaction");
+        s.recorded_compactions.push(rc);
+        let counts = [10, 20, 300, 5];
+        let r = session_row(&s, &counts);
+        assert_eq!(r.events, 4);
+        assert_eq!(r.invocations, 2);
+        assert_eq!(r.model_requests, 2);
+        assert_eq!(r.tool_calls, 1);
+        assert_eq!(r.largest_tool_output_tokens, 300);
+        assert_eq!(r.recorded_max_prompt_tokens, Some(900));
+        // History before req2 = 10 + 20 + 300.
+        assert_eq!(r.counted_max_prompt_tokens, 330);
+        assert_eq!(r.critical_events, 1);
+        assert_eq!(r.recorded_compactions, 1);
+        let t = totals(&[r.clone(), r]);
+        assert_eq!(
+            (t.sessions, t.events, t.counted_max_prompt_tokens),
+            (2, 8, 330)
+        );
+    }
+
+    #[test]
+    fn calibration_fits_median_overhead_and_excludes_post_compaction() {
+        // Counted history before each request: 0, 100, 200, 300 (each event 100 tokens).
+        // Recorded: 1000, 1100, 1210, and a post-compaction 50 that must be ignored.
+        let mut evs = Vec::new();
+        for (i, rec) in [1000u64, 1100, 1210, 50].iter().enumerate() {
+            let mut e = ev("i", vec![text("x")]);
+            e.model_request = true;
+            e.usage = Some(Usage {
+                prompt_tokens: *rec,
+                ..Default::default()
+            });
+            e.post_compaction_usage = i == 3;
+            evs.push(e);
+        }
+        let s = session(evs);
+        let c = calibrate(&[s], &[vec![100, 100, 100, 100]], Tokenizer::O200k);
+        let sc = &c.sessions[0];
+        // diffs 1000, 1000, 1010 -> median 1000; errors 0, 0, 10/1210.
+        assert_eq!(sc.overhead_tokens, 1000);
+        assert_eq!(sc.requests, 3);
+        assert_eq!(sc.excluded_post_compaction, 1);
+        assert_eq!(sc.p50_abs_error_pct, 0.0);
+        let p95 = round3(percentile(&[0.0, 0.0, 10.0 / 1210.0 * 100.0], 95.0));
+        assert_eq!(sc.p95_abs_error_pct, p95);
+        assert!(p95 > 0.7 && p95 < 0.8);
+        assert_eq!(c.formats[0].format, "codex");
+        assert_eq!(c.formats[0].requests, 3);
+    }
+
+    #[test]
+    fn percentile_interpolates() {
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.5);
+        assert_eq!(percentile(&[5.0], 95.0), 5.0);
+        assert_eq!(percentile(&[], 50.0), 0.0);
+        assert!((percentile(&[0.0, 10.0], 95.0) - 9.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn sanitized_names_are_safe_and_distinct() {
+        assert_eq!(sanitize_file_stem("../../etc/passwd"), "_._.._etc_passwd");
+        assert_eq!(sanitize_file_stem(""), "session");
+        assert_eq!(sanitize_file_stem("a b/c"), "a_b_c");
+        let mut a = session(vec![]);
+        a.id = "x/y".into();
+        let mut b = a.clone();
+        b.id = "x_y".into();
+        assert_eq!(
+            emit_names(&[a, b]),
+            vec!["x_y.jsonl".to_string(), "x_y-2.jsonl".to_string()]
+        );
+    }
 }

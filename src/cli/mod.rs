@@ -11,6 +11,7 @@ pub mod check;
 pub mod replay;
 pub mod conform;
 pub mod calibrate;
+pub mod cost_flags;
 pub mod sweep;
 pub mod merge;
 pub mod report;

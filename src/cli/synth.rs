@@ -1,10 +1,45 @@
-//! `compaction-sim synth` (not yet implemented).
+//! `compaction-sim synth`: write realistic sample sessions as ADK session JSON.
 
+use anyhow::Context;
 use clap::Args;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
-pub struct SynthArgs {}
+pub struct SynthArgs {
+    /// How many sessions to write (session i depends only on the seed and i).
+    #[arg(long, default_value_t = 40)]
+    pub sessions: usize,
+    /// PRNG seed; the same seed always writes the same bytes.
+    #[arg(long, default_value_t = 6)]
+    pub seed: u64,
+    /// Folder to write `NN-kind-INVOCATIONS.session.json` files into (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+}
 
-pub fn run(_args: SynthArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("`synth` is not implemented yet")
+pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
+    std::fs::create_dir_all(&args.out).with_context(|| format!("{}: cannot create folder", args.out.display()))?;
+    let files = crate::synth::generate(args.sessions, args.seed);
+    let mut bytes = 0usize;
+    for f in &files {
+        write_atomic(&args.out.join(&f.file_name), f.json.as_bytes())?;
+        bytes += f.json.len();
+    }
+    eprintln!(
+        "wrote {} sessions ({:.2} MB) to {}",
+        files.len(),
+        bytes as f64 / 1e6,
+        args.out.display()
+    );
+    Ok(super::EXIT_OK)
+}
+
+/// Temp file in the same folder, then rename: readers never see half a file.
+fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("{}: cannot create temp file", dir.display()))?;
+    tmp.write_all(data).with_context(|| format!("{}: write failed", path.display()))?;
+    tmp.persist(path).with_context(|| format!("{}: rename failed", path.display()))?;
+    Ok(())
 }

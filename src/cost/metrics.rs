@@ -56,4 +56,17 @@ pub struct SessionMetrics {
     pub seams: u64,
     /// Summarizer calls whose prompt would not fit the summarizer model's context window.
     pub summarizer_context_overflows: u64,
+    /// Part of `cost_usd` spent on summarizer calls, USD.
+    #[serde(default)]
+    pub summarizer_cost_usd: f64,
+    /// Agent prompt tokens billed at the cached-input rate (with / without compaction).
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub baseline_cache_read_tokens: u64,
+    /// Agent requests whose prompt crossed a price tier (e.g. > 200k), with / without compaction.
+    #[serde(default)]
+    pub requests_over_tier: u64,
+    #[serde(default)]
+    pub baseline_requests_over_tier: u64,
 }

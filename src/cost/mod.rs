@@ -1,3 +1,15 @@
 //! Cost, latency, client modes and the metrics of shared/spec/metrics.md.
 
+pub mod caching;
+pub mod calibrate;
+pub mod client;
+pub mod compute;
+pub mod facts;
+pub mod latency;
 pub mod metrics;
+pub mod pricing;
+pub mod summarizers;
+
+pub use compute::{
+    compute_metrics, render_metrics, replay_with_client, CostModel, MetricsSetting, ReplayLog,
+};

@@ -1,14 +1,566 @@
-//! Reader (not yet implemented).
+//! ADK reader: session exports (snake_case or camelCase, as ADK serializes with aliases), a
+//! JSON list of events, JSONL of events, and ADK eval sets (`eval_cases` / `evalCases`).
+//!
+//! It keeps every detail ADK's size measures read (part order, payload key order, ids,
+//! long-running ids, requested confirmation/auth ids, branch, recorded usage), and follows the
+//! oracle's loading rules (shared/oracle/adk_oracle.py `to_events`): partial events are
+//! dropped, compaction events go to `recorded_compactions`, a missing or zero timestamp becomes
+//! `1700000000 + index`, and a model request is a non-user event whose content role is
+//! `model` (or with no content but usage metadata).
 
-use super::{ReadError, Session};
+use serde_json::{Map, Value};
 
-/// True when `text` (the file's content) looks like this format.
-pub fn sniff(_text: &str) -> bool {
+use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
+
+const SYNTHETIC_T0: f64 = 1_700_000_000.0;
+
+/// Look up a field by its snake_case name or its camelCase alias.
+fn field<'a>(o: &'a Map<String, Value>, snake: &str) -> Option<&'a Value> {
+    if let Some(v) = o.get(snake) {
+        return Some(v);
+    }
+    let mut camel = String::with_capacity(snake.len());
+    let mut up = false;
+    for c in snake.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            camel.push(c.to_ascii_uppercase());
+            up = false;
+        } else {
+            camel.push(c);
+        }
+    }
+    o.get(&camel)
+}
+
+fn non_null<'a>(o: &'a Map<String, Value>, snake: &str) -> Option<&'a Value> {
+    field(o, snake).filter(|v| !v.is_null())
+}
+
+/// True when `text` (the file's content) looks like ADK: a session export, an event list,
+/// JSONL of events, or an eval set.
+pub fn sniff(text: &str) -> bool {
+    let t = text.trim_start();
+    if t.starts_with('{') {
+        if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(t) {
+            if o.get("events").is_some_and(Value::is_array) {
+                return o
+                    .get("events")
+                    .and_then(|e| e.as_array())
+                    .is_some_and(|a| a.iter().all(looks_like_event))
+                    || o.contains_key("app_name")
+                    || o.contains_key("appName");
+            }
+            if field(&o, "eval_cases").is_some_and(Value::is_array) {
+                return true;
+            }
+            return looks_like_event(&Value::Object(o));
+        }
+        // JSONL: every non-empty line an ADK event.
+        let mut any = false;
+        for line in t.lines().filter(|l| !l.trim().is_empty()).take(20) {
+            match serde_json::from_str::<Value>(line) {
+                Ok(v) if looks_like_event(&v) => any = true,
+                _ => return false,
+            }
+        }
+        return any;
+    }
+    if t.starts_with('[') {
+        if let Ok(Value::Array(a)) = serde_json::from_str::<Value>(t) {
+            return !a.is_empty() && a.iter().all(looks_like_event);
+        }
+    }
     false
+}
+
+fn looks_like_event(v: &Value) -> bool {
+    let Some(o) = v.as_object() else { return false };
+    o.contains_key("author")
+        && (field(o, "invocation_id").is_some()
+            || o.contains_key("content")
+            || o.contains_key("actions"))
 }
 
 /// Parse the whole file. `file` is the path as the user gave it, used in errors and
 /// `Session::source`.
-pub fn read(file: &str, _text: &str) -> Result<Vec<Session>, ReadError> {
-    Err(ReadError::new(file, "", "reader not implemented yet"))
+pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    let t = text.trim_start();
+    let stem = session_stem(file);
+    if t.starts_with('{') || t.starts_with('[') {
+        match serde_json::from_str::<Value>(t) {
+            Ok(Value::Object(o)) => {
+                if let Some(Value::Array(evs)) = o.get("events") {
+                    let id = o
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .unwrap_or(stem);
+                    let items: Vec<(String, &Value)> = evs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| (format!("$.events[{i}]"), v))
+                        .collect();
+                    return Ok(vec![build_session(
+                        file,
+                        id,
+                        file.to_string(),
+                        Format::Adk,
+                        &items,
+                    )?]);
+                }
+                if let Some(cases) = field(&o, "eval_cases") {
+                    return read_eval_set(file, cases);
+                }
+                if looks_like_event(&Value::Object(o.clone())) {
+                    // A single-line JSONL file holding one event.
+                    return read_jsonl(file, t, stem);
+                }
+                return Err(ReadError::new(
+                    file,
+                    "$",
+                    "an ADK session needs an \"events\" list",
+                ));
+            }
+            Ok(Value::Array(evs)) => {
+                let items: Vec<(String, &Value)> = evs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (format!("$[{i}]"), v))
+                    .collect();
+                return Ok(vec![build_session(
+                    file,
+                    stem,
+                    file.to_string(),
+                    Format::Adk,
+                    &items,
+                )?]);
+            }
+            Ok(_) => return Err(ReadError::new(file, "$", "expected a JSON object or list")),
+            Err(e) if t.starts_with('[') => {
+                return Err(ReadError::new(
+                    file,
+                    format!("line {}", e.line()),
+                    format!("invalid JSON: {e}"),
+                ))
+            }
+            Err(_) => {}
+        }
+    }
+    read_jsonl(file, t, stem)
+}
+
+fn read_jsonl(file: &str, text: &str, stem: String) -> Result<Vec<Session>, ReadError> {
+    let mut values = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            ReadError::new(
+                file,
+                format!("line {}", i + 1),
+                format!("invalid JSON: {e}"),
+            )
+        })?;
+        values.push((format!("line {}", i + 1), v));
+    }
+    let items: Vec<(String, &Value)> = values.iter().map(|(l, v)| (l.clone(), v)).collect();
+    Ok(vec![build_session(
+        file,
+        stem,
+        file.to_string(),
+        Format::Adk,
+        &items,
+    )?])
+}
+
+fn session_stem(file: &str) -> String {
+    let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    let name = name
+        .strip_suffix(".jsonl")
+        .or_else(|| name.strip_suffix(".json"))
+        .unwrap_or(name);
+    name.strip_suffix(".session")
+        .or_else(|| name.strip_suffix(".events"))
+        .unwrap_or(name)
+        .to_string()
+}
+
+fn num(v: Option<&Value>) -> Option<f64> {
+    v.and_then(Value::as_f64)
+}
+
+fn uint(v: Option<&Value>) -> Option<u64> {
+    v.and_then(|x| {
+        x.as_u64()
+            .or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+    })
+}
+
+fn str_list(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        Some(Value::Object(o)) => o.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Convert one ADK `Content` into (role, parts).
+fn content_parts(
+    o: &Map<String, Value>,
+    path: &str,
+    file: &str,
+) -> Result<(Role, Vec<Part>), ReadError> {
+    let role = match o.get("role").and_then(Value::as_str) {
+        Some("model") => Role::Model,
+        _ => Role::User,
+    };
+    let mut parts = Vec::new();
+    if let Some(ps) = non_null(o, "parts") {
+        let Some(ps) = ps.as_array() else {
+            return Err(ReadError::new(
+                file,
+                format!("{path}.parts"),
+                "expected a list of parts",
+            ));
+        };
+        for (j, p) in ps.iter().enumerate() {
+            let Some(p) = p.as_object() else {
+                return Err(ReadError::new(
+                    file,
+                    format!("{path}.parts[{j}]"),
+                    "expected an object",
+                ));
+            };
+            if let Some(text) = non_null(p, "text") {
+                let text = text.as_str().unwrap_or_default().to_string();
+                if non_null(p, "thought").and_then(Value::as_bool) == Some(true) {
+                    parts.push(Part::Thought { text });
+                } else {
+                    parts.push(Part::Text { text });
+                }
+            }
+            if let Some(fc) = non_null(p, "function_call").and_then(Value::as_object) {
+                parts.push(Part::ToolCall {
+                    id: non_null(fc, "id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    name: non_null(fc, "name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    args: non_null(fc, "args").cloned().unwrap_or(Value::Null),
+                });
+            }
+            if let Some(fr) = non_null(p, "function_response").and_then(Value::as_object) {
+                parts.push(Part::ToolResponse {
+                    id: non_null(fr, "id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    name: non_null(fr, "name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    response: non_null(fr, "response").cloned().unwrap_or(Value::Null),
+                });
+            }
+        }
+    }
+    Ok((role, parts))
+}
+
+fn build_session(
+    file: &str,
+    id: String,
+    source: String,
+    format: Format,
+    items: &[(String, &Value)],
+) -> Result<Session, ReadError> {
+    let mut events: Vec<Event> = Vec::new();
+    let mut recorded = Vec::new();
+    let mut synthetic = false;
+    let mut model: Option<String> = None;
+    for (path, v) in items {
+        let Some(o) = v.as_object() else {
+            return Err(ReadError::new(
+                file,
+                path.as_str(),
+                "an event must be a JSON object",
+            ));
+        };
+        if non_null(o, "partial").and_then(Value::as_bool) == Some(true) {
+            continue;
+        }
+        let actions = non_null(o, "actions").and_then(Value::as_object);
+        if let Some(c) = actions
+            .and_then(|a| non_null(a, "compaction"))
+            .and_then(Value::as_object)
+        {
+            let summary = non_null(c, "compacted_content")
+                .and_then(Value::as_object)
+                .and_then(|cc| non_null(cc, "parts"))
+                .and_then(Value::as_array)
+                .map(|ps| {
+                    ps.iter()
+                        .filter_map(|p| p.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join("")
+                })
+                .unwrap_or_default();
+            recorded.push(RecordedCompaction {
+                at_event: events.len(),
+                source: "adk compaction event".into(),
+                trigger: None,
+                pre_tokens: None,
+                start_timestamp: num(field(c, "start_timestamp")),
+                end_timestamp: num(field(c, "end_timestamp")),
+                summary,
+            });
+            continue;
+        }
+        let author = non_null(o, "author")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let Some(inv) = non_null(o, "invocation_id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        else {
+            return Err(ReadError::new(
+                file,
+                path.as_str(),
+                "event has no invocation_id",
+            ));
+        };
+        let content = non_null(o, "content").and_then(Value::as_object);
+        let (role, parts) = match content {
+            Some(c) => content_parts(c, &format!("{path}.content"), file)?,
+            None => (
+                if author == "user" {
+                    Role::User
+                } else {
+                    Role::Model
+                },
+                Vec::new(),
+            ),
+        };
+        let ts = match num(field(o, "timestamp")) {
+            Some(t) if t != 0.0 => t,
+            _ => {
+                synthetic = true;
+                SYNTHETIC_T0 + events.len() as f64
+            }
+        };
+        let mut e = Event::new(author, role, inv, ts);
+        e.id = non_null(o, "id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        e.parts = parts;
+        let um = non_null(o, "usage_metadata").and_then(Value::as_object);
+        if let Some(um) = um {
+            if let Some(p) = uint(non_null(um, "prompt_token_count")) {
+                e.usage = Some(Usage {
+                    prompt_tokens: p,
+                    cached_read_tokens: uint(non_null(um, "cached_content_token_count"))
+                        .unwrap_or(0),
+                    cache_write_tokens: 0,
+                    output_tokens: uint(non_null(um, "candidates_token_count")).unwrap_or(0)
+                        + uint(non_null(um, "thoughts_token_count")).unwrap_or(0),
+                });
+            }
+        }
+        let content_role_model =
+            content.and_then(|c| c.get("role")).and_then(Value::as_str) == Some("model");
+        e.model_request =
+            e.author != "user" && (content_role_model || (content.is_none() && um.is_some()));
+        if let Some(m) = non_null(o, "model_version").and_then(Value::as_str) {
+            e.model = Some(m.to_string());
+            model.get_or_insert_with(|| m.to_string());
+        }
+        e.long_running_tool_ids = str_list(non_null(o, "long_running_tool_ids"));
+        if let Some(a) = actions {
+            e.requested_ids = str_list(non_null(a, "requested_tool_confirmations"));
+            e.requested_ids
+                .extend(str_list(non_null(a, "requested_auth_configs")));
+            if non_null(a, "requested_tool_confirmations")
+                .is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+            {
+                e.critical.push(Critical::Confirmation);
+            }
+        }
+        if e.parts.iter().any(|p| matches!(p, Part::ToolResponse { response: Value::Object(r), .. } if r.contains_key("error"))) {
+            e.critical.push(Critical::ToolError);
+        }
+        e.branch = non_null(o, "branch")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        events.push(e);
+    }
+    Ok(Session {
+        id,
+        source,
+        format,
+        events,
+        recorded_compactions: recorded,
+        model,
+        synthetic_timestamps: synthetic,
+    })
+}
+
+fn read_eval_set(file: &str, cases: &Value) -> Result<Vec<Session>, ReadError> {
+    let Some(cases) = cases.as_array() else {
+        return Err(ReadError::new(file, "$.eval_cases", "expected a list"));
+    };
+    let mut out = Vec::new();
+    for (ci, case) in cases.iter().enumerate() {
+        let cpath = format!("$.eval_cases[{ci}]");
+        let Some(c) = case.as_object() else {
+            return Err(ReadError::new(file, cpath, "expected an object"));
+        };
+        let id = non_null(c, "eval_id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("case{ci}"));
+        let conv = non_null(c, "conversation")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut evs: Vec<Value> = Vec::new();
+        let mut t = SYNTHETIC_T0;
+        for (ii, inv) in conv.iter().enumerate() {
+            let Some(inv) = inv.as_object() else {
+                return Err(ReadError::new(
+                    file,
+                    format!("{cpath}.conversation[{ii}]"),
+                    "expected an object",
+                ));
+            };
+            let inv_id = non_null(inv, "invocation_id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("inv-{ii}"));
+            if let Some(ts) = num(non_null(inv, "creation_timestamp")) {
+                if ts > t {
+                    t = ts;
+                }
+            }
+            let mut push = |author: &str, content: Value, t: &mut f64| {
+                evs.push(serde_json::json!({"author": author, "invocation_id": inv_id, "timestamp": *t, "content": content}));
+                *t += 0.001;
+            };
+            if let Some(u) = non_null(inv, "user_content") {
+                push("user", u.clone(), &mut t);
+            }
+            if let Some(im) = non_null(inv, "intermediate_data").and_then(Value::as_object) {
+                let uses = non_null(im, "tool_uses")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let resps = non_null(im, "tool_responses")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for (k, fc) in uses.iter().enumerate() {
+                    push(
+                        "agent",
+                        serde_json::json!({"role": "model", "parts": [{"function_call": fc}]}),
+                        &mut t,
+                    );
+                    if let Some(fr) = resps.get(k) {
+                        push(
+                            "agent",
+                            serde_json::json!({"role": "user", "parts": [{"function_response": fr}]}),
+                            &mut t,
+                        );
+                    }
+                }
+                if let Some(Value::Array(irs)) = non_null(im, "intermediate_responses") {
+                    for ir in irs {
+                        if let Some([a, ps]) = ir.as_array().map(Vec::as_slice) {
+                            let a = a.as_str().unwrap_or("agent").to_string();
+                            push(
+                                &a,
+                                serde_json::json!({"role": "model", "parts": ps}),
+                                &mut t,
+                            );
+                        }
+                    }
+                }
+            }
+            if let Some(f) = non_null(inv, "final_response") {
+                push("agent", f.clone(), &mut t);
+            }
+        }
+        let items: Vec<(String, &Value)> = evs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("{cpath}.conversation(event {i})"), v))
+            .collect();
+        out.push(build_session(
+            file,
+            id.clone(),
+            format!("{file}#{id}"),
+            Format::AdkEvalSet,
+            &items,
+        )?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn camel_and_snake_read_the_same() {
+        let snake = r#"{"events":[{"author":"user","invocation_id":"i1","timestamp":1.5,"content":{"role":"user","parts":[{"text":"hi"}]}},
+          {"author":"a","invocation_id":"i1","timestamp":2.5,"content":{"role":"model","parts":[{"function_call":{"id":"c1","name":"f","args":{"b":1,"a":2}}}]},
+           "usage_metadata":{"prompt_token_count":10,"candidates_token_count":3},"long_running_tool_ids":["c1"]},
+          {"author":"a","invocation_id":"i1","timestamp":3.0,"partial":true,"content":{"role":"model","parts":[{"text":"x"}]}},
+          {"author":"user","invocation_id":"i2","timestamp":4.0,"actions":{"compaction":{"start_timestamp":1.5,"end_timestamp":2.5,"compacted_content":{"role":"model","parts":[{"text":"sum"}]}}}}]}"#;
+        let camel = r#"[{"author":"user","invocationId":"i1","timestamp":1.5,"content":{"role":"user","parts":[{"text":"hi"}]}},
+          {"author":"a","invocationId":"i1","timestamp":2.5,"content":{"role":"model","parts":[{"functionCall":{"id":"c1","name":"f","args":{"b":1,"a":2}}}]},
+           "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3},"longRunningToolIds":["c1"]},
+          {"author":"a","invocationId":"i1","timestamp":3.0,"partial":true,"content":{"role":"model","parts":[{"text":"x"}]}},
+          {"author":"user","invocationId":"i2","timestamp":4.0,"actions":{"compaction":{"startTimestamp":1.5,"endTimestamp":2.5,"compactedContent":{"role":"model","parts":[{"text":"sum"}]}}}}]"#;
+        let a = read("s.json", snake).unwrap();
+        let b = read("s.json", camel).unwrap();
+        assert_eq!(a[0].events, b[0].events);
+        assert_eq!(
+            a[0].events.len(),
+            2,
+            "partial and compaction events are not raw events"
+        );
+        assert_eq!(a[0].recorded_compactions.len(), 1);
+        assert_eq!(a[0].recorded_compactions[0].summary, "sum");
+        let e = &a[0].events[1];
+        assert!(e.model_request);
+        assert_eq!(e.usage.map(|u| u.prompt_tokens), Some(10));
+        assert_eq!(e.long_running_tool_ids, vec!["c1".to_string()]);
+        // key order of args is kept (json.dumps measures it as written)
+        match &e.parts[0] {
+            Part::ToolCall { args, .. } => assert_eq!(args.to_string(), r#"{"b":1,"a":2}"#),
+            p => panic!("unexpected part {p:?}"),
+        }
+        assert!(sniff(snake) && sniff(camel));
+    }
+
+    #[test]
+    fn jsonl_and_errors() {
+        let jsonl = "{\"author\":\"user\",\"invocation_id\":\"i\",\"timestamp\":1,\"content\":{\"role\":\"user\",\"parts\":[{\"text\":\"a\"}]}}\n\n{\"author\":\"m\",\"invocation_id\":\"i\",\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"b\"}]}}\n";
+        let s = read("x.jsonl", jsonl).unwrap();
+        assert_eq!(s[0].events.len(), 2);
+        assert_eq!(s[0].events[1].timestamp, SYNTHETIC_T0 + 1.0);
+        assert!(s[0].synthetic_timestamps);
+        let bad = "{\"author\":\"user\",\"invocation_id\":\"i\"}\n{oops\n";
+        let err = read("x.jsonl", bad).unwrap_err();
+        assert_eq!(err.location, "line 2");
+        let noinv = r#"{"events":[{"author":"user","timestamp":1}]}"#;
+        assert_eq!(read("y.json", noinv).unwrap_err().location, "$.events[0]");
+    }
 }

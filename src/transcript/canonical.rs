@@ -1,14 +1,295 @@
-//! Reader (not yet implemented).
+//! compaction-sim's own canonical JSONL: every other format converts to it
+//! (`inspect --emit jsonl`), and it reads back into the same [`Session`].
+//!
+//! A file holds one or more sessions. Each starts with a header line
+//! `{"compaction_sim":1,"session":{"id":…,"format_of_origin":…,"source":…,"model":…,
+//! "synthetic_timestamps":…,"recorded_compactions":[…]}}`, followed by one [`Event`] per line
+//! exactly as serde serialises it. Blank lines are ignored. See README "Canonical JSONL".
 
-use super::{ReadError, Session};
+use serde::{Deserialize, Serialize};
 
-/// True when `text` (the file's content) looks like this format.
-pub fn sniff(_text: &str) -> bool {
-    false
+use super::{util, Event, Format, ReadError, RecordedCompaction, Session};
+
+/// The schema version written in every header.
+pub const VERSION: u64 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    compaction_sim: u64,
+    session: HeaderSession,
 }
 
-/// Parse the whole file. `file` is the path as the user gave it, used in errors and
-/// `Session::source`.
-pub fn read(file: &str, _text: &str) -> Result<Vec<Session>, ReadError> {
-    Err(ReadError::new(file, "", "reader not implemented yet"))
+#[derive(Serialize, Deserialize)]
+struct HeaderSession {
+    id: String,
+    /// The format the session was first read from; `canonical` when written by hand.
+    #[serde(default = "canonical_format")]
+    format_of_origin: Format,
+    /// The file it was first read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    #[serde(default)]
+    synthetic_timestamps: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    approval_policies: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    recorded_compactions: Vec<RecordedCompaction>,
+}
+
+fn canonical_format() -> Format {
+    Format::Canonical
+}
+
+/// True when the first non-blank line is a canonical header.
+pub fn sniff(text: &str) -> bool {
+    util::scan::first_line_keys(text).is_some_and(|k| k.iter().any(|k| k == "compaction_sim"))
+}
+
+/// Write one session as canonical JSONL (header line, then one event per line, each ending
+/// in `\n`). Same session → same bytes.
+pub fn write_canonical(s: &Session) -> String {
+    let header = Header {
+        compaction_sim: VERSION,
+        session: HeaderSession {
+            id: s.id.clone(),
+            format_of_origin: s.format,
+            source: Some(s.source.clone()),
+            model: s.model.clone(),
+            synthetic_timestamps: s.synthetic_timestamps,
+            approval_policies: s.approval_policies.clone(),
+            recorded_compactions: s.recorded_compactions.clone(),
+        },
+    };
+    let mut out = String::new();
+    // Serialising these plain structs cannot fail (string keys, finite or null floats).
+    out.push_str(&serde_json::to_string(&header).unwrap_or_default());
+    out.push('\n');
+    for e in &s.events {
+        out.push_str(&serde_json::to_string(e).unwrap_or_default());
+        out.push('\n');
+    }
+    out
+}
+
+struct Pending {
+    session: Session,
+    /// Line number of each event, for errors.
+    lines: Vec<usize>,
+}
+
+/// Read canonical JSONL. A session keeps the format it was first read from
+/// (`format_of_origin`), so per-format views still work after conversion; `source` is this
+/// file (plus `#id` when it holds several sessions).
+pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    let mut done: Vec<Pending> = Vec::new();
+    let mut cur: Option<Pending> = None;
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let is_header = t.contains("\"compaction_sim\"")
+            && util::scan::top_keys(t).is_some_and(|k| k.iter().any(|k| k == "compaction_sim"));
+        if is_header {
+            let h: Header = serde_json::from_str(t).map_err(|e| line_error(file, n, &e))?;
+            if h.compaction_sim != VERSION {
+                return Err(ReadError::new(
+                    file,
+                    format!("line {n}"),
+                    format!(
+                        "unsupported canonical version {} (this build reads {VERSION})",
+                        h.compaction_sim
+                    ),
+                ));
+            }
+            if let Some(p) = cur.take() {
+                done.push(p);
+            }
+            cur = Some(Pending {
+                session: Session {
+                    id: h.session.id,
+                    source: h.session.source.unwrap_or_default(),
+                    format: h.session.format_of_origin,
+                    events: Vec::new(),
+                    recorded_compactions: h.session.recorded_compactions,
+                    model: h.session.model,
+                    synthetic_timestamps: h.session.synthetic_timestamps,
+                    approval_policies: h.session.approval_policies,
+                },
+                lines: Vec::new(),
+            });
+            continue;
+        }
+        let Some(p) = cur.as_mut() else {
+            return Err(ReadError::new(
+                file,
+                format!("line {n}"),
+                "wrong shape: expected a {\"compaction_sim\":1,…} header before the first event",
+            ));
+        };
+        let e: Event = serde_json::from_str(t).map_err(|e| line_error(file, n, &e))?;
+        p.session.events.push(e);
+        p.lines.push(n);
+    }
+    if let Some(p) = cur.take() {
+        done.push(p);
+    }
+    if done.is_empty() {
+        return Err(ReadError::new(file, "", "empty file: no canonical header"));
+    }
+    let many = done.len() > 1;
+    let mut out = Vec::with_capacity(done.len());
+    for mut p in done {
+        util::validate_events(file, &p.session.events, |i| {
+            format!("line {}", p.lines.get(i).copied().unwrap_or(0))
+        })?;
+        for c in &p.session.recorded_compactions {
+            if c.at_event > p.session.events.len() {
+                return Err(ReadError::new(
+                    file,
+                    format!("session {}", p.session.id),
+                    format!(
+                        "recorded compaction at event {} beyond the {} events",
+                        c.at_event,
+                        p.session.events.len()
+                    ),
+                ));
+            }
+        }
+        p.session.source = if many {
+            format!("{file}#{}", p.session.id)
+        } else {
+            file.to_string()
+        };
+        out.push(p.session);
+    }
+    Ok(out)
+}
+
+fn line_error(file: &str, n: usize, e: &serde_json::Error) -> ReadError {
+    let mut r = util::json_error(file, e);
+    r.location = format!("line {n} column {}", e.column());
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::{Critical, Part, Role, Usage};
+
+    fn sample() -> Session {
+        let mut u = Event::new("user", Role::User, "inv-1", 10.5);
+        u.parts.push(Part::Text {
+            text: "yes \"quoted\" ünïcode".into(),
+        });
+        u.critical.push(Critical::Confirmation);
+        let mut m = Event::new("agent", Role::Model, "inv-1", 11.25);
+        m.model_request = true;
+        m.usage = Some(Usage {
+            prompt_tokens: 120,
+            cached_read_tokens: 100,
+            cache_write_tokens: 0,
+            output_tokens: 7,
+        });
+        m.parts.push(Part::Thought { text: "hmm".into() });
+        m.parts.push(Part::ToolCall {
+            id: Some("c1".into()),
+            name: "f".into(),
+            args: serde_json::json!({"z": 1, "a": [1.5, null]}),
+        });
+        let mut t = Event::new("agent", Role::User, "inv-1", 11.25);
+        t.parts.push(Part::ToolResponse {
+            id: Some("c1".into()),
+            name: "f".into(),
+            response: serde_json::json!("ok"),
+        });
+        Session {
+            id: "s1".into(),
+            source: "orig.jsonl".into(),
+            format: Format::ClaudeCode,
+            events: vec![u, m, t],
+            recorded_compactions: vec![RecordedCompaction {
+                at_event: 2,
+                source: "claude-code compact_boundary".into(),
+                trigger: Some("auto".into()),
+                pre_tokens: Some(170_000),
+                start_timestamp: None,
+                end_timestamp: None,
+                summary: "sum".into(),
+            }],
+            model: Some("m".into()),
+            synthetic_timestamps: false,
+            approval_policies: vec!["on-request".into()],
+        }
+    }
+
+    #[test]
+    fn round_trips_a_session_byte_for_byte() {
+        let s = sample();
+        let text = write_canonical(&s);
+        assert!(sniff(&text));
+        assert!(text.starts_with("{\"compaction_sim\":1,"));
+        assert_eq!(text.lines().count(), 4);
+        let back = read("x.jsonl", &text).unwrap();
+        assert_eq!(back.len(), 1);
+        let mut expect = s.clone();
+        expect.source = "x.jsonl".into();
+        assert_eq!(back[0], expect);
+        assert_eq!(
+            write_canonical(&back[0]).replace("x.jsonl", "orig.jsonl"),
+            text
+        );
+    }
+
+    #[test]
+    fn several_sessions_and_bad_lines() {
+        let s = sample();
+        let mut s2 = sample();
+        s2.id = "s2".into();
+        let text = format!("{}\n{}", write_canonical(&s), write_canonical(&s2));
+        let back = read("x.jsonl", &text).unwrap();
+        assert_eq!(
+            back.iter().map(|s| s.source.as_str()).collect::<Vec<_>>(),
+            ["x.jsonl#s1", "x.jsonl#s2"]
+        );
+
+        let e = read("x.jsonl", "{\"author\":\"u\"}\n").unwrap_err();
+        assert!(
+            e.to_string().starts_with("x.jsonl: line 1: wrong shape"),
+            "{e}"
+        );
+        let written = write_canonical(&s);
+        let mut lines: Vec<&str> = written.lines().collect();
+        lines.swap(1, 2); // model event (t=11.25) before the user event (t=10.5)
+        let e = read("x.jsonl", &lines.join("\n")).unwrap_err();
+        assert_eq!(e.location, "line 3");
+        assert!(e.message.contains("out of order"), "{e}");
+        let lines: Vec<&str> = written.lines().collect();
+        let e = read("x.jsonl", &[lines[0], lines[1], lines[3]].join("\n")).unwrap_err();
+        assert_eq!(e.location, "line 3");
+        assert!(e.message.contains("without its call"), "{e}");
+        let e = read(
+            "x.jsonl",
+            "{\"compaction_sim\":2,\"session\":{\"id\":\"a\"}}",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("unsupported canonical version 2"), "{e}");
+    }
+
+    #[test]
+    fn the_readme_example_reads() {
+        let readme = include_str!("../../README.md");
+        let sec = &readme[readme.find("## Canonical JSONL").expect("section")..];
+        let start = sec.find("```json\n").expect("example") + 8;
+        let end = start + sec[start..].find("```").expect("end");
+        let s = &read("ex.jsonl", &sec[start..end]).expect("README example parses")[0];
+        assert_eq!(s.format, Format::ClaudeCode);
+        assert_eq!(s.events.len(), 3);
+        assert_eq!(s.recorded_compactions[0].pre_tokens, Some(170_000));
+        let u = s.events[1].usage.expect("usage");
+        assert_eq!(u.prompt_tokens, 3 + u.cached_read_tokens + u.cache_write_tokens);
+    }
 }

@@ -1,14 +1,520 @@
-//! Reader (not yet implemented).
+//! Codex CLI rollout reader (`~/.codex/sessions/**/rollout-*.jsonl`).
+//!
+//! Each line is `{timestamp, type, payload}`. The history the model saw is the
+//! `response_item`s (user/assistant messages, reasoning, function calls and outputs);
+//! `event_msg`s mostly echo them for the UI and are skipped, except:
+//! - `token_count` marks one model request and carries its exact `last_token_usage`
+//!   (OpenAI convention: `input_tokens` already includes `cached_input_tokens`;
+//!   `output_tokens` includes reasoning). Codex writes it just before the request's
+//!   response items, so it opens a model event that the following reasoning, function calls
+//!   and assistant message fill. A repeated `token_count` with an unchanged running total is
+//!   the same request reported twice and is skipped. Response items that arrive with no
+//!   open request (an aborted stream) form a model request without recorded usage.
+//! - `turn_aborted` flags the latest event `Interruption`; `exec_approval_request` /
+//!   `apply_patch_approval_request` flag the requesting model event `Approval`.
+//! - `compacted` (Codex's own compaction) is kept aside as a recorded compaction.
+//!
+//! Invocations start at each run of consecutive user messages (the environment context and
+//! the prompt that follow an answer or an abort). `turn_context.approval_policy` values are
+//! kept in `Session::approval_policies`. A `function_call_output` whose `call_id` has no
+//! earlier call is bad input (the corpus has none). Outputs saying "rejected by user" are
+//! `Refusal`; non-zero exit codes and sandbox/execution failures are `ToolError`.
+//! Timestamps must not go backwards (the corpus rollouts never do).
 
-use super::{ReadError, Session};
+use super::readutil::{self, Clock};
+use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
 
-/// True when `text` (the file's content) looks like this format.
-pub fn sniff(_text: &str) -> bool {
-    false
+const AGENT: &str = "codex";
+
+/// True when `text` looks like a Codex rollout: the first record is `{timestamp, type,
+/// payload}` with a Codex record type.
+pub fn sniff(text: &str) -> bool {
+    const TYPES: [&str; 5] = ["session_meta", "response_item", "event_msg", "turn_context", "compacted"];
+    let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+        return false;
+    };
+    if !line.starts_with('{') {
+        return false;
+    }
+    if line.len() <= 1 << 20 {
+        if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(line) {
+            return m.contains_key("payload")
+                && readutil::str_field(&m, "type").is_some_and(|t| TYPES.contains(&t));
+        }
+    }
+    let head = line.get(..line.len().min(4096)).unwrap_or(line);
+    head.contains("\"payload\"") && TYPES.iter().any(|t| head.contains(&format!("\"type\":\"{t}\"")))
 }
 
 /// Parse the whole file. `file` is the path as the user gave it, used in errors and
 /// `Session::source`.
-pub fn read(file: &str, _text: &str) -> Result<Vec<Session>, ReadError> {
-    Err(ReadError::new(file, "", "reader not implemented yet"))
+pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    let mut r = Rollout {
+        file,
+        session_id: None,
+        model: None,
+        approval_policies: Vec::new(),
+        events: Vec::new(),
+        compactions: Vec::new(),
+        clock: Clock::new(0.0),
+        tool_names: HashMap::new(),
+        open_request: None,
+        last_total: None,
+        invocations: 0,
+        in_user_block: false,
+        after_compaction: false,
+    };
+    let mut any = false;
+    for (line_no, line) in readutil::lines(file, text)? {
+        let obj = readutil::parse_object_line(file, line_no, line)?;
+        r.line(line_no, &obj)?;
+        any = true;
+    }
+    if !any {
+        return Err(ReadError::new(file, "", "empty file"));
+    }
+    if r.events.is_empty() {
+        return Err(ReadError::new(file, "", "no messages or model requests in this rollout"));
+    }
+    let stem = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
+    Ok(vec![Session {
+        id: r.session_id.unwrap_or_else(|| stem.to_string()),
+        source: file.to_string(),
+        format: Format::Codex,
+        events: r.events,
+        recorded_compactions: r.compactions,
+        model: r.model,
+        synthetic_timestamps: r.clock.synthetic,
+        approval_policies: r.approval_policies,
+    }])
+}
+
+struct Rollout<'a> {
+    file: &'a str,
+    session_id: Option<String>,
+    model: Option<String>,
+    approval_policies: Vec<String>,
+    events: Vec<Event>,
+    compactions: Vec<RecordedCompaction>,
+    clock: Clock,
+    tool_names: HashMap<String, String>,
+    /// The model event that response items currently fill.
+    open_request: Option<usize>,
+    /// The previous `token_count`'s running total, to spot repeats.
+    last_total: Option<Value>,
+    invocations: usize,
+    in_user_block: bool,
+    after_compaction: bool,
+}
+
+impl<'a> Rollout<'a> {
+    fn err(&self, line_no: usize, msg: impl Into<String>) -> ReadError {
+        ReadError::new(self.file, format!("line {line_no}"), msg)
+    }
+
+    fn invocation(&mut self) -> String {
+        if self.invocations == 0 {
+            self.invocations = 1;
+        }
+        format!("inv-{}", self.invocations)
+    }
+
+    fn line(&mut self, line_no: usize, obj: &Map<String, Value>) -> Result<(), ReadError> {
+        let kind = match obj.get("type") {
+            Some(Value::String(s)) => s.as_str(),
+            Some(other) => return Err(self.err(line_no, format!("\"type\" is {}, expected a string", readutil::kind(other)))),
+            None => return Err(self.err(line_no, "record has no \"type\"")),
+        };
+        let payload = match obj.get("payload") {
+            Some(Value::Object(p)) => p,
+            Some(other) => {
+                return Err(self.err(line_no, format!("\"payload\" is {}, expected an object", readutil::kind(other))))
+            }
+            None => return Err(self.err(line_no, "record has no \"payload\"")),
+        };
+        let ts = match obj.get("timestamp") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => match readutil::parse_timestamp(s) {
+                Some(t) => Some(t),
+                None => return Err(self.err(line_no, format!("timestamp {s:?} is not RFC 3339"))),
+            },
+            Some(other) => {
+                return Err(self.err(line_no, format!("timestamp is {}, expected a string", readutil::kind(other))))
+            }
+        };
+        let t = self.clock.next(ts).map_err(|m| self.err(line_no, m))?;
+        match kind {
+            "session_meta" => {
+                if self.session_id.is_none() {
+                    self.session_id = readutil::str_field(payload, "id").map(str::to_string);
+                }
+            }
+            "turn_context" => {
+                if self.model.is_none() {
+                    self.model = readutil::str_field(payload, "model").map(str::to_string);
+                }
+                if let Some(p) = readutil::str_field(payload, "approval_policy") {
+                    if !self.approval_policies.iter().any(|x| x == p) {
+                        self.approval_policies.push(p.to_string());
+                    }
+                }
+            }
+            "response_item" => self.response_item(line_no, payload, t)?,
+            "event_msg" => self.event_msg(line_no, payload, t)?,
+            "compacted" => {
+                let summary = readutil::str_field(payload, "message").unwrap_or("").to_string();
+                self.compactions.push(RecordedCompaction {
+                    at_event: self.events.len(),
+                    source: "codex compacted".to_string(),
+                    trigger: None,
+                    pre_tokens: None,
+                    start_timestamp: None,
+                    end_timestamp: ts,
+                    summary,
+                });
+                self.after_compaction = true;
+                self.open_request = None;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The model event response items go into, opening one without usage if needed.
+    fn request(&mut self, t: f64) -> usize {
+        if let Some(i) = self.open_request {
+            if i < self.events.len() {
+                return i;
+            }
+        }
+        self.in_user_block = false;
+        let inv = self.invocation();
+        let mut ev = Event::new(AGENT, Role::Model, inv, t);
+        ev.model_request = true;
+        ev.model.clone_from(&self.model);
+        ev.post_compaction_usage = self.after_compaction;
+        self.events.push(ev);
+        let i = self.events.len() - 1;
+        self.open_request = Some(i);
+        i
+    }
+
+    fn push_to_request(&mut self, t: f64, parts: Vec<Part>) {
+        let i = self.request(t);
+        if let Some(ev) = self.events.get_mut(i) {
+            ev.parts.extend(parts);
+        }
+    }
+
+    fn response_item(&mut self, line_no: usize, p: &Map<String, Value>, t: f64) -> Result<(), ReadError> {
+        match readutil::str_field(p, "type").unwrap_or("") {
+            "message" => {
+                let role = readutil::str_field(p, "role").unwrap_or("");
+                let parts = message_parts(p.get("content"));
+                match role {
+                    "assistant" => self.push_to_request(t, parts),
+                    "user" | "system" | "developer" => {
+                        self.open_request = None;
+                        if role == "user" && !self.in_user_block {
+                            self.invocations += 1;
+                            self.in_user_block = true;
+                        }
+                        let inv = self.invocation();
+                        let (author, role) = if role == "user" { ("user", Role::User) } else { (AGENT, Role::System) };
+                        let mut ev = Event::new(author, role, inv, t);
+                        ev.parts = parts;
+                        self.events.push(ev);
+                    }
+                    other => return Err(self.err(line_no, format!("message has unknown role {other:?}"))),
+                }
+            }
+            "reasoning" => {
+                let mut texts: Vec<String> = Vec::new();
+                for key in ["summary", "content"] {
+                    if let Some(Value::Array(items)) = p.get(key) {
+                        texts.extend(items.iter().filter_map(|x| x.get("text").and_then(Value::as_str)).map(str::to_string));
+                    }
+                }
+                let parts = texts.into_iter().map(|text| Part::Thought { text }).collect();
+                self.push_to_request(t, parts);
+            }
+            kind @ ("function_call" | "custom_tool_call" | "local_shell_call") => {
+                let Some(id) = readutil::str_field(p, "call_id").or_else(|| readutil::str_field(p, "id")) else {
+                    return Err(self.err(line_no, format!("{kind} has no \"call_id\"")));
+                };
+                let name = match kind {
+                    "local_shell_call" => "local_shell".to_string(),
+                    _ => readutil::str_field(p, "name").unwrap_or("").to_string(),
+                };
+                let args = match (p.get("arguments"), p.get("input"), p.get("action")) {
+                    // Arguments are a JSON string; keep the parsed object when it parses.
+                    (Some(Value::String(s)), _, _) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+                    (Some(v), _, _) => v.clone(),
+                    (None, Some(v), _) | (None, None, Some(v)) => v.clone(),
+                    (None, None, None) => Value::Object(Map::new()),
+                };
+                self.tool_names.insert(id.to_string(), name.clone());
+                self.push_to_request(t, vec![Part::ToolCall { id: Some(id.to_string()), name, args }]);
+            }
+            kind @ ("function_call_output" | "custom_tool_call_output" | "local_shell_call_output") => {
+                let Some(id) = readutil::str_field(p, "call_id") else {
+                    return Err(self.err(line_no, format!("{kind} has no \"call_id\"")));
+                };
+                let Some(name) = self.tool_names.get(id).cloned() else {
+                    return Err(self.err(line_no, format!("output for call {id} has no matching function call earlier in the rollout")));
+                };
+                let output = match p.get("output") {
+                    Some(Value::String(s)) => s.clone(),
+                    None | Some(Value::Null) => String::new(),
+                    Some(v) => v.to_string(),
+                };
+                let critical = output_flags(&output);
+                self.open_request = None;
+                self.in_user_block = false;
+                let inv = self.invocation();
+                let mut ev = Event::new(AGENT, Role::Tool, inv, t);
+                ev.parts.push(Part::ToolResponse { id: Some(id.to_string()), name, response: serde_json::json!({ "output": output }) });
+                ev.critical = critical;
+                self.events.push(ev);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn event_msg(&mut self, line_no: usize, p: &Map<String, Value>, t: f64) -> Result<(), ReadError> {
+        match readutil::str_field(p, "type").unwrap_or("") {
+            "token_count" => {
+                let Some(info) = p.get("info").filter(|i| !i.is_null()) else {
+                    // Rate-limit-only updates carry no request.
+                    return Ok(());
+                };
+                let total = info.get("total_token_usage").cloned();
+                if total.is_some() && total == self.last_total {
+                    return Ok(());
+                }
+                let last = match info.get("last_token_usage") {
+                    Some(v) if v.is_object() => v.clone(),
+                    Some(v) if !v.is_null() => {
+                        return Err(self.err(line_no, format!("last_token_usage is {}, expected an object", readutil::kind(v))))
+                    }
+                    // Older rollouts: the request's usage is the growth of the running total.
+                    _ => diff_usage(total.as_ref(), self.last_total.as_ref()),
+                };
+                self.last_total = total;
+                let usage = Usage {
+                    prompt_tokens: readutil::u64_field(Some(&last), "input_tokens"),
+                    cached_read_tokens: readutil::u64_field(Some(&last), "cached_input_tokens"),
+                    cache_write_tokens: 0,
+                    output_tokens: readutil::u64_field(Some(&last), "output_tokens"),
+                };
+                self.open_request = None;
+                let i = self.request(t);
+                if let Some(ev) = self.events.get_mut(i) {
+                    ev.usage = Some(usage);
+                }
+            }
+            "turn_aborted" => {
+                if let Some(ev) = self.events.last_mut() {
+                    if !ev.critical.contains(&Critical::Interruption) {
+                        ev.critical.push(Critical::Interruption);
+                    }
+                }
+                // The request stays open: Codex can write the aborted response's items
+                // (reasoning, the call and its "aborted" output) after the abort notice.
+            }
+            "exec_approval_request" | "apply_patch_approval_request" => {
+                if let Some(ev) = self.events.iter_mut().rev().find(|e| e.model_request) {
+                    if !ev.critical.contains(&Critical::Approval) {
+                        ev.critical.push(Critical::Approval);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Text and image parts of a message's `content` list.
+fn message_parts(content: Option<&Value>) -> Vec<Part> {
+    let mut parts = Vec::new();
+    match content {
+        Some(Value::String(s)) => parts.push(Part::Text { text: s.clone() }),
+        Some(Value::Array(items)) => {
+            for it in items {
+                match it.get("type").and_then(Value::as_str) {
+                    Some("input_text" | "output_text" | "text") => {
+                        parts.push(Part::Text { text: it.get("text").and_then(Value::as_str).unwrap_or("").to_string() })
+                    }
+                    Some("input_image") => {
+                        let url = it.get("image_url").and_then(Value::as_str).unwrap_or("");
+                        let (mime_type, size_bytes) = match url.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) {
+                            Some((mime, data)) => (Some(mime.to_string()), Some(readutil::base64_decoded_len(data))),
+                            None => (None, None),
+                        };
+                        parts.push(Part::Attachment { name: "image".to_string(), mime_type, text: None, size_bytes });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    parts
+}
+
+/// Critical flags of a function output: user rejections, failed commands.
+fn output_flags(output: &str) -> Vec<Critical> {
+    let lower_head: String = output.chars().take(200).collect::<String>().to_lowercase();
+    if lower_head.contains("rejected by user") {
+        return vec![Critical::Refusal];
+    }
+    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(output) {
+        let code = o.get("metadata").and_then(|m| m.get("exit_code")).and_then(Value::as_i64);
+        return if code.is_some_and(|c| c != 0) { vec![Critical::ToolError] } else { Vec::new() };
+    }
+    if lower_head.starts_with("failed in sandbox") || lower_head.starts_with("execution error") {
+        return vec![Critical::ToolError];
+    }
+    Vec::new()
+}
+
+/// `now - before` for the usage counters, for rollouts without `last_token_usage`.
+fn diff_usage(now: Option<&Value>, before: Option<&Value>) -> Value {
+    let mut out = Map::new();
+    for key in ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens"] {
+        let a = readutil::u64_field(now, key);
+        let b = readutil::u64_field(before, key);
+        out.insert(key.to_string(), Value::from(a.saturating_sub(b)));
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::readutil::testutil::{num, read_corpus, stats_sessions};
+    use std::collections::BTreeSet;
+
+    fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> u64 {
+        s.events.iter().flat_map(|e| e.parts.iter()).filter(|p| f(p)).count() as u64
+    }
+
+    fn count_flag(s: &Session, c: Critical) -> u64 {
+        s.events.iter().filter(|e| e.critical.contains(&c)).count() as u64
+    }
+
+    #[test]
+    fn corpus_counts_match_stats_json() {
+        let mut problems = Vec::new();
+        let entries = stats_sessions("agentcmd_cli_sessions/codex");
+        assert_eq!(entries.len(), 5);
+        for st in entries {
+            let rel = st.get("session").and_then(Value::as_str).unwrap_or_default().to_string();
+            let sessions = match read(&rel, &read_corpus(&rel)) {
+                Ok(s) => s,
+                Err(e) => {
+                    problems.push(e.to_string());
+                    continue;
+                }
+            };
+            let s = &sessions[0];
+            let usages: Vec<Usage> = s.events.iter().filter_map(|e| e.usage).collect();
+            let requests = s.events.iter().filter(|e| e.model_request).count() as u64;
+            let invocations: BTreeSet<&str> = s.events.iter().map(|e| e.invocation_id.as_str()).collect();
+            // stats.json's "assistant turns" are assistant text messages.
+            let answers = s
+                .events
+                .iter()
+                .filter(|e| e.model_request && e.parts.iter().any(|p| matches!(p, Part::Text { .. })))
+                .count() as u64;
+            let checks: [(&str, u64, u64); 11] = [
+                ("model requests", requests, num(&st, "usage_records")),
+                ("usage records", usages.len() as u64, num(&st, "usage_records")),
+                ("answers", answers, num(&st, "assistant_turns")),
+                ("tool calls", count_parts(s, |p| matches!(p, Part::ToolCall { .. })), num(&st, "tool_calls")),
+                ("tool results", count_parts(s, |p| matches!(p, Part::ToolResponse { .. })), num(&st, "tool_results")),
+                ("invocations", invocations.len() as u64, num(&st, "user_turns")),
+                ("max prompt", usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0), num(&st, "max_input_tokens")),
+                ("sum prompt", usages.iter().map(|u| u.prompt_tokens).sum(), num(&st, "sum_input_tokens")),
+                ("sum output", usages.iter().map(|u| u.output_tokens).sum(), num(&st, "sum_output_tokens")),
+                ("interrupts", count_flag(s, Critical::Interruption), num(&st, "interrupts")),
+                ("refusals", count_flag(s, Critical::Refusal), num(&st, "rejections_or_refusals")),
+            ];
+            for (what, got, want) in checks {
+                if got != want {
+                    problems.push(format!("{rel}: {what} {got}, stats.json says {want}"));
+                }
+            }
+            let mut want_policies: Vec<String> = st
+                .get("approval_policies")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default();
+            let mut got_policies = s.approval_policies.clone();
+            want_policies.sort();
+            got_policies.sort();
+            if got_policies != want_policies {
+                problems.push(format!("{rel}: approval policies {got_policies:?} vs {want_policies:?}"));
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// Lines 5–10 of this rollout: turn_context, reasoning, token_count, then the reasoning
+    /// and function call of that same request, then its output.
+    #[test]
+    fn token_count_attaches_to_the_request_it_precedes() {
+        let rel = "agentcmd_cli_sessions/codex/full/rollout-2025-09-24T20-12-23-01997ea4-a70d-7da3-8c20-c736db82a7c5.jsonl";
+        let s = read(rel, &read_corpus(rel)).expect("reads");
+        let s = &s[0];
+        assert_eq!(s.id, "01997ea4-a70d-7da3-8c20-c736db82a7c5");
+        assert_eq!(s.model.as_deref(), Some("gpt-5-codex"));
+        let first = s.events.iter().find(|e| e.model_request).expect("a request");
+        let want = Usage { prompt_tokens: 3587, cached_read_tokens: 2560, cache_write_tokens: 0, output_tokens: 229 };
+        assert_eq!(first.usage, Some(want));
+        assert!(matches!(&first.parts[0], Part::Thought { text } if text == "**Analyzing dashboard query necessity**"));
+        assert!(matches!(&first.parts[1], Part::ToolCall { id: Some(id), name, .. } if id == "call_WmlLLopV6YokTw8Y639cqY5h" && name == "shell"));
+        // Arguments are parsed from their JSON string.
+        assert!(matches!(&first.parts[1], Part::ToolCall { args, .. } if args.get("command").is_some()));
+        let idx = s.events.iter().position(|e| std::ptr::eq(e, first)).unwrap_or(0);
+        let next = &s.events[idx + 1];
+        assert_eq!(next.role, Role::Tool);
+        assert!(matches!(&next.parts[0], Part::ToolResponse { id: Some(id), .. } if id == "call_WmlLLopV6YokTw8Y639cqY5h"));
+        // That command failed (bash syntax error, exit code 1 in its metadata).
+        assert_eq!(next.critical, [Critical::ToolError]);
+        // The environment context and the prompt open invocation 1 together.
+        assert_eq!(s.events[0].invocation_id, "inv-1");
+        assert_eq!(s.events[1].invocation_id, "inv-1");
+    }
+
+    #[test]
+    fn bad_input_is_one_line_naming_the_line() {
+        let meta = r#"{"timestamp":"2025-01-01T00:00:00Z","type":"session_meta","payload":{"id":"x"}}"#;
+        let orphan = r#"{"timestamp":"2025-01-01T00:00:01Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"hi"}}"#;
+        let e = read("r.jsonl", &format!("{meta}\n{orphan}\n")).expect_err("orphan");
+        assert_eq!(e.location, "line 2");
+        assert!(e.message.contains("c1"));
+        let early = meta.replace("2025-01-01T00:00:00Z", "2025-01-01T00:00:02Z");
+        let user = r#"{"timestamp":"2025-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#;
+        let e = read("r.jsonl", &format!("{early}\n{user}\n")).expect_err("out of order");
+        assert_eq!(e.location, "line 2");
+        let e = read("r.jsonl", &format!("{meta}\n{{\"timestamp\":1}}\n")).expect_err("no type");
+        assert_eq!(e.location, "line 2");
+        assert!(read("r.jsonl", "\n\n").is_err());
+        assert!(read("r.jsonl", meta).is_err(), "no messages at all");
+    }
+
+    #[test]
+    fn sniff_tells_codex_from_neighbours() {
+        let rel = "agentcmd_cli_sessions/codex/full/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl";
+        assert!(sniff(&read_corpus(rel)));
+        assert!(!sniff(&read_corpus("claude_code_spotter/short.jsonl")));
+        assert!(!sniff(&read_corpus("openhands/tests/unit/resolver/mock_output/output.jsonl")));
+        assert!(!sniff("{\"type\":\"response_item\"}"));
+    }
 }

@@ -1,1 +1,451 @@
-//! Format detection from content and loading files, folders and globs (not yet implemented).
+//! Format detection from content, and loading files, folders and globs.
+//!
+//! Files are read with a streaming guard first, so a huge file or a 1 GB line is refused with
+//! a one-line error before it is held in memory ([`MAX_FILE_BYTES`], [`MAX_LINE_BYTES`]).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::{
+    adk, canonical, claude_code, codex, gemini_cli, openai_chat, openhands, swe_agent, tau2, util,
+    Format, ReadError, Session,
+};
+
+/// Largest file read: 512 MiB (the whole corpus is 30 MB; larger inputs are almost surely
+/// not transcripts, and each file is held in memory while parsed).
+pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
+/// Longest line read: 64 MiB (single-line JSON files in the corpus reach 4 MB).
+pub const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Limits used by [`load_file_with_limits`]; [`load_file`] uses the defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_file_bytes: u64,
+    pub max_line_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: MAX_FILE_BYTES,
+            max_line_bytes: MAX_LINE_BYTES,
+        }
+    }
+}
+
+/// Detection order: the most specific signatures first, so a file matching two sniffers
+/// gets the stricter one (canonical has an explicit header; JSONL formats check their first
+/// line; JSON formats check top-level keys).
+const ORDER: [Format; 10] = [
+    Format::Canonical,
+    Format::ClaudeCode,
+    Format::Codex,
+    Format::Openhands,
+    Format::GeminiCli,
+    Format::Tau2,
+    Format::SweAgent,
+    Format::AdkEvalSet,
+    Format::Adk,
+    Format::OpenaiChat,
+];
+
+/// Does `text` look like format `f`?
+pub fn sniff(f: Format, text: &str) -> bool {
+    match f {
+        Format::Adk | Format::AdkEvalSet => adk::sniff(text) && adk_kind(text) == Some(f),
+        Format::OpenaiChat => openai_chat::sniff(text),
+        Format::ClaudeCode => claude_code::sniff(text),
+        Format::Codex => codex::sniff(text),
+        Format::GeminiCli => gemini_cli::sniff(text),
+        Format::Openhands => openhands::sniff(text),
+        Format::SweAgent => swe_agent::sniff(text),
+        Format::Tau2 => tau2::sniff(text),
+        Format::Canonical => canonical::sniff(text),
+    }
+}
+
+/// ADK exports and eval sets share one reader: eval sets have `eval_cases`/`evalCases`.
+fn adk_kind(text: &str) -> Option<Format> {
+    let keys = util::scan::top_keys(text)?;
+    if keys.iter().any(|k| k == "eval_cases" || k == "evalCases") {
+        Some(Format::AdkEvalSet)
+    } else {
+        Some(Format::Adk)
+    }
+}
+
+/// The format of a file's content, or `None` when no reader recognises it.
+pub fn detect(text: &str) -> Option<Format> {
+    // ADK's sniff covers both of its formats; try it once and split by shape.
+    for f in ORDER {
+        let hit = match f {
+            Format::AdkEvalSet => false,
+            Format::Adk => {
+                if adk::sniff(text) {
+                    return Some(adk_kind(text).unwrap_or(Format::Adk));
+                }
+                false
+            }
+            _ => sniff(f, text),
+        };
+        if hit {
+            return Some(f);
+        }
+    }
+    None
+}
+
+/// Run format `f`'s reader.
+pub fn read_as(f: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    match f {
+        Format::Adk | Format::AdkEvalSet => adk::read(file, text),
+        Format::OpenaiChat => openai_chat::read(file, text),
+        Format::ClaudeCode => claude_code::read(file, text),
+        Format::Codex => codex::read(file, text),
+        Format::GeminiCli => gemini_cli::read(file, text),
+        Format::Openhands => openhands::read(file, text),
+        Format::SweAgent => swe_agent::read(file, text),
+        Format::Tau2 => tau2::read(file, text),
+        Format::Canonical => canonical::read(file, text),
+    }
+}
+
+/// Read a file into a string, refusing files over `lim.max_file_bytes`, lines over
+/// `lim.max_line_bytes` and invalid UTF-8, without ever holding more than the file limit.
+pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadError> {
+    let f = std::fs::File::open(path)
+        .map_err(|e| ReadError::new(file, "", format!("cannot open: {e}")))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| ReadError::new(file, "", format!("cannot stat: {e}")))?;
+    if meta.is_dir() {
+        return Err(ReadError::new(file, "", "is a directory"));
+    }
+    if meta.len() > lim.max_file_bytes {
+        return Err(ReadError::new(
+            file,
+            "",
+            format!(
+                "file too large: {} bytes (limit {} bytes)",
+                meta.len(),
+                lim.max_file_bytes
+            ),
+        ));
+    }
+    let mut r = BufReader::with_capacity(1 << 16, f.take(lim.max_file_bytes.saturating_add(1)));
+    // Reserve at most 64 MiB up front: the recorded length may be a sparse giant.
+    let mut bytes: Vec<u8> = Vec::with_capacity(meta.len().min(64 << 20) as usize);
+    let mut line: u64 = 1;
+    let mut line_len: u64 = 0;
+    loop {
+        let buf = r.fill_buf().map_err(|e| {
+            ReadError::new(file, format!("line {line}"), format!("read error: {e}"))
+        })?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len();
+        for (k, seg) in buf.split(|&c| c == b'\n').enumerate() {
+            if k > 0 {
+                line += 1;
+                line_len = 0;
+            }
+            line_len += seg.len() as u64;
+            if line_len > lim.max_line_bytes {
+                return Err(ReadError::new(
+                    file,
+                    format!("line {line}"),
+                    format!("line too long: over {} bytes", lim.max_line_bytes),
+                ));
+            }
+        }
+        if bytes.len() as u64 + n as u64 > lim.max_file_bytes {
+            return Err(ReadError::new(
+                file,
+                "",
+                format!("file too large: over {} bytes", lim.max_file_bytes),
+            ));
+        }
+        bytes.extend_from_slice(buf);
+        r.consume(n);
+    }
+    match String::from_utf8(bytes) {
+        Ok(mut s) => {
+            if s.starts_with('\u{feff}') {
+                s.drain(..3);
+            }
+            Ok(s)
+        }
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let b = e.as_bytes();
+            let line = 1 + b
+                .get(..at)
+                .map_or(0, |p| p.iter().filter(|&&c| c == b'\n').count());
+            Err(ReadError::new(
+                file,
+                format!("line {line}"),
+                format!("not UTF-8 text (byte {at})"),
+            ))
+        }
+    }
+}
+
+/// Load one file: read it (with the size guards), detect its format unless `format` is given,
+/// run the reader and check every session's invariants (timestamps in order, tool responses
+/// after their calls).
+pub fn load_file(
+    path: impl AsRef<Path>,
+    format: Option<Format>,
+) -> Result<Vec<Session>, ReadError> {
+    load_file_with_limits(path, format, Limits::default())
+}
+
+/// [`load_file`] with explicit size limits (tests use small ones).
+pub fn load_file_with_limits(
+    path: impl AsRef<Path>,
+    format: Option<Format>,
+    lim: Limits,
+) -> Result<Vec<Session>, ReadError> {
+    let path = path.as_ref();
+    let file = path.to_string_lossy().into_owned();
+    let text = read_text(path, &file, lim)?;
+    if text.trim().is_empty() {
+        return Err(ReadError::new(&file, "", "empty file"));
+    }
+    let f = match format {
+        Some(f) => f,
+        None => detect(&text).ok_or_else(|| {
+            let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+            ReadError::new(
+                &file,
+                "",
+                format!(
+                    "unknown format (not one of: {}; use --format)",
+                    names.join(", ")
+                ),
+            )
+        })?,
+    };
+    let sessions = read_as(f, &file, &text)?;
+    for s in &sessions {
+        util::validate_events(&file, &s.events, |i| {
+            let frag = s
+                .source
+                .split_once('#')
+                .map(|(_, f)| format!("#{f} "))
+                .unwrap_or_default();
+            format!("{frag}event {i}")
+        })?;
+    }
+    Ok(sessions)
+}
+
+/// Sessions loaded from many paths, plus the files that could not be read.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub sessions: Vec<Session>,
+    /// Bad files, in input order; never silently dropped.
+    pub skipped: Vec<ReadError>,
+}
+
+/// Extensions tried when walking a folder; other files there (SOURCE.md, README.md, …) are
+/// silently passed over. Files named explicitly are always tried.
+pub const TRANSCRIPT_EXTENSIONS: [&str; 3] = ["json", "jsonl", "traj"];
+
+fn is_transcript_name(p: &Path) -> bool {
+    p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        TRANSCRIPT_EXTENSIONS
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(e))
+    })
+}
+
+/// Collect files under `dir` (recursively, sorted by path, hidden entries and symlinked
+/// folders skipped).
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<ReadError>) {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            skipped.push(ReadError::new(
+                dir.to_string_lossy(),
+                "",
+                format!("cannot read folder: {e}"),
+            ));
+            return;
+        }
+    };
+    let mut entries: Vec<(PathBuf, std::fs::FileType)> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_type().ok().map(|t| (e.path(), t)))
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (p, t) in entries {
+        if p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'))
+        {
+            continue;
+        }
+        if t.is_dir() {
+            walk(&p, out, skipped);
+        } else if (t.is_file() || (t.is_symlink() && p.is_file())) && is_transcript_name(&p) {
+            out.push(p);
+        }
+    }
+}
+
+/// Expand files, folders (recursively) and glob patterns into a sorted, de-duplicated file
+/// list per argument; arguments keep their order.
+pub fn expand_paths(paths: &[String]) -> (Vec<PathBuf>, Vec<ReadError>) {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for arg in paths {
+        let p = Path::new(arg);
+        if p.is_dir() {
+            walk(p, &mut files, &mut skipped);
+        } else if p.exists() {
+            files.push(p.to_path_buf());
+        } else if arg.contains(['*', '?', '[']) {
+            match glob::glob(arg) {
+                Ok(it) => {
+                    let mut hits: Vec<PathBuf> = it.filter_map(|r| r.ok()).collect();
+                    hits.sort();
+                    if hits.is_empty() {
+                        skipped.push(ReadError::new(arg, "", "no file matches this pattern"));
+                    }
+                    for h in hits {
+                        if h.is_dir() {
+                            walk(&h, &mut files, &mut skipped);
+                        } else {
+                            files.push(h);
+                        }
+                    }
+                }
+                Err(e) => skipped.push(ReadError::new(arg, "", format!("bad glob pattern: {e}"))),
+            }
+        } else {
+            skipped.push(ReadError::new(arg, "", "no such file or folder"));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(f.clone()));
+    (files, skipped)
+}
+
+/// Load every session under `paths` (files, folders, globs), in a deterministic order (the
+/// expanded file order, then each file's own session order), reading files in parallel.
+pub fn load_paths(paths: &[String], format: Option<Format>) -> Loaded {
+    let (files, mut skipped) = expand_paths(paths);
+    let results: Vec<Result<Vec<Session>, ReadError>> =
+        files.par_iter().map(|f| load_file(f, format)).collect();
+    let mut sessions = Vec::new();
+    for r in results {
+        match r {
+            Ok(s) => sessions.extend(s),
+            Err(e) => skipped.push(e),
+        }
+    }
+    Loaded { sessions, skipped }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn empty_and_unknown_files_get_one_line_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.json");
+        std::fs::write(&empty, "  \n").unwrap();
+        let e = load_file(&empty, None).unwrap_err();
+        assert!(e.to_string().ends_with("empty.json: empty file"), "{e}");
+        let odd = dir.path().join("odd.json");
+        std::fs::write(&odd, r#"{"hello": "world"}"#).unwrap();
+        let e = load_file(&odd, None).unwrap_err();
+        assert!(e.to_string().contains("odd.json: unknown format"), "{e}");
+        assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn long_lines_and_large_files_are_refused_without_reading_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("long.jsonl");
+        let mut f = std::fs::File::create(&p).unwrap();
+        writeln!(f, "{{}}").unwrap();
+        writeln!(f, "{}", "x".repeat(200)).unwrap();
+        drop(f);
+        let lim = Limits {
+            max_file_bytes: 10_000,
+            max_line_bytes: 100,
+        };
+        let e = load_file_with_limits(&p, None, lim).unwrap_err();
+        assert_eq!(e.location, "line 2");
+        assert!(e.message.contains("line too long"), "{e}");
+        let lim = Limits {
+            max_file_bytes: 50,
+            max_line_bytes: 1000,
+        };
+        let e = load_file_with_limits(&p, None, lim).unwrap_err();
+        assert!(e.message.contains("file too large"), "{e}");
+    }
+
+    #[test]
+    fn a_sparse_one_gigabyte_line_is_refused_quickly() {
+        // A sparse file: 1 GiB of NUL bytes on one line, costing no disk space.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("huge.jsonl");
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(1 << 30).unwrap();
+        drop(f);
+        let e = load_file(&p, None).unwrap_err();
+        assert!(
+            e.to_string().starts_with(&p.to_string_lossy().into_owned()),
+            "{e}"
+        );
+        assert!(
+            e.message.contains("too large") || e.message.contains("too long"),
+            "{e}"
+        );
+        // With a file limit above 1 GiB the line limit still stops it after 64 MiB.
+        let lim = Limits {
+            max_file_bytes: 2 << 30,
+            max_line_bytes: MAX_LINE_BYTES,
+        };
+        let e = load_file_with_limits(&p, None, lim).unwrap_err();
+        assert_eq!(e.location, "line 1");
+        assert!(e.message.contains("line too long"), "{e}");
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.jsonl");
+        std::fs::write(&p, b"{}\n{\"a\": \"\xff\"}\n").unwrap();
+        let e = load_file(&p, None).unwrap_err();
+        assert_eq!(e.location, "line 2");
+        assert!(e.message.contains("UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn folders_skip_non_transcripts_and_report_bad_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("SOURCE.md"), "# not a transcript").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/b.json"), "{not json").unwrap();
+        std::fs::write(dir.path().join("a.jsonl"), "").unwrap();
+        let l = load_paths(&[dir.path().to_string_lossy().into_owned()], None);
+        assert!(l.sessions.is_empty());
+        let names: Vec<String> = l.skipped.iter().map(|e| e.file.clone()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(
+            names[0].ends_with("a.jsonl") && names[1].ends_with("b.json"),
+            "{names:?}"
+        );
+        let l = load_paths(&["/definitely/not/here".to_string()], None);
+        assert_eq!(l.skipped.len(), 1);
+    }
+}

@@ -1,14 +1,289 @@
-//! Reader (not yet implemented).
+//! Gemini CLI chat logs (`~/.gemini/tmp/*/chats/session-*.json`):
+//! `{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`.
+//!
+//! A `user` message is a person's turn. A `gemini` message is one model request: its
+//! `thoughts`, `content` and `toolCalls` become one model event, and the calls' recorded
+//! `result`s (Gemini `functionResponse`s, which the API sends back in a user-role turn) become
+//! one following event. `tokens {input, output, cached, thoughts, tool}` is normalised as:
+//! prompt = `input` + `tool` (Gemini's `promptTokenCount` already includes the cached
+//! tokens), cached read = `cached`, output = `output` + `thoughts` (thinking is billed as
+//! output). Other message types (`info`, `error`, `warning`) are CLI notices the model never
+//! sees and are skipped. A call with status `cancelled` is a refusal, `error` a tool error.
 
-use super::{ReadError, Session};
+use serde_json::{Map, Value};
 
-/// True when `text` (the file's content) looks like this format.
-pub fn sniff(_text: &str) -> bool {
-    false
+use super::{util, util::Ctx, Critical, Event, Format, Part, ReadError, Role, Session, Usage};
+
+/// An object with `sessionId` and `messages` (plus `projectHash` or `startTime`).
+pub fn sniff(text: &str) -> bool {
+    util::scan::top_keys(text).is_some_and(|k| {
+        let has = |x: &str| k.iter().any(|t| t == x);
+        has("sessionId") && has("messages") && (has("projectHash") || has("startTime"))
+    })
 }
 
-/// Parse the whole file. `file` is the path as the user gave it, used in errors and
-/// `Session::source`.
-pub fn read(file: &str, _text: &str) -> Result<Vec<Session>, ReadError> {
-    Err(ReadError::new(file, "", "reader not implemented yet"))
+pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    let cx = Ctx::new(file);
+    let root = util::parse_json(file, text)?;
+    let top = cx.obj(&root, "$")?;
+    let msgs = cx.arr(cx.field(top, "messages", "$")?, "$.messages")?;
+    let id = cx
+        .opt_str(top, "sessionId", "$")?
+        .map(str::to_string)
+        .unwrap_or_else(|| super::openai_chat::file_stem(file));
+
+    // Message times decide order; a tool result's time is its call's, kept inside
+    // [message time, next message time] so derived times never break the order.
+    let mut times: Vec<Option<f64>> = Vec::with_capacity(msgs.len());
+    for (i, m) in msgs.iter().enumerate() {
+        let mp = format!("$.messages[{i}]");
+        times.push(cx.opt_time(cx.obj(m, &mp)?, "timestamp", &mp)?);
+    }
+    let synthetic = times.iter().all(Option::is_none);
+
+    let mut inv = util::Invocations::new();
+    let mut events: Vec<Event> = Vec::with_capacity(msgs.len() * 2);
+    let mut model: Option<String> = None;
+    let mut prev = f64::NEG_INFINITY;
+    let mut step = 0usize;
+    for (i, msg) in msgs.iter().enumerate() {
+        let mp = format!("$.messages[{i}]");
+        let m = cx.obj(msg, &mp)?;
+        let kind = cx.req_str(m, "type", &mp)?;
+        if kind != "user" && kind != "gemini" {
+            continue;
+        }
+        let t = if synthetic {
+            step += 1;
+            util::synthetic_time(step)
+        } else {
+            match times.get(i).copied().flatten() {
+                Some(t) => t,
+                None if prev.is_finite() => prev,
+                None => times
+                    .iter()
+                    .flatten()
+                    .next()
+                    .copied()
+                    .unwrap_or(util::SYNTHETIC_EPOCH_S),
+            }
+        };
+        if t < prev {
+            return Err(cx.err(
+                format!("{mp}.timestamp"),
+                format!(
+                    "timestamps out of order: {} comes after {}",
+                    util::fmt_time(t),
+                    util::fmt_time(prev)
+                ),
+            ));
+        }
+        prev = t;
+        let text = util::content_text(m.get("content"));
+        if kind == "user" {
+            let mut e = Event::new("user", Role::User, inv.user_turn(), t);
+            if let Some(id) = cx.opt_str(m, "id", &mp)? {
+                e.id = Some(id.to_string());
+            }
+            e.critical = util::user_text_flags(&text);
+            if !text.is_empty() {
+                e.parts.push(Part::Text { text });
+            }
+            events.push(e);
+            continue;
+        }
+        let mut e = Event::new("gemini", Role::Model, inv.current(), t);
+        e.model_request = true;
+        if let Some(id) = cx.opt_str(m, "id", &mp)? {
+            e.id = Some(id.to_string());
+        }
+        if let Some(name) = cx.opt_str(m, "model", &mp)? {
+            e.model = Some(name.to_string());
+            model.get_or_insert_with(|| name.to_string());
+        }
+        e.usage = usage(&cx, m, &mp)?;
+        for (k, th) in cx.opt_arr(m, "thoughts", &mp)?.iter().enumerate() {
+            let tp = format!("{mp}.thoughts[{k}]");
+            let text = match th {
+                Value::String(s) => s.clone(),
+                v => {
+                    let tm = cx.obj(v, &tp)?;
+                    let subject = cx.opt_str(tm, "subject", &tp)?.unwrap_or("");
+                    let desc = cx.opt_str(tm, "description", &tp)?.unwrap_or("");
+                    match (subject.is_empty(), desc.is_empty()) {
+                        (false, false) => format!("{subject}: {desc}"),
+                        (true, _) => desc.to_string(),
+                        (false, true) => subject.to_string(),
+                    }
+                }
+            };
+            if !text.is_empty() {
+                e.parts.push(Part::Thought { text });
+            }
+        }
+        if !text.is_empty() {
+            e.parts.push(Part::Text { text });
+        }
+        // Next message's time bounds derived result times.
+        let next_t = times
+            .get(i + 1..)
+            .and_then(|r| r.iter().flatten().next().copied());
+        let mut resp = Event::new("gemini", Role::User, inv.current(), t);
+        let mut resp_t = t;
+        for (k, c) in cx.opt_arr(m, "toolCalls", &mp)?.iter().enumerate() {
+            let cp = format!("{mp}.toolCalls[{k}]");
+            let cm = cx.obj(c, &cp)?;
+            let name = cx.req_str(cm, "name", &cp)?.to_string();
+            let cid = cx.opt_str(cm, "id", &cp)?.map(str::to_string);
+            let args = cm.get("args").cloned().unwrap_or(Value::Object(Map::new()));
+            e.parts.push(Part::ToolCall {
+                id: cid.clone(),
+                name: name.clone(),
+                args,
+            });
+            let status = cx.opt_str(cm, "status", &cp)?.unwrap_or("");
+            let results = cx.opt_arr(cm, "result", &cp)?;
+            if results.is_empty() {
+                continue;
+            }
+            if !synthetic {
+                if let Some(ct) = cx.opt_time(cm, "timestamp", &cp)? {
+                    let ct = match next_t {
+                        Some(n) => ct.min(n),
+                        None => ct,
+                    };
+                    resp_t = resp_t.max(ct);
+                }
+            }
+            for (r, res) in results.iter().enumerate() {
+                let rp = format!("{cp}.result[{r}]");
+                let rm = cx.obj(res, &rp)?;
+                let fr = rm
+                    .get("functionResponse")
+                    .and_then(Value::as_object)
+                    .unwrap_or(rm);
+                let rid = cx
+                    .opt_str(fr, "id", &rp)?
+                    .map(str::to_string)
+                    .or_else(|| cid.clone());
+                let rname = cx
+                    .opt_str(fr, "name", &rp)?
+                    .map(str::to_string)
+                    .unwrap_or_else(|| name.clone());
+                if rid != cid && rid.is_some() {
+                    return Err(cx.err(
+                        rp,
+                        format!(
+                            "tool response `{rname}` (id {}) without its call",
+                            rid.unwrap_or_default()
+                        ),
+                    ));
+                }
+                let response = fr.get("response").cloned().unwrap_or(Value::Null);
+                resp.parts.push(Part::ToolResponse {
+                    id: rid,
+                    name: rname,
+                    response,
+                });
+            }
+            match status {
+                "cancelled" | "canceled" | "rejected" => util::flag(&mut resp, Critical::Refusal),
+                "error" => util::flag(&mut resp, Critical::ToolError),
+                _ => {}
+            }
+        }
+        events.push(e);
+        if !resp.parts.is_empty() {
+            resp.timestamp = resp_t;
+            prev = resp_t;
+            events.push(resp);
+        }
+    }
+    Ok(vec![Session {
+        id,
+        source: file.to_string(),
+        format: Format::GeminiCli,
+        events,
+        recorded_compactions: Vec::new(),
+        model,
+        synthetic_timestamps: synthetic,
+        approval_policies: Vec::new(),
+    }])
+}
+
+/// `tokens {input, output, cached, thoughts, tool, total}`.
+fn usage(cx: &Ctx, m: &Map<String, Value>, mp: &str) -> Result<Option<Usage>, ReadError> {
+    let Some(t) = m.get("tokens").filter(|t| !t.is_null()) else {
+        return Ok(None);
+    };
+    let tp = format!("{mp}.tokens");
+    let tm = cx.obj(t, &tp)?;
+    let get = |k: &str| cx.opt_u64(tm, k, &tp).map(|v| v.unwrap_or(0));
+    Ok(Some(Usage {
+        prompt_tokens: get("input")?.saturating_add(get("tool")?),
+        cached_read_tokens: get("cached")?,
+        cache_write_tokens: 0,
+        output_tokens: get("output")?.saturating_add(get("thoughts")?),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"{"sessionId":"s","projectHash":"h","startTime":"2025-10-27T19:55:00Z","messages":[
+      {"id":"u1","timestamp":"2025-10-27T19:56:01.701Z","type":"user","content":"do it"},
+      {"id":"g1","timestamp":"2025-10-27T19:56:04.625Z","type":"gemini","content":"","model":"gemini-2.5-pro",
+       "thoughts":[{"subject":"Plan","description":"list","timestamp":"x"}],
+       "toolCalls":[{"id":"c1","name":"ls","args":{"path":"/"},"status":"cancelled","timestamp":"2025-10-27T19:56:09Z",
+         "result":[{"functionResponse":{"id":"c1","name":"ls","response":{"error":"[Operation Cancelled]"}}}]}],
+       "tokens":{"input":5377,"output":21,"cached":100,"thoughts":36,"tool":0,"total":5434}},
+      {"id":"i","timestamp":"2025-10-27T19:56:05Z","type":"info","content":"notice"},
+      {"id":"u2","timestamp":"2025-10-27T19:56:08Z","type":"user","content":"no"}]}"#;
+
+    #[test]
+    fn reads_calls_results_and_usage() {
+        assert!(sniff(SAMPLE));
+        let s = &read("g.json", SAMPLE).unwrap()[0];
+        assert_eq!(
+            s.events.len(),
+            4,
+            "user, model, tool results, user; the info notice is skipped"
+        );
+        let m = &s.events[1];
+        assert!(m.model_request);
+        assert_eq!(
+            m.usage,
+            Some(Usage {
+                prompt_tokens: 5377,
+                cached_read_tokens: 100,
+                cache_write_tokens: 0,
+                output_tokens: 57
+            })
+        );
+        assert!(matches!(&m.parts[0], Part::Thought { text } if text == "Plan: list"));
+        assert_eq!(s.events[2].critical, vec![Critical::Refusal]);
+        // The call's own time (19:56:09) is later than the next message (19:56:05): clamped.
+        assert_eq!(
+            s.events[2].timestamp,
+            util::parse_timestamp("2025-10-27T19:56:05Z").unwrap()
+        );
+        assert_eq!(s.events[3].invocation_id, "inv-2");
+        assert_eq!(s.model.as_deref(), Some("gemini-2.5-pro"));
+    }
+
+    #[test]
+    fn wrong_shapes_name_the_path() {
+        let e = read(
+            "g.json",
+            r#"{"sessionId":"s","messages":[{"type":"gemini","toolCalls":[{"id":"c"}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "g.json: $.messages[0].toolCalls[0]: wrong shape: missing string field `name`"
+        );
+        let e = read("g.json", r#"{"sessionId":"s","messages":{}}"#).unwrap_err();
+        assert_eq!(e.location, "$.messages");
+    }
 }

@@ -6,6 +6,8 @@
 pub mod model;
 pub mod error;
 pub mod detect;
+/// Shared reader helpers (JSON paths, timestamps, invocations, critical-event rules).
+pub mod util;
 pub mod adk;
 pub mod canonical;
 pub mod openai_chat;
@@ -15,6 +17,9 @@ pub mod claude_code;
 pub mod codex;
 pub mod openhands;
 pub mod swe_agent;
+mod readutil;
 
 pub use error::ReadError;
 pub use model::*;
+pub use detect::{detect, load_file, load_paths, Loaded};
+pub use canonical::write_canonical;

@@ -181,6 +181,10 @@ pub struct Event {
     /// ADK branch (sub-agent isolation) when recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// Measured latency (seconds) of this model request, when the transcript records it
+    /// (OpenHands `response_latencies`); lets the latency model be calibrated per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_s: Option<f64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -204,6 +208,7 @@ impl Event {
             long_running_tool_ids: Vec::new(),
             requested_ids: Vec::new(),
             branch: None,
+            latency_s: None,
         }
     }
 }
@@ -249,4 +254,8 @@ pub struct Session {
     /// True when the reader had to invent timestamps.
     #[serde(default, skip_serializing_if = "is_false")]
     pub synthetic_timestamps: bool,
+    /// Tool-approval policies the agent ran under, in order of first use (Codex
+    /// `turn_context.approval_policy`: `never`, `on-request`, ...); empty when not recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approval_policies: Vec<String>,
 }

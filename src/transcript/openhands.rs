@@ -1,14 +1,583 @@
-//! Reader (not yet implemented).
+//! OpenHands event-stream reader: a JSON array of events (`tests/runtime/trajs/*.json`),
+//! JSONL rows with a `history` list (evaluation `output.jsonl`, legacy resolver output),
+//! or JSONL with one event per line.
+//!
+//! - Agent actions that call a tool (`run`, `read`, `edit`, `think`, `finish`, ...) carry
+//!   `tool_call_metadata` with the LLM response: actions sharing one `model_response.id`
+//!   (parallel calls) merge into one model event; its usage is OpenAI-convention (litellm
+//!   already folds Anthropic cache reads and writes into `prompt_tokens`). An agent
+//!   `message` without metadata is a model request without recorded usage.
+//! - Measured per-request latency comes from the row's `metrics.response_latencies`,
+//!   matched by response id, into `Event::latency_s`. A latency whose response produced no
+//!   action (a malformed tool call answered by an `error` observation) has no event.
+//! - Observations answer the call named by their `tool_call_id` (or by `cause`); an
+//!   observation naming a call that never came is bad input. The legacy resolver format
+//!   has no ids or sources: each observation answers the oldest unanswered action, the
+//!   first `message` is the user's, and calls get ids `call-N`.
+//! - The `system` action (the system prompt) is fixed overhead, not history, and is
+//!   skipped; a `recall` observation becomes the user-role workspace context it injects;
+//!   state changes and `null` observations are skipped.
+//! - Critical flags: `confirmation_state`/`is_confirmed` = `confirmed` → `Confirmation`,
+//!   `rejected` → `Refusal`; `error` observations and non-zero exit codes → `ToolError`;
+//!   `user_rejected` observations → `Refusal`.
+//! - Timestamps (no offset: taken as UTC) must not go backwards; sessions without any
+//!   (legacy rows) get synthetic ones.
 
-use super::{ReadError, Session};
+use super::readutil::{self, Clock};
+use super::{Critical, Event, Format, Part, ReadError, Role, Session, Usage};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
 
-/// True when `text` (the file's content) looks like this format.
-pub fn sniff(_text: &str) -> bool {
-    false
+const AGENT: &str = "openhands";
+
+/// True when `text` looks like OpenHands events: a JSON array whose first element is an
+/// event, or JSONL whose first line is an event or a row with an event `history`.
+pub fn sniff(text: &str) -> bool {
+    let t = text.trim_start();
+    if let Some(rest) = t.strip_prefix('[') {
+        // Parse only the first element.
+        let first = serde_json::Deserializer::from_str(rest).into_iter::<Value>().next();
+        return matches!(first, Some(Ok(Value::Object(ref m))) if is_event(m));
+    }
+    let Some(line) = t.lines().next() else { return false };
+    if line.len() > 8 << 20 {
+        return false;
+    }
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(m)) => is_row(&m) || is_event(&m),
+        Ok(_) | Err(_) => false,
+    }
+}
+
+fn is_event(m: &Map<String, Value>) -> bool {
+    (m.contains_key("action") || m.contains_key("observation"))
+        && !m.contains_key("payload")
+        && !m.contains_key("role")
+        && !m.contains_key("response")
+}
+
+fn is_row(m: &Map<String, Value>) -> bool {
+    !m.contains_key("trajectory")
+        && matches!(m.get("history"), Some(Value::Array(h))
+            if h.first().and_then(Value::as_object).is_some_and(is_event))
 }
 
 /// Parse the whole file. `file` is the path as the user gave it, used in errors and
 /// `Session::source`.
-pub fn read(file: &str, _text: &str) -> Result<Vec<Session>, ReadError> {
-    Err(ReadError::new(file, "", "reader not implemented yet"))
+pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(ReadError::new(file, "", "empty file"));
+    }
+    let stem = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    let stem = stem.strip_suffix(".jsonl").or_else(|| stem.strip_suffix(".json")).unwrap_or(stem);
+    if trimmed.starts_with('[') {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| ReadError::new(file, format!("line {}", e.line()), format!("malformed JSON: {e}")))?;
+        let Value::Array(events) = v else {
+            return Err(ReadError::new(file, "$", "expected an array of events"));
+        };
+        let s = build(file, "$", &events, None)?;
+        return Ok(vec![s.finish(stem.to_string(), file.to_string())]);
+    }
+    let mut sessions = Vec::new();
+    let mut loose: Vec<Value> = Vec::new();
+    for (line_no, line) in readutil::lines(file, text)? {
+        let obj = readutil::parse_object_line(file, line_no, line)?;
+        if obj.contains_key("history") {
+            let Some(Value::Array(history)) = obj.get("history") else {
+                return Err(ReadError::new(file, format!("line {line_no}, $.history"), "expected an array of events"));
+            };
+            let id = row_id(&obj).unwrap_or_else(|| format!("line-{line_no}"));
+            let mut s = build(file, &format!("line {line_no}, $.history"), history, obj.get("metrics"))?;
+            if s.model.is_none() {
+                s.model = obj
+                    .get("metadata")
+                    .and_then(|m| m.get("llm_config"))
+                    .and_then(|c| c.get("model"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            let source = format!("{file}#{id}");
+            sessions.push(s.finish(id, source));
+        } else if is_event(&obj) {
+            loose.push(Value::Object(obj));
+        } else {
+            return Err(ReadError::new(
+                file,
+                format!("line {line_no}"),
+                "expected an OpenHands event (with \"action\" or \"observation\") or a row with \"history\"",
+            ));
+        }
+    }
+    if !loose.is_empty() {
+        if !sessions.is_empty() {
+            return Err(ReadError::new(file, "", "mixes rows with a history and loose events"));
+        }
+        let s = build(file, "$", &loose, None)?;
+        sessions.push(s.finish(stem.to_string(), file.to_string()));
+    }
+    if sessions.is_empty() {
+        return Err(ReadError::new(file, "", "no OpenHands events"));
+    }
+    Ok(sessions)
+}
+
+fn row_id(row: &Map<String, Value>) -> Option<String> {
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    row.get("instance_id")
+        .and_then(scalar)
+        .or_else(|| row.get("issue").and_then(|i| i.get("number")).and_then(scalar))
+}
+
+struct Built {
+    events: Vec<Event>,
+    model: Option<String>,
+    synthetic: bool,
+}
+
+impl Built {
+    fn finish(self, id: String, source: String) -> Session {
+        Session {
+            id,
+            source,
+            format: Format::Openhands,
+            events: self.events,
+            recorded_compactions: Vec::new(),
+            model: self.model,
+            synthetic_timestamps: self.synthetic,
+            approval_policies: Vec::new(),
+        }
+    }
+}
+
+/// Builds one session from its event list. `base` is the JSON path of the list, for errors.
+fn build(file: &str, base: &str, list: &[Value], metrics: Option<&Value>) -> Result<Built, ReadError> {
+    let latency: HashMap<&str, f64> = metrics
+        .and_then(|m| m.get("response_latencies"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| Some((x.get("response_id")?.as_str()?, x.get("latency")?.as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut events: Vec<Event> = Vec::new();
+    let mut clock = Clock::new(0.0);
+    let mut model: Option<String> = None;
+    // tool_call_id → function name; action event id → tool_call_id; response id → event index.
+    let mut call_names: HashMap<String, String> = HashMap::new();
+    let mut call_of_action: HashMap<i64, String> = HashMap::new();
+    let mut by_response: HashMap<String, usize> = HashMap::new();
+    // Legacy pairing: calls not yet answered, oldest first.
+    let mut unanswered: Vec<String> = Vec::new();
+    let mut invocations = 0usize;
+    let err = |i: usize, field: &str, msg: String| {
+        ReadError::new(file, format!("{base}[{i}]{field}"), msg)
+    };
+
+    for (i, raw) in list.iter().enumerate() {
+        let Some(e) = raw.as_object() else {
+            return Err(err(i, "", format!("expected an event object, found {}", readutil::kind(raw))));
+        };
+        let ts = match e.get("timestamp") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => match readutil::parse_timestamp(s) {
+                Some(t) => Some(t),
+                None => return Err(err(i, ".timestamp", format!("{s:?} is not an ISO 8601 time"))),
+            },
+            Some(other) => return Err(err(i, ".timestamp", format!("is {}, expected a string", readutil::kind(other)))),
+        };
+        let source = readutil::str_field(e, "source");
+        let args = e.get("args").and_then(Value::as_object);
+        // Legacy events keep their arguments at the top level.
+        let arg = |k: &str| args.and_then(|a| a.get(k)).or_else(|| e.get(k));
+        let inv = |n: usize| format!("inv-{}", n.max(1));
+
+        if let Some(action) = e.get("action") {
+            let Some(action) = action.as_str() else {
+                return Err(err(i, ".action", format!("is {}, expected a string", readutil::kind(action))));
+            };
+            let metadata = e.get("tool_call_metadata").filter(|m| m.is_object());
+            let legacy_user = source.is_none() && events.is_empty();
+            match action {
+                "system" | "recall" | "change_agent_state" | "null" => {}
+                "message" if source == Some("user") || legacy_user => {
+                    let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
+                    invocations += 1;
+                    let text = arg("content").and_then(Value::as_str).or_else(|| readutil::str_field(e, "message"));
+                    let mut ev = Event::new("user", Role::User, inv(invocations), t);
+                    ev.id = e.get("id").map(|v| v.to_string());
+                    ev.parts.push(Part::Text { text: text.unwrap_or("").to_string() });
+                    if let Some(Value::Array(urls)) = arg("image_urls") {
+                        for u in urls.iter().filter_map(Value::as_str) {
+                            ev.parts.push(Part::Attachment { name: u.chars().take(200).collect(), mime_type: None, text: None, size_bytes: None });
+                        }
+                    }
+                    events.push(ev);
+                }
+                _ if source == Some("user") || source == Some("environment") => {}
+                _ => {
+                    let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
+                    let response = metadata.and_then(|m| m.get("model_response")).filter(|r| r.is_object());
+                    let response_id = response.and_then(|r| r.get("id")).and_then(Value::as_str).map(str::to_string);
+                    let existing = response_id.as_ref().and_then(|r| by_response.get(r).copied());
+                    let idx = match existing {
+                        Some(idx) => idx,
+                        None => {
+                            let mut ev = Event::new(AGENT, Role::Model, inv(invocations), t);
+                            ev.model_request = true;
+                            ev.id = response_id.clone().or_else(|| e.get("id").map(|v| v.to_string()));
+                            let mname = response.and_then(|r| r.get("model")).and_then(Value::as_str).map(str::to_string);
+                            if model.is_none() {
+                                model.clone_from(&mname);
+                            }
+                            ev.model = mname;
+                            ev.usage = response.and_then(|r| r.get("usage")).filter(|u| u.is_object()).map(usage_of);
+                            ev.latency_s = response_id.as_deref().and_then(|r| latency.get(r).copied());
+                            let text = response
+                                .and_then(|r| r.pointer("/choices/0/message/content"))
+                                .and_then(Value::as_str)
+                                .filter(|s| !s.is_empty())
+                                .or_else(|| arg("thought").and_then(Value::as_str).filter(|s| !s.is_empty()))
+                                .or_else(|| if action == "message" { arg("content").and_then(Value::as_str).or_else(|| readutil::str_field(e, "message")) } else { None });
+                            if let Some(text) = text {
+                                ev.parts.push(Part::Text { text: text.to_string() });
+                            }
+                            events.push(ev);
+                            let idx = events.len() - 1;
+                            if let Some(r) = response_id.clone() {
+                                by_response.insert(r, idx);
+                            }
+                            idx
+                        }
+                    };
+                    let Some(ev) = events.get_mut(idx) else { continue };
+                    if action != "message" {
+                        let (call_id, name) = match metadata {
+                            Some(m) => (
+                                m.get("tool_call_id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call-{i}")),
+                                m.get("function_name").and_then(Value::as_str).unwrap_or(action).to_string(),
+                            ),
+                            None => (format!("call-{i}"), action.to_string()),
+                        };
+                        let call_args = response
+                            .and_then(|r| r.pointer("/choices/0/message/tool_calls"))
+                            .and_then(Value::as_array)
+                            .and_then(|calls| calls.iter().find(|c| c.get("id").and_then(Value::as_str) == Some(call_id.as_str())))
+                            .and_then(|c| c.pointer("/function/arguments"))
+                            .map(|a| match a {
+                                Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+                                other => other.clone(),
+                            })
+                            .unwrap_or_else(|| legacy_args(args, e));
+                        ev.parts.push(Part::ToolCall { id: Some(call_id.clone()), name: name.clone(), args: call_args });
+                        call_names.insert(call_id.clone(), name);
+                        if let Some(id) = e.get("id").and_then(Value::as_i64) {
+                            call_of_action.insert(id, call_id.clone());
+                        }
+                        unanswered.push(call_id);
+                    }
+                    let confirmation = arg("confirmation_state").or_else(|| arg("is_confirmed")).and_then(Value::as_str);
+                    let flag = match confirmation {
+                        Some("confirmed") => Some(Critical::Confirmation),
+                        Some("rejected") => Some(Critical::Refusal),
+                        _ => None,
+                    };
+                    if let Some(f) = flag {
+                        if !ev.critical.contains(&f) {
+                            ev.critical.push(f);
+                        }
+                    }
+                }
+            }
+        } else if let Some(obs) = e.get("observation") {
+            let obs = obs.as_str().unwrap_or("");
+            if matches!(obs, "null" | "agent_state_changed" | "") {
+                continue;
+            }
+            let content = readutil::str_field(e, "content").or_else(|| readutil::str_field(e, "message")).unwrap_or("");
+            let named = e.get("tool_call_metadata").and_then(|m| m.get("tool_call_id")).and_then(Value::as_str).map(str::to_string);
+            let by_cause = e.get("cause").and_then(Value::as_i64).and_then(|c| call_of_action.get(&c).cloned());
+            let call = match (&named, by_cause) {
+                (Some(id), _) => {
+                    if !call_names.contains_key(id) {
+                        return Err(err(i, ".tool_call_metadata.tool_call_id", format!("observation answers call {id}, which no earlier action made")));
+                    }
+                    Some(id.clone())
+                }
+                (None, Some(id)) => Some(id),
+                (None, None) if source.is_none() && obs != "recall" && obs != "error" => match unanswered.first() {
+                    Some(id) => Some(id.clone()),
+                    None => return Err(err(i, "", format!("{obs} observation with no action before it"))),
+                },
+                (None, None) => None,
+            };
+            let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
+            let mut critical = Vec::new();
+            if obs == "error" {
+                critical.push(Critical::ToolError);
+            } else if obs == "user_rejected" {
+                critical.push(Critical::Refusal);
+            } else if exit_code(e).is_some_and(|c| c != 0) {
+                critical.push(Critical::ToolError);
+            }
+            match call {
+                Some(id) => {
+                    unanswered.retain(|u| u != &id);
+                    let name = call_names.get(&id).cloned().unwrap_or_else(|| obs.to_string());
+                    let mut ev = Event::new(AGENT, Role::Tool, inv(invocations), t);
+                    ev.id = e.get("id").map(|v| v.to_string());
+                    ev.parts.push(Part::ToolResponse { id: Some(id), name, response: serde_json::json!({ "content": content }) });
+                    ev.critical = critical;
+                    events.push(ev);
+                }
+                None if obs == "recall" => {
+                    let text = recall_text(content, e.get("extras"));
+                    let mut ev = Event::new("user", Role::User, inv(invocations), t);
+                    ev.id = e.get("id").map(|v| v.to_string());
+                    ev.parts.push(Part::Text { text });
+                    events.push(ev);
+                }
+                None if obs == "error" || !content.is_empty() => {
+                    // OpenHands sends these back to the model as user-role messages.
+                    let mut ev = Event::new("user", Role::User, inv(invocations), t);
+                    ev.id = e.get("id").map(|v| v.to_string());
+                    ev.parts.push(Part::Text { text: content.to_string() });
+                    ev.critical = critical;
+                    events.push(ev);
+                }
+                None => {}
+            }
+        } else {
+            return Err(err(i, "", "event has neither \"action\" nor \"observation\"".to_string()));
+        }
+    }
+    if events.is_empty() {
+        return Err(ReadError::new(file, base, "no messages, actions or observations"));
+    }
+    Ok(Built { events, model, synthetic: clock.synthetic })
+}
+
+/// Usage in OpenAI convention: `prompt_tokens` already includes cached tokens.
+fn usage_of(u: &Value) -> Usage {
+    let cached = match readutil::u64_field(u.get("prompt_tokens_details"), "cached_tokens") {
+        0 => readutil::u64_field(Some(u), "cache_read_input_tokens"),
+        n => n,
+    };
+    Usage {
+        prompt_tokens: readutil::u64_field(Some(u), "prompt_tokens"),
+        cached_read_tokens: cached,
+        cache_write_tokens: readutil::u64_field(Some(u), "cache_creation_input_tokens"),
+        output_tokens: readutil::u64_field(Some(u), "completion_tokens"),
+    }
+}
+
+/// A legacy action's arguments: its fields minus bookkeeping.
+fn legacy_args(args: Option<&Map<String, Value>>, e: &Map<String, Value>) -> Value {
+    const SKIP: [&str; 9] =
+        ["action", "thought", "confirmation_state", "is_confirmed", "action_risk", "keep_prompt", "security_risk", "id", "timestamp"];
+    let src = args.unwrap_or(e);
+    let m: Map<String, Value> = src.iter().filter(|(k, _)| !SKIP.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    Value::Object(m)
+}
+
+fn exit_code(e: &Map<String, Value>) -> Option<i64> {
+    e.get("extras")
+        .and_then(|x| x.pointer("/metadata/exit_code").or_else(|| x.get("exit_code")))
+        .or_else(|| e.get("exit_code"))
+        .and_then(Value::as_i64)
+}
+
+/// What a recall observation puts in front of the model: its content plus the workspace
+/// instructions and microagent knowledge it carries.
+fn recall_text(content: &str, extras: Option<&Value>) -> String {
+    let mut out = vec![content.to_string()];
+    if let Some(x) = extras {
+        for k in ["repo_instructions", "additional_agent_instructions"] {
+            if let Some(s) = x.get(k).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                out.push(s.to_string());
+            }
+        }
+        if let Some(Value::Array(items)) = x.get("microagent_knowledge") {
+            out.extend(items.iter().filter_map(|m| m.get("content").and_then(Value::as_str)).map(str::to_string));
+        }
+    }
+    out.join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::readutil::testutil::{num, read_corpus, stats_sessions};
+    use std::collections::BTreeSet;
+
+    fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> u64 {
+        s.events.iter().flat_map(|e| e.parts.iter()).filter(|p| f(p)).count() as u64
+    }
+
+    /// Events of one kind in the raw history, counted straight from the JSON.
+    fn raw_count(rel: &str, id: &str, f: impl Fn(&Value) -> bool) -> u64 {
+        let text = read_corpus(rel);
+        let history: Vec<Value> = if text.trim_start().starts_with('[') {
+            serde_json::from_str(&text).unwrap_or_default()
+        } else {
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|r| row_id(r.as_object().expect("row")).as_deref() == Some(id))
+                .and_then(|r| r.get("history").and_then(Value::as_array).cloned())
+                .unwrap_or_default()
+        };
+        history.iter().filter(|e| f(e)).count() as u64
+    }
+
+    #[test]
+    fn corpus_counts_match_stats_json() {
+        let mut problems = Vec::new();
+        let mut by_file: HashMap<String, Vec<Session>> = HashMap::new();
+        let entries = stats_sessions("openhands");
+        assert_eq!(entries.len(), 9);
+        for st in entries {
+            let name = st.get("session").and_then(Value::as_str).unwrap_or_default().to_string();
+            let (rel, frag) = name.split_once('#').map_or((name.as_str(), ""), |(a, b)| (a, b));
+            if !by_file.contains_key(rel) {
+                match read(rel, &read_corpus(rel)) {
+                    Ok(s) => {
+                        by_file.insert(rel.to_string(), s);
+                    }
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        continue;
+                    }
+                }
+            }
+            let Some(s) = by_file.get(rel).and_then(|v| v.iter().find(|s| s.source == name)) else {
+                problems.push(format!("{name}: no such session"));
+                continue;
+            };
+            // stats.json does not count the `think` tool as a tool call, and counts an
+            // `error` observation (a malformed call answered without a call id) as a tool
+            // result; here `think` is a call and such errors are user-role messages.
+            let thinks = raw_count(rel, frag, |e| e.get("action").and_then(Value::as_str) == Some("think"));
+            let loose_errors = raw_count(rel, frag, |e| {
+                e.get("observation").and_then(Value::as_str) == Some("error") && e.get("tool_call_metadata").is_none()
+            });
+            let usages: Vec<Usage> = s.events.iter().filter_map(|e| e.usage).collect();
+            let invocations: BTreeSet<&str> =
+                s.events.iter().filter(|e| e.role == Role::User && e.author == "user").map(|e| e.invocation_id.as_str()).collect();
+            let checks: [(&str, u64, u64); 9] = [
+                ("model requests", s.events.iter().filter(|e| e.model_request).count() as u64, num(&st, "assistant_turns")),
+                ("tool calls", count_parts(s, |p| matches!(p, Part::ToolCall { .. })), num(&st, "tool_calls") + thinks),
+                ("tool results", count_parts(s, |p| matches!(p, Part::ToolResponse { .. })), num(&st, "tool_results") - loose_errors),
+                ("invocations", invocations.len() as u64, num(&st, "user_turns")),
+                ("usage records", usages.len() as u64, num(&st, "usage_records")),
+                ("max prompt", usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0), num(&st, "max_input_tokens")),
+                ("sum prompt", usages.iter().map(|u| u.prompt_tokens).sum(), num(&st, "sum_input_tokens")),
+                (
+                    "confirmations",
+                    s.events.iter().filter(|e| e.critical.contains(&Critical::Confirmation)).count() as u64,
+                    num(&st, "approvals_or_confirmations"),
+                ),
+                ("synthetic timestamps", u64::from(s.synthetic_timestamps), u64::from(num(&st, "timestamps") == 0)),
+            ];
+            for (what, got, want) in checks {
+                if got != want {
+                    problems.push(format!("{name}: {what} {got}, stats.json says {want}"));
+                }
+            }
+            if let Some(lat) = st.get("response_latency_s") {
+                let got: Vec<f64> = s.events.iter().filter_map(|e| e.latency_s).collect();
+                let max = got.iter().copied().fold(0.0, f64::max);
+                let want_max = lat.get("max").and_then(Value::as_f64).unwrap_or(-1.0);
+                // stats.json rounds to 3 decimals; one response per run has no action.
+                if (max - want_max).abs() > 5e-4 || got.len() as u64 + 1 < num(lat, "n") {
+                    problems.push(format!("{name}: latencies n={} max={max}, stats.json {lat}", got.len()));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    #[test]
+    fn latency_and_usage_of_one_request() {
+        let rel = "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl";
+        let sessions = read(rel, &read_corpus(rel)).expect("reads");
+        assert_eq!(sessions.len(), 3);
+        let s = &sessions[0];
+        assert_eq!(s.id, "ponylang__ponyc-4595");
+        assert_eq!(s.source, format!("{rel}#ponylang__ponyc-4595"));
+        let first = s.events.iter().find(|e| e.model_request).expect("a request");
+        // Event 5 of the first row: usage 5920 prompt / 128 completion, latency 3.0569… s.
+        assert_eq!(first.usage, Some(Usage { prompt_tokens: 5920, cached_read_tokens: 0, cache_write_tokens: 0, output_tokens: 128 }));
+        assert!(first.latency_s.is_some_and(|l| (l - 3.056_951_999_664_306_6).abs() < 1e-9));
+        assert!(matches!(&first.parts[1], Part::ToolCall { name, args, .. } if name == "execute_bash" && args.get("command").is_some()));
+        assert_eq!(first.critical, [Critical::Confirmation]);
+        // The system prompt is overhead, not history: the first event is the user's task.
+        assert_eq!(s.events[0].role, Role::User);
+        assert!(matches!(&s.events[0].parts[0], Part::Text { text } if text.starts_with("<uploaded_files>")));
+    }
+
+    #[test]
+    fn anthropic_usage_through_litellm_keeps_its_prompt_total() {
+        let rel = "openhands/tests/runtime/trajs/basic.json";
+        let s = read(rel, &read_corpus(rel)).expect("reads");
+        let u: Vec<Usage> = s[0].events.iter().filter_map(|e| e.usage).collect();
+        // prompt_tokens 4646 = 6 input + 1158 cache write + 3482 cache read (litellm sums them).
+        assert_eq!(u[1], Usage { prompt_tokens: 4646, cached_read_tokens: 3482, cache_write_tokens: 1158, output_tokens: 177 });
+    }
+
+    #[test]
+    fn legacy_rows_pair_in_order_and_get_synthetic_times() {
+        let rel = "openhands/tests/unit/resolver/mock_output/output.jsonl";
+        let sessions = read(rel, &read_corpus(rel)).expect("reads");
+        let s = sessions.iter().find(|s| s.id == "5").expect("row for issue 5");
+        assert!(s.synthetic_timestamps);
+        let ts: Vec<f64> = s.events.iter().map(|e| e.timestamp).collect();
+        assert!(ts.windows(2).all(|w| w[0] < w[1]));
+        // Each observation answers the action just before it.
+        for (i, e) in s.events.iter().enumerate() {
+            if let Some(Part::ToolResponse { id, .. }) = e.parts.first() {
+                let prev = &s.events[i - 1];
+                assert!(prev.parts.iter().any(|p| matches!(p, Part::ToolCall { id: cid, .. } if cid == id)), "event {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_input_names_the_json_path() {
+        let ok = r#"[{"id":0,"timestamp":"2025-01-01T00:00:00","source":"user","action":"message","args":{"content":"hi"}},"#;
+        let orphan = r#"{"id":1,"timestamp":"2025-01-01T00:00:01","source":"agent","observation":"run","content":"x","tool_call_metadata":{"tool_call_id":"t9"}}]"#;
+        let e = read("t.json", &format!("{ok}{orphan}")).expect_err("orphan");
+        assert_eq!(e.location, "$[1].tool_call_metadata.tool_call_id");
+        let late = r#"{"id":1,"timestamp":"2024-01-01T00:00:01","source":"user","action":"message","args":{"content":"again"}}]"#;
+        let e = read("t.json", &format!("{ok}{late}")).expect_err("out of order");
+        assert_eq!(e.location, "$[1].timestamp");
+        let e = read("t.json", &format!("{ok}42]")).expect_err("not an object");
+        assert_eq!(e.location, "$[1]");
+        let e = read("t.json", "[{\"id\":0,").expect_err("malformed");
+        assert!(e.location.starts_with("line 1"));
+        let e = read("o.jsonl", "{\"history\":[{\"action\":\"message\",\"content\":\"hi\"},{\"observation\":\"run\",\"content\":\"x\"}]}\n")
+            .expect_err("legacy observation with nothing to answer");
+        assert_eq!(e.location, "line 1, $.history[1]");
+        assert!(read("t.json", "").is_err());
+    }
+
+    #[test]
+    fn sniff_tells_openhands_from_neighbours() {
+        for rel in [
+            "openhands/tests/runtime/trajs/basic.json",
+            "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl",
+            "openhands/tests/unit/resolver/mock_output/output.jsonl",
+        ] {
+            assert!(sniff(&read_corpus(rel)), "{rel}");
+        }
+        assert!(!sniff(&read_corpus("claude_code_spotter/short.jsonl")));
+        let codex = "agentcmd_cli_sessions/codex/full/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl";
+        assert!(!sniff(&read_corpus(codex)));
+        assert!(!sniff("[{\"role\":\"user\",\"content\":\"hi\"}]"));
+    }
 }

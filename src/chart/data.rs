@@ -1,0 +1,494 @@
+//! Reading a run folder's data files (`settings.json`, `runs.csv`, `run.json`,
+//! `timelines.json`) into plain rows, for the charts and the report.
+//!
+//! Why a reader of its own: `chart` and `report` must work from the data files alone (the
+//! `report` command re-renders without replaying), and must not know the engine. The reader
+//! is lenient about columns it does not use, strict (one-line error naming file, line and
+//! column) about the ones it does.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// An error reading a run folder, naming the file and where in it.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {what}")]
+    Bad { path: PathBuf, what: String },
+}
+
+fn bad(path: &Path, what: impl Into<String>) -> DataError {
+    DataError::Bad {
+        path: path.to_path_buf(),
+        what: what.into(),
+    }
+}
+
+/// One row of `settings.json`: a setting and its aggregates over sessions.
+#[derive(Debug, Clone, Default)]
+pub struct SettingRow {
+    pub setting_id: String,
+    /// `tokens`, `invocations`, `both`, or `none` (the baseline).
+    pub trigger_kind: String,
+    pub after_tokens: Option<u64>,
+    pub keep_recent_events: Option<u64>,
+    pub after_invocations: Option<u64>,
+    pub overlap: Option<u64>,
+    pub summarizer: String,
+    pub agent_model: String,
+    pub client: String,
+    pub tokenizer: String,
+    /// Paste-ready `Compaction(...)` text.
+    pub label: String,
+    pub pareto: bool,
+    pub rank: Option<u64>,
+    pub recommended: bool,
+    /// Every numeric column (`cost_usd_sum`, `detail_lost_mean`, ...).
+    pub numbers: BTreeMap<String, f64>,
+}
+
+impl SettingRow {
+    pub fn is_baseline(&self) -> bool {
+        self.trigger_kind == "none"
+    }
+
+    /// The first of `names` present, so the charts survive a missing aggregate.
+    pub fn num(&self, names: &[&str]) -> Option<f64> {
+        names.iter().find_map(|n| self.numbers.get(*n).copied())
+    }
+
+    /// Total agent + summarizer cost over the run's sessions, USD.
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.num(&["cost_usd_sum", "cost_usd_mean"])
+    }
+
+    /// Net dollars saved against the baseline over the run's sessions, USD.
+    pub fn cost_saved_usd(&self) -> Option<f64> {
+        self.num(&["cost_saved_usd_sum", "cost_saved_usd_mean"])
+    }
+
+    /// Mean share (0..1) of history read only through a summary.
+    pub fn detail_lost(&self) -> Option<f64> {
+        self.num(&["detail_lost_mean", "detail_lost_p50", "detail_lost_max"])
+    }
+
+    pub fn summarizer_calls(&self) -> Option<f64> {
+        self.num(&["summarizer_calls_sum", "summarizer_calls_mean"])
+    }
+
+    /// p95 over sessions of the per-session end-of-run latency sum, seconds.
+    pub fn end_of_run_latency_p95(&self) -> Option<f64> {
+        self.num(&["end_of_run_latency_s_p95", "end_of_run_latency_p95_s_max", "end_of_run_latency_s_max", "end_of_run_latency_s_mean"])
+    }
+
+    pub fn facts_dropped(&self) -> Option<f64> {
+        self.num(&["facts_dropped_mean", "facts_dropped_p50"])
+    }
+
+    pub fn critical_hidden(&self) -> Option<f64> {
+        self.num(&["critical_hidden_sum", "critical_hidden_mean"])
+    }
+
+    /// Short human name for legends: the trigger fields only.
+    pub fn short(&self) -> String {
+        let mut parts = Vec::new();
+        if let (Some(t), Some(k)) = (self.after_tokens, self.keep_recent_events) {
+            parts.push(format!("{}k tok, keep {}", t / 1000, k));
+        }
+        if let (Some(i), Some(o)) = (self.after_invocations, self.overlap) {
+            parts.push(format!("every {i} inv, overlap {o}"));
+        }
+        if parts.is_empty() {
+            "no compaction".to_string()
+        } else {
+            parts.join(" + ")
+        }
+    }
+}
+
+/// One row of `runs.csv`: one session under one setting.
+#[derive(Debug, Clone, Default)]
+pub struct RunRow {
+    pub session_id: String,
+    pub source: String,
+    pub setting_id: String,
+    pub numbers: BTreeMap<String, f64>,
+}
+
+impl RunRow {
+    pub fn num(&self, name: &str) -> Option<f64> {
+        self.numbers.get(name).copied()
+    }
+}
+
+/// One long session's prompt sizes, baseline against the recommended setting.
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    pub session_id: String,
+    pub setting_id: String,
+    /// Per model request: prompt tokens without compaction.
+    pub baseline: Vec<f64>,
+    /// Per model request: prompt tokens with the setting.
+    pub compacted: Vec<f64>,
+    /// Model-request indexes (0-based) before which a compaction took effect.
+    pub compactions: Vec<usize>,
+}
+
+/// Everything the charts and report read.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub dir: PathBuf,
+    pub run: Value,
+    pub settings: Vec<SettingRow>,
+    pub runs: Vec<RunRow>,
+    pub timelines: Vec<Timeline>,
+}
+
+impl RunData {
+    pub fn load(dir: &Path) -> Result<RunData, DataError> {
+        let run_path = dir.join("run.json");
+        let run = read_json(&run_path)?;
+        let settings_path = dir.join("settings.json");
+        let settings = parse_settings(&settings_path, &read_json(&settings_path)?)?;
+        let runs_path = dir.join("runs.csv");
+        let runs = parse_runs(&runs_path, &read_text(&runs_path)?)?;
+        let tl_path = dir.join("timelines.json");
+        let timelines = if tl_path.exists() {
+            parse_timelines(&tl_path, &read_json(&tl_path)?)?
+        } else {
+            Vec::new()
+        };
+        Ok(RunData {
+            dir: dir.to_path_buf(),
+            run,
+            settings,
+            runs,
+            timelines,
+        })
+    }
+
+    pub fn baseline(&self) -> Option<&SettingRow> {
+        self.settings.iter().find(|s| s.is_baseline())
+    }
+
+    pub fn recommended(&self) -> Option<&SettingRow> {
+        self.settings.iter().find(|s| s.recommended)
+    }
+
+    pub fn setting(&self, id: &str) -> Option<&SettingRow> {
+        self.settings.iter().find(|s| s.setting_id == id)
+    }
+
+    /// Distinct values of a string field, in first-seen order.
+    pub fn distinct(&self, f: impl Fn(&SettingRow) -> &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in &self.settings {
+            if !s.is_baseline() && !out.iter().any(|o| o == f(s)) {
+                out.push(f(s).to_string());
+            }
+        }
+        out
+    }
+
+    /// The setting the grids are sliced at: the recommended one, else the first compacting one.
+    pub fn anchor(&self) -> Option<&SettingRow> {
+        self.recommended()
+            .filter(|s| !s.is_baseline())
+            .or_else(|| self.settings.iter().find(|s| !s.is_baseline()))
+    }
+
+    /// Settings sharing the anchor's summarizer, agent model, client and tokenizer, so a
+    /// chart over trigger fields compares like with like.
+    pub fn same_context(&self) -> Vec<&SettingRow> {
+        match self.anchor() {
+            None => Vec::new(),
+            Some(a) => self
+                .settings
+                .iter()
+                .filter(|s| {
+                    !s.is_baseline()
+                        && s.summarizer == a.summarizer
+                        && s.agent_model == a.agent_model
+                        && s.client == a.client
+                        && s.tokenizer == a.tokenizer
+                })
+                .collect(),
+        }
+    }
+}
+
+fn read_text(path: &Path) -> Result<String, DataError> {
+    std::fs::read_to_string(path).map_err(|source| DataError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn read_json(path: &Path) -> Result<Value, DataError> {
+    let text = read_text(path)?;
+    serde_json::from_str(&text).map_err(|e| bad(path, format!("line {}: invalid JSON: {e}", e.line())))
+}
+
+fn as_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+        Value::String(s) => s.replace('_', "").parse().ok(),
+        _ => None,
+    }
+}
+
+fn as_bool(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => s == "true" || s == "1",
+        _ => false,
+    }
+}
+
+fn as_string(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Parses `settings.json` (an array of objects, or `{"settings": [...]}`).
+pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataError> {
+    let arr = v
+        .as_array()
+        .or_else(|| v.get("settings").and_then(Value::as_array))
+        .ok_or_else(|| bad(path, "$: expected an array of setting rows"))?;
+    let mut out = Vec::with_capacity(arr.len());
+    for (i, row) in arr.iter().enumerate() {
+        let obj = row.as_object().ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
+        let setting_id = as_string(obj.get("setting_id"));
+        if setting_id.is_empty() {
+            return Err(bad(path, format!("$[{i}].setting_id: missing")));
+        }
+        let mut numbers = BTreeMap::new();
+        for (k, val) in obj {
+            if let Some(f) = val.as_f64() {
+                if f.is_finite() {
+                    numbers.insert(k.clone(), f);
+                }
+            }
+        }
+        let trigger_kind = match as_string(obj.get("trigger_kind")).as_str() {
+            "" => "none".to_string(),
+            t => t.to_string(),
+        };
+        out.push(SettingRow {
+            setting_id,
+            trigger_kind,
+            after_tokens: obj.get("after_tokens").and_then(as_u64),
+            keep_recent_events: obj.get("keep_recent_events").and_then(as_u64),
+            after_invocations: obj.get("after_invocations").and_then(as_u64),
+            overlap: obj.get("overlap").and_then(as_u64),
+            summarizer: as_string(obj.get("summarizer")),
+            agent_model: as_string(obj.get("agent_model")),
+            client: as_string(obj.get("client")),
+            tokenizer: as_string(obj.get("tokenizer")),
+            label: as_string(obj.get("label")),
+            pareto: obj.get("pareto").is_some_and(as_bool),
+            rank: obj.get("rank").and_then(as_u64),
+            recommended: obj.get("recommended").is_some_and(as_bool),
+            numbers,
+        });
+    }
+    Ok(out)
+}
+
+/// Splits CSV text (RFC 4180: quoted fields, doubled quotes, newlines inside quotes) into
+/// records, each with the 1-based line it starts on.
+pub fn parse_csv(text: &str) -> Result<Vec<(usize, Vec<String>)>, String> {
+    let mut records = Vec::new();
+    let mut field = String::new();
+    let mut record = Vec::new();
+    let mut in_quotes = false;
+    let mut line = 1usize;
+    let mut start_line = 1usize;
+    let mut chars = text.chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        any = true;
+        if in_quotes {
+            match c {
+                '"' if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                '"' => in_quotes = false,
+                '\n' => {
+                    line += 1;
+                    field.push(c);
+                }
+                _ => field.push(c),
+            }
+            continue;
+        }
+        match c {
+            '"' => in_quotes = true,
+            ',' => record.push(std::mem::take(&mut field)),
+            '\r' => {}
+            '\n' => {
+                record.push(std::mem::take(&mut field));
+                records.push((start_line, std::mem::take(&mut record)));
+                line += 1;
+                start_line = line;
+                any = false;
+            }
+            _ => field.push(c),
+        }
+    }
+    if in_quotes {
+        return Err(format!("line {start_line}: unterminated quoted field"));
+    }
+    if any {
+        record.push(field);
+        records.push((start_line, record));
+    }
+    Ok(records)
+}
+
+/// Parses `runs.csv`: `session_id, source, setting_id` + numeric metric columns.
+pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
+    let records = parse_csv(text).map_err(|e| bad(path, e))?;
+    let mut it = records.into_iter();
+    let Some((_, header)) = it.next() else {
+        return Ok(Vec::new());
+    };
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let (Some(sid), Some(set)) = (col("session_id"), col("setting_id")) else {
+        return Err(bad(path, "line 1: header needs session_id and setting_id columns"));
+    };
+    let src = col("source");
+    let mut out = Vec::new();
+    for (line, rec) in it {
+        if rec.len() == 1 && rec[0].is_empty() {
+            continue;
+        }
+        if rec.len() != header.len() {
+            return Err(bad(path, format!("line {line}: {} fields, header has {}", rec.len(), header.len())));
+        }
+        let mut numbers = BTreeMap::new();
+        for (i, h) in header.iter().enumerate() {
+            if i == sid || i == set || Some(i) == src {
+                continue;
+            }
+            let cell = rec[i].trim();
+            match cell {
+                "" => {}
+                "true" => {
+                    numbers.insert(h.clone(), 1.0);
+                }
+                "false" => {
+                    numbers.insert(h.clone(), 0.0);
+                }
+                _ => {
+                    if let Ok(f) = cell.parse::<f64>() {
+                        numbers.insert(h.clone(), f);
+                    }
+                }
+            }
+        }
+        out.push(RunRow {
+            session_id: rec[sid].clone(),
+            source: src.map(|i| rec[i].clone()).unwrap_or_default(),
+            setting_id: rec[set].clone(),
+            numbers,
+        });
+    }
+    Ok(out)
+}
+
+fn num_array(v: Option<&Value>) -> Vec<f64> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+/// Parses `timelines.json`: an array (or `{"sessions": [...]}`) of
+/// `{session_id, setting_id, requests: [{baseline_prompt_tokens, prompt_tokens}], compactions: [...]}`;
+/// `baseline`/`compacted` number arrays are accepted too, and a compaction is a request index
+/// or an object with `before_request` / `request_index`.
+pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataError> {
+    let arr = v
+        .as_array()
+        .or_else(|| v.get("sessions").and_then(Value::as_array))
+        .or_else(|| v.get("timelines").and_then(Value::as_array))
+        .ok_or_else(|| bad(path, "$: expected an array of session timelines"))?;
+    let mut out = Vec::new();
+    for (i, t) in arr.iter().enumerate() {
+        let obj = t.as_object().ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
+        let mut tl = Timeline {
+            session_id: as_string(obj.get("session_id")),
+            setting_id: as_string(obj.get("setting_id")),
+            ..Timeline::default()
+        };
+        if let Some(reqs) = obj.get("requests").and_then(Value::as_array) {
+            for (j, r) in reqs.iter().enumerate() {
+                let b = r.get("baseline_prompt_tokens").and_then(Value::as_f64);
+                let p = r.get("prompt_tokens").and_then(Value::as_f64);
+                match (b, p) {
+                    (Some(b), Some(p)) => {
+                        tl.baseline.push(b);
+                        tl.compacted.push(p);
+                    }
+                    _ => {
+                        return Err(bad(
+                            path,
+                            format!("$[{i}].requests[{j}]: needs baseline_prompt_tokens and prompt_tokens"),
+                        ))
+                    }
+                }
+            }
+        } else {
+            tl.baseline = num_array(obj.get("baseline"));
+            tl.compacted = num_array(obj.get("compacted").or_else(|| obj.get("recommended")));
+            if tl.baseline.len() != tl.compacted.len() {
+                return Err(bad(path, format!("$[{i}]: baseline and compacted differ in length")));
+            }
+        }
+        if let Some(cs) = obj.get("compactions").and_then(Value::as_array) {
+            for c in cs {
+                let idx = as_u64(c)
+                    .or_else(|| c.get("before_request").and_then(as_u64))
+                    .or_else(|| c.get("request_index").and_then(as_u64))
+                    .or_else(|| c.get("at_request").and_then(as_u64));
+                if let Some(idx) = idx {
+                    tl.compactions.push(idx as usize);
+                }
+            }
+        }
+        out.push(tl);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_handles_quotes_commas_and_newlines() {
+        let recs = parse_csv("a,b\n\"x, \"\"y\"\"\",\"1\n2\"\nlast,3").unwrap();
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[1].1, vec!["x, \"y\"".to_string(), "1\n2".to_string()]);
+        assert_eq!(recs[2].0, 4, "record after an embedded newline starts on line 4");
+        assert!(parse_csv("\"open").is_err());
+    }
+
+    #[test]
+    fn runs_csv_reports_the_bad_line() {
+        let err = parse_runs(Path::new("runs.csv"), "session_id,setting_id,cost_usd\na,s1,1.5\nb,s1\n").unwrap_err();
+        assert_eq!(err.to_string(), "runs.csv: line 3: 2 fields, header has 3");
+    }
+}

@@ -1,0 +1,873 @@
+//! The six charts of the report. Each reads [`RunData`] only.
+
+use super::{e, fit, fmt_pct, fmt_tokens, fmt_usd, Chart, ChartInfo, LabelPlacer, FONT};
+use crate::chart::data::{RunData, SettingRow};
+use plotters::coord::types::RangedCoordusize;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+const TITLE: f64 = 30.0;
+const AXIS: f64 = 22.0;
+const TICK: f64 = 18.0;
+const NOTE: f64 = 17.0;
+
+const GREY: RGBColor = RGBColor(120, 120, 120);
+const LIGHT: RGBColor = RGBColor(225, 225, 225);
+const TOKENS_C: RGBColor = RGBColor(31, 119, 180);
+const INVOC_C: RGBColor = RGBColor(230, 120, 20);
+const BOTH_C: RGBColor = RGBColor(44, 160, 44);
+const RECO_C: RGBColor = RGBColor(214, 39, 40);
+const FRONT_C: RGBColor = RGBColor(60, 60, 60);
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(230, 120, 20),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(23, 190, 207),
+];
+
+fn kind_color(kind: &str) -> RGBColor {
+    match kind {
+        "tokens" => TOKENS_C,
+        "invocations" => INVOC_C,
+        "both" => BOTH_C,
+        _ => GREY,
+    }
+}
+
+fn font(size: f64) -> TextStyle<'static> {
+    TextStyle::from((FONT, size).into_font())
+}
+
+/// `[lo, hi]` padded by 8 % (and widened when flat) so markers never sit on the frame.
+fn padded(lo: f64, hi: f64) -> (f64, f64) {
+    let span = (hi - lo).abs();
+    let pad = if span > 0.0 { span * 0.08 } else { lo.abs().max(1.0) * 0.1 };
+    (lo - pad, hi + pad)
+}
+
+fn min_max(v: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    v.fold(None, |acc, x| match acc {
+        None => Some((x, x)),
+        Some((a, b)) => Some((a.min(x), b.max(x))),
+    })
+}
+
+/// Context line under a title: what the chart's settings share.
+fn context(d: &RunData) -> String {
+    match d.anchor() {
+        Some(a) => format!("summarizer {}, client {}, agent model {}", a.summarizer, a.client, a.agent_model),
+        None => String::new(),
+    }
+}
+
+fn title<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &str, sub: &str) -> Result<DrawingArea<DB, Shift>, String> {
+    let (w, _) = root.dim_in_pixel();
+    root.draw(&Text::new(fit(root, t, TITLE, w - 40), (20, 12), font(TITLE))).map_err(e)?;
+    if !sub.is_empty() {
+        root.draw(&Text::new(fit(root, sub, NOTE, w - 40), (22, 50), font(NOTE).color(&GREY))).map_err(e)?;
+    }
+    Ok(root.margin(80, 10, 10, 25))
+}
+
+// ---------------------------------------------------------------------------------------
+/// Cost against detail lost, one point per setting.
+pub struct CostVsDetail<'a>(pub &'a RunData);
+
+impl Chart for CostVsDetail<'_> {
+    fn info(&self) -> ChartInfo {
+        ChartInfo {
+            stem: "cost_vs_detail",
+            title: "Cost against detail lost",
+            how_to_read: "Each dot is one setting; lower is cheaper and further left keeps more history verbatim, so the settings worth deploying lie on the dark frontier line, and the red ring is the recommended one.",
+        }
+    }
+
+    fn check(&self) -> Result<String, String> {
+        let n = self.0.settings.iter().filter(|s| s.cost_usd().is_some() && s.detail_lost().is_some()).count();
+        if n == 0 {
+            return Err("no setting has both cost_usd and detail_lost aggregates".into());
+        }
+        Ok(format!("{n} settings"))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let d = self.0;
+        let pts: Vec<(&SettingRow, f64, f64)> = d
+            .settings
+            .iter()
+            .filter_map(|s| Some((s, s.detail_lost()? * 100.0, s.cost_usd()?)))
+            .collect();
+        let sessions = distinct_sessions(d);
+        let area = title(
+            root,
+            "Cost against detail lost, one point per setting",
+            &format!("cost = agent + summarizer calls over {sessions} sessions; detail lost = mean share of history read only through a summary"),
+        )?;
+        let (x0, x1) = min_max(pts.iter().map(|p| p.1)).unwrap_or((0.0, 1.0));
+        let (y0, y1) = min_max(pts.iter().map(|p| p.2)).unwrap_or((0.0, 1.0));
+        let (x0, x1) = padded(x0.min(0.0), x1);
+        let (y0, y1) = padded(y0, y1);
+        let mut chart = ChartBuilder::on(&area)
+            .margin_right(20)
+            .x_label_area_size(60)
+            .y_label_area_size(110)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("detail lost (% of history read only through a summary, mean per session)")
+            .y_desc("cost (USD, total over sessions)")
+            .axis_desc_style(font(AXIS))
+            .label_style(font(TICK))
+            .x_label_formatter(&|v| format!("{v:.0} %"))
+            .y_label_formatter(&|v| fmt_usd(*v))
+            .light_line_style(LIGHT.mix(0.5))
+            .x_labels(8)
+            .y_labels(8)
+            .draw()
+            .map_err(e)?;
+        // Frontier first, so the markers sit on top of it.
+        let mut front: Vec<(f64, f64)> = pts.iter().filter(|p| p.0.pareto).map(|p| (p.1, p.2)).collect();
+        front.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        if front.len() > 1 {
+            chart
+                .draw_series(LineSeries::new(front.clone(), FRONT_C.stroke_width(3)))
+                .map_err(e)?
+                .label("Pareto frontier (cheapest for its detail lost)")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], FRONT_C.stroke_width(3)));
+        }
+        for kind in ["tokens", "invocations", "both"] {
+            let ps: Vec<(f64, f64)> = pts.iter().filter(|p| p.0.trigger_kind == kind).map(|p| (p.1, p.2)).collect();
+            if ps.is_empty() {
+                continue;
+            }
+            let c = kind_color(kind);
+            let name = match kind {
+                "tokens" => "trigger: after_tokens",
+                "invocations" => "trigger: after_invocations",
+                _ => "trigger: both",
+            };
+            chart
+                .draw_series(ps.iter().map(|p| Circle::new(*p, 7, c.mix(0.85).filled())))
+                .map_err(e)?
+                .label(name)
+                .legend(move |(x, y)| Circle::new((x + 12, y), 7, c.filled()));
+        }
+        if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
+            chart
+                .draw_series(std::iter::once(TriangleMarker::new((b.1, b.2), 11, BLACK.filled())))
+                .map_err(e)?
+                .label("baseline: no compaction")
+                .legend(|(x, y)| TriangleMarker::new((x + 12, y), 8, BLACK.filled()));
+        }
+        if let Some(r) = pts.iter().find(|p| p.0.recommended) {
+            chart
+                .draw_series(std::iter::once(Circle::new((r.1, r.2), 14, RECO_C.stroke_width(4))))
+                .map_err(e)?
+                .label("recommended")
+                .legend(|(x, y)| Circle::new((x + 12, y), 8, RECO_C.stroke_width(3)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(GREY)
+            .label_font(font(TICK))
+            .draw()
+            .map_err(e)?;
+        // Labels: recommended, baseline, then frontier points numbered as in the report's
+        // frontier table (F1 = cheapest). The legend's corner is reserved.
+        let (pw, ph) = area.dim_in_pixel();
+        let base = area.get_base_pixel();
+        let plot = chart.plotting_area();
+        let (px, py) = plot.get_pixel_range();
+        let bounds = (px.start, py.start, px.end, py.end);
+        let mut placer = LabelPlacer::new();
+        placer.reserve((px.end - 470, py.start, px.end, py.start + 175));
+        let _ = (pw, ph, base);
+        for p in &pts {
+            let (x, y) = chart.backend_coord(&(p.1, p.2));
+            placer.reserve((x - 8, y - 8, x + 8, y + 8));
+        }
+        let mut labels: Vec<(String, (f64, f64), RGBColor)> = Vec::new();
+        if let Some(r) = pts.iter().find(|p| p.0.recommended) {
+            labels.push((format!("recommended: {}", r.0.short()), (r.1, r.2), RECO_C));
+        }
+        if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
+            labels.push(("baseline".to_string(), (b.1, b.2), BLACK));
+        }
+        for (i, f) in frontier(d).iter().enumerate() {
+            if !f.recommended && !f.is_baseline() {
+                if let (Some(x), Some(y)) = (f.detail_lost(), f.cost_usd()) {
+                    labels.push((format!("F{}", i + 1), (x * 100.0, y), FRONT_C));
+                }
+            }
+        }
+        for (text, at, color) in labels {
+            let px = chart.backend_coord(&at);
+            placer.place(root, &text, px, TICK, color, bounds)?;
+        }
+        Ok(())
+    }
+}
+
+fn distinct_sessions(d: &RunData) -> usize {
+    let mut ids: Vec<&str> = d.runs.iter().map(|r| r.session_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.len()
+}
+
+/// Frontier settings, cheapest first (the report numbers them F1, F2, ...).
+pub fn frontier(d: &RunData) -> Vec<&SettingRow> {
+    let mut f: Vec<&SettingRow> = d.settings.iter().filter(|s| s.pareto).collect();
+    f.sort_by(|a, b| {
+        a.cost_usd()
+            .unwrap_or(f64::MAX)
+            .total_cmp(&b.cost_usd().unwrap_or(f64::MAX))
+            .then(a.setting_id.cmp(&b.setting_id))
+    });
+    f
+}
+
+// ---------------------------------------------------------------------------------------
+/// after_tokens × keep_recent_events heatmap of one metric.
+pub struct Heatmap<'a> {
+    d: &'a RunData,
+    stem: &'static str,
+    title: &'static str,
+    how: &'static str,
+    value: fn(&SettingRow) -> Option<f64>,
+    fmt: fn(f64) -> String,
+    diverging: bool,
+    unit: &'static str,
+}
+
+impl<'a> Heatmap<'a> {
+    pub fn net_saved(d: &'a RunData) -> Self {
+        Heatmap {
+            d,
+            stem: "heatmap_net_saved",
+            title: "Net dollars saved by after_tokens and keep_recent_events",
+            how: "Each cell is one size-triggered setting; green cells save money against no compaction after paying for the summaries, red cells cost more, and the number is USD saved over all sessions.",
+            value: |s| s.cost_saved_usd(),
+            fmt: fmt_usd,
+            diverging: true,
+            unit: "net saved (USD, all sessions)",
+        }
+    }
+
+    pub fn detail_lost(d: &'a RunData) -> Self {
+        Heatmap {
+            d,
+            stem: "heatmap_detail_lost",
+            title: "Detail lost by after_tokens and keep_recent_events",
+            how: "Each cell is one size-triggered setting; darker cells read more of the history only through a summary, so a higher threshold or more retained events moves you toward the lighter corner.",
+            value: |s| s.detail_lost(),
+            fmt: fmt_pct,
+            diverging: false,
+            unit: "detail lost (mean per session)",
+        }
+    }
+
+    fn cells(&self) -> (Vec<u64>, Vec<u64>, Vec<(usize, usize, f64)>) {
+        let rows: Vec<&SettingRow> = self.d.same_context().into_iter().filter(|s| s.trigger_kind == "tokens").collect();
+        let mut xs: Vec<u64> = rows.iter().filter_map(|s| s.after_tokens).collect();
+        let mut ys: Vec<u64> = rows.iter().filter_map(|s| s.keep_recent_events).collect();
+        xs.sort_unstable();
+        xs.dedup();
+        ys.sort_unstable();
+        ys.dedup();
+        let mut cells = Vec::new();
+        for (i, x) in xs.iter().enumerate() {
+            for (j, y) in ys.iter().enumerate() {
+                if let Some(v) = rows
+                    .iter()
+                    .find(|s| s.after_tokens == Some(*x) && s.keep_recent_events == Some(*y))
+                    .and_then(|s| (self.value)(s))
+                {
+                    cells.push((i, j, v));
+                }
+            }
+        }
+        (xs, ys, cells)
+    }
+}
+
+fn lerp(a: RGBColor, b: RGBColor, t: f64) -> RGBColor {
+    let t = t.clamp(0.0, 1.0);
+    let m = |x: u8, y: u8| (x as f64 + (y as f64 - x as f64) * t).round() as u8;
+    RGBColor(m(a.0, b.0), m(a.1, b.1), m(a.2, b.2))
+}
+
+impl Chart for Heatmap<'_> {
+    fn info(&self) -> ChartInfo {
+        ChartInfo {
+            stem: self.stem,
+            title: self.title,
+            how_to_read: self.how,
+        }
+    }
+
+    fn check(&self) -> Result<String, String> {
+        let (xs, ys, cells) = self.cells();
+        if cells.is_empty() {
+            return Err("the grid has no after_tokens settings with this summarizer and client".into());
+        }
+        Ok(format!("{} × {} cells; {}", xs.len(), ys.len(), context(self.d)))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let (xs, ys, cells) = self.cells();
+        let area = title(root, self.title, &format!("settings with {}", context(self.d)))?;
+        let (main, legend) = area.split_horizontally(area.dim_in_pixel().0 - 190);
+        let mut chart = ChartBuilder::on(&main)
+            .x_label_area_size(60)
+            .y_label_area_size(110)
+            .build_cartesian_2d((0..xs.len()).into_segmented(), (0..ys.len()).into_segmented())
+            .map_err(e)?;
+        let xs2 = xs.clone();
+        let ys2 = ys.clone();
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc("after_tokens (prompt tokens that trigger a compaction)")
+            .y_desc("keep_recent_events (raw events kept)")
+            .axis_desc_style(font(AXIS))
+            .label_style(font(TICK))
+            .x_labels(xs.len() + 1)
+            .y_labels(ys.len() + 1)
+            .x_label_formatter(&move |v| match v {
+                SegmentValue::CenterOf(i) => xs2.get(*i).map(|x| fmt_tokens(*x as f64)).unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_label_formatter(&move |v| match v {
+                SegmentValue::CenterOf(i) => ys2.get(*i).map(|y| y.to_string()).unwrap_or_default(),
+                _ => String::new(),
+            })
+            .draw()
+            .map_err(e)?;
+        let (lo, hi) = min_max(cells.iter().map(|c| c.2)).unwrap_or((0.0, 1.0));
+        let color = |v: f64| -> RGBColor {
+            if self.diverging {
+                let m = lo.abs().max(hi.abs()).max(1e-12);
+                if v >= 0.0 {
+                    lerp(RGBColor(247, 247, 247), RGBColor(26, 152, 80), v / m)
+                } else {
+                    lerp(RGBColor(247, 247, 247), RGBColor(215, 48, 39), -v / m)
+                }
+            } else {
+                let span = (hi - lo).max(1e-12);
+                lerp(RGBColor(242, 240, 247), RGBColor(84, 39, 143), (v - lo) / span)
+            }
+        };
+        chart
+            .draw_series(cells.iter().map(|&(i, j, v)| {
+                Rectangle::new(
+                    [(SegmentValue::Exact(i), SegmentValue::Exact(j)), (SegmentValue::Exact(i + 1), SegmentValue::Exact(j + 1))],
+                    color(v).filled(),
+                )
+            }))
+            .map_err(e)?;
+        // Cell values, when the cell is wide enough for them.
+        let cell_w = chart.plotting_area().dim_in_pixel().0 / xs.len().max(1) as u32;
+        let cell_h = chart.plotting_area().dim_in_pixel().1 / ys.len().max(1) as u32;
+        let size = (cell_h as f64 * 0.35).clamp(11.0, TICK);
+        for &(i, j, v) in &cells {
+            let text = (self.fmt)(v);
+            let c = color(v);
+            let dark = (c.0 as u32 + c.1 as u32 + c.2 as u32) < 380;
+            let style = font(size).color(if dark { &WHITE } else { &BLACK }).pos(Pos::new(HPos::Center, VPos::Center));
+            let fits = root.estimate_text_size(&text, &style).map(|(w, h)| w + 6 < cell_w && h + 4 < cell_h).unwrap_or(false);
+            if fits {
+                chart
+                    .draw_series(std::iter::once(Text::new(text, (SegmentValue::CenterOf(i), SegmentValue::CenterOf(j)), style)))
+                    .map_err(e)?;
+            }
+        }
+        // Colour key.
+        let legend = legend.margin(10, 70, 30, 10);
+        let (lw, lh) = legend.dim_in_pixel();
+        let steps = 40;
+        for k in 0..steps {
+            let t = k as f64 / (steps - 1) as f64;
+            let v = hi - (hi - lo) * t;
+            let y0 = (lh as f64 * k as f64 / steps as f64) as i32;
+            let y1 = (lh as f64 * (k + 1) as f64 / steps as f64) as i32 + 1;
+            legend.draw(&Rectangle::new([(0, y0), (30, y1)], color(v).filled())).map_err(e)?;
+        }
+        let _ = lw;
+        legend.draw(&Text::new((self.fmt)(hi), (36, 0), font(TICK))).map_err(e)?;
+        legend
+            .draw(&Text::new((self.fmt)(lo), (36, lh as i32), font(TICK).pos(Pos::new(HPos::Left, VPos::Bottom))))
+            .map_err(e)?;
+        legend
+            .draw(&Text::new(self.unit.to_string(), (36, lh as i32 / 2), font(NOTE).color(&GREY)))
+            .map_err(|err| err.to_string())
+            .or_else(|_| Ok::<(), String>(()))?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+/// after_invocations × overlap: summarizer calls and detail lost, one line per overlap.
+pub struct InvocationsOverlap<'a>(pub &'a RunData);
+
+impl InvocationsOverlap<'_> {
+    fn rows(&self) -> Vec<&SettingRow> {
+        self.0
+            .same_context()
+            .into_iter()
+            .filter(|s| s.trigger_kind == "invocations" && s.after_invocations.is_some() && s.overlap.is_some())
+            .collect()
+    }
+}
+
+impl Chart for InvocationsOverlap<'_> {
+    fn info(&self) -> ChartInfo {
+        ChartInfo {
+            stem: "invocations_overlap",
+            title: "Turn-triggered settings: after_invocations and overlap",
+            how_to_read: "Left: how many summaries each turn-triggered setting writes (each is a paid, end-of-run summarizer call); right: how much history is then read only through a summary; one line per overlap, so compare lines to see what re-including earlier turns costs and buys.",
+        }
+    }
+
+    fn check(&self) -> Result<String, String> {
+        let n = self.rows().len();
+        if n == 0 {
+            return Err("the grid has no after_invocations settings with this summarizer and client".into());
+        }
+        Ok(format!("{n} settings; {}", context(self.0)))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let rows = self.rows();
+        let area = title(root, "Turn-triggered settings: summaries written and detail lost", &format!("settings with {}", context(self.0)))?;
+        let panels = area.split_evenly((1, 2));
+        let mut overlaps: Vec<u64> = rows.iter().filter_map(|s| s.overlap).collect();
+        overlaps.sort_unstable();
+        overlaps.dedup();
+        let (ix0, ix1) = min_max(rows.iter().filter_map(|s| s.after_invocations.map(|v| v as f64))).unwrap_or((1.0, 2.0));
+        let (ix0, ix1) = padded(ix0, ix1);
+        type Getter = fn(&SettingRow) -> Option<f64>;
+        let metrics: [(&str, Getter, bool); 2] = [
+            ("summarizer calls (total over sessions)", |s| s.summarizer_calls(), false),
+            ("detail lost (% of history, mean per session)", |s| s.detail_lost().map(|v| v * 100.0), true),
+        ];
+        for (panel, (desc, get, pct)) in panels.iter().zip(metrics) {
+            let (y0, y1) = min_max(rows.iter().filter_map(|s| get(s))).unwrap_or((0.0, 1.0));
+            let (_, y1) = padded(y0.min(0.0), y1);
+            let mut chart = ChartBuilder::on(panel)
+                .margin(10)
+                .x_label_area_size(60)
+                .y_label_area_size(80)
+                .build_cartesian_2d(ix0..ix1, 0.0..y1)
+                .map_err(e)?;
+            chart
+                .configure_mesh()
+                .x_desc("after_invocations (user turns)")
+                .y_desc(desc)
+                .axis_desc_style(font(NOTE + 1.0))
+                .label_style(font(TICK))
+                .x_labels(6)
+                .y_labels(6)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&move |v| if pct { format!("{v:.0} %") } else { format!("{v:.0}") })
+                .light_line_style(LIGHT.mix(0.5))
+                .draw()
+                .map_err(e)?;
+            for (k, o) in overlaps.iter().enumerate() {
+                let c = PALETTE[k % PALETTE.len()];
+                let mut pts: Vec<(f64, f64)> = rows
+                    .iter()
+                    .filter(|s| s.overlap == Some(*o))
+                    .filter_map(|s| Some((s.after_invocations? as f64, get(s)?)))
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(3)))
+                    .map_err(e)?
+                    .label(format!("overlap = {o}"))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+                chart.draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled()))).map_err(e)?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.9))
+                .border_style(GREY)
+                .label_font(font(TICK))
+                .draw()
+                .map_err(e)?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+/// End-of-run latency distribution per summarizer (× client when swept).
+pub struct Latency<'a>(pub &'a RunData);
+
+/// Linear-interpolated quantile of sorted values.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    let t = pos - lo as f64;
+    sorted[lo] + (sorted[hi.min(sorted.len() - 1)] - sorted[lo]) * t
+}
+
+impl Latency<'_> {
+    /// Per group: values of `end_of_run_latency_p95_s` over (session, setting) rows that
+    /// compacted at least once.
+    pub fn groups(&self) -> Vec<(String, Vec<f64>)> {
+        let d = self.0;
+        let by_client = d.distinct(|s| &s.client).len() > 1;
+        let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
+        for r in &d.runs {
+            let Some(s) = d.setting(&r.setting_id) else { continue };
+            if s.is_baseline() || r.num("summarizer_calls").unwrap_or(0.0) <= 0.0 {
+                continue;
+            }
+            let Some(v) = r.num("end_of_run_latency_p95_s").or_else(|| r.num("end_of_run_latency_s")) else { continue };
+            let key = if by_client { format!("{} / {}", s.summarizer, s.client) } else { s.summarizer.clone() };
+            match groups.iter_mut().find(|g| g.0 == key) {
+                Some(g) => g.1.push(v),
+                None => groups.push((key, vec![v])),
+            }
+        }
+        for g in &mut groups {
+            g.1.sort_by(|a, b| a.total_cmp(b));
+        }
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        groups
+    }
+}
+
+impl Chart for Latency<'_> {
+    fn info(&self) -> ChartInfo {
+        ChartInfo {
+            stem: "latency_distribution",
+            title: "End-of-run latency per summarizer",
+            how_to_read: "Each box is one summarizer (and client mode, when swept): over the sessions that compacted, the box spans the middle half of the p95 wait a compacting run adds before its terminal event, the bar is the median and the whiskers reach the 5th and 95th percentiles.",
+        }
+    }
+
+    fn check(&self) -> Result<String, String> {
+        let g = self.groups();
+        if g.is_empty() {
+            return Err("no (session, setting) row compacted, so there is no end-of-run latency to show".into());
+        }
+        Ok(format!("{} groups", g.len()))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let groups = self.groups();
+        let area = title(
+            root,
+            "End-of-run latency added by compaction, per summarizer",
+            "per session that compacted: p95 over its compacting runs of the summarizer time the terminal event waits for",
+        )?;
+        let ymax = groups.iter().flat_map(|g| g.1.last().copied()).fold(0.0f64, f64::max);
+        let ymax = if ymax > 0.0 { ymax * 1.12 } else { 1.0 };
+        let n = groups.len();
+        let mut chart = ChartBuilder::on(&area)
+            .margin_right(20)
+            .x_label_area_size(60)
+            .y_label_area_size(90)
+            .build_cartesian_2d((0..n).into_segmented(), 0.0..ymax)
+            .map_err(e)?;
+        let plot_w = chart.plotting_area().dim_in_pixel().0;
+        let names: Vec<String> = groups
+            .iter()
+            .map(|g| fit(root, &g.0, TICK, plot_w / n.max(1) as u32 - 12))
+            .collect();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc("summarizer")
+            .y_desc("end-of-run latency (s, p95 per session)")
+            .axis_desc_style(font(AXIS))
+            .label_style(font(TICK))
+            .x_labels(n + 1)
+            .y_labels(8)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_label_formatter(&|v| format!("{v:.1} s"))
+            .light_line_style(LIGHT.mix(0.5))
+            .draw()
+            .map_err(e)?;
+        for (i, (_, vals)) in groups.iter().enumerate() {
+            let c = PALETTE[i % PALETTE.len()];
+            let q = |p| quantile(vals, p);
+            let (p5, p25, p50, p75, p95) = (q(0.05), q(0.25), q(0.5), q(0.75), q(0.95));
+            draw_box(&mut chart, i, (p5, p25, p50, p75, p95), c)?;
+            let style = font(NOTE).color(&GREY).pos(Pos::new(HPos::Center, VPos::Bottom));
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((SegmentValue::CenterOf(i), p95)) + Text::new(format!("n = {}", vals.len()), (0, -6), style),
+                ))
+                .map_err(e)?;
+        }
+        Ok(())
+    }
+}
+
+type SegChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<plotters::coord::ranged1d::SegmentedCoord<RangedCoordusize>, plotters::coord::types::RangedCoordf64>>;
+
+fn draw_box<DB: DrawingBackend>(chart: &mut SegChart<'_, DB>, i: usize, q: (f64, f64, f64, f64, f64), c: RGBColor) -> Result<(), String> {
+    let (p5, p25, p50, p75, p95) = q;
+    // Box a third of the category wide: from 1/3 to 2/3 of segment i, in pixel offsets.
+    let left = chart.backend_coord(&(SegmentValue::Exact(i), p50)).0;
+    let right = chart.backend_coord(&(SegmentValue::Exact(i + 1), p50)).0;
+    let w = (right - left) / 6;
+    let mid = |v: f64| chart.backend_coord(&(SegmentValue::CenterOf(i), v));
+    let area = chart.plotting_area().strip_coord_spec();
+    let base = chart.plotting_area().get_base_pixel();
+    let rel = |p: (i32, i32)| (p.0 - base.0, p.1 - base.1);
+    let (cx, y25) = rel(mid(p25));
+    let (_, y75) = rel(mid(p75));
+    let (_, y50) = rel(mid(p50));
+    let (_, y5) = rel(mid(p5));
+    let (_, y95) = rel(mid(p95));
+    area.draw(&PathElement::new(vec![(cx, y5), (cx, y95)], BLACK.stroke_width(2))).map_err(e)?;
+    area.draw(&PathElement::new(vec![(cx - w / 2, y5), (cx + w / 2, y5)], BLACK.stroke_width(2))).map_err(e)?;
+    area.draw(&PathElement::new(vec![(cx - w / 2, y95), (cx + w / 2, y95)], BLACK.stroke_width(2))).map_err(e)?;
+    area.draw(&Rectangle::new([(cx - w, y75), (cx + w, y25.max(y75 + 2))], c.mix(0.55).filled())).map_err(e)?;
+    area.draw(&Rectangle::new([(cx - w, y75), (cx + w, y25.max(y75 + 2))], BLACK.stroke_width(2))).map_err(e)?;
+    area.draw(&PathElement::new(vec![(cx - w, y50), (cx + w, y50)], BLACK.stroke_width(4))).map_err(e)?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+/// Prompt size per model request of the longest sessions, baseline against recommended.
+pub struct Timelines<'a>(pub &'a RunData);
+
+/// A session id as a chart title: printable characters only, at most 48.
+pub fn display_id(id: &str) -> String {
+    let clean: String = id.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if clean.chars().count() > 48 {
+        clean.chars().take(47).collect::<String>() + "…"
+    } else {
+        clean
+    }
+}
+
+impl Chart for Timelines<'_> {
+    fn info(&self) -> ChartInfo {
+        ChartInfo {
+            stem: "prompt_timeline",
+            title: "Prompt size over the longest sessions",
+            how_to_read: "Grey is what each model request would send with no compaction, blue what it sends with the recommended setting; each red line is a compaction, where the blue sawtooth drops, and the gap between the lines is the tokens saved.",
+        }
+    }
+
+    fn check(&self) -> Result<String, String> {
+        let n = self.0.timelines.iter().filter(|t| !t.baseline.is_empty()).count();
+        if n == 0 {
+            return Err("timelines.json is missing or has no model requests".into());
+        }
+        Ok(format!("{} sessions", n.min(3)))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let mut tls: Vec<_> = self.0.timelines.iter().filter(|t| !t.baseline.is_empty()).collect();
+        tls.sort_by(|a, b| b.baseline.len().cmp(&a.baseline.len()).then(a.session_id.cmp(&b.session_id)));
+        tls.truncate(3);
+        let reco = self.0.recommended().map(|s| s.label.clone()).unwrap_or_default();
+        let area = title(root, "Prompt size per model request: no compaction against the recommended setting", &reco)?;
+        let panels = area.split_evenly((tls.len(), 1));
+        for (k, (panel, t)) in panels.iter().zip(&tls).enumerate() {
+            let last = k + 1 == tls.len();
+            let ymax = t.baseline.iter().chain(&t.compacted).fold(0.0f64, |a, b| a.max(*b)) * 1.1;
+            let n = t.baseline.len();
+            let mut chart = ChartBuilder::on(panel)
+                .margin(6)
+                .caption(format!("session {}", display_id(&t.session_id)), font(NOTE + 1.0))
+                .x_label_area_size(if last { 55 } else { 28 })
+                .y_label_area_size(90)
+                .build_cartesian_2d(0f64..(n.max(2) - 1) as f64, 0f64..ymax.max(1.0))
+                .map_err(e)?;
+            let mut mesh = chart.configure_mesh();
+            mesh.label_style(font(TICK))
+                .axis_desc_style(font(NOTE + 1.0))
+                .y_desc("prompt (tokens)")
+                .y_labels(4)
+                .x_labels(10)
+                .x_label_formatter(&|v| format!("{}", (*v as usize) + 1))
+                .y_label_formatter(&|v| fmt_tokens(*v))
+                .light_line_style(LIGHT.mix(0.5));
+            if last {
+                mesh.x_desc("model request # in the session");
+            }
+            mesh.draw().map_err(e)?;
+            for &c in &t.compactions {
+                let x = c as f64 - 0.5;
+                chart
+                    .draw_series(std::iter::once(PathElement::new(vec![(x, 0.0), (x, ymax)], RECO_C.mix(0.7).stroke_width(2))))
+                    .map_err(e)?;
+            }
+            let b: Vec<(f64, f64)> = t.baseline.iter().enumerate().map(|(i, v)| (i as f64, *v)).collect();
+            let r: Vec<(f64, f64)> = t.compacted.iter().enumerate().map(|(i, v)| (i as f64, *v)).collect();
+            chart
+                .draw_series(LineSeries::new(b, GREY.stroke_width(3)))
+                .map_err(e)?
+                .label("no compaction")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], GREY.stroke_width(3)));
+            chart
+                .draw_series(LineSeries::new(r, TOKENS_C.stroke_width(3)))
+                .map_err(e)?
+                .label("recommended")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], TOKENS_C.stroke_width(3)));
+            if k == 0 {
+                // Legend once, on the first panel; an empty series carries the marker entry.
+                chart
+                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
+                    .map_err(e)?
+                    .label("compaction")
+                    .legend(|(x, y)| PathElement::new(vec![(x + 12, y - 8), (x + 12, y + 8)], RECO_C.stroke_width(2)));
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .background_style(WHITE.mix(0.9))
+                    .border_style(GREY)
+                    .label_font(font(NOTE))
+                    .draw()
+                    .map_err(e)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+/// Summarizers side by side: cost, latency, detail lost, facts dropped.
+pub struct Summarizers<'a>(pub &'a RunData);
+
+/// Per summarizer, the setting compared: same trigger fields, client and model as the
+/// anchor when the grid has it, else that summarizer's best-ranked setting.
+pub fn summarizer_rows(d: &RunData) -> Vec<&SettingRow> {
+    let Some(a) = d.anchor() else { return Vec::new() };
+    let mut out = Vec::new();
+    for name in d.distinct(|s| &s.summarizer) {
+        let same = d.settings.iter().find(|s| {
+            s.summarizer == name
+                && s.trigger_kind == a.trigger_kind
+                && s.after_tokens == a.after_tokens
+                && s.keep_recent_events == a.keep_recent_events
+                && s.after_invocations == a.after_invocations
+                && s.overlap == a.overlap
+                && s.client == a.client
+                && s.agent_model == a.agent_model
+        });
+        let best = || {
+            d.settings
+                .iter()
+                .filter(|s| s.summarizer == name && !s.is_baseline())
+                .min_by(|x, y| x.rank.unwrap_or(u64::MAX).cmp(&y.rank.unwrap_or(u64::MAX)).then(x.setting_id.cmp(&y.setting_id)))
+        };
+        if let Some(s) = same.or_else(best) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+impl Chart for Summarizers<'_> {
+    fn info(&self) -> ChartInfo {
+        ChartInfo {
+            stem: "summarizer_comparison",
+            title: "Summarizers compared",
+            how_to_read: "Each panel compares the summarizers at the same trigger setting (the recommended one where the grid has it); shorter bars are better in every panel, and n/a marks a number the summarizer cannot have (modelled summarizers write no text, so facts dropped is unknown).",
+        }
+    }
+
+    fn check(&self) -> Result<String, String> {
+        let rows = summarizer_rows(self.0);
+        if rows.is_empty() {
+            return Err("no compacting setting in the run".into());
+        }
+        Ok(format!("{} summarizers", rows.len()))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let rows = summarizer_rows(self.0);
+        let sub = self.0.anchor().map(|a| format!("at {}", a.short())).unwrap_or_default();
+        let area = title(root, "Summarizers compared at one trigger setting", &sub)?;
+        let panels = area.split_evenly((2, 2));
+        type Getter = fn(&SettingRow) -> Option<f64>;
+        let metrics: [(&str, Getter, fn(f64) -> String); 4] = [
+            ("cost (USD, all sessions)", |s| s.cost_usd(), fmt_usd),
+            ("end-of-run latency (s, p95 over sessions)", |s| s.end_of_run_latency_p95(), |v| format!("{v:.1} s")),
+            ("detail lost (mean per session)", |s| s.detail_lost(), fmt_pct),
+            ("facts dropped (mean per session)", |s| s.facts_dropped(), fmt_pct),
+        ];
+        let n = rows.len();
+        for (panel, (desc, get, fmtv)) in panels.iter().zip(metrics) {
+            let vals: Vec<Option<f64>> = rows.iter().map(|s| get(s)).collect();
+            let ymax = vals.iter().flatten().fold(0.0f64, |a, b| a.max(*b));
+            let ymax = if ymax > 0.0 { ymax * 1.25 } else { 1.0 };
+            let mut chart = ChartBuilder::on(panel)
+                .margin(8)
+                .caption(desc, font(NOTE + 1.0))
+                .x_label_area_size(40)
+                .y_label_area_size(90)
+                .build_cartesian_2d((0..n).into_segmented(), 0.0..ymax)
+                .map_err(e)?;
+            let plot_w = chart.plotting_area().dim_in_pixel().0;
+            let names: Vec<String> = rows
+                .iter()
+                .map(|s| fit(root, &s.summarizer, TICK - 2.0, plot_w / n.max(1) as u32 - 8))
+                .collect();
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .label_style(font(TICK - 2.0))
+                .x_labels(n + 1)
+                .y_labels(5)
+                .x_label_formatter(&|v| match v {
+                    SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+                    _ => String::new(),
+                })
+                .y_label_formatter(&|v| fmtv(*v))
+                .light_line_style(LIGHT.mix(0.5))
+                .draw()
+                .map_err(e)?;
+            for (i, v) in vals.iter().enumerate() {
+                let c = PALETTE[i % PALETTE.len()];
+                let style = font(NOTE).pos(Pos::new(HPos::Center, VPos::Bottom));
+                match v {
+                    Some(v) => {
+                        chart
+                            .draw_series(std::iter::once(Rectangle::new(
+                                [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), *v)],
+                                c.mix(0.8).filled(),
+                            )))
+                            .map_err(e)?;
+                        chart
+                            .draw_series(std::iter::once(
+                                EmptyElement::at((SegmentValue::CenterOf(i), *v)) + Text::new(fmtv(*v), (0, -4), style),
+                            ))
+                            .map_err(e)?;
+                    }
+                    None => {
+                        chart
+                            .draw_series(std::iter::once(
+                                EmptyElement::at((SegmentValue::CenterOf(i), 0.0)) + Text::new("n/a", (0, -4), style.color(&GREY)),
+                            ))
+                            .map_err(e)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,213 @@
+//! Calibration samples from recorded transcripts (pure; `cli/calibrate.rs` reads the files).
+//!
+//! - Latency: a model request's duration is the time between the event before it (the user
+//!   message or tool result that the request answers) and the model event itself, paired with
+//!   its recorded prompt and output tokens. Only sessions with real timestamps, gaps in
+//!   (0, 600] s (longer gaps are people, not models). OpenHands runs record measured latency
+//!   per response (`metrics.response_latencies`, joined to `metrics.token_usages` by
+//!   `response_id`); those are used as they are.
+//! - Summary length: recorded compactions with a summary text and `pre_tokens` (Claude Code).
+
+use super::latency::{LatencySample, LengthSample};
+use crate::transcript::Session;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Longest gap accepted as one model call, seconds.
+pub const MAX_CALL_SECONDS: f64 = 600.0;
+
+/// `(model, sample)` per timed model request of a session.
+pub fn latency_samples(session: &Session) -> Vec<(String, LatencySample)> {
+    let mut out = Vec::new();
+    if session.synthetic_timestamps {
+        return out;
+    }
+    for (i, e) in session.events.iter().enumerate() {
+        let (Some(usage), Some(prev)) = (
+            e.usage,
+            i.checked_sub(1).and_then(|p| session.events.get(p)),
+        ) else {
+            continue;
+        };
+        if !e.model_request || usage.prompt_tokens == 0 {
+            continue;
+        }
+        let dt = e.timestamp - prev.timestamp;
+        if !(dt > 0.0 && dt <= MAX_CALL_SECONDS) {
+            continue;
+        }
+        let model = e
+            .model
+            .clone()
+            .or_else(|| session.model.clone())
+            .unwrap_or_else(|| "unknown".to_string());
+        out.push((
+            model,
+            LatencySample {
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.output_tokens,
+                seconds: dt,
+            },
+        ));
+    }
+    out
+}
+
+/// Measured latencies of one OpenHands evaluation row (`{metrics: {response_latencies,
+/// token_usages}}`); rows without them give nothing.
+pub fn openhands_latency_samples(row: &Value) -> Vec<(String, LatencySample)> {
+    let metrics = &row["metrics"];
+    let mut usage: HashMap<&str, (u64, u64)> = HashMap::new();
+    if let Some(list) = metrics["token_usages"].as_array() {
+        for u in list {
+            if let Some(id) = u["response_id"].as_str() {
+                let prompt = u["prompt_tokens"].as_u64().unwrap_or(0);
+                let completion = u["completion_tokens"].as_u64().unwrap_or(0);
+                usage.insert(id, (prompt, completion));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(list) = metrics["response_latencies"].as_array() {
+        for l in list {
+            let (Some(id), Some(secs)) = (l["response_id"].as_str(), l["latency"].as_f64()) else {
+                continue;
+            };
+            let Some(&(prompt, completion)) = usage.get(id) else {
+                continue;
+            };
+            if prompt == 0 || !(secs > 0.0 && secs <= MAX_CALL_SECONDS) {
+                continue;
+            }
+            let model = l["model"].as_str().unwrap_or("unknown").to_string();
+            out.push((
+                model,
+                LatencySample {
+                    input_tokens: prompt,
+                    output_tokens: completion,
+                    seconds: secs,
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// Recorded summaries with their pre-compaction prompt size; `count` sizes the text.
+pub fn length_samples(session: &Session, count: &dyn Fn(&str) -> u64) -> Vec<LengthSample> {
+    session
+        .recorded_compactions
+        .iter()
+        .filter_map(|c| {
+            let pre = c.pre_tokens.filter(|&p| p > 0)?;
+            if c.summary.trim().is_empty() {
+                return None;
+            }
+            Some(LengthSample {
+                input_tokens: pre,
+                summary_tokens: count(&c.summary),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::{Event, Format, RecordedCompaction, Role, Usage};
+
+    fn session(events: Vec<Event>) -> Session {
+        Session {
+            id: "s".into(),
+            source: "mem".into(),
+            format: Format::Codex,
+            events,
+            recorded_compactions: vec![],
+            model: Some("gpt-5-codex".into()),
+            synthetic_timestamps: false,
+        }
+    }
+
+    fn model_event(t: f64, prompt: u64, out: u64) -> Event {
+        let mut e = Event::new("agent", Role::Model, "i", t);
+        e.model_request = true;
+        e.usage = Some(Usage {
+            prompt_tokens: prompt,
+            output_tokens: out,
+            ..Default::default()
+        });
+        e
+    }
+
+    #[test]
+    fn samples_are_gaps_before_model_events() {
+        // user at 10 s, model at 14.5 s (4.5 s, 1,000 in / 50 out), tool at 15 s, model at
+        // 1,000 s (985 s gap: a person, skipped), model without usage skipped.
+        let mut no_usage = model_event(1001.0, 0, 0);
+        no_usage.usage = None;
+        let s = session(vec![
+            Event::new("user", Role::User, "i", 10.0),
+            model_event(14.5, 1000, 50),
+            Event::new("tool", Role::User, "i", 15.0),
+            model_event(1000.0, 2000, 10),
+            no_usage,
+        ]);
+        let v = latency_samples(&s);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].0, "gpt-5-codex");
+        assert_eq!(
+            v[0].1,
+            LatencySample {
+                input_tokens: 1000,
+                output_tokens: 50,
+                seconds: 4.5
+            }
+        );
+        let mut synthetic = s.clone();
+        synthetic.synthetic_timestamps = true;
+        assert!(latency_samples(&synthetic).is_empty());
+    }
+
+    #[test]
+    fn openhands_joins_latency_and_usage_by_response_id() {
+        let row = serde_json::json!({"metrics": {
+            "response_latencies": [{"model": "m", "latency": 3.5, "response_id": "a"},
+                                   {"model": "m", "latency": 2.0, "response_id": "missing"}],
+            "token_usages": [{"prompt_tokens": 5920, "completion_tokens": 128, "response_id": "a"}]}});
+        let v = openhands_latency_samples(&row);
+        assert_eq!(
+            v,
+            vec![(
+                "m".to_string(),
+                LatencySample {
+                    input_tokens: 5920,
+                    output_tokens: 128,
+                    seconds: 3.5
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn length_samples_need_text_and_pre_tokens() {
+        let mut s = session(vec![]);
+        let rc = |pre: Option<u64>, text: &str| RecordedCompaction {
+            at_event: 0,
+            source: "claude-code compact_boundary".into(),
+            trigger: None,
+            pre_tokens: pre,
+            start_timestamp: None,
+            end_timestamp: None,
+            summary: text.into(),
+        };
+        s.recorded_compactions = vec![rc(Some(1000), "a b c"), rc(None, "x"), rc(Some(5), " ")];
+        let v = length_samples(&s, &|t| t.split_whitespace().count() as u64);
+        assert_eq!(
+            v,
+            vec![LengthSample {
+                input_tokens: 1000,
+                summary_tokens: 3
+            }]
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! Facts a reader may need verbatim after a compaction, and the share a summary drops
+//! (`facts_dropped` in metrics.md; only for summarizers that really write text).
+//!
+//! A fact is one of: a URL, an email address, a double-quoted or backticked string
+//! (2-120 chars), a file path (starts with `/`, `~/`, `./`, `../`, or has a directory and an
+//! extension), an id like `ABC-123`, or a number with 2+ digits. Kinds are taken in that
+//! order and each match is masked before the next kind is searched, so the digits of a URL
+//! are not also counted as a number. A fact is kept when the summary contains it verbatim.
+
+use crate::transcript::{Event, Part};
+use regex::Regex;
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+struct Patterns {
+    ordered: Vec<(Regex, usize)>,
+}
+
+fn patterns() -> &'static Patterns {
+    static P: OnceLock<Patterns> = OnceLock::new();
+    P.get_or_init(|| {
+        // The patterns are constants; `expect` cannot fail on input data.
+        let r = |s: &str| Regex::new(s).expect("valid fact pattern");
+        Patterns {
+            ordered: vec![
+                (r(r#"https?://[^\s"'<>`)\]}]+"#), 0),
+                (
+                    r(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"),
+                    0,
+                ),
+                (r(r#""([^"\n]{2,120})""#), 1),
+                (r(r"`([^`\n]{2,120})`"), 1),
+                (
+                    r(r#"(?:^|[\s"'(=:\[,])((?:~|\.\.?)?/[\w.\-]+(?:/[\w.\-]+)*/?)"#),
+                    1,
+                ),
+                (r(r"\b([\w\-]+(?:/[\w.\-]+)+\.[A-Za-z0-9]{1,8})\b"), 1),
+                (r(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b"), 0),
+                (r(r"\d+(?:[.,]\d+)*"), 0),
+            ],
+        }
+    })
+}
+
+/// The distinct facts in a text.
+pub fn extract_facts(text: &str) -> BTreeSet<String> {
+    let mut facts = BTreeSet::new();
+    let mut masked = text.to_string();
+    for (re, group) in &patterns().ordered {
+        let mut spans = Vec::new();
+        for caps in re.captures_iter(&masked) {
+            let Some(m) = caps.get(*group) else { continue };
+            let mut fact = m.as_str();
+            if *group == 0 && fact.starts_with("http") {
+                fact = fact.trim_end_matches(['.', ',', ';', ':', '!', '?']);
+            }
+            let is_number = fact
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b == b'.' || b == b',');
+            if is_number && fact.bytes().filter(u8::is_ascii_digit).count() < 2 {
+                continue;
+            }
+            if fact.trim().is_empty() {
+                continue;
+            }
+            facts.insert(fact.to_string());
+            spans.push((m.start(), m.start() + fact.len()));
+        }
+        for (s, e) in spans {
+            // Mask with spaces of the same byte length so later offsets stay valid.
+            if masked.is_char_boundary(s) && masked.is_char_boundary(e) {
+                masked.replace_range(s..e, &" ".repeat(e - s));
+            }
+        }
+    }
+    facts
+}
+
+/// The text of an event that facts are drawn from: text and thoughts, and the string and
+/// number values (not the keys) of tool arguments and responses.
+pub fn event_fact_text(event: &Event) -> String {
+    let mut out = String::new();
+    for part in &event.parts {
+        match part {
+            Part::Text { text } | Part::Thought { text } => {
+                out.push_str(text);
+                out.push('\n');
+            }
+            Part::ToolCall { args, .. } => json_values(args, &mut out),
+            Part::ToolResponse { response, .. } => json_values(response, &mut out),
+            Part::Attachment { .. } => {}
+        }
+    }
+    out
+}
+
+fn json_values(v: &serde_json::Value, out: &mut String) {
+    match v {
+        serde_json::Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        serde_json::Value::Number(n) => {
+            out.push_str(&n.to_string());
+            out.push('\n');
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| json_values(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| json_values(x, out)),
+        _ => {}
+    }
+}
+
+/// Facts of a compacted span and how many of them the summary lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FactTally {
+    pub total: u64,
+    pub dropped: u64,
+}
+
+impl FactTally {
+    pub fn add(&mut self, other: FactTally) {
+        self.total += other.total;
+        self.dropped += other.dropped;
+    }
+
+    /// Share dropped, 0..1 (0 when the spans held no facts).
+    pub fn share(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.dropped as f64 / self.total as f64
+        }
+    }
+}
+
+/// Count the facts of `span` and those missing from `summary`.
+pub fn tally<'a>(span: impl IntoIterator<Item = &'a Event>, summary: &str) -> FactTally {
+    let mut facts = BTreeSet::new();
+    for e in span {
+        facts.extend(extract_facts(&event_fact_text(e)));
+    }
+    let dropped = facts
+        .iter()
+        .filter(|f| !summary.contains(f.as_str()))
+        .count() as u64;
+    FactTally {
+        total: facts.len() as u64,
+        dropped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::Role;
+
+    fn set(v: &[&str]) -> BTreeSet<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn each_kind_is_found_once() {
+        let t = "Order 4521 for bob@example.com, see https://x.io/a/77 and /var/log/app.log; \
+                 ticket ABC-123 said \"refund approved\" at 9 am, file src/cost/mod.rs.";
+        assert_eq!(
+            extract_facts(t),
+            set(&[
+                "4521",
+                "bob@example.com",
+                "https://x.io/a/77",
+                "/var/log/app.log",
+                "ABC-123",
+                "refund approved",
+                "src/cost/mod.rs"
+            ])
+        );
+    }
+
+    #[test]
+    fn single_digits_and_plain_words_are_not_facts() {
+        assert!(extract_facts("I have 3 cats and/or 1 dog, it's fine").is_empty());
+    }
+
+    #[test]
+    fn tally_counts_missing_facts() {
+        let mut e = Event::new("user", Role::User, "i1", 1.0);
+        e.parts.push(Part::Text {
+            text: "Flight UA-991 on 2024-05-12 costs 450".into(),
+        });
+        e.parts.push(Part::ToolResponse {
+            id: None,
+            name: "t".into(),
+            response: serde_json::json!({"seat": "14C", "gate": 27}),
+        });
+        // facts: UA-991, 2024, 05, 12, 450 (the date splits into numbers: `-` is not a
+        // separator), 27 ("14C" is not a number: "14" is, with 2 digits). Let us list:
+        let facts = extract_facts(&event_fact_text(&e));
+        assert_eq!(
+            facts,
+            set(&["UA-991", "2024", "05", "12", "450", "14", "27"])
+        );
+        // Summary keeps UA-991 and 450 only: 5 of 7 dropped.
+        let t = tally([&e], "user: Flight UA-991 costs 450");
+        assert_eq!(
+            t,
+            FactTally {
+                total: 7,
+                dropped: 5
+            }
+        );
+        assert!((t.share() - 5.0 / 7.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,561 @@
+//! Latency model (`seconds = ttft + input/prefill_rate + output/decode_rate`), the summary
+//! length model of modelled summarizers, their defaults (`src/data/latency.toml`), and the
+//! least-squares fits `calibrate` uses.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The defaults shipped with the binary.
+pub const BUILTIN_LATENCY: &str = include_str!("../data/latency.toml");
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}: {location}: {message}")]
+pub struct LatencyFileError {
+    pub file: String,
+    pub location: String,
+    pub message: String,
+}
+
+/// One model family's latency parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyParams {
+    /// Time to first token, seconds (network, queueing, default thinking).
+    pub ttft_s: f64,
+    /// Prompt tokens read per second.
+    pub prefill_tokens_per_s: f64,
+    /// Output tokens written per second.
+    pub decode_tokens_per_s: f64,
+}
+
+impl LatencyParams {
+    /// Seconds for one call reading `input` tokens and writing `output` tokens.
+    pub fn seconds(&self, input: u64, output: u64) -> f64 {
+        self.ttft_s
+            + input as f64 / self.prefill_tokens_per_s
+            + output as f64 / self.decode_tokens_per_s
+    }
+
+    /// Seconds spent reading `tokens` prompt tokens.
+    pub fn prefill_seconds(&self, tokens: f64) -> f64 {
+        tokens / self.prefill_tokens_per_s
+    }
+}
+
+/// Output length of a modelled summary: `min(cap, max(min, round(ratio * input)))`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LengthModel {
+    pub ratio: f64,
+    pub cap_tokens: u64,
+    #[serde(default)]
+    pub min_tokens: u64,
+}
+
+impl Default for LengthModel {
+    fn default() -> Self {
+        LengthModel {
+            ratio: 0.10,
+            cap_tokens: 4000,
+            min_tokens: 64,
+        }
+    }
+}
+
+impl LengthModel {
+    pub fn summary_tokens(&self, input_tokens: u64) -> u64 {
+        let raw = (self.ratio * input_tokens as f64).round().max(0.0) as u64;
+        raw.max(self.min_tokens).min(self.cap_tokens)
+    }
+}
+
+/// One entry of a latency file: the parameters plus, for calibrated files, the fit quality.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyEntry {
+    pub ttft_s: f64,
+    pub prefill_tokens_per_s: f64,
+    pub decode_tokens_per_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r2: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual_p50_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual_p95_s: Option<f64>,
+}
+
+impl LatencyEntry {
+    pub fn params(&self) -> LatencyParams {
+        LatencyParams {
+            ttft_s: self.ttft_s,
+            prefill_tokens_per_s: self.prefill_tokens_per_s,
+            decode_tokens_per_s: self.decode_tokens_per_s,
+        }
+    }
+}
+
+/// A latency file: `[summary_length]` and `[models.FAMILY]` (see `src/data/latency.toml`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_length: Option<LengthModel>,
+    #[serde(default)]
+    pub models: BTreeMap<String, LatencyEntry>,
+}
+
+/// Latency parameters per model family and the summary length model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyTable {
+    pub families: BTreeMap<String, LatencyParams>,
+    pub length: LengthModel,
+}
+
+impl Default for LatencyTable {
+    fn default() -> Self {
+        LatencyTable::builtin()
+    }
+}
+
+impl LatencyTable {
+    pub fn builtin() -> Self {
+        let mut t = LatencyTable {
+            families: BTreeMap::new(),
+            length: LengthModel::default(),
+        };
+        // Tested by `builtin_latency_parses`; an error here is a build bug.
+        let _ = t.apply_file("<builtin latency.toml>", BUILTIN_LATENCY);
+        t
+    }
+
+    /// Read a latency file (defaults or a `calibrate` output) over this table: its families
+    /// and its length model win.
+    pub fn apply_file(&mut self, file: &str, text: &str) -> Result<(), LatencyFileError> {
+        let parsed: LatencyFile = toml::from_str(text).map_err(|e| LatencyFileError {
+            file: file.to_string(),
+            location: match e.span() {
+                Some(span) => format!(
+                    "line {}",
+                    text[..span.start.min(text.len())].lines().count().max(1)
+                ),
+                None => "toml".to_string(),
+            },
+            message: e.message().to_string(),
+        })?;
+        for (name, e) in &parsed.models {
+            let ok = e.ttft_s.is_finite()
+                && e.ttft_s >= 0.0
+                && e.prefill_tokens_per_s.is_finite()
+                && e.prefill_tokens_per_s > 0.0
+                && e.decode_tokens_per_s.is_finite()
+                && e.decode_tokens_per_s > 0.0;
+            if !ok {
+                return Err(LatencyFileError {
+                    file: file.to_string(),
+                    location: format!("models.\"{name}\""),
+                    message: "ttft_s must be >= 0 and the rates > 0".to_string(),
+                });
+            }
+        }
+        if let Some(l) = parsed.summary_length {
+            if !(l.ratio.is_finite() && l.ratio >= 0.0) || l.min_tokens > l.cap_tokens {
+                return Err(LatencyFileError {
+                    file: file.to_string(),
+                    location: "summary_length".to_string(),
+                    message: "ratio must be >= 0 and min_tokens <= cap_tokens".to_string(),
+                });
+            }
+            self.length = l;
+        }
+        for (name, e) in parsed.models {
+            self.families.insert(name.to_ascii_lowercase(), e.params());
+        }
+        Ok(())
+    }
+
+    /// Parameters for a model: the longest family key that prefixes the name (provider prefix
+    /// like `openai/` ignored), else `default`, else a built-in fallback.
+    pub fn for_model(&self, model: &str) -> LatencyParams {
+        let full = model.trim().to_ascii_lowercase();
+        let short = full.rsplit('/').next().unwrap_or(&full).to_string();
+        self.families
+            .iter()
+            .filter(|(k, _)| {
+                k.as_str() != "default"
+                    && (full.starts_with(k.as_str()) || short.starts_with(k.as_str()))
+            })
+            .max_by_key(|(k, _)| k.len())
+            .map(|(_, p)| *p)
+            .or_else(|| self.families.get("default").copied())
+            .unwrap_or(LatencyParams {
+                ttft_s: 1.0,
+                prefill_tokens_per_s: 10_000.0,
+                decode_tokens_per_s: 80.0,
+            })
+    }
+}
+
+/// One observed model call: prompt tokens, output tokens, seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatencySample {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub seconds: f64,
+}
+
+/// Result of fitting `seconds = a + b*input + c*output`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyFit {
+    pub params: LatencyParams,
+    pub samples: usize,
+    /// Coefficient of determination of the fit on the samples.
+    pub r2: f64,
+    /// Percentiles of |observed - predicted|, seconds.
+    pub residual_p50_s: f64,
+    pub residual_p95_s: f64,
+    /// Terms that came out non-positive and were held at the prior instead of fitted.
+    pub held: Vec<&'static str>,
+}
+
+/// Least-squares fit of the latency model. A coefficient that comes out non-positive (not
+/// identifiable from the data, e.g. output sizes that barely vary) is held at `prior`'s value
+/// and the others refitted, so the result is always a usable model; `held` says which.
+/// `None` with fewer than 3 samples.
+pub fn fit_latency(samples: &[LatencySample], prior: &LatencyParams) -> Option<LatencyFit> {
+    let clean: Vec<&LatencySample> = samples
+        .iter()
+        .filter(|s| s.seconds.is_finite() && s.seconds > 0.0)
+        .collect();
+    if clean.len() < 3 {
+        return None;
+    }
+    // Columns: 0 = intercept (ttft), 1 = input (1/prefill), 2 = output (1/decode).
+    let prior_coef = [
+        prior.ttft_s,
+        1.0 / prior.prefill_tokens_per_s,
+        1.0 / prior.decode_tokens_per_s,
+    ];
+    let names = ["ttft_s", "prefill_tokens_per_s", "decode_tokens_per_s"];
+    let mut free = [true, true, true];
+    let mut coef = prior_coef;
+    for _ in 0..3 {
+        let idx: Vec<usize> = (0..3).filter(|&i| free[i]).collect();
+        let n = idx.len();
+        if n == 0 {
+            break;
+        }
+        let mut ata = vec![vec![0.0f64; n]; n];
+        let mut aty = vec![0.0f64; n];
+        for s in &clean {
+            let x = [1.0, s.input_tokens as f64, s.output_tokens as f64];
+            let fixed: f64 = (0..3).filter(|&i| !free[i]).map(|i| coef[i] * x[i]).sum();
+            let y = s.seconds - fixed;
+            for (a, &i) in idx.iter().enumerate() {
+                aty[a] += x[i] * y;
+                for (b, &j) in idx.iter().enumerate() {
+                    ata[a][b] += x[i] * x[j];
+                }
+            }
+        }
+        let Some(sol) = solve(ata, aty) else {
+            // Singular: hold the last free slope and retry.
+            if let Some(&last) = idx.last() {
+                free[last] = false;
+                coef[last] = prior_coef[last];
+            }
+            continue;
+        };
+        let mut bad = None;
+        for (a, &i) in idx.iter().enumerate() {
+            coef[i] = sol[a];
+            let negative = if i == 0 { sol[a] < 0.0 } else { sol[a] <= 0.0 };
+            if negative && bad.is_none() {
+                bad = Some(i);
+            }
+        }
+        match bad {
+            None => break,
+            Some(i) => {
+                free[i] = false;
+                coef[i] = prior_coef[i];
+                for j in 0..3 {
+                    if free[j] {
+                        coef[j] = prior_coef[j];
+                    }
+                }
+            }
+        }
+    }
+    let params = LatencyParams {
+        ttft_s: coef[0],
+        prefill_tokens_per_s: 1.0 / coef[1],
+        decode_tokens_per_s: 1.0 / coef[2],
+    };
+    let mean = clean.iter().map(|s| s.seconds).sum::<f64>() / clean.len() as f64;
+    let mut ss_res = 0.0;
+    let mut ss_tot = 0.0;
+    let mut abs_res = Vec::with_capacity(clean.len());
+    for s in &clean {
+        let pred = params.seconds(s.input_tokens, s.output_tokens);
+        ss_res += (s.seconds - pred).powi(2);
+        ss_tot += (s.seconds - mean).powi(2);
+        abs_res.push((s.seconds - pred).abs());
+    }
+    let r2 = if ss_tot > 0.0 {
+        1.0 - ss_res / ss_tot
+    } else {
+        0.0
+    };
+    Some(LatencyFit {
+        params,
+        samples: clean.len(),
+        r2,
+        residual_p50_s: percentile(&abs_res, 50.0),
+        residual_p95_s: percentile(&abs_res, 95.0),
+        held: (0..3).filter(|&i| !free[i]).map(|i| names[i]).collect(),
+    })
+}
+
+/// Gaussian elimination with partial pivoting; `None` if singular.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        let scale = a.iter().map(|r| r[col].abs()).fold(0.0, f64::max);
+        if a[pivot][col].abs() <= 1e-12 * scale.max(1.0) {
+            return None;
+        }
+        a.swap(col, pivot);
+        b.swap(col, pivot);
+        let pivot_row = a[col].clone();
+        for row in col + 1..n {
+            let f = a[row][col] / pivot_row[col];
+            for (v, p) in a[row].iter_mut().zip(&pivot_row).skip(col) {
+                *v -= f * p;
+            }
+            b[row] -= f * b[col];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for row in (0..n).rev() {
+        let s: f64 = (row + 1..n).map(|k| a[row][k] * x[k]).sum();
+        x[row] = (b[row] - s) / a[row][row];
+    }
+    Some(x)
+}
+
+/// Percentile with linear interpolation between closest ranks (numpy's default); 0 for an
+/// empty list.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = (p / 100.0).clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let lo_v = v.get(lo).copied().unwrap_or(0.0);
+    let hi_v = v.get(hi).copied().unwrap_or(lo_v);
+    lo_v + (hi_v - lo_v) * (rank - lo as f64)
+}
+
+/// One recorded summary: tokens of the history it replaced and of the summary text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LengthSample {
+    pub input_tokens: u64,
+    pub summary_tokens: u64,
+}
+
+/// Fit the length model: ratio = median of summary/input, cap = largest summary seen (so the
+/// model never predicts longer summaries than were recorded), min kept from `prior`.
+pub fn fit_length(samples: &[LengthSample], prior: &LengthModel) -> Option<LengthModel> {
+    let ratios: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.input_tokens > 0)
+        .map(|s| s.summary_tokens as f64 / s.input_tokens as f64)
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    let cap = samples
+        .iter()
+        .map(|s| s.summary_tokens)
+        .max()
+        .unwrap_or(prior.cap_tokens);
+    Some(LengthModel {
+        ratio: percentile(&ratios, 50.0),
+        cap_tokens: cap.max(prior.min_tokens),
+        min_tokens: prior.min_tokens,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_latency_parses() {
+        let mut t = LatencyTable {
+            families: BTreeMap::new(),
+            length: LengthModel::default(),
+        };
+        t.apply_file("builtin", BUILTIN_LATENCY).expect("parses");
+        assert!(t.families.contains_key("default"));
+        assert!(t.families.len() > 10);
+    }
+
+    #[test]
+    fn latency_formula() {
+        // 1 s + 20,000/10,000 s + 400/80 s = 1 + 2 + 5 = 8 s.
+        let p = LatencyParams {
+            ttft_s: 1.0,
+            prefill_tokens_per_s: 10_000.0,
+            decode_tokens_per_s: 80.0,
+        };
+        assert!((p.seconds(20_000, 400) - 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn family_matching_prefers_longest_prefix() {
+        let t = LatencyTable::builtin();
+        assert_eq!(
+            t.for_model("gpt-4.1-mini-2025-04-14"),
+            t.families["gpt-4.1-mini"]
+        );
+        assert_eq!(t.for_model("openai/gpt-4.1"), t.families["gpt-4.1"]);
+        assert_eq!(t.for_model("claude-opus-4-6"), t.families["claude-opus-4"]);
+        assert_eq!(t.for_model("llama-4-maverick"), t.families["default"]);
+    }
+
+    #[test]
+    fn length_model_ratio_cap_and_floor() {
+        let m = LengthModel {
+            ratio: 0.1,
+            cap_tokens: 4000,
+            min_tokens: 64,
+        };
+        assert_eq!(m.summary_tokens(10_000), 1000); // 0.1 * 10,000
+        assert_eq!(m.summary_tokens(100_000), 4000); // 10,000 capped at 4,000
+        assert_eq!(m.summary_tokens(100), 64); // 10 raised to the floor
+    }
+
+    #[test]
+    fn fit_recovers_exact_parameters() {
+        // seconds = 0.5 + in/5000 + out/50, on points that vary both sizes independently.
+        let truth = LatencyParams {
+            ttft_s: 0.5,
+            prefill_tokens_per_s: 5000.0,
+            decode_tokens_per_s: 50.0,
+        };
+        let pts = [
+            (1000, 10),
+            (5000, 200),
+            (20000, 50),
+            (8000, 400),
+            (30000, 20),
+        ];
+        let samples: Vec<LatencySample> = pts
+            .iter()
+            .map(|&(i, o)| LatencySample {
+                input_tokens: i,
+                output_tokens: o,
+                seconds: truth.seconds(i, o),
+            })
+            .collect();
+        let fit = fit_latency(
+            &samples,
+            &LatencyParams {
+                ttft_s: 1.0,
+                prefill_tokens_per_s: 1.0,
+                decode_tokens_per_s: 1.0,
+            },
+        )
+        .unwrap();
+        assert!((fit.params.ttft_s - 0.5).abs() < 1e-6);
+        assert!((fit.params.prefill_tokens_per_s - 5000.0).abs() < 1e-3);
+        assert!((fit.params.decode_tokens_per_s - 50.0).abs() < 1e-6);
+        assert!((fit.r2 - 1.0).abs() < 1e-9);
+        assert!(fit.residual_p95_s < 1e-6);
+        assert!(fit.held.is_empty());
+    }
+
+    #[test]
+    fn fit_holds_a_slope_that_comes_out_negative() {
+        // Latency falls with input here (nonsense): the prefill slope is held at the prior
+        // (10,000 tok/s) and ttft/decode refitted.
+        let s = |i, o, t| LatencySample {
+            input_tokens: i,
+            output_tokens: o,
+            seconds: t,
+        };
+        let samples = [
+            s(1000, 10, 3.0),
+            s(50_000, 10, 1.0),
+            s(2000, 100, 4.0),
+            s(60_000, 100, 2.0),
+        ];
+        let prior = LatencyParams {
+            ttft_s: 1.0,
+            prefill_tokens_per_s: 10_000.0,
+            decode_tokens_per_s: 80.0,
+        };
+        let fit = fit_latency(&samples, &prior).unwrap();
+        assert!(fit.held.contains(&"prefill_tokens_per_s"));
+        assert_eq!(fit.params.prefill_tokens_per_s, 10_000.0);
+        assert!(fit.params.decode_tokens_per_s > 0.0);
+    }
+
+    #[test]
+    fn too_few_samples() {
+        let prior = LatencyParams {
+            ttft_s: 1.0,
+            prefill_tokens_per_s: 1.0,
+            decode_tokens_per_s: 1.0,
+        };
+        assert!(fit_latency(&[], &prior).is_none());
+    }
+
+    #[test]
+    fn percentile_interpolates() {
+        // ranks 0..3 of [1,2,3,4]: p50 -> rank 1.5 -> 2.5; p95 -> rank 2.85 -> 3.85.
+        assert!((percentile(&[4.0, 1.0, 3.0, 2.0], 50.0) - 2.5).abs() < 1e-12);
+        assert!((percentile(&[1.0, 2.0, 3.0, 4.0], 95.0) - 3.85).abs() < 1e-12);
+        assert_eq!(percentile(&[], 50.0), 0.0);
+    }
+
+    #[test]
+    fn length_fit_median_ratio_and_max_cap() {
+        // ratios 0.02, 0.025, 0.03 -> median 0.025; cap = 4,500.
+        let s = |i, o| LengthSample {
+            input_tokens: i,
+            summary_tokens: o,
+        };
+        let m = fit_length(
+            &[s(100_000, 2_000), s(100_000, 3_000), s(180_000, 4_500)],
+            &LengthModel::default(),
+        )
+        .unwrap();
+        assert!((m.ratio - 0.025).abs() < 1e-12);
+        assert_eq!(m.cap_tokens, 4_500);
+    }
+
+    #[test]
+    fn bad_latency_file_is_one_line() {
+        let mut t = LatencyTable::builtin();
+        let e = t
+            .apply_file(
+                "l.toml",
+                "[models.x]\nttft_s = 1.0\nprefill_tokens_per_s = 0.0\ndecode_tokens_per_s = 5.0\n",
+            )
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "l.toml: models.\"x\": ttft_s must be >= 0 and the rates > 0"
+        );
+        let e = t
+            .apply_file("l.toml", "[models.x]\nttft_s = \"fast\"\n")
+            .unwrap_err();
+        assert!(e.to_string().starts_with("l.toml: line 2"), "{e}");
+    }
+}

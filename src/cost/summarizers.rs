@@ -1,0 +1,729 @@
+//! The summarizers beyond the oracle's deterministic ones, behind the engine's
+//! [`Summarizer`] trait ("Summarizers" in metrics.md):
+//!
+//! - `agent` / `model:NAME`: modelled. No text is written; the summary's length comes from
+//!   the [`LengthModel`] applied to the summarizer's input tokens (ADK's prompt: the 657 fixed
+//!   template chars, counted as [`TEMPLATE_TOKENS`], + the seed summary + each event's
+//!   formatted lines, counted per event with the run's tokenizer). Chars are taken as 4 per
+//!   token (the summary JSON size ADK's worth-compacting gate reads).
+//! - `terse`: the guide's rule-based summarizer, really run: `author: text` for every part
+//!   with text (ADK's thoughts carry text too), the seed summary first as `model: ...`; no
+//!   model call. A span with no text returns nothing, so nothing is compacted.
+//! - `command:PROGRAM [ARGS]`: runs PROGRAM (no shell; ARGS split on whitespace) with the span
+//!   as JSON on stdin; its stdout (trailing whitespace trimmed) is the summary, empty stdout
+//!   means "nothing". A non-zero exit, a spawn error or a timeout is a failed call (ADK 2.12+:
+//!   logged, no compaction, trigger stays armed) and is recorded in [`Command::errors`].
+//! - `fixed:N | ratio:R | echo[:N] | none`: the oracle's deterministic summarizer (engine).
+//!
+//! [`Harness`] wraps any of them for a replay: it keeps the texts written (for
+//! `facts_dropped`) and turns the calls a client-mode race lost into discarded calls, which
+//! the engine sees as failures (no compaction, trigger stays armed: the next turn
+//! re-evaluates), while their real outcome is kept for cost.
+
+use super::latency::LengthModel;
+use crate::engine::summarizer::{summary_json_chars, Policy};
+use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
+use crate::transcript::{Event, Part, Session};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command as Process, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+use wait_timeout::ChildExt;
+
+/// ADK's fixed template text around the history is 657 chars; the template itself is not
+/// shipped, so it is counted as ceil(657 / 4) tokens whatever the tokenizer.
+pub const TEMPLATE_TOKENS: u64 = 165;
+
+/// Default time limit of a `command:` summarizer.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A summarizer as written on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SummarizerSpec {
+    /// The agent's own model (the platform default).
+    Agent,
+    /// A declared model, priced and timed at its own rates.
+    Model(String),
+    Terse,
+    Command {
+        program: String,
+        args: Vec<String>,
+    },
+    /// The oracle's deterministic summaries (conformance); priced and timed as the agent model.
+    Deterministic(Policy),
+}
+
+impl SummarizerSpec {
+    /// Parse `agent | model:NAME | terse | command:PROGRAM [ARGS] | fixed:N | ratio:R |
+    /// echo[:N] | none`.
+    pub fn parse(s: &str) -> Result<SummarizerSpec, String> {
+        let s = s.trim();
+        match s {
+            "agent" => return Ok(SummarizerSpec::Agent),
+            "terse" => return Ok(SummarizerSpec::Terse),
+            _ => {}
+        }
+        if let Some(name) = s.strip_prefix("model:") {
+            let name = name.trim();
+            if name.is_empty() {
+                return Err(
+                    "summarizer `model:` needs a model name, e.g. model:gemini-2.5-flash"
+                        .to_string(),
+                );
+            }
+            return Ok(SummarizerSpec::Model(name.to_string()));
+        }
+        if let Some(cmd) = s.strip_prefix("command:") {
+            let mut words = cmd.split_whitespace().map(str::to_string);
+            let Some(program) = words.next() else {
+                return Err(
+                    "summarizer `command:` needs a program, e.g. command:./summarize.py"
+                        .to_string(),
+                );
+            };
+            return Ok(SummarizerSpec::Command {
+                program,
+                args: words.collect(),
+            });
+        }
+        Policy::parse(s).map(SummarizerSpec::Deterministic).map_err(|_| {
+            format!(
+                "unknown summarizer `{s}` (expected agent, model:NAME, terse, command:PROGRAM, fixed:N, ratio:R, echo[:N] or none)"
+            )
+        })
+    }
+
+    /// The canonical spelling, for tables.
+    pub fn name(&self) -> String {
+        match self {
+            SummarizerSpec::Agent => "agent".to_string(),
+            SummarizerSpec::Model(m) => format!("model:{m}"),
+            SummarizerSpec::Terse => "terse".to_string(),
+            SummarizerSpec::Command { program, args } => {
+                let mut s = format!("command:{program}");
+                for a in args {
+                    s.push(' ');
+                    s.push_str(a);
+                }
+                s
+            }
+            SummarizerSpec::Deterministic(p) => match p {
+                Policy::Fixed(n) => format!("fixed:{n}"),
+                Policy::Ratio(r) => format!("ratio:{r}"),
+                Policy::Echo(None) => "echo".to_string(),
+                Policy::Echo(Some(n)) => format!("echo:{n}"),
+                Policy::None => "none".to_string(),
+            },
+        }
+    }
+
+    /// True for summarizers whose text is real (facts can be checked against it).
+    pub fn writes_real_text(&self) -> bool {
+        matches!(self, SummarizerSpec::Terse | SummarizerSpec::Command { .. })
+    }
+
+    /// The model a call is priced and timed at: `None` for the free ones (`terse`,
+    /// `command`), else the named model or the agent's.
+    pub fn billed_model<'a>(&'a self, agent_model: Option<&'a str>) -> Billed<'a> {
+        match self {
+            SummarizerSpec::Terse | SummarizerSpec::Command { .. } => Billed::Free,
+            SummarizerSpec::Model(m) => Billed::Model(Some(m.as_str())),
+            SummarizerSpec::Agent | SummarizerSpec::Deterministic(_) => Billed::Model(agent_model),
+        }
+    }
+}
+
+/// Who pays for a summarizer call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Billed<'a> {
+    /// No model call: zero cost and zero latency.
+    Free,
+    /// A model call at this model's rates (`None`: the agent model is not known).
+    Model(Option<&'a str>),
+}
+
+/// Per event, what ADK's summarizer prompt holds for it, and its token count: the inputs the
+/// modelled summarizer sizes its prompt from. `text[i]` is `tokens::adk::summarizer_text`
+/// of event i (empty when the event contributes no line).
+#[derive(Debug, Clone, Default)]
+pub struct EventLines {
+    pub text: Vec<String>,
+    pub tokens: Vec<u64>,
+}
+
+/// A modelled summarizer (`agent`, `model:NAME`): sizes only.
+pub struct Modelled<'a> {
+    pub lines: &'a EventLines,
+    pub length: LengthModel,
+    /// Counts a seed text with the run's tokenizer.
+    pub count: &'a (dyn Fn(&str) -> u64 + Sync),
+}
+
+impl Modelled<'_> {
+    /// Summarizer prompt tokens for a request: template + seed + each event's lines.
+    pub fn input_tokens(&self, req: &SummarizeRequest<'_>) -> u64 {
+        let seed = req.seed.map_or(0, |s| match s.text {
+            Some(t) => (self.count)(t),
+            None => s.chars.div_ceil(4),
+        });
+        let events: u64 = req
+            .events
+            .clone()
+            .filter_map(|i| self.lines.tokens.get(i as usize))
+            .sum();
+        TEMPLATE_TOKENS + seed + events
+    }
+}
+
+impl Summarizer for Modelled<'_> {
+    fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
+        let input_tokens = self.input_tokens(req);
+        let tokens = self.length.summary_tokens(input_tokens);
+        let chars = tokens * 4;
+        Outcome::Summary(Summary {
+            chars,
+            json_chars: summary_json_chars(chars),
+            tokens,
+            input_tokens,
+            text: None,
+        })
+    }
+}
+
+/// JSON-escaped length of a text in chars (`json.dumps` without the quotes, non-ASCII kept).
+fn escaped_len(text: &str) -> u64 {
+    serde_json::to_string(text).map_or(text.chars().count() as u64, |s| {
+        s.chars().count().saturating_sub(2) as u64
+    })
+}
+
+fn text_summary(text: String, count: &(dyn Fn(&str) -> u64 + Sync)) -> Outcome {
+    if text.is_empty() {
+        return Outcome::Empty { input_tokens: 0 };
+    }
+    Outcome::Summary(Summary {
+        chars: text.chars().count() as u64,
+        json_chars: summary_json_chars(escaped_len(&text)),
+        tokens: count(&text),
+        input_tokens: 0,
+        text: Some(text),
+    })
+}
+
+/// The guide's `Terse` summarizer.
+pub struct Terse<'a> {
+    pub session: &'a Session,
+    pub count: &'a (dyn Fn(&str) -> u64 + Sync),
+}
+
+/// `author: text` lines of an event's text parts (the guide's comprehension).
+pub fn terse_lines(event: &Event, out: &mut Vec<String>) {
+    for part in &event.parts {
+        if let Part::Text { text } | Part::Thought { text } = part {
+            if !text.is_empty() {
+                out.push(format!("{}: {}", event.author, text));
+            }
+        }
+    }
+}
+
+impl Terse<'_> {
+    pub fn text(&self, req: &SummarizeRequest<'_>) -> String {
+        let mut said = Vec::new();
+        if let Some(t) = req.seed.and_then(|s| s.text) {
+            if !t.is_empty() {
+                said.push(format!("model: {t}"));
+            }
+        }
+        for i in req.events.clone() {
+            if let Some(e) = self.session.events.get(i as usize) {
+                terse_lines(e, &mut said);
+            }
+        }
+        said.join("\n")
+    }
+}
+
+impl Summarizer for Terse<'_> {
+    fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
+        text_summary(self.text(req), self.count)
+    }
+}
+
+/// An external summarizer program.
+pub struct Command<'a> {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub timeout: Duration,
+    pub session: &'a Session,
+    pub count: &'a (dyn Fn(&str) -> u64 + Sync),
+    errors: Mutex<Vec<String>>,
+}
+
+/// Find `program` the way a shell would without running one: a path containing `/` is taken
+/// as is, anything else is searched in `PATH`.
+pub fn resolve_program(program: &str) -> Result<PathBuf, String> {
+    let found = if program.contains('/') || program.contains(std::path::MAIN_SEPARATOR) {
+        let p = PathBuf::from(program);
+        p.is_file().then_some(p)
+    } else {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(program))
+                .find(|p| p.is_file())
+        })
+    };
+    found.ok_or_else(|| {
+        format!("summarizer program `{program}` not found (give a path or put it on PATH)")
+    })
+}
+
+impl<'a> Command<'a> {
+    /// Checks that the program exists, so a typo fails before any replay.
+    pub fn new(
+        program: &str,
+        args: Vec<String>,
+        timeout: Duration,
+        session: &'a Session,
+        count: &'a (dyn Fn(&str) -> u64 + Sync),
+    ) -> Result<Self, String> {
+        Ok(Command {
+            program: resolve_program(program)?,
+            args,
+            timeout,
+            session,
+            count,
+            errors: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// One line per failed call, in call order.
+    pub fn errors(&self) -> Vec<String> {
+        self.errors.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    /// The JSON the program reads on stdin.
+    pub fn input_json(&self, req: &SummarizeRequest<'_>) -> serde_json::Value {
+        let events: Vec<&Event> = req
+            .events
+            .clone()
+            .filter_map(|i| self.session.events.get(i as usize))
+            .collect();
+        serde_json::json!({
+            "session_id": self.session.id,
+            "call": req.call,
+            "phase": req.phase.name(),
+            "trigger": req.trigger.name(),
+            "seed": req.seed.and_then(|s| s.text),
+            "events": events,
+        })
+    }
+
+    /// Run the program once; `Ok(stdout)` or a one-line error.
+    pub fn run(&self, input: &[u8]) -> Result<String, String> {
+        let name = self.program.display();
+        let mut child = Process::new(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("summarizer program `{name}` could not start: {e}"))?;
+        // Feed stdin and drain stdout/stderr on threads so a large span cannot deadlock.
+        let mut stdin = child.stdin.take();
+        let input = input.to_vec();
+        let writer = std::thread::spawn(move || {
+            if let Some(s) = stdin.as_mut() {
+                let _ = s.write_all(&input);
+            }
+        });
+        let mut stdout = child.stdout.take();
+        let reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(s) = stdout.as_mut() {
+                let _ = s.read_to_end(&mut buf);
+            }
+            buf
+        });
+        let mut stderr = child.stderr.take();
+        let err_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(s) = stderr.as_mut() {
+                let _ = s.read_to_end(&mut buf);
+            }
+            buf
+        });
+        let status = match child.wait_timeout(self.timeout) {
+            Ok(Some(status)) => status,
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = writer.join();
+                return Err(format!(
+                    "summarizer program `{name}` timed out after {} s",
+                    self.timeout.as_secs_f64()
+                ));
+            }
+            Err(e) => return Err(format!("summarizer program `{name}`: {e}")),
+        };
+        let _ = writer.join();
+        let out = reader.join().unwrap_or_default();
+        let err = err_reader.join().unwrap_or_default();
+        if !status.success() {
+            let first = String::from_utf8_lossy(&err)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let code = status
+                .code()
+                .map_or("a signal".to_string(), |c| format!("status {c}"));
+            return Err(if first.is_empty() {
+                format!("summarizer program `{name}` exited with {code}")
+            } else {
+                format!("summarizer program `{name}` exited with {code}: {first}")
+            });
+        }
+        String::from_utf8(out)
+            .map_err(|_| format!("summarizer program `{name}` printed invalid UTF-8"))
+    }
+}
+
+impl Summarizer for Command<'_> {
+    fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
+        let input = self.input_json(req).to_string();
+        match self.run(input.as_bytes()) {
+            Ok(out) => text_summary(out.trim_end().to_string(), self.count),
+            Err(e) => {
+                if let Ok(mut errs) = self.errors.lock() {
+                    errs.push(format!("call {}: {e}", req.call));
+                }
+                Outcome::Failed { input_tokens: 0 }
+            }
+        }
+    }
+}
+
+/// Wraps the summarizer of one replay: records texts written, and discards the calls in
+/// `discard` (the engine sees a failure; the real outcome is kept in `discarded`).
+pub struct Harness<'a> {
+    pub inner: &'a dyn Summarizer,
+    pub discard: BTreeSet<u32>,
+    texts: Mutex<BTreeMap<u32, String>>,
+    discarded: Mutex<BTreeMap<u32, Summary>>,
+}
+
+impl<'a> Harness<'a> {
+    pub fn new(inner: &'a dyn Summarizer, discard: BTreeSet<u32>) -> Self {
+        Harness {
+            inner,
+            discard,
+            texts: Mutex::new(BTreeMap::new()),
+            discarded: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Texts of the summaries written, by call number.
+    pub fn texts(&self) -> BTreeMap<u32, String> {
+        self.texts.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Summaries produced but discarded, by call number.
+    pub fn discarded(&self) -> BTreeMap<u32, Summary> {
+        self.discarded.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+}
+
+impl Summarizer for Harness<'_> {
+    fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
+        let outcome = self.inner.summarize(req);
+        if let Outcome::Summary(s) = &outcome {
+            if self.discard.contains(&req.call) {
+                if let Ok(mut d) = self.discarded.lock() {
+                    d.insert(req.call, s.clone());
+                }
+                return Outcome::Failed {
+                    input_tokens: s.input_tokens,
+                };
+            }
+            if let Some(t) = &s.text {
+                if let Ok(mut texts) = self.texts.lock() {
+                    texts.insert(req.call, t.clone());
+                }
+            }
+        }
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Phase, Trigger};
+    use crate::transcript::{Format, Role};
+
+    fn session() -> Session {
+        let mut user = Event::new("user", Role::User, "i1", 1.0);
+        user.parts.push(Part::Text {
+            text: "Book flight 123".into(),
+        });
+        let mut call = Event::new("agent", Role::Model, "i1", 2.0);
+        call.parts.push(Part::ToolCall {
+            id: Some("c1".into()),
+            name: "book".into(),
+            args: serde_json::json!({"n": 123}),
+        });
+        let mut resp = Event::new("agent", Role::User, "i1", 3.0);
+        resp.parts.push(Part::ToolResponse {
+            id: Some("c1".into()),
+            name: "book".into(),
+            response: serde_json::json!({"ok": true}),
+        });
+        let mut answer = Event::new("agent", Role::Model, "i1", 4.0);
+        answer.parts.push(Part::Thought {
+            text: "done".into(),
+        });
+        answer.parts.push(Part::Text {
+            text: "Booked.".into(),
+        });
+        Session {
+            id: "s".into(),
+            source: "mem".into(),
+            format: Format::Canonical,
+            events: vec![user, call, resp, answer],
+            recorded_compactions: vec![],
+            model: None,
+            synthetic_timestamps: false,
+        }
+    }
+
+    fn req(events: std::ops::Range<u32>) -> SummarizeRequest<'static> {
+        SummarizeRequest {
+            call: 1,
+            phase: Phase::PostInvocation,
+            trigger: Trigger::SlidingWindow,
+            events,
+            seed: None,
+            prompt_chars: 700,
+            history_chars: 43,
+        }
+    }
+
+    fn words(t: &str) -> u64 {
+        t.split_whitespace().count() as u64
+    }
+
+    #[test]
+    fn parse_every_spelling() {
+        assert_eq!(SummarizerSpec::parse("agent"), Ok(SummarizerSpec::Agent));
+        assert_eq!(SummarizerSpec::parse("terse"), Ok(SummarizerSpec::Terse));
+        assert_eq!(
+            SummarizerSpec::parse("model:gpt-5-nano"),
+            Ok(SummarizerSpec::Model("gpt-5-nano".into()))
+        );
+        assert_eq!(
+            SummarizerSpec::parse("command:./s.py --short"),
+            Ok(SummarizerSpec::Command {
+                program: "./s.py".into(),
+                args: vec!["--short".into()]
+            })
+        );
+        assert_eq!(
+            SummarizerSpec::parse("fixed:200"),
+            Ok(SummarizerSpec::Deterministic(Policy::Fixed(200)))
+        );
+        assert_eq!(
+            SummarizerSpec::parse("echo:50"),
+            Ok(SummarizerSpec::Deterministic(Policy::Echo(Some(50))))
+        );
+        assert_eq!(
+            SummarizerSpec::parse("none"),
+            Ok(SummarizerSpec::Deterministic(Policy::None))
+        );
+        assert!(SummarizerSpec::parse("model:").is_err());
+        assert!(SummarizerSpec::parse("command:").is_err());
+        let e = SummarizerSpec::parse("gpt").unwrap_err();
+        assert!(e.starts_with("unknown summarizer `gpt`"), "{e}");
+        for s in [
+            "agent",
+            "terse",
+            "model:x",
+            "command:p a b",
+            "fixed:3",
+            "echo",
+            "none",
+        ] {
+            assert_eq!(SummarizerSpec::parse(s).unwrap().name(), s);
+        }
+    }
+
+    #[test]
+    fn terse_keeps_what_was_said() {
+        let s = session();
+        let t = Terse {
+            session: &s,
+            count: &words,
+        };
+        // Events 0..4: user text, tool call (dropped), tool response (dropped), thought + text.
+        let Outcome::Summary(sum) = t.summarize(&req(0..4)) else {
+            panic!("summary expected")
+        };
+        let text = sum.text.unwrap();
+        assert_eq!(text, "user: Book flight 123\nagent: done\nagent: Booked.");
+        assert_eq!(sum.chars, text.chars().count() as u64);
+        // "\n" escapes to 2 chars: 48 chars + 2 newlines -> 50 escaped; + 37 JSON frame.
+        assert_eq!(sum.json_chars, 37 + 50);
+        // words: user: Book flight 123 / agent: done / agent: Booked. -> 4 + 2 + 2 = 8
+        assert_eq!(sum.tokens, 8);
+        assert_eq!(sum.input_tokens, 0);
+    }
+
+    #[test]
+    fn terse_on_a_span_with_no_text_returns_nothing() {
+        let s = session();
+        let t = Terse {
+            session: &s,
+            count: &words,
+        };
+        assert_eq!(t.summarize(&req(1..3)), Outcome::Empty { input_tokens: 0 });
+    }
+
+    #[test]
+    fn terse_puts_the_seed_first() {
+        let s = session();
+        let t = Terse {
+            session: &s,
+            count: &words,
+        };
+        let mut r = req(3..4);
+        r.seed = Some(crate::engine::Seed {
+            ordinal: 1,
+            chars: 5,
+            text: Some("older"),
+        });
+        assert_eq!(t.text(&r), "model: older\nagent: done\nagent: Booked.");
+    }
+
+    #[test]
+    fn modelled_sizes_from_lines_and_length_model() {
+        let lines = EventLines {
+            text: vec![String::new(); 4],
+            tokens: vec![1000, 2000, 3000, 4000],
+        };
+        let m = Modelled {
+            lines: &lines,
+            length: LengthModel {
+                ratio: 0.1,
+                cap_tokens: 500,
+                min_tokens: 10,
+            },
+            count: &words,
+        };
+        // events 1..3: 165 + 2000 + 3000 = 5,165 input; 0.1 * 5,165 = 516.5 -> 517, capped 500.
+        let Outcome::Summary(s) = m.summarize(&req(1..3)) else {
+            panic!()
+        };
+        assert_eq!((s.input_tokens, s.tokens, s.chars), (5165, 500, 2000));
+        // event 0 with a 40-char seed without text: 165 + 10 + 1000 = 1,175 -> 118 (117.5 rounds up).
+        let mut r = req(0..1);
+        r.seed = Some(crate::engine::Seed {
+            ordinal: 1,
+            chars: 40,
+            text: None,
+        });
+        let Outcome::Summary(s) = m.summarize(&r) else {
+            panic!()
+        };
+        assert_eq!((s.input_tokens, s.tokens), (1175, 118));
+    }
+
+    #[test]
+    fn harness_discards_and_keeps_texts() {
+        let s = session();
+        let t = Terse {
+            session: &s,
+            count: &words,
+        };
+        let h = Harness::new(&t, BTreeSet::from([2]));
+        let mut r1 = req(0..1);
+        r1.call = 1;
+        let mut r2 = req(0..1);
+        r2.call = 2;
+        assert!(matches!(h.summarize(&r1), Outcome::Summary(_)));
+        assert_eq!(h.summarize(&r2), Outcome::Failed { input_tokens: 0 });
+        assert_eq!(h.texts().keys().copied().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(h.discarded().keys().copied().collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn missing_program_is_a_clear_error() {
+        let s = session();
+        let e = Command::new(
+            "./no-such-summarizer",
+            vec![],
+            DEFAULT_COMMAND_TIMEOUT,
+            &s,
+            &words,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            e,
+            "summarizer program `./no-such-summarizer` not found (give a path or put it on PATH)"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn command_reads_json_and_prints_summary() {
+        let s = session();
+        // `head -c 13` prints the first 13 bytes of the JSON it read: `{"session_id"`.
+        let c = Command::new(
+            "head",
+            vec!["-c".into(), "13".into()],
+            DEFAULT_COMMAND_TIMEOUT,
+            &s,
+            &words,
+        )
+        .unwrap();
+        let Outcome::Summary(sum) = c.summarize(&req(0..2)) else {
+            panic!("{:?}", c.errors())
+        };
+        assert_eq!(sum.text.as_deref(), Some("{\"session_id\""));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn command_failure_and_hang_are_failed_calls_with_errors() {
+        let s = session();
+        let c = Command::new("false", vec![], DEFAULT_COMMAND_TIMEOUT, &s, &words).unwrap();
+        assert_eq!(c.summarize(&req(0..1)), Outcome::Failed { input_tokens: 0 });
+        assert!(
+            c.errors()[0].starts_with("call 1: summarizer program `"),
+            "{:?}",
+            c.errors()
+        );
+        assert!(
+            c.errors()[0].ends_with("exited with status 1"),
+            "{:?}",
+            c.errors()
+        );
+        let c = Command::new(
+            "sleep",
+            vec!["5".into()],
+            Duration::from_millis(200),
+            &s,
+            &words,
+        )
+        .unwrap();
+        assert_eq!(c.summarize(&req(0..1)), Outcome::Failed { input_tokens: 0 });
+        assert!(
+            c.errors()[0].ends_with("timed out after 0.2 s"),
+            "{:?}",
+            c.errors()
+        );
+    }
+}

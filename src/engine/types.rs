@@ -1,0 +1,251 @@
+//! The engine's public output: one [`Replay`] per (session, setting). Field names follow the
+//! oracle's JSON (shared/oracle/README.md) where the oracle has the same number.
+//!
+//! Variable-length lists per row (summaries carried, hidden intervals) are stored flat in the
+//! `Replay` and addressed by ranges, so a replay allocates a handful of vectors, not one per
+//! model request.
+
+use serde::Serialize;
+use std::ops::Range;
+
+/// `pre_request` (before a model call) or `post_invocation` (after the invocation's last event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    PreRequest,
+    PostInvocation,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::PreRequest => "pre_request",
+            Phase::PostInvocation => "post_invocation",
+        }
+    }
+}
+
+/// Which ADK trigger fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    TokenThreshold,
+    SlidingWindow,
+}
+
+impl Trigger {
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::TokenThreshold => "token_threshold",
+            Trigger::SlidingWindow => "sliding_window",
+        }
+    }
+}
+
+/// What a summarizer call produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallResult {
+    /// A summary: a compaction was appended.
+    Summary,
+    /// The summarizer returned nothing (ADK: `None`): no compaction, trigger stays armed.
+    Empty,
+    /// The summarizer raised (ADK 2.12+: logged, no compaction, trigger stays armed).
+    Failed,
+}
+
+/// One summarizer call (every call, whatever its result), in call order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummarizerCall {
+    /// 1-based call number in this replay.
+    pub call: u32,
+    pub phase: Phase,
+    pub trigger: Trigger,
+    /// Invocation (0-based) in which, or after which, the call was made.
+    pub invocation_index: u32,
+    /// Pre-request: index of the model event the call preceded.
+    pub before_event_index: Option<u32>,
+    pub result: CallResult,
+    /// 657 fixed template chars + the formatted history.
+    pub summarizer_prompt_chars: u64,
+    pub summarizer_history_chars: u64,
+    /// Summarizer prompt tokens (as the summarizer counts them).
+    pub input_tokens: u64,
+    /// Summary tokens written (0 unless `result` is `Summary`).
+    pub output_tokens: u64,
+    /// Summary chars written (0 unless `result` is `Summary`).
+    pub summary_chars: u64,
+    /// Raw events handed to the summarizer (excluding any seed summary).
+    pub raw_events: Range<u32>,
+    /// Index into `Replay::compactions` when `result` is `Summary`.
+    pub compaction: Option<u32>,
+}
+
+/// One compaction (one appended summary), with every field of the oracle's `compactions[]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compaction {
+    /// 1-based, in creation order.
+    pub ordinal: u32,
+    pub phase: Phase,
+    pub trigger: Trigger,
+    pub invocation_index: u32,
+    pub before_event_index: Option<u32>,
+    pub start_timestamp: f64,
+    pub end_timestamp: f64,
+    /// Events handed to the summarizer, the seed summary included.
+    pub summarizer_input_events: u32,
+    pub seeded_with_previous_summary: bool,
+    /// Ordinal of the summary used as the seed.
+    pub seed: Option<u32>,
+    /// Raw events existing at creation whose timestamp lies in [start, end].
+    pub raw_events_in_range: u32,
+    pub first_raw_event_index: Option<u32>,
+    pub last_raw_event_index: Option<u32>,
+    /// Raw events the summarizer read (contiguous in the transcript).
+    pub summarized_events: Range<u32>,
+    pub invocations_in_range: Vec<u32>,
+    pub summarizer_call: u32,
+    pub summarizer_prompt_chars: u64,
+    pub summarizer_history_chars: u64,
+    pub summary_chars: u64,
+    pub summary_json_chars: u64,
+    /// Summary tokens (as the summarizer counted them).
+    pub summary_tokens: u64,
+    pub summarizer_input_tokens: u64,
+    /// Still in the prompt (not subsumed) at the end of the session.
+    pub retained: bool,
+    /// Ordinal of the compaction that subsumed this one, if any.
+    pub subsumed_by: Option<u32>,
+}
+
+/// One model request (one recorded model event).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Request {
+    pub event_index: u32,
+    pub invocation_index: u32,
+    /// Index into `SessionSizes::authors` of the calling agent.
+    pub author: u32,
+    /// What ADK's pre-request check read (recorded count or chars/4 estimate); `None` when the
+    /// token pair is not configured or nothing could be measured.
+    pub measured_prompt_tokens: Option<u64>,
+    /// ADK chars of the request contents after any pre-request compaction.
+    pub adk_chars: u64,
+    pub adk_chars_uncompacted: u64,
+    /// Number of `Content` items.
+    pub contents: u32,
+    pub contents_uncompacted: u32,
+    /// History tokens (run tokenizer) the request carries: visible raw events + summaries.
+    pub history_tokens: u64,
+    /// The same without compaction.
+    pub baseline_history_tokens: u64,
+    /// Tokens of the summaries carried.
+    pub summary_tokens: u64,
+    /// Tokens of raw history events this request sees only through a summary.
+    pub hidden_tokens: u64,
+    /// Tokens of the history prefix shared with the previous request of the session (for
+    /// prompt caching): compaction breaks the prefix where the first changed item sits.
+    pub shared_prefix_tokens: u64,
+    /// True when a pre-request compaction fired right before this request.
+    pub pre_request_compacted: bool,
+    /// Ordinals of the pre-request compactions made before this request.
+    pub pre_request_compactions: Range<u32>,
+    /// Recorded `prompt_token_count` on the event (as in the transcript).
+    pub recorded_prompt_tokens: Option<u64>,
+    /// The count replayed into the session under the usage mode (what later checks read).
+    pub replayed_prompt_tokens: Option<u64>,
+    /// Prompt tokens of this request without / with compaction ("Words" in metrics.md):
+    /// the recorded count when there is one, else the history tokens.
+    pub baseline_prompt_tokens: u64,
+    pub prompt_tokens: u64,
+    /// Range into `Replay::carried` (ordinals of the summaries in the request, stream order).
+    pub carried: Range<u32>,
+    /// Range into `Replay::hidden` (closed raw-event-index intervals seen only via a summary).
+    pub hidden: Range<u32>,
+}
+
+/// Post-invocation outcome for one invocation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Invocation {
+    pub index: u32,
+    pub first_event_index: u32,
+    /// Number of events.
+    pub events: u32,
+    pub first_timestamp: f64,
+    pub last_timestamp: f64,
+    /// What the post-invocation token check read (`None` without the token pair).
+    pub post_measured_prompt_tokens: Option<u64>,
+    /// Ordinal of the post-invocation compaction, if one was made.
+    pub post_compaction: Option<u32>,
+    pub post_trigger: Option<Trigger>,
+    /// Summarizer calls made in (and after) this invocation.
+    pub summarizer_calls: u32,
+    /// ADK chars / contents / tokens of the history the next request would carry (before its
+    /// new user message), for the session's main agent.
+    pub next_request_adk_chars: u64,
+    pub next_request_adk_chars_uncompacted: u64,
+    pub next_request_contents: u32,
+    pub next_request_history_tokens: u64,
+    pub next_request_baseline_history_tokens: u64,
+    /// Ordinals of the non-subsumed summaries after this invocation.
+    pub retained_summaries: Vec<u32>,
+}
+
+/// Session totals, as the oracle's `totals`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Totals {
+    pub summarizer_calls: u32,
+    pub compactions: u32,
+    pub pre_request_token_threshold: u32,
+    pub post_invocation_token_threshold: u32,
+    pub post_invocation_sliding_window: u32,
+    pub failed_or_empty_summaries: u32,
+    pub summarizer_prompt_chars: u64,
+    pub summary_chars: u64,
+    pub summarizer_input_tokens: u64,
+    pub summarizer_output_tokens: u64,
+    pub final_retained_summaries: Vec<u32>,
+}
+
+/// Everything a replay of one session under one setting says.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Replay {
+    pub requests: Vec<Request>,
+    pub invocations: Vec<Invocation>,
+    pub compactions: Vec<Compaction>,
+    pub calls: Vec<SummarizerCall>,
+    pub totals: Totals,
+    /// Flat storage addressed by `Request::carried`.
+    pub carried: Vec<u32>,
+    /// Flat storage addressed by `Request::hidden`: closed `(first, last)` raw event indices.
+    pub hidden: Vec<(u32, u32)>,
+    /// Flat storage addressed by `Request::pre_request_compactions`.
+    pub pre_request: Vec<u32>,
+}
+
+impl Replay {
+    /// Ordinals of the summaries request `r` carries.
+    pub fn carried(&self, r: &Request) -> &[u32] {
+        self.carried
+            .get(r.carried.start as usize..r.carried.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// Closed raw-event-index intervals request `r` sees only through a summary.
+    pub fn hidden(&self, r: &Request) -> &[(u32, u32)] {
+        self.hidden
+            .get(r.hidden.start as usize..r.hidden.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// Ordinals of the pre-request compactions made right before request `r`.
+    pub fn pre_request(&self, r: &Request) -> &[u32] {
+        self.pre_request
+            .get(r.pre_request_compactions.start as usize..r.pre_request_compactions.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The compaction with this 1-based ordinal.
+    pub fn compaction(&self, ordinal: u32) -> Option<&Compaction> {
+        self.compactions.get((ordinal as usize).checked_sub(1)?)
+    }
+}

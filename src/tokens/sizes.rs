@@ -1,0 +1,302 @@
+//! Per-session compact arrays the engine replays on, built once per session so that a replay
+//! never touches text: sizes (ADK chars, JSON chars, summarizer-line chars, tokens), ids
+//! interned to integers, timestamps, owners, invocation indices, recorded usage.
+
+use std::collections::HashMap;
+
+use crate::tokens::adk;
+use crate::transcript::{Event, Part, Role, Session};
+
+/// Sentinel for "no id" (calls without ids are invisible to ADK's pairing logic).
+pub const NO_ID: u32 = u32::MAX;
+
+/// One function call or response part, as the pairing and contents logic needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FnPart {
+    /// Interned call id, or [`NO_ID`].
+    pub id: u32,
+    /// Interned tool name (ADK pairs id-less responses with calls by name).
+    pub name: u32,
+    /// Position of the part in the event's parts.
+    pub part: u32,
+    /// ADK chars of the part (name + `json.dumps` payload).
+    pub adk_chars: u64,
+    /// pydantic JSON chars of the part as stored in the session.
+    pub json_chars: u64,
+    /// JSON chars saved when ADK strips an `adk-` client id from the request copy.
+    pub id_strip_json: u64,
+    /// ADK chars of the other-agent "For context:" text of this part (without preamble).
+    pub other_chars: u64,
+}
+
+/// The per-event arrays of one session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionSizes {
+    pub n: usize,
+    pub timestamp: Vec<f64>,
+    /// Contiguous invocation block (the oracle's and the runner's unit of post-invocation).
+    pub inv_block: Vec<u32>,
+    /// Distinct `invocation_id` (ADK's sliding window counts these), first-appearance order.
+    pub inv_id: Vec<u32>,
+    /// First event index of each block, plus `n` at the end.
+    pub block_start: Vec<u32>,
+    pub author: Vec<u32>,
+    /// Interned author names; `user_author` is the index of `user` if present.
+    pub authors: Vec<String>,
+    pub user_author: u32,
+    /// Content role is `model`.
+    pub role_model: Vec<bool>,
+    /// One recorded model request (the oracle's `is_model_call_event`).
+    pub model_request: Vec<bool>,
+    /// Content would pass ADK's emptiness / auth / confirmation / framework filters.
+    pub visible: Vec<bool>,
+    /// Event has content (ADK's `_serialized_size` counts it).
+    pub has_content: Vec<bool>,
+    pub adk_chars: Vec<u64>,
+    pub json_chars: Vec<u64>,
+    /// `Some((adk_chars, json_chars))` of the event as another agent sees it; `None` when ADK
+    /// drops it (only the preamble would remain).
+    pub other: Vec<Option<(u64, u64)>>,
+    /// Summarizer formatted text of the event: chars (lines joined by `\n`) and line count.
+    pub summ_chars: Vec<u64>,
+    pub summ_lines: Vec<u32>,
+    /// Run-tokenizer tokens per event.
+    pub tokens: Vec<u32>,
+    /// True when `tokens` are ADK's chars/4 (no real tokenizer given).
+    pub tokens_are_adk_chars: bool,
+    /// Function calls / responses, flat, addressed by `calls_at` / `resps_at`.
+    pub fn_parts: Vec<FnPart>,
+    pub calls_at: Vec<(u32, u32)>,
+    pub resps_at: Vec<(u32, u32)>,
+    /// Interned ids of `long_running_tool_ids` / requested confirmation+auth ids.
+    pub long_running: Vec<Vec<u32>>,
+    pub requested: Vec<Vec<u32>>,
+    /// Tool names of client function calls (`adk_request_*`).
+    pub client_call_names: Vec<u32>,
+    /// Recorded `prompt_token_count`.
+    pub recorded_prompt: Vec<Option<u64>>,
+    /// Recorded usage (prompt, cached, output).
+    pub usage: Vec<Option<crate::transcript::Usage>>,
+    /// Critical-event bitmask (bit = `Critical as u8`).
+    pub critical: Vec<u8>,
+    /// Branch strings (`None` = root); ADK hides events outside the requesting branch.
+    pub branch: Vec<Option<u32>>,
+    pub branches: Vec<String>,
+    pub n_ids: u32,
+    /// The agent whose history the oracle measures after each invocation (most frequent
+    /// non-user author; ties: first seen), as an author index (or `None`).
+    pub main_agent: Option<u32>,
+}
+
+struct Interner {
+    map: HashMap<String, u32>,
+}
+
+impl Interner {
+    fn get(&mut self, s: &str) -> u32 {
+        let n = self.map.len() as u32;
+        *self.map.entry(s.to_string()).or_insert(n)
+    }
+}
+
+fn json_id_strip(id: &Option<String>) -> u64 {
+    match id {
+        Some(id) if id.starts_with("adk-") => 7 + adk::json_str_len_raw(id) + 1,
+        _ => 0,
+    }
+}
+
+impl SessionSizes {
+    /// Build the arrays. `tokens` gives per-event token counts in the run tokenizer; when it
+    /// is `None` (or of the wrong length) ADK's chars/4 per event is used.
+    pub fn new(session: &Session, tokens: Option<&[u32]>) -> SessionSizes {
+        let evs = &session.events;
+        let n = evs.len();
+        let mut s = SessionSizes {
+            n,
+            user_author: u32::MAX,
+            ..Default::default()
+        };
+        let mut authors: HashMap<String, u32> = HashMap::new();
+        let mut inv_ids: HashMap<&str, u32> = HashMap::new();
+        let mut ids = Interner {
+            map: HashMap::new(),
+        };
+        let mut names = Interner {
+            map: HashMap::new(),
+        };
+        let mut branches: HashMap<String, u32> = HashMap::new();
+        for name in [
+            "adk_request_confirmation",
+            "adk_request_credential",
+            "adk_request_input",
+        ] {
+            let id = names.get(name);
+            s.client_call_names.push(id);
+        }
+        let use_tokens = tokens.filter(|t| t.len() == n);
+        s.tokens_are_adk_chars = use_tokens.is_none();
+        for (i, e) in evs.iter().enumerate() {
+            s.timestamp.push(e.timestamp);
+            let block = if i > 0 && evs[i - 1].invocation_id == e.invocation_id {
+                s.inv_block[i - 1]
+            } else {
+                s.block_start.push(i as u32);
+                s.block_start.len() as u32 - 1
+            };
+            s.inv_block.push(block);
+            let next_inv = inv_ids.len() as u32;
+            s.inv_id
+                .push(*inv_ids.entry(e.invocation_id.as_str()).or_insert(next_inv));
+            let na = authors.len() as u32;
+            let a = *authors.entry(e.author.clone()).or_insert_with(|| {
+                s.authors.push(e.author.clone());
+                na
+            });
+            if e.author == "user" {
+                s.user_author = a;
+            }
+            s.author.push(a);
+            s.role_model.push(e.role == Role::Model);
+            s.model_request.push(e.model_request);
+            s.has_content.push(!e.parts.is_empty());
+            let ac = adk::adk_chars(e);
+            s.adk_chars.push(ac);
+            s.json_chars.push(if e.parts.is_empty() {
+                0
+            } else {
+                adk::json_chars(e)
+            });
+            s.other.push(adk::other_agent_sizes(e));
+            let (sc, sl) = adk::summarizer_stats(e);
+            s.summ_chars.push(sc);
+            s.summ_lines.push(sl);
+            s.tokens.push(match use_tokens {
+                Some(t) => t[i],
+                None => (ac / 4) as u32,
+            });
+            s.visible.push(is_visible(e));
+            let c0 = s.fn_parts.len() as u32;
+            for (pi, p) in e.parts.iter().enumerate() {
+                if let Part::ToolCall { id, name, .. } = p {
+                    s.fn_parts.push(FnPart {
+                        id: id
+                            .as_deref()
+                            .filter(|x| !x.is_empty())
+                            .map_or(NO_ID, |x| ids.get(x)),
+                        name: names.get(name),
+                        part: pi as u32,
+                        adk_chars: adk::part_adk_chars(p),
+                        json_chars: adk::part_json_chars(p),
+                        id_strip_json: json_id_strip(id),
+                        other_chars: 0,
+                    });
+                }
+            }
+            let c1 = s.fn_parts.len() as u32;
+            for (pi, p) in e.parts.iter().enumerate() {
+                if let Part::ToolResponse { id, name, .. } = p {
+                    s.fn_parts.push(FnPart {
+                        id: id
+                            .as_deref()
+                            .filter(|x| !x.is_empty())
+                            .map_or(NO_ID, |x| ids.get(x)),
+                        name: names.get(name),
+                        part: pi as u32,
+                        adk_chars: adk::part_adk_chars(p),
+                        json_chars: adk::part_json_chars(p),
+                        id_strip_json: json_id_strip(id),
+                        other_chars: 0,
+                    });
+                }
+            }
+            let c2 = s.fn_parts.len() as u32;
+            s.calls_at.push((c0, c1));
+            s.resps_at.push((c1, c2));
+            s.long_running
+                .push(e.long_running_tool_ids.iter().map(|x| ids.get(x)).collect());
+            s.requested
+                .push(e.requested_ids.iter().map(|x| ids.get(x)).collect());
+            s.recorded_prompt.push(e.usage.map(|u| u.prompt_tokens));
+            s.usage.push(e.usage);
+            s.critical
+                .push(e.critical.iter().fold(0u8, |m, c| m | (1u8 << (*c as u8))));
+            s.branch.push(e.branch.as_ref().map(|b| {
+                let nb = branches.len() as u32;
+                *branches.entry(b.clone()).or_insert_with(|| {
+                    s.branches.push(b.clone());
+                    nb
+                })
+            }));
+        }
+        s.block_start.push(n as u32);
+        s.n_ids = ids.map.len() as u32;
+        // The oracle's measured agent: collections.Counter(...).most_common(1) (first seen
+        // wins ties, as Counter keeps insertion order).
+        let mut counts: Vec<u32> = vec![0; s.authors.len()];
+        for &a in &s.author {
+            if a != s.user_author {
+                counts[a as usize] += 1;
+            }
+        }
+        let mut best: Option<u32> = None;
+        for (a, &c) in counts.iter().enumerate() {
+            if c > 0 && best.is_none_or(|b| c > counts[b as usize]) {
+                best = Some(a as u32);
+            }
+        }
+        s.main_agent = best;
+        s
+    }
+
+    pub fn calls(&self, i: usize) -> &[FnPart] {
+        let (a, b) = self.calls_at[i];
+        &self.fn_parts[a as usize..b as usize]
+    }
+
+    pub fn resps(&self, i: usize) -> &[FnPart] {
+        let (a, b) = self.resps_at[i];
+        &self.fn_parts[a as usize..b as usize]
+    }
+
+    /// Index of an author name.
+    pub fn author_index(&self, name: &str) -> Option<u32> {
+        self.authors
+            .iter()
+            .position(|a| a == name)
+            .map(|p| p as u32)
+    }
+
+    /// Number of invocation blocks.
+    pub fn blocks(&self) -> usize {
+        self.block_start.len().saturating_sub(1)
+    }
+
+    /// Whether event `i` belongs to `branch` (ADK `_is_event_belongs_to_branch`).
+    pub fn belongs_to_branch(&self, branch: Option<u32>, i: usize) -> bool {
+        let (Some(b), Some(eb)) = (branch, self.branch[i]) else {
+            return true;
+        };
+        if b == eb {
+            return true;
+        }
+        let inv = &self.branches[b as usize];
+        let ev = &self.branches[eb as usize];
+        inv.len() > ev.len() && inv.starts_with(ev.as_str()) && inv.as_bytes()[ev.len()] == b'.'
+    }
+}
+
+/// ADK's `_should_include_event_in_context` for an unscoped event: non-empty content and not
+/// an auth / confirmation / framework event.
+fn is_visible(e: &Event) -> bool {
+    let any_visible = e.parts.iter().any(|p| match p {
+        Part::Text { text } => !text.is_empty(),
+        Part::Thought { .. } => false,
+        Part::ToolCall { .. } | Part::ToolResponse { .. } => true,
+        Part::Attachment { .. } => true,
+    });
+    any_visible
+        && !adk::is_auth_event(e)
+        && !adk::is_confirmation_event(e)
+        && !adk::is_framework_event(e)
+}

@@ -1,0 +1,224 @@
+//! Small helpers the line-oriented readers share: line splitting with a size cap, RFC 3339
+//! timestamps, and the clock that keeps event times in order.
+
+use super::ReadError;
+use serde_json::Value;
+
+/// Longest line (bytes) a JSONL reader accepts. Real lines top out at a few MB (a base64
+/// screenshot); anything near 1 GB is a broken file, and parsing it would exhaust memory.
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Non-empty lines of `text` with their 1-based line numbers, rejecting over-long lines.
+pub(crate) fn lines<'t>(file: &str, text: &'t str) -> Result<Vec<(usize, &'t str)>, ReadError> {
+    let mut out = Vec::new();
+    for (i, line) in text.split('\n').enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.len() > MAX_LINE_BYTES {
+            return Err(ReadError::new(
+                file,
+                format!("line {}", i + 1),
+                format!(
+                    "line is {} bytes, over the {} MiB limit",
+                    line.len(),
+                    MAX_LINE_BYTES / (1024 * 1024)
+                ),
+            ));
+        }
+        if !line.trim().is_empty() {
+            out.push((i + 1, line));
+        }
+    }
+    Ok(out)
+}
+
+/// Parse one JSONL line into a JSON object, or a one-line error naming the line.
+pub(crate) fn parse_object_line(
+    file: &str,
+    line_no: usize,
+    line: &str,
+) -> Result<serde_json::Map<String, Value>, ReadError> {
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => Err(ReadError::new(
+            file,
+            format!("line {line_no}"),
+            format!("expected a JSON object, found {}", kind(&other)),
+        )),
+        Err(e) => Err(ReadError::new(file, format!("line {line_no}"), format!("malformed JSON: {e}"))),
+    }
+}
+
+/// A JSON value's kind, for error messages.
+pub(crate) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Seconds since the epoch from an RFC 3339 timestamp. A timestamp without an offset
+/// (OpenHands writes `2025-04-30T16:32:57.821635`) is taken as UTC.
+pub(crate) fn parse_timestamp(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(dt.timestamp() as f64 + f64::from(dt.timestamp_subsec_nanos()) / 1e9);
+    }
+    let naive = chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f"))
+        .ok()?;
+    let dt = naive.and_utc();
+    Some(dt.timestamp() as f64 + f64::from(dt.timestamp_subsec_nanos()) / 1e9)
+}
+
+/// Hands out event times in file order: recorded times must not go backwards (beyond a
+/// per-format tolerance), missing ones are synthesised strictly increasing.
+pub(crate) struct Clock {
+    /// Latest recorded (not synthesised) time seen; order is checked against it.
+    last_recorded: Option<f64>,
+    /// Latest time handed out; outputs never go below it.
+    last_out: Option<f64>,
+    /// How far (seconds) a recorded time may fall behind the latest one before it is an error.
+    tolerance_s: f64,
+    /// True once any time had to be invented.
+    pub synthetic: bool,
+}
+
+impl Clock {
+    pub fn new(tolerance_s: f64) -> Self {
+        Clock { last_recorded: None, last_out: None, tolerance_s, synthetic: false }
+    }
+
+    /// The time for the next record. `recorded` is its own timestamp, if it has one.
+    /// Err carries the message (the caller adds file and location).
+    pub fn next(&mut self, recorded: Option<f64>) -> Result<f64, String> {
+        match recorded {
+            Some(t) => {
+                if !t.is_finite() {
+                    return Err("timestamp is not a finite number".to_string());
+                }
+                if let Some(prev) = self.last_recorded {
+                    if prev - t > self.tolerance_s {
+                        return Err(format!(
+                            "timestamps out of order: {:.3} s earlier than an earlier record",
+                            prev - t
+                        ));
+                    }
+                }
+                self.last_recorded = Some(self.last_recorded.map_or(t, |p| p.max(t)));
+                let out = self.last_out.map_or(t, |o| o.max(t));
+                self.last_out = Some(out);
+                Ok(out)
+            }
+            None => {
+                self.synthetic = true;
+                let out = match self.last_out {
+                    // A millisecond after a recorded time keeps it close to its neighbours.
+                    Some(o) if self.last_recorded.is_some() => o + 1e-3,
+                    Some(o) => o + 1.0,
+                    None => 0.0,
+                };
+                self.last_out = Some(out);
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// A string field, if present and a string.
+pub(crate) fn str_field<'a>(m: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a str> {
+    m.get(key).and_then(Value::as_str)
+}
+
+/// A non-negative integer field (missing, null or negative → 0; floats are truncated).
+pub(crate) fn u64_field(v: Option<&Value>, key: &str) -> u64 {
+    match v.and_then(|o| o.get(key)) {
+        Some(Value::Number(n)) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f as u64)).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Approximate decoded size of base64 data.
+pub(crate) fn base64_decoded_len(data: &str) -> u64 {
+    let trimmed = data.trim_end_matches('=');
+    (trimmed.len() as u64 * 3) / 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_parse_with_and_without_offset() {
+        assert_eq!(parse_timestamp("1970-01-01T00:00:01Z"), Some(1.0));
+        assert_eq!(parse_timestamp("1970-01-01T01:00:01+01:00"), Some(1.0));
+        let t = parse_timestamp("2025-04-30T16:32:57.5").unwrap_or(0.0);
+        assert!((t - 1_746_030_777.5).abs() < 1e-6, "{t}");
+        assert_eq!(parse_timestamp("yesterday"), None);
+    }
+
+    #[test]
+    fn clock_orders_clamps_and_synthesises() {
+        let mut c = Clock::new(10.0);
+        assert_eq!(c.next(Some(100.0)), Ok(100.0));
+        // Within tolerance: clamped to the latest time, never backwards.
+        assert_eq!(c.next(Some(95.0)), Ok(100.0));
+        assert!(c.next(Some(80.0)).is_err());
+        assert!(!c.synthetic);
+        let s = c.next(None).unwrap_or(0.0);
+        assert!(s > 100.0 && c.synthetic);
+        let mut strict = Clock::new(0.0);
+        assert!(strict.next(Some(5.0)).is_ok());
+        assert!(strict.next(Some(4.999)).is_err());
+        let mut none = Clock::new(0.0);
+        assert_eq!(none.next(None), Ok(0.0));
+        assert_eq!(none.next(None), Ok(1.0));
+    }
+
+    #[test]
+    fn long_lines_are_refused() {
+        let text = format!("{{}}\n{}\n", "x".repeat(MAX_LINE_BYTES + 1));
+        let e = lines("f.jsonl", &text).err().map(|e| e.location);
+        assert_eq!(e.as_deref(), Some("line 2"));
+    }
+}
+
+/// Corpus access for the readers' unit tests.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use serde_json::Value;
+    use std::path::PathBuf;
+
+    /// `../shared/corpus` next to the repo, or `/work/shared/corpus` from a worktree.
+    pub fn corpus() -> PathBuf {
+        let near = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus"));
+        if near.exists() {
+            near
+        } else {
+            PathBuf::from("/work/shared/corpus")
+        }
+    }
+
+    pub fn read_corpus(rel: &str) -> String {
+        let p = corpus().join(rel);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
+    }
+
+    /// The per-session entries stats.json holds for one corpus folder.
+    pub fn stats_sessions(folder: &str) -> Vec<Value> {
+        let stats: Value = serde_json::from_str(&read_corpus("stats.json")).expect("stats.json parses");
+        stats
+            .get(folder)
+            .and_then(|f| f.get("sessions"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_else(|| panic!("stats.json has no sessions for {folder}"))
+    }
+
+    pub fn num(v: &Value, key: &str) -> u64 {
+        v.get(key).and_then(Value::as_u64).unwrap_or_else(|| panic!("stats entry lacks {key}: {v}"))
+    }
+}

@@ -1,0 +1,758 @@
+//! Helpers shared by the readers: JSON access with paths for errors, timestamps, invocation
+//! numbering, session validation and critical-event heuristics.
+//!
+//! # Critical-event heuristics
+//! Transcripts rarely label approvals or refusals, so readers flag them with these rules
+//! (the same ones behind the counts in `shared/corpus/stats.json`, which they reproduce):
+//! - **Confirmation**: a person's message whose first word(s), after any leading
+//!   non-alphanumeric characters, are `yes`, `yeah`, `yep`, `sure`, `ok`, `okay` or
+//!   `that's correct` (case-insensitive, whole words), or a word starting with `confirm`.
+//!   (`I confirm …` is deliberately not matched: the corpus counts leave it out.)
+//! - **Approval**: the same for `approve`, `approved`, `i approve`, `go ahead`, `proceed`,
+//!   `please proceed`, and tool approvals a format records explicitly.
+//! - **Refusal**: a message starting with `no`, `nope`, `don't`, `do not`, `cancel`, `deny`,
+//!   `denied`, `reject` or `i decline`; and tool calls the user rejected or cancelled.
+//! - **ToolError**: a tool result the format marks as an error (`error: true`, status
+//!   `error`), or whose text starts with `Error` / `Traceback`.
+//! - **Interruption**: a person's message that is an interruption marker such as
+//!   `[Request interrupted by user]`, or a turn the format records as aborted.
+//!
+//! Only people's messages are checked for the word rules, never tool output or system text.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::{Critical, Event, Part, ReadError, Role};
+
+/// Parse a whole file as one JSON document; the error names the line and column.
+pub fn parse_json(file: &str, text: &str) -> Result<Value, ReadError> {
+    serde_json::from_str(text).map_err(|e| json_error(file, &e))
+}
+
+/// A serde_json error as a one-line [`ReadError`] with `line L column C`.
+pub fn json_error(file: &str, e: &serde_json::Error) -> ReadError {
+    let what = match e.classify() {
+        serde_json::error::Category::Io => "I/O error",
+        serde_json::error::Category::Syntax => "malformed JSON",
+        serde_json::error::Category::Data => "wrong shape",
+        serde_json::error::Category::Eof => "malformed JSON (truncated)",
+    };
+    ReadError::new(
+        file,
+        format!("line {} column {}", e.line(), e.column()),
+        format!("{what}: {}", strip_position(&e.to_string())),
+    )
+}
+
+/// serde_json appends " at line L column C" to its messages; the location already says it.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+/// A short description of a JSON value's kind, for "expected X, found Y" messages.
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Typed access to JSON values that reports errors as `FILE: $.json.path: what is wrong`.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    pub file: &'a str,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(file: &'a str) -> Self {
+        Ctx { file }
+    }
+
+    pub fn err(&self, path: impl Into<String>, msg: impl Into<String>) -> ReadError {
+        ReadError::new(self.file, path, msg)
+    }
+
+    pub fn obj<'v>(&self, v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, ReadError> {
+        v.as_object().ok_or_else(|| {
+            self.err(
+                path,
+                format!("wrong shape: expected an object, found {}", kind(v)),
+            )
+        })
+    }
+
+    pub fn arr<'v>(&self, v: &'v Value, path: &str) -> Result<&'v Vec<Value>, ReadError> {
+        v.as_array().ok_or_else(|| {
+            self.err(
+                path,
+                format!("wrong shape: expected an array, found {}", kind(v)),
+            )
+        })
+    }
+
+    /// A required field of an object.
+    pub fn field<'v>(
+        &self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<&'v Value, ReadError> {
+        m.get(key)
+            .ok_or_else(|| self.err(path, format!("wrong shape: missing field `{key}`")))
+    }
+
+    /// An optional string field: absent or null gives `None`; another kind is an error.
+    pub fn opt_str<'v>(
+        &self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<&'v str>, ReadError> {
+        match m.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(self.err(
+                format!("{path}.{key}"),
+                format!("wrong shape: expected a string, found {}", kind(v)),
+            )),
+        }
+    }
+
+    /// A required string field.
+    pub fn req_str<'v>(
+        &self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<&'v str, ReadError> {
+        self.opt_str(m, key, path)?
+            .ok_or_else(|| self.err(path, format!("wrong shape: missing string field `{key}`")))
+    }
+
+    /// An optional array field: absent or null gives an empty slice.
+    pub fn opt_arr<'v>(
+        &self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<&'v [Value], ReadError> {
+        match m.get(key) {
+            None | Some(Value::Null) => Ok(&[]),
+            Some(Value::Array(a)) => Ok(a),
+            Some(v) => Err(self.err(
+                format!("{path}.{key}"),
+                format!("wrong shape: expected an array, found {}", kind(v)),
+            )),
+        }
+    }
+
+    /// An optional non-negative integer field (floats with no fraction are accepted).
+    pub fn opt_u64(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<u64>, ReadError> {
+        match m.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => as_u64(v).map(Some).ok_or_else(|| {
+                self.err(
+                    format!("{path}.{key}"),
+                    format!(
+                        "wrong shape: expected a non-negative integer, found {}",
+                        kind(v)
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// An optional timestamp field (RFC 3339 string, or epoch seconds / milliseconds).
+    pub fn opt_time(
+        &self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<f64>, ReadError> {
+        match m.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => time_value(v).map(Some).ok_or_else(|| {
+                self.err(
+                    format!("{path}.{key}"),
+                    format!("bad timestamp {}", short(v)),
+                )
+            }),
+        }
+    }
+}
+
+/// A JSON number as u64 when it is a non-negative integer (or integral float).
+pub fn as_u64(v: &Value) -> Option<u64> {
+    if let Some(n) = v.as_u64() {
+        return Some(n);
+    }
+    let f = v.as_f64()?;
+    if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 {
+        Some(f as u64)
+    } else {
+        None
+    }
+}
+
+/// A value shortened for an error message.
+pub fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 40 {
+        let cut: String = s.chars().take(40).collect();
+        format!("{cut}…")
+    } else {
+        s
+    }
+}
+
+/// A timestamp value: RFC 3339 / ISO 8601 text, or a number of epoch seconds (values above
+/// 1e11 are taken as milliseconds, as JavaScript writes them).
+pub fn time_value(v: &Value) -> Option<f64> {
+    match v {
+        Value::String(s) => parse_timestamp(s),
+        Value::Number(n) => {
+            let f = n.as_f64()?;
+            if !f.is_finite() || f < 0.0 {
+                None
+            } else if f > 1e11 {
+                Some(f / 1000.0)
+            } else {
+                Some(f)
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Parse RFC 3339 (`2025-09-25T01:22:25.361Z`, with any offset) or an ISO date-time with no
+/// zone (`2026-04-05T23:38:13.711688`, taken as UTC because the offset is unknown), to
+/// seconds since the epoch.
+pub fn parse_timestamp(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(secs(dt.timestamp(), dt.timestamp_subsec_nanos()));
+    }
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f%#z",
+        "%Y-%m-%d %H:%M:%S%.f%#z",
+    ] {
+        if let Ok(dt) = chrono::NaiveDateTime::parse_from_str(s, fmt) {
+            let u = dt.and_utc();
+            return Some(secs(u.timestamp(), u.timestamp_subsec_nanos()));
+        }
+    }
+    None
+}
+
+fn secs(s: i64, nanos: u32) -> f64 {
+    s as f64 + f64::from(nanos) / 1e9
+}
+
+/// Start of synthetic time (2000-01-01T00:00:00Z). Readers that find no timestamps number
+/// events [`SYNTHETIC_STEP_S`] apart from here and set `Session::synthetic_timestamps`.
+pub const SYNTHETIC_EPOCH_S: f64 = 946_684_800.0;
+/// Gap between synthetic timestamps, in seconds.
+pub const SYNTHETIC_STEP_S: f64 = 1.0;
+
+/// The `i`-th synthetic timestamp: strictly increasing in `i`.
+pub fn synthetic_time(i: usize) -> f64 {
+    SYNTHETIC_EPOCH_S + i as f64 * SYNTHETIC_STEP_S
+}
+
+/// Numbers invocations: a person's turn starts a new one; events recorded before the first
+/// person's turn (system prompt, greeting) belong to the first invocation.
+#[derive(Debug, Default)]
+pub struct Invocations {
+    n: usize,
+    has_turn: bool,
+}
+
+impl Invocations {
+    pub fn new() -> Self {
+        Invocations {
+            n: 1,
+            has_turn: false,
+        }
+    }
+
+    /// A person's turn: returns the id of the invocation it opens.
+    pub fn user_turn(&mut self) -> String {
+        if self.has_turn {
+            self.n += 1;
+        }
+        self.has_turn = true;
+        self.current()
+    }
+
+    /// The id of the invocation in progress.
+    pub fn current(&self) -> String {
+        format!("inv-{}", self.n.max(1))
+    }
+}
+
+/// Check what the engine relies on: finite, non-decreasing timestamps and every tool response
+/// answering an earlier call (by id when it has one, else by name). `loc(i)` names event `i`'s
+/// place in the source (a line or JSON path) for the error.
+pub fn validate_events(
+    file: &str,
+    events: &[Event],
+    loc: impl Fn(usize) -> String,
+) -> Result<(), ReadError> {
+    let mut prev = f64::NEG_INFINITY;
+    let mut ids: HashSet<&str> = HashSet::new();
+    let mut names: HashSet<&str> = HashSet::new();
+    for (i, e) in events.iter().enumerate() {
+        if !e.timestamp.is_finite() {
+            return Err(ReadError::new(
+                file,
+                loc(i),
+                "timestamp is not a finite number",
+            ));
+        }
+        if e.timestamp < prev {
+            return Err(ReadError::new(
+                file,
+                loc(i),
+                format!(
+                    "timestamps out of order: {} comes after {}",
+                    fmt_time(e.timestamp),
+                    fmt_time(prev)
+                ),
+            ));
+        }
+        prev = e.timestamp;
+        for p in &e.parts {
+            match p {
+                Part::ToolCall { id, name, .. } => {
+                    if let Some(id) = id {
+                        ids.insert(id);
+                    }
+                    names.insert(name);
+                }
+                Part::ToolResponse { id, name, .. } => {
+                    let known = match id {
+                        Some(id) => ids.contains(id.as_str()),
+                        None => names.contains(name.as_str()),
+                    };
+                    if !known {
+                        let what = match id {
+                            Some(id) => {
+                                format!("tool response `{name}` (id {id}) without its call")
+                            }
+                            None => format!("tool response `{name}` without its call"),
+                        };
+                        return Err(ReadError::new(file, loc(i), what));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A timestamp for messages: RFC 3339 with milliseconds, or the raw number when out of range.
+pub fn fmt_time(t: f64) -> String {
+    if t.is_finite() && t.abs() < 1e12 {
+        let whole = t.floor();
+        let nanos = ((t - whole) * 1e9).round().clamp(0.0, 999_999_999.0) as u32;
+        if let Some(dt) = chrono::DateTime::from_timestamp(whole as i64, nanos) {
+            return dt.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        }
+    }
+    format!("{t}")
+}
+
+/// Skip leading characters Python's `\W` would match (anything but letters, digits, `_`).
+fn skip_non_word(s: &str) -> &str {
+    s.trim_start_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
+}
+
+/// True when `s` starts with `word` (ASCII case-insensitive) followed by a word boundary.
+fn starts_with_word(s: &str, word: &str) -> bool {
+    let Some(head) = s.get(..word.len()) else {
+        return false;
+    };
+    if !head.eq_ignore_ascii_case(word) {
+        return false;
+    }
+    match s[word.len()..].chars().next() {
+        None => true,
+        Some(c) => !(c.is_alphanumeric() || c == '_'),
+    }
+}
+
+const CONFIRM_WORDS: [&str; 7] = ["yes", "yeah", "yep", "sure", "ok", "okay", "that's correct"];
+const APPROVE_WORDS: [&str; 6] = [
+    "approve",
+    "approved",
+    "i approve",
+    "go ahead",
+    "proceed",
+    "please proceed",
+];
+const REFUSE_WORDS: [&str; 9] = [
+    "no",
+    "nope",
+    "don't",
+    "do not",
+    "cancel",
+    "deny",
+    "denied",
+    "reject",
+    "i decline",
+];
+
+/// Critical flags for a person's message (see the module docs for the rules).
+pub fn user_text_flags(text: &str) -> Vec<Critical> {
+    let s = skip_non_word(text);
+    let mut out = Vec::new();
+    if is_interruption_text(text) {
+        out.push(Critical::Interruption);
+        return out;
+    }
+    if APPROVE_WORDS.iter().any(|w| starts_with_word(s, w)) {
+        out.push(Critical::Approval);
+    } else if CONFIRM_WORDS.iter().any(|w| starts_with_word(s, w))
+        || s.get(..7)
+            .is_some_and(|h| h.eq_ignore_ascii_case("confirm"))
+    {
+        out.push(Critical::Confirmation);
+    } else if REFUSE_WORDS.iter().any(|w| starts_with_word(s, w)) {
+        out.push(Critical::Refusal);
+    }
+    out
+}
+
+/// Interruption markers agents write into the user's turn.
+pub fn is_interruption_text(text: &str) -> bool {
+    let t = text.trim_start();
+    t.starts_with("[Request interrupted by user") || t.starts_with("[Operation Cancelled]")
+}
+
+/// True when a tool result's text reads as an error.
+pub fn looks_like_tool_error(text: &str) -> bool {
+    let t = text.trim_start();
+    starts_with_word(t, "error") || t.starts_with("Traceback (most recent call last)")
+}
+
+/// Add `c` to an event's flags once.
+pub fn flag(e: &mut Event, c: Critical) {
+    if !e.critical.contains(&c) {
+        e.critical.push(c);
+    }
+}
+
+/// The text of an OpenAI-style `content`: a string, or a list of `{type, text}` parts.
+pub fn content_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            let mut out = String::new();
+            for p in parts {
+                let t = match p {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Object(m) => m.get("text").and_then(Value::as_str),
+                    _ => None,
+                };
+                if let Some(t) = t {
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str(t);
+                }
+            }
+            out
+        }
+        _ => String::new(),
+    }
+}
+
+/// Tool-call arguments recorded as a JSON string: parsed when valid, else kept as the string.
+pub fn parse_args(v: Option<&Value>) -> Value {
+    match v {
+        Some(Value::String(s)) => {
+            if s.trim().is_empty() {
+                Value::Object(Map::new())
+            } else {
+                serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+            }
+        }
+        Some(v) => v.clone(),
+        None => Value::Object(Map::new()),
+    }
+}
+
+/// A new event whose role is `role` and author `author`.
+pub fn event(author: &str, role: Role, invocation: String, t: f64) -> Event {
+    Event::new(author, role, invocation, t)
+}
+
+/// Minimal JSON structure scanning for cheap format sniffing: no allocation of values, no
+/// recursion, never panics on garbage.
+pub mod scan {
+    /// Index of the first non-whitespace byte at or after `i`.
+    fn ws(b: &[u8], mut i: usize) -> usize {
+        while let Some(c) = b.get(i) {
+            if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        i
+    }
+
+    /// Skip a string starting at `b[i] == '"'`; returns the index after the closing quote.
+    fn skip_string(b: &[u8], i: usize) -> Option<usize> {
+        let mut j = i + 1;
+        loop {
+            match b.get(j)? {
+                b'"' => return Some(j + 1),
+                b'\\' => j += 2,
+                _ => j += 1,
+            }
+        }
+    }
+
+    /// Skip one JSON value starting at `i`; returns the index after it.
+    fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+        let i = ws(b, i);
+        match b.get(i)? {
+            b'"' => skip_string(b, i),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                let mut j = i;
+                loop {
+                    match b.get(j)? {
+                        b'"' => {
+                            j = skip_string(b, j)?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Some(j + 1);
+                            }
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+            }
+            _ => {
+                let mut j = i;
+                while let Some(c) = b.get(j) {
+                    if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                        break;
+                    }
+                    j += 1;
+                }
+                Some(j)
+            }
+        }
+    }
+
+    /// The keys of the object starting at `i` (`b[i] == '{'`), in order, up to the first
+    /// syntax problem; and for each key the index where its value starts.
+    fn object_keys(b: &[u8], i: usize) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        let mut j = ws(b, i + 1);
+        while let Some(&c) = b.get(j) {
+            if c != b'"' {
+                break;
+            }
+            let Some(end) = skip_string(b, j) else { break };
+            let key = String::from_utf8_lossy(&b[j + 1..end - 1]).into_owned();
+            let k = ws(b, end);
+            if b.get(k) != Some(&b':') {
+                break;
+            }
+            let vstart = ws(b, k + 1);
+            out.push((key, vstart));
+            let Some(vend) = skip_value(b, vstart) else {
+                break;
+            };
+            let n = ws(b, vend);
+            if b.get(n) != Some(&b',') {
+                break;
+            }
+            j = ws(b, n + 1);
+        }
+        out
+    }
+
+    /// Keys of the top-level object, or `None` when the text is not an object.
+    pub fn top_keys(text: &str) -> Option<Vec<String>> {
+        let b = text.as_bytes();
+        let i = ws(b, skip_bom(b));
+        (b.get(i) == Some(&b'{')).then(|| object_keys(b, i).into_iter().map(|(k, _)| k).collect())
+    }
+
+    /// Keys of the first element of the top-level array when that element is an object.
+    pub fn first_elem_keys(text: &str) -> Option<Vec<String>> {
+        let b = text.as_bytes();
+        let i = ws(b, skip_bom(b));
+        if b.get(i) != Some(&b'[') {
+            return None;
+        }
+        let j = ws(b, i + 1);
+        (b.get(j) == Some(&b'{')).then(|| object_keys(b, j).into_iter().map(|(k, _)| k).collect())
+    }
+
+    /// Keys of the first element of the array held by top-level key `key`, when both exist.
+    pub fn first_elem_keys_of(text: &str, key: &str) -> Option<Vec<String>> {
+        let b = text.as_bytes();
+        let i = ws(b, skip_bom(b));
+        if b.get(i) != Some(&b'{') {
+            return None;
+        }
+        let (_, v) = object_keys(b, i).into_iter().find(|(k, _)| k == key)?;
+        if b.get(v) != Some(&b'[') {
+            return None;
+        }
+        let j = ws(b, v + 1);
+        (b.get(j) == Some(&b'{')).then(|| object_keys(b, j).into_iter().map(|(k, _)| k).collect())
+    }
+
+    /// Keys of the object on the first non-blank line (JSONL sniffing).
+    pub fn first_line_keys(text: &str) -> Option<Vec<String>> {
+        let line = text.lines().find(|l| !l.trim().is_empty())?;
+        top_keys(line)
+    }
+
+    fn skip_bom(b: &[u8]) -> usize {
+        if b.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            3
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_parse_with_and_without_zone() {
+        assert_eq!(parse_timestamp("1970-01-01T00:00:01Z"), Some(1.0));
+        assert_eq!(parse_timestamp("1970-01-01T00:00:01.5+00:00"), Some(1.5));
+        assert_eq!(parse_timestamp("1970-01-01T01:00:00+01:00"), Some(0.0));
+        // No zone: UTC assumed.
+        assert_eq!(parse_timestamp("1970-01-02T00:00:00.25"), Some(86400.25));
+        assert_eq!(parse_timestamp("not a time"), None);
+        assert_eq!(
+            time_value(&serde_json::json!(1_700_000_000_123u64)),
+            Some(1_700_000_000.123)
+        );
+    }
+
+    #[test]
+    fn word_rules_match_whole_words_only() {
+        assert_eq!(
+            user_text_flags("Yes, please book it."),
+            vec![Critical::Confirmation]
+        );
+        assert_eq!(
+            user_text_flags("**Okay** then"),
+            vec![Critical::Confirmation]
+        );
+        assert_eq!(
+            user_text_flags("Confirming to proceed"),
+            vec![Critical::Confirmation]
+        );
+        assert_eq!(user_text_flags("Please proceed"), vec![Critical::Approval]);
+        assert_eq!(user_text_flags("No, thanks"), vec![Critical::Refusal]);
+        assert!(user_text_flags("None of them").is_empty());
+        assert!(user_text_flags("Yesterday I flew").is_empty());
+        assert!(user_text_flags("Nobody").is_empty());
+        assert!(user_text_flags("").is_empty());
+        assert_eq!(
+            user_text_flags("[Request interrupted by user]"),
+            vec![Critical::Interruption]
+        );
+    }
+
+    #[test]
+    fn invocations_start_at_person_turns() {
+        let mut inv = Invocations::new();
+        assert_eq!(inv.current(), "inv-1"); // system prompt before the first turn
+        assert_eq!(inv.user_turn(), "inv-1");
+        assert_eq!(inv.current(), "inv-1");
+        assert_eq!(inv.user_turn(), "inv-2");
+    }
+
+    #[test]
+    fn validation_catches_order_and_orphans() {
+        let mut a = Event::new("user", Role::User, "inv-1", 2.0);
+        a.parts.push(Part::Text { text: "hi".into() });
+        let b = Event::new("agent", Role::Model, "inv-1", 1.0);
+        let e = validate_events("f", &[a.clone(), b], |i| format!("event {i}")).unwrap_err();
+        assert_eq!(e.location, "event 1");
+        assert!(e.message.contains("out of order"), "{e}");
+        let mut r = Event::new("tool", Role::Tool, "inv-1", 3.0);
+        r.parts.push(Part::ToolResponse {
+            id: Some("c1".into()),
+            name: "f".into(),
+            response: Value::Null,
+        });
+        let e =
+            validate_events("f", &[a.clone(), r.clone()], |i| format!("event {i}")).unwrap_err();
+        assert!(e.message.contains("without its call"), "{e}");
+        let mut c = Event::new("agent", Role::Model, "inv-1", 2.0);
+        c.parts.push(Part::ToolCall {
+            id: Some("c1".into()),
+            name: "f".into(),
+            args: Value::Null,
+        });
+        validate_events("f", &[a, c, r], |i| format!("event {i}")).unwrap();
+    }
+
+    #[test]
+    fn scanner_reads_keys_and_survives_garbage() {
+        assert_eq!(
+            scan::top_keys(r#" {"a": {"x": [1, "}"]}, "b" : 2}"#),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            scan::first_elem_keys(r#"[{"traj": [], "k": 1}]"#),
+            Some(vec!["traj".into(), "k".into()])
+        );
+        assert_eq!(
+            scan::first_elem_keys_of(r#"{"h": 1, "m": [{"role": "u"}]}"#, "m"),
+            Some(vec!["role".into()])
+        );
+        for g in [
+            "{",
+            "{\"",
+            "{\"a\"",
+            "{\"a\":",
+            "{\"a\":[",
+            "[",
+            "[{",
+            "\u{feff}{\"a\":\"\\",
+            "]]]}}}",
+        ] {
+            let _ = scan::top_keys(g);
+            let _ = scan::first_elem_keys(g);
+            let _ = scan::first_elem_keys_of(g, "a");
+        }
+    }
+}

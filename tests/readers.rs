@@ -1,0 +1,444 @@
+//! Readers against the real corpus (counts checked against `shared/corpus/stats.json`, which
+//! was computed independently with python3), canonical round trips, and robustness: truncated
+//! and garbled corpus files must give `Ok` or a one-line error naming the file, never a panic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use compaction_sim::transcript::detect::{detect, load_file, load_paths, read_as};
+use compaction_sim::transcript::{canonical, Critical, Format, Part, Role, Session};
+use serde_json::Value;
+
+fn corpus() -> PathBuf {
+    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus")).to_path_buf();
+    if p.exists() {
+        p
+    } else {
+        PathBuf::from("/work/shared/corpus")
+    }
+}
+
+fn stats() -> Value {
+    let text = std::fs::read_to_string(corpus().join("stats.json")).expect("stats.json");
+    serde_json::from_str(&text).expect("stats.json parses")
+}
+
+/// stats.json's per-session rows of a folder, keyed by their `session` name.
+fn stat_rows(folder: &str) -> BTreeMap<String, Value> {
+    let s = stats();
+    let rows = s[folder]["sessions"].as_array().expect("sessions").clone();
+    rows.into_iter()
+        .map(|r| (r["session"].as_str().unwrap().to_string(), r))
+        .collect()
+}
+
+fn load_folder(folder: &str) -> Vec<Session> {
+    let dir = corpus().join(folder);
+    let l = load_paths(&[dir.to_string_lossy().into_owned()], None);
+    assert!(
+        l.skipped.is_empty(),
+        "unexpected bad files: {:?}",
+        l.skipped.iter().map(|e| e.to_string()).collect::<Vec<_>>()
+    );
+    l.sessions
+}
+
+/// Counts a reader's output the way stats.json counts the source.
+#[derive(Debug, Default, PartialEq)]
+struct Counts {
+    events: u64,
+    user_turns: u64,
+    model_requests: u64,
+    tool_calls: u64,
+    tool_results: u64,
+    usage_records: u64,
+    sum_prompt: u64,
+    sum_output: u64,
+    max_prompt: u64,
+    confirmations: u64,
+    refusals: u64,
+    max_tool_result_chars: u64,
+}
+
+fn counts(s: &Session) -> Counts {
+    let mut c = Counts::default();
+    let mut invs = BTreeSet::new();
+    for e in &s.events {
+        c.events += 1;
+        if e.role == Role::User
+            && e.author == "user"
+            && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+        {
+            invs.insert(e.invocation_id.clone());
+        }
+        if e.model_request {
+            c.model_requests += 1;
+        }
+        if let Some(u) = e.usage {
+            c.usage_records += 1;
+            c.sum_prompt += u.prompt_tokens;
+            c.sum_output += u.output_tokens;
+            c.max_prompt = c.max_prompt.max(u.prompt_tokens);
+        }
+        for p in &e.parts {
+            match p {
+                Part::ToolCall { .. } => c.tool_calls += 1,
+                Part::ToolResponse { response, .. } => {
+                    c.tool_results += 1;
+                    if let Value::String(s) = response {
+                        c.max_tool_result_chars =
+                            c.max_tool_result_chars.max(s.chars().count() as u64);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for f in &e.critical {
+            match f {
+                Critical::Approval | Critical::Confirmation => c.confirmations += 1,
+                Critical::Refusal => c.refusals += 1,
+                _ => {}
+            }
+        }
+    }
+    c.user_turns = invs.len() as u64;
+    c
+}
+
+fn n(v: &Value, k: &str) -> u64 {
+    v[k].as_u64()
+        .unwrap_or_else(|| panic!("stats field {k} in {v}"))
+}
+
+#[test]
+fn tau_bench_matches_stats() {
+    let sessions = load_folder("tau_bench");
+    let rows = stat_rows("tau_bench");
+    assert_eq!(sessions.len(), 200);
+    assert_eq!(rows.len(), 200);
+    for s in &sessions {
+        assert_eq!(s.format, Format::OpenaiChat);
+        let frag = s.source.rsplit_once('#').unwrap().1;
+        let key = format!("gpt-4o-airline.json#{frag}");
+        let r = &rows[&key];
+        let c = counts(s);
+        assert_eq!(c.events, n(r, "events"), "{key}");
+        assert_eq!(c.user_turns, n(r, "user_turns"), "{key}");
+        assert_eq!(c.model_requests, n(r, "assistant_turns"), "{key}");
+        assert_eq!(c.tool_calls, n(r, "tool_calls"), "{key}");
+        assert_eq!(c.tool_results, n(r, "tool_results"), "{key}");
+        assert_eq!(c.confirmations, n(r, "approvals_or_confirmations"), "{key}");
+        assert_eq!(c.refusals, n(r, "rejections_or_refusals"), "{key}");
+        assert_eq!(
+            c.max_tool_result_chars,
+            n(r, "max_tool_result_chars"),
+            "{key}"
+        );
+        assert!(s.synthetic_timestamps);
+        assert!(s.events.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
+    }
+}
+
+#[test]
+fn tau2_matches_stats() {
+    let sessions = load_folder("tau2_oscaralvaro_fork");
+    let rows = stat_rows("tau2_oscaralvaro_fork");
+    assert_eq!(sessions.len(), 184);
+    let mut seen = BTreeSet::new();
+    for s in &sessions {
+        assert_eq!(s.format, Format::Tau2);
+        let (file, frag) = s.source.rsplit_once('#').unwrap();
+        let name = Path::new(file).file_name().unwrap().to_string_lossy();
+        let key = format!("{name}#{frag}");
+        assert!(seen.insert(key.clone()), "duplicate {key}");
+        let r = &rows[&key];
+        let c = counts(s);
+        assert_eq!(c.events, n(r, "events"), "{key}");
+        assert_eq!(c.user_turns, n(r, "user_turns"), "{key}");
+        assert_eq!(c.model_requests, n(r, "assistant_turns"), "{key}");
+        assert_eq!(c.tool_calls, n(r, "tool_calls"), "{key}");
+        assert_eq!(c.tool_results, n(r, "tool_results"), "{key}");
+        assert_eq!(c.usage_records, n(r, "usage_records"), "{key}");
+        assert_eq!(c.sum_prompt, n(r, "sum_input_tokens"), "{key}");
+        assert_eq!(c.max_prompt, n(r, "max_input_tokens"), "{key}");
+        assert_eq!(c.confirmations, n(r, "approvals_or_confirmations"), "{key}");
+        assert_eq!(c.refusals, n(r, "rejections_or_refusals"), "{key}");
+        assert_eq!(
+            c.max_tool_result_chars,
+            n(r, "max_tool_result_chars"),
+            "{key}"
+        );
+        // Zone-less times are read as UTC, as stats.json did.
+        let first = r["first_ts"].as_f64().unwrap();
+        assert!(
+            (s.events[0].timestamp - first).abs() < 1e-3,
+            "{key}: {} vs {first}",
+            s.events[0].timestamp
+        );
+        let last = r["last_ts"].as_f64().unwrap();
+        assert!(
+            (s.events.last().unwrap().timestamp - last).abs() < 1e-3,
+            "{key}"
+        );
+    }
+    assert_eq!(seen.len(), rows.len());
+}
+
+#[test]
+fn gemini_cli_matches_stats() {
+    let sessions = load_folder("agentcmd_cli_sessions/gemini");
+    let rows = stat_rows("agentcmd_cli_sessions/gemini");
+    assert_eq!(sessions.len(), rows.len());
+    for s in &sessions {
+        assert_eq!(s.format, Format::GeminiCli);
+        let idx = s.source.find("agentcmd_cli_sessions/").unwrap();
+        let key = &s.source[idx..];
+        let r = &rows[key];
+        let c = counts(s);
+        assert_eq!(c.user_turns, n(r, "user_turns"), "{key}");
+        assert_eq!(c.model_requests, n(r, "assistant_turns"), "{key}");
+        assert_eq!(c.tool_calls, n(r, "tool_calls"), "{key}");
+        assert_eq!(c.tool_results, n(r, "tool_results"), "{key}");
+        assert_eq!(c.usage_records, n(r, "usage_records"), "{key}");
+        assert_eq!(c.sum_prompt, n(r, "sum_input_tokens"), "{key}");
+        // stats.json sums output + thoughts, as the reader normalises it.
+        assert_eq!(c.sum_output, n(r, "sum_output_tokens"), "{key}");
+        assert_eq!(c.max_prompt, n(r, "max_input_tokens"), "{key}");
+        assert_eq!(c.refusals, n(r, "rejections_or_refusals"), "{key}");
+        let first = r["first_ts"].as_f64().unwrap();
+        assert!((s.events[0].timestamp - first).abs() < 1e-3, "{key}");
+        assert_eq!(s.model.as_deref(), Some("gemini-2.5-pro"));
+        // Every model request records usage, and cached tokens never exceed the prompt.
+        for e in s.events.iter().filter(|e| e.model_request) {
+            let u = e.usage.expect("usage");
+            assert!(u.cached_read_tokens <= u.prompt_tokens, "{key}");
+        }
+    }
+}
+
+#[test]
+fn swe_agent_matches_stats() {
+    let sessions = load_folder("swe_agent");
+    let rows = stat_rows("swe_agent");
+    assert_eq!(sessions.len(), 22);
+    for s in &sessions {
+        assert_eq!(s.format, Format::SweAgent);
+        let idx = s.source.find("swe_agent/").unwrap();
+        let key = &s.source[idx..];
+        let r = &rows[key];
+        let c = counts(s);
+        assert_eq!(c.events, n(r, "events"), "{key}");
+        assert_eq!(c.user_turns, 1, "{key}");
+        assert_eq!(c.user_turns, n(r, "user_turns"), "{key}");
+        assert_eq!(c.model_requests, n(r, "assistant_turns"), "{key}");
+        assert_eq!(c.tool_calls, n(r, "tool_calls"), "{key}");
+        // stats counts `trajectory` observations; history can lack the final one.
+        assert!(c.tool_results <= c.tool_calls, "{key}");
+        assert!(s.synthetic_timestamps);
+    }
+}
+
+#[test]
+fn every_file_in_my_folders_detects_as_its_format() {
+    let cases: [(&str, Format); 4] = [
+        ("tau_bench", Format::OpenaiChat),
+        ("tau2_oscaralvaro_fork", Format::Tau2),
+        ("agentcmd_cli_sessions/gemini", Format::GeminiCli),
+        ("swe_agent", Format::SweAgent),
+    ];
+    for (folder, f) in cases {
+        let (files, _) = compaction_sim::transcript::detect::expand_paths(&[corpus()
+            .join(folder)
+            .to_string_lossy()
+            .into_owned()]);
+        assert!(!files.is_empty());
+        for p in files {
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert_eq!(detect(&text), Some(f), "{}", p.display());
+        }
+    }
+    // Nothing in the other folders claims to be one of these formats.
+    for folder in [
+        "agentcmd_cli_sessions/codex",
+        "agentcmd_cli_sessions/claude",
+        "claude_code_spotter",
+        "openhands",
+        "adk",
+    ] {
+        let (files, _) = compaction_sim::transcript::detect::expand_paths(&[corpus()
+            .join(folder)
+            .to_string_lossy()
+            .into_owned()]);
+        assert!(!files.is_empty(), "{folder}");
+        for p in files {
+            let text = std::fs::read_to_string(&p).unwrap();
+            for mine in [
+                Format::OpenaiChat,
+                Format::Tau2,
+                Format::GeminiCli,
+                Format::SweAgent,
+                Format::Canonical,
+            ] {
+                assert!(
+                    !compaction_sim::transcript::detect::sniff(mine, &text),
+                    "{} sniffed as {mine:?}",
+                    p.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn canonical_round_trips_every_session_of_my_formats() {
+    for folder in [
+        "tau_bench",
+        "tau2_oscaralvaro_fork",
+        "agentcmd_cli_sessions/gemini",
+        "swe_agent",
+    ] {
+        for s in load_folder(folder) {
+            let text = canonical::write_canonical(&s);
+            assert_eq!(detect(&text), Some(Format::Canonical));
+            let back =
+                canonical::read("c.jsonl", &text).unwrap_or_else(|e| panic!("{}: {e}", s.source));
+            assert_eq!(back.len(), 1);
+            let mut b = back.into_iter().next().unwrap();
+            assert_eq!(b.source, "c.jsonl");
+            b.source = s.source.clone();
+            assert_eq!(b, s);
+        }
+    }
+}
+
+/// Deterministic generator (SplitMix64) for the robustness test.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// A small real file per format (τ-bench's single 4 MB file is cut to its first sessions,
+/// re-serialised, so the test stays fast).
+fn robustness_inputs() -> Vec<(String, Vec<u8>)> {
+    let c = corpus();
+    let mut out = Vec::new();
+    let tb =
+        std::fs::read_to_string(c.join("tau_bench/historical_trajectories/gpt-4o-airline.json"))
+            .unwrap();
+    let v: Value = serde_json::from_str(&tb).unwrap();
+    let few = Value::Array(v.as_array().unwrap()[..2].to_vec());
+    out.push((
+        "tau_bench.json".to_string(),
+        serde_json::to_vec_pretty(&few).unwrap(),
+    ));
+    let smallest = |folder: &str| {
+        let (files, _) = compaction_sim::transcript::detect::expand_paths(&[c
+            .join(folder)
+            .to_string_lossy()
+            .into_owned()]);
+        files
+            .into_iter()
+            .min_by_key(|p| std::fs::metadata(p).unwrap().len())
+            .unwrap()
+    };
+    for folder in [
+        "tau2_oscaralvaro_fork",
+        "agentcmd_cli_sessions/gemini",
+        "swe_agent",
+    ] {
+        let p = smallest(folder);
+        out.push((
+            p.file_name().unwrap().to_string_lossy().into_owned(),
+            std::fs::read(&p).unwrap(),
+        ));
+    }
+    let gem = c.join("agentcmd_cli_sessions/gemini/full/session-2025-10-27T19-55-981c87cb.json");
+    out.push(("gemini-long.json".into(), std::fs::read(gem).unwrap()));
+    let s = &load_file(
+        c.join("agentcmd_cli_sessions/gemini/full/session-2025-10-29T10-36-453aa339.json"),
+        None,
+    )
+    .unwrap()[0];
+    out.push((
+        "canonical.jsonl".into(),
+        canonical::write_canonical(s).into_bytes(),
+    ));
+    out
+}
+
+fn check_one_line(name: &str, r: Result<Vec<Session>, compaction_sim::transcript::ReadError>) {
+    if let Err(e) = r {
+        let msg = e.to_string();
+        assert!(msg.starts_with(name), "error does not name the file: {msg}");
+        assert!(!msg.contains('\n'), "error is not one line: {msg}");
+    }
+}
+
+#[test]
+fn truncated_and_garbled_corpus_files_never_panic() {
+    let mut rng = Rng(0x5EED_2026);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = 0;
+    for (name, bytes) in robustness_inputs() {
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let fmt = detect(&text).expect("original detects");
+        let path_name = format!("{}/{name}", dir.path().display());
+        let mut variants: Vec<Vec<u8>> = Vec::new();
+        // Truncations at evenly spread and random points.
+        for k in 0..40 {
+            let cut = if k < 20 {
+                bytes.len() * k / 20
+            } else {
+                rng.below(bytes.len())
+            };
+            variants.push(bytes[..cut].to_vec());
+        }
+        // Garbles: overwrite a few bytes with structural characters or random bytes.
+        const NASTY: &[u8] = b"{}[]\",:\\0-9eE.nt \n\x00\xff";
+        for _ in 0..60 {
+            let mut b = bytes.clone();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(b.len());
+                b[at] = if rng.below(2) == 0 {
+                    NASTY[rng.below(NASTY.len())]
+                } else {
+                    rng.next() as u8
+                };
+            }
+            variants.push(b);
+        }
+        // Swapped chunks (out-of-order timestamps, calls after their responses).
+        for _ in 0..10 {
+            let lines: Vec<&[u8]> = bytes.split(|&c| c == b'\n').collect();
+            if lines.len() > 3 {
+                let mut l = lines.clone();
+                let a = rng.below(l.len());
+                let b2 = rng.below(l.len());
+                l.swap(a, b2);
+                variants.push(l.join(&b'\n'));
+            }
+        }
+        for v in variants {
+            cases += 1;
+            // Through the text API, detected and forced, and through a real file.
+            let lossy = String::from_utf8_lossy(&v).into_owned();
+            check_one_line(&name, read_as(fmt, &name, &lossy));
+            if let Some(f) = detect(&lossy) {
+                check_one_line(&name, read_as(f, &name, &lossy));
+            }
+            std::fs::write(&path_name, &v).unwrap();
+            check_one_line(&path_name, load_file(&path_name, None));
+            check_one_line(&path_name, load_file(&path_name, Some(fmt)));
+        }
+    }
+    assert!(cases > 500, "{cases}");
+}
