@@ -409,6 +409,7 @@ fn build_session(
         recorded_compactions: recorded,
         model,
         synthetic_timestamps: synthetic,
+        approval_policies: Vec::new(),
     })
 }
 
