@@ -115,6 +115,7 @@ pub fn round_metrics(m: &mut SessionMetrics) {
         &mut m.pre_request_latency_max_s,
         &mut m.prefill_time_saved_s,
         &mut m.detail_lost,
+        &mut m.summarizer_cost_usd,
     ] {
         *f = round_fixed(*f);
     }
@@ -343,5 +344,31 @@ pub mod tests {
     fn rounding_fixes_precision_and_sign() {
         assert_eq!(round_fixed(0.1234567), 0.123457);
         assert_eq!(round_fixed(-0.0000001).to_bits(), 0.0f64.to_bits());
+    }
+}
+
+#[cfg(test)]
+mod rounding_tests {
+    use super::*;
+
+    #[test]
+    fn every_float_field_is_rounded() {
+        // Build metrics with every float field set to an unrounded value via serde, so a
+        // field added to SessionMetrics later cannot escape rounding unnoticed.
+        let mut v = serde_json::to_value(SessionMetrics::default()).unwrap();
+        for (_, x) in v.as_object_mut().unwrap().iter_mut() {
+            if x.is_f64() || x.is_null() {
+                *x = serde_json::json!(0.123456789);
+            }
+        }
+        let mut m: SessionMetrics = serde_json::from_value(v).unwrap();
+        round_metrics(&mut m);
+        for (k, x) in serde_json::to_value(&m).unwrap().as_object().unwrap() {
+            if let Some(f) = x.as_f64() {
+                if x.is_f64() {
+                    assert_eq!(f, 0.123457, "{k} is not rounded");
+                }
+            }
+        }
     }
 }
