@@ -125,6 +125,7 @@ mod tests {
             recorded_compactions: vec![],
             model: Some("gpt-5-codex".into()),
             synthetic_timestamps: false,
+            approval_policies: vec![],
         }
     }
 

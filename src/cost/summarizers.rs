@@ -497,6 +497,7 @@ mod tests {
             recorded_compactions: vec![],
             model: None,
             synthetic_timestamps: false,
+            approval_policies: vec![],
         }
     }
 
