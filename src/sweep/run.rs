@@ -101,6 +101,8 @@ pub fn round_metrics(m: &mut SessionMetrics) {
         &mut m.pre_request_latency_max_s,
         &mut m.prefill_time_saved_s,
         &mut m.detail_lost,
+        &mut m.summarizer_cost_usd,
+        &mut m.attachment_share,
     ] {
         *f = round_fixed(*f);
     }
