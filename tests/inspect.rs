@@ -276,6 +276,13 @@ fn strict_and_single_bad_file_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("truncated.json"), "{stderr}");
+    // A path that does not exist, alone: nothing read, exit 2 with the path named.
+    let out = bin()
+        .args(["inspect", &fix("nope/missing.json"), "--no-cache"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
     // A good file next to it: listed, skipped, exit 0.
     let out = bin()
         .args([
