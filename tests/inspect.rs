@@ -371,3 +371,27 @@ fn calibration_on_codex_rollouts() {
     assert!(stdout.contains("calibration (tokenizer o200k)"), "{stdout}");
     assert!(stdout.contains(&format!("{p50:.1}")), "{stdout}");
 }
+
+#[test]
+fn same_bytes_whatever_the_thread_count() {
+    let codex = corpus().join("agentcmd_cli_sessions/codex");
+    let run = |threads: &str| {
+        let out = bin()
+            .env("RAYON_NUM_THREADS", threads)
+            .args([
+                "inspect",
+                codex.to_str().unwrap(),
+                &fix("good"),
+                "--no-cache",
+                "--calibration",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    let one = run("1");
+    assert!(!one.is_empty());
+    assert_eq!(one, run("4"));
+}
