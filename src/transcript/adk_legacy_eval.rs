@@ -416,6 +416,21 @@ mod tests {
         }
     }
 
+    /// `--format adk-eval-set` reaches this reader for lists and adk.rs for objects.
+    #[test]
+    fn forced_format_dispatches_on_shape() {
+        let legacy = corpus().join(LEGACY[5]);
+        let auto = detect::load_file(&legacy, None).unwrap();
+        let forced = detect::load_file(&legacy, Some(Format::AdkEvalSet)).unwrap();
+        assert_eq!(auto, forced);
+        let rel = "adk/adk-python/tests/integration/fixture/hello_world_agent/roll_die.test.json";
+        let new_style = detect::load_file(corpus().join(rel), Some(Format::AdkEvalSet)).unwrap();
+        let direct =
+            crate::transcript::adk::read(&corpus().join(rel).to_string_lossy(), &read_corpus(rel))
+                .unwrap();
+        assert_eq!(new_style, direct);
+    }
+
     #[test]
     fn bad_shapes_name_the_json_path() {
         let cases = [
