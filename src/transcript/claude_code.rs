@@ -25,7 +25,8 @@
 //! - Invocations start at human prompts. Like the corpus SOURCE.md counts, these exclude
 //!   tool results, `isMeta` lines, slash-command echoes (`<command-name>`,
 //!   `<local-command-stdout>`), background `<task-notification>`s and interrupt markers;
-//!   those join the current invocation (or the first one, when they precede any prompt).
+//!   those join the current invocation (or the first one, when they precede any prompt),
+//!   keep the user role the API saw, and are authored [`HARNESS`] rather than `user`.
 //! - Critical flags: "The user doesn't want to proceed…" results → `Refusal`; other
 //!   `is_error` results → `ToolError`; "[Request interrupted by user…]" → `Interruption`;
 //!   human prompts also get the shared word rules of `util::user_text_flags`.
@@ -49,6 +50,10 @@ pub const TIMESTAMP_TOLERANCE_S: f64 = 120.0;
 
 const REJECTION_PREFIX: &str = "The user doesn't want to proceed with this tool use";
 const INTERRUPT_PREFIX: &str = "[Request interrupted by user";
+/// Author of user-role text that Claude Code itself injected (skills, hook reminders,
+/// slash-command echoes, background-task notices): not a person's words.
+pub const HARNESS: &str = "system";
+
 /// Claude Code's model name on messages it wrote itself (API errors, "No response
 /// requested."): no request reached the API, so they are not model requests.
 const SYNTHETIC_MODEL: &str = "<synthetic>";
@@ -517,10 +522,14 @@ impl<'a> Reader<'a> {
         } else {
             group.current_invocation()
         };
+        let interrupt = critical.contains(&Critical::Interruption);
         let author = if has_result {
             group.agent_name()
-        } else {
+        } else if prompt || interrupt {
             "user".to_string()
+        } else {
+            // isMeta text, command echoes, task notices: Claude Code wrote them, no person.
+            HARNESS.to_string()
         };
         if prompt {
             // A person's words: the word rules every reader applies (see `util`).
@@ -964,6 +973,21 @@ mod tests {
             invs,
             ["inv-1", "inv-1", "inv-1", "inv-1", "inv-2", "inv-2", "inv-2", "inv-2", "inv-2"]
         );
+    }
+
+    #[test]
+    fn harness_text_is_not_authored_by_the_user() {
+        let rel = "agentcmd_cli_sessions/claude/full/full-session-two.jsonl";
+        let s = read(rel, &read_corpus(rel)).expect("reads");
+        let authors: Vec<&str> = s[0]
+            .events
+            .iter()
+            .take(5)
+            .map(|e| e.author.as_str())
+            .collect();
+        // Caveat (isMeta), /clear echo, its empty stdout, the person's prompt, the answer.
+        assert_eq!(authors, [HARNESS, HARNESS, HARNESS, "user", "claude"]);
+        assert!(s[0].events.iter().take(3).all(|e| e.role == Role::User));
     }
 
     #[test]
