@@ -34,7 +34,8 @@
 //!   (`parentUuid`) order. With parallel tool calls, a tool's result is stamped while the
 //!   rest of the same response is still streaming, so it can be earlier than the
 //!   response's last line before it (45 such steps in 10 of the 25 corpus files, the
-//!   largest 5.3 s; the compact summary, not an event, is stamped before its boundary).
+//!   largest 5.3 s). Compaction records are not events and are not checked: the `/compact`
+//!   echo lines written after a boundary carry the earlier time the command was typed.
 //!   Steps back of up to [`TIMESTAMP_TOLERANCE_S`], about as long as a long response
 //!   streams, are clamped to the latest time; larger ones are bad input.
 
