@@ -81,7 +81,7 @@ pub fn sniff(text: &str) -> bool {
         if !line.starts_with('{') {
             return false;
         }
-        if line.len() <= 1 << 20 {
+        if line.len() <= 8 << 20 {
             if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(line) {
                 let t = readutil::str_field(&m, "type").unwrap_or("");
                 if m.contains_key("payload") {
@@ -97,10 +97,11 @@ pub fn sniff(text: &str) -> bool {
                 continue;
             }
         }
-        // A truncated or huge first line: fall back to a substring check on its start.
+        // A truncated or huge first line: fall back to a substring check on its start. The
+        // uuid keys are Claude Code's own (Gemini CLI also has `sessionId` and `type`).
         let head = line.get(..line.len().min(4096)).unwrap_or(line);
         if head.contains("\"sessionId\"")
-            && head.contains("\"type\"")
+            && (head.contains("\"uuid\"") || head.contains("\"parentUuid\""))
             && !head.contains("\"payload\"")
         {
             return true;
@@ -1075,6 +1076,11 @@ mod tests {
             "openhands/tests/runtime/trajs/basic.json"
         )));
         assert!(!sniff(""));
+        // A first line too long or cut short is judged by its start.
+        let cut = r#"{"parentUuid":null,"isSidechain":false,"sessionId":"s","type":"user","message":{"content":"xx"#;
+        assert!(sniff(cut));
+        let gemini = r#"{"sessionId":"s","projectHash":"h","messages":[{"id":"1","type":"user","content":"xx"#;
+        assert!(!sniff(gemini));
     }
 
     #[test]
