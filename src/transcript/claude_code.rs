@@ -1054,6 +1054,20 @@ mod tests {
     }
 
     #[test]
+    fn synthetic_api_error_messages_are_not_requests() {
+        let first = fixture("claude_usage.jsonl")
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let synthetic = r#"{"type":"assistant","uuid":"a9","sessionId":"s","timestamp":"2026-01-01T00:00:05Z","isApiErrorMessage":true,"message":{"id":"x","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"API Error: overloaded"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#;
+        let s = read("f.jsonl", &format!("{first}\n{synthetic}\n")).expect("reads");
+        let e = &s[0].events[1];
+        assert!(!e.model_request && e.model.is_none());
+        assert_eq!(s[0].model, None);
+    }
+
+    #[test]
     fn missing_timestamps_are_synthesised() {
         let text = fixture("claude_usage.jsonl")
             .replace("\"timestamp\":\"2026-01-01T00:00:02.000Z\",", "");
