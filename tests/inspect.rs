@@ -123,6 +123,10 @@ fn json_shape_and_counts() {
     assert_eq!(totals["sessions"], 2);
     assert_eq!(totals["events"], 10);
     assert_eq!(totals["counted_max_prompt_tokens"], expected);
+
+    // A glob selects the same sessions as the folder.
+    let (g, _) = run_json(&[&fix("good/*.session.json"), "--no-cache"]);
+    assert_eq!(g["sessions"], v["sessions"]);
 }
 
 #[test]
