@@ -652,6 +652,8 @@ mod tests {
             measured_prompt_tokens: None,
             adk_chars: 0,
             adk_chars_uncompacted: 0,
+            json_chars: 0,
+            json_chars_uncompacted: 0,
             contents: 0,
             contents_uncompacted: 0,
             history_tokens: history,
