@@ -980,7 +980,9 @@ impl Gen {
             self.push(
                 inv,
                 self.agent,
-                json!({"role": "model", "parts": [{"function_call": {"id": confirm_id, "name": "adk_request_confirmation", "args": {
+                // ADK's generate_request_confirmation_event takes the role of the function
+                // response event ("user"): it is not a model response.
+                json!({"role": "user", "parts": [{"function_call": {"id": confirm_id, "name": "adk_request_confirmation", "args": {
                     "originalFunctionCall": {"id": call, "name": tool, "args": args},
                     "toolConfirmation": {"hint": hint, "confirmed": false, "payload": null}}}}]}),
                 lr,
