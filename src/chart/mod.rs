@@ -275,7 +275,7 @@ impl LabelPlacer {
         let style = TextStyle::from((FONT, size).into_font()).color(&color);
         let (w, h) = root.estimate_text_size(text, &style).map_err(e)?;
         let (w, h) = (w as i32, h as i32);
-        let gap = 18;
+        let gap = 22;
         let candidates = [
             (at.0 + gap, at.1 - h / 2),
             (at.0 - gap - w, at.1 - h / 2),

@@ -182,9 +182,11 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
         .get("budgets")
         .map(flat)
         .unwrap_or_else(|| "none".into());
-    let mut why = vec![Inline::Text(format!(
-        "Why: it is the cheapest setting within the run's budgets ({budgets}). "
-    ))];
+    let mut why = vec![Inline::Text(if budgets == "none" {
+        "Why: it is the cheapest compacting setting; the run set no budget, so nothing limited the detail it may lose (sweep with --budget-detail-lost and --budget-latency to set limits). ".to_string()
+    } else {
+        format!("Why: it is the cheapest setting within the run's budgets ({budgets}). ")
+    })];
     if let (Some(c), Some(bc)) = (r.cost_usd(), base.and_then(|x| x.cost_usd())) {
         let saved = bc - c;
         let pct = if bc > 0.0 { saved / bc } else { 0.0 };
