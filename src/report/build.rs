@@ -583,11 +583,11 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
         ))));
     } else {
         b.push(Block::Para(t(format!(
-            "{} of {} sessions lose more than {} of their history to summaries, or hide approvals, refusals or tool errors, even under the recommended setting{}. Starting a new session when the task changes is free and lossless.",
+            "{} of {} sessions lose more than {} of their history to summaries, or hide approvals, refusals or tool errors, even under the recommended setting. Starting a new session when the task changes is free and lossless.{}",
             short.len(),
             reco_rows.len(),
             fmt_pct(SHORT_DETAIL),
-            if short.len() > 10 { "; the 10 that lose most" } else { "" }
+            if short.len() > 10 { " The 10 that lose most:" } else { "" }
         ))));
         b.push(Block::List(
             short
