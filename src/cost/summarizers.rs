@@ -151,6 +151,9 @@ pub enum Billed<'a> {
 pub struct EventLines {
     pub text: Vec<String>,
     pub tokens: Vec<u64>,
+    /// The run counts ADK chars/4: size the prompt from the engine's exact `prompt_chars`
+    /// (as the oracle's fake model does) instead of summing per-event counts.
+    pub adk_chars: bool,
 }
 
 /// A modelled summarizer (`agent`, `model:NAME`): sizes only.
@@ -164,6 +167,9 @@ pub struct Modelled<'a> {
 impl Modelled<'_> {
     /// Summarizer prompt tokens for a request: template + seed + each event's lines.
     pub fn input_tokens(&self, req: &SummarizeRequest<'_>) -> u64 {
+        if self.lines.adk_chars {
+            return req.prompt_chars.div_ceil(4);
+        }
         let seed = req.seed.map_or(0, |s| match s.text {
             Some(t) => (self.count)(t),
             None => s.chars.div_ceil(4),
@@ -260,6 +266,9 @@ pub struct Command<'a> {
     pub session: &'a Session,
     pub count: &'a (dyn Fn(&str) -> u64 + Sync),
     errors: Mutex<Vec<String>>,
+    /// Outputs by input JSON: a `streams` replay asks the same calls again on each pass, and
+    /// the program then runs once per distinct input.
+    memo: Mutex<BTreeMap<String, Result<String, String>>>,
 }
 
 /// Find `program` the way a shell would without running one: a path containing `/` is taken
@@ -296,6 +305,7 @@ impl<'a> Command<'a> {
             session,
             count,
             errors: Mutex::new(Vec::new()),
+            memo: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -395,7 +405,18 @@ impl<'a> Command<'a> {
 impl Summarizer for Command<'_> {
     fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
         let input = self.input_json(req).to_string();
-        match self.run(input.as_bytes()) {
+        let cached = self.memo.lock().ok().and_then(|m| m.get(&input).cloned());
+        let result = match cached {
+            Some(r) => r,
+            None => {
+                let r = self.run(input.as_bytes());
+                if let Ok(mut m) = self.memo.lock() {
+                    m.insert(input, r.clone());
+                }
+                r
+            }
+        };
+        match result {
             Ok(out) => text_summary(out.trim_end().to_string(), self.count),
             Err(e) => {
                 if let Ok(mut errs) = self.errors.lock() {
@@ -419,7 +440,11 @@ impl EventLines {
             .iter()
             .map(|t| if t.is_empty() { 0 } else { count(t) })
             .collect();
-        EventLines { text, tokens }
+        EventLines {
+            text,
+            tokens,
+            adk_chars: false,
+        }
     }
 }
 
@@ -698,6 +723,7 @@ mod tests {
         let lines = EventLines {
             text: vec![String::new(); 4],
             tokens: vec![1000, 2000, 3000, 4000],
+            adk_chars: false,
         };
         let m = Modelled {
             lines: &lines,
@@ -779,6 +805,36 @@ mod tests {
             panic!("{:?}", c.errors())
         };
         assert_eq!(sum.text.as_deref(), Some("{\"session_id\""));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn command_runs_once_per_distinct_input() {
+        // `tee -a LOG` appends what it reads to LOG and echoes it: asking the same call twice
+        // must leave one copy in LOG; a different span runs again.
+        let s = session();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("runs.log");
+        let c = Command::new(
+            "tee",
+            vec!["-a".into(), log.display().to_string()],
+            DEFAULT_COMMAND_TIMEOUT,
+            &s,
+            &words,
+        )
+        .unwrap();
+        let first = c.summarize(&req(0..1));
+        assert_eq!(c.summarize(&req(0..1)), first);
+        let once = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(once.matches("session_id").count(), 1);
+        c.summarize(&req(0..2));
+        assert_eq!(
+            std::fs::read_to_string(&log)
+                .unwrap()
+                .matches("session_id")
+                .count(),
+            2
+        );
     }
 
     #[cfg(unix)]
