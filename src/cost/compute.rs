@@ -657,6 +657,8 @@ mod tests {
             measured_prompt_tokens: None,
             adk_chars: 0,
             adk_chars_uncompacted: 0,
+            json_chars: 0,
+            json_chars_uncompacted: 0,
             contents: 0,
             contents_uncompacted: 0,
             history_tokens: history,
@@ -1097,7 +1099,6 @@ mod tests {
         let lines = EventLines {
             text: vec![String::new(); 6],
             tokens: vec![500; 6],
-            adk_chars: false,
         };
         let count = |t: &str| t.len() as u64;
         let inner = Modelled {

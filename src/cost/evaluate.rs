@@ -29,8 +29,7 @@ pub struct SessionCostInputs {
 impl SessionCostInputs {
     pub fn new(session: &Session, tokenizer: Tokenizer) -> Self {
         let count = |t: &str| crate::tokens::count_text(tokenizer, t) as u64;
-        let mut lines = EventLines::new(session, &count);
-        lines.adk_chars = tokenizer == Tokenizer::AdkChars;
+        let lines = EventLines::new(session, &count);
         SessionCostInputs {
             lines,
             attachments: attachment_tokens(session, tokenizer),

@@ -151,9 +151,6 @@ pub enum Billed<'a> {
 pub struct EventLines {
     pub text: Vec<String>,
     pub tokens: Vec<u64>,
-    /// The run counts ADK chars/4: size the prompt from the engine's exact `prompt_chars`
-    /// (as the oracle's fake model does) instead of summing per-event counts.
-    pub adk_chars: bool,
 }
 
 /// A modelled summarizer (`agent`, `model:NAME`): sizes only.
@@ -167,9 +164,6 @@ pub struct Modelled<'a> {
 impl Modelled<'_> {
     /// Summarizer prompt tokens for a request: template + seed + each event's lines.
     pub fn input_tokens(&self, req: &SummarizeRequest<'_>) -> u64 {
-        if self.lines.adk_chars {
-            return req.prompt_chars.div_ceil(4);
-        }
         let seed = req.seed.map_or(0, |s| match s.text {
             Some(t) => (self.count)(t),
             None => s.chars.div_ceil(4),
@@ -440,11 +434,7 @@ impl EventLines {
             .iter()
             .map(|t| if t.is_empty() { 0 } else { count(t) })
             .collect();
-        EventLines {
-            text,
-            tokens,
-            adk_chars: false,
-        }
+        EventLines { text, tokens }
     }
 }
 
@@ -723,7 +713,6 @@ mod tests {
         let lines = EventLines {
             text: vec![String::new(); 4],
             tokens: vec![1000, 2000, 3000, 4000],
-            adk_chars: false,
         };
         let m = Modelled {
             lines: &lines,
