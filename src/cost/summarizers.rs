@@ -675,8 +675,9 @@ mod tests {
         let text = sum.text.unwrap();
         assert_eq!(text, "user: Book flight 123\nagent: done\nagent: Booked.");
         assert_eq!(sum.chars, text.chars().count() as u64);
-        // 48 chars, whose 2 newlines escape to `\\n` (2 chars each): 50 escaped chars in the frame.
-        assert_eq!(sum.json_chars, summary_json_chars(50));
+        // 48 chars whose 2 newlines escape to 2 chars each -> 50 escaped; the JSON frame
+        // `{"parts":[{"text":""}],"role":"model"}` is 38 chars.
+        assert_eq!(sum.json_chars, 38 + 50);
         // words: user: Book flight 123 / agent: done / agent: Booked. -> 4 + 2 + 2 = 8
         assert_eq!(sum.tokens, 8);
         assert_eq!(sum.input_tokens, 0);
