@@ -215,9 +215,10 @@ mod with_engine {
     fn streams_discards_a_summary_the_next_turn_overtakes_and_re_evaluates() {
         // Modelled summaries on Sonnet 4.x take at least 1.5 s + 64 tokens / 65 tok/s ~ 2.5 s.
         // Invocation 0 ends at 11 s and the next turn starts at 12 s: in `streams` the
-        // summary is still being written and is discarded; invocation 1 ends at 21 s and the
-        // next turn comes at 100 s, so that summary lands, over invocations 0 and 1 (both still
-        // new). In `waits` both summaries land.
+        // summary is still being written and is discarded; after invocation 1 (ends at 21 s,
+        // next turn at 100 s) both invocations are still new, so the window covers them and
+        // that summary lands. In `waits` the first summary lands; after invocation 1 ADK's
+        // worth-compacting gate skips the tiny new span (smaller than the summary).
         let s = session(vec![
             text("user", "i0", 10.0, "first question"),
             text("agent", "i0", 11.0, "first answer"),
@@ -250,17 +251,44 @@ mod with_engine {
         let waits = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
         let w = evaluate(&s, &sizes, &inputs, &model, &waits, None, &run).unwrap();
         assert_eq!(w.metrics.summaries_discarded, 0);
-        assert!(w
-            .replay
-            .calls
-            .iter()
-            .take(2)
-            .all(|c| c.result == CallResult::Summary));
+        assert_eq!(w.replay.calls.len(), 1);
+        assert_eq!(w.replay.calls[0].result, CallResult::Summary);
+        assert_eq!(w.replay.compactions[0].end_timestamp, 11.0);
         assert!(
             w.metrics.end_of_run_latency_max_s > 2.4,
             "{}",
             w.metrics.end_of_run_latency_max_s
         );
+    }
+
+    #[test]
+    fn metrics_block_snapshot() {
+        // The block `replay` prints under its timeline, for the waits run of the test above.
+        let s = session(vec![
+            text("user", "i0", 10.0, "first question"),
+            text("agent", "i0", 11.0, "first answer"),
+            text("user", "i1", 12.0, "second question"),
+            text("agent", "i1", 21.0, "second answer"),
+            text("user", "i2", 100.0, "third question"),
+            text("agent", "i2", 101.0, "third answer"),
+        ]);
+        let sizes = SessionSizes::new(&s, None);
+        let inputs = SessionCostInputs::new(&s, Tokenizer::AdkChars);
+        let spec = SummarizerSpec::Agent;
+        let cfg = every_turn();
+        let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
+        let model = CostModel::default();
+        let st = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
+        let e = evaluate(&s, &sizes, &inputs, &model, &st, None, &run).unwrap();
+        let ms = compaction_sim::cost::MetricsSetting {
+            agent_model: st.agent_model,
+            summarizer: &spec,
+            client: st.client,
+            attachment_tokens: &inputs.attachments,
+        };
+        insta::assert_snapshot!(compaction_sim::cost::render_metrics(
+            &e.metrics, &model, &ms
+        ));
     }
 
     #[cfg(unix)]

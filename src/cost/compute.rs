@@ -69,6 +69,33 @@ impl CostModel {
         }
     }
 
+    /// Prices and latency with the user's files applied (`(file name, text)` each), as
+    /// `--pricing` / `--latency` do; errors are one line naming the file.
+    pub fn from_texts(
+        pricing: Option<(&str, &str)>,
+        latency: Option<(&str, &str)>,
+        cache: CacheMode,
+    ) -> Result<CostModel, String> {
+        let mut m = CostModel {
+            cache,
+            ..CostModel::default()
+        };
+        if let Some((file, text)) = pricing {
+            m.prices.apply_file(file, text).map_err(|e| e.to_string())?;
+        }
+        if let Some((file, text)) = latency {
+            m.latency
+                .apply_file(file, text)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(m)
+    }
+
+    /// True when the table has the model (by name, alias or dated snapshot).
+    pub fn knows_model(&self, name: &str) -> bool {
+        self.prices.lookup(name).is_ok()
+    }
+
     /// Context window of a model, if known.
     pub fn context_window(&self, name: Option<&str>) -> Option<u64> {
         name.and_then(|n| self.prices.lookup(n).ok())
@@ -221,7 +248,8 @@ fn call_tokens(c: &SummarizerCall, log: &ReplayLog) -> (u64, u64) {
 }
 
 fn stats(values: &[f64]) -> (f64, f64, f64, f64) {
-    let sum: f64 = values.iter().sum();
+    // fold from +0.0: `Sum` for f64 starts at -0.0, which would print as "-0.00 s".
+    let sum = values.iter().fold(0.0, |a, b| a + b);
     let max = values.iter().copied().fold(0.0, f64::max);
     (sum, percentile(values, 50.0), percentile(values, 95.0), max)
 }
@@ -517,6 +545,13 @@ pub fn render_metrics(
             m.baseline_requests_over_tier
         ),
     );
+    let usd = |x: f64| {
+        if x < 0.0 {
+            format!("-${:.4}", -x)
+        } else {
+            format!("${x:.4}")
+        }
+    };
     let incomplete = if m.cost_complete {
         ""
     } else {
@@ -526,8 +561,11 @@ pub fn render_metrics(
         &mut s,
         "cost",
         format!(
-            "${:.4} (summarizer ${:.4}); baseline ${:.4}; saved ${:.4}{incomplete}",
-            m.cost_usd, m.summarizer_cost_usd, m.baseline_cost_usd, m.cost_saved_usd
+            "{} (summarizer {}); baseline {}; saved {}{incomplete}",
+            usd(m.cost_usd),
+            usd(m.summarizer_cost_usd),
+            usd(m.baseline_cost_usd),
+            usd(m.cost_saved_usd)
         ),
     );
     row(
@@ -904,6 +942,20 @@ mod tests {
         );
         assert_eq!(m.attachment_prompt_tokens, 2000);
         assert!((m.attachment_share - 2000.0 / 10_500.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cost_model_from_texts() {
+        let m = CostModel::from_texts(
+            Some(("p.toml", "[models.\"my-llm\"]\ninput = 1.0\noutput = 2.0\n")),
+            None,
+            CacheMode::On,
+        )
+        .unwrap();
+        assert!(m.knows_model("my-llm") && m.knows_model("gpt-5") && !m.knows_model("nope"));
+        let e = CostModel::from_texts(None, Some(("l.toml", "nonsense = 1")), CacheMode::On)
+            .unwrap_err();
+        assert!(e.starts_with("l.toml: "), "{e}");
     }
 
     #[test]
