@@ -115,6 +115,9 @@ pub struct ModelPrice {
     pub tiers: Vec<Tier>,
     #[serde(default)]
     pub aliases: Vec<String>,
+    /// Overrides the provider's `min_cache_tokens` for this model (Gemini 2.5 Pro: 2,048).
+    #[serde(default)]
+    pub min_cache_tokens: Option<u64>,
 }
 
 impl ModelPrice {
@@ -343,6 +346,7 @@ impl PriceTable {
                     context_window,
                     tiers,
                     aliases: Vec::new(),
+                    min_cache_tokens: None,
                 },
             );
         }
@@ -384,12 +388,16 @@ impl PriceTable {
 
     /// Caching rules for a model's provider.
     pub fn cache_rules(&self, price: &ModelPrice) -> ProviderCache {
-        price
+        let mut rules = price
             .provider
             .as_deref()
             .and_then(|p| self.providers.get(p))
             .cloned()
-            .unwrap_or_else(ProviderCache::fallback)
+            .unwrap_or_else(ProviderCache::fallback);
+        if let Some(min) = price.min_cache_tokens {
+            rules.min_cache_tokens = min;
+        }
+        rules
     }
 
     /// Find a model by name, alias, or name without provider prefix / date suffix.
@@ -577,6 +585,16 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("gpt-5", "gpt-5"), 0);
+    }
+
+    #[test]
+    fn model_can_override_the_providers_cache_minimum() {
+        let t = PriceTable::builtin();
+        let (_, pro) = t.lookup("gemini-2.5-pro").unwrap();
+        let (_, flash) = t.lookup("gemini-2.5-flash").unwrap();
+        assert_eq!(t.cache_rules(pro).min_cache_tokens, 2048);
+        assert_eq!(t.cache_rules(flash).min_cache_tokens, 1024);
+        assert_eq!(t.cache_rules(flash).cache_ttl_s, 300.0);
     }
 
     #[test]
