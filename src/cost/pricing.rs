@@ -200,7 +200,11 @@ impl PriceTable {
             let location = match e.span() {
                 Some(span) => format!(
                     "line {}",
-                    text[..span.start.min(text.len())].lines().count().max(1)
+                    text.get(..span.start)
+                        .unwrap_or(text)
+                        .lines()
+                        .count()
+                        .max(1)
                 ),
                 None => "toml".to_string(),
             };
@@ -471,19 +475,20 @@ fn strip_date_suffix(name: &str) -> String {
             return head.to_string();
         }
     }
-    // -YYYY-MM-DD
+    // -YYYY-MM-DD (byte-wise on ASCII only: names may hold any text)
     let b = s.as_bytes();
-    if b.len() > 11 {
-        let tail = &s[s.len() - 11..];
-        let tb = tail.as_bytes();
-        if tb[0] == b'-'
-            && tb[5] == b'-'
-            && tb[8] == b'-'
-            && tail[1..5].bytes().all(|c| c.is_ascii_digit())
-            && tail[6..8].bytes().all(|c| c.is_ascii_digit())
-            && tail[9..].bytes().all(|c| c.is_ascii_digit())
+    if b.len() > 11 && s.is_char_boundary(b.len() - 11) {
+        let t = &b[b.len() - 11..];
+        let digits =
+            |r: std::ops::Range<usize>| t.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
+        if t.first() == Some(&b'-')
+            && t.get(5) == Some(&b'-')
+            && t.get(8) == Some(&b'-')
+            && digits(1..5)
+            && digits(6..8)
+            && digits(9..11)
         {
-            return s[..s.len() - 11].to_string();
+            return s[..b.len() - 11].to_string();
         }
     }
     s
@@ -563,6 +568,23 @@ mod tests {
             t.lookup("gemini/gemini-2.5-flash").unwrap().0,
             "gemini-2.5-flash"
         );
+    }
+
+    #[test]
+    fn odd_names_never_panic() {
+        let t = PriceTable::builtin();
+        for name in [
+            "",
+            "é",
+            "模型-2024-05-13",
+            "ééééééééééééé",
+            "gpt-4o-2024-08-0é",
+            "-20250929",
+        ] {
+            let _ = t.lookup(name);
+        }
+        assert_eq!(strip_date_suffix("gpt-4o-2024-08-06"), "gpt-4o");
+        assert_eq!(strip_date_suffix("模型-2024-05-13"), "模型");
     }
 
     #[test]
