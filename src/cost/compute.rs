@@ -363,16 +363,21 @@ pub fn compute_metrics(
     let mut pre: BTreeMap<(u32, u32), f64> = BTreeMap::new();
     for c in &replay.calls {
         let (i, o) = call_tokens(c, log);
-        if let Billed::Model(_) = billed {
+        // A prompt over the window is rejected by the provider: no charge, no time modelled.
+        let overflow = matches!(billed, Billed::Model(_)) && summ_window.is_some_and(|w| i > w);
+        if overflow {
+            m.summarizer_context_overflows += 1;
+        } else if let Billed::Model(_) = billed {
             summ_usd = match (summ_usd, summ_price) {
                 (Some(acc), Some(p)) => price_single(i, o, p).map(|u| acc + u),
                 _ => None,
             };
-            if summ_window.is_some_and(|w| i > w) {
-                m.summarizer_context_overflows += 1;
-            }
         }
-        let secs = summ_latency.map_or(0.0, |l| l.seconds(i, o));
+        let secs = if overflow {
+            0.0
+        } else {
+            summ_latency.map_or(0.0, |l| l.seconds(i, o))
+        };
         match c.phase {
             Phase::PostInvocation => *post.entry(c.invocation_index).or_default() += secs,
             Phase::PreRequest => {
@@ -1046,8 +1051,27 @@ mod tests {
             &ReplayLog::default(),
         );
         assert_eq!(m.summarizer_context_overflows, 1);
-        // priced at gpt-4o: 130,000 * $2.50/M + 217 * $10/M = 0.325 + 0.00217
-        assert!((m.summarizer_cost_usd - 0.32717).abs() < 1e-12);
+        // The provider rejects it: no charge and no time.
+        assert_eq!(m.summarizer_cost_usd, 0.0);
+        assert_eq!(m.end_of_run_latency_s, 0.0);
+        // Within the window, the same call on gpt-4o costs 100,000 * $2.50/M + 217 * $10/M
+        // = 0.25 + 0.00217 = $0.25217.
+        r.calls[0].input_tokens = 100_000;
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &r,
+            None,
+            &CostModel::default(),
+            &setting(&spec, Some("claude-sonnet-4-5")),
+            &ReplayLog::default(),
+        );
+        assert_eq!(m.summarizer_context_overflows, 0);
+        assert!(
+            (m.summarizer_cost_usd - 0.25217).abs() < 1e-12,
+            "{}",
+            m.summarizer_cost_usd
+        );
     }
 
     #[test]

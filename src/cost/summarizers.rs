@@ -449,11 +449,15 @@ pub struct BuildContext<'a> {
     pub timeout: Duration,
     /// 1-based calls of the deterministic summarizer that fail (the oracle's failures).
     pub fail_calls: Vec<u32>,
+    /// Context window of the summarizer model: a modelled call whose prompt is larger fails
+    /// (the provider rejects it; ADK 2.12+ logs it, compacts nothing, stays armed).
+    pub context_window: Option<u64>,
 }
 
 /// A summarizer built from its spec, ready for the engine.
 pub enum Built<'a> {
-    Modelled(Modelled<'a>),
+    /// With the summarizer model's context window.
+    Modelled(Modelled<'a>, Option<u64>),
     Terse(Terse<'a>),
     Command(Command<'a>),
     Deterministic(Deterministic),
@@ -472,7 +476,14 @@ impl Built<'_> {
 impl Summarizer for Built<'_> {
     fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
         match self {
-            Built::Modelled(m) => m.summarize(req),
+            Built::Modelled(m, window) => match m.summarize(req) {
+                Outcome::Summary(s) if window.is_some_and(|w| s.input_tokens > w) => {
+                    Outcome::Failed {
+                        input_tokens: s.input_tokens,
+                    }
+                }
+                other => other,
+            },
             Built::Terse(t) => t.summarize(req),
             Built::Command(c) => c.summarize(req),
             Built::Deterministic(d) => d.summarize(req),
@@ -483,11 +494,14 @@ impl Summarizer for Built<'_> {
 /// Build the summarizer a spec names. Fails only for a `command:` program that is missing.
 pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'a>, String> {
     Ok(match spec {
-        SummarizerSpec::Agent | SummarizerSpec::Model(_) => Built::Modelled(Modelled {
-            lines: ctx.lines,
-            length: ctx.length,
-            count: ctx.count,
-        }),
+        SummarizerSpec::Agent | SummarizerSpec::Model(_) => Built::Modelled(
+            Modelled {
+                lines: ctx.lines,
+                length: ctx.length,
+                count: ctx.count,
+            },
+            ctx.context_window,
+        ),
         SummarizerSpec::Terse => Built::Terse(Terse {
             session: ctx.session,
             count: ctx.count,
@@ -740,6 +754,33 @@ mod tests {
             panic!()
         };
         assert_eq!((s.input_tokens, s.tokens), (1175, 118));
+    }
+
+    #[test]
+    fn modelled_call_over_the_context_window_fails() {
+        // events 1..3 read 165 + 2,000 + 3,000 = 5,165 tokens: over a 5,000-token window the
+        // call fails (no compaction); under a 6,000-token window it summarizes.
+        let s = session();
+        let lines = EventLines {
+            text: vec![String::new(); 4],
+            tokens: vec![1000, 2000, 3000, 4000],
+        };
+        let ctx = |w| BuildContext {
+            session: &s,
+            lines: &lines,
+            length: LengthModel::default(),
+            count: &words,
+            timeout: DEFAULT_COMMAND_TIMEOUT,
+            fail_calls: vec![],
+            context_window: Some(w),
+        };
+        let small = build(&SummarizerSpec::Agent, ctx(5_000)).unwrap();
+        assert_eq!(
+            small.summarize(&req(1..3)),
+            Outcome::Failed { input_tokens: 5165 }
+        );
+        let big = build(&SummarizerSpec::Agent, ctx(6_000)).unwrap();
+        assert!(matches!(big.summarize(&req(1..3)), Outcome::Summary(_)));
     }
 
     #[test]
