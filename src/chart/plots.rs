@@ -616,14 +616,22 @@ impl Chart for InvocationsOverlap<'_> {
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 chart
-                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(3)))
+                    // Earlier overlaps are drawn wider and with bigger dots, so lines that
+                    // coincide still show every overlap.
+                    .draw_series(LineSeries::new(
+                        pts.clone(),
+                        c.stroke_width(7u32.saturating_sub(2 * k as u32).max(2)),
+                    ))
                     .map_err(e)?
                     .label(format!("overlap = {o}"))
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
                     });
                 chart
-                    .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))
+                    .draw_series(
+                        pts.iter()
+                            .map(|p| Circle::new(*p, (10 - 2 * k as i32).max(3), c.filled())),
+                    )
                     .map_err(e)?;
             }
             chart
