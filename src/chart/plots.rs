@@ -1179,3 +1179,58 @@ impl Chart for Summarizers<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chart::data::{parse_runs, parse_settings};
+    use std::path::Path;
+
+    /// Two summarizers × two client modes over one trigger, plus a baseline.
+    fn data() -> RunData {
+        let settings = serde_json::json!([
+            {"setting_id": 0, "trigger_kind": "none", "summarizer": null, "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "no compaction", "cost_usd_sum": 10.0, "detail_lost_mean": 0.0, "pareto": true},
+            {"setting_id": 1, "trigger_kind": "tokens", "after_tokens": 80000, "keep_recent_events": 20, "summarizer": "agent", "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "compaction=Compaction(after_tokens=80_000, keep_recent_events=20)", "cost_usd_sum": 8.0, "detail_lost_mean": 0.2, "pareto": true, "recommended": true, "rank": 1},
+            {"setting_id": 2, "trigger_kind": "tokens", "after_tokens": 80000, "keep_recent_events": 20, "summarizer": "agent", "client": "streams", "agent_model": "m", "tokenizer": "o200k", "label": "x", "cost_usd_sum": 8.5, "detail_lost_mean": 0.2, "pareto": false, "rank": 3},
+            {"setting_id": 3, "trigger_kind": "tokens", "after_tokens": 40000, "keep_recent_events": 20, "summarizer": "terse", "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "y", "cost_usd_sum": 7.0, "detail_lost_mean": 0.3, "pareto": true, "rank": 2}
+        ]);
+        let runs = "session_id,source,setting_id,summarizer_calls,end_of_run_latency_max_s\n\
+                    a,f,1,2,3.0\nb,f,1,0,0.0\na,f,2,1,5.0\na,f,3,4,0.01\na,f,0,0,0\n";
+        RunData {
+            dir: Path::new(".").into(),
+            run: serde_json::json!({}),
+            settings: parse_settings(Path::new("settings.json"), &settings).expect("settings"),
+            runs: parse_runs(Path::new("runs.csv"), runs).expect("runs"),
+            timelines: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn latency_groups_split_by_client_when_swept_and_skip_rows_that_never_compacted() {
+        let d = data();
+        let g = Latency(&d).groups();
+        let keys: Vec<&str> = g.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(keys, ["agent / streams", "agent / waits", "terse / waits"]);
+        // Session b under setting 1 made no summarizer call: not in the distribution.
+        assert_eq!(g[1].1, vec![3.0]);
+    }
+
+    #[test]
+    fn summarizers_are_compared_at_the_recommended_trigger_else_their_best_rank() {
+        let d = data();
+        let rows = summarizer_rows(&d);
+        let ids: Vec<&str> = rows.iter().map(|s| s.setting_id.as_str()).collect();
+        // agent: same trigger and client as the recommendation (1, not 2); terse has no
+        // 80k/20 setting, so its best-ranked one (3).
+        assert_eq!(ids, ["1", "3"]);
+    }
+
+    #[test]
+    fn frontier_is_cheapest_first_and_quantiles_interpolate() {
+        let d = data();
+        let f: Vec<&str> = frontier(&d).iter().map(|s| s.setting_id.as_str()).collect();
+        assert_eq!(f, ["3", "1", "0"]);
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
+        assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+}
