@@ -251,7 +251,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
     let eval =
-        pipeline::PipelineEval::build(&loaded.sessions, &mine, &grid.tokenizer, &costing, &cache)?;
+        pipeline::PipelineEval::build(loaded.sessions, &mine, &grid.tokenizer, &costing, &cache)?;
     if CANCEL.load(Ordering::SeqCst) {
         eprintln!("interrupted: no run folder written");
         return Ok(EXIT_INTERRUPTED);
