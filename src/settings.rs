@@ -38,10 +38,12 @@ impl fmt::Display for Refusal {
 impl std::error::Error for Refusal {}
 
 /// The guide's words for half of the size pair.
-pub const HALF_TOKENS: &str = "`after_tokens` and `keep_recent_events` go together: the first says when to compact, \
+pub const HALF_TOKENS: &str =
+    "`after_tokens` and `keep_recent_events` go together: the first says when to compact, \
 the second how much of the recent conversation to leave alone. Set both, or neither.";
 /// Its twin for the turns pair.
-pub const HALF_INVOCATIONS: &str = "`after_invocations` and `overlap` go together: the first says when to compact, \
+pub const HALF_INVOCATIONS: &str =
+    "`after_invocations` and `overlap` go together: the first says when to compact, \
 the second how many earlier turns each summary re-includes. Set both, or neither.";
 /// A `Compaction()` with no trigger.
 pub const NO_TRIGGER: &str = "a Compaction() with no trigger at all would never compact while reading as though it \
@@ -53,7 +55,13 @@ LlmAgent — which a graph never is — and it raises after the run has answered
 would be marked failed having worked.";
 
 /// The fields a `Compaction(...)` accepts.
-pub const FIELDS: [&str; 5] = ["after_tokens", "keep_recent_events", "after_invocations", "overlap", "summarizer"];
+pub const FIELDS: [&str; 5] = [
+    "after_tokens",
+    "keep_recent_events",
+    "after_invocations",
+    "overlap",
+    "summarizer",
+];
 
 /// A `Compaction(...)` as written, before validation (integers may be negative or missing).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -68,7 +76,10 @@ pub struct Written {
 }
 
 fn refuse(field: &str, message: impl Into<String>) -> Refusal {
-    Refusal { field: field.to_string(), message: message.into() }
+    Refusal {
+        field: field.to_string(),
+        message: message.into(),
+    }
 }
 
 impl Written {
@@ -78,19 +89,28 @@ impl Written {
         if let Some(u) = self.unknown.first() {
             return Err(refuse(
                 u,
-                format!("`{u}` is not a field of Compaction (it accepts {}).", FIELDS.join(", ")),
+                format!(
+                    "`{u}` is not a field of Compaction (it accepts {}).",
+                    FIELDS.join(", ")
+                ),
             ));
         }
         let positive = |name: &str, v: Option<i64>| -> Result<Option<u64>, Refusal> {
             match v {
-                Some(x) if x <= 0 => Err(refuse(name, format!("`{name}` must be greater than 0 (got {x})."))),
+                Some(x) if x <= 0 => Err(refuse(
+                    name,
+                    format!("`{name}` must be greater than 0 (got {x})."),
+                )),
                 Some(x) => Ok(Some(x as u64)),
                 None => Ok(None),
             }
         };
         let non_negative = |name: &str, v: Option<i64>| -> Result<Option<u64>, Refusal> {
             match v {
-                Some(x) if x < 0 => Err(refuse(name, format!("`{name}` must be 0 or more (got {x})."))),
+                Some(x) if x < 0 => Err(refuse(
+                    name,
+                    format!("`{name}` must be 0 or more (got {x})."),
+                )),
                 Some(x) => Ok(Some(x as u64)),
                 None => Ok(None),
             }
@@ -111,14 +131,22 @@ impl Compaction {
     /// The pair rules (bounds hold by type once built from [`Written`]).
     pub fn validate(&self) -> Result<(), Refusal> {
         match (self.after_tokens, self.keep_recent_events) {
-            (Some(0), _) => return Err(refuse("after_tokens", "`after_tokens` must be greater than 0 (got 0).")),
+            (Some(0), _) => {
+                return Err(refuse(
+                    "after_tokens",
+                    "`after_tokens` must be greater than 0 (got 0).",
+                ))
+            }
             (Some(_), None) => return Err(refuse("after_tokens", HALF_TOKENS)),
             (None, Some(_)) => return Err(refuse("keep_recent_events", HALF_TOKENS)),
             _ => {}
         }
         match (self.after_invocations, self.overlap) {
             (Some(0), _) => {
-                return Err(refuse("after_invocations", "`after_invocations` must be greater than 0 (got 0)."))
+                return Err(refuse(
+                    "after_invocations",
+                    "`after_invocations` must be greater than 0 (got 0).",
+                ))
             }
             (Some(_), None) => return Err(refuse("after_invocations", HALF_INVOCATIONS)),
             (None, Some(_)) => return Err(refuse("overlap", HALF_INVOCATIONS)),
@@ -168,7 +196,7 @@ fn group(v: u64) -> String {
     }
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push('_');
         }
         out.push(c);
@@ -226,14 +254,20 @@ fn parse_str(t: &str, i: usize) -> Result<(String, usize), ParseError> {
         j = pos;
     }
     let _ = j;
-    Err(ParseError(format!("unterminated string starting at offset {i}")))
+    Err(ParseError(format!(
+        "unterminated string starting at offset {i}"
+    )))
 }
 
 /// Parse `Compaction(k=v, ...)` (optionally prefixed by `compaction=`): Python keyword
 /// arguments, integers with `_` digit separators, strings, `None`.
 pub fn parse(text: &str) -> Result<Written, ParseError> {
     let t = text.trim();
-    let t = t.strip_prefix("compaction").map(|r| r.trim_start()).and_then(|r| r.strip_prefix('=')).map_or(t, str::trim);
+    let t = t
+        .strip_prefix("compaction")
+        .map(|r| r.trim_start())
+        .and_then(|r| r.strip_prefix('='))
+        .map_or(t, str::trim);
     let t = t.split_once("Compaction").filter(|(pre, _)| pre.is_empty() || pre.ends_with('.')).map(|(_, r)| r).ok_or_else(|| {
         ParseError("expected `Compaction(...)`, e.g. Compaction(after_tokens=80_000, keep_recent_events=20)".into())
     })?;
@@ -248,7 +282,11 @@ pub fn parse(text: &str) -> Result<Written, ParseError> {
     loop {
         i = skip_ws(b, i);
         match b.get(i) {
-            None => return Err(ParseError("missing `)` at the end of Compaction(...)".into())),
+            None => {
+                return Err(ParseError(
+                    "missing `)` at the end of Compaction(...)".into(),
+                ))
+            }
             Some(b')') => {
                 i += 1;
                 break;
@@ -261,11 +299,15 @@ pub fn parse(text: &str) -> Result<Written, ParseError> {
         }
         let key = &t[start..i];
         if key.is_empty() || key.as_bytes()[0].is_ascii_digit() {
-            return Err(ParseError(format!("expected `name=value` at offset {start}: Compaction takes keyword arguments only")));
+            return Err(ParseError(format!(
+                "expected `name=value` at offset {start}: Compaction takes keyword arguments only"
+            )));
         }
         i = skip_ws(b, i);
         if b.get(i) != Some(&b'=') {
-            return Err(ParseError(format!("expected `=` after `{key}`: Compaction takes keyword arguments only")));
+            return Err(ParseError(format!(
+                "expected `=` after `{key}`: Compaction takes keyword arguments only"
+            )));
         }
         i = skip_ws(b, i + 1);
         if seen.iter().any(|k| k == key) {
@@ -295,7 +337,11 @@ pub fn parse(text: &str) -> Result<Written, ParseError> {
                 if raw.contains("__") || raw.ends_with('_') || raw[1..].starts_with('_') {
                     return Err(ParseError(format!("`{key}={raw}`: not a valid integer")));
                 }
-                V::Int(digits.parse().map_err(|_| ParseError(format!("`{key}={raw}`: not a whole number")))?)
+                V::Int(
+                    digits
+                        .parse()
+                        .map_err(|_| ParseError(format!("`{key}={raw}`: not a whole number")))?,
+                )
             }
             _ if t[i..].starts_with("None") => {
                 i += 4;
@@ -303,14 +349,19 @@ pub fn parse(text: &str) -> Result<Written, ParseError> {
             }
             _ => {
                 let end = t[i..].find([',', ')']).map_or(t.len(), |k| k + i);
-                return Err(ParseError(format!("`{key}={}`: expected a whole number or a string", t[i..end].trim())));
+                return Err(ParseError(format!(
+                    "`{key}={}`: expected a whole number or a string",
+                    t[i..end].trim()
+                )));
             }
         };
         let int = |v: &V| -> Result<Option<i64>, ParseError> {
             match v {
                 V::Int(x) => Ok(Some(*x)),
                 V::None => Ok(None),
-                V::Str(s) => Err(ParseError(format!("`{key}={s:?}`: expected a whole number"))),
+                V::Str(s) => Err(ParseError(format!(
+                    "`{key}={s:?}`: expected a whole number"
+                ))),
             }
         };
         match key {
@@ -322,7 +373,11 @@ pub fn parse(text: &str) -> Result<Written, ParseError> {
                 w.summarizer = match v {
                     V::Str(s) => Some(s),
                     V::None => None,
-                    V::Int(_) => return Err(ParseError("`summarizer` must be a dotted path string".into())),
+                    V::Int(_) => {
+                        return Err(ParseError(
+                            "`summarizer` must be a dotted path string".into(),
+                        ))
+                    }
                 }
             }
             other => w.unknown.push(other.to_string()),
@@ -335,7 +390,10 @@ pub fn parse(text: &str) -> Result<Written, ParseError> {
         }
     }
     if !t[i..].trim().is_empty() {
-        return Err(ParseError(format!("unexpected text after Compaction(...): `{}`", t[i..].trim())));
+        return Err(ParseError(format!(
+            "unexpected text after Compaction(...): `{}`",
+            t[i..].trim()
+        )));
     }
     Ok(w)
 }
@@ -395,7 +453,9 @@ pub fn find_in_manifest(text: &str) -> ManifestCompaction {
         let pos = search + k;
         search = pos + 10;
         // must be a keyword argument `compaction=` (not part of another identifier)
-        if pos > 0 && (b[pos - 1].is_ascii_alphanumeric() || b[pos - 1] == b'_' || b[pos - 1] == b'.') {
+        if pos > 0
+            && (b[pos - 1].is_ascii_alphanumeric() || b[pos - 1] == b'_' || b[pos - 1] == b'.')
+        {
             continue;
         }
         let after = skip_ws(b, pos + 10);
@@ -403,8 +463,12 @@ pub fn find_in_manifest(text: &str) -> ManifestCompaction {
             continue;
         }
         let vstart = skip_ws(b, after + 1);
-        let Some(open) = text[vstart..].find('(').map(|o| o + vstart) else { continue };
-        let Some(close) = balanced(text, open) else { continue };
+        let Some(open) = text[vstart..].find('(').map(|o| o + vstart) else {
+            continue;
+        };
+        let Some(close) = balanced(text, open) else {
+            continue;
+        };
         // which manifest constructor encloses it?
         for (kind, name) in [(true, "WorkflowManifest("), (false, "AgentManifest(")] {
             let mut s2 = 0;
@@ -435,7 +499,10 @@ mod tests {
         let c = check("Compaction(after_tokens=80_000, keep_recent_events=20)").unwrap();
         assert_eq!(c.after_tokens, Some(80_000));
         assert_eq!(c.keep_recent_events, Some(20));
-        assert_eq!(c.normalised(), "Compaction(after_tokens=80_000, keep_recent_events=20)");
+        assert_eq!(
+            c.normalised(),
+            "Compaction(after_tokens=80_000, keep_recent_events=20)"
+        );
         let c = check("Compaction(after_tokens=80_000, keep_recent_events=20,\n   summarizer=\".summarizers.terse\")").unwrap();
         assert_eq!(c.summarizer.as_deref(), Some(".summarizers.terse"));
         let c = check("compaction=Compaction(after_invocations=20, overlap=0,)").unwrap();
@@ -445,11 +512,17 @@ mod tests {
     #[test]
     fn refusals_name_the_written_field() {
         let r = check("Compaction(after_tokens=1000)").unwrap_err();
-        assert_eq!((r.field.as_str(), r.message.as_str()), ("after_tokens", HALF_TOKENS));
+        assert_eq!(
+            (r.field.as_str(), r.message.as_str()),
+            ("after_tokens", HALF_TOKENS)
+        );
         let r = check("Compaction(keep_recent_events=2)").unwrap_err();
         assert_eq!(r.field, "keep_recent_events");
         let r = check("Compaction(overlap=1)").unwrap_err();
-        assert_eq!((r.field.as_str(), r.message.as_str()), ("overlap", HALF_INVOCATIONS));
+        assert_eq!(
+            (r.field.as_str(), r.message.as_str()),
+            ("overlap", HALF_INVOCATIONS)
+        );
         assert_eq!(check("Compaction()").unwrap_err().message, NO_TRIGGER);
         let r = check("Compaction(after_invocations=0, overlap=1)").unwrap_err();
         assert_eq!(r.field, "after_invocations");
@@ -457,7 +530,12 @@ mod tests {
         let r = check("Compaction(after_tokens=10, keep_recent_events=-1)").unwrap_err();
         assert_eq!(r.field, "keep_recent_events");
         assert!(r.message.contains("0 or more"));
-        assert_eq!(check("Compaction(after_invocations=2, overlap=1, bogus=1)").unwrap_err().field, "bogus");
+        assert_eq!(
+            check("Compaction(after_invocations=2, overlap=1, bogus=1)")
+                .unwrap_err()
+                .field,
+            "bogus"
+        );
         assert!(parse("Compaction(1000, 2)").is_err());
         assert!(parse("Compaction(after_tokens=8__0)").is_err());
     }
@@ -467,10 +545,16 @@ mod tests {
         let agent = "MANIFEST = AgentManifest(\n  name='x',\n  compaction=Compaction(after_tokens=80_000, keep_recent_events=20),\n)\n";
         assert_eq!(
             find_in_manifest(agent),
-            ManifestCompaction::Found("Compaction(after_tokens=80_000, keep_recent_events=20)".into())
+            ManifestCompaction::Found(
+                "Compaction(after_tokens=80_000, keep_recent_events=20)".into()
+            )
         );
-        let wf = "M = WorkflowManifest(graph=g, compaction=Compaction(after_invocations=2, overlap=1))";
+        let wf =
+            "M = WorkflowManifest(graph=g, compaction=Compaction(after_invocations=2, overlap=1))";
         assert_eq!(find_in_manifest(wf), ManifestCompaction::OnWorkflow);
-        assert_eq!(find_in_manifest("M = AgentManifest(name='x')"), ManifestCompaction::Absent);
+        assert_eq!(
+            find_in_manifest("M = AgentManifest(name='x')"),
+            ManifestCompaction::Absent
+        );
     }
 }

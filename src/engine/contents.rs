@@ -92,10 +92,21 @@ impl Scratch {
         }
         self.gen = self.gen.wrapping_add(1);
         if self.gen == 0 {
-            for v in [&mut self.id_a, &mut self.id_b, &mut self.id_c, &mut self.name_a, &mut self.fc_author_stamp] {
+            for v in [
+                &mut self.id_a,
+                &mut self.id_b,
+                &mut self.id_c,
+                &mut self.name_a,
+                &mut self.fc_author_stamp,
+            ] {
                 v.iter_mut().for_each(|x| *x = 0);
             }
-            for v in [&mut self.ev_a, &mut self.ev_b, &mut self.ev_c, &mut self.seen] {
+            for v in [
+                &mut self.ev_a,
+                &mut self.ev_b,
+                &mut self.ev_c,
+                &mut self.seen,
+            ] {
                 v.iter_mut().for_each(|x| *x = 0);
             }
             self.gen = 1;
@@ -113,8 +124,11 @@ impl Scratch {
 /// Union of the retained ranges with `start <= end`, sorted (ADK's `coverage`).
 pub fn coverage(comps: &[Comp], out: &mut Vec<(f64, f64)>) {
     out.clear();
-    let mut r: Vec<(f64, f64)> =
-        comps.iter().filter(|c| c.retained && c.start <= c.end).map(|c| (c.start, c.end)).collect();
+    let mut r: Vec<(f64, f64)> = comps
+        .iter()
+        .filter(|c| c.retained && c.start <= c.end)
+        .map(|c| (c.start, c.end))
+        .collect();
     r.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     for (s, e) in r {
         match out.last_mut() {
@@ -184,7 +198,10 @@ pub fn build(
     sc.prepare(s);
     let g = sc.gen;
     let ctx = Ctx { s, viewer };
-    let comps_live = comps.iter().take_while(|c| c.after_raw as usize <= n).count();
+    let comps_live = comps
+        .iter()
+        .take_while(|c| c.after_raw as usize <= n)
+        .count();
     let comps = &comps[..comps_live];
 
     // 1-2. visibility filter, then compaction processing.
@@ -194,14 +211,29 @@ pub fn build(
                 let r = s.part_range(i);
                 let p0 = sc.arena.len() as u32;
                 sc.arena.extend(r);
-                sc.items.push(Item { kind: K_RAW, src: i as u32, p0, p1: sc.arena.len() as u32 });
+                sc.items.push(Item {
+                    kind: K_RAW,
+                    src: i as u32,
+                    p0,
+                    p1: sc.arena.len() as u32,
+                });
             }
         }
     } else {
         sc.keyed.clear();
         for (ci, c) in comps.iter().enumerate() {
             if c.retained {
-                sc.keyed.push((c.end, c.after_raw, ci as u32, Item { kind: K_SUM, src: ci as u32, p0: 0, p1: 0 }));
+                sc.keyed.push((
+                    c.end,
+                    c.after_raw,
+                    ci as u32,
+                    Item {
+                        kind: K_SUM,
+                        src: ci as u32,
+                        p0: 0,
+                        p1: 0,
+                    },
+                ));
             }
         }
         for i in 0..n {
@@ -214,11 +246,24 @@ pub fn build(
                 let r = s.part_range(i);
                 let p0 = sc.arena.len() as u32;
                 sc.arena.extend(r);
-                sc.keyed.push((ts, i as u32, u32::MAX, Item { kind: K_RAW, src: i as u32, p0, p1: sc.arena.len() as u32 }));
+                sc.keyed.push((
+                    ts,
+                    i as u32,
+                    u32::MAX,
+                    Item {
+                        kind: K_RAW,
+                        src: i as u32,
+                        p0,
+                        p1: sc.arena.len() as u32,
+                    },
+                ));
             }
         }
         sc.keyed.sort_by(|a, b| {
-            a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+            a.0.partial_cmp(&b.0)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(&b.2))
         });
         sc.items.extend(sc.keyed.iter().map(|k| k.3));
         recover_calls(s, n, sc);
@@ -246,7 +291,10 @@ pub fn build(
             if !other {
                 for k in it.p0..it.p1 {
                     let p = s.parts[sc.arena[k as usize] as usize];
-                    if p.kind == PART_RESPONSE && p.id != NO_ID && sc.fc_author_stamp[p.id as usize] == g {
+                    if p.kind == PART_RESPONSE
+                        && p.id != NO_ID
+                        && sc.fc_author_stamp[p.id as usize] == g
+                    {
                         let ca = sc.fc_author[p.id as usize];
                         if ca != viewer && ca != s.user_author {
                             other = true;
@@ -259,7 +307,12 @@ pub fn build(
                 if s.other[it.src as usize].is_none() {
                     continue;
                 }
-                it = Item { kind: K_OTHER, src: it.src, p0: 0, p1: 0 };
+                it = Item {
+                    kind: K_OTHER,
+                    src: it.src,
+                    p0: 0,
+                    p1: 0,
+                };
             }
         }
         sc.items[w] = it;
@@ -325,7 +378,9 @@ pub fn build(
 /// Event owning global part `gp` (binary search over `parts_at`).
 fn part_event(s: &SessionSizes, gp: usize) -> usize {
     let gp = gp as u32;
-    s.parts_at.partition_point(|&(a, _)| a <= gp).saturating_sub(1)
+    s.parts_at
+        .partition_point(|&(a, _)| a <= gp)
+        .saturating_sub(1)
 }
 
 fn item_parts<'a>(sc: &'a Scratch, it: &Item) -> &'a [u32] {
@@ -356,7 +411,11 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
         for p in s.part_range(it.src as usize) {
             if s.parts[p as usize].kind == PART_RESPONSE {
                 let o = s.resp_owner[p as usize];
-                if o != NO_ID && (o as usize) < n && sc.ev_a[o as usize] == g && sc.ev_b[o as usize] != g {
+                if o != NO_ID
+                    && (o as usize) < n
+                    && sc.ev_a[o as usize] == g
+                    && sc.ev_b[o as usize] != g
+                {
                     need = true;
                     break 'outer;
                 }
@@ -387,7 +446,12 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                 let r = s.part_range(c as usize);
                 let p0 = sc.arena.len() as u32;
                 sc.arena.extend(r.clone());
-                out.push(Item { kind: K_RAW, src: c, p0, p1: sc.arena.len() as u32 });
+                out.push(Item {
+                    kind: K_RAW,
+                    src: c,
+                    p0,
+                    p1: sc.arena.len() as u32,
+                });
                 sc.ev_c[c as usize] = g;
                 // sibling responses compacted away
                 for cp in r {
@@ -403,7 +467,10 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                         }
                         for rp in s.part_range(j) {
                             let rpi = s.parts[rp as usize];
-                            if rpi.kind == PART_RESPONSE && rpi.id == cpi.id && s.resp_owner[rp as usize] == c {
+                            if rpi.kind == PART_RESPONSE
+                                && rpi.id == cpi.id
+                                && s.resp_owner[rp as usize] == c
+                            {
                                 if sc.ev_b[j] == g {
                                     surviving = true;
                                 }
@@ -421,7 +488,12 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                             let r = s.part_range(j);
                             let p0 = sc.arena.len() as u32;
                             sc.arena.extend(r);
-                            out.push(Item { kind: K_RAW, src: j as u32, p0, p1: sc.arena.len() as u32 });
+                            out.push(Item {
+                                kind: K_RAW,
+                                src: j as u32,
+                                p0,
+                                p1: sc.arena.len() as u32,
+                            });
                             sc.ev_c[j] = g;
                         }
                     }
@@ -441,7 +513,9 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
     for r in 0..sc.items.len() {
         let mut it = sc.items[r];
         if it.kind == K_RAW {
-            let has_resp = item_parts(sc, &it).iter().any(|&p| s.parts[p as usize].kind == PART_RESPONSE);
+            let has_resp = item_parts(sc, &it)
+                .iter()
+                .any(|&p| s.parts[p as usize].kind == PART_RESPONSE);
             if has_resp {
                 let p0 = sc.arena.len() as u32;
                 for k in it.p0..it.p1 {
@@ -488,7 +562,12 @@ impl Scratch {
     fn gen_bump_sets(&mut self) {
         self.set_gen = self.set_gen.wrapping_add(1);
         if self.set_gen == 0 {
-            for v in [&mut self.id_a, &mut self.id_b, &mut self.id_c, &mut self.name_a] {
+            for v in [
+                &mut self.id_a,
+                &mut self.id_b,
+                &mut self.id_c,
+                &mut self.name_a,
+            ] {
                 v.iter_mut().for_each(|x| *x = 0);
             }
             self.set_gen = 1;
@@ -514,7 +593,9 @@ fn find_owner(ctx: &Ctx<'_>, sc: &Scratch, end: usize, resp: u32) -> Option<usiz
             if c.kind != PART_CALL {
                 continue;
             }
-            if (rp.id != NO_ID && c.id == rp.id) || (rp.id == NO_ID && c.id == NO_ID && rp.name != u32::MAX && c.name == rp.name) {
+            if (rp.id != NO_ID && c.id == rp.id)
+                || (rp.id == NO_ID && c.id == NO_ID && rp.name != u32::MAX && c.name == rp.name)
+            {
                 return Some(idx);
             }
         }
@@ -523,7 +604,10 @@ fn find_owner(ctx: &Ctx<'_>, sc: &Scratch, end: usize, resp: u32) -> Option<usiz
 }
 
 fn has_kind(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, kind: u8) -> bool {
-    it.kind == K_RAW && item_parts(sc, it).iter().any(|&p| ctx.s.parts[p as usize].kind == kind)
+    it.kind == K_RAW
+        && item_parts(sc, it)
+            .iter()
+            .any(|&p| ctx.s.parts[p as usize].kind == kind)
 }
 
 /// `merge_function_response_events` over items given as part lists: the first item's parts,
@@ -537,9 +621,9 @@ fn merge_parts(ctx: &Ctx<'_>, sc: &mut Scratch, lists: &[(u32, u32)]) -> (u32, u
             let p = s.parts[gp as usize];
             if li > 0 && p.kind == PART_RESPONSE {
                 // ADK keys on the id (None included).
-                if let Some(pos) =
-                    merged.iter().rposition(|&m| s.parts[m as usize].kind == PART_RESPONSE && s.parts[m as usize].id == p.id)
-                {
+                if let Some(pos) = merged.iter().rposition(|&m| {
+                    s.parts[m as usize].kind == PART_RESPONSE && s.parts[m as usize].id == p.id
+                }) {
                     merged[pos] = gp;
                     continue;
                 }
@@ -596,11 +680,16 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
             let mut kept: Vec<u32> = Vec::new();
             for k in it.p0..it.p1 {
                 let gp = sc.arena[k as usize];
-                if s.parts[gp as usize].kind != PART_RESPONSE || !in_calls(find_owner(ctx, sc, idx, gp)) {
+                if s.parts[gp as usize].kind != PART_RESPONSE
+                    || !in_calls(find_owner(ctx, sc, idx, gp))
+                {
                     kept.push(gp);
                 }
             }
-            if !kept.iter().any(|&p| s.parts[p as usize].kind != crate::tokens::sizes::PART_OTHER) {
+            if !kept
+                .iter()
+                .any(|&p| s.parts[p as usize].kind != crate::tokens::sizes::PART_OTHER)
+            {
                 continue;
             }
             let p0 = sc.arena.len() as u32;
@@ -631,7 +720,10 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
                         matched.push(gp);
                     }
                 }
-                if matched.iter().any(|&p| s.parts[p as usize].kind == PART_RESPONSE) {
+                if matched
+                    .iter()
+                    .any(|&p| s.parts[p as usize].kind == PART_RESPONSE)
+                {
                     if lists.is_empty() {
                         first_src = ev.src;
                     }
@@ -644,8 +736,17 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
             let p0 = sc.arena.len() as u32;
             sc.arena.extend(split);
             lists.push((p0, sc.arena.len() as u32));
-            let (a, b) = if lists.len() > 1 { merge_parts(ctx, sc, &lists) } else { lists[0] };
-            out.push(Item { kind: K_RAW, src: first_src, p0: a, p1: b });
+            let (a, b) = if lists.len() > 1 {
+                merge_parts(ctx, sc, &lists)
+            } else {
+                lists[0]
+            };
+            out.push(Item {
+                kind: K_RAW,
+                src: first_src,
+                p0: a,
+                p1: b,
+            });
         }
     }
     sc.items = out;
@@ -710,7 +811,9 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
             if p.kind != PART_RESPONSE {
                 continue;
             }
-            let Some((_, idxs)) = calls_by_id.iter().find(|(id, _)| *id == p.id) else { continue };
+            let Some((_, idxs)) = calls_by_id.iter().find(|(id, _)| *id == p.id) else {
+                continue;
+            };
             let pc = idxs.partition_point(|&x| x < i);
             let owner = idxs[pc.saturating_sub(1)];
             match resp_by_call.iter_mut().find(|(k, _)| *k == (p.id, owner)) {
@@ -725,14 +828,17 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         for w in v.windows(2) {
             let (cur, next) = (w[0], w[1]);
             let (a, b) = (sc.items[cur], sc.items[next]);
-            if s.inv_id[a.src as usize] != s.inv_id[b.src as usize] || ctx.author_of(&a) != ctx.author_of(&b) {
+            if s.inv_id[a.src as usize] != s.inv_id[b.src as usize]
+                || ctx.author_of(&a) != ctx.author_of(&b)
+            {
                 continue;
             }
             if !s.requested[a.src as usize].is_empty() {
                 continue;
             }
             if next > cur + 1
-                && (cur + 1..next).all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize]))
+                && (cur + 1..next)
+                    .all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize]))
             {
                 for x in stale.iter_mut().take(next).skip(cur + 1) {
                     *x = true;
@@ -741,8 +847,8 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         }
     }
     let mut out: Vec<Item> = Vec::with_capacity(len);
-    for i in 0..len {
-        if stale[i] {
+    for (i, &is_stale) in stale.iter().enumerate() {
+        if is_stale {
             continue;
         }
         let it = sc.items[i];
@@ -769,10 +875,18 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 1 => out.push(sc.items[idxs[0]]),
                 _ => {
                     idxs.sort_unstable();
-                    let lists: Vec<(u32, u32)> = idxs.iter().map(|&k| (sc.items[k].p0, sc.items[k].p1)).collect();
+                    let lists: Vec<(u32, u32)> = idxs
+                        .iter()
+                        .map(|&k| (sc.items[k].p0, sc.items[k].p1))
+                        .collect();
                     let src = sc.items[idxs[0]].src;
                     let (a, b) = merge_parts(ctx, sc, &lists);
-                    out.push(Item { kind: K_RAW, src, p0: a, p1: b });
+                    out.push(Item {
+                        kind: K_RAW,
+                        src,
+                        p0: a,
+                        p1: b,
+                    });
                 }
             }
             continue;
@@ -809,7 +923,11 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
             for k in it.p0..it.p1 {
                 let gp = sc.arena[k as usize];
                 let p = s.parts[gp as usize];
-                if p.kind == PART_CALL && p.id != NO_ID && sc.id_b[p.id as usize] != g && sc.id_c[p.id as usize] != g {
+                if p.kind == PART_CALL
+                    && p.id != NO_ID
+                    && sc.id_b[p.id as usize] != g
+                    && sc.id_c[p.id as usize] != g
+                {
                     continue;
                 }
                 sc.arena.push(gp);
@@ -825,4 +943,41 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
         w += 1;
     }
     sc.items.truncate(w);
+}
+
+/// The uncompacted measures of every model request and every invocation end (for the main
+/// agent): setting-independent, so computed once per session and shared by all replays.
+pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
+    let mut sc = Scratch::default();
+    let words = s.n.div_ceil(64);
+    let mut out = crate::tokens::sizes::BaselineCache { words, main_agent: s.main_agent, ..Default::default() };
+    let main = s.main_agent.unwrap_or(u32::MAX);
+    for b in 0..s.blocks() {
+        let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
+        for k in lo..hi {
+            if !s.model_request[k] {
+                continue;
+            }
+            let m = build(s, k, &[], &[], s.author[k], s.branch[k], &mut sc);
+            out.request_event.push(k as u32);
+            out.request.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+            let base = out.seen.len();
+            out.seen.resize(base + words, 0);
+            for i in 0..k {
+                if sc.was_seen(i) {
+                    out.seen[base + i / 64] |= 1u64 << (i % 64);
+                }
+            }
+        }
+        let m = build(s, hi, &[], &[], main, None, &mut sc);
+        out.block_end.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+    }
+    out
+}
+
+impl Measure {
+    /// From a cached `[contents, adk_chars, json_chars, history_tokens]` row.
+    pub fn from_row(r: [u64; 4]) -> Measure {
+        Measure { contents: r[0] as u32, adk_chars: r[1], json_chars: r[2], history_tokens: r[3], summary_tokens: 0 }
+    }
 }

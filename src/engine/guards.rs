@@ -26,7 +26,12 @@ impl GuardScratch {
         }
         self.gen = self.gen.wrapping_add(1);
         if self.gen == 0 {
-            for v in [&mut self.open, &mut self.mark, &mut self.mark2, &mut self.dead] {
+            for v in [
+                &mut self.open,
+                &mut self.mark,
+                &mut self.mark2,
+                &mut self.dead,
+            ] {
                 v.iter_mut().for_each(|x| *x = 0);
             }
             self.gen = 1;
@@ -70,7 +75,13 @@ pub fn safe_split(s: &SessionSizes, cands: &[u32], r: usize, gs: &mut GuardScrat
 
 /// One pass of `_longest_self_contained_prefix`: the longest prefix of `win` ending where no
 /// call / confirmation / auth id is open (ids marked dead are ignored).
-fn prefix_pass(s: &SessionSizes, win: &[u32], gs: &mut GuardScratch, use_dead: bool, dead_gen: u32) -> usize {
+fn prefix_pass(
+    s: &SessionSizes,
+    win: &[u32],
+    gs: &mut GuardScratch,
+    use_dead: bool,
+    dead_gen: u32,
+) -> usize {
     let g = gs.bump(s.n_ids as usize);
     let mut open = 0usize;
     let mut safe = 0usize;
@@ -101,7 +112,12 @@ fn prefix_pass(s: &SessionSizes, win: &[u32], gs: &mut GuardScratch, use_dead: b
 
 /// `_longest_self_contained_prefix(window, all_events)` (2.12+): returns the kept length.
 /// `n` raw events exist; `newest_inv` is the `inv_id` of the newest raw event.
-pub fn self_contained_prefix(s: &SessionSizes, win: &[u32], n: usize, gs: &mut GuardScratch) -> usize {
+pub fn self_contained_prefix(
+    s: &SessionSizes,
+    win: &[u32],
+    n: usize,
+    gs: &mut GuardScratch,
+) -> usize {
     let safe = prefix_pass(s, win, gs, false, 0);
     if safe == win.len() {
         return safe;
@@ -109,7 +125,9 @@ pub fn self_contained_prefix(s: &SessionSizes, win: &[u32], n: usize, gs: &mut G
     if safe > 0 && s.inv_id[win[safe - 1] as usize] != s.inv_id[win[safe] as usize] {
         return safe;
     }
-    let Some(newest) = n.checked_sub(1).map(|i| s.inv_id[i]) else { return safe };
+    let Some(newest) = n.checked_sub(1).map(|i| s.inv_id[i]) else {
+        return safe;
+    };
     // protected and answered ids over all events
     let g = gs.bump(s.n_ids as usize);
     let (protected, answered) = (g, g);
@@ -120,7 +138,9 @@ pub fn self_contained_prefix(s: &SessionSizes, win: &[u32], n: usize, gs: &mut G
                 let synthetic = !is_newest
                     && s.part_range(i).any(|p| {
                         let pi = s.parts[p as usize];
-                        pi.kind == PART_CALL && pi.id == lr && s.client_call_names.contains(&pi.name)
+                        pi.kind == PART_CALL
+                            && pi.id == lr
+                            && s.client_call_names.contains(&pi.name)
                     });
                 if !synthetic {
                     gs.mark[lr as usize] = protected;
@@ -162,9 +182,18 @@ pub fn self_contained_prefix(s: &SessionSizes, win: &[u32], n: usize, gs: &mut G
 /// `_is_range_worth_compacting` (2.12+): the chars an empty summary over
 /// `[min ts, max ts]` would remove from the request (`_process_compaction_events` JSON sizes
 /// before vs after) must exceed the latest non-subsumed summary's JSON size.
-pub fn worth_compacting(s: &SessionSizes, n: usize, comps: &[Comp], cov: &[(f64, f64)], lo: f64, hi: f64) -> bool {
+pub fn worth_compacting(
+    s: &SessionSizes,
+    n: usize,
+    comps: &[Comp],
+    cov: &[(f64, f64)],
+    lo: f64,
+    hi: f64,
+) -> bool {
     // Is the new range contained in an existing retained range (then it is dropped)?
-    let contained = comps.iter().any(|c| c.retained && c.start <= lo && c.end >= hi && (c.start < lo || c.end > hi));
+    let contained = comps
+        .iter()
+        .any(|c| c.retained && c.start <= lo && c.end >= hi && (c.start < lo || c.end > hi));
     let mut removable: i64 = 0;
     if !contained {
         removable -= 27; // {"parts":[],"role":"model"}
@@ -182,13 +211,22 @@ pub fn worth_compacting(s: &SessionSizes, n: usize, comps: &[Comp], cov: &[(f64,
             }
         }
     }
-    let prev = comps.iter().rev().find(|c| c.retained).map_or(0, |c| c.json_chars as i64);
+    let prev = comps
+        .iter()
+        .rev()
+        .find(|c| c.retained)
+        .map_or(0, |c| c.json_chars as i64);
     removable > prev
 }
 
 /// Raw events with timestamp in `[lo, hi]` among `0..n` (count, first, last): the oracle's
 /// `raw_events_in_range`.
-pub fn raw_in_range(s: &SessionSizes, n: usize, lo: f64, hi: f64) -> (u32, Option<u32>, Option<u32>) {
+pub fn raw_in_range(
+    s: &SessionSizes,
+    n: usize,
+    lo: f64,
+    hi: f64,
+) -> (u32, Option<u32>, Option<u32>) {
     let mut count = 0;
     let mut first = None;
     let mut last = None;

@@ -9,16 +9,26 @@ use super::State;
 
 /// ADK `_run_compaction_for_sliding_window` after the token path did not compact.
 fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
-    let Some((interval, overlap)) = st.cfg.sliding else { return false };
+    let Some((interval, overlap)) = st.cfg.sliding else {
+        return false;
+    };
     let s = st.s;
     let n = st.n;
     if n == 0 {
         return false;
     }
     // stream-last compaction with a truthy end (any kind, subsumed or not)
-    let last_end = st.comps.iter().rev().find(|c| c.end != 0.0).map_or(0.0, |c| c.end);
+    let last_end = st
+        .comps
+        .iter()
+        .rev()
+        .find(|c| c.end != 0.0)
+        .map_or(0.0, |c| c.end);
     // distinct invocation ids are interned in first-appearance order: 0..=max
-    let n_inv = (0..n).map(|i| s.inv_id[i]).max().map_or(0, |m| m as usize + 1);
+    let n_inv = (0..n)
+        .map(|i| s.inv_id[i])
+        .max()
+        .map_or(0, |m| m as usize + 1);
     let mut latest = vec![0.0f64; n_inv];
     for i in 0..n {
         let v = &mut latest[s.inv_id[i] as usize];
@@ -28,10 +38,16 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
     if (new.len() as u64) < interval {
         return false;
     }
-    let (Some(&first_new), Some(&end_inv)) = (new.first(), new.last()) else { return false };
+    let (Some(&first_new), Some(&end_inv)) = (new.first(), new.last()) else {
+        return false;
+    };
     let start_inv = first_new.saturating_sub(overlap.min(usize::MAX as u64) as usize);
-    let Some(last_idx) = (0..n).rev().find(|&i| s.inv_id[i] as usize == end_inv) else { return false };
-    let Some(first_idx) = (0..n).find(|&i| s.inv_id[i] as usize == start_inv) else { return false };
+    let Some(last_idx) = (0..n).rev().find(|&i| s.inv_id[i] as usize == end_inv) else {
+        return false;
+    };
+    let Some(first_idx) = (0..n).find(|&i| s.inv_id[i] as usize == start_inv) else {
+        return false;
+    };
     if first_idx > last_idx {
         return false;
     }
@@ -41,18 +57,40 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
     if win.is_empty() {
         return false;
     }
-    let lo = win.iter().map(|&e| s.timestamp[e as usize]).fold(f64::INFINITY, f64::min);
-    let hi = win.iter().map(|&e| s.timestamp[e as usize]).fold(f64::NEG_INFINITY, f64::max);
+    let lo = win
+        .iter()
+        .map(|&e| s.timestamp[e as usize])
+        .fold(f64::INFINITY, f64::min);
+    let hi = win
+        .iter()
+        .map(|&e| s.timestamp[e as usize])
+        .fold(f64::NEG_INFINITY, f64::max);
     if !guards::worth_compacting(s, n, &st.comps, &st.cov, lo, hi) {
         return false;
     }
-    st.summarize(Phase::PostInvocation, Trigger::SlidingWindow, inv, None, win, None)
+    st.summarize(
+        Phase::PostInvocation,
+        Trigger::SlidingWindow,
+        inv,
+        None,
+        win,
+        None,
+    )
 }
 
 /// Post-invocation compaction for invocation block `inv` (events `lo..hi`), then the
 /// invocation's row.
-pub(crate) fn run(st: &mut State<'_>, base: &mut Scratch, inv: u32, lo: usize, hi: usize, calls_before: usize, main: u32) {
+pub(crate) fn run(
+    st: &mut State<'_>,
+    base: &mut Scratch,
+    b: usize,
+    lo: usize,
+    hi: usize,
+    calls_before: usize,
+    main: u32,
+) {
     let s = st.s;
+    let inv = b as u32;
     let mut measured = None;
     let before = st.out.compactions.len();
     if st.cfg.token.is_some() {
@@ -67,9 +105,19 @@ pub(crate) fn run(st: &mut State<'_>, base: &mut Scratch, inv: u32, lo: usize, h
     }
     let post = (st.out.compactions.len() > before).then(|| before as u32 + 1);
     let trigger = post.and_then(|o| st.out.compaction(o)).map(|c| c.trigger);
-    let sim = st.measure(main, None);
-    let raw = contents::build(s, st.n, &[], &[], main, None, base);
-    let retained = st.comps.iter().enumerate().filter(|(_, c)| c.retained).map(|(k, _)| k as u32 + 1).collect();
+    let cached = (st.base.main_agent == s.main_agent).then(|| st.base.block_end.get(b)).flatten();
+    let raw = match cached {
+        Some(r) => contents::Measure::from_row(*r),
+        None => contents::build(s, st.n, &[], &[], main, None, base),
+    };
+    let sim = if st.comps.is_empty() { raw } else { st.measure(main, None) };
+    let retained = st
+        .comps
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.retained)
+        .map(|(k, _)| k as u32 + 1)
+        .collect();
     st.out.invocations.push(Invocation {
         index: inv,
         first_event_index: lo as u32,

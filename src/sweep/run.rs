@@ -116,6 +116,7 @@ pub fn round_metrics(m: &mut SessionMetrics) {
         &mut m.prefill_time_saved_s,
         &mut m.detail_lost,
         &mut m.summarizer_cost_usd,
+        &mut m.attachment_share,
     ] {
         *f = round_fixed(*f);
     }

@@ -89,6 +89,8 @@ macro_rules! for_each_metric {
         $m!(baseline_cache_read_tokens, Count, "tokens", TOTAL);
         $m!(requests_over_tier, Count, "requests", TOTAL);
         $m!(baseline_requests_over_tier, Count, "requests", TOTAL);
+        $m!(attachment_prompt_tokens, Count, "tokens", TOTAL);
+        $m!(attachment_share, Float, "share 0..1", SHARE);
     };
 }
 

@@ -31,6 +31,23 @@ pub struct PartInfo {
     pub id_strip_json: u64,
 }
 
+/// Setting-independent measures of the uncompacted session, computed once per session by the
+/// engine (`engine::contents::baseline`) and shared by every replay of it.
+#[derive(Debug, Clone, Default)]
+pub struct BaselineCache {
+    /// Per model request (in event order): event index, and its uncompacted request
+    /// measures `[contents, adk_chars, json_chars, history_tokens]`.
+    pub request_event: Vec<u32>,
+    pub request: Vec<[u64; 4]>,
+    /// Per model request, a bitset over events (`words` u64 each): events present verbatim.
+    pub seen: Vec<u64>,
+    pub words: usize,
+    /// Per invocation block: the next request's history for the main agent.
+    pub block_end: Vec<[u64; 4]>,
+    /// The main agent the block measures were computed for.
+    pub main_agent: Option<u32>,
+}
+
 /// The per-event arrays of one session.
 #[derive(Debug, Clone, Default)]
 pub struct SessionSizes {
@@ -94,6 +111,8 @@ pub struct SessionSizes {
     /// The agent whose history the oracle measures after each invocation (most frequent
     /// non-user author; ties: first seen), as an author index (or `None`).
     pub main_agent: Option<u32>,
+    /// Setting-independent uncompacted measures, filled lazily by the engine's first replay.
+    pub baseline: std::sync::OnceLock<BaselineCache>,
 }
 
 struct Interner {
@@ -193,7 +212,10 @@ impl SessionSizes {
                 };
                 s.parts.push(PartInfo {
                     kind,
-                    id: id.as_deref().filter(|x| !x.is_empty()).map_or(NO_ID, |x| ids.get(x)),
+                    id: id
+                        .as_deref()
+                        .filter(|x| !x.is_empty())
+                        .map_or(NO_ID, |x| ids.get(x)),
                     name,
                     adk_chars: adk::part_adk_chars(p),
                     json_chars: adk::part_json_chars(p),
@@ -202,8 +224,13 @@ impl SessionSizes {
             }
             let p1 = s.parts.len() as u32;
             s.parts_at.push((p0, p1));
-            s.has_calls.push(e.parts.iter().any(|p| matches!(p, Part::ToolCall { .. })));
-            s.has_resps.push(e.parts.iter().any(|p| matches!(p, Part::ToolResponse { .. })));
+            s.has_calls
+                .push(e.parts.iter().any(|p| matches!(p, Part::ToolCall { .. })));
+            s.has_resps.push(
+                e.parts
+                    .iter()
+                    .any(|p| matches!(p, Part::ToolResponse { .. })),
+            );
             s.long_running
                 .push(e.long_running_tool_ids.iter().map(|x| ids.get(x)).collect());
             s.requested
@@ -268,7 +295,10 @@ impl SessionSizes {
 
     /// Call ids (with id) of event `i`.
     pub fn call_ids(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
-        self.part_range(i).map(|p| self.parts[p as usize]).filter(|p| p.kind == PART_CALL && p.id != NO_ID).map(|p| p.id)
+        self.part_range(i)
+            .map(|p| self.parts[p as usize])
+            .filter(|p| p.kind == PART_CALL && p.id != NO_ID)
+            .map(|p| p.id)
     }
 
     /// Response ids (with id) of event `i`.
