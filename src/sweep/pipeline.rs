@@ -9,17 +9,15 @@ use super::run::{
     Evaluator, InputInfo, SessionInfo, Skipped, Timeline, TimelineCompaction, TimelineRequest,
 };
 use crate::cost::client::ClientMode as CostClient;
-use crate::cost::compute::{compute_metrics, replay_with_client, CostModel, MetricsSetting};
+use crate::cost::compute::CostModel;
+use crate::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
 use crate::cost::latency::BUILTIN_LATENCY;
 use crate::cost::metrics::SessionMetrics;
 use crate::cost::pricing::BUILTIN_PRICING;
-use crate::cost::summarizers::{
-    Command, EventLines, Modelled, SummarizerSpec, Terse, DEFAULT_COMMAND_TIMEOUT,
-};
-use crate::engine::summarizer::Deterministic;
+use crate::cost::summarizers::SummarizerSpec;
 use crate::engine::{Config, Phase, Replay, Summarizer, UsageMode};
 use crate::tokens::sizes::SessionSizes;
-use crate::tokens::{count_sessions, count_text, Tokenizer};
+use crate::tokens::{count_sessions, Tokenizer};
 use crate::transcript::{detect, Format, Session};
 use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
@@ -191,7 +189,7 @@ pub fn session_info(s: &Session) -> SessionInfo {
 struct Sized {
     tok: Tokenizer,
     sizes: SessionSizes,
-    lines: EventLines,
+    inputs: SessionCostInputs,
 }
 
 struct Prepared {
@@ -269,25 +267,10 @@ impl PipelineEval {
                 .zip(counts.par_iter())
                 .map(|(s, c)| {
                     let sizes = SessionSizes::new(s, Some(c));
-                    let text: Vec<String> = s
-                        .events
-                        .iter()
-                        .map(crate::tokens::adk::summarizer_text)
-                        .collect();
-                    let tokens: Vec<u64> = text
-                        .iter()
-                        .map(|t| {
-                            if t.is_empty() {
-                                0
-                            } else {
-                                count_text(tok, t) as u64
-                            }
-                        })
-                        .collect();
                     Sized {
                         tok,
                         sizes,
-                        lines: EventLines { text, tokens },
+                        inputs: SessionCostInputs::new(s, tok),
                     }
                 })
                 .collect();
@@ -350,64 +333,22 @@ impl PipelineEval {
             usage: UsageMode::Adjust,
             pre_request: true,
         };
-        let tok = sized.tok;
-        let count = move |t: &str| count_text(tok, t) as u64;
-        let modelled;
-        let terse;
-        let command;
-        let deterministic;
-        let inner: &dyn Summarizer = match &spec {
-            SummarizerSpec::Agent | SummarizerSpec::Model(_) => {
-                modelled = Modelled {
-                    lines: &sized.lines,
-                    length: self.cost.latency.length,
-                    count: &count,
-                };
-                &modelled
-            }
-            SummarizerSpec::Terse => {
-                terse = Terse {
-                    session: &p.session,
-                    count: &count,
-                };
-                &terse
-            }
-            SummarizerSpec::Command { program, args } => {
-                command = Command::new(
-                    program,
-                    args.clone(),
-                    DEFAULT_COMMAND_TIMEOUT,
-                    &p.session,
-                    &count,
-                )?;
-                &command
-            }
-            SummarizerSpec::Deterministic(policy) => {
-                deterministic =
-                    Deterministic::new(policy.clone(), Vec::new(), sized.lines.text.clone());
-                &deterministic
-            }
+        let client = match setting.client {
+            ClientMode::Waits => CostClient::Waits,
+            ClientMode::Streams => CostClient::Streams,
         };
-        let ms = MetricsSetting {
-            agent_model,
-            summarizer: &spec,
-            client: match setting.client {
-                ClientMode::Waits => CostClient::Waits,
-                ClientMode::Streams => CostClient::Streams,
-            },
-        };
-        let (replay, log) = replay_with_client(inner, &self.cost, &ms, &|s: &dyn Summarizer| {
-            crate::engine::replay(&sized.sizes, &cfg, s)
-        });
-        let m = compute_metrics(
+        let cs = CostSetting::new(&spec, agent_model, client);
+        let run = |s: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, s);
+        let e = evaluate(
             &p.session,
             &sized.sizes,
-            &replay,
-            None,
+            &sized.inputs,
             &self.cost,
-            &ms,
-            &log,
-        );
+            &cs,
+            None,
+            &run,
+        )?;
+        let (replay, m) = (e.replay, e.metrics);
         Ok((replay, m))
     }
 }
