@@ -175,7 +175,7 @@ fn run() -> Result<(), String> {
     let loaded = pipeline::load_sessions(&[corpus.display().to_string()], None)
         .map_err(|e| e.to_string())?;
     let parse_s = t.elapsed().as_secs_f64();
-    let infos: Vec<_> = loaded.sessions.iter().map(pipeline::session_info).collect();
+    let infos = pipeline::session_infos(&loaded.sessions, &grid.tokenizer);
     let n = loaded.sessions.len();
     let total_events: u64 = infos.iter().map(|i| i.events).sum();
     eprintln!(

@@ -78,7 +78,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     for (file, format) in &files {
         let loaded = pipeline::load_sessions(std::slice::from_ref(file), Some(format))?;
         for s in loaded.sessions {
-            let info = pipeline::session_info(&s);
+            let info = pipeline::session_info(&s, Default::default());
             let found = inputs
                 .sessions
                 .iter()

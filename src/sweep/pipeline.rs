@@ -175,14 +175,35 @@ pub fn load_sessions(paths: &[String], format: Option<&str>) -> Result<Loaded> {
     })
 }
 
-pub fn session_info(s: &Session) -> SessionInfo {
+/// What the run records about a session besides its rows (run.json `session_facts`).
+pub fn session_info(s: &Session, tok: Tokenizer) -> SessionInfo {
+    let mut per_inv: HashMap<&str, u64> = HashMap::new();
+    for e in s.events.iter().filter(|e| e.model_request) {
+        *per_inv.entry(e.invocation_id.as_str()).or_default() += 1;
+    }
+    let attach = crate::cost::compute::attachment_tokens(s, tok);
+    let first = attach.iter().position(|&t| t > 0);
     SessionInfo {
         session_id: s.id.clone(),
         source: s.source.clone(),
         format: s.format.name().to_string(),
         events: s.events.len() as u64,
         model_requests: s.events.iter().filter(|e| e.model_request).count() as u64,
+        max_model_requests_per_invocation: per_inv.values().copied().max().unwrap_or(0),
+        attachment_tokens: attach.iter().sum(),
+        requests_with_attachment: first.map_or(0, |f| {
+            s.events[f..].iter().filter(|e| e.model_request).count() as u64
+        }),
     }
+}
+
+/// [`session_info`] for many sessions, in parallel, with the grid's first tokenizer.
+pub fn session_infos(sessions: &[Session], tokenizers: &[String]) -> Vec<SessionInfo> {
+    let tok = tokenizers
+        .first()
+        .and_then(|t| t.parse::<Tokenizer>().ok())
+        .unwrap_or_default();
+    sessions.par_iter().map(|s| session_info(s, tok)).collect()
 }
 
 /// One session ready to replay under one tokenizer.
