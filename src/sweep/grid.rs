@@ -239,7 +239,8 @@ pub struct Budgets {
 }
 
 /// The documented default grid (README "Sweeps"): 40 size-trigger and 12 turn-trigger
-/// settings, each with the agent's own model and the rule-based `terse` summarizer.
+/// settings, each with the agent's own model and the rule-based `terse` summarizer, and a
+/// detail budget so the default recommendation is not simply the most aggressive setting.
 pub const DEFAULT_GRID_TOML: &str = r#"# compaction-sim default grid
 trigger = ["tokens", "invocations"]
 after_tokens = "20k..200k:20k"
@@ -250,6 +251,9 @@ summarizer = ["agent", "terse"]
 agent_model = ["recorded"]
 client = ["waits"]
 tokenizer = ["o200k"]
+
+[budget]
+detail_lost = 0.2
 "#;
 
 impl GridSpec {
