@@ -375,11 +375,18 @@ fn robustness_inputs() -> Vec<(String, Vec<u8>)> {
     out
 }
 
-fn check_one_line(name: &str, r: Result<Vec<Session>, compaction_sim::transcript::ReadError>) {
-    if let Err(e) = r {
-        let msg = e.to_string();
-        assert!(msg.starts_with(name), "error does not name the file: {msg}");
-        assert!(!msg.contains('\n'), "error is not one line: {msg}");
+fn check_one_line(
+    name: &str,
+    r: Result<Vec<Session>, compaction_sim::transcript::ReadError>,
+) -> bool {
+    match r {
+        Ok(_) => true,
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.starts_with(name), "error does not name the file: {msg}");
+            assert!(!msg.contains('\n'), "error is not one line: {msg}");
+            false
+        }
     }
 }
 
@@ -387,7 +394,7 @@ fn check_one_line(name: &str, r: Result<Vec<Session>, compaction_sim::transcript
 fn truncated_and_garbled_corpus_files_never_panic() {
     let mut rng = Rng(0x5EED_2026);
     let dir = tempfile::tempdir().unwrap();
-    let mut cases = 0;
+    let (mut cases, mut oks, mut errs) = (0, 0, 0);
     for (name, bytes) in robustness_inputs() {
         let text = String::from_utf8(bytes.clone()).unwrap();
         let fmt = detect(&text).expect("original detects");
@@ -436,9 +443,57 @@ fn truncated_and_garbled_corpus_files_never_panic() {
                 check_one_line(&name, read_as(f, &name, &lossy));
             }
             std::fs::write(&path_name, &v).unwrap();
-            check_one_line(&path_name, load_file(&path_name, None));
+            if check_one_line(&path_name, load_file(&path_name, None)) {
+                oks += 1;
+            } else {
+                errs += 1;
+            }
             check_one_line(&path_name, load_file(&path_name, Some(fmt)));
         }
     }
     assert!(cases > 500, "{cases}");
+    // Both outcomes occur: the variants really exercise the error paths and the readers.
+    assert!(oks > 20 && errs > 200, "ok {oks}, errors {errs}");
+}
+
+#[test]
+fn every_corpus_file_is_read_or_reported_with_a_reason() {
+    let root = corpus().to_string_lossy().into_owned();
+    let (files, expand_errors) =
+        compaction_sim::transcript::detect::expand_paths(std::slice::from_ref(&root));
+    assert!(expand_errors.is_empty());
+    assert!(
+        files.len() >= 126,
+        "the corpus has 126 data files plus stats.json: {}",
+        files.len()
+    );
+    let l = load_paths(&[root], None);
+    let mut read: BTreeSet<String> = BTreeSet::new();
+    for s in &l.sessions {
+        read.insert(s.source.split('#').next().unwrap().to_string());
+    }
+    let bad: BTreeSet<String> = l.skipped.iter().map(|e| e.file.clone()).collect();
+    assert_eq!(bad.len(), l.skipped.len(), "a file reported twice");
+    for f in &files {
+        let f = f.to_string_lossy().into_owned();
+        assert!(
+            read.contains(&f) != bad.contains(&f),
+            "{f}: read {} / reported {}",
+            read.contains(&f),
+            bad.contains(&f)
+        );
+    }
+    for e in &l.skipped {
+        assert!(
+            !e.message.is_empty() && !e.to_string().contains('\n'),
+            "{e}"
+        );
+    }
+    // stats.json is not a transcript: reported, never silently dropped.
+    assert!(l
+        .skipped
+        .iter()
+        .any(|e| e.file.ends_with("stats.json") && e.message.contains("unknown format")));
+    // SOURCE.md and README.md are passed over silently.
+    assert!(!l.skipped.iter().any(|e| e.file.ends_with(".md")));
 }

@@ -290,6 +290,9 @@ mod tests {
         assert_eq!(s.events.len(), 3);
         assert_eq!(s.recorded_compactions[0].pre_tokens, Some(170_000));
         let u = s.events[1].usage.expect("usage");
-        assert_eq!(u.prompt_tokens, 3 + u.cached_read_tokens + u.cache_write_tokens);
+        assert_eq!(
+            u.prompt_tokens,
+            3 + u.cached_read_tokens + u.cache_write_tokens
+        );
     }
 }

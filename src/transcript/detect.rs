@@ -37,8 +37,9 @@ impl Default for Limits {
 
 /// Detection order: the most specific signatures first, so a file matching two sniffers
 /// gets the stricter one (canonical has an explicit header; JSONL formats check their first
-/// line; JSON formats check top-level keys).
-const ORDER: [Format; 10] = [
+/// line; JSON formats check top-level keys; bare OpenAI message lists come last). ADK's one
+/// sniffer covers session exports and eval sets, told apart by [`adk_kind`].
+const ORDER: [Format; 9] = [
     Format::Canonical,
     Format::ClaudeCode,
     Format::Codex,
@@ -46,15 +47,14 @@ const ORDER: [Format; 10] = [
     Format::GeminiCli,
     Format::Tau2,
     Format::SweAgent,
-    Format::AdkEvalSet,
     Format::Adk,
     Format::OpenaiChat,
 ];
 
-/// Does `text` look like format `f`?
-pub fn sniff(f: Format, text: &str) -> bool {
+/// The reader's own sniffer (ADK's answers for both of its formats).
+fn reader_sniff(f: Format, text: &str) -> bool {
     match f {
-        Format::Adk | Format::AdkEvalSet => adk::sniff(text) && adk_kind(text) == Some(f),
+        Format::Adk | Format::AdkEvalSet => adk::sniff(text),
         Format::OpenaiChat => openai_chat::sniff(text),
         Format::ClaudeCode => claude_code::sniff(text),
         Format::Codex => codex::sniff(text),
@@ -66,35 +66,26 @@ pub fn sniff(f: Format, text: &str) -> bool {
     }
 }
 
+/// Does `text` look like format `f`?
+pub fn sniff(f: Format, text: &str) -> bool {
+    reader_sniff(f, text) && (!matches!(f, Format::Adk | Format::AdkEvalSet) || adk_kind(text) == f)
+}
+
 /// ADK exports and eval sets share one reader: eval sets have `eval_cases`/`evalCases`.
-fn adk_kind(text: &str) -> Option<Format> {
-    let keys = util::scan::top_keys(text)?;
-    if keys.iter().any(|k| k == "eval_cases" || k == "evalCases") {
-        Some(Format::AdkEvalSet)
+fn adk_kind(text: &str) -> Format {
+    let eval = util::scan::top_keys(text)
+        .is_some_and(|keys| keys.iter().any(|k| k == "eval_cases" || k == "evalCases"));
+    if eval {
+        Format::AdkEvalSet
     } else {
-        Some(Format::Adk)
+        Format::Adk
     }
 }
 
 /// The format of a file's content, or `None` when no reader recognises it.
 pub fn detect(text: &str) -> Option<Format> {
-    // ADK's sniff covers both of its formats; try it once and split by shape.
-    for f in ORDER {
-        let hit = match f {
-            Format::AdkEvalSet => false,
-            Format::Adk => {
-                if adk::sniff(text) {
-                    return Some(adk_kind(text).unwrap_or(Format::Adk));
-                }
-                false
-            }
-            _ => sniff(f, text),
-        };
-        if hit {
-            return Some(f);
-        }
-    }
-    None
+    let f = ORDER.into_iter().find(|&f| reader_sniff(f, text))?;
+    Some(if f == Format::Adk { adk_kind(text) } else { f })
 }
 
 /// Run format `f`'s reader.
@@ -209,7 +200,14 @@ pub fn load_file_with_limits(
     format: Option<Format>,
     lim: Limits,
 ) -> Result<Vec<Session>, ReadError> {
-    let path = path.as_ref();
+    load_checked(path.as_ref(), format, lim).map_err(util::tidy)
+}
+
+fn load_checked(
+    path: &Path,
+    format: Option<Format>,
+    lim: Limits,
+) -> Result<Vec<Session>, ReadError> {
     let file = path.to_string_lossy().into_owned();
     let text = read_text(path, &file, lim)?;
     if text.trim().is_empty() {
@@ -316,6 +314,11 @@ pub fn expand_paths(paths: &[String]) -> (Vec<PathBuf>, Vec<ReadError>) {
                     if hits.is_empty() {
                         skipped.push(ReadError::new(arg, "", "no file matches this pattern"));
                     }
+                    // Like a folder, `dir/*` passes over SOURCE.md and friends; a pattern
+                    // that matches only other files (`*.txt`) means them, so they are tried.
+                    if hits.iter().any(|h| h.is_dir() || is_transcript_name(h)) {
+                        hits.retain(|h| h.is_dir() || is_transcript_name(h));
+                    }
                     for h in hits {
                         if h.is_dir() {
                             walk(&h, &mut files, &mut skipped);
@@ -338,7 +341,8 @@ pub fn expand_paths(paths: &[String]) -> (Vec<PathBuf>, Vec<ReadError>) {
 /// Load every session under `paths` (files, folders, globs), in a deterministic order (the
 /// expanded file order, then each file's own session order), reading files in parallel.
 pub fn load_paths(paths: &[String], format: Option<Format>) -> Loaded {
-    let (files, mut skipped) = expand_paths(paths);
+    let (files, skipped) = expand_paths(paths);
+    let mut skipped: Vec<ReadError> = skipped.into_iter().map(util::tidy).collect();
     let results: Vec<Result<Vec<Session>, ReadError>> =
         files.par_iter().map(|f| load_file(f, format)).collect();
     let mut sessions = Vec::new();
@@ -447,5 +451,16 @@ mod tests {
         );
         let l = load_paths(&["/definitely/not/here".to_string()], None);
         assert_eq!(l.skipped.len(), 1);
+        // A glob passes over non-transcripts unless they are all it matches.
+        let pat = format!("{}/*", dir.path().display());
+        let (files, errs) = expand_paths(&[pat]);
+        assert!(errs.is_empty());
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.jsonl", "b.json"]);
+        let (files, _) = expand_paths(&[format!("{}/*.md", dir.path().display())]);
+        assert_eq!(files.len(), 1);
     }
 }

@@ -142,7 +142,12 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                 args,
             });
             let status = cx.opt_str(cm, "status", &cp)?.unwrap_or("");
-            let results = cx.opt_arr(cm, "result", &cp)?;
+            // `result` is a Gemini `PartListUnion`: a list of parts, one part, or a string.
+            let results: Vec<&Value> = match cm.get("result") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(a)) => a.iter().collect(),
+                Some(v) => vec![v],
+            };
             if results.is_empty() {
                 continue;
             }
@@ -155,36 +160,9 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                     resp_t = resp_t.max(ct);
                 }
             }
-            for (r, res) in results.iter().enumerate() {
+            for (r, res) in results.into_iter().enumerate() {
                 let rp = format!("{cp}.result[{r}]");
-                let rm = cx.obj(res, &rp)?;
-                let fr = rm
-                    .get("functionResponse")
-                    .and_then(Value::as_object)
-                    .unwrap_or(rm);
-                let rid = cx
-                    .opt_str(fr, "id", &rp)?
-                    .map(str::to_string)
-                    .or_else(|| cid.clone());
-                let rname = cx
-                    .opt_str(fr, "name", &rp)?
-                    .map(str::to_string)
-                    .unwrap_or_else(|| name.clone());
-                if rid != cid && rid.is_some() {
-                    return Err(cx.err(
-                        rp,
-                        format!(
-                            "tool response `{rname}` (id {}) without its call",
-                            rid.unwrap_or_default()
-                        ),
-                    ));
-                }
-                let response = fr.get("response").cloned().unwrap_or(Value::Null);
-                resp.parts.push(Part::ToolResponse {
-                    id: rid,
-                    name: rname,
-                    response,
-                });
+                result_part(&cx, res, &rp, cid.as_deref(), &name, &mut resp)?;
             }
             match status {
                 "cancelled" | "canceled" | "rejected" => util::flag(&mut resp, Critical::Refusal),
@@ -194,6 +172,10 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         }
         events.push(e);
         if !resp.parts.is_empty() {
+            if synthetic {
+                step += 1;
+                resp_t = util::synthetic_time(step);
+            }
             resp.timestamp = resp_t;
             prev = resp_t;
             events.push(resp);
@@ -209,6 +191,71 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         synthetic_timestamps: synthetic,
         approval_policies: Vec::new(),
     }])
+}
+
+/// One part of a call's `result`: a `functionResponse` (the tool response), a `text` or
+/// `inlineData` part sent along with it (read_many_files), or a bare string output.
+fn result_part(
+    cx: &Ctx,
+    res: &Value,
+    rp: &str,
+    cid: Option<&str>,
+    name: &str,
+    resp: &mut Event,
+) -> Result<(), ReadError> {
+    let rm = match res {
+        Value::String(s) => {
+            resp.parts.push(Part::ToolResponse {
+                id: cid.map(str::to_string),
+                name: name.to_string(),
+                response: serde_json::json!({ "output": s }),
+            });
+            return Ok(());
+        }
+        v => cx.obj(v, rp)?,
+    };
+    if let Some(fr) = rm.get("functionResponse") {
+        let fp = format!("{rp}.functionResponse");
+        let fr = cx.obj(fr, &fp)?;
+        let rid = cx.opt_str(fr, "id", &fp)?.or(cid);
+        let rname = cx.opt_str(fr, "name", &fp)?.unwrap_or(name);
+        if rid != cid {
+            return Err(cx.err(
+                fp,
+                format!(
+                    "tool response `{rname}` (id {}) without its call",
+                    rid.unwrap_or("")
+                ),
+            ));
+        }
+        resp.parts.push(Part::ToolResponse {
+            id: rid.map(str::to_string),
+            name: rname.to_string(),
+            response: fr.get("response").cloned().unwrap_or(Value::Null),
+        });
+    } else if let Some(t) = rm.get("text").and_then(Value::as_str) {
+        resp.parts.push(Part::Text {
+            text: t.to_string(),
+        });
+    } else if let Some(d) = rm.get("inlineData").and_then(Value::as_object) {
+        let mime = d
+            .get("mimeType")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let b64 = d.get("data").and_then(Value::as_str).map_or(0, str::len) as u64;
+        resp.parts.push(Part::Attachment {
+            name: mime.clone().unwrap_or_else(|| "inline data".into()),
+            mime_type: mime,
+            text: None,
+            size_bytes: Some(b64 / 4 * 3),
+        });
+    } else {
+        return Err(cx.err(
+            rp,
+            "wrong shape: expected a functionResponse, text or inlineData part",
+        ));
+    }
+    Ok(())
 }
 
 /// `tokens {input, output, cached, thoughts, tool, total}`.
@@ -270,6 +317,43 @@ mod tests {
         );
         assert_eq!(s.events[3].invocation_id, "inv-2");
         assert_eq!(s.model.as_deref(), Some("gemini-2.5-pro"));
+    }
+
+    #[test]
+    fn results_may_be_one_part_a_string_or_extra_parts() {
+        let text = r#"{"sessionId":"s","messages":[{"type":"user","content":[{"text":"go"}]},
+          {"type":"gemini","content":"","toolCalls":[
+            {"id":"a","name":"read_many_files","args":{},"result":[{"functionResponse":{"id":"a","name":"read_many_files","response":{"output":"ok"}}},{"text":"file body"},{"inlineData":{"mimeType":"image/png","data":"AAAA"}}]},
+            {"id":"b","name":"shell","args":{},"result":"plain"},
+            {"id":"c","name":"shell","args":{},"result":{"functionResponse":{"id":"c","name":"shell","response":{}}}}]}]}"#;
+        let s = &read("g.json", text).unwrap()[0];
+        assert_eq!(s.events.len(), 3);
+        assert!(s.synthetic_timestamps);
+        assert!(s.events.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
+        let kinds: Vec<&str> = s.events[2]
+            .parts
+            .iter()
+            .map(|p| match p {
+                Part::ToolResponse { .. } => "response",
+                Part::Text { .. } => "text",
+                Part::Attachment { .. } => "attachment",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["response", "text", "attachment", "response", "response"]
+        );
+        assert!(matches!(&s.events[0].parts[0], Part::Text { text } if text == "go"));
+        let e = read(
+            "g.json",
+            &text.replace(
+                r#""id":"c","name":"shell","response""#,
+                r#""id":"zz","name":"shell","response""#,
+            ),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("(id zz) without its call"), "{e}");
     }
 
     #[test]

@@ -53,6 +53,33 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
+/// Make an error one short line whatever the input put in it: control characters (a newline
+/// in an id or a path) are escaped and the text is cut at `max` characters.
+pub fn one_line(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max + 8));
+    for (n, c) in s.chars().enumerate() {
+        if n >= max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`one_line`] applied to every field of an error (messages up to 400 characters).
+pub fn tidy(e: ReadError) -> ReadError {
+    ReadError {
+        file: one_line(&e.file, 4096),
+        location: one_line(&e.location, 200),
+        message: one_line(&e.message, 400),
+    }
+}
+
 /// A short description of a JSON value's kind, for "expected X, found Y" messages.
 pub fn kind(v: &Value) -> &'static str {
     match v {
@@ -263,9 +290,10 @@ fn secs(s: i64, nanos: u32) -> f64 {
     s as f64 + f64::from(nanos) / 1e9
 }
 
-/// Start of synthetic time (2000-01-01T00:00:00Z). Readers that find no timestamps number
-/// events [`SYNTHETIC_STEP_S`] apart from here and set `Session::synthetic_timestamps`.
-pub const SYNTHETIC_EPOCH_S: f64 = 946_684_800.0;
+/// Start of synthetic time (1700000000 s = 2023-11-14T22:13:20Z, the same origin the ADK
+/// reader and the oracle use). Readers that find no timestamps number events
+/// [`SYNTHETIC_STEP_S`] apart from here and set `Session::synthetic_timestamps`.
+pub const SYNTHETIC_EPOCH_S: f64 = 1_700_000_000.0;
 /// Gap between synthetic timestamps, in seconds.
 pub const SYNTHETIC_STEP_S: f64 = 1.0;
 
@@ -691,6 +719,22 @@ mod tests {
     }
 
     #[test]
+    fn errors_are_made_one_short_line() {
+        let e = tidy(ReadError::new(
+            "a\nb.json",
+            "$[0]",
+            format!("unknown role `x\ny`{}", "z".repeat(1000)),
+        ));
+        let s = e.to_string();
+        assert!(!s.contains('\n'), "{s}");
+        assert!(
+            s.starts_with("a\\nb.json: $[0]: unknown role `x\\ny`"),
+            "{s}"
+        );
+        assert!(s.chars().count() < 450, "{}", s.len());
+    }
+
+    #[test]
     fn invocations_start_at_person_turns() {
         let mut inv = Invocations::new();
         assert_eq!(inv.current(), "inv-1"); // system prompt before the first turn
@@ -753,6 +797,35 @@ mod tests {
             let _ = scan::top_keys(g);
             let _ = scan::first_elem_keys(g);
             let _ = scan::first_elem_keys_of(g, "a");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sniff_helpers_never_panic(s in ".{0,64}", j in r#"[\[\]{}",:\\ a-z0-9\n]{0,64}"#) {
+            for t in [&s, &j] {
+                let _ = scan::top_keys(t);
+                let _ = scan::first_elem_keys(t);
+                let _ = scan::first_elem_keys_of(t, "a");
+                let _ = scan::first_line_keys(t);
+                let _ = user_text_flags(t);
+                let _ = parse_timestamp(t);
+                let _ = looks_like_tool_error(t);
+                proptest::prop_assert!(!one_line(t, 10).contains('\n'));
+                use crate::transcript::{canonical, gemini_cli, openai_chat, swe_agent, tau2};
+                for (sniff, read) in [
+                    (canonical::sniff as fn(&str) -> bool, canonical::read as fn(&str, &str) -> Result<Vec<crate::transcript::Session>, ReadError>),
+                    (gemini_cli::sniff, gemini_cli::read),
+                    (openai_chat::sniff, openai_chat::read),
+                    (swe_agent::sniff, swe_agent::read),
+                    (tau2::sniff, tau2::read),
+                ] {
+                    let _ = sniff(t);
+                    if let Err(e) = read("f", t) {
+                        proptest::prop_assert!(e.to_string().starts_with("f"));
+                    }
+                }
+            }
         }
     }
 }
