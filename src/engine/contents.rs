@@ -830,13 +830,18 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         }
         let (cur, next) = (w[0].1, w[1].1);
         let (a, b) = (sc.items[cur], sc.items[next]);
-        if s.inv_id[a.src as usize] != s.inv_id[b.src as usize] || ctx.author_of(&a) != ctx.author_of(&b) {
+        if s.inv_id[a.src as usize] != s.inv_id[b.src as usize]
+            || ctx.author_of(&a) != ctx.author_of(&b)
+        {
             continue;
         }
         if !s.requested[a.src as usize].is_empty() {
             continue;
         }
-        if next > cur + 1 && (cur + 1..next).all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize])) {
+        if next > cur + 1
+            && (cur + 1..next)
+                .all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize]))
+        {
             for x in stale.iter_mut().take(next).skip(cur + 1) {
                 *x = true;
             }
@@ -874,10 +879,18 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 1 => out.push(sc.items[idxs[0]]),
                 _ => {
                     idxs.sort_unstable();
-                    let lists: Vec<(u32, u32)> = idxs.iter().map(|&k| (sc.items[k].p0, sc.items[k].p1)).collect();
+                    let lists: Vec<(u32, u32)> = idxs
+                        .iter()
+                        .map(|&k| (sc.items[k].p0, sc.items[k].p1))
+                        .collect();
                     let src = sc.items[idxs[0]].src;
                     let (a, b) = merge_parts(ctx, sc, &lists);
-                    out.push(Item { kind: K_RAW, src, p0: a, p1: b });
+                    out.push(Item {
+                        kind: K_RAW,
+                        src,
+                        p0: a,
+                        p1: b,
+                    });
                 }
             }
             continue;
@@ -941,7 +954,11 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
 pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
     let mut sc = Scratch::default();
     let words = s.n.div_ceil(64);
-    let mut out = crate::tokens::sizes::BaselineCache { words, main_agent: s.main_agent, ..Default::default() };
+    let mut out = crate::tokens::sizes::BaselineCache {
+        words,
+        main_agent: s.main_agent,
+        ..Default::default()
+    };
     let main = s.main_agent.unwrap_or(u32::MAX);
     for b in 0..s.blocks() {
         let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
@@ -951,7 +968,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             }
             let m = build(s, k, &[], &[], s.author[k], s.branch[k], &mut sc);
             out.request_event.push(k as u32);
-            out.request.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+            out.request.push([
+                m.contents as u64,
+                m.adk_chars,
+                m.json_chars,
+                m.history_tokens,
+            ]);
             let base = out.seen.len();
             out.seen.resize(base + words, 0);
             for i in 0..k {
@@ -961,7 +983,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             }
         }
         let m = build(s, hi, &[], &[], main, None, &mut sc);
-        out.block_end.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+        out.block_end.push([
+            m.contents as u64,
+            m.adk_chars,
+            m.json_chars,
+            m.history_tokens,
+        ]);
     }
     out
 }
@@ -969,6 +996,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
 impl Measure {
     /// From a cached `[contents, adk_chars, json_chars, history_tokens]` row.
     pub fn from_row(r: [u64; 4]) -> Measure {
-        Measure { contents: r[0] as u32, adk_chars: r[1], json_chars: r[2], history_tokens: r[3], summary_tokens: 0 }
+        Measure {
+            contents: r[0] as u32,
+            adk_chars: r[1],
+            json_chars: r[2],
+            history_tokens: r[3],
+            summary_tokens: 0,
+        }
     }
 }
