@@ -516,17 +516,25 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
             let has_resp = item_parts(sc, &it)
                 .iter()
                 .any(|&p| s.parts[p as usize].kind == PART_RESPONSE);
-            if has_resp {
+            let matched = |sc: &Scratch, p: crate::tokens::sizes::PartInfo| {
+                if p.id != NO_ID {
+                    sc.id_a[p.id as usize] == g
+                } else {
+                    p.name != u32::MAX && sc.name_a[p.name as usize] == g
+                }
+            };
+            let all_matched = !has_resp
+                || item_parts(sc, &it).iter().all(|&gp| {
+                    let p = s.parts[gp as usize];
+                    p.kind != PART_RESPONSE || matched(sc, p)
+                });
+            if !all_matched {
                 let p0 = sc.arena.len() as u32;
                 for k in it.p0..it.p1 {
                     let gp = sc.arena[k as usize];
                     let p = s.parts[gp as usize];
                     if p.kind == PART_RESPONSE {
-                        let matched = if p.id != NO_ID {
-                            sc.id_a[p.id as usize] == g
-                        } else {
-                            p.name != u32::MAX && sc.name_a[p.name as usize] == g
-                        };
+                        let matched = matched(sc, p);
                         if !matched {
                             continue;
                         }
@@ -922,16 +930,22 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
     let mut w = 0;
     for r in 0..sc.items.len() {
         let mut it = sc.items[r];
-        if has_kind(ctx, sc, &it, PART_CALL) {
+        let orphan = |sc: &Scratch, p: crate::tokens::sizes::PartInfo| {
+            p.kind == PART_CALL
+                && p.id != NO_ID
+                && sc.id_b[p.id as usize] != g
+                && sc.id_c[p.id as usize] != g
+        };
+        if it.kind == K_RAW
+            && item_parts(sc, &it)
+                .iter()
+                .any(|&gp| orphan(sc, s.parts[gp as usize]))
+        {
             let p0 = sc.arena.len() as u32;
             for k in it.p0..it.p1 {
                 let gp = sc.arena[k as usize];
                 let p = s.parts[gp as usize];
-                if p.kind == PART_CALL
-                    && p.id != NO_ID
-                    && sc.id_b[p.id as usize] != g
-                    && sc.id_c[p.id as usize] != g
-                {
+                if orphan(sc, p) {
                     continue;
                 }
                 sc.arena.push(gp);
