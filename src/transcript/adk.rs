@@ -393,9 +393,7 @@ fn build_session(
                 e.critical.push(Critical::Confirmation);
             }
         }
-        if e.parts.iter().any(|p| matches!(p, Part::ToolResponse { response: Value::Object(r), .. } if r.contains_key("error"))) {
-            e.critical.push(Critical::ToolError);
-        }
+        critical_flags(&mut e, o);
         // ADK treats an empty branch like none (`if not event.branch`).
         e.branch = non_null(o, "branch")
             .and_then(Value::as_str)
@@ -413,6 +411,38 @@ fn build_session(
         synthetic_timestamps: synthetic,
         approval_policies: Vec::new(),
     })
+}
+
+/// Critical events ADK records explicitly: tool errors (a response with an `error` key),
+/// answers to a confirmation request (`adk_request_confirmation` response: approval or
+/// refusal), and interrupted events.
+fn critical_flags(e: &mut Event, o: &Map<String, Value>) {
+    let add = |c: Critical, e: &mut Event| {
+        if !e.critical.contains(&c) {
+            e.critical.push(c);
+        }
+    };
+    let mut found = Vec::new();
+    for p in &e.parts {
+        if let Part::ToolResponse { name, response: Value::Object(r), .. } = p {
+            if r.contains_key("error") {
+                found.push(Critical::ToolError);
+            }
+            if name == "adk_request_confirmation" {
+                match r.get("confirmed").and_then(Value::as_bool) {
+                    Some(true) => found.push(Critical::Approval),
+                    Some(false) => found.push(Critical::Refusal),
+                    None => {}
+                }
+            }
+        }
+    }
+    if non_null(o, "interrupted").and_then(Value::as_bool) == Some(true) {
+        found.push(Critical::Interruption);
+    }
+    for c in found {
+        add(c, e);
+    }
 }
 
 fn read_eval_set(file: &str, cases: &Value) -> Result<Vec<Session>, ReadError> {
@@ -565,5 +595,27 @@ mod tests {
         assert_eq!(err.location, "line 2");
         let noinv = r#"{"events":[{"author":"user","timestamp":1}]}"#;
         assert_eq!(read("y.json", noinv).unwrap_err().location, "$.events[0]");
+    }
+}
+
+#[cfg(test)]
+mod critical_tests {
+    use super::*;
+
+    #[test]
+    fn confirmations_errors_and_interruptions_are_flagged() {
+        let text = r#"{"events":[
+          {"author":"a","invocation_id":"i","timestamp":1,"content":{"role":"model","parts":[{"function_call":{"id":"c","name":"adk_request_confirmation","args":{}}}]},
+           "actions":{"requested_tool_confirmations":{"d1":{"hint":"sure?"}}}},
+          {"author":"user","invocation_id":"j","timestamp":2,"content":{"role":"user","parts":[{"function_response":{"id":"c","name":"adk_request_confirmation","response":{"confirmed":false}}}]}},
+          {"author":"a","invocation_id":"j","timestamp":3,"content":{"role":"user","parts":[{"function_response":{"id":"x","name":"t","response":{"error":"boom"}}}]}},
+          {"author":"a","invocation_id":"j","timestamp":4,"interrupted":true,"content":{"role":"model","parts":[{"text":"stop"}]}}]}"#;
+        let s = read("c.json", text).unwrap();
+        let flags: Vec<Vec<Critical>> = s[0].events.iter().map(|e| e.critical.clone()).collect();
+        assert_eq!(flags[0], vec![Critical::Confirmation]);
+        assert_eq!(s[0].events[0].requested_ids, vec!["d1".to_string()]);
+        assert_eq!(flags[1], vec![Critical::Refusal]);
+        assert_eq!(flags[2], vec![Critical::ToolError]);
+        assert_eq!(flags[3], vec![Critical::Interruption]);
     }
 }
