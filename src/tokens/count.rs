@@ -227,6 +227,19 @@ fn pieces(parts: &[Part]) -> Vec<Piece<'_>> {
     out
 }
 
+/// The exact strings counted for one event, in order (what a BPE counter tokenizes, each on
+/// its own). Attachments known only by size have no text and are left out. Public so a
+/// benchmark can hand other tokenizers the very same texts.
+pub fn counted_texts(parts: &[Part]) -> Vec<Cow<'_, str>> {
+    pieces(parts)
+        .into_iter()
+        .filter_map(|p| match p {
+            Piece::Text(t) => Some(t),
+            Piece::Tokens(_) => None,
+        })
+        .collect()
+}
+
 /// The cache key of an event: xxh3 of exactly what is counted (so two events with the same
 /// content share one entry, and a change of counting rules changes every key).
 fn content_key(parts: &[Part]) -> u64 {

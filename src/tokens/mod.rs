@@ -7,4 +7,6 @@ pub mod count;
 pub mod sizes;
 
 pub use cache::CacheOpts;
-pub use count::{count_sessions, count_sessions_with_stats, count_text, CountStats, Tokenizer};
+pub use count::{
+    count_sessions, count_sessions_with_stats, count_text, counted_texts, CountStats, Tokenizer,
+};
