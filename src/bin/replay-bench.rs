@@ -251,6 +251,16 @@ fn run() -> Result<(), String> {
         .collect();
     let summ = Deterministic::new(Policy::Fixed(400), vec![], vec![]);
     let grid = grid();
+    let mut formats: Vec<&str> = sessions.iter().map(|s| s.format.name()).collect();
+    formats.sort_unstable();
+    formats.dedup();
+    let formats: Vec<String> = formats
+        .iter()
+        .map(|f| {
+            let n = sessions.iter().filter(|s| s.format.name() == *f).count();
+            format!("{f} ×{n}")
+        })
+        .collect();
 
     println!(
         "replay-bench: the {} longest sessions of {} ({}–{} events, {} model requests in all); summarizer fixed:400; usage adjust; tokenizer o200k; {cores} cores",
@@ -260,6 +270,7 @@ fn run() -> Result<(), String> {
         items.first().map_or(0, |i| i.events),
         items.iter().map(|i| i.requests).sum::<u64>()
     );
+    println!("formats: {}", formats.join(", "));
     println!("event-steps = events × model requests of the session, per replay");
     println!(
         "{:<8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>14} {:>16} {:>12} {:>11}",

@@ -109,6 +109,11 @@ fn rank_file() -> Option<PathBuf> {
     found.pop()
 }
 
+/// Per session, per event counts and the run's counters.
+type Counted = (Vec<Vec<u32>>, CountStats);
+/// A result with its wall and CPU seconds.
+type Timed<T> = (T, f64, f64);
+
 struct Row {
     what: String,
     threads: usize,
@@ -210,7 +215,7 @@ fn run() -> Result<bool, String> {
             eprintln!("FAIL: a warm run tokenized something, or counts differ between runs");
             ok = false;
         }
-        let summary = |runs: &[((Vec<Vec<u32>>, CountStats), f64, f64)]| {
+        let summary = |runs: &[Timed<Counted>]| {
             let wall = runs.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
             let cpu = runs.iter().map(|r| r.2).sum::<f64>() / runs.len() as f64;
             (wall, cpu, runs.last().map(|r| r.0 .1))
