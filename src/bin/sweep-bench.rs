@@ -54,12 +54,27 @@ fn peak_mib() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// CPU seconds (user + system) this process has used so far (Linux `/proc/self/stat`, 100
+/// ticks per second); on a shared machine this, divided by the threads, is the wall time
+/// the phase would take on idle cores.
+fn cpu_s() -> f64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the `(comm)`: state is field 3; utime and stime are fields 14 and 15.
+    let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
+}
+
 struct Measure {
     sessions: usize,
     settings: usize,
     pairs: u64,
     event_steps: u64,
     replay_s: f64,
+    replay_cpu_s: f64,
     frames_s: f64,
     write_s: f64,
 }
@@ -73,9 +88,11 @@ fn measure(
     out: &Path,
 ) -> Result<Measure, String> {
     let t = Instant::now();
+    let c = cpu_s();
     let (rows, failed) = run_pairs(eval, sessions, settings, &AtomicBool::new(false), &|| {})
         .map_err(|_| "interrupted".to_string())?;
     let replay_s = t.elapsed().as_secs_f64();
+    let replay_cpu_s = cpu_s() - c;
     if let Some((s, set, m)) = failed.first() {
         eprintln!(
             "note: {} replays failed (first: session {s}, setting {set}: {m})",
@@ -117,6 +134,7 @@ fn measure(
         pairs: (sessions.len() * settings.len()) as u64,
         event_steps: steps_per_pass * settings.len() as u64,
         replay_s,
+        replay_cpu_s,
         frames_s,
         write_s,
     })
@@ -268,6 +286,16 @@ fn run() -> Result<(), String> {
     );
     println!("  total   {:>8.2} s", wall);
     println!(
+        "  replay CPU {:.2} s = {:.2} s on {threads} idle cores (load average now: {})",
+        full.replay_cpu_s,
+        full.replay_cpu_s / threads as f64,
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .unwrap_or("?")
+    );
+    println!(
         "  {:.0} settings×sessions/s, {:.0} event-steps/s (replay phase)",
         full.pairs as f64 / full.replay_s,
         full.event_steps as f64 / full.replay_s
@@ -281,16 +309,17 @@ fn run() -> Result<(), String> {
     for (name, m) in &runs {
         let t = m.replay_s + m.frames_s + m.write_s;
         println!(
-            "  {name:<14} {:>5} settings × {:>4} sessions: {:>8.2} s, {:>8.0} replays/s, {:>10.0} event-steps/s",
+            "  {name:<14} {:>5} settings × {:>4} sessions: {:>7.2} s ({:>7.2} replay CPU-s), {:>8.0} replays/s, {:>10.0} event-steps/s",
             m.settings,
             m.sessions,
             t,
+            m.replay_cpu_s,
             m.pairs as f64 / m.replay_s,
             m.event_steps as f64 / m.replay_s
         );
         json_runs.push(serde_json::json!({
             "name": name, "settings": m.settings, "sessions": m.sessions, "replays": m.pairs,
-            "event_steps": m.event_steps, "replay_s": m.replay_s, "frames_s": m.frames_s, "write_s": m.write_s,
+            "event_steps": m.event_steps, "replay_s": m.replay_s, "replay_cpu_s": m.replay_cpu_s, "frames_s": m.frames_s, "write_s": m.write_s,
         }));
     }
     if let Some(p) = json_out {
