@@ -1,10 +1,446 @@
-//! `compaction-sim replay` (not yet implemented).
+//! `compaction-sim replay FILE`: replay one transcript under one setting and print the
+//! timeline, one row per model request (or `--json`, with the oracle's field names).
 
+use anyhow::{Context, Result};
 use clap::Args;
+use serde_json::{json, Value};
+
+use crate::cost::latency::LengthModel;
+use crate::cost::summarizers::{EventLines, Modelled, SummarizerSpec, Terse};
+use crate::engine::summarizer::{Deterministic, Policy};
+use crate::engine::{self, Config, Phase, Replay, Summarizer, UsageMode};
+use crate::settings::Written;
+use crate::tokens::adk::summarizer_text;
+use crate::tokens::sizes::SessionSizes;
+use crate::tokens::{count_sessions, count_text, CacheOpts, Tokenizer};
+use crate::transcript::{detect, Session};
 
 #[derive(Debug, Args)]
-pub struct ReplayArgs {}
+pub struct ReplayArgs {
+    /// Transcript file (any supported format).
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// Compact once the last request's prompt reaches this many tokens (needs --keep-recent-events).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub after_tokens: Option<i64>,
+    /// Raw events the size trigger leaves alone.
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    pub keep_recent_events: Option<i64>,
+    /// Compact every N invocations (needs --overlap).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub after_invocations: Option<i64>,
+    /// Earlier invocations each sliding summary re-includes.
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    pub overlap: Option<i64>,
+    /// agent | model:NAME | terse | fixed:N | ratio:R | echo[:N] | none.
+    #[arg(long, value_name = "S", default_value = "agent")]
+    pub summarizer: String,
+    /// 1-based summarizer calls that fail (comma list), as the oracle's --fail-calls.
+    #[arg(long, value_name = "LIST", default_value = "")]
+    pub fail_calls: String,
+    /// Token counter for the history columns: o200k, cl100k or adk-chars.
+    #[arg(long, value_name = "T", default_value = "o200k")]
+    pub tokenizer: String,
+    /// Recorded usage: adjust (default), recorded or strip.
+    #[arg(long, value_name = "MODE", default_value = "adjust")]
+    pub usage: String,
+    /// Only this session (files holding several sessions).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// JSON with the oracle's field names instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: ReplayArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("`replay` is not implemented yet")
+fn kept_summarizer<'a>(
+    spec: &SummarizerSpec,
+    fail: Vec<u32>,
+    session: &'a Session,
+    lines: &'a EventLines,
+    count: &'a (dyn Fn(&str) -> u64 + Sync),
+) -> Result<Box<dyn Summarizer + 'a>> {
+    Ok(match spec {
+        SummarizerSpec::Deterministic(p) => {
+            let texts = if matches!(p, Policy::Echo(_)) {
+                session.events.iter().map(summarizer_text).collect()
+            } else {
+                Vec::new()
+            };
+            Box::new(Deterministic::new(p.clone(), fail, texts))
+        }
+        SummarizerSpec::Terse => Box::new(Terse { session, count }),
+        SummarizerSpec::Agent | SummarizerSpec::Model(_) => Box::new(Modelled {
+            lines,
+            length: LengthModel::default(),
+            count,
+        }),
+        SummarizerSpec::Command { .. } => {
+            anyhow::bail!("`replay` does not run command: summarizers; use `sweep` (it runs them with timeouts)")
+        }
+    })
+}
+
+pub fn run(args: ReplayArgs) -> Result<u8> {
+    let written = Written {
+        after_tokens: args.after_tokens,
+        keep_recent_events: args.keep_recent_events,
+        after_invocations: args.after_invocations,
+        overlap: args.overlap,
+        summarizer: None,
+        unknown: Vec::new(),
+    };
+    let setting = match written.validate() {
+        Ok(s) => s,
+        Err(r) => {
+            eprintln!("refused: --{}: {}", r.field.replace('_', "-"), r.message);
+            return Ok(super::EXIT_REFUSED);
+        }
+    };
+    let usage = UsageMode::parse(&args.usage).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--usage `{}`: expected adjust, recorded or strip",
+            args.usage
+        )
+    })?;
+    let tok: Tokenizer = args
+        .tokenizer
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!(e))?;
+    let spec = SummarizerSpec::parse(&args.summarizer).map_err(|e| anyhow::anyhow!(e))?;
+    let fail: Vec<u32> = args
+        .fail_calls
+        .split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(|x| {
+            x.trim()
+                .parse()
+                .with_context(|| format!("--fail-calls: `{x}` is not a call number"))
+        })
+        .collect::<Result<_>>()?;
+    let cfg = Config::from_setting(&setting, usage);
+    let sessions = detect::load_file(&args.file, None).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sessions: Vec<Session> = match &args.session {
+        Some(id) => sessions.into_iter().filter(|s| &s.id == id).collect(),
+        None => sessions,
+    };
+    if sessions.is_empty() {
+        anyhow::bail!(
+            "{}: no session{}",
+            args.file,
+            args.session
+                .as_ref()
+                .map_or(String::new(), |s| format!(" `{s}`"))
+        );
+    }
+    let counts = match tok {
+        Tokenizer::AdkChars => None,
+        _ => Some(count_sessions(&sessions, tok, &CacheOpts::disabled())?),
+    };
+    let count = move |t: &str| count_text(tok, t) as u64;
+    let mut out_json = Vec::new();
+    for (si, session) in sessions.iter().enumerate() {
+        let per_event = counts.as_ref().and_then(|c| c.get(si)).map(Vec::as_slice);
+        let sizes = SessionSizes::new(session, per_event);
+        let lines = EventLines {
+            text: session.events.iter().map(summarizer_text).collect(),
+            tokens: session
+                .events
+                .iter()
+                .map(|e| count(&summarizer_text(e)))
+                .collect(),
+        };
+        let summ = kept_summarizer(&spec, fail.clone(), session, &lines, &count)?;
+        let r = engine::replay(&sizes, &cfg, summ.as_ref());
+        if args.json {
+            out_json.push(to_json(session, &sizes, &r, &cfg, &args, tok));
+        } else {
+            print_table(session, &sizes, &r, &setting.normalised(), &args, tok);
+        }
+    }
+    if args.json {
+        let v = if out_json.len() == 1 {
+            out_json.remove(0)
+        } else {
+            Value::Array(out_json)
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    Ok(super::EXIT_OK)
+}
+
+fn ordinals(v: &[u32]) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.iter()
+            .map(|o| format!("#{o}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+fn print_table(
+    session: &Session,
+    sizes: &SessionSizes,
+    r: &Replay,
+    setting: &str,
+    args: &ReplayArgs,
+    tok: Tokenizer,
+) {
+    println!(
+        "session {} ({}), {} events, {} invocations",
+        session.id,
+        session.source,
+        sizes.n,
+        sizes.blocks()
+    );
+    println!(
+        "setting {setting}; summarizer {}; usage {}; tokens: {} (recorded prompt_token_count when present, else history only)",
+        args.summarizer, args.usage, tok
+    );
+    println!(
+        "{:>4} {:>6} {:>4} {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}  {:<14} fired before",
+        "req",
+        "event",
+        "inv",
+        "agent",
+        "measured",
+        "baseline",
+        "prompt",
+        "saved",
+        "hidden",
+        "summaries"
+    );
+    let mut req_i = 0;
+    for inv in &r.invocations {
+        while let Some(q) = r.requests.get(req_i) {
+            if q.invocation_index != inv.index {
+                break;
+            }
+            let fired: Vec<String> = r
+                .pre_request(q)
+                .iter()
+                .filter_map(|o| r.compaction(*o))
+                .map(|c| {
+                    format!(
+                        "#{} pre_request token_threshold, events {}-{}",
+                        c.ordinal,
+                        c.summarized_events.start,
+                        c.summarized_events.end.saturating_sub(1)
+                    )
+                })
+                .collect();
+            let agent = sizes
+                .authors
+                .get(q.author as usize)
+                .map_or("?", String::as_str);
+            println!(
+                "{:>4} {:>6} {:>4} {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}  {:<14} {}",
+                req_i + 1,
+                q.event_index,
+                q.invocation_index,
+                agent.chars().take(18).collect::<String>(),
+                q.measured_prompt_tokens
+                    .map_or("-".into(), |m| m.to_string()),
+                q.baseline_prompt_tokens,
+                q.prompt_tokens,
+                q.baseline_prompt_tokens as i64 - q.prompt_tokens as i64,
+                q.hidden_tokens,
+                ordinals(r.carried(q)),
+                fired.join("; ")
+            );
+            req_i += 1;
+        }
+        if let Some(c) = inv.post_compaction.and_then(|o| r.compaction(o)) {
+            println!(
+                "     after invocation {}: #{} post_invocation {} over events {}-{} ({} raw events, summary {} chars)",
+                inv.index,
+                c.ordinal,
+                c.trigger.name(),
+                c.summarized_events.start,
+                c.summarized_events.end.saturating_sub(1),
+                c.raw_events_in_range,
+                c.summary_chars
+            );
+        }
+    }
+    let t = &r.totals;
+    let base: u64 = r.requests.iter().map(|q| q.baseline_prompt_tokens).sum();
+    let comp: u64 = r.requests.iter().map(|q| q.prompt_tokens).sum();
+    println!(
+        "{} model requests; prompt tokens {} -> {} (saved {}); {} summarizer calls ({} failed or empty), {} compactions \
+         ({} pre-request, {} post-invocation token, {} sliding); summarizer read {} tokens, wrote {}; final summaries {}",
+        r.requests.len(),
+        base,
+        comp,
+        base as i64 - comp as i64,
+        t.summarizer_calls,
+        t.failed_or_empty_summaries,
+        t.compactions,
+        t.pre_request_token_threshold,
+        t.post_invocation_token_threshold,
+        t.post_invocation_sliding_window,
+        t.summarizer_input_tokens,
+        t.summarizer_output_tokens,
+        ordinals(&t.final_retained_summaries)
+    );
+    println!();
+}
+
+fn sizes_json(contents: u32, adk: u64, json_chars: u64) -> Value {
+    json!({"contents": contents, "adk_chars": adk, "est_tokens": adk / 4, "json_chars": json_chars})
+}
+
+/// The replay with the oracle's field names (shared/oracle/README.md "Output"), plus the
+/// token columns the oracle has no equivalent for.
+pub fn to_json(
+    session: &Session,
+    sizes: &SessionSizes,
+    r: &Replay,
+    cfg: &Config,
+    args: &ReplayArgs,
+    tok: Tokenizer,
+) -> Value {
+    let mut req_i = 0;
+    let invocations: Vec<Value> = r
+        .invocations
+        .iter()
+        .map(|inv| {
+            let mut calls = Vec::new();
+            let mut pre = Vec::new();
+            while let Some(q) = r.requests.get(req_i) {
+                if q.invocation_index != inv.index {
+                    break;
+                }
+                pre.extend_from_slice(r.pre_request(q));
+                calls.push(json!({
+                    "event_index": q.event_index,
+                    "author": sizes.authors.get(q.author as usize),
+                    "measured_prompt_tokens": q.measured_prompt_tokens,
+                    "request_contents": sizes_json(q.contents, q.adk_chars, q.json_chars),
+                    "request_contents_uncompacted": sizes_json(q.contents_uncompacted, q.adk_chars_uncompacted, q.json_chars_uncompacted),
+                    "recorded_prompt_tokens": q.recorded_prompt_tokens,
+                    "replayed_prompt_tokens": q.replayed_prompt_tokens,
+                    "baseline_prompt_tokens": q.baseline_prompt_tokens,
+                    "prompt_tokens": q.prompt_tokens,
+                    "history_tokens": q.history_tokens,
+                    "baseline_history_tokens": q.baseline_history_tokens,
+                    "summary_tokens": q.summary_tokens,
+                    "hidden_tokens": q.hidden_tokens,
+                    "hidden_event_ranges": r.hidden(q),
+                    "shared_prefix_tokens": q.shared_prefix_tokens,
+                    "summaries": r.carried(q),
+                }));
+                req_i += 1;
+            }
+            let lo = inv.first_event_index as usize;
+            json!({
+                "index": inv.index,
+                "invocation_id": session.events.get(lo).map(|e| e.invocation_id.clone()),
+                "events": inv.events,
+                "first_event_index": inv.first_event_index,
+                "first_timestamp": inv.first_timestamp,
+                "last_timestamp": inv.last_timestamp,
+                "model_calls": calls,
+                "pre_request_compactions": pre,
+                "post_invocation": {
+                    "measured_prompt_tokens": inv.post_measured_prompt_tokens,
+                    "compaction": inv.post_compaction,
+                    "trigger": inv.post_trigger.map(|t| t.name()),
+                },
+                "next_request_history": {"contents": inv.next_request_contents, "adk_chars": inv.next_request_adk_chars,
+                    "est_tokens": inv.next_request_adk_chars / 4, "history_tokens": inv.next_request_history_tokens},
+                "next_request_history_uncompacted": {"adk_chars": inv.next_request_adk_chars_uncompacted,
+                    "est_tokens": inv.next_request_adk_chars_uncompacted / 4,
+                    "history_tokens": inv.next_request_baseline_history_tokens},
+                "retained_summaries": inv.retained_summaries,
+                "summarizer_calls": inv.summarizer_calls,
+            })
+        })
+        .collect();
+    let compactions: Vec<Value> = r
+        .compactions
+        .iter()
+        .map(|c| {
+            json!({
+                "ordinal": c.ordinal,
+                "phase": c.phase.name(),
+                "trigger": c.trigger.name(),
+                "invocation_index": c.invocation_index,
+                "before_event_index": c.before_event_index,
+                "start_timestamp": c.start_timestamp,
+                "end_timestamp": c.end_timestamp,
+                "summarizer_input_events": c.summarizer_input_events,
+                "seeded_with_previous_summary": c.seeded_with_previous_summary,
+                "raw_events_in_range": c.raw_events_in_range,
+                "first_raw_event_index": c.first_raw_event_index,
+                "last_raw_event_index": c.last_raw_event_index,
+                "invocations_in_range": c.invocations_in_range,
+                "summarizer_call": c.summarizer_call,
+                "summarizer_prompt_chars": c.summarizer_prompt_chars,
+                "summarizer_history_chars": c.summarizer_history_chars,
+                "summary_chars": c.summary_chars,
+                "summary_json_chars": c.summary_json_chars,
+                "summary_tokens": c.summary_tokens,
+                "summarizer_input_tokens": c.summarizer_input_tokens,
+                "retained": c.retained,
+                "subsumed_by": c.subsumed_by,
+            })
+        })
+        .collect();
+    let t = &r.totals;
+    let mut by = serde_json::Map::new();
+    for (k, v) in [
+        (
+            "post_invocation:sliding_window",
+            t.post_invocation_sliding_window,
+        ),
+        (
+            "post_invocation:token_threshold",
+            t.post_invocation_token_threshold,
+        ),
+        ("pre_request:token_threshold", t.pre_request_token_threshold),
+    ] {
+        if v > 0 {
+            by.insert(k.into(), v.into());
+        }
+    }
+    let failures: Vec<Value> = r
+        .calls
+        .iter()
+        .filter(|c| c.result != engine::CallResult::Summary)
+        .map(|c| {
+            json!({"summarizer_call": c.call, "phase": c.phase.name(), "trigger": c.trigger.name(),
+            "result": c.result, "invocation_index": c.invocation_index})
+        })
+        .collect();
+    json!({
+        "transcript": {"path": args.file, "session": session.id, "events": sizes.n, "invocations": sizes.blocks()},
+        "config": {
+            "compaction_interval": cfg.sliding.map(|s| s.0), "overlap_size": cfg.sliding.map(|s| s.1),
+            "token_threshold": cfg.token.map(|t| t.0), "event_retention_size": cfg.token.map(|t| t.1),
+        },
+        "summarizer": args.summarizer,
+        "fail_calls": args.fail_calls,
+        "usage_mode": cfg.usage.name(),
+        "tokenizer": tok.name(),
+        "pre_request_check": cfg.pre_request,
+        "measured_agent": sizes.main_agent.and_then(|a| sizes.authors.get(a as usize)),
+        "summarizer_template_fixed_chars": engine::TEMPLATE_FIXED_CHARS,
+        "invocations": invocations,
+        "compactions": compactions,
+        "failures": failures,
+        "totals": {
+            "summarizer_calls": t.summarizer_calls,
+            "compactions": t.compactions,
+            "compactions_by_trigger": by,
+            "failed_or_empty_summaries": t.failed_or_empty_summaries,
+            "summarizer_prompt_chars": t.summarizer_prompt_chars,
+            "summary_chars": t.summary_chars,
+            "summarizer_input_tokens": t.summarizer_input_tokens,
+            "summarizer_output_tokens": t.summarizer_output_tokens,
+            "final_retained_summaries": t.final_retained_summaries,
+            "pre_request_compactions": r.compactions.iter().filter(|c| c.phase == Phase::PreRequest).count(),
+        },
+    })
 }

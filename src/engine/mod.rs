@@ -1,8 +1,350 @@
-//! The replay engine: google-adk 2.13.0 events compaction, request by request.
-//! Pure: no I/O, no printing, no clock.
+//! The replay engine: google-adk 2.13.0 events compaction, request by request
+//! (shared/spec/adk-compaction.md). Pure: no I/O, no printing, no clock.
+//!
+//! The session is replayed the way the oracle (and a Runner) drives ADK: events are appended
+//! one by one; before each model request the pre-request token check runs (token pair only);
+//! after each invocation block the post-invocation compaction runs (token path first, then the
+//! sliding window). Everything works on [`SessionSizes`]; no text is read.
 
+pub mod contents;
+pub mod guards;
+pub mod post_invocation;
+pub mod pre_request;
 pub mod summarizer;
 pub mod types;
 
 pub use summarizer::{Outcome, Seed, SummarizeRequest, Summarizer, Summary};
 pub use types::*;
+
+use crate::tokens::sizes::SessionSizes;
+use contents::{Comp, Measure, Scratch};
+use guards::GuardScratch;
+
+/// ADK's summarizer template: fixed chars around `{conversation_history}`.
+pub const TEMPLATE_FIXED_CHARS: u64 = 657;
+
+/// How recorded `prompt_token_count`s are replayed (shared/oracle/README.md `--usage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageMode {
+    /// `max(0, recorded - removed)`: removed = `floor((raw chars - compacted chars) / 4)`, or
+    /// with a real tokenizer the history tokens compaction removed.
+    #[default]
+    Adjust,
+    /// Replay the recorded counts unchanged.
+    Recorded,
+    /// Drop all usage: ADK falls back to its chars/4 estimate.
+    Strip,
+}
+
+impl UsageMode {
+    pub fn parse(s: &str) -> Option<UsageMode> {
+        match s {
+            "adjust" => Some(UsageMode::Adjust),
+            "recorded" => Some(UsageMode::Recorded),
+            "strip" => Some(UsageMode::Strip),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            UsageMode::Adjust => "adjust",
+            UsageMode::Recorded => "recorded",
+            UsageMode::Strip => "strip",
+        }
+    }
+}
+
+/// The engine's view of a setting: ADK's four fields plus replay options.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Config {
+    /// `(token_threshold, event_retention_size)`.
+    pub token: Option<(u64, u64)>,
+    /// `(compaction_interval, overlap_size)`.
+    pub sliding: Option<(u64, u64)>,
+    pub usage: UsageMode,
+    /// Run the pre-request check (ADK always does; the oracle's `--no-pre-request` turns it off).
+    pub pre_request: bool,
+}
+
+impl Config {
+    /// From a validated manifest setting.
+    pub fn from_setting(c: &crate::settings::Compaction, usage: UsageMode) -> Config {
+        Config {
+            token: c.after_tokens.zip(c.keep_recent_events),
+            sliding: c.after_invocations.zip(c.overlap),
+            usage,
+            pre_request: true,
+        }
+    }
+}
+
+/// Replay-local state: the session as ADK holds it after `n` raw events.
+pub(crate) struct State<'a> {
+    pub s: &'a SessionSizes,
+    pub cfg: Config,
+    pub summ: &'a dyn Summarizer,
+    pub n: usize,
+    pub comps: Vec<Comp>,
+    pub cov: Vec<(f64, f64)>,
+    /// Replayed `prompt_token_count` of each appended event.
+    pub replayed: Vec<Option<u64>>,
+    pub sc: Scratch,
+    pub gs: GuardScratch,
+    pub out: Replay,
+    pub window: Vec<u32>,
+}
+
+impl<'a> State<'a> {
+    /// ADK `_latest_prompt_token_count`: newest recorded count (of `agent`, or of anyone when
+    /// `agent` is `u32::MAX`), stopping at the latest compaction; else the chars/4 estimate of
+    /// the request `agent` would assemble.
+    pub fn measured(&mut self, agent: u32, branch: Option<u32>) -> Option<u64> {
+        let stop = self.comps.last().map_or(0, |c| c.after_raw as usize);
+        for i in (stop..self.n).rev() {
+            if let Some(v) = self.replayed[i] {
+                if agent == u32::MAX || self.s.author[i] == agent {
+                    return Some(v);
+                }
+            }
+        }
+        let m = self.measure(agent, branch);
+        (m.adk_chars > 0).then_some(m.adk_chars / 4)
+    }
+
+    pub fn measure(&mut self, viewer: u32, branch: Option<u32>) -> Measure {
+        contents::build(
+            self.s,
+            self.n,
+            &self.comps,
+            &self.cov,
+            viewer,
+            branch,
+            &mut self.sc,
+        )
+    }
+
+    /// Summarizer prompt chars for raw events `evs` after an optional seed of `seed_chars`.
+    pub fn history_chars(&self, evs: &[u32], seed_chars: Option<u64>) -> u64 {
+        let mut blocks = 0u64;
+        let mut chars = 0u64;
+        if let Some(c) = seed_chars {
+            if c > 0 {
+                blocks += 1;
+                chars += 7 + c; // "model: " + text
+            }
+        }
+        for &e in evs {
+            if self.s.summ_lines[e as usize] > 0 {
+                blocks += 1;
+                chars += self.s.summ_chars[e as usize];
+            }
+        }
+        chars + blocks.saturating_sub(1)
+    }
+
+    /// Call the summarizer and, on a summary, append the compaction. Returns whether a
+    /// compaction was appended.
+    #[allow(clippy::too_many_arguments)]
+    pub fn summarize(
+        &mut self,
+        phase: Phase,
+        trigger: Trigger,
+        inv: u32,
+        before: Option<u32>,
+        evs: Vec<u32>,
+        seed: Option<usize>,
+    ) -> bool {
+        let s = self.s;
+        let seed_chars = seed.map(|k| self.comps[k].chars);
+        let history = self.history_chars(&evs, seed_chars);
+        let prompt = TEMPLATE_FIXED_CHARS + history;
+        let call = self.out.calls.len() as u32 + 1;
+        let seed_info = seed.map(|k| Seed {
+            ordinal: k as u32 + 1,
+            chars: self.comps[k].chars,
+            text: self.comps[k].text.as_deref(),
+        });
+        let req = SummarizeRequest {
+            call,
+            phase,
+            trigger,
+            events: evs.first().copied().unwrap_or(0)..evs.last().map_or(0, |l| l + 1),
+            seed: seed_info,
+            prompt_chars: prompt,
+            history_chars: history,
+        };
+        let outcome = self.summ.summarize(&req);
+        let first = evs.first().copied().unwrap_or(0);
+        let last = evs.last().copied().unwrap_or(0);
+        let mut row = SummarizerCall {
+            call,
+            phase,
+            trigger,
+            invocation_index: inv,
+            before_event_index: before,
+            result: CallResult::Summary,
+            summarizer_prompt_chars: prompt,
+            summarizer_history_chars: history,
+            input_tokens: 0,
+            output_tokens: 0,
+            summary_chars: 0,
+            raw_events: first..last + 1,
+            compaction: None,
+        };
+        let summary = match outcome {
+            Outcome::Summary(sm) => sm,
+            Outcome::Empty { input_tokens } => {
+                row.result = CallResult::Empty;
+                row.input_tokens = input_tokens;
+                self.out.calls.push(row);
+                return false;
+            }
+            Outcome::Failed { input_tokens } => {
+                row.result = CallResult::Failed;
+                row.input_tokens = input_tokens;
+                self.out.calls.push(row);
+                return false;
+            }
+        };
+        let start = match seed {
+            Some(k) => self.comps[k].start,
+            None => s.timestamp[first as usize],
+        };
+        let end = s.timestamp[last as usize];
+        let ordinal = self.comps.len() as u32 + 1;
+        row.input_tokens = summary.input_tokens;
+        row.output_tokens = summary.tokens;
+        row.summary_chars = summary.chars;
+        row.compaction = Some(ordinal - 1);
+        self.out.calls.push(row);
+        self.comps.push(Comp {
+            start,
+            end,
+            after_raw: self.n as u32,
+            chars: summary.chars,
+            json_chars: summary.json_chars,
+            tokens: summary.tokens,
+            text: summary.text,
+            retained: true,
+        });
+        let before_retained: Vec<bool> = self.comps.iter().map(|c| c.retained).collect();
+        contents::update_retained(&mut self.comps);
+        for (k, was) in before_retained.iter().enumerate() {
+            if *was && !self.comps[k].retained {
+                if let Some(c) = self.out.compactions.get_mut(k) {
+                    c.subsumed_by.get_or_insert(ordinal);
+                }
+            }
+        }
+        contents::coverage(&self.comps, &mut self.cov);
+        let (count, f, l) = guards::raw_in_range(s, self.n, start, end);
+        let mut invs: Vec<u32> = (0..self.n)
+            .filter(|&i| start <= s.timestamp[i] && s.timestamp[i] <= end)
+            .map(|i| s.inv_block[i])
+            .collect();
+        invs.dedup();
+        invs.sort_unstable();
+        invs.dedup();
+        self.out.compactions.push(types::Compaction {
+            ordinal,
+            phase,
+            trigger,
+            invocation_index: inv,
+            before_event_index: before,
+            start_timestamp: start,
+            end_timestamp: end,
+            summarizer_input_events: evs.len() as u32 + seed.is_some() as u32,
+            seeded_with_previous_summary: seed.is_some(),
+            seed: seed.map(|k| k as u32 + 1),
+            raw_events_in_range: count,
+            first_raw_event_index: f,
+            last_raw_event_index: l,
+            summarized_events: first..last + 1,
+            invocations_in_range: invs,
+            summarizer_call: call,
+            summarizer_prompt_chars: prompt,
+            summarizer_history_chars: history,
+            summary_chars: summary.chars,
+            summary_json_chars: summary.json_chars,
+            summary_tokens: summary.tokens,
+            summarizer_input_tokens: summary.input_tokens,
+            retained: true,
+            subsumed_by: None,
+        });
+        true
+    }
+}
+
+/// Replay one session under one setting.
+pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
+    let mut st = State {
+        s,
+        cfg: *cfg,
+        summ,
+        n: 0,
+        comps: Vec::new(),
+        cov: Vec::new(),
+        replayed: vec![None; s.n],
+        sc: Scratch::default(),
+        gs: GuardScratch::default(),
+        out: Replay::default(),
+        window: Vec::new(),
+    };
+    let mut base = Scratch::default();
+    let mut prev_seq: Vec<(u8, u32)> = Vec::new();
+    let main = s.main_agent.unwrap_or(u32::MAX);
+    for b in 0..s.blocks() {
+        let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
+        let calls_before = st.out.calls.len();
+        for k in lo..hi {
+            if s.model_request[k] {
+                pre_request::model_request(&mut st, &mut base, &mut prev_seq, b as u32, k);
+            } else {
+                st.replayed[k] = match cfg.usage {
+                    UsageMode::Strip => None,
+                    _ => s.recorded_prompt[k],
+                };
+            }
+            st.n = k + 1;
+        }
+        post_invocation::run(&mut st, &mut base, b as u32, lo, hi, calls_before, main);
+    }
+    // final flags and totals
+    let retained: Vec<u32> = st
+        .comps
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.retained)
+        .map(|(k, _)| k as u32 + 1)
+        .collect();
+    for (k, c) in st.out.compactions.iter_mut().enumerate() {
+        c.retained = st.comps[k].retained;
+    }
+    let t = &mut st.out.totals;
+    t.summarizer_calls = st.out.calls.len() as u32;
+    t.compactions = st.out.compactions.len() as u32;
+    for c in &st.out.compactions {
+        match (c.phase, c.trigger) {
+            (Phase::PreRequest, _) => t.pre_request_token_threshold += 1,
+            (Phase::PostInvocation, Trigger::TokenThreshold) => {
+                t.post_invocation_token_threshold += 1
+            }
+            (Phase::PostInvocation, Trigger::SlidingWindow) => {
+                t.post_invocation_sliding_window += 1
+            }
+        }
+    }
+    for c in &st.out.calls {
+        if c.result != CallResult::Summary {
+            t.failed_or_empty_summaries += 1;
+        }
+        t.summarizer_prompt_chars += c.summarizer_prompt_chars;
+        t.summary_chars += c.summary_chars;
+        t.summarizer_input_tokens += c.input_tokens;
+        t.summarizer_output_tokens += c.output_tokens;
+    }
+    t.final_retained_summaries = retained;
+    st.out
+}

@@ -23,8 +23,9 @@ pub struct SummarizeRequest<'a> {
     pub call: u32,
     pub phase: Phase,
     pub trigger: Trigger,
-    /// Raw event indices handed to the summarizer (contiguous, in transcript order); the seed,
-    /// if any, comes first in ADK's list.
+    /// Raw event indices handed to the summarizer (first..last+1, in transcript order); the
+    /// seed, if any, comes first in ADK's list. ADK's list skips events only when timestamps
+    /// go backwards across a summary's end (then `prompt_chars` counts the exact list).
     pub events: Range<u32>,
     pub seed: Option<Seed<'a>>,
     /// ADK's prompt size: 657 fixed template chars + the formatted history.
@@ -67,9 +68,9 @@ pub trait Summarizer: Sync {
 }
 
 /// `len(Content(role='model', parts=[Part(text=t)]).model_dump_json(exclude_none=True))` for a
-/// text whose JSON-escaped length is `escaped_len`: `{"parts":[{"text":"…"}],"role":"model"}`.
+/// text whose JSON-escaped length is `escaped_len`: `{"parts":[{"text":"…"}],"role":"model"}` (38 + text).
 pub const fn summary_json_chars(escaped_len: u64) -> u64 {
-    37 + escaped_len
+    38 + escaped_len
 }
 
 /// The oracle fake model's length policies (`--summary`, shared/oracle/adk_oracle.py).

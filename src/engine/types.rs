@@ -134,6 +134,9 @@ pub struct Request {
     /// Number of `Content` items.
     pub contents: u32,
     pub contents_uncompacted: u32,
+    /// pydantic JSON chars of the request contents.
+    pub json_chars: u64,
+    pub json_chars_uncompacted: u64,
     /// History tokens (run tokenizer) the request carries: visible raw events + summaries.
     pub history_tokens: u64,
     /// The same without compaction.

@@ -10,23 +10,25 @@ use crate::transcript::{Event, Part, Role, Session};
 /// Sentinel for "no id" (calls without ids are invisible to ADK's pairing logic).
 pub const NO_ID: u32 = u32::MAX;
 
-/// One function call or response part, as the pairing and contents logic needs it.
+/// What kind of part (ADK's pairing logic only looks at calls and responses).
+pub const PART_OTHER: u8 = 0;
+pub const PART_CALL: u8 = 1;
+pub const PART_RESPONSE: u8 = 2;
+
+/// One content part, as the pairing and contents logic needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FnPart {
+pub struct PartInfo {
+    pub kind: u8,
     /// Interned call id, or [`NO_ID`].
     pub id: u32,
     /// Interned tool name (ADK pairs id-less responses with calls by name).
     pub name: u32,
-    /// Position of the part in the event's parts.
-    pub part: u32,
-    /// ADK chars of the part (name + `json.dumps` payload).
+    /// ADK chars of the part (text, or name + `json.dumps` payload).
     pub adk_chars: u64,
     /// pydantic JSON chars of the part as stored in the session.
     pub json_chars: u64,
     /// JSON chars saved when ADK strips an `adk-` client id from the request copy.
     pub id_strip_json: u64,
-    /// ADK chars of the other-agent "For context:" text of this part (without preamble).
-    pub other_chars: u64,
 }
 
 /// The per-event arrays of one session.
@@ -64,10 +66,12 @@ pub struct SessionSizes {
     pub tokens: Vec<u32>,
     /// True when `tokens` are ADK's chars/4 (no real tokenizer given).
     pub tokens_are_adk_chars: bool,
-    /// Function calls / responses, flat, addressed by `calls_at` / `resps_at`.
-    pub fn_parts: Vec<FnPart>,
-    pub calls_at: Vec<(u32, u32)>,
-    pub resps_at: Vec<(u32, u32)>,
+    /// Every part, flat, addressed by `parts_at` (event -> range).
+    pub parts: Vec<PartInfo>,
+    pub parts_at: Vec<(u32, u32)>,
+    /// Event has at least one function call / response part.
+    pub has_calls: Vec<bool>,
+    pub has_resps: Vec<bool>,
     /// Interned ids of `long_running_tool_ids` / requested confirmation+auth ids.
     pub long_running: Vec<Vec<u32>>,
     pub requested: Vec<Vec<u32>>,
@@ -83,6 +87,10 @@ pub struct SessionSizes {
     pub branch: Vec<Option<u32>>,
     pub branches: Vec<String>,
     pub n_ids: u32,
+    pub n_names: u32,
+    /// Per part: for a response, the event holding the latest call with its id at or before
+    /// it (ADK's `latest_call_by_id` over the visible events); `NO_ID` otherwise.
+    pub resp_owner: Vec<u32>,
     /// The agent whose history the oracle measures after each invocation (most frequent
     /// non-user author; ties: first seen), as an author index (or `None`).
     pub main_agent: Option<u32>,
@@ -176,43 +184,34 @@ impl SessionSizes {
                 None => (ac / 4) as u32,
             });
             s.visible.push(is_visible(e));
-            let c0 = s.fn_parts.len() as u32;
-            for (pi, p) in e.parts.iter().enumerate() {
-                if let Part::ToolCall { id, name, .. } = p {
-                    s.fn_parts.push(FnPart {
-                        id: id
-                            .as_deref()
-                            .filter(|x| !x.is_empty())
-                            .map_or(NO_ID, |x| ids.get(x)),
-                        name: names.get(name),
-                        part: pi as u32,
-                        adk_chars: adk::part_adk_chars(p),
-                        json_chars: adk::part_json_chars(p),
-                        id_strip_json: json_id_strip(id),
-                        other_chars: 0,
-                    });
-                }
+            let p0 = s.parts.len() as u32;
+            for p in &e.parts {
+                let (kind, id, name) = match p {
+                    Part::ToolCall { id, name, .. } => (PART_CALL, id, names.get(name)),
+                    Part::ToolResponse { id, name, .. } => (PART_RESPONSE, id, names.get(name)),
+                    _ => (PART_OTHER, &None, u32::MAX),
+                };
+                s.parts.push(PartInfo {
+                    kind,
+                    id: id
+                        .as_deref()
+                        .filter(|x| !x.is_empty())
+                        .map_or(NO_ID, |x| ids.get(x)),
+                    name,
+                    adk_chars: adk::part_adk_chars(p),
+                    json_chars: adk::part_json_chars(p),
+                    id_strip_json: json_id_strip(id),
+                });
             }
-            let c1 = s.fn_parts.len() as u32;
-            for (pi, p) in e.parts.iter().enumerate() {
-                if let Part::ToolResponse { id, name, .. } = p {
-                    s.fn_parts.push(FnPart {
-                        id: id
-                            .as_deref()
-                            .filter(|x| !x.is_empty())
-                            .map_or(NO_ID, |x| ids.get(x)),
-                        name: names.get(name),
-                        part: pi as u32,
-                        adk_chars: adk::part_adk_chars(p),
-                        json_chars: adk::part_json_chars(p),
-                        id_strip_json: json_id_strip(id),
-                        other_chars: 0,
-                    });
-                }
-            }
-            let c2 = s.fn_parts.len() as u32;
-            s.calls_at.push((c0, c1));
-            s.resps_at.push((c1, c2));
+            let p1 = s.parts.len() as u32;
+            s.parts_at.push((p0, p1));
+            s.has_calls
+                .push(e.parts.iter().any(|p| matches!(p, Part::ToolCall { .. })));
+            s.has_resps.push(
+                e.parts
+                    .iter()
+                    .any(|p| matches!(p, Part::ToolResponse { .. })),
+            );
             s.long_running
                 .push(e.long_running_tool_ids.iter().map(|x| ids.get(x)).collect());
             s.requested
@@ -231,6 +230,26 @@ impl SessionSizes {
         }
         s.block_start.push(n as u32);
         s.n_ids = ids.map.len() as u32;
+        s.n_names = names.map.len() as u32;
+        let mut latest_call: Vec<u32> = vec![NO_ID; s.n_ids as usize];
+        s.resp_owner = vec![NO_ID; s.parts.len()];
+        for i in 0..n {
+            if !s.visible[i] {
+                continue;
+            }
+            for p in s.part_range(i) {
+                let pi = s.parts[p as usize];
+                if pi.kind == PART_CALL && pi.id != NO_ID {
+                    latest_call[pi.id as usize] = i as u32;
+                }
+            }
+            for p in s.part_range(i) {
+                let pi = s.parts[p as usize];
+                if pi.kind == PART_RESPONSE && pi.id != NO_ID {
+                    s.resp_owner[p as usize] = latest_call[pi.id as usize];
+                }
+            }
+        }
         // The oracle's measured agent: collections.Counter(...).most_common(1) (first seen
         // wins ties, as Counter keeps insertion order).
         let mut counts: Vec<u32> = vec![0; s.authors.len()];
@@ -249,14 +268,26 @@ impl SessionSizes {
         s
     }
 
-    pub fn calls(&self, i: usize) -> &[FnPart] {
-        let (a, b) = self.calls_at[i];
-        &self.fn_parts[a as usize..b as usize]
+    /// Global part indices of event `i`.
+    pub fn part_range(&self, i: usize) -> std::ops::Range<u32> {
+        let (a, b) = self.parts_at[i];
+        a..b
     }
 
-    pub fn resps(&self, i: usize) -> &[FnPart] {
-        let (a, b) = self.resps_at[i];
-        &self.fn_parts[a as usize..b as usize]
+    /// Call ids (with id) of event `i`.
+    pub fn call_ids(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
+        self.part_range(i)
+            .map(|p| self.parts[p as usize])
+            .filter(|p| p.kind == PART_CALL && p.id != NO_ID)
+            .map(|p| p.id)
+    }
+
+    /// Response ids (with id) of event `i`.
+    pub fn resp_ids(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
+        self.part_range(i)
+            .map(|p| self.parts[p as usize])
+            .filter(|p| p.kind == PART_RESPONSE && p.id != NO_ID)
+            .map(|p| p.id)
     }
 
     /// Index of an author name.

@@ -1,0 +1,946 @@
+//! What a request carries (adk-compaction.md §8): ADK 2.13's `_get_contents` replayed on the
+//! per-event arrays. Steps, in ADK's order: visibility filter; `_process_compaction_events`
+//! (subsumption, union coverage, each summary at its range's end timestamp);
+//! `_recover_compacted_function_calls`; other-agent "For context:" presentation;
+//! `drop_orphaned_function_responses`; `rearrange_events_for_latest_function_response`;
+//! `rearrange_events_for_async_function_responses_in_history`; `drop_orphaned_function_calls`.
+//! Only sizes are computed; items refer to parts by index.
+
+use crate::tokens::sizes::{SessionSizes, NO_ID, PART_CALL, PART_RESPONSE};
+
+/// A summary in the session (a compaction event), as the contents logic needs it.
+#[derive(Debug, Clone)]
+pub struct Comp {
+    pub start: f64,
+    pub end: f64,
+    /// Raw events that existed when it was appended (its stream position).
+    pub after_raw: u32,
+    pub chars: u64,
+    pub json_chars: u64,
+    pub tokens: u64,
+    pub text: Option<String>,
+    /// Not contained in another summary's range.
+    pub retained: bool,
+}
+
+pub const K_RAW: u8 = 0;
+pub const K_SUM: u8 = 1;
+pub const K_OTHER: u8 = 2;
+
+/// One event of the list ADK assembles. Raw items carry their parts in the arena
+/// (`p0..p1`, global part indices; merged responses can hold parts of several events).
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    kind: u8,
+    src: u32,
+    p0: u32,
+    p1: u32,
+}
+
+/// Sizes of one assembled request.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Measure {
+    pub contents: u32,
+    pub adk_chars: u64,
+    pub json_chars: u64,
+    /// Run-tokenizer tokens of the raw events present + summary tokens.
+    pub history_tokens: u64,
+    pub summary_tokens: u64,
+}
+
+/// Reusable buffers (no allocation per request once warm).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    items: Vec<Item>,
+    arena: Vec<u32>,
+    keyed: Vec<(f64, u32, u32, Item)>,
+    gen: u32,
+    set_gen: u32,
+    id_a: Vec<u32>,
+    id_b: Vec<u32>,
+    id_c: Vec<u32>,
+    name_a: Vec<u32>,
+    ev_a: Vec<u32>,
+    ev_b: Vec<u32>,
+    ev_c: Vec<u32>,
+    fc_author: Vec<u32>,
+    fc_author_stamp: Vec<u32>,
+    /// Final item sequence of the last build: (kind, src).
+    pub seq: Vec<(u8, u32)>,
+    /// Raw events present in the last build (stamp == `gen`).
+    seen: Vec<u32>,
+}
+
+impl Scratch {
+    fn prepare(&mut self, s: &SessionSizes) {
+        let ids = s.n_ids as usize;
+        if self.id_a.len() < ids {
+            self.id_a.resize(ids, 0);
+            self.id_b.resize(ids, 0);
+            self.id_c.resize(ids, 0);
+            self.fc_author.resize(ids, 0);
+            self.fc_author_stamp.resize(ids, 0);
+        }
+        if self.name_a.len() < s.n_names as usize {
+            self.name_a.resize(s.n_names as usize, 0);
+        }
+        if self.ev_a.len() < s.n {
+            self.ev_a.resize(s.n, 0);
+            self.ev_b.resize(s.n, 0);
+            self.ev_c.resize(s.n, 0);
+            self.seen.resize(s.n, 0);
+        }
+        self.gen = self.gen.wrapping_add(1);
+        if self.gen == 0 {
+            for v in [
+                &mut self.id_a,
+                &mut self.id_b,
+                &mut self.id_c,
+                &mut self.name_a,
+                &mut self.fc_author_stamp,
+            ] {
+                v.iter_mut().for_each(|x| *x = 0);
+            }
+            for v in [
+                &mut self.ev_a,
+                &mut self.ev_b,
+                &mut self.ev_c,
+                &mut self.seen,
+            ] {
+                v.iter_mut().for_each(|x| *x = 0);
+            }
+            self.gen = 1;
+        }
+        self.items.clear();
+        self.arena.clear();
+    }
+
+    /// Whether raw event `i` was present (verbatim) in the last build.
+    pub fn was_seen(&self, i: usize) -> bool {
+        self.seen.get(i).is_some_and(|&g| g == self.gen)
+    }
+}
+
+/// Union of the retained ranges with `start <= end`, sorted (ADK's `coverage`).
+pub fn coverage(comps: &[Comp], out: &mut Vec<(f64, f64)>) {
+    out.clear();
+    let mut r: Vec<(f64, f64)> = comps
+        .iter()
+        .filter(|c| c.retained && c.start <= c.end)
+        .map(|c| (c.start, c.end))
+        .collect();
+    r.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    for (s, e) in r {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+}
+
+/// ADK's `_is_timestamp_compacted`.
+pub fn covered(cov: &[(f64, f64)], ts: f64) -> bool {
+    let idx = cov.partition_point(|&(s, _)| s <= ts);
+    idx > 0 && ts <= cov[idx - 1].1
+}
+
+/// Recompute `retained` (ADK `_get_compaction_ranges`): a range is dropped when another range
+/// contains it; identical ranges keep the later one; NaN bounds are always kept.
+pub fn update_retained(comps: &mut [Comp]) {
+    let n = comps.len();
+    for i in 0..n {
+        let (s, e) = (comps[i].start, comps[i].end);
+        if s.is_nan() || e.is_nan() {
+            comps[i].retained = true;
+            continue;
+        }
+        let mut kept = true;
+        for (j, q) in comps.iter().enumerate() {
+            if j == i || q.start.is_nan() || q.end.is_nan() {
+                continue;
+            }
+            if q.start <= s && q.end >= e && (q.start < s || q.end > e || j > i) {
+                kept = false;
+                break;
+            }
+        }
+        comps[i].retained = kept;
+    }
+}
+
+struct Ctx<'a> {
+    s: &'a SessionSizes,
+    viewer: u32,
+}
+
+impl Ctx<'_> {
+    fn author_of(&self, it: &Item) -> u32 {
+        match it.kind {
+            K_SUM => self.viewer, // author = agent_name or 'model'
+            K_OTHER => self.s.user_author,
+            _ => self.s.author[it.src as usize],
+        }
+    }
+}
+
+/// Build the request for `viewer` (author index, or `u32::MAX` for ADK's `agent_name=''`) on
+/// branch `branch`, over raw events `0..n` and the summaries in `comps` (those with
+/// `after_raw <= n`). `cov` is the coverage of the retained summaries.
+pub fn build(
+    s: &SessionSizes,
+    n: usize,
+    comps: &[Comp],
+    cov: &[(f64, f64)],
+    viewer: u32,
+    branch: Option<u32>,
+    sc: &mut Scratch,
+) -> Measure {
+    sc.prepare(s);
+    let g = sc.gen;
+    let ctx = Ctx { s, viewer };
+    let comps_live = comps
+        .iter()
+        .take_while(|c| c.after_raw as usize <= n)
+        .count();
+    let comps = &comps[..comps_live];
+
+    // 1-2. visibility filter, then compaction processing.
+    if comps.is_empty() {
+        for i in 0..n {
+            if s.visible[i] && s.belongs_to_branch(branch, i) {
+                let r = s.part_range(i);
+                let p0 = sc.arena.len() as u32;
+                sc.arena.extend(r);
+                sc.items.push(Item {
+                    kind: K_RAW,
+                    src: i as u32,
+                    p0,
+                    p1: sc.arena.len() as u32,
+                });
+            }
+        }
+    } else {
+        sc.keyed.clear();
+        for (ci, c) in comps.iter().enumerate() {
+            if c.retained {
+                sc.keyed.push((
+                    c.end,
+                    c.after_raw,
+                    ci as u32,
+                    Item {
+                        kind: K_SUM,
+                        src: ci as u32,
+                        p0: 0,
+                        p1: 0,
+                    },
+                ));
+            }
+        }
+        for i in 0..n {
+            if s.visible[i] && s.belongs_to_branch(branch, i) {
+                sc.ev_a[i] = g; // in raw_filtered_events (the recovery source)
+                let ts = s.timestamp[i];
+                if covered(cov, ts) {
+                    continue;
+                }
+                let r = s.part_range(i);
+                let p0 = sc.arena.len() as u32;
+                sc.arena.extend(r);
+                sc.keyed.push((
+                    ts,
+                    i as u32,
+                    u32::MAX,
+                    Item {
+                        kind: K_RAW,
+                        src: i as u32,
+                        p0,
+                        p1: sc.arena.len() as u32,
+                    },
+                ));
+            }
+        }
+        sc.keyed.sort_by(|a, b| {
+            a.0.partial_cmp(&b.0)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(&b.2))
+        });
+        sc.items.extend(sc.keyed.iter().map(|k| k.3));
+        recover_calls(s, n, sc);
+    }
+
+    // 3. fc_author_by_id, then other-agent presentation.
+    for it in &sc.items {
+        if it.kind != K_RAW {
+            continue;
+        }
+        for k in it.p0..it.p1 {
+            let p = s.parts[sc.arena[k as usize] as usize];
+            if p.kind == PART_CALL && p.id != NO_ID {
+                sc.fc_author[p.id as usize] = s.author[it.src as usize];
+                sc.fc_author_stamp[p.id as usize] = g;
+            }
+        }
+    }
+    let mut w = 0;
+    for r in 0..sc.items.len() {
+        let mut it = sc.items[r];
+        if it.kind == K_RAW {
+            let a = s.author[it.src as usize];
+            let mut other = viewer != u32::MAX && a != viewer && a != s.user_author;
+            if !other {
+                for k in it.p0..it.p1 {
+                    let p = s.parts[sc.arena[k as usize] as usize];
+                    if p.kind == PART_RESPONSE
+                        && p.id != NO_ID
+                        && sc.fc_author_stamp[p.id as usize] == g
+                    {
+                        let ca = sc.fc_author[p.id as usize];
+                        if ca != viewer && ca != s.user_author {
+                            other = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            if other {
+                if s.other[it.src as usize].is_none() {
+                    continue;
+                }
+                it = Item {
+                    kind: K_OTHER,
+                    src: it.src,
+                    p0: 0,
+                    p1: 0,
+                };
+            }
+        }
+        sc.items[w] = it;
+        w += 1;
+    }
+    sc.items.truncate(w);
+
+    // 4. drop_orphaned_function_responses
+    drop_orphan_responses(&ctx, sc);
+    // 5. rearrange_events_for_latest_function_response
+    rearrange_latest(&ctx, sc);
+    // 6. rearrange_events_for_async_function_responses_in_history
+    rearrange_async(&ctx, sc);
+    // 7. drop_orphaned_function_calls
+    drop_orphan_calls(&ctx, sc);
+
+    // Measure.
+    let mut m = Measure::default();
+    sc.seq.clear();
+    for it in &sc.items {
+        match it.kind {
+            K_SUM => {
+                let c = &comps[it.src as usize];
+                m.adk_chars += c.chars;
+                m.json_chars += c.json_chars;
+                m.history_tokens += c.tokens;
+                m.summary_tokens += c.tokens;
+            }
+            K_OTHER => {
+                let (a, j) = s.other[it.src as usize].unwrap_or((0, 0));
+                m.adk_chars += a;
+                m.json_chars += j;
+                if sc.seen[it.src as usize] != g {
+                    m.history_tokens += s.tokens[it.src as usize] as u64;
+                }
+                sc.seen[it.src as usize] = g;
+            }
+            _ => {
+                let mut parts_json = 0u64;
+                for k in it.p0..it.p1 {
+                    let gp = sc.arena[k as usize] as usize;
+                    let p = s.parts[gp];
+                    m.adk_chars += p.adk_chars;
+                    parts_json += p.json_chars - p.id_strip_json;
+                    let owner = part_event(s, gp);
+                    if sc.seen[owner] != g {
+                        sc.seen[owner] = g;
+                        m.history_tokens += s.tokens[owner] as u64;
+                    }
+                }
+                let np = (it.p1 - it.p0) as u64;
+                let role = if s.role_model[it.src as usize] { 5 } else { 4 };
+                // {"parts":[…],"role":"…"}
+                m.json_chars += 10 + parts_json + np.saturating_sub(1) + 2 + 8 + role + 2;
+            }
+        }
+        m.contents += 1;
+        sc.seq.push((it.kind, it.src));
+    }
+    m
+}
+
+/// Event owning global part `gp` (binary search over `parts_at`).
+fn part_event(s: &SessionSizes, gp: usize) -> usize {
+    let gp = gp as u32;
+    s.parts_at
+        .partition_point(|&(a, _)| a <= gp)
+        .saturating_sub(1)
+}
+
+fn item_parts<'a>(sc: &'a Scratch, it: &Item) -> &'a [u32] {
+    &sc.arena[it.p0 as usize..it.p1 as usize]
+}
+
+/// ADK `_recover_compacted_function_calls`: re-insert a compacted call event (and its
+/// compacted sibling responses) right before a surviving response.
+fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
+    let g = sc.gen;
+    // present raw events
+    let mut any_resp = false;
+    for it in &sc.items {
+        if it.kind == K_RAW {
+            sc.ev_b[it.src as usize] = g;
+            any_resp |= s.has_resps[it.src as usize];
+        }
+    }
+    if !any_resp {
+        return;
+    }
+    // Is anything to recover?
+    let mut need = false;
+    'outer: for it in &sc.items {
+        if it.kind != K_RAW || !s.has_resps[it.src as usize] {
+            continue;
+        }
+        for p in s.part_range(it.src as usize) {
+            if s.parts[p as usize].kind == PART_RESPONSE {
+                let o = s.resp_owner[p as usize];
+                if o != NO_ID
+                    && (o as usize) < n
+                    && sc.ev_a[o as usize] == g
+                    && sc.ev_b[o as usize] != g
+                {
+                    need = true;
+                    break 'outer;
+                }
+            }
+        }
+    }
+    if !need {
+        return;
+    }
+    let items = std::mem::take(&mut sc.items);
+    let mut out = Vec::with_capacity(items.len() + 4);
+    // ev_c: reinjected call events; id_c-like marker for reinjected responses uses ev_c too
+    // (a response event is never a call event of the same recovery in practice).
+    for it in items {
+        if it.kind == K_RAW && s.has_resps[it.src as usize] {
+            for p in s.part_range(it.src as usize) {
+                let pi = s.parts[p as usize];
+                if pi.kind != PART_RESPONSE || pi.id == NO_ID {
+                    continue;
+                }
+                let c = s.resp_owner[p as usize];
+                if c == NO_ID || c as usize >= n || sc.ev_a[c as usize] != g {
+                    continue;
+                }
+                if sc.ev_b[c as usize] == g || sc.ev_c[c as usize] == g {
+                    continue;
+                }
+                let r = s.part_range(c as usize);
+                let p0 = sc.arena.len() as u32;
+                sc.arena.extend(r.clone());
+                out.push(Item {
+                    kind: K_RAW,
+                    src: c,
+                    p0,
+                    p1: sc.arena.len() as u32,
+                });
+                sc.ev_c[c as usize] = g;
+                // sibling responses compacted away
+                for cp in r {
+                    let cpi = s.parts[cp as usize];
+                    if cpi.kind != PART_CALL || cpi.id == NO_ID {
+                        continue;
+                    }
+                    let mut surviving = false;
+                    let mut latest: Option<usize> = None;
+                    for j in (c as usize)..n {
+                        if sc.ev_a[j] != g || !s.has_resps[j] {
+                            continue;
+                        }
+                        for rp in s.part_range(j) {
+                            let rpi = s.parts[rp as usize];
+                            if rpi.kind == PART_RESPONSE
+                                && rpi.id == cpi.id
+                                && s.resp_owner[rp as usize] == c
+                            {
+                                if sc.ev_b[j] == g {
+                                    surviving = true;
+                                }
+                                if latest.is_none_or(|l| s.timestamp[j] >= s.timestamp[l]) {
+                                    latest = Some(j);
+                                }
+                            }
+                        }
+                    }
+                    if surviving {
+                        continue;
+                    }
+                    if let Some(j) = latest {
+                        if sc.ev_c[j] != g {
+                            let r = s.part_range(j);
+                            let p0 = sc.arena.len() as u32;
+                            sc.arena.extend(r);
+                            out.push(Item {
+                                kind: K_RAW,
+                                src: j as u32,
+                                p0,
+                                p1: sc.arena.len() as u32,
+                            });
+                            sc.ev_c[j] = g;
+                        }
+                    }
+                }
+            }
+        }
+        out.push(it);
+    }
+    sc.items = out;
+}
+
+fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
+    let s = ctx.s;
+    sc.gen_bump_sets();
+    let g = sc.gen2();
+    let mut w = 0;
+    for r in 0..sc.items.len() {
+        let mut it = sc.items[r];
+        if it.kind == K_RAW {
+            let has_resp = item_parts(sc, &it)
+                .iter()
+                .any(|&p| s.parts[p as usize].kind == PART_RESPONSE);
+            if has_resp {
+                let p0 = sc.arena.len() as u32;
+                for k in it.p0..it.p1 {
+                    let gp = sc.arena[k as usize];
+                    let p = s.parts[gp as usize];
+                    if p.kind == PART_RESPONSE {
+                        let matched = if p.id != NO_ID {
+                            sc.id_a[p.id as usize] == g
+                        } else {
+                            p.name != u32::MAX && sc.name_a[p.name as usize] == g
+                        };
+                        if !matched {
+                            continue;
+                        }
+                    }
+                    sc.arena.push(gp);
+                }
+                let p1 = sc.arena.len() as u32;
+                if p1 == p0 {
+                    continue;
+                }
+                it.p0 = p0;
+                it.p1 = p1;
+            }
+            for k in it.p0..it.p1 {
+                let p = s.parts[sc.arena[k as usize] as usize];
+                if p.kind == PART_CALL {
+                    if p.id != NO_ID {
+                        sc.id_a[p.id as usize] = g;
+                    } else if p.name != u32::MAX {
+                        sc.name_a[p.name as usize] = g;
+                    }
+                }
+            }
+        }
+        sc.items[w] = it;
+        w += 1;
+    }
+    sc.items.truncate(w);
+}
+
+impl Scratch {
+    /// A fresh generation for the id/name sets (the per-build `gen` keeps event stamps).
+    fn gen_bump_sets(&mut self) {
+        self.set_gen = self.set_gen.wrapping_add(1);
+        if self.set_gen == 0 {
+            for v in [
+                &mut self.id_a,
+                &mut self.id_b,
+                &mut self.id_c,
+                &mut self.name_a,
+            ] {
+                v.iter_mut().for_each(|x| *x = 0);
+            }
+            self.set_gen = 1;
+        }
+    }
+
+    fn gen2(&self) -> u32 {
+        self.set_gen
+    }
+}
+
+/// ADK `_find_owning_call_event_index` over `items[..end]`.
+fn find_owner(ctx: &Ctx<'_>, sc: &Scratch, end: usize, resp: u32) -> Option<usize> {
+    let s = ctx.s;
+    let rp = s.parts[resp as usize];
+    for idx in (0..end).rev() {
+        let it = &sc.items[idx];
+        if it.kind != K_RAW {
+            continue;
+        }
+        for &gp in item_parts(sc, it) {
+            let c = s.parts[gp as usize];
+            if c.kind != PART_CALL {
+                continue;
+            }
+            if (rp.id != NO_ID && c.id == rp.id)
+                || (rp.id == NO_ID && c.id == NO_ID && rp.name != u32::MAX && c.name == rp.name)
+            {
+                return Some(idx);
+            }
+        }
+    }
+    None
+}
+
+fn has_kind(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, kind: u8) -> bool {
+    it.kind == K_RAW
+        && item_parts(sc, it)
+            .iter()
+            .any(|&p| ctx.s.parts[p as usize].kind == kind)
+}
+
+/// `merge_function_response_events` over items given as part lists: the first item's parts,
+/// later responses replacing same-id responses, everything else appended.
+fn merge_parts(ctx: &Ctx<'_>, sc: &mut Scratch, lists: &[(u32, u32)]) -> (u32, u32) {
+    let s = ctx.s;
+    let mut merged: Vec<u32> = Vec::new();
+    for (li, &(a, b)) in lists.iter().enumerate() {
+        for k in a..b {
+            let gp = sc.arena[k as usize];
+            let p = s.parts[gp as usize];
+            if li > 0 && p.kind == PART_RESPONSE {
+                // ADK keys on the id (None included).
+                if let Some(pos) = merged.iter().rposition(|&m| {
+                    s.parts[m as usize].kind == PART_RESPONSE && s.parts[m as usize].id == p.id
+                }) {
+                    merged[pos] = gp;
+                    continue;
+                }
+            }
+            merged.push(gp);
+        }
+    }
+    let p0 = sc.arena.len() as u32;
+    sc.arena.extend(merged);
+    (p0, sc.arena.len() as u32)
+}
+
+fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
+    let s = ctx.s;
+    let len = sc.items.len();
+    if len < 2 {
+        return;
+    }
+    let trailing = sc.items[len - 1];
+    if !has_kind(ctx, sc, &trailing, PART_RESPONSE) {
+        return;
+    }
+    // parts_by_call_idx (ordered by first appearance), non-response parts
+    let mut by_call: Vec<(usize, Vec<u32>)> = Vec::new();
+    let mut non_fr: Vec<u32> = Vec::new();
+    for k in trailing.p0..trailing.p1 {
+        let gp = sc.arena[k as usize];
+        if s.parts[gp as usize].kind == PART_RESPONSE {
+            if let Some(ci) = find_owner(ctx, sc, len - 1, gp) {
+                match by_call.iter_mut().find(|(c, _)| *c == ci) {
+                    Some((_, v)) => v.push(gp),
+                    None => by_call.push((ci, vec![gp])),
+                }
+            }
+        } else {
+            non_fr.push(gp);
+        }
+    }
+    if by_call.is_empty() {
+        return;
+    }
+    let latest = by_call.iter().map(|(c, _)| *c).max().unwrap_or(0);
+    if let Some((_, v)) = by_call.iter_mut().find(|(c, _)| *c == latest) {
+        v.extend(non_fr);
+    }
+    if latest == len - 2 && by_call.len() == 1 {
+        return;
+    }
+    let in_calls = |c: Option<usize>| c.is_some_and(|c| by_call.iter().any(|(x, _)| *x == c));
+    let mut out: Vec<Item> = Vec::with_capacity(latest + 2);
+    for idx in 0..=latest {
+        let mut it = sc.items[idx];
+        if has_kind(ctx, sc, &it, PART_RESPONSE) {
+            let mut kept: Vec<u32> = Vec::new();
+            for k in it.p0..it.p1 {
+                let gp = sc.arena[k as usize];
+                if s.parts[gp as usize].kind != PART_RESPONSE
+                    || !in_calls(find_owner(ctx, sc, idx, gp))
+                {
+                    kept.push(gp);
+                }
+            }
+            if !kept
+                .iter()
+                .any(|&p| s.parts[p as usize].kind != crate::tokens::sizes::PART_OTHER)
+            {
+                continue;
+            }
+            let p0 = sc.arena.len() as u32;
+            sc.arena.extend(kept);
+            it.p0 = p0;
+            it.p1 = sc.arena.len() as u32;
+        }
+        out.push(it);
+        if let Some((_, split)) = by_call.iter().find(|(c, _)| *c == idx) {
+            // intermediate response events for this call, then the trailing split
+            let mut lists: Vec<(u32, u32)> = Vec::new();
+            let mut first_src = trailing.src;
+            for ev_idx in idx + 1..len - 1 {
+                let ev = sc.items[ev_idx];
+                if !has_kind(ctx, sc, &ev, PART_RESPONSE) {
+                    continue;
+                }
+                let is_call_event = has_kind(ctx, sc, &ev, PART_CALL);
+                let mut matched: Vec<u32> = Vec::new();
+                for k in ev.p0..ev.p1 {
+                    let gp = sc.arena[k as usize];
+                    let ok = if s.parts[gp as usize].kind == PART_RESPONSE {
+                        find_owner(ctx, sc, ev_idx, gp) == Some(idx)
+                    } else {
+                        !is_call_event
+                    };
+                    if ok {
+                        matched.push(gp);
+                    }
+                }
+                if matched
+                    .iter()
+                    .any(|&p| s.parts[p as usize].kind == PART_RESPONSE)
+                {
+                    if lists.is_empty() {
+                        first_src = ev.src;
+                    }
+                    let p0 = sc.arena.len() as u32;
+                    sc.arena.extend(matched);
+                    lists.push((p0, sc.arena.len() as u32));
+                }
+            }
+            let split = split.clone();
+            let p0 = sc.arena.len() as u32;
+            sc.arena.extend(split);
+            lists.push((p0, sc.arena.len() as u32));
+            let (a, b) = if lists.len() > 1 {
+                merge_parts(ctx, sc, &lists)
+            } else {
+                lists[0]
+            };
+            out.push(Item {
+                kind: K_RAW,
+                src: first_src,
+                p0: a,
+                p1: b,
+            });
+        }
+    }
+    sc.items = out;
+}
+
+fn is_stale_text_reply(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, inv: u32) -> bool {
+    let s = ctx.s;
+    if it.kind == K_SUM {
+        return false; // a compaction event is never stale
+    }
+    let src = it.src as usize;
+    if s.inv_id[src] != inv || ctx.author_of(it) == s.user_author {
+        return false;
+    }
+    if it.kind == K_OTHER {
+        return false; // role 'user'
+    }
+    if !s.role_model[src] || has_kind(ctx, sc, it, PART_CALL) {
+        return false;
+    }
+    item_parts(sc, it).iter().any(|&p| {
+        let pi = s.parts[p as usize];
+        pi.kind == crate::tokens::sizes::PART_OTHER && pi.adk_chars > 0
+    })
+}
+
+fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
+    let s = ctx.s;
+    let len = sc.items.len();
+    // call indices by id (events without responses); NO_ID collects id-less calls.
+    let mut calls_by_id: Vec<(u32, Vec<usize>)> = Vec::new();
+    let mut any_resp = false;
+    for (i, it) in sc.items.iter().enumerate() {
+        if has_kind(ctx, sc, it, PART_RESPONSE) {
+            any_resp = true;
+            continue;
+        }
+        if it.kind != K_RAW {
+            continue;
+        }
+        for &gp in item_parts(sc, it) {
+            let p = s.parts[gp as usize];
+            if p.kind == PART_CALL {
+                match calls_by_id.iter_mut().find(|(id, _)| *id == p.id) {
+                    Some((_, v)) => v.push(i),
+                    None => calls_by_id.push((p.id, vec![i])),
+                }
+            }
+        }
+    }
+    if !any_resp {
+        return;
+    }
+    // responses by (id, owning call index)
+    let mut resp_by_call: Vec<((u32, usize), Vec<usize>)> = Vec::new();
+    for (i, it) in sc.items.iter().enumerate() {
+        if it.kind != K_RAW {
+            continue;
+        }
+        for &gp in item_parts(sc, it) {
+            let p = s.parts[gp as usize];
+            if p.kind != PART_RESPONSE {
+                continue;
+            }
+            let Some((_, idxs)) = calls_by_id.iter().find(|(id, _)| *id == p.id) else {
+                continue;
+            };
+            let pc = idxs.partition_point(|&x| x < i);
+            let owner = idxs[pc.saturating_sub(1)];
+            match resp_by_call.iter_mut().find(|(k, _)| *k == (p.id, owner)) {
+                Some((_, v)) => v.push(i),
+                None => resp_by_call.push(((p.id, owner), vec![i])),
+            }
+        }
+    }
+    // stale model text replies between consecutive updates of one call
+    let mut stale: Vec<bool> = vec![false; len];
+    for (_, v) in &resp_by_call {
+        for w in v.windows(2) {
+            let (cur, next) = (w[0], w[1]);
+            let (a, b) = (sc.items[cur], sc.items[next]);
+            if s.inv_id[a.src as usize] != s.inv_id[b.src as usize]
+                || ctx.author_of(&a) != ctx.author_of(&b)
+            {
+                continue;
+            }
+            if !s.requested[a.src as usize].is_empty() {
+                continue;
+            }
+            if next > cur + 1
+                && (cur + 1..next)
+                    .all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize]))
+            {
+                for x in stale.iter_mut().take(next).skip(cur + 1) {
+                    *x = true;
+                }
+            }
+        }
+    }
+    let mut out: Vec<Item> = Vec::with_capacity(len);
+    for i in 0..len {
+        if stale[i] {
+            continue;
+        }
+        let it = sc.items[i];
+        if has_kind(ctx, sc, &it, PART_RESPONSE) {
+            continue;
+        }
+        if has_kind(ctx, sc, &it, PART_CALL) {
+            out.push(it);
+            let mut idxs: Vec<usize> = Vec::new();
+            for &gp in item_parts(sc, &it) {
+                let p = s.parts[gp as usize];
+                if p.kind == PART_CALL {
+                    if let Some((_, v)) = resp_by_call.iter().find(|(k, _)| *k == (p.id, i)) {
+                        if let Some(&last) = v.last() {
+                            if !idxs.contains(&last) {
+                                idxs.push(last);
+                            }
+                        }
+                    }
+                }
+            }
+            match idxs.len() {
+                0 => {}
+                1 => out.push(sc.items[idxs[0]]),
+                _ => {
+                    idxs.sort_unstable();
+                    let lists: Vec<(u32, u32)> = idxs
+                        .iter()
+                        .map(|&k| (sc.items[k].p0, sc.items[k].p1))
+                        .collect();
+                    let src = sc.items[idxs[0]].src;
+                    let (a, b) = merge_parts(ctx, sc, &lists);
+                    out.push(Item {
+                        kind: K_RAW,
+                        src,
+                        p0: a,
+                        p1: b,
+                    });
+                }
+            }
+            continue;
+        }
+        out.push(it);
+    }
+    sc.items = out;
+}
+
+fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
+    let s = ctx.s;
+    sc.gen_bump_sets();
+    let g = sc.gen2();
+    for ii in 0..sc.items.len() {
+        let it = sc.items[ii];
+        if it.kind != K_RAW {
+            continue;
+        }
+        for k in it.p0..it.p1 {
+            let p = s.parts[sc.arena[k as usize] as usize];
+            if p.kind == PART_RESPONSE && p.id != NO_ID {
+                sc.id_b[p.id as usize] = g;
+            }
+        }
+        for &lr in &s.long_running[it.src as usize] {
+            sc.id_c[lr as usize] = g;
+        }
+    }
+    let mut w = 0;
+    for r in 0..sc.items.len() {
+        let mut it = sc.items[r];
+        if has_kind(ctx, sc, &it, PART_CALL) {
+            let p0 = sc.arena.len() as u32;
+            for k in it.p0..it.p1 {
+                let gp = sc.arena[k as usize];
+                let p = s.parts[gp as usize];
+                if p.kind == PART_CALL
+                    && p.id != NO_ID
+                    && sc.id_b[p.id as usize] != g
+                    && sc.id_c[p.id as usize] != g
+                {
+                    continue;
+                }
+                sc.arena.push(gp);
+            }
+            let p1 = sc.arena.len() as u32;
+            if p1 == p0 {
+                continue;
+            }
+            it.p0 = p0;
+            it.p1 = p1;
+        }
+        sc.items[w] = it;
+        w += 1;
+    }
+    sc.items.truncate(w);
+}

@@ -1,0 +1,247 @@
+//! ADK 2.13's guards on a range before it is summarized (adk-compaction.md §5, §7): the safe
+//! retention split, the self-contained-prefix trim with its dead-call second pass, and the
+//! worth-compacting gate.
+
+use super::contents::{covered, Comp};
+use crate::tokens::sizes::{SessionSizes, NO_ID, PART_CALL};
+
+/// Reusable id sets for the guards.
+#[derive(Debug, Default)]
+pub struct GuardScratch {
+    gen: u32,
+    open: Vec<u32>,
+    open_count: usize,
+    mark: Vec<u32>,
+    mark2: Vec<u32>,
+    dead: Vec<u32>,
+}
+
+impl GuardScratch {
+    fn bump(&mut self, n_ids: usize) -> u32 {
+        if self.open.len() < n_ids {
+            self.open.resize(n_ids, 0);
+            self.mark.resize(n_ids, 0);
+            self.mark2.resize(n_ids, 0);
+            self.dead.resize(n_ids, 0);
+        }
+        self.gen = self.gen.wrapping_add(1);
+        if self.gen == 0 {
+            for v in [
+                &mut self.open,
+                &mut self.mark,
+                &mut self.mark2,
+                &mut self.dead,
+            ] {
+                v.iter_mut().for_each(|x| *x = 0);
+            }
+            self.gen = 1;
+        }
+        self.open_count = 0;
+        self.gen
+    }
+}
+
+/// `_safe_token_compaction_split_index` over candidate raw events `cands` (indices), keeping
+/// `r` events: the largest split `<= len - r` whose retained tail has no response without its
+/// call.
+pub fn safe_split(s: &SessionSizes, cands: &[u32], r: usize, gs: &mut GuardScratch) -> usize {
+    let initial = cands.len() as i64 - r as i64;
+    if initial <= 0 {
+        return 0;
+    }
+    let g = gs.bump(s.n_ids as usize);
+    // unmatched set: mark == g means present
+    let mut count = 0usize;
+    for i in (0..cands.len()).rev() {
+        let e = cands[i] as usize;
+        for id in s.resp_ids(e) {
+            if gs.mark[id as usize] != g {
+                gs.mark[id as usize] = g;
+                count += 1;
+            }
+        }
+        for id in s.call_ids(e) {
+            if gs.mark[id as usize] == g {
+                gs.mark[id as usize] = g.wrapping_sub(1);
+                count -= 1;
+            }
+        }
+        if count == 0 && (i as i64) <= initial {
+            return i;
+        }
+    }
+    0
+}
+
+/// One pass of `_longest_self_contained_prefix`: the longest prefix of `win` ending where no
+/// call / confirmation / auth id is open (ids marked dead are ignored).
+fn prefix_pass(
+    s: &SessionSizes,
+    win: &[u32],
+    gs: &mut GuardScratch,
+    use_dead: bool,
+    dead_gen: u32,
+) -> usize {
+    let g = gs.bump(s.n_ids as usize);
+    let mut open = 0usize;
+    let mut safe = 0usize;
+    for (k, &e) in win.iter().enumerate() {
+        let e = e as usize;
+        for id in s.resp_ids(e) {
+            if gs.open[id as usize] == g {
+                gs.open[id as usize] = 0;
+                open -= 1;
+            }
+        }
+        let is_dead = |id: u32, gs: &GuardScratch| use_dead && gs.dead[id as usize] == dead_gen;
+        for id in s.call_ids(e).chain(s.requested[e].iter().copied()) {
+            if is_dead(id, gs) {
+                continue;
+            }
+            if gs.open[id as usize] != g {
+                gs.open[id as usize] = g;
+                open += 1;
+            }
+        }
+        if open == 0 {
+            safe = k + 1;
+        }
+    }
+    safe
+}
+
+/// `_longest_self_contained_prefix(window, all_events)` (2.12+): returns the kept length.
+/// `n` raw events exist; `newest_inv` is the `inv_id` of the newest raw event.
+pub fn self_contained_prefix(
+    s: &SessionSizes,
+    win: &[u32],
+    n: usize,
+    gs: &mut GuardScratch,
+) -> usize {
+    let safe = prefix_pass(s, win, gs, false, 0);
+    if safe == win.len() {
+        return safe;
+    }
+    if safe > 0 && s.inv_id[win[safe - 1] as usize] != s.inv_id[win[safe] as usize] {
+        return safe;
+    }
+    let Some(newest) = n.checked_sub(1).map(|i| s.inv_id[i]) else {
+        return safe;
+    };
+    // protected and answered ids over all events
+    let g = gs.bump(s.n_ids as usize);
+    let (protected, answered) = (g, g);
+    for i in 0..n {
+        let is_newest = s.inv_id[i] == newest;
+        if !s.long_running[i].is_empty() {
+            for &lr in &s.long_running[i] {
+                let synthetic = !is_newest
+                    && s.part_range(i).any(|p| {
+                        let pi = s.parts[p as usize];
+                        pi.kind == PART_CALL
+                            && pi.id == lr
+                            && s.client_call_names.contains(&pi.name)
+                    });
+                if !synthetic {
+                    gs.mark[lr as usize] = protected;
+                }
+            }
+        }
+        if is_newest {
+            for &id in &s.requested[i] {
+                gs.mark[id as usize] = protected;
+            }
+        }
+        for id in s.resp_ids(i) {
+            if !s.requested[i].contains(&id) {
+                gs.mark2[id as usize] = answered;
+            }
+        }
+    }
+    let mut any_dead = false;
+    for &e in win {
+        let e = e as usize;
+        if s.inv_id[e] == newest {
+            continue;
+        }
+        for id in s.call_ids(e) {
+            if gs.mark[id as usize] != protected && gs.mark2[id as usize] != answered {
+                gs.dead[id as usize] = g;
+                any_dead = true;
+            }
+        }
+    }
+    if !any_dead {
+        return safe;
+    }
+    let dead_gen = g;
+    // prefix_pass bumps gen; dead marks keep `dead_gen`, which no later bump reuses here.
+    safe.max(prefix_pass(s, win, gs, true, dead_gen))
+}
+
+/// `_is_range_worth_compacting` (2.12+): the chars an empty summary over
+/// `[min ts, max ts]` would remove from the request (`_process_compaction_events` JSON sizes
+/// before vs after) must exceed the latest non-subsumed summary's JSON size.
+pub fn worth_compacting(
+    s: &SessionSizes,
+    n: usize,
+    comps: &[Comp],
+    cov: &[(f64, f64)],
+    lo: f64,
+    hi: f64,
+) -> bool {
+    // Is the new range contained in an existing retained range (then it is dropped)?
+    let contained = comps
+        .iter()
+        .any(|c| c.retained && c.start <= lo && c.end >= hi && (c.start < lo || c.end > hi));
+    let mut removable: i64 = 0;
+    if !contained {
+        removable -= 27; // {"parts":[],"role":"model"}
+        for c in comps.iter().filter(|c| c.retained) {
+            if lo <= c.start && hi >= c.end {
+                removable += c.json_chars as i64;
+            }
+        }
+        if lo <= hi {
+            for i in 0..n {
+                let ts = s.timestamp[i];
+                if lo <= ts && ts <= hi && s.has_content[i] && !covered(cov, ts) {
+                    removable += s.json_chars[i] as i64;
+                }
+            }
+        }
+    }
+    let prev = comps
+        .iter()
+        .rev()
+        .find(|c| c.retained)
+        .map_or(0, |c| c.json_chars as i64);
+    removable > prev
+}
+
+/// Raw events with timestamp in `[lo, hi]` among `0..n` (count, first, last): the oracle's
+/// `raw_events_in_range`.
+pub fn raw_in_range(
+    s: &SessionSizes,
+    n: usize,
+    lo: f64,
+    hi: f64,
+) -> (u32, Option<u32>, Option<u32>) {
+    let mut count = 0;
+    let mut first = None;
+    let mut last = None;
+    for i in 0..n {
+        let ts = s.timestamp[i];
+        if lo <= ts && ts <= hi {
+            count += 1;
+            first.get_or_insert(i as u32);
+            last = Some(i as u32);
+        }
+    }
+    (count, first, last)
+}
+
+#[allow(dead_code)]
+fn _unused(_: u32) -> u32 {
+    NO_ID
+}

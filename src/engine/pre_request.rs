@@ -1,0 +1,193 @@
+//! Before every model request (adk-compaction.md §3, §5): the pre-request token check
+//! (`CompactionRequestProcessor`), the token path shared with post-invocation, and the
+//! request's measures.
+
+use super::contents::{self, Scratch, K_RAW, K_SUM};
+use super::guards;
+use super::types::{Phase, Request, Trigger};
+use super::{State, UsageMode};
+
+/// ADK `_run_compaction_for_token_threshold_config` once the measured count is known:
+/// returns whether a compaction was appended.
+pub(crate) fn token_path(
+    st: &mut State<'_>,
+    measured: Option<u64>,
+    phase: Phase,
+    inv: u32,
+    before: Option<u32>,
+) -> bool {
+    let Some((threshold, retention)) = st.cfg.token else {
+        return false;
+    };
+    match measured {
+        Some(m) if m >= threshold => {}
+        _ => return false,
+    }
+    let s = st.s;
+    // latest non-subsumed compaction by stream order, and its end
+    let latest = st.comps.iter().rposition(|c| c.retained);
+    let last_end = latest.map_or(0.0, |k| st.comps[k].end);
+    let mut cands = std::mem::take(&mut st.window);
+    cands.clear();
+    cands.extend((0..st.n as u32).filter(|&i| s.timestamp[i as usize] > last_end));
+    let r = retention as usize;
+    if cands.len() <= r {
+        st.window = cands;
+        return false;
+    }
+    let split = if r == 0 {
+        cands.len()
+    } else {
+        guards::safe_split(s, &cands, r, &mut st.gs)
+    };
+    cands.truncate(split);
+    let keep = guards::self_contained_prefix(s, &cands, st.n, &mut st.gs);
+    cands.truncate(keep);
+    if cands.is_empty() {
+        st.window = cands;
+        return false;
+    }
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    if let Some(k) = latest {
+        lo = st.comps[k].start;
+        hi = st.comps[k].start;
+    }
+    for &e in &cands {
+        let t = s.timestamp[e as usize];
+        lo = lo.min(t);
+        hi = hi.max(t);
+    }
+    if !guards::worth_compacting(s, st.n, &st.comps, &st.cov, lo, hi) {
+        st.window = cands;
+        return false;
+    }
+    let evs = cands.clone();
+    st.window = cands;
+    st.summarize(phase, Trigger::TokenThreshold, inv, before, evs, latest)
+}
+
+fn seq_tokens(st: &State<'_>, item: (u8, u32)) -> u64 {
+    match item.0 {
+        K_SUM => st.comps.get(item.1 as usize).map_or(0, |c| c.tokens),
+        _ => st.s.tokens[item.1 as usize] as u64,
+    }
+}
+
+/// One recorded model request at event `k` (raw events `0..k` exist).
+pub(crate) fn model_request(
+    st: &mut State<'_>,
+    base: &mut Scratch,
+    prev_seq: &mut Vec<(u8, u32)>,
+    inv: u32,
+    k: usize,
+) {
+    let s = st.s;
+    let author = s.author[k];
+    let branch = s.branch[k];
+    let mut measured = None;
+    let pre_start = st.out.pre_request.len() as u32;
+    if st.cfg.token.is_some() && st.cfg.pre_request {
+        measured = st.measured(author, branch);
+        let before = st.out.compactions.len();
+        token_path(st, measured, Phase::PreRequest, inv, Some(k as u32));
+        for c in before..st.out.compactions.len() {
+            st.out.pre_request.push(c as u32 + 1);
+        }
+    }
+    let pre_end = st.out.pre_request.len() as u32;
+    let sim = st.measure(author, branch);
+    let raw = contents::build(s, st.n, &[], &[], author, branch, base);
+
+    // hidden raw events: in the uncompacted request, absent from the compacted one, covered
+    let hid_start = st.out.hidden.len() as u32;
+    let mut hidden_tokens = 0u64;
+    let mut run: Option<(u32, u32)> = None;
+    for i in 0..st.n {
+        let h =
+            base.was_seen(i) && !st.sc.was_seen(i) && contents::covered(&st.cov, s.timestamp[i]);
+        if h {
+            hidden_tokens += s.tokens[i] as u64;
+            run = Some(match run {
+                Some((a, b)) if b + 1 == i as u32 => (a, i as u32),
+                Some(r) => {
+                    st.out.hidden.push(r);
+                    (i as u32, i as u32)
+                }
+                None => (i as u32, i as u32),
+            });
+        }
+    }
+    if let Some(r) = run {
+        st.out.hidden.push(r);
+    }
+    let hid_end = st.out.hidden.len() as u32;
+
+    // summaries carried, and the prefix shared with the previous request
+    let car_start = st.out.carried.len() as u32;
+    for &(kind, src) in &st.sc.seq {
+        if kind == K_SUM {
+            st.out.carried.push(src + 1);
+        }
+    }
+    let car_end = st.out.carried.len() as u32;
+    let mut shared = 0u64;
+    for (a, b) in st.sc.seq.iter().zip(prev_seq.iter()) {
+        if a != b {
+            break;
+        }
+        shared += seq_tokens(st, *a);
+    }
+    prev_seq.clear();
+    prev_seq.extend_from_slice(&st.sc.seq);
+    let _ = K_RAW;
+
+    // replayed usage
+    let recorded = s.recorded_prompt[k];
+    let replayed = match (st.cfg.usage, recorded) {
+        (UsageMode::Strip, _) => None,
+        (UsageMode::Recorded, r) => r,
+        (UsageMode::Adjust, Some(r)) => {
+            let delta = if s.tokens_are_adk_chars {
+                (raw.adk_chars as i64 - sim.adk_chars as i64).div_euclid(4)
+            } else {
+                raw.history_tokens as i64 - sim.history_tokens as i64
+            };
+            Some((r as i64 - delta).max(0) as u64)
+        }
+        (UsageMode::Adjust, None) => None,
+    };
+    st.replayed[k] = replayed;
+    let (baseline_prompt, prompt) = match recorded {
+        Some(r) => {
+            let removed = raw.history_tokens as i64 - sim.history_tokens as i64;
+            (r, (r as i64 - removed).max(0) as u64)
+        }
+        None => (raw.history_tokens, sim.history_tokens),
+    };
+    st.out.requests.push(Request {
+        event_index: k as u32,
+        invocation_index: inv,
+        author,
+        measured_prompt_tokens: measured,
+        adk_chars: sim.adk_chars,
+        adk_chars_uncompacted: raw.adk_chars,
+        contents: sim.contents,
+        contents_uncompacted: raw.contents,
+        json_chars: sim.json_chars,
+        json_chars_uncompacted: raw.json_chars,
+        history_tokens: sim.history_tokens,
+        baseline_history_tokens: raw.history_tokens,
+        summary_tokens: sim.summary_tokens,
+        hidden_tokens,
+        shared_prefix_tokens: shared,
+        pre_request_compacted: pre_end > pre_start,
+        pre_request_compactions: pre_start..pre_end,
+        recorded_prompt_tokens: recorded,
+        replayed_prompt_tokens: replayed,
+        baseline_prompt_tokens: baseline_prompt,
+        prompt_tokens: prompt,
+        carried: car_start..car_end,
+        hidden: hid_start..hid_end,
+    });
+}
