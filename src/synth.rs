@@ -74,7 +74,14 @@ impl SplitMix64 {
 
     fn uuid(&mut self) -> String {
         let h = self.hex(32);
-        format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+        format!(
+            "{}-{}-4{}-a{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[13..16],
+            &h[17..20],
+            &h[20..32]
+        )
     }
 }
 
@@ -121,7 +128,11 @@ pub fn generate_one(seed: u64, index: usize) -> SynthFile {
     // Mix the index in through one splitmix step so neighbouring sessions are unrelated.
     let mut mixer = SplitMix64::new(seed ^ (index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
     let mut rng = SplitMix64::new(mixer.next_u64());
-    let kind = if index % 2 == 0 { Kind::Support } else { Kind::Coding };
+    let kind = if index.is_multiple_of(2) {
+        Kind::Support
+    } else {
+        Kind::Coding
+    };
     // Over each 8 sessions: 2 long (one of each kind), 3 short, 3 medium.
     let length = match index % 8 {
         2 | 5 => Length::Long,
@@ -143,7 +154,12 @@ pub fn generate_one(seed: u64, index: usize) -> SynthFile {
     let _ = serde::Serialize::serialize(&session, &mut ser);
     buf.push(b'\n');
     SynthFile {
-        file_name: format!("{:02}-{}-{}.session.json", index + 1, kind.name(), invocations),
+        file_name: format!(
+            "{:02}-{}-{}.session.json",
+            index + 1,
+            kind.name(),
+            invocations
+        ),
         kind,
         invocations,
         json: String::from_utf8_lossy(&buf).into_owned(),
@@ -163,10 +179,17 @@ fn part_chars(part: &Value) -> usize {
     }
     if let Some(fr) = part.get("function_response") {
         let name = fr.get("name").and_then(Value::as_str).unwrap_or("");
-        let resp = fr.get("response").map(|a| a.to_string()).unwrap_or_default();
+        let resp = fr
+            .get("response")
+            .map(|a| a.to_string())
+            .unwrap_or_default();
         return name.chars().count() + resp.chars().count();
     }
-    if let Some(d) = part.get("inline_data").and_then(|d| d.get("data")).and_then(Value::as_str) {
+    if let Some(d) = part
+        .get("inline_data")
+        .and_then(|d| d.get("data"))
+        .and_then(Value::as_str)
+    {
         // base64: 4 chars per 3 bytes of the attached text.
         return d.len() / 4 * 3;
     }
@@ -186,18 +209,35 @@ pub fn base64(bytes: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         out.push(T[(n >> 18) as usize & 63] as char);
         out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if chunk.len() > 1 { T[(n >> 6) as usize & 63] as char } else { '=' });
-        out.push(if chunk.len() > 2 { T[n as usize & 63] as char } else { '=' });
+        out.push(if chunk.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if chunk.len() > 2 {
+            T[n as usize & 63] as char
+        } else {
+            '='
+        });
     }
     out
 }
 
-const FIRST: &[&str] = &["Maria", "Jonas", "Aiko", "Priya", "Tomás", "Lena", "Kwame", "Sofia", "Omar", "Chen"];
-const LAST: &[&str] = &["Keller", "Santos", "Okafor", "Nakamura", "Novak", "Haddad", "Larsen", "Moreau", "Iyer", "Byrne"];
+const FIRST: &[&str] = &[
+    "Maria", "Jonas", "Aiko", "Priya", "Tomás", "Lena", "Kwame", "Sofia", "Omar", "Chen",
+];
+const LAST: &[&str] = &[
+    "Keller", "Santos", "Okafor", "Nakamura", "Novak", "Haddad", "Larsen", "Moreau", "Iyer",
+    "Byrne",
+];
 const PRODUCTS: &[&str] = &[
     "Pro plan (annual)",
     "Team plan (monthly)",
@@ -218,8 +258,17 @@ const ISSUES: &[&str] = &[
     "has a broken item on arrival",
     "needs a VAT number on the invoice",
 ];
-const REPOS: &[&str] = &["billing-api", "web-frontend", "ingest-worker", "auth-service", "cli-tools"];
-const MODULES: &[&str] = &["handlers", "models", "retry", "config", "storage", "parser", "metrics", "session", "queue", "cache"];
+const REPOS: &[&str] = &[
+    "billing-api",
+    "web-frontend",
+    "ingest-worker",
+    "auth-service",
+    "cli-tools",
+];
+const MODULES: &[&str] = &[
+    "handlers", "models", "retry", "config", "storage", "parser", "metrics", "session", "queue",
+    "cache",
+];
 const FUNCS: &[&str] = &[
     "parse_header",
     "load_config",
@@ -285,7 +334,14 @@ impl Gen {
             history_chars: 0,
             overhead_tokens,
             call_seq: 0,
-            customer: (format!("{first} {last}"), format!("{}.{}@example.com", first.to_lowercase(), last.to_lowercase())),
+            customer: (
+                format!("{first} {last}"),
+                format!(
+                    "{}.{}@example.com",
+                    first.to_lowercase(),
+                    last.to_lowercase()
+                ),
+            ),
             repo,
             big_read: if long { 0.35 } else { 0.2 },
             order_ids: Vec::new(),
@@ -335,10 +391,22 @@ impl Gen {
     }
 
     fn user(&mut self, inv: &str, parts: Vec<Value>) {
-        self.push(inv, "user", json!({"role": "user", "parts": parts}), Map::new());
+        self.push(
+            inv,
+            "user",
+            json!({"role": "user", "parts": parts}),
+            Map::new(),
+        );
     }
 
-    fn tool_response(&mut self, inv: &str, id: &str, name: &str, response: Value, extra: Map<String, Value>) {
+    fn tool_response(
+        &mut self,
+        inv: &str,
+        id: &str,
+        name: &str,
+        response: Value,
+        extra: Map<String, Value>,
+    ) {
         let latency = self.rng.log_uniform(0.05, 12.0);
         self.tick(latency);
         let content = json!({"role": "user", "parts": [{"function_response": {"id": id, "name": name, "response": response}}]});
@@ -356,7 +424,9 @@ impl Gen {
             None
         };
         let confirm_turns: Vec<usize> = (0..invocations)
-            .filter(|&i| i > 0 && (self.rng.chance(0.12) || (invocations >= 8 && i == invocations / 2)))
+            .filter(|&i| {
+                i > 0 && (self.rng.chance(0.12) || (invocations >= 8 && i == invocations / 2))
+            })
             .collect();
         let mut i = 0;
         while i < invocations {
@@ -405,7 +475,13 @@ impl Gen {
         if attach {
             let (name, mime, body) = self.attachment();
             parts[0] = json!({"text": format!("{} I attached {name}, please take a look.", self.user_text(first))});
-            parts.push(json!({"inline_data": {"display_name": name, "mime_type": mime, "data": base64(body.as_bytes())}}));
+            // Half as ADK's `inline_data` (what `adk web` sends for an upload), half as a
+            // text part carrying the file (what many clients do with text files).
+            if self.rng.chance(0.5) {
+                parts.push(json!({"inline_data": {"display_name": name, "mime_type": mime, "data": base64(body.as_bytes())}}));
+            } else {
+                parts.push(json!({"text": format!("--- attached file: {name} ({mime}) ---\n{body}--- end of {name} ---")}));
+            }
         }
         self.user(inv, parts);
         let rounds = match self.rng.below(10) {
@@ -526,11 +602,17 @@ impl Gen {
         let mut parts = Vec::new();
         for (id, name, args) in &calls {
             let response = self.tool_output(name, args);
-            parts.push(json!({"function_response": {"id": id, "name": name, "response": response}}));
+            parts
+                .push(json!({"function_response": {"id": id, "name": name, "response": response}}));
         }
         let latency = self.rng.log_uniform(0.05, 12.0);
         self.tick(latency);
-        self.push(inv, self.agent, json!({"role": "user", "parts": parts}), Map::new());
+        self.push(
+            inv,
+            self.agent,
+            json!({"role": "user", "parts": parts}),
+            Map::new(),
+        );
     }
 
     fn tool_call(&mut self) -> (&'static str, Value) {
@@ -538,15 +620,27 @@ impl Gen {
             Kind::Support => match self.rng.below(6) {
                 0 | 1 => ("lookup_order", json!({"order_id": self.order_id()})),
                 2 => ("get_customer", json!({"email": self.customer.1.clone()})),
-                3 => ("search_kb", json!({"query": format!("{} policy", self.rng.pick(ISSUES)), "limit": 10})),
-                4 => ("list_tickets", json!({"email": self.customer.1.clone(), "status": "any"})),
-                _ => ("get_invoice", json!({"order_id": self.order_id(), "format": "text"})),
+                3 => (
+                    "search_kb",
+                    json!({"query": format!("{} policy", self.rng.pick(ISSUES)), "limit": 10}),
+                ),
+                4 => (
+                    "list_tickets",
+                    json!({"email": self.customer.1.clone(), "status": "any"}),
+                ),
+                _ => (
+                    "get_invoice",
+                    json!({"order_id": self.order_id(), "format": "text"}),
+                ),
             },
             Kind::Coding => {
                 let module = *self.rng.pick(MODULES);
                 match self.rng.below(6) {
                     0 | 1 => ("read_file", json!({"path": format!("src/{module}.rs")})),
-                    2 => ("grep", json!({"pattern": self.rng.pick(FUNCS).to_string(), "path": "src/"})),
+                    2 => (
+                        "grep",
+                        json!({"pattern": self.rng.pick(FUNCS).to_string(), "path": "src/"}),
+                    ),
                     3 => ("run_tests", json!({"filter": module, "verbose": true})),
                     4 => ("list_dir", json!({"path": "src/"})),
                     _ => ("git_diff", json!({"staged": false})),
@@ -562,23 +656,32 @@ impl Gen {
         }
         match name {
             "lookup_order" => {
-                let order = args.get("order_id").and_then(Value::as_str).unwrap_or("ORD-0").to_string();
+                let order = args
+                    .get("order_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("ORD-0")
+                    .to_string();
                 json!({"order_id": order, "status": self.rng.pick(&["shipped", "delivered", "processing", "refunded"]).to_string(),
                        "total_usd": self.money(), "items": self.rng.range(1, 4), "carrier": "UPS",
                        "placed_at": format!("2026-11-{:02}T{:02}:{:02}:00Z", self.rng.range(1, 30), self.rng.range(0, 23), self.rng.range(0, 59))})
             }
-            "get_customer" => json!({"name": self.customer.0.clone(), "email": self.customer.1.clone(),
+            "get_customer" => {
+                json!({"name": self.customer.0.clone(), "email": self.customer.1.clone(),
                                       "tier": self.rng.pick(&["free", "pro", "team"]).to_string(), "since": "2023-04-02",
-                                      "open_tickets": self.rng.range(0, 3)}),
+                                      "open_tickets": self.rng.range(0, 3)})
+            }
             "search_kb" => {
                 // Large: whole articles come back.
                 let n = self.rng.range(3, 8);
-                let articles: Vec<Value> = (0..n).map(|_| {
-                    let id = format!("KB-{}", self.rng.range(100, 999));
-                    let title = format!("{} ({})", self.rng.pick(ISSUES), self.rng.pick(PRODUCTS));
-                    let n = self.rng.range(400, 1_500) as usize;
-                    json!({"id": id, "title": title, "body": self.prose(n)})
-                }).collect();
+                let articles: Vec<Value> = (0..n)
+                    .map(|_| {
+                        let id = format!("KB-{}", self.rng.range(100, 999));
+                        let title =
+                            format!("{} ({})", self.rng.pick(ISSUES), self.rng.pick(PRODUCTS));
+                        let n = self.rng.range(400, 1_500) as usize;
+                        json!({"id": id, "title": title, "body": self.prose(n)})
+                    })
+                    .collect();
                 json!({"results": articles})
             }
             "list_tickets" => {
@@ -592,46 +695,114 @@ impl Gen {
                 let lines = self.rng.range(5, 60);
                 let mut text = String::from("INVOICE\n");
                 for k in 0..lines {
-                    text.push_str(&format!("{:>3}  {:<34} {:>3} x {:>8}\n", k + 1, self.rng.pick(PRODUCTS), self.rng.range(1, 5), self.money()));
+                    text.push_str(&format!(
+                        "{:>3}  {:<34} {:>3} x {:>8}\n",
+                        k + 1,
+                        self.rng.pick(PRODUCTS),
+                        self.rng.range(1, 5),
+                        self.money()
+                    ));
                 }
                 json!({"text": text})
             }
             "read_file" => {
-                let path = args.get("path").and_then(Value::as_str).unwrap_or("src/lib.rs").to_string();
+                let path = args
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .unwrap_or("src/lib.rs")
+                    .to_string();
                 // Mostly medium files, sometimes a very large one.
-                let lines = if self.rng.chance(self.big_read) { self.rng.range(250, 700) } else { self.rng.range(30, 150) };
+                let lines = if self.rng.chance(self.big_read) {
+                    self.rng.range(250, 700)
+                } else {
+                    self.rng.range(30, 150)
+                };
                 json!({"path": path, "content": self.code(lines as usize)})
             }
             "grep" => {
                 let n = self.rng.range(1, 30);
-                let pat = args.get("pattern").and_then(Value::as_str).unwrap_or("x").to_string();
-                let hits: Vec<String> = (0..n).map(|_| format!("src/{}.rs:{}:    let r = {pat}(&input)?;", self.rng.pick(MODULES), self.rng.range(1, 900))).collect();
+                let pat = args
+                    .get("pattern")
+                    .and_then(Value::as_str)
+                    .unwrap_or("x")
+                    .to_string();
+                let hits: Vec<String> = (0..n)
+                    .map(|_| {
+                        format!(
+                            "src/{}.rs:{}:    let r = {pat}(&input)?;",
+                            self.rng.pick(MODULES),
+                            self.rng.range(1, 900)
+                        )
+                    })
+                    .collect();
                 json!({"matches": hits})
             }
             "run_tests" => {
-                let n = if self.rng.chance(0.25) { self.rng.range(150, 500) } else { self.rng.range(10, 60) };
+                let n = if self.rng.chance(0.25) {
+                    self.rng.range(150, 500)
+                } else {
+                    self.rng.range(10, 60)
+                };
                 let failed = self.rng.chance(0.4);
                 let mut log = String::new();
                 for k in 0..n {
-                    log.push_str(&format!("test {}::tests::case_{k} ... ok\n", self.rng.pick(MODULES)));
+                    log.push_str(&format!(
+                        "test {}::tests::case_{k} ... ok\n",
+                        self.rng.pick(MODULES)
+                    ));
                 }
                 if failed {
                     log.push_str(&format!("test retry::tests::gives_up_after_budget ... FAILED\n\nthread 'main' panicked at src/retry.rs:{}:9:\nassertion `left == right` failed\n  left: 5\n right: 3\n", self.rng.range(10, 400)));
                 }
                 json!({"exit_code": if failed { 101 } else { 0 }, "output": log})
             }
-            "list_dir" => json!({"entries": MODULES.iter().map(|m| format!("{m}.rs")).collect::<Vec<_>>()}),
+            "list_dir" => {
+                json!({"entries": MODULES.iter().map(|m| format!("{m}.rs")).collect::<Vec<_>>()})
+            }
             "git_diff" => json!({"diff": self.diff()}),
-            "issue_refund" | "cancel_subscription" | "apply_patch" | "run_command" => json!({"status": "ok", "reference": format!("REF-{}", self.rng.hex(6).to_uppercase())}),
+            "issue_refund" | "cancel_subscription" | "apply_patch" | "run_command" => {
+                json!({"status": "ok", "reference": format!("REF-{}", self.rng.hex(6).to_uppercase())})
+            }
             _ => json!({"status": "ok"}),
         }
     }
 
     fn prose(&mut self, chars: usize) -> String {
         const W: &[&str] = &[
-            "the", "customer", "refund", "order", "within", "days", "policy", "shipping", "invoice", "account", "card", "return",
-            "label", "warehouse", "carrier", "must", "may", "request", "original", "payment", "method", "support", "team", "item",
-            "damaged", "replacement", "credit", "billing", "cycle", "plan", "upgrade", "downgrade", "prorated", "tax",
+            "the",
+            "customer",
+            "refund",
+            "order",
+            "within",
+            "days",
+            "policy",
+            "shipping",
+            "invoice",
+            "account",
+            "card",
+            "return",
+            "label",
+            "warehouse",
+            "carrier",
+            "must",
+            "may",
+            "request",
+            "original",
+            "payment",
+            "method",
+            "support",
+            "team",
+            "item",
+            "damaged",
+            "replacement",
+            "credit",
+            "billing",
+            "cycle",
+            "plan",
+            "upgrade",
+            "downgrade",
+            "prorated",
+            "tax",
         ];
         let mut s = String::new();
         while s.len() < chars {
@@ -652,9 +823,15 @@ impl Gen {
             let line = match self.rng.below(8) {
                 0 => format!("pub fn {f}(input: &[u8]) -> Result<Vec<u8>, Error> {{"),
                 1 => "    }".to_string(),
-                2 => format!("    let value_{k} = {f}(&buf[..{}])?;", self.rng.range(1, 512)),
+                2 => format!(
+                    "    let value_{k} = {f}(&buf[..{}])?;",
+                    self.rng.range(1, 512)
+                ),
                 3 => format!("    // {}", self.rng.pick(BUGS)),
-                4 => format!("    if attempts > {} {{ return Err(Error::Budget); }}", self.rng.range(1, 9)),
+                4 => format!(
+                    "    if attempts > {} {{ return Err(Error::Budget); }}",
+                    self.rng.range(1, 9)
+                ),
                 5 => String::new(),
                 6 => format!("    tracing::debug!(attempt = attempts, \"{f} retry\");"),
                 _ => "}".to_string(),
@@ -673,7 +850,10 @@ impl Gen {
             s.push_str(&format!("@@ -{line},6 +{line},7 @@\n"));
             for _ in 0..self.rng.range(2, 10) {
                 let f = *self.rng.pick(FUNCS);
-                s.push_str(&format!("{}    let r = {f}(&input)?;\n", self.rng.pick(&["+", "-", " "])));
+                s.push_str(&format!(
+                    "{}    let r = {f}(&input)?;\n",
+                    self.rng.pick(&["+", "-", " "])
+                ));
             }
         }
         s
@@ -687,9 +867,19 @@ impl Gen {
                 let mut body = String::from("date,description,amount_usd,order_id\n");
                 for _ in 0..rows {
                     let order = format!("ORD-{}", self.rng.range(10_000, 99_999));
-                    body.push_str(&format!("2026-11-{:02},{},{},{}\n", self.rng.range(1, 30), self.rng.pick(PRODUCTS).replace(',', " "), self.money(), order));
+                    body.push_str(&format!(
+                        "2026-11-{:02},{},{},{}\n",
+                        self.rng.range(1, 30),
+                        self.rng.pick(PRODUCTS).replace(',', " "),
+                        self.money(),
+                        order
+                    ));
                 }
-                (format!("statement-{}.csv", self.rng.range(1000, 9999)), "text/csv", body)
+                (
+                    format!("statement-{}.csv", self.rng.range(1000, 9999)),
+                    "text/csv",
+                    body,
+                )
             }
             Kind::Coding => {
                 let lines = self.rng.range(40, 300);
@@ -706,7 +896,11 @@ impl Gen {
                         self.rng.range(1, 6)
                     ));
                 }
-                (format!("crash-{}.log", self.rng.range(100, 999)), "text/plain", body)
+                (
+                    format!("crash-{}.log", self.rng.range(100, 999)),
+                    "text/plain",
+                    body,
+                )
             }
         }
     }
@@ -722,18 +916,38 @@ impl Gen {
                 let order = self.order_id();
                 let amount = self.money();
                 if self.rng.chance(0.6) {
-                    ("issue_refund", json!({"order_id": order.clone(), "amount_usd": amount.clone()}), format!("Refund ${amount} for {order} to the original card?"))
+                    (
+                        "issue_refund",
+                        json!({"order_id": order.clone(), "amount_usd": amount.clone()}),
+                        format!("Refund ${amount} for {order} to the original card?"),
+                    )
                 } else {
-                    ("cancel_subscription", json!({"email": self.customer.1.clone(), "effective": "end_of_term"}), "Cancel the subscription at the end of the current term?".to_string())
+                    (
+                        "cancel_subscription",
+                        json!({"email": self.customer.1.clone(), "effective": "end_of_term"}),
+                        "Cancel the subscription at the end of the current term?".to_string(),
+                    )
                 }
             }
             Kind::Coding => {
                 if self.rng.chance(0.5) {
                     let module = *self.rng.pick(MODULES);
-                    ("apply_patch", json!({"path": format!("src/{module}.rs"), "diff": self.diff()}), format!("Apply this patch to src/{module}.rs?"))
+                    (
+                        "apply_patch",
+                        json!({"path": format!("src/{module}.rs"), "diff": self.diff()}),
+                        format!("Apply this patch to src/{module}.rs?"),
+                    )
                 } else {
-                    let cmd = *self.rng.pick(&["git push --force-with-lease origin fix/retry", "rm -rf target/ && cargo build", "cargo publish --dry-run"]);
-                    ("run_command", json!({"command": cmd}), format!("Run `{cmd}`?"))
+                    let cmd = *self.rng.pick(&[
+                        "git push --force-with-lease origin fix/retry",
+                        "rm -rf target/ && cargo build",
+                        "cargo publish --dry-run",
+                    ]);
+                    (
+                        "run_command",
+                        json!({"command": cmd}),
+                        format!("Run `{cmd}`?"),
+                    )
                 }
             }
         };
@@ -742,13 +956,23 @@ impl Gen {
         let inv2 = format!("e-{}", self.rng.uuid());
         if adk_style {
             let call = self.call_id();
-            self.model(inv, vec![json!({"function_call": {"id": call, "name": tool, "args": args}})], Map::new());
+            self.model(
+                inv,
+                vec![json!({"function_call": {"id": call, "name": tool, "args": args}})],
+                Map::new(),
+            );
             let mut actions = Map::new();
             actions.insert(
                 "actions".into(),
                 json!({"requested_tool_confirmations": {call.clone(): {"hint": hint, "confirmed": false, "payload": null}}}),
             );
-            self.tool_response(inv, &call, tool, json!({"error": "This tool call requires confirmation, please approve or reject."}), actions);
+            self.tool_response(
+                inv,
+                &call,
+                tool,
+                json!({"error": "This tool call requires confirmation, please approve or reject."}),
+                actions,
+            );
             let confirm_id = format!("adk-{}", self.rng.uuid());
             self.tick(0.002);
             let mut lr = Map::new();
@@ -771,23 +995,41 @@ impl Gen {
             };
             self.tool_response(&inv2, &call, tool, result, Map::new());
         } else {
-            self.model(inv, vec![json!({"text": format!("{hint} Please reply yes or no.")})], Map::new());
+            self.model(
+                inv,
+                vec![json!({"text": format!("{hint} Please reply yes or no.")})],
+                Map::new(),
+            );
             let think = self.rng.log_uniform(3.0, 300.0);
             self.tick(think);
             let reply = if approve {
-                *self.rng.pick(&["Yes, go ahead.", "yes", "Yes please, do it."])
+                *self
+                    .rng
+                    .pick(&["Yes, go ahead.", "yes", "Yes please, do it."])
             } else {
-                *self.rng.pick(&["No, don't do that.", "no", "No — leave it as it is for now."])
+                *self.rng.pick(&[
+                    "No, don't do that.",
+                    "no",
+                    "No — leave it as it is for now.",
+                ])
             };
             self.user(&inv2, vec![json!({"text": reply})]);
             if approve {
                 let call = self.call_id();
-                self.model(&inv2, vec![json!({"function_call": {"id": call, "name": tool, "args": args}})], Map::new());
+                self.model(
+                    &inv2,
+                    vec![json!({"function_call": {"id": call, "name": tool, "args": args}})],
+                    Map::new(),
+                );
                 let result = self.tool_output(tool, &args);
                 self.tool_response(&inv2, &call, tool, result, Map::new());
             }
         }
-        let text = if approve { "Done. I've carried that out and noted it on the ticket." } else { "Understood, I won't do that. Nothing was changed." };
+        let text = if approve {
+            "Done. I've carried that out and noted it on the ticket."
+        } else {
+            "Understood, I won't do that. Nothing was changed."
+        };
         self.model(&inv2, vec![json!({"text": text})], Map::new());
     }
 }
@@ -844,6 +1086,10 @@ mod tests {
             let v: Value = serde_json::from_str(&f.json).expect("valid json");
             check_session(&v);
         }
-        assert_ne!(generate(1, 7)[0].json, a[0].json, "the seed changes the output");
+        assert_ne!(
+            generate(1, 7)[0].json,
+            a[0].json,
+            "the seed changes the output"
+        );
     }
 }

@@ -9,8 +9,51 @@ fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/cost/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+fn corpus(sub: &str) -> Option<std::path::PathBuf> {
+    let primary =
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus")).join(sub);
+    let fallback = std::path::Path::new("/work/shared/corpus").join(sub);
+    [primary, fallback].into_iter().find(|p| p.exists())
+}
+
 mod calibrate {
     use super::*;
+
+    #[test]
+    fn fits_summary_length_to_claude_code_compactions() {
+        // The corpus has 5 Claude Code compact summaries of 12.2k-16.2k chars (about 3.0k-4.0k
+        // tokens) written at 142k-170k preTokens, so the median ratio lies near 0.02 (between
+        // 3.0k/170k = 0.018 and 4.0k/142k = 0.028) and the cap is about 4k tokens.
+        let Some(dir) = corpus("claude_code_spotter") else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("lat.toml");
+        Command::cargo_bin("compaction-sim")
+            .unwrap()
+            .arg("calibrate")
+            .arg(&dir)
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(
+                "summary length: 5 recorded summaries",
+            ));
+        let file: compaction_sim::cost::latency::LatencyFile =
+            toml::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let l = file.summary_length.expect("length model written");
+        assert!(l.ratio > 0.015 && l.ratio < 0.03, "{l:?}");
+        assert!(l.cap_tokens > 3000 && l.cap_tokens < 5000, "{l:?}");
+        // Every fitted model has positive rates and an R2 no larger than 1.
+        for (name, e) in &file.models {
+            assert!(
+                e.prefill_tokens_per_s > 0.0 && e.decode_tokens_per_s > 0.0 && e.ttft_s >= 0.0,
+                "{name}"
+            );
+            assert!(e.r2.unwrap() <= 1.0, "{name}");
+        }
+    }
 
     #[test]
     fn fits_exact_latencies_and_writes_a_latency_file() {

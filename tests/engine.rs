@@ -70,6 +70,18 @@ fn conform_agrees_with_new_seed_cases() {
         .stdout(predicate::str::contains(format!("{n}/{n} agree")));
 }
 
+/// Hand-made transcripts with what the generator does not make (thoughts, id-less calls,
+/// confirmations, intermediate long-running updates, quote markers, camelCase JSONL).
+#[test]
+fn conform_agrees_with_hand_made_edge_cases() {
+    bin()
+        .args(["conform", "--strict"])
+        .arg(fixtures().join("edge"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("9/9 agree"));
+}
+
 /// A disagreement is reported with the case, the field path and both values, and exit 1.
 #[test]
 fn conform_reports_the_first_differing_field() {

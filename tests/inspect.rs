@@ -50,7 +50,11 @@ fn run_json(args: &[&str]) -> (Value, String) {
 fn table_snapshot_over_fixtures() {
     // Run from the fixture folder so the sources (and column widths) do not depend on where
     // the repository lives.
-    let out = bin().current_dir(FIX).args(["inspect", "good", "--no-cache"]).output().unwrap();
+    let out = bin()
+        .current_dir(FIX)
+        .args(["inspect", "good", "--no-cache"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout));
 }
@@ -198,6 +202,37 @@ fn corrupted_cache_is_ignored_and_rebuilt() {
     // Garbage of any size never panics.
     std::fs::write(&file, b"xx").unwrap();
     run_json(&[&fix("good"), "--cache-dir", c]);
+}
+
+#[test]
+fn concurrent_runs_share_one_cache_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().to_str().unwrap();
+    let bin_path = assert_cmd::cargo::cargo_bin("compaction-sim");
+    let spawn = || {
+        std::process::Command::new(&bin_path)
+            .args(["inspect", &fix("good"), "--json", "--cache-dir", c])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn")
+    };
+    let (a, b) = (spawn(), spawn());
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Whichever rename won, the file is whole and complete: no warning, nothing to tokenize.
+    let (v, stderr) = run_json(&[&fix("good"), "--cache-dir", c]);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(v["token_counts"]["tokenized"], 0);
+    // No temp files left behind.
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(files.len(), 1);
 }
 
 #[test]

@@ -82,9 +82,24 @@ impl SettingRow {
         self.num(&["summarizer_calls_sum", "summarizer_calls_mean"])
     }
 
-    /// p95 over sessions of the per-session end-of-run latency sum, seconds.
+    /// The end-of-run wait the latency budget limits, seconds: p95 over sessions of each
+    /// session's longest single summarizer wait at the end of a run.
     pub fn end_of_run_latency_p95(&self) -> Option<f64> {
-        self.num(&["end_of_run_latency_s_p95", "end_of_run_latency_p95_s_max", "end_of_run_latency_s_max", "end_of_run_latency_s_mean"])
+        self.num(&[
+            "end_of_run_latency_max_s_p95",
+            "end_of_run_latency_p95_s_p95",
+            "end_of_run_latency_max_s_max",
+            "end_of_run_latency_s_p95",
+        ])
+    }
+
+    /// Same for waits before a model request (size trigger, pre-request).
+    pub fn pre_request_latency_p95(&self) -> Option<f64> {
+        self.num(&[
+            "pre_request_latency_max_s_p95",
+            "pre_request_latency_p95_s_p95",
+            "pre_request_latency_s_p95",
+        ])
     }
 
     pub fn facts_dropped(&self) -> Option<f64> {
@@ -173,8 +188,23 @@ impl RunData {
         })
     }
 
+    /// The no-compaction row the recommendation is compared with: same agent model, client
+    /// and tokenizer as the recommended setting when the grid has several baselines.
     pub fn baseline(&self) -> Option<&SettingRow> {
-        self.settings.iter().find(|s| s.is_baseline())
+        let base = |s: &&SettingRow| s.is_baseline();
+        match self.recommended() {
+            Some(r) => self
+                .settings
+                .iter()
+                .filter(base)
+                .find(|s| {
+                    s.agent_model == r.agent_model
+                        && s.client == r.client
+                        && s.tokenizer == r.tokenizer
+                })
+                .or_else(|| self.settings.iter().find(base)),
+            None => self.settings.iter().find(base),
+        }
     }
 
     pub fn recommended(&self) -> Option<&SettingRow> {
@@ -232,12 +262,15 @@ fn read_text(path: &Path) -> Result<String, DataError> {
 
 fn read_json(path: &Path) -> Result<Value, DataError> {
     let text = read_text(path)?;
-    serde_json::from_str(&text).map_err(|e| bad(path, format!("line {}: invalid JSON: {e}", e.line())))
+    serde_json::from_str(&text)
+        .map_err(|e| bad(path, format!("line {}: invalid JSON: {e}", e.line())))
 }
 
 fn as_u64(v: &Value) -> Option<u64> {
     match v {
-        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
         Value::String(s) => s.replace('_', "").parse().ok(),
         _ => None,
     }
@@ -268,7 +301,9 @@ pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataErr
         .ok_or_else(|| bad(path, "$: expected an array of setting rows"))?;
     let mut out = Vec::with_capacity(arr.len());
     for (i, row) in arr.iter().enumerate() {
-        let obj = row.as_object().ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
+        let obj = row
+            .as_object()
+            .ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
         let setting_id = as_string(obj.get("setting_id"));
         if setting_id.is_empty() {
             return Err(bad(path, format!("$[{i}].setting_id: missing")));
@@ -279,6 +314,9 @@ pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataErr
                 if f.is_finite() {
                     numbers.insert(k.clone(), f);
                 }
+            } else if let Some(b) = val.as_bool() {
+                // Flags such as cost_complete, as 1/0.
+                numbers.insert(k.clone(), if b { 1.0 } else { 0.0 });
             }
         }
         let trigger_kind = match as_string(obj.get("trigger_kind")).as_str() {
@@ -367,7 +405,10 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
     };
     let col = |name: &str| header.iter().position(|h| h == name);
     let (Some(sid), Some(set)) = (col("session_id"), col("setting_id")) else {
-        return Err(bad(path, "line 1: header needs session_id and setting_id columns"));
+        return Err(bad(
+            path,
+            "line 1: header needs session_id and setting_id columns",
+        ));
     };
     let src = col("source");
     let mut out = Vec::new();
@@ -376,7 +417,14 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
             continue;
         }
         if rec.len() != header.len() {
-            return Err(bad(path, format!("line {line}: {} fields, header has {}", rec.len(), header.len())));
+            return Err(bad(
+                path,
+                format!(
+                    "line {line}: {} fields, header has {}",
+                    rec.len(),
+                    header.len()
+                ),
+            ));
         }
         let mut numbers = BTreeMap::new();
         for (i, h) in header.iter().enumerate() {
@@ -394,7 +442,9 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
                 }
                 _ => {
                     if let Ok(f) = cell.parse::<f64>() {
-                        numbers.insert(h.clone(), f);
+                        if f.is_finite() {
+                            numbers.insert(h.clone(), f);
+                        }
                     }
                 }
             }
@@ -409,16 +459,26 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
     Ok(out)
 }
 
+/// A list of prompt sizes: plain numbers, or objects with `prompt_tokens` (the sweep's
+/// `{request, prompt_tokens}` rows).
 fn num_array(v: Option<&Value>) -> Vec<f64> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| {
+                    x.as_f64()
+                        .or_else(|| x.get("prompt_tokens").and_then(Value::as_f64))
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }
 
-/// Parses `timelines.json`: an array (or `{"sessions": [...]}`) of
-/// `{session_id, setting_id, requests: [{baseline_prompt_tokens, prompt_tokens}], compactions: [...]}`;
-/// `baseline`/`compacted` number arrays are accepted too, and a compaction is a request index
-/// or an object with `before_request` / `request_index`.
+/// Parses `timelines.json`: `{"sessions": [...]}` (or a bare array) of
+/// `{session_id, baseline: [{request, prompt_tokens}], recommended: [...], compactions:
+/// [{before_request, kind, applied}]}`; number arrays and `requests: [{baseline_prompt_tokens,
+/// prompt_tokens}]` are accepted too. Compactions with `applied: false` (discarded or empty
+/// summaries) changed no prompt and are left out.
 pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataError> {
     let arr = v
         .as_array()
@@ -427,7 +487,9 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
         .ok_or_else(|| bad(path, "$: expected an array of session timelines"))?;
     let mut out = Vec::new();
     for (i, t) in arr.iter().enumerate() {
-        let obj = t.as_object().ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
+        let obj = t
+            .as_object()
+            .ok_or_else(|| bad(path, format!("$[{i}]: expected an object")))?;
         let mut tl = Timeline {
             session_id: as_string(obj.get("session_id")),
             setting_id: as_string(obj.get("setting_id")),
@@ -445,7 +507,9 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
                     _ => {
                         return Err(bad(
                             path,
-                            format!("$[{i}].requests[{j}]: needs baseline_prompt_tokens and prompt_tokens"),
+                            format!(
+                            "$[{i}].requests[{j}]: needs baseline_prompt_tokens and prompt_tokens"
+                        ),
                         ))
                     }
                 }
@@ -454,11 +518,17 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
             tl.baseline = num_array(obj.get("baseline"));
             tl.compacted = num_array(obj.get("compacted").or_else(|| obj.get("recommended")));
             if tl.baseline.len() != tl.compacted.len() {
-                return Err(bad(path, format!("$[{i}]: baseline and compacted differ in length")));
+                return Err(bad(
+                    path,
+                    format!("$[{i}]: baseline and compacted differ in length"),
+                ));
             }
         }
         if let Some(cs) = obj.get("compactions").and_then(Value::as_array) {
             for c in cs {
+                if c.get("applied").and_then(Value::as_bool) == Some(false) {
+                    continue;
+                }
                 let idx = as_u64(c)
                     .or_else(|| c.get("before_request").and_then(as_u64))
                     .or_else(|| c.get("request_index").and_then(as_u64))
@@ -482,13 +552,20 @@ mod tests {
         let recs = parse_csv("a,b\n\"x, \"\"y\"\"\",\"1\n2\"\nlast,3").unwrap();
         assert_eq!(recs.len(), 3);
         assert_eq!(recs[1].1, vec!["x, \"y\"".to_string(), "1\n2".to_string()]);
-        assert_eq!(recs[2].0, 4, "record after an embedded newline starts on line 4");
+        assert_eq!(
+            recs[2].0, 4,
+            "record after an embedded newline starts on line 4"
+        );
         assert!(parse_csv("\"open").is_err());
     }
 
     #[test]
     fn runs_csv_reports_the_bad_line() {
-        let err = parse_runs(Path::new("runs.csv"), "session_id,setting_id,cost_usd\na,s1,1.5\nb,s1\n").unwrap_err();
+        let err = parse_runs(
+            Path::new("runs.csv"),
+            "session_id,setting_id,cost_usd\na,s1,1.5\nb,s1\n",
+        )
+        .unwrap_err();
         assert_eq!(err.to_string(), "runs.csv: line 3: 2 fields, header has 3");
     }
 }

@@ -6,7 +6,7 @@
 //! whatever fonts it has.
 
 pub mod data;
-mod plots;
+pub mod plots;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -47,7 +47,11 @@ pub struct ChartInfo {
 /// The outcome for one chart.
 #[derive(Debug, Clone)]
 pub enum ChartOutcome {
-    Rendered { info: ChartInfo, svg: String, note: String },
+    Rendered {
+        info: ChartInfo,
+        svg: String,
+        note: String,
+    },
     /// Not drawn because the run's data has nothing for it (e.g. no invocation settings).
     Skipped { info: ChartInfo, reason: String },
 }
@@ -77,14 +81,15 @@ pub(crate) fn e<E: std::fmt::Display>(err: E) -> String {
 /// was drawn or skipped, in report order.
 pub fn render_all(d: &RunData, out_dir: &Path) -> Result<Vec<ChartOutcome>, String> {
     register_fonts();
-    let mut out = Vec::new();
-    out.push(render(&plots::CostVsDetail(d), out_dir)?);
-    out.push(render(&plots::Heatmap::net_saved(d), out_dir)?);
-    out.push(render(&plots::Heatmap::detail_lost(d), out_dir)?);
-    out.push(render(&plots::InvocationsOverlap(d), out_dir)?);
-    out.push(render(&plots::Latency(d), out_dir)?);
-    out.push(render(&plots::Timelines(d), out_dir)?);
-    out.push(render(&plots::Summarizers(d), out_dir)?);
+    let out = vec![
+        render(&plots::CostVsDetail(d), out_dir)?,
+        render(&plots::Heatmap::net_saved(d), out_dir)?,
+        render(&plots::Heatmap::detail_lost(d), out_dir)?,
+        render(&plots::InvocationsOverlap(d), out_dir)?,
+        render(&plots::Latency(d), out_dir)?,
+        render(&plots::Timelines(d), out_dir)?,
+        render(&plots::Summarizers(d), out_dir)?,
+    ];
     Ok(out)
 }
 
@@ -120,7 +125,8 @@ fn render_png<C: Chart>(c: &C, out_dir: &Path, stem: &str) -> Result<(), String>
         let root = BitMapBackend::new(&tmp, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(e)?;
         c.draw(&root)?;
-        root.present().map_err(|err| format!("{}: {err}", fin.display()))?;
+        root.present()
+            .map_err(|err| format!("{}: {err}", fin.display()))?;
     }
     std::fs::rename(&tmp, &fin).map_err(|err| format!("{}: rename failed: {err}", fin.display()))
 }
@@ -129,9 +135,18 @@ fn render_png<C: Chart>(c: &C, out_dir: &Path, stem: &str) -> Result<(), String>
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|err| format!("{}: cannot create temp file: {err}", dir.display()))?;
-    tmp.write_all(bytes).map_err(|err| format!("{}: write failed: {err}", path.display()))?;
-    tmp.persist(path).map_err(|err| format!("{}: rename failed: {err}", path.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|err| format!("{}: cannot create temp file: {err}", dir.display()))?;
+    tmp.write_all(bytes)
+        .map_err(|err| format!("{}: write failed: {err}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|err| format!("{}: rename failed: {err}", path.display()))?;
+    // Temp files are created 0600; outputs are ordinary files others may read.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644));
+    }
     Ok(())
 }
 
@@ -139,6 +154,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 pub fn fmt_usd(v: f64) -> String {
     let sign = if v < 0.0 { "-" } else { "" };
     let a = v.abs();
+    if a == 0.0 {
+        return "$0.00".to_string();
+    }
     if a < 1.0 {
         return format!("{sign}${a:.4}");
     }
@@ -146,12 +164,26 @@ pub fn fmt_usd(v: f64) -> String {
     let (int, frac) = cents.split_once('.').unwrap_or((&cents, "00"));
     let mut grouped = String::new();
     for (i, ch) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
+        if i > 0 && (int.len() - i).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(ch);
     }
     format!("{sign}${grouped}.{frac}")
+}
+
+/// Axis ticks in USD: two significant digits below a dollar (`$0.50`, `$0.012`), cents above.
+pub fn fmt_usd_axis(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        return "$0".to_string();
+    }
+    if a >= 1.0 {
+        return fmt_usd(v);
+    }
+    let decimals = (1 - a.log10().floor() as i32).clamp(2, 8) as usize;
+    let sign = if v < 0.0 { "-" } else { "" };
+    format!("{sign}${a:.decimals$}")
 }
 
 /// A 0..1 share as a percentage with one decimal.
@@ -171,9 +203,18 @@ pub fn fmt_tokens(v: f64) -> String {
 }
 
 /// Shortens `text` with `…` until it fits `max_px` at `size` px in the embedded font.
-pub(crate) fn fit<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, text: &str, size: f64, max_px: u32) -> String {
+pub(crate) fn fit<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    text: &str,
+    size: f64,
+    max_px: u32,
+) -> String {
     let style = TextStyle::from((FONT, size).into_font());
-    let fits = |s: &str| root.estimate_text_size(s, &style).map(|(w, _)| w <= max_px).unwrap_or(true);
+    let fits = |s: &str| {
+        root.estimate_text_size(s, &style)
+            .map(|(w, _)| w <= max_px)
+            .unwrap_or(true)
+    };
     if fits(text) {
         return text.to_string();
     }
@@ -210,7 +251,10 @@ impl LabelPlacer {
             && r.1 >= bounds.1
             && r.2 <= bounds.2
             && r.3 <= bounds.3
-            && self.taken.iter().all(|t| r.2 < t.0 || r.0 > t.2 || r.3 < t.1 || r.1 > t.3)
+            && self
+                .taken
+                .iter()
+                .all(|t| r.2 < t.0 || r.0 > t.2 || r.3 < t.1 || r.1 > t.3)
     }
 
     /// Draws `text` near pixel `at` (absolute), inside `bounds`; returns false if dropped.
@@ -226,7 +270,7 @@ impl LabelPlacer {
         let style = TextStyle::from((FONT, size).into_font()).color(&color);
         let (w, h) = root.estimate_text_size(text, &style).map_err(e)?;
         let (w, h) = (w as i32, h as i32);
-        let gap = 10;
+        let gap = 18;
         let candidates = [
             (at.0 + gap, at.1 - h / 2),
             (at.0 - gap - w, at.1 - h / 2),
@@ -241,7 +285,8 @@ impl LabelPlacer {
             let r = (x - 2, y - 2, x + w + 2, y + h + 2);
             if self.free(r, bounds) {
                 self.taken.push(r);
-                root.draw(&Text::new(text.to_string(), (x, y), style.clone())).map_err(e)?;
+                root.draw(&Text::new(text.to_string(), (x, y), style.clone()))
+                    .map_err(e)?;
                 return Ok(true);
             }
         }
@@ -259,6 +304,10 @@ mod tests {
         assert_eq!(fmt_usd(-12.0), "-$12.00");
         assert_eq!(fmt_usd(0.01234), "$0.0123");
         assert_eq!(fmt_pct(0.1234), "12.3 %");
+        assert_eq!(fmt_usd_axis(0.5), "$0.50");
+        assert_eq!(fmt_usd_axis(0.0123), "$0.012");
+        assert_eq!(fmt_usd_axis(0.0), "$0");
+        assert_eq!(fmt_usd_axis(2.0), "$2.00");
         assert_eq!(fmt_tokens(80_000.0), "80k");
         assert_eq!(fmt_tokens(1_260_000.0), "1.3M");
     }

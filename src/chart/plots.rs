@@ -1,6 +1,8 @@
 //! The six charts of the report. Each reads [`RunData`] only.
 
-use super::{e, fit, fmt_pct, fmt_tokens, fmt_usd, Chart, ChartInfo, LabelPlacer, FONT};
+use super::{
+    e, fit, fmt_pct, fmt_tokens, fmt_usd, fmt_usd_axis, Chart, ChartInfo, LabelPlacer, FONT,
+};
 use crate::chart::data::{RunData, SettingRow};
 use plotters::coord::types::RangedCoordusize;
 use plotters::coord::Shift;
@@ -44,7 +46,11 @@ fn font(size: f64) -> TextStyle<'static> {
 /// `[lo, hi]` padded by 8 % (and widened when flat) so markers never sit on the frame.
 fn padded(lo: f64, hi: f64) -> (f64, f64) {
     let span = (hi - lo).abs();
-    let pad = if span > 0.0 { span * 0.08 } else { lo.abs().max(1.0) * 0.1 };
+    let pad = if span > 0.0 {
+        span * 0.08
+    } else {
+        lo.abs().max(1.0) * 0.1
+    };
     (lo - pad, hi + pad)
 }
 
@@ -58,16 +64,33 @@ fn min_max(v: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
 /// Context line under a title: what the chart's settings share.
 fn context(d: &RunData) -> String {
     match d.anchor() {
-        Some(a) => format!("summarizer {}, client {}, agent model {}", a.summarizer, a.client, a.agent_model),
+        Some(a) => format!(
+            "summarizer {}, client {}, agent model {}",
+            a.summarizer, a.client, a.agent_model
+        ),
         None => String::new(),
     }
 }
 
-fn title<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &str, sub: &str) -> Result<DrawingArea<DB, Shift>, String> {
+fn title<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    t: &str,
+    sub: &str,
+) -> Result<DrawingArea<DB, Shift>, String> {
     let (w, _) = root.dim_in_pixel();
-    root.draw(&Text::new(fit(root, t, TITLE, w - 40), (20, 12), font(TITLE))).map_err(e)?;
+    root.draw(&Text::new(
+        fit(root, t, TITLE, w - 40),
+        (20, 12),
+        font(TITLE),
+    ))
+    .map_err(e)?;
     if !sub.is_empty() {
-        root.draw(&Text::new(fit(root, sub, NOTE, w - 40), (22, 50), font(NOTE).color(&GREY))).map_err(e)?;
+        root.draw(&Text::new(
+            fit(root, sub, NOTE, w - 40),
+            (22, 50),
+            font(NOTE).color(&GREY),
+        ))
+        .map_err(e)?;
     }
     Ok(root.margin(80, 10, 10, 25))
 }
@@ -86,7 +109,12 @@ impl Chart for CostVsDetail<'_> {
     }
 
     fn check(&self) -> Result<String, String> {
-        let n = self.0.settings.iter().filter(|s| s.cost_usd().is_some() && s.detail_lost().is_some()).count();
+        let n = self
+            .0
+            .settings
+            .iter()
+            .filter(|s| s.cost_usd().is_some() && s.detail_lost().is_some())
+            .count();
         if n == 0 {
             return Err("no setting has both cost_usd and detail_lost aggregates".into());
         }
@@ -123,24 +151,34 @@ impl Chart for CostVsDetail<'_> {
             .axis_desc_style(font(AXIS))
             .label_style(font(TICK))
             .x_label_formatter(&|v| format!("{v:.0} %"))
-            .y_label_formatter(&|v| fmt_usd(*v))
+            .y_label_formatter(&|v| fmt_usd_axis(*v))
             .light_line_style(LIGHT.mix(0.5))
             .x_labels(8)
             .y_labels(8)
             .draw()
             .map_err(e)?;
         // Frontier first, so the markers sit on top of it.
-        let mut front: Vec<(f64, f64)> = pts.iter().filter(|p| p.0.pareto).map(|p| (p.1, p.2)).collect();
+        let mut front: Vec<(f64, f64)> = pts
+            .iter()
+            .filter(|p| p.0.pareto)
+            .map(|p| (p.1, p.2))
+            .collect();
         front.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
         if front.len() > 1 {
             chart
                 .draw_series(LineSeries::new(front.clone(), FRONT_C.stroke_width(3)))
                 .map_err(e)?
                 .label("Pareto frontier (cheapest for its detail lost)")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], FRONT_C.stroke_width(3)));
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], FRONT_C.stroke_width(3))
+                });
         }
         for kind in ["tokens", "invocations", "both"] {
-            let ps: Vec<(f64, f64)> = pts.iter().filter(|p| p.0.trigger_kind == kind).map(|p| (p.1, p.2)).collect();
+            let ps: Vec<(f64, f64)> = pts
+                .iter()
+                .filter(|p| p.0.trigger_kind == kind)
+                .map(|p| (p.1, p.2))
+                .collect();
             if ps.is_empty() {
                 continue;
             }
@@ -158,14 +196,22 @@ impl Chart for CostVsDetail<'_> {
         }
         if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
             chart
-                .draw_series(std::iter::once(TriangleMarker::new((b.1, b.2), 11, BLACK.filled())))
+                .draw_series(std::iter::once(TriangleMarker::new(
+                    (b.1, b.2),
+                    11,
+                    BLACK.filled(),
+                )))
                 .map_err(e)?
                 .label("baseline: no compaction")
                 .legend(|(x, y)| TriangleMarker::new((x + 12, y), 8, BLACK.filled()));
         }
         if let Some(r) = pts.iter().find(|p| p.0.recommended) {
             chart
-                .draw_series(std::iter::once(Circle::new((r.1, r.2), 14, RECO_C.stroke_width(4))))
+                .draw_series(std::iter::once(Circle::new(
+                    (r.1, r.2),
+                    14,
+                    RECO_C.stroke_width(4),
+                )))
                 .map_err(e)?
                 .label("recommended")
                 .legend(|(x, y)| Circle::new((x + 12, y), 8, RECO_C.stroke_width(3)));
@@ -180,17 +226,15 @@ impl Chart for CostVsDetail<'_> {
             .map_err(e)?;
         // Labels: recommended, baseline, then frontier points numbered as in the report's
         // frontier table (F1 = cheapest). The legend's corner is reserved.
-        let (pw, ph) = area.dim_in_pixel();
-        let base = area.get_base_pixel();
         let plot = chart.plotting_area();
         let (px, py) = plot.get_pixel_range();
         let bounds = (px.start, py.start, px.end, py.end);
         let mut placer = LabelPlacer::new();
         placer.reserve((px.end - 470, py.start, px.end, py.start + 175));
-        let _ = (pw, ph, base);
         for p in &pts {
             let (x, y) = chart.backend_coord(&(p.1, p.2));
-            placer.reserve((x - 8, y - 8, x + 8, y + 8));
+            let r = if p.0.recommended { 14 } else { 9 };
+            placer.reserve((x - r, y - r, x + r, y + r));
         }
         let mut labels: Vec<(String, (f64, f64), RGBColor)> = Vec::new();
         if let Some(r) = pts.iter().find(|p| p.0.recommended) {
@@ -199,7 +243,14 @@ impl Chart for CostVsDetail<'_> {
         if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
             labels.push(("baseline".to_string(), (b.1, b.2), BLACK));
         }
-        for (i, f) in frontier(d).iter().enumerate() {
+        // At most ~15 frontier labels, evenly spread (F1 and the last always), so a long
+        // frontier stays readable; the report's table lists every one.
+        let fr = frontier(d);
+        let step = fr.len().div_ceil(15).max(1);
+        for (i, f) in fr.iter().enumerate() {
+            if !(i.is_multiple_of(step) || i + 1 == fr.len()) {
+                continue;
+            }
             if !f.recommended && !f.is_baseline() {
                 if let (Some(x), Some(y)) = (f.detail_lost(), f.cost_usd()) {
                     labels.push((format!("F{}", i + 1), (x * 100.0, y), FRONT_C));
@@ -273,8 +324,13 @@ impl<'a> Heatmap<'a> {
         }
     }
 
-    fn cells(&self) -> (Vec<u64>, Vec<u64>, Vec<(usize, usize, f64)>) {
-        let rows: Vec<&SettingRow> = self.d.same_context().into_iter().filter(|s| s.trigger_kind == "tokens").collect();
+    fn cells(&self) -> (Vec<u64>, Vec<u64>, Vec<Cell>) {
+        let rows: Vec<&SettingRow> = self
+            .d
+            .same_context()
+            .into_iter()
+            .filter(|s| s.trigger_kind == "tokens")
+            .collect();
         let mut xs: Vec<u64> = rows.iter().filter_map(|s| s.after_tokens).collect();
         let mut ys: Vec<u64> = rows.iter().filter_map(|s| s.keep_recent_events).collect();
         xs.sort_unstable();
@@ -297,6 +353,9 @@ impl<'a> Heatmap<'a> {
     }
 }
 
+/// One heatmap cell: column, row, value.
+type Cell = (usize, usize, f64);
+
 fn lerp(a: RGBColor, b: RGBColor, t: f64) -> RGBColor {
     let t = t.clamp(0.0, 1.0);
     let m = |x: u8, y: u8| (x as f64 + (y as f64 - x as f64) * t).round() as u8;
@@ -315,19 +374,37 @@ impl Chart for Heatmap<'_> {
     fn check(&self) -> Result<String, String> {
         let (xs, ys, cells) = self.cells();
         if cells.is_empty() {
-            return Err("the grid has no after_tokens settings with this summarizer and client".into());
+            return Err(
+                "the grid has no after_tokens settings with this summarizer and client".into(),
+            );
         }
-        Ok(format!("{} × {} cells; {}", xs.len(), ys.len(), context(self.d)))
+        Ok(format!(
+            "{} × {} cells; {}",
+            xs.len(),
+            ys.len(),
+            context(self.d)
+        ))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let (xs, ys, cells) = self.cells();
-        let area = title(root, self.title, &format!("settings with {}", context(self.d)))?;
+        let area = title(
+            root,
+            self.title,
+            &format!(
+                "colour and numbers: {}; settings with {}",
+                self.unit,
+                context(self.d)
+            ),
+        )?;
         let (main, legend) = area.split_horizontally(area.dim_in_pixel().0 - 190);
         let mut chart = ChartBuilder::on(&main)
             .x_label_area_size(60)
             .y_label_area_size(110)
-            .build_cartesian_2d((0..xs.len()).into_segmented(), (0..ys.len()).into_segmented())
+            .build_cartesian_2d(
+                (0..xs.len().saturating_sub(1)).into_segmented(),
+                (0..ys.len().saturating_sub(1)).into_segmented(),
+            )
             .map_err(e)?;
         let xs2 = xs.clone();
         let ys2 = ys.clone();
@@ -341,7 +418,10 @@ impl Chart for Heatmap<'_> {
             .x_labels(xs.len() + 1)
             .y_labels(ys.len() + 1)
             .x_label_formatter(&move |v| match v {
-                SegmentValue::CenterOf(i) => xs2.get(*i).map(|x| fmt_tokens(*x as f64)).unwrap_or_default(),
+                SegmentValue::CenterOf(i) => xs2
+                    .get(*i)
+                    .map(|x| fmt_tokens(*x as f64))
+                    .unwrap_or_default(),
                 _ => String::new(),
             })
             .y_label_formatter(&move |v| match v {
@@ -361,13 +441,20 @@ impl Chart for Heatmap<'_> {
                 }
             } else {
                 let span = (hi - lo).max(1e-12);
-                lerp(RGBColor(242, 240, 247), RGBColor(84, 39, 143), (v - lo) / span)
+                lerp(
+                    RGBColor(242, 240, 247),
+                    RGBColor(84, 39, 143),
+                    (v - lo) / span,
+                )
             }
         };
         chart
             .draw_series(cells.iter().map(|&(i, j, v)| {
                 Rectangle::new(
-                    [(SegmentValue::Exact(i), SegmentValue::Exact(j)), (SegmentValue::Exact(i + 1), SegmentValue::Exact(j + 1))],
+                    [
+                        (SegmentValue::Exact(i), SegmentValue::Exact(j)),
+                        (SegmentValue::Exact(i + 1), SegmentValue::Exact(j + 1)),
+                    ],
                     color(v).filled(),
                 )
             }))
@@ -380,11 +467,20 @@ impl Chart for Heatmap<'_> {
             let text = (self.fmt)(v);
             let c = color(v);
             let dark = (c.0 as u32 + c.1 as u32 + c.2 as u32) < 380;
-            let style = font(size).color(if dark { &WHITE } else { &BLACK }).pos(Pos::new(HPos::Center, VPos::Center));
-            let fits = root.estimate_text_size(&text, &style).map(|(w, h)| w + 6 < cell_w && h + 4 < cell_h).unwrap_or(false);
+            let style = font(size)
+                .color(if dark { &WHITE } else { &BLACK })
+                .pos(Pos::new(HPos::Center, VPos::Center));
+            let fits = root
+                .estimate_text_size(&text, &style)
+                .map(|(w, h)| w + 6 < cell_w && h + 4 < cell_h)
+                .unwrap_or(false);
             if fits {
                 chart
-                    .draw_series(std::iter::once(Text::new(text, (SegmentValue::CenterOf(i), SegmentValue::CenterOf(j)), style)))
+                    .draw_series(std::iter::once(Text::new(
+                        text,
+                        (SegmentValue::CenterOf(i), SegmentValue::CenterOf(j)),
+                        style,
+                    )))
                     .map_err(e)?;
             }
         }
@@ -397,17 +493,21 @@ impl Chart for Heatmap<'_> {
             let v = hi - (hi - lo) * t;
             let y0 = (lh as f64 * k as f64 / steps as f64) as i32;
             let y1 = (lh as f64 * (k + 1) as f64 / steps as f64) as i32 + 1;
-            legend.draw(&Rectangle::new([(0, y0), (30, y1)], color(v).filled())).map_err(e)?;
+            legend
+                .draw(&Rectangle::new([(0, y0), (30, y1)], color(v).filled()))
+                .map_err(e)?;
         }
         let _ = lw;
-        legend.draw(&Text::new((self.fmt)(hi), (36, 0), font(TICK))).map_err(e)?;
         legend
-            .draw(&Text::new((self.fmt)(lo), (36, lh as i32), font(TICK).pos(Pos::new(HPos::Left, VPos::Bottom))))
+            .draw(&Text::new((self.fmt)(hi), (36, 0), font(TICK)))
             .map_err(e)?;
         legend
-            .draw(&Text::new(self.unit.to_string(), (36, lh as i32 / 2), font(NOTE).color(&GREY)))
-            .map_err(|err| err.to_string())
-            .or_else(|_| Ok::<(), String>(()))?;
+            .draw(&Text::new(
+                (self.fmt)(lo),
+                (36, lh as i32),
+                font(TICK).pos(Pos::new(HPos::Left, VPos::Bottom)),
+            ))
+            .map_err(e)?;
         Ok(())
     }
 }
@@ -421,7 +521,11 @@ impl InvocationsOverlap<'_> {
         self.0
             .same_context()
             .into_iter()
-            .filter(|s| s.trigger_kind == "invocations" && s.after_invocations.is_some() && s.overlap.is_some())
+            .filter(|s| {
+                s.trigger_kind == "invocations"
+                    && s.after_invocations.is_some()
+                    && s.overlap.is_some()
+            })
             .collect()
     }
 }
@@ -438,24 +542,42 @@ impl Chart for InvocationsOverlap<'_> {
     fn check(&self) -> Result<String, String> {
         let n = self.rows().len();
         if n == 0 {
-            return Err("the grid has no after_invocations settings with this summarizer and client".into());
+            return Err(
+                "the grid has no after_invocations settings with this summarizer and client".into(),
+            );
         }
         Ok(format!("{n} settings; {}", context(self.0)))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let rows = self.rows();
-        let area = title(root, "Turn-triggered settings: summaries written and detail lost", &format!("settings with {}", context(self.0)))?;
+        let area = title(
+            root,
+            "Turn-triggered settings: summaries written and detail lost",
+            &format!("settings with {}", context(self.0)),
+        )?;
         let panels = area.split_evenly((1, 2));
         let mut overlaps: Vec<u64> = rows.iter().filter_map(|s| s.overlap).collect();
         overlaps.sort_unstable();
         overlaps.dedup();
-        let (ix0, ix1) = min_max(rows.iter().filter_map(|s| s.after_invocations.map(|v| v as f64))).unwrap_or((1.0, 2.0));
+        let (ix0, ix1) = min_max(
+            rows.iter()
+                .filter_map(|s| s.after_invocations.map(|v| v as f64)),
+        )
+        .unwrap_or((1.0, 2.0));
         let (ix0, ix1) = padded(ix0, ix1);
         type Getter = fn(&SettingRow) -> Option<f64>;
         let metrics: [(&str, Getter, bool); 2] = [
-            ("summarizer calls (total over sessions)", |s| s.summarizer_calls(), false),
-            ("detail lost (% of history, mean per session)", |s| s.detail_lost().map(|v| v * 100.0), true),
+            (
+                "summarizer calls (total over sessions)",
+                |s| s.summarizer_calls(),
+                false,
+            ),
+            (
+                "detail lost (% of history, mean per session)",
+                |s| s.detail_lost().map(|v| v * 100.0),
+                true,
+            ),
         ];
         for (panel, (desc, get, pct)) in panels.iter().zip(metrics) {
             let (y0, y1) = min_max(rows.iter().filter_map(|s| get(s))).unwrap_or((0.0, 1.0));
@@ -475,7 +597,13 @@ impl Chart for InvocationsOverlap<'_> {
                 .x_labels(6)
                 .y_labels(6)
                 .x_label_formatter(&|v| format!("{v:.0}"))
-                .y_label_formatter(&move |v| if pct { format!("{v:.0} %") } else { format!("{v:.0}") })
+                .y_label_formatter(&move |v| {
+                    if pct {
+                        format!("{v:.0} %")
+                    } else {
+                        format!("{v:.0}")
+                    }
+                })
                 .light_line_style(LIGHT.mix(0.5))
                 .draw()
                 .map_err(e)?;
@@ -491,8 +619,12 @@ impl Chart for InvocationsOverlap<'_> {
                     .draw_series(LineSeries::new(pts.clone(), c.stroke_width(3)))
                     .map_err(e)?
                     .label(format!("overlap = {o}"))
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
-                chart.draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled()))).map_err(e)?;
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
+                    });
+                chart
+                    .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))
+                    .map_err(e)?;
             }
             chart
                 .configure_series_labels()
@@ -524,19 +656,30 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 impl Latency<'_> {
-    /// Per group: values of `end_of_run_latency_p95_s` over (session, setting) rows that
+    /// Per group: values of `end_of_run_latency_max_s` over (session, setting) rows that
     /// compacted at least once.
     pub fn groups(&self) -> Vec<(String, Vec<f64>)> {
         let d = self.0;
         let by_client = d.distinct(|s| &s.client).len() > 1;
         let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
         for r in &d.runs {
-            let Some(s) = d.setting(&r.setting_id) else { continue };
+            let Some(s) = d.setting(&r.setting_id) else {
+                continue;
+            };
             if s.is_baseline() || r.num("summarizer_calls").unwrap_or(0.0) <= 0.0 {
                 continue;
             }
-            let Some(v) = r.num("end_of_run_latency_p95_s").or_else(|| r.num("end_of_run_latency_s")) else { continue };
-            let key = if by_client { format!("{} / {}", s.summarizer, s.client) } else { s.summarizer.clone() };
+            let Some(v) = r
+                .num("end_of_run_latency_max_s")
+                .or_else(|| r.num("end_of_run_latency_p95_s"))
+            else {
+                continue;
+            };
+            let key = if by_client {
+                format!("{} / {}", s.summarizer, s.client)
+            } else {
+                s.summarizer.clone()
+            };
             match groups.iter_mut().find(|g| g.0 == key) {
                 Some(g) => g.1.push(v),
                 None => groups.push((key, vec![v])),
@@ -555,14 +698,17 @@ impl Chart for Latency<'_> {
         ChartInfo {
             stem: "latency_distribution",
             title: "End-of-run latency per summarizer",
-            how_to_read: "Each box is one summarizer (and client mode, when swept): over the sessions that compacted, the box spans the middle half of the p95 wait a compacting run adds before its terminal event, the bar is the median and the whiskers reach the 5th and 95th percentiles.",
+            how_to_read: "Each box is one summarizer (and client mode, when swept): over the sessions that compacted, the box spans the middle half of each session's longest wait for the terminal event after a run that compacted, the bar is the median and the whiskers reach the 5th and 95th percentiles.",
         }
     }
 
     fn check(&self) -> Result<String, String> {
         let g = self.groups();
         if g.is_empty() {
-            return Err("no (session, setting) row compacted, so there is no end-of-run latency to show".into());
+            return Err(
+                "no (session, setting) row compacted, so there is no end-of-run latency to show"
+                    .into(),
+            );
         }
         Ok(format!("{} groups", g.len()))
     }
@@ -572,16 +718,19 @@ impl Chart for Latency<'_> {
         let area = title(
             root,
             "End-of-run latency added by compaction, per summarizer",
-            "per session that compacted: p95 over its compacting runs of the summarizer time the terminal event waits for",
+            "per session that compacted: the longest time a run's terminal event waited for the summarizer",
         )?;
-        let ymax = groups.iter().flat_map(|g| g.1.last().copied()).fold(0.0f64, f64::max);
+        let ymax = groups
+            .iter()
+            .flat_map(|g| g.1.last().copied())
+            .fold(0.0f64, f64::max);
         let ymax = if ymax > 0.0 { ymax * 1.12 } else { 1.0 };
         let n = groups.len();
         let mut chart = ChartBuilder::on(&area)
             .margin_right(20)
             .x_label_area_size(60)
             .y_label_area_size(90)
-            .build_cartesian_2d((0..n).into_segmented(), 0.0..ymax)
+            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..ymax)
             .map_err(e)?;
         let plot_w = chart.plotting_area().dim_in_pixel().0;
         let names: Vec<String> = groups
@@ -592,7 +741,7 @@ impl Chart for Latency<'_> {
             .configure_mesh()
             .disable_x_mesh()
             .x_desc("summarizer")
-            .y_desc("end-of-run latency (s, p95 per session)")
+            .y_desc("longest end-of-run wait per session (s)")
             .axis_desc_style(font(AXIS))
             .label_style(font(TICK))
             .x_labels(n + 1)
@@ -610,10 +759,13 @@ impl Chart for Latency<'_> {
             let q = |p| quantile(vals, p);
             let (p5, p25, p50, p75, p95) = (q(0.05), q(0.25), q(0.5), q(0.75), q(0.95));
             draw_box(&mut chart, i, (p5, p25, p50, p75, p95), c)?;
-            let style = font(NOTE).color(&GREY).pos(Pos::new(HPos::Center, VPos::Bottom));
+            let style = font(NOTE)
+                .color(&GREY)
+                .pos(Pos::new(HPos::Center, VPos::Bottom));
             chart
                 .draw_series(std::iter::once(
-                    EmptyElement::at((SegmentValue::CenterOf(i), p95)) + Text::new(format!("n = {}", vals.len()), (0, -6), style),
+                    EmptyElement::at((SegmentValue::CenterOf(i), p95))
+                        + Text::new(format!("n = {}", vals.len()), (0, -6), style),
                 ))
                 .map_err(e)?;
         }
@@ -621,9 +773,21 @@ impl Chart for Latency<'_> {
     }
 }
 
-type SegChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<plotters::coord::ranged1d::SegmentedCoord<RangedCoordusize>, plotters::coord::types::RangedCoordf64>>;
+type SegChart<'a, DB> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<
+        plotters::coord::ranged1d::SegmentedCoord<RangedCoordusize>,
+        plotters::coord::types::RangedCoordf64,
+    >,
+>;
 
-fn draw_box<DB: DrawingBackend>(chart: &mut SegChart<'_, DB>, i: usize, q: (f64, f64, f64, f64, f64), c: RGBColor) -> Result<(), String> {
+fn draw_box<DB: DrawingBackend>(
+    chart: &mut SegChart<'_, DB>,
+    i: usize,
+    q: (f64, f64, f64, f64, f64),
+    c: RGBColor,
+) -> Result<(), String> {
     let (p5, p25, p50, p75, p95) = q;
     // Box a third of the category wide: from 1/3 to 2/3 of segment i, in pixel offsets.
     let left = chart.backend_coord(&(SegmentValue::Exact(i), p50)).0;
@@ -638,12 +802,36 @@ fn draw_box<DB: DrawingBackend>(chart: &mut SegChart<'_, DB>, i: usize, q: (f64,
     let (_, y50) = rel(mid(p50));
     let (_, y5) = rel(mid(p5));
     let (_, y95) = rel(mid(p95));
-    area.draw(&PathElement::new(vec![(cx, y5), (cx, y95)], BLACK.stroke_width(2))).map_err(e)?;
-    area.draw(&PathElement::new(vec![(cx - w / 2, y5), (cx + w / 2, y5)], BLACK.stroke_width(2))).map_err(e)?;
-    area.draw(&PathElement::new(vec![(cx - w / 2, y95), (cx + w / 2, y95)], BLACK.stroke_width(2))).map_err(e)?;
-    area.draw(&Rectangle::new([(cx - w, y75), (cx + w, y25.max(y75 + 2))], c.mix(0.55).filled())).map_err(e)?;
-    area.draw(&Rectangle::new([(cx - w, y75), (cx + w, y25.max(y75 + 2))], BLACK.stroke_width(2))).map_err(e)?;
-    area.draw(&PathElement::new(vec![(cx - w, y50), (cx + w, y50)], BLACK.stroke_width(4))).map_err(e)?;
+    area.draw(&PathElement::new(
+        vec![(cx, y5), (cx, y95)],
+        BLACK.stroke_width(2),
+    ))
+    .map_err(e)?;
+    area.draw(&PathElement::new(
+        vec![(cx - w / 2, y5), (cx + w / 2, y5)],
+        BLACK.stroke_width(2),
+    ))
+    .map_err(e)?;
+    area.draw(&PathElement::new(
+        vec![(cx - w / 2, y95), (cx + w / 2, y95)],
+        BLACK.stroke_width(2),
+    ))
+    .map_err(e)?;
+    area.draw(&Rectangle::new(
+        [(cx - w, y75), (cx + w, y25.max(y75 + 2))],
+        c.mix(0.55).filled(),
+    ))
+    .map_err(e)?;
+    area.draw(&Rectangle::new(
+        [(cx - w, y75), (cx + w, y25.max(y75 + 2))],
+        BLACK.stroke_width(2),
+    ))
+    .map_err(e)?;
+    area.draw(&PathElement::new(
+        vec![(cx - w, y50), (cx + w, y50)],
+        BLACK.stroke_width(4),
+    ))
+    .map_err(e)?;
     Ok(())
 }
 
@@ -653,7 +841,10 @@ pub struct Timelines<'a>(pub &'a RunData);
 
 /// A session id as a chart title: printable characters only, at most 48.
 pub fn display_id(id: &str) -> String {
-    let clean: String = id.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let clean: String = id
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     if clean.chars().count() > 48 {
         clean.chars().take(47).collect::<String>() + "…"
     } else {
@@ -671,7 +862,12 @@ impl Chart for Timelines<'_> {
     }
 
     fn check(&self) -> Result<String, String> {
-        let n = self.0.timelines.iter().filter(|t| !t.baseline.is_empty()).count();
+        let n = self
+            .0
+            .timelines
+            .iter()
+            .filter(|t| !t.baseline.is_empty())
+            .count();
         if n == 0 {
             return Err("timelines.json is missing or has no model requests".into());
         }
@@ -679,19 +875,45 @@ impl Chart for Timelines<'_> {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let mut tls: Vec<_> = self.0.timelines.iter().filter(|t| !t.baseline.is_empty()).collect();
-        tls.sort_by(|a, b| b.baseline.len().cmp(&a.baseline.len()).then(a.session_id.cmp(&b.session_id)));
+        let mut tls: Vec<_> = self
+            .0
+            .timelines
+            .iter()
+            .filter(|t| !t.baseline.is_empty())
+            .collect();
+        tls.sort_by(|a, b| {
+            b.baseline
+                .len()
+                .cmp(&a.baseline.len())
+                .then(a.session_id.cmp(&b.session_id))
+        });
         tls.truncate(3);
-        let reco = self.0.recommended().map(|s| s.label.clone()).unwrap_or_default();
-        let area = title(root, "Prompt size per model request: no compaction against the recommended setting", &reco)?;
+        let reco = self
+            .0
+            .recommended()
+            .map(|s| s.label.clone())
+            .unwrap_or_default();
+        let area = title(
+            root,
+            "Prompt size per model request: no compaction against the recommended setting",
+            &reco,
+        )?;
         let panels = area.split_evenly((tls.len(), 1));
         for (k, (panel, t)) in panels.iter().zip(&tls).enumerate() {
             let last = k + 1 == tls.len();
-            let ymax = t.baseline.iter().chain(&t.compacted).fold(0.0f64, |a, b| a.max(*b)) * 1.1;
+            let ymax = t
+                .baseline
+                .iter()
+                .chain(&t.compacted)
+                .fold(0.0f64, |a, b| a.max(*b))
+                * 1.1;
             let n = t.baseline.len();
             let mut chart = ChartBuilder::on(panel)
                 .margin(6)
-                .caption(format!("session {}", display_id(&t.session_id)), font(NOTE + 1.0))
+                .caption(
+                    format!("session {}", display_id(&t.session_id)),
+                    font(NOTE + 1.0),
+                )
                 .x_label_area_size(if last { 55 } else { 28 })
                 .y_label_area_size(90)
                 .build_cartesian_2d(0f64..(n.max(2) - 1) as f64, 0f64..ymax.max(1.0))
@@ -712,11 +934,24 @@ impl Chart for Timelines<'_> {
             for &c in &t.compactions {
                 let x = c as f64 - 0.5;
                 chart
-                    .draw_series(std::iter::once(PathElement::new(vec![(x, 0.0), (x, ymax)], RECO_C.mix(0.7).stroke_width(2))))
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(x, 0.0), (x, ymax)],
+                        RECO_C.mix(0.7).stroke_width(2),
+                    )))
                     .map_err(e)?;
             }
-            let b: Vec<(f64, f64)> = t.baseline.iter().enumerate().map(|(i, v)| (i as f64, *v)).collect();
-            let r: Vec<(f64, f64)> = t.compacted.iter().enumerate().map(|(i, v)| (i as f64, *v)).collect();
+            let b: Vec<(f64, f64)> = t
+                .baseline
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as f64, *v))
+                .collect();
+            let r: Vec<(f64, f64)> = t
+                .compacted
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as f64, *v))
+                .collect();
             chart
                 .draw_series(LineSeries::new(b, GREY.stroke_width(3)))
                 .map_err(e)?
@@ -726,14 +961,21 @@ impl Chart for Timelines<'_> {
                 .draw_series(LineSeries::new(r, TOKENS_C.stroke_width(3)))
                 .map_err(e)?
                 .label("recommended")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], TOKENS_C.stroke_width(3)));
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], TOKENS_C.stroke_width(3))
+                });
             if k == 0 {
                 // Legend once, on the first panel; an empty series carries the marker entry.
                 chart
                     .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
                     .map_err(e)?
                     .label("compaction")
-                    .legend(|(x, y)| PathElement::new(vec![(x + 12, y - 8), (x + 12, y + 8)], RECO_C.stroke_width(2)));
+                    .legend(|(x, y)| {
+                        PathElement::new(
+                            vec![(x + 12, y - 8), (x + 12, y + 8)],
+                            RECO_C.stroke_width(2),
+                        )
+                    });
                 chart
                     .configure_series_labels()
                     .position(SeriesLabelPosition::UpperLeft)
@@ -755,7 +997,9 @@ pub struct Summarizers<'a>(pub &'a RunData);
 /// Per summarizer, the setting compared: same trigger fields, client and model as the
 /// anchor when the grid has it, else that summarizer's best-ranked setting.
 pub fn summarizer_rows(d: &RunData) -> Vec<&SettingRow> {
-    let Some(a) = d.anchor() else { return Vec::new() };
+    let Some(a) = d.anchor() else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for name in d.distinct(|s| &s.summarizer) {
         let same = d.settings.iter().find(|s| {
@@ -772,7 +1016,12 @@ pub fn summarizer_rows(d: &RunData) -> Vec<&SettingRow> {
             d.settings
                 .iter()
                 .filter(|s| s.summarizer == name && !s.is_baseline())
-                .min_by(|x, y| x.rank.unwrap_or(u64::MAX).cmp(&y.rank.unwrap_or(u64::MAX)).then(x.setting_id.cmp(&y.setting_id)))
+                .min_by(|x, y| {
+                    x.rank
+                        .unwrap_or(u64::MAX)
+                        .cmp(&y.rank.unwrap_or(u64::MAX))
+                        .then(x.setting_id.cmp(&y.setting_id))
+                })
         };
         if let Some(s) = same.or_else(best) {
             out.push(s);
@@ -800,15 +1049,32 @@ impl Chart for Summarizers<'_> {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let rows = summarizer_rows(self.0);
-        let sub = self.0.anchor().map(|a| format!("at {}", a.short())).unwrap_or_default();
+        let sub = self
+            .0
+            .anchor()
+            .map(|a| format!("each at {} where the grid has it, else at its best-ranked setting (see the report's table)", a.short()))
+            .unwrap_or_default();
         let area = title(root, "Summarizers compared at one trigger setting", &sub)?;
         let panels = area.split_evenly((2, 2));
         type Getter = fn(&SettingRow) -> Option<f64>;
-        let metrics: [(&str, Getter, fn(f64) -> String); 4] = [
-            ("cost (USD, all sessions)", |s| s.cost_usd(), fmt_usd),
-            ("end-of-run latency (s, p95 over sessions)", |s| s.end_of_run_latency_p95(), |v| format!("{v:.1} s")),
-            ("detail lost (mean per session)", |s| s.detail_lost(), fmt_pct),
-            ("facts dropped (mean per session)", |s| s.facts_dropped(), fmt_pct),
+        type Fmt = fn(f64) -> String;
+        let metrics: [(&str, Getter, Fmt); 4] = [
+            ("cost (USD, all sessions)", |s| s.cost_usd(), fmt_usd_axis),
+            (
+                "longest end-of-run wait (s, p95 over sessions)",
+                |s| s.end_of_run_latency_p95(),
+                |v| format!("{v:.1} s"),
+            ),
+            (
+                "detail lost (mean per session)",
+                |s| s.detail_lost(),
+                fmt_pct,
+            ),
+            (
+                "facts dropped (mean per session)",
+                |s| s.facts_dropped(),
+                fmt_pct,
+            ),
         ];
         let n = rows.len();
         for (panel, (desc, get, fmtv)) in panels.iter().zip(metrics) {
@@ -820,12 +1086,19 @@ impl Chart for Summarizers<'_> {
                 .caption(desc, font(NOTE + 1.0))
                 .x_label_area_size(40)
                 .y_label_area_size(90)
-                .build_cartesian_2d((0..n).into_segmented(), 0.0..ymax)
+                .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..ymax)
                 .map_err(e)?;
             let plot_w = chart.plotting_area().dim_in_pixel().0;
             let names: Vec<String> = rows
                 .iter()
-                .map(|s| fit(root, &s.summarizer, TICK - 2.0, plot_w / n.max(1) as u32 - 8))
+                .map(|s| {
+                    fit(
+                        root,
+                        &s.summarizer,
+                        TICK - 2.0,
+                        plot_w / n.max(1) as u32 - 8,
+                    )
+                })
                 .collect();
             chart
                 .configure_mesh()
@@ -846,22 +1119,28 @@ impl Chart for Summarizers<'_> {
                 let style = font(NOTE).pos(Pos::new(HPos::Center, VPos::Bottom));
                 match v {
                     Some(v) => {
-                        chart
-                            .draw_series(std::iter::once(Rectangle::new(
-                                [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), *v)],
-                                c.mix(0.8).filled(),
-                            )))
-                            .map_err(e)?;
+                        let mut bar = Rectangle::new(
+                            [
+                                (SegmentValue::Exact(i), 0.0),
+                                (SegmentValue::Exact(i + 1), *v),
+                            ],
+                            c.mix(0.8).filled(),
+                        );
+                        let gap = plot_w / n.max(1) as u32 / 5;
+                        bar.set_margin(0, 0, gap, gap);
+                        chart.draw_series(std::iter::once(bar)).map_err(e)?;
                         chart
                             .draw_series(std::iter::once(
-                                EmptyElement::at((SegmentValue::CenterOf(i), *v)) + Text::new(fmtv(*v), (0, -4), style),
+                                EmptyElement::at((SegmentValue::CenterOf(i), *v))
+                                    + Text::new(fmtv(*v), (0, -4), style),
                             ))
                             .map_err(e)?;
                     }
                     None => {
                         chart
                             .draw_series(std::iter::once(
-                                EmptyElement::at((SegmentValue::CenterOf(i), 0.0)) + Text::new("n/a", (0, -4), style.color(&GREY)),
+                                EmptyElement::at((SegmentValue::CenterOf(i), 0.0))
+                                    + Text::new("n/a", (0, -4), style.color(&GREY)),
                             ))
                             .map_err(e)?;
                     }

@@ -3,12 +3,14 @@
 //! OpenHands), and the summary length model from recorded Claude Code compact summaries.
 //! Prints the fit quality and writes a TOML file that `--latency FILE` reads.
 
-use crate::cost::calibrate::{latency_samples, length_samples, openhands_latency_samples};
+use crate::cost::calibrate::{
+    has_measured_latency, latency_samples, length_samples, openhands_latency_samples,
+};
 use crate::cost::latency::{
     fit_latency, fit_length, LatencyEntry, LatencyFile, LatencySample, LatencyTable, LengthSample,
 };
 use crate::cost::pricing::PriceTable;
-use crate::transcript::{claude_code, codex, openhands, Session};
+use crate::transcript::detect::{expand_paths, load_file};
 use anyhow::Context;
 use clap::Args;
 use std::collections::BTreeMap;
@@ -26,40 +28,6 @@ pub struct CalibrateArgs {
     /// Fewest timed requests needed to fit a model.
     #[arg(long, default_value_t = 5)]
     pub min_samples: usize,
-}
-
-fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for e in entries {
-            collect_files(&e, out)?;
-        }
-    } else if path.is_file() {
-        out.push(path.to_path_buf());
-    } else {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no such file or folder",
-        ));
-    }
-    Ok(())
-}
-
-/// Sessions of a file in the formats that record request times and sizes.
-fn read_sessions(file: &str, text: &str) -> Result<Vec<Session>, String> {
-    let result = if claude_code::sniff(text) {
-        claude_code::read(file, text)
-    } else if codex::sniff(text) {
-        codex::read(file, text)
-    } else if openhands::sniff(text) {
-        openhands::read(file, text)
-    } else {
-        return Ok(Vec::new());
-    };
-    result.map_err(|e| e.to_string())
 }
 
 /// OpenHands evaluation rows (JSON or JSONL) with measured latencies.
@@ -86,23 +54,19 @@ fn round(x: f64, digits: i32) -> f64 {
 }
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
-    let mut files = Vec::new();
-    for p in &args.paths {
-        collect_files(p, &mut files).with_context(|| format!("{}", p.display()))?;
+    let paths: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
+    let (files, skipped) = expand_paths(&paths);
+    for e in &skipped {
+        eprintln!("warning: {e}; skipped");
     }
     let prices = PriceTable::builtin();
     let defaults = LatencyTable::builtin();
-    // TODO(tokens merge): count with o200k.
-    let count = |t: &str| t.chars().count().div_ceil(4) as u64;
+    let count = |t: &str| crate::tokens::count_text(crate::tokens::Tokenizer::O200k, t) as u64;
     let mut by_model: BTreeMap<String, Vec<LatencySample>> = BTreeMap::new();
     let mut lengths: Vec<LengthSample> = Vec::new();
     let mut measured = 0usize;
     for f in &files {
         let name = f.display().to_string();
-        let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if ext != "json" && ext != "jsonl" {
-            continue;
-        }
         let text = match std::fs::read_to_string(f) {
             Ok(t) => t,
             Err(e) => {
@@ -110,20 +74,42 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
                 continue;
             }
         };
-        let oh = openhands_rows(&text);
-        measured += oh.len();
-        let mut samples = oh;
-        match read_sessions(&name, &text) {
+        // Measured latencies: from the reader (`Event::latency_s`) when it kept them, else
+        // straight from OpenHands evaluation rows (which need not parse as transcripts).
+        let sessions = load_file(f, None);
+        let raw = openhands_rows(&text);
+        let mut samples = Vec::new();
+        match &sessions {
             Ok(sessions) => {
-                for s in &sessions {
-                    // OpenHands rows with measured latency: use those, not timestamp gaps.
-                    if samples.is_empty() || s.format != crate::transcript::Format::Openhands {
+                let reader_measured = sessions.iter().any(has_measured_latency);
+                for s in sessions {
+                    let skip_gaps = !reader_measured
+                        && !raw.is_empty()
+                        && s.format == crate::transcript::Format::Openhands;
+                    if !skip_gaps {
                         samples.extend(latency_samples(s));
                     }
                     lengths.extend(length_samples(s, &count));
                 }
+                if !reader_measured {
+                    samples.extend(raw.iter().cloned());
+                }
+                measured += sessions
+                    .iter()
+                    .flat_map(|s| &s.events)
+                    .filter(|e| e.latency_s.is_some())
+                    .count();
+                if !reader_measured {
+                    measured += raw.len();
+                }
             }
-            Err(e) => eprintln!("warning: {e}; skipped"),
+            Err(e) => {
+                if raw.is_empty() {
+                    eprintln!("warning: {e}; skipped");
+                }
+                measured += raw.len();
+                samples.extend(raw.iter().cloned());
+            }
         }
         for (model, s) in samples {
             let family = prices
@@ -141,7 +127,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     }
 
     let mut file = LatencyFile::default();
-    println!("latency fit: seconds = ttft + input/prefill + output/decode, per model ({measured} measured OpenHands latencies, the rest from timestamp gaps)");
+    println!("latency fit: seconds = ttft + input/prefill + output/decode, per model ({measured} measured latencies, the rest from timestamp gaps)");
     println!(
         "{:<36} {:>7} {:>8} {:>13} {:>12} {:>6} {:>10} {:>10}  held at default",
         "model",

@@ -94,3 +94,109 @@ impl CostFlags {
         self.model.as_deref().or(session_model)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        cost: CostFlags,
+    }
+
+    fn flags(args: &[&str]) -> CostFlags {
+        let mut v = vec!["t"];
+        v.extend_from_slice(args);
+        T::parse_from(v).cost
+    }
+
+    fn err(args: &[&str]) -> String {
+        let e = flags(args).cost_model().unwrap_err().to_string();
+        assert!(!e.contains('\n'), "one line: {e}");
+        e
+    }
+
+    #[test]
+    fn defaults_are_agent_waits_with_cache() {
+        let f = flags(&[]);
+        assert_eq!(f.summarizer_spec().unwrap(), SummarizerSpec::Agent);
+        assert_eq!(f.client_mode().unwrap(), ClientMode::Waits);
+        assert_eq!(f.cost_model().unwrap().cache, CacheMode::On);
+        assert_eq!(
+            flags(&["--no-cache"]).cost_model().unwrap().cache,
+            CacheMode::Off
+        );
+    }
+
+    #[test]
+    fn unknown_models_list_near_names() {
+        let e = err(&["--model", "gpt-4.1-mni"]);
+        assert!(
+            e.starts_with("unknown model `gpt-4.1-mni` (did you mean: gpt-4.1-mini"),
+            "{e}"
+        );
+        let e = err(&["--summarizer", "model:gemini-2.5-flash-lte"]);
+        assert!(e.contains("did you mean: gemini-2.5-flash-lite"), "{e}");
+    }
+
+    #[test]
+    fn bad_files_are_one_line_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("prices.toml");
+        std::fs::write(&p, "[models.\"x\"]\ninput = \"free\"\n").unwrap();
+        let e = err(&["--pricing", p.to_str().unwrap()]);
+        assert!(e.starts_with(&format!("{}: line 2:", p.display())), "{e}");
+        let l = dir.path().join("lat.toml");
+        std::fs::write(
+            &l,
+            "[models.x]\nttft_s = -1.0\nprefill_tokens_per_s = 1.0\ndecode_tokens_per_s = 1.0\n",
+        )
+        .unwrap();
+        let e = err(&["--latency", l.to_str().unwrap()]);
+        assert_eq!(
+            e,
+            format!(
+                "{}: models.\"x\": ttft_s must be >= 0 and the rates > 0",
+                l.display()
+            )
+        );
+        let e = err(&["--pricing", "/no/such/prices.json"]);
+        assert!(e.starts_with("/no/such/prices.json: "), "{e}");
+    }
+
+    #[test]
+    fn bad_spellings() {
+        assert!(flags(&["--client", "stream"])
+            .client_mode()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--client: unknown client mode `stream`"));
+        assert!(flags(&["--summarizer", "gpt"])
+            .summarizer_spec()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--summarizer: unknown summarizer `gpt`"));
+        assert!(flags(&["--summarizer-timeout", "0"])
+            .command_timeout()
+            .is_err());
+    }
+
+    #[test]
+    fn litellm_file_extends_the_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("model_prices_and_context_window.json");
+        std::fs::write(&p, r#"{"claude-opus-4-6": {"litellm_provider": "anthropic", "input_cost_per_token": 5e-06, "output_cost_per_token": 2.5e-05}}"#).unwrap();
+        let m = flags(&[
+            "--pricing",
+            p.to_str().unwrap(),
+            "--model",
+            "claude-opus-4-6",
+        ])
+        .cost_model()
+        .unwrap();
+        assert_eq!(m.check_model("claude-opus-4-6").unwrap(), "claude-opus-4-6");
+        assert!(m.check_model("gpt-5").is_ok());
+    }
+}

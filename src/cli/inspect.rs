@@ -7,7 +7,7 @@
 
 use crate::cli::{EXIT_BAD_INPUT, EXIT_OK};
 use crate::tokens::{count_sessions_with_stats, CacheOpts, CountStats, Tokenizer};
-use crate::transcript::{Format, Part, ReadError, Session};
+use crate::transcript::{Format, Part, Session};
 use clap::Args;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -210,6 +210,9 @@ pub struct SessionCalibration {
     pub excluded_post_compaction: u64,
     /// Fitted fixed overhead: median over requests of recorded − counted history, tokens.
     pub overhead_tokens: i64,
+    /// Least-squares slope of recorded prompt on counted history: 1.0 when our counter and
+    /// the provider's agree on growth; `None` when the counted history never changes.
+    pub scale: Option<f64>,
     /// |recorded − (counted history + overhead)| / recorded × 100, per request, median.
     pub p50_abs_error_pct: f64,
     pub p95_abs_error_pct: f64,
@@ -227,6 +230,8 @@ pub struct FormatCalibration {
     pub sessions_too_short: u64,
     /// Median of the sessions' fitted overheads, tokens.
     pub median_overhead_tokens: i64,
+    /// Median of the sessions' [`SessionCalibration::scale`]; `None` when no session has one.
+    pub median_scale: Option<f64>,
     pub p50_abs_error_pct: f64,
     pub p95_abs_error_pct: f64,
 }
@@ -241,7 +246,8 @@ pub struct Calibration {
 
 const METHOD: &str = "overhead = per-session median of (recorded prompt - counted history) over \
 requests with recorded usage; requests marked post_compaction_usage are excluded (their recorded \
-size is after a compaction, not raw history); error = |recorded - (counted + overhead)| / recorded";
+size is after a compaction, not raw history); error = |recorded - (counted + overhead)| / recorded; scale = least-squares slope of recorded \
+on counted (1.000 when both counters grow alike)";
 
 /// Percentile with linear interpolation between closest ranks (numpy's default) over sorted
 /// values; 0 for an empty slice.
@@ -282,7 +288,33 @@ fn round3(x: f64) -> f64 {
 
 /// Per format while calibrating: errors (%), overheads, sessions, excluded requests, short
 /// sessions.
-type FormatAcc = (Vec<f64>, Vec<i64>, u64, u64, u64);
+#[derive(Default)]
+struct FormatAcc {
+    errors: Vec<f64>,
+    overheads: Vec<i64>,
+    scales: Vec<f64>,
+    sessions: u64,
+    excluded: u64,
+    short: u64,
+}
+
+/// Least-squares slope of `r` on `h`, `None` without spread in `h`.
+fn ols_slope(pairs: &[(u64, u64)]) -> Option<f64> {
+    let n = pairs.len() as f64;
+    let mh = pairs.iter().map(|p| p.1 as f64).sum::<f64>() / n;
+    let mr = pairs.iter().map(|p| p.0 as f64).sum::<f64>() / n;
+    let var: f64 = pairs.iter().map(|p| (p.1 as f64 - mh).powi(2)).sum();
+    let cov: f64 = pairs
+        .iter()
+        .map(|p| (p.1 as f64 - mh) * (p.0 as f64 - mr))
+        .sum();
+    (var > 0.0).then(|| cov / var)
+}
+
+fn median_f64(v: &mut [f64]) -> Option<f64> {
+    sort_f64(v);
+    (!v.is_empty()).then(|| percentile(v, 50.0))
+}
 
 pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> Calibration {
     let mut per_session = Vec::new();
@@ -306,9 +338,9 @@ pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> C
             continue;
         }
         let entry = by_format.entry(s.format.name().to_string()).or_default();
-        entry.3 += excluded;
+        entry.excluded += excluded;
         if pairs.len() < MIN_CALIBRATION_REQUESTS {
-            entry.4 += 1;
+            entry.short += 1;
             continue;
         }
         let mut diffs: Vec<i64> = pairs.iter().map(|(r, h)| *r as i64 - *h as i64).collect();
@@ -317,9 +349,11 @@ pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> C
             .iter()
             .map(|(r, h)| ((*r as i64 - (*h as i64 + overhead)).abs() as f64) / (*r as f64) * 100.0)
             .collect();
-        entry.0.extend(errs.iter().copied());
-        entry.1.push(overhead);
-        entry.2 += 1;
+        let scale = ols_slope(&pairs);
+        entry.errors.extend(errs.iter().copied());
+        entry.overheads.push(overhead);
+        entry.scales.extend(scale);
+        entry.sessions += 1;
         sort_f64(&mut errs);
         per_session.push(SessionCalibration {
             source: s.source.clone(),
@@ -327,27 +361,27 @@ pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> C
             requests: pairs.len() as u64,
             excluded_post_compaction: excluded,
             overhead_tokens: overhead,
+            scale: scale.map(round3),
             p50_abs_error_pct: round3(percentile(&errs, 50.0)),
             p95_abs_error_pct: round3(percentile(&errs, 95.0)),
         });
     }
     let formats = by_format
         .into_iter()
-        .map(
-            |(format, (mut errs, mut overheads, sessions, excluded, short))| {
-                sort_f64(&mut errs);
-                FormatCalibration {
-                    format,
-                    sessions,
-                    requests: errs.len() as u64,
-                    excluded_post_compaction: excluded,
-                    sessions_too_short: short,
-                    median_overhead_tokens: median_i64(&mut overheads),
-                    p50_abs_error_pct: round3(percentile(&errs, 50.0)),
-                    p95_abs_error_pct: round3(percentile(&errs, 95.0)),
-                }
-            },
-        )
+        .map(|(format, mut a)| {
+            sort_f64(&mut a.errors);
+            FormatCalibration {
+                format,
+                sessions: a.sessions,
+                requests: a.errors.len() as u64,
+                excluded_post_compaction: a.excluded,
+                sessions_too_short: a.short,
+                median_overhead_tokens: median_i64(&mut a.overheads),
+                median_scale: median_f64(&mut a.scales).map(round3),
+                p50_abs_error_pct: round3(percentile(&a.errors, 50.0)),
+                p95_abs_error_pct: round3(percentile(&a.errors, 95.0)),
+            }
+        })
         .collect();
     per_session.sort_by(|a, b| a.source.cmp(&b.source));
     Calibration {
@@ -466,6 +500,7 @@ pub fn render_calibration(c: &Calibration) -> String {
         "excluded_post_compaction",
         "too_short",
         "median_overhead_tok",
+        "median_scale",
         "p50_abs_err_%",
         "p95_abs_err_%",
     ];
@@ -480,6 +515,9 @@ pub fn render_calibration(c: &Calibration) -> String {
                 f.excluded_post_compaction.to_string(),
                 f.sessions_too_short.to_string(),
                 f.median_overhead_tokens.to_string(),
+                f.median_scale
+                    .map(|x| format!("{x:.3}"))
+                    .unwrap_or_else(|| "-".into()),
                 pct(f.p50_abs_error_pct),
                 pct(f.p95_abs_error_pct),
             ]
@@ -548,9 +586,8 @@ fn emit_jsonl(sessions: &[Session], dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("{}: cannot create output folder: {e}", dir.display()))?;
     for (s, name) in sessions.iter().zip(emit_names(sessions)) {
-        let mut buf = Vec::new();
-        loader::write_canonical(s, &mut buf)?;
-        write_atomic(dir, &name, &buf)
+        let text = crate::transcript::write_canonical(s);
+        write_atomic(dir, &name, text.as_bytes())
             .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(&name).display()))?;
     }
     Ok(())
@@ -585,13 +622,13 @@ struct InspectJson<'a> {
 }
 
 pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
-    let loaded = loader::load(&args.paths, args.format);
-    for e in &loaded.errors {
+    let loaded = crate::transcript::load_paths(&args.paths, args.format);
+    for e in &loaded.skipped {
         eprintln!("skipped: {e}");
     }
     let single_file = args.paths.len() == 1 && Path::new(&args.paths[0]).is_file();
-    if !loaded.errors.is_empty() && (args.strict || single_file) {
-        eprintln!("error: {} bad file(s)", loaded.errors.len());
+    if !loaded.skipped.is_empty() && (args.strict || single_file) {
+        eprintln!("error: {} bad file(s)", loaded.skipped.len());
         return Ok(EXIT_BAD_INPUT);
     }
     let mut sessions = loaded.sessions;
@@ -631,7 +668,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
             sessions: &rows,
             totals: &tot,
             bad_files: loaded
-                .errors
+                .skipped
                 .iter()
                 .map(|e| BadFile {
                     file: &e.file,
@@ -639,7 +676,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
                     message: &e.message,
                 })
                 .collect(),
-            warnings: loaded.errors.len() as u64,
+            warnings: loaded.skipped.len() as u64,
             token_counts: CountStatsJson {
                 events: stats.events,
                 tokenized: stats.tokenized,
@@ -655,143 +692,13 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
             stdout.write_all(render_calibration(c).as_bytes())?;
         }
     }
-    if !loaded.errors.is_empty() {
+    if !loaded.skipped.is_empty() {
         eprintln!(
             "{} warning(s): bad files listed above were skipped",
-            loaded.errors.len()
+            loaded.skipped.len()
         );
     }
     Ok(EXIT_OK)
-}
-
-/// The bridge to the transcript module's loader and canonical writer.
-mod loader {
-    use super::*;
-
-    pub struct Loaded {
-        pub sessions: Vec<Session>,
-        pub errors: Vec<ReadError>,
-    }
-
-    pub fn load(paths: &[String], format: Option<Format>) -> Loaded {
-        let mut sessions = Vec::new();
-        let mut errors = Vec::new();
-        for file in expand(paths, &mut errors) {
-            let name = file.display().to_string();
-            let text = match std::fs::read_to_string(&file) {
-                Ok(t) => t,
-                Err(e) => {
-                    errors.push(ReadError::new(&name, "", format!("cannot read: {e}")));
-                    continue;
-                }
-            };
-            let fmt = format.or_else(|| sniff(&text));
-            let Some(fmt) = fmt else {
-                errors.push(ReadError::new(&name, "", "unknown format"));
-                continue;
-            };
-            match read(fmt, &name, &text) {
-                Ok(s) => sessions.extend(s),
-                Err(e) => errors.push(e),
-            }
-        }
-        Loaded { sessions, errors }
-    }
-
-    fn expand(paths: &[String], errors: &mut Vec<ReadError>) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        for p in paths {
-            let path = Path::new(p);
-            if path.is_dir() {
-                walk(path, &mut out);
-            } else if path.is_file() {
-                out.push(path.to_path_buf());
-            } else {
-                match glob::glob(p) {
-                    Ok(g) => {
-                        let before = out.len();
-                        for entry in g.flatten() {
-                            if entry.is_dir() {
-                                walk(&entry, &mut out);
-                            } else {
-                                out.push(entry);
-                            }
-                        }
-                        if out.len() == before {
-                            errors.push(ReadError::new(
-                                p,
-                                "",
-                                "no such file, folder or glob match",
-                            ));
-                        }
-                    }
-                    Err(e) => errors.push(ReadError::new(p, "", format!("bad glob: {e}"))),
-                }
-            }
-        }
-        out
-    }
-
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("json" | "jsonl" | "traj")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-
-    fn sniff(text: &str) -> Option<Format> {
-        use crate::transcript as t;
-        type Sniff = fn(&str) -> bool;
-        let checks: [(Format, Sniff); 9] = [
-            (Format::Canonical, t::canonical::sniff),
-            (Format::ClaudeCode, t::claude_code::sniff),
-            (Format::Codex, t::codex::sniff),
-            (Format::GeminiCli, t::gemini_cli::sniff),
-            (Format::Openhands, t::openhands::sniff),
-            (Format::SweAgent, t::swe_agent::sniff),
-            (Format::Tau2, t::tau2::sniff),
-            (Format::OpenaiChat, t::openai_chat::sniff),
-            (Format::Adk, t::adk::sniff),
-        ];
-        checks
-            .into_iter()
-            .find(|(_, f)| f(text))
-            .map(|(fmt, _)| fmt)
-    }
-
-    fn read(fmt: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
-        use crate::transcript as t;
-        match fmt {
-            Format::Adk | Format::AdkEvalSet => t::adk::read(file, text),
-            Format::OpenaiChat => t::openai_chat::read(file, text),
-            Format::ClaudeCode => t::claude_code::read(file, text),
-            Format::Codex => t::codex::read(file, text),
-            Format::GeminiCli => t::gemini_cli::read(file, text),
-            Format::Openhands => t::openhands::read(file, text),
-            Format::SweAgent => t::swe_agent::read(file, text),
-            Format::Tau2 => t::tau2::read(file, text),
-            Format::Canonical => t::canonical::read(file, text),
-        }
-    }
-
-    pub fn write_canonical(s: &Session, w: &mut Vec<u8>) -> anyhow::Result<()> {
-        for e in &s.events {
-            serde_json::to_writer(&mut *w, e)?;
-            w.push(b'\n');
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -900,6 +807,9 @@ mod tests {
         let p95 = round3(percentile(&[0.0, 0.0, 10.0 / 1210.0 * 100.0], 95.0));
         assert_eq!(sc.p95_abs_error_pct, p95);
         assert!(p95 > 0.7 && p95 < 0.8);
+        // Slope of (0,1000),(100,1100),(200,1210): cov/var = 21000/20000.
+        assert_eq!(sc.scale, Some(1.05));
+        assert_eq!(c.formats[0].median_scale, Some(1.05));
         assert_eq!(c.formats[0].format, "codex");
         assert_eq!(c.formats[0].requests, 3);
     }

@@ -1,10 +1,104 @@
-//! `compaction-sim merge` (not yet implemented).
+//! `compaction-sim merge DIR...`: combine the partial folders of `sweep --shard K/N` into
+//! one run folder, byte-identical to the run on a single machine.
+//!
+//! Rows come from the shards; aggregates, ranks and the recommendation are recomputed from
+//! them. The timelines replay the recommended setting on the longest sessions, so merge
+//! re-reads those few transcripts (at the paths the shards recorded).
 
+use crate::sweep::grid::{GridSpec, Known};
+use crate::sweep::pipeline::{self, Costing};
+use crate::table::rundir::{self, TIMELINE_SESSIONS};
+use anyhow::{anyhow, Result};
 use clap::Args;
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
-pub struct MergeArgs {}
+pub struct MergeArgs {
+    /// Partial folders written by `sweep --shard K/N` (all N of them).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Run folder [default: <reports>/<date>-<hash>, the name the unsharded run would get].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+    /// Token-count cache folder.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub no_cache: bool,
+    #[arg(long, short)]
+    pub quiet: bool,
+}
 
-pub fn run(_args: MergeArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("`merge` is not implemented yet")
+pub fn run(args: MergeArgs) -> Result<u8> {
+    let (inputs, _shard, rows) = rundir::read_partials(&args.dirs)?;
+    let costing = Costing::from_texts(
+        "pricing.toml",
+        &inputs.pricing_toml,
+        "latency.toml",
+        &inputs.latency_toml,
+    )?;
+    let known_model = |m: &str| costing.knows_model(m);
+    let tokenizers = pipeline::tokenizer_names();
+    let grid = GridSpec::from_toml("grid.toml", &inputs.grid_toml)
+        .and_then(|g| {
+            g.resolve(&Known {
+                model: &known_model,
+                tokenizers: &tokenizers,
+            })
+        })
+        .map_err(|e| anyhow!("{}: {e}", args.dirs[0].join("grid.toml").display()))?;
+
+    // Load only the sessions the timelines draw.
+    let live = rundir::live_sessions(&inputs);
+    let mut longest = live.clone();
+    longest.sort_by(|&a, &b| {
+        let (x, y) = (&inputs.sessions[a as usize], &inputs.sessions[b as usize]);
+        y.model_requests
+            .cmp(&x.model_requests)
+            .then(y.events.cmp(&x.events))
+            .then(a.cmp(&b))
+    });
+    longest.truncate(TIMELINE_SESSIONS);
+    let mut files: Vec<String> = longest
+        .iter()
+        .map(|&i| pipeline::source_file(&inputs.sessions[i as usize].source).to_string())
+        .collect();
+    files.sort();
+    files.dedup();
+    let loaded = pipeline::load_sessions(&files, None)?;
+    // Place each loaded session at its index in the run's session list.
+    let mut placed = vec![None; inputs.sessions.len()];
+    for s in loaded.sessions {
+        let info = pipeline::session_info(&s);
+        if let Some(i) = inputs
+            .sessions
+            .iter()
+            .position(|x| x.source == info.source && x.session_id == info.session_id)
+        {
+            placed[i] = Some(s);
+        }
+    }
+    for &i in &longest {
+        if placed[i as usize].is_none() {
+            let s = &inputs.sessions[i as usize];
+            anyhow::bail!("{}: session `{}` is needed for timelines.json but could not be read again (run merge where the shards' input paths resolve)", s.source, s.session_id);
+        }
+    }
+    let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
+    let eval =
+        pipeline::PipelineEval::build_placed(placed, &longest, &grid.tokenizer, &costing, &cache)?;
+    let name = inputs.default_name(&chrono::Utc::now().format("%Y-%m-%d").to_string());
+    super::sweep::finish_run(
+        &args.out,
+        &args.reports,
+        &name,
+        &inputs,
+        &grid,
+        &rows,
+        &eval,
+        None,
+        args.quiet,
+    )
 }

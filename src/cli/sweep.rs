@@ -1,10 +1,408 @@
-//! `compaction-sim sweep` (not yet implemented).
+//! `compaction-sim sweep`: resolve the grid, read and count the transcripts once, replay
+//! every (session, setting) pair in parallel, and write the run folder.
 
+use crate::sweep::grid::{AxisItem, AxisSpec, Budgets, GridSpec, Known, ResolvedGrid};
+use crate::sweep::pipeline::{self, Costing};
+use crate::sweep::run::{run_pairs, shard_sessions, Cancelled, Failure, RunRow};
+use crate::sweep::shard::Shard;
+use crate::table::rundir::{self, RunInputs, Skipped};
+use anyhow::{Context, Result};
 use clap::Args;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Exit code after Ctrl-C (the shell convention for SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Debug, Args)]
-pub struct SweepArgs {}
+pub struct SweepArgs {
+    /// Transcript files, folders or globs [default: transcripts/].
+    pub paths: Vec<String>,
+    /// Grid file (TOML, same keys as the axis flags); without it the default grid is the base.
+    #[arg(long, value_name = "FILE.toml")]
+    pub grid: Option<PathBuf>,
+    #[command(flatten)]
+    pub axes: Box<AxisFlags>,
+    /// Run folder [default: <reports>/<date>-<hash>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Folder holding runs and the `latest` link.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+    /// Run only the K-th of N slices of the sessions and write a partial folder for `merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// Print the resolved grid and exit.
+    #[arg(long)]
+    pub show_grid: bool,
+    /// Price table replacing or extending the built-in one (TOML or LiteLLM JSON).
+    #[arg(long, value_name = "FILE")]
+    pub pricing: Option<PathBuf>,
+    /// Latency table replacing or extending the built-in one (TOML).
+    #[arg(long, value_name = "FILE")]
+    pub latency: Option<PathBuf>,
+    /// Force one transcript format instead of detecting it.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Token-count cache folder [default: the user cache folder].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Do not read or write the token-count cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// No progress bar and no summary lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
 
-pub fn run(_args: SweepArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("`sweep` is not implemented yet")
+/// The grid axes and budgets as flags (boxed: they would make every `Command` large).
+#[derive(Debug, Args)]
+pub struct AxisFlags {
+    /// Trigger kinds: tokens, invocations, both (comma-separated).
+    #[arg(long, value_name = "LIST")]
+    pub trigger: Option<String>,
+    /// Values or ranges, e.g. `40k..200k:20k` or `40k,80k`.
+    #[arg(long, value_name = "LIST")]
+    pub after_tokens: Option<String>,
+    #[arg(long, value_name = "LIST")]
+    pub keep_recent_events: Option<String>,
+    #[arg(long, value_name = "LIST")]
+    pub after_invocations: Option<String>,
+    #[arg(long, value_name = "LIST")]
+    pub overlap: Option<String>,
+    /// agent, model:NAME, terse, command:PROGRAM, ... (comma-separated or repeated).
+    #[arg(long, value_name = "LIST")]
+    pub summarizer: Vec<String>,
+    /// Agent model(s) to price requests at; `recorded` = each session's own.
+    #[arg(long, value_name = "LIST")]
+    pub agent_model: Option<String>,
+    /// Client mode(s): waits, streams.
+    #[arg(long, value_name = "LIST")]
+    pub client: Option<String>,
+    /// Token counter(s): o200k, cl100k, adk-chars.
+    #[arg(long, value_name = "LIST")]
+    pub tokenizer: Option<String>,
+    /// Largest acceptable mean detail lost (0..1) for the recommendation.
+    #[arg(long, value_name = "X")]
+    pub budget_detail_lost: Option<f64>,
+    /// Largest acceptable summary wait, seconds (p95 over sessions of the longest wait).
+    #[arg(long, value_name = "S")]
+    pub budget_latency: Option<f64>,
+}
+
+fn text_axis(s: &Option<String>) -> Option<AxisSpec> {
+    s.as_ref().map(|t| AxisSpec::One(AxisItem::Text(t.clone())))
+}
+
+/// The grid the flags and the grid file describe, resolved against known names.
+pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid, String> {
+    let mut spec = match &args.grid {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| format!("{}: cannot read: {e}", p.display()))?;
+            GridSpec::from_toml(&p.display().to_string(), &text).map_err(|e| e.0)?
+        }
+        None => GridSpec::default_grid(),
+    };
+    let explicit_trigger = args.axes.trigger.is_some();
+    let flags = GridSpec {
+        trigger: text_axis(&args.axes.trigger),
+        after_tokens: text_axis(&args.axes.after_tokens),
+        keep_recent_events: text_axis(&args.axes.keep_recent_events),
+        after_invocations: text_axis(&args.axes.after_invocations),
+        overlap: text_axis(&args.axes.overlap),
+        summarizer: if args.axes.summarizer.is_empty() {
+            None
+        } else {
+            Some(AxisSpec::Many(
+                args.axes
+                    .summarizer
+                    .iter()
+                    .map(|s| AxisItem::Text(s.clone()))
+                    .collect(),
+            ))
+        },
+        agent_model: text_axis(&args.axes.agent_model),
+        client: text_axis(&args.axes.client),
+        tokenizer: text_axis(&args.axes.tokenizer),
+        budget: if args.axes.budget_detail_lost.is_some() || args.axes.budget_latency.is_some() {
+            Some(Budgets {
+                detail_lost: args.axes.budget_detail_lost,
+                latency_s: args.axes.budget_latency,
+            })
+        } else {
+            None
+        },
+    };
+    if args.grid.is_none() && explicit_trigger {
+        // `--trigger invocations` alone over the default grid: the default's size-trigger
+        // axes are not the user's, so they go rather than being refused as unused.
+        let t = args.axes.trigger.clone().unwrap_or_default();
+        if !t.contains("tokens") && !t.contains("both") {
+            spec.after_tokens = None;
+            spec.keep_recent_events = None;
+        }
+        if !t.contains("invocations") && !t.contains("both") {
+            spec.after_invocations = None;
+            spec.overlap = None;
+        }
+    }
+    spec.overlay(flags);
+    let known_model = |m: &str| costing.knows_model(m);
+    let tokenizers = pipeline::tokenizer_names();
+    spec.resolve(&Known {
+        model: &known_model,
+        tokenizers: &tokenizers,
+    })
+    .map_err(|e| e.0)
+}
+
+static CANCEL: AtomicBool = AtomicBool::new(false);
+
+fn install_ctrlc() {
+    // Fails only if a handler is already installed (then it is ours).
+    let _ = ctrlc::set_handler(|| CANCEL.store(true, Ordering::SeqCst));
+}
+
+fn progress(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} replays  {per_sec}  eta {eta}",
+    ) {
+        pb.set_style(style);
+    }
+    Some(pb)
+}
+
+fn today() -> String {
+    chrono::Utc::now().format("%Y-%m-%d").to_string()
+}
+
+/// Drop sessions whose replay failed under any setting (report and skip), keeping the
+/// rest's rows.
+pub fn drop_failed(inputs: &mut RunInputs, rows: &mut Vec<RunRow>, failed: Vec<Failure>) {
+    let mut bad: Vec<(u32, String)> = failed
+        .into_iter()
+        .map(|(s, set, m)| (s, format!("setting {set}: {m}")))
+        .collect();
+    bad.sort();
+    bad.dedup_by_key(|(s, _)| *s);
+    for (s, m) in &bad {
+        if let Some(info) = inputs.sessions.get(*s as usize) {
+            inputs.skipped.push(Skipped {
+                path: format!("{}#{}", info.source, info.session_id),
+                reason: format!("replay failed: {m}"),
+            });
+        }
+        inputs.failed_sessions.push(*s);
+    }
+    inputs.failed_sessions.sort_unstable();
+    inputs.failed_sessions.dedup();
+    rows.retain(|r| !inputs.failed_sessions.contains(&r.session));
+}
+
+pub fn run(args: SweepArgs) -> Result<u8> {
+    let costing = Costing::load(args.pricing.as_deref(), args.latency.as_deref())?;
+    let grid = match resolve_grid(&args, &costing) {
+        Ok(g) => g,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            return Ok(super::EXIT_BAD_INPUT);
+        }
+    };
+    if args.show_grid {
+        print!("{}", grid.describe());
+        return Ok(super::EXIT_OK);
+    }
+    install_ctrlc();
+    let paths = if args.paths.is_empty() {
+        vec!["transcripts".to_string()]
+    } else {
+        args.paths.clone()
+    };
+    let loaded = pipeline::load_sessions(&paths, args.format.as_deref())?;
+    if loaded.sessions.is_empty() {
+        let why = loaded
+            .skipped
+            .first()
+            .map(|s| format!(" (first problem: {}: {})", s.path, s.reason))
+            .unwrap_or_default();
+        anyhow::bail!("no sessions found in {}{why}", paths.join(" "));
+    }
+    for s in &loaded.skipped {
+        if !args.quiet {
+            eprintln!("skipped {}: {}", s.path, s.reason);
+        }
+    }
+    let mut inputs = RunInputs {
+        sessions: loaded.sessions.iter().map(pipeline::session_info).collect(),
+        inputs: loaded.inputs.clone(),
+        skipped: loaded.skipped.clone(),
+        failed_sessions: Vec::new(),
+        grid_toml: grid.to_toml(),
+        pricing_toml: costing.pricing_text.clone(),
+        latency_toml: costing.latency_text.clone(),
+        pricing_date: costing.pricing_date.clone(),
+    };
+    let mine = shard_sessions(inputs.sessions.len(), args.shard);
+    let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
+    let eval =
+        pipeline::PipelineEval::build(&loaded.sessions, &mine, &grid.tokenizer, &costing, &cache)?;
+    if CANCEL.load(Ordering::SeqCst) {
+        eprintln!("interrupted: no run folder written");
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let pb = progress((mine.len() * grid.settings.len()) as u64, args.quiet);
+    let tick = || {
+        if let Some(p) = &pb {
+            p.inc(1)
+        }
+    };
+    let result = run_pairs(&eval, &mine, &grid.settings, &CANCEL, &tick);
+    if let Some(p) = &pb {
+        p.finish_and_clear();
+    }
+    let (mut rows, failed) = match result {
+        Ok(r) => r,
+        Err(Cancelled) => {
+            eprintln!("interrupted: no run folder written");
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
+    if !failed.is_empty() {
+        drop_failed(&mut inputs, &mut rows, failed);
+        if !args.quiet {
+            for s in inputs
+                .skipped
+                .iter()
+                .filter(|s| s.reason.starts_with("replay failed"))
+            {
+                eprintln!("skipped {}: {}", s.path, s.reason);
+            }
+        }
+    }
+    rows.sort_by_key(|r| (r.session, r.setting));
+
+    let name = inputs.default_name(&today());
+    if let Some(shard) = args.shard {
+        let dir = args.out.clone().unwrap_or_else(|| {
+            args.reports
+                .join(format!("{name}-shard-{}-of-{}", shard.k, shard.n))
+        });
+        let tmp = rundir::temp_dir_for(&dir)?;
+        rundir::write_partial_files(tmp.path(), shard, &inputs, &grid, &rows)?;
+        if CANCEL.load(Ordering::SeqCst) {
+            eprintln!("interrupted: no run folder written");
+            return Ok(EXIT_INTERRUPTED);
+        }
+        rundir::publish(tmp, &dir)?;
+        if !args.quiet {
+            println!(
+                "wrote partial run {} (shard {shard}: {} sessions × {} settings)",
+                dir.display(),
+                mine.len(),
+                grid.settings.len()
+            );
+        }
+        return Ok(super::EXIT_OK);
+    }
+    finish_run(
+        &args.out,
+        &args.reports,
+        &name,
+        &inputs,
+        &grid,
+        &rows,
+        &eval,
+        None,
+        args.quiet,
+    )
+}
+
+/// Aggregate, draw timelines, write the folder, move it into place, point `latest` at it,
+/// print the recommendation. Shared by `sweep` and `merge`.
+#[allow(clippy::too_many_arguments)]
+pub fn finish_run(
+    out: &Option<PathBuf>,
+    reports: &Path,
+    name: &str,
+    inputs: &RunInputs,
+    grid: &ResolvedGrid,
+    rows: &[RunRow],
+    eval: &dyn crate::sweep::run::Evaluator,
+    shards: Option<u32>,
+    quiet: bool,
+) -> Result<u8> {
+    let outcome = rundir::outcome(&grid.settings, rows, &grid.budget);
+    let live = rundir::live_sessions(inputs);
+    let timelines = rundir::timelines_json(
+        eval,
+        &|i| Some(i as usize),
+        &inputs.sessions,
+        &live,
+        &outcome,
+    )?;
+    let (dir, is_default) = match out {
+        Some(d) => (d.clone(), false),
+        None => (reports.join(name), true),
+    };
+    let run_name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(name)
+        .to_string();
+    let tmp = rundir::temp_dir_for(&dir)?;
+    rundir::write_run_files(
+        tmp.path(),
+        &run_name,
+        inputs,
+        grid,
+        rows,
+        &outcome,
+        &timelines,
+        shards,
+    )?;
+    if CANCEL.load(Ordering::SeqCst) {
+        eprintln!("interrupted: no run folder written");
+        return Ok(EXIT_INTERRUPTED);
+    }
+    rundir::publish(tmp, &dir)?;
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if is_default || same_dir(parent, reports) {
+        rundir::update_latest(parent, &run_name).with_context(|| "updating the `latest` link")?;
+    }
+    if !quiet {
+        println!(
+            "wrote {} ({} sessions × {} settings)",
+            dir.display(),
+            live.len(),
+            grid.settings.len()
+        );
+    }
+    for line in rundir::recommendation_lines(&outcome) {
+        if outcome.recommendation.is_ok() {
+            println!("{line}");
+        } else {
+            eprintln!("error: {line}");
+        }
+    }
+    Ok(if outcome.recommendation.is_ok() {
+        super::EXIT_OK
+    } else {
+        super::EXIT_REFUSED
+    })
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
 }

@@ -19,7 +19,8 @@ pub struct SynthArgs {
 }
 
 pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
-    std::fs::create_dir_all(&args.out).with_context(|| format!("{}: cannot create folder", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("{}: cannot create folder", args.out.display()))?;
     let files = crate::synth::generate(args.sessions, args.seed);
     let mut bytes = 0usize;
     for f in &files {
@@ -38,8 +39,17 @@ pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
 /// Temp file in the same folder, then rename: readers never see half a file.
 fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("{}: cannot create temp file", dir.display()))?;
-    tmp.write_all(data).with_context(|| format!("{}: write failed", path.display()))?;
-    tmp.persist(path).with_context(|| format!("{}: rename failed", path.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("{}: cannot create temp file", dir.display()))?;
+    tmp.write_all(data)
+        .with_context(|| format!("{}: write failed", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("{}: rename failed", path.display()))?;
+    // Temp files are created 0600; outputs are ordinary files others may read.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644));
+    }
     Ok(())
 }

@@ -16,26 +16,27 @@ use std::collections::HashMap;
 /// Longest gap accepted as one model call, seconds.
 pub const MAX_CALL_SECONDS: f64 = 600.0;
 
-/// `(model, sample)` per timed model request of a session.
+/// `(model, sample)` per timed model request of a session: the measured latency when the
+/// transcript records one (`Event::latency_s`), else the gap to the event before it (real
+/// timestamps only).
 pub fn latency_samples(session: &Session) -> Vec<(String, LatencySample)> {
     let mut out = Vec::new();
-    if session.synthetic_timestamps {
-        return out;
-    }
     for (i, e) in session.events.iter().enumerate() {
-        let (Some(usage), Some(prev)) = (
-            e.usage,
-            i.checked_sub(1).and_then(|p| session.events.get(p)),
-        ) else {
-            continue;
-        };
+        let Some(usage) = e.usage else { continue };
         if !e.model_request || usage.prompt_tokens == 0 {
             continue;
         }
-        let dt = e.timestamp - prev.timestamp;
-        if !(dt > 0.0 && dt <= MAX_CALL_SECONDS) {
+        let secs = match e.latency_s {
+            Some(l) => Some(l),
+            None if !session.synthetic_timestamps => i
+                .checked_sub(1)
+                .and_then(|p| session.events.get(p))
+                .map(|prev| e.timestamp - prev.timestamp),
+            None => None,
+        };
+        let Some(secs) = secs.filter(|&d| d > 0.0 && d <= MAX_CALL_SECONDS) else {
             continue;
-        }
+        };
         let model = e
             .model
             .clone()
@@ -46,11 +47,16 @@ pub fn latency_samples(session: &Session) -> Vec<(String, LatencySample)> {
             LatencySample {
                 input_tokens: usage.prompt_tokens,
                 output_tokens: usage.output_tokens,
-                seconds: dt,
+                seconds: secs,
             },
         ));
     }
     out
+}
+
+/// True when some model request of the session records a measured latency.
+pub fn has_measured_latency(session: &Session) -> bool {
+    session.events.iter().any(|e| e.latency_s.is_some())
 }
 
 /// Measured latencies of one OpenHands evaluation row (`{metrics: {response_latencies,
@@ -167,6 +173,11 @@ mod tests {
         let mut synthetic = s.clone();
         synthetic.synthetic_timestamps = true;
         assert!(latency_samples(&synthetic).is_empty());
+        // A measured latency wins over the gap, and needs no real timestamps.
+        synthetic.events[1].latency_s = Some(2.25);
+        let v = latency_samples(&synthetic);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].1.seconds, 2.25);
     }
 
     #[test]

@@ -100,6 +100,30 @@ pub struct MetricsSetting<'a> {
     pub agent_model: Option<&'a str>,
     pub summarizer: &'a SummarizerSpec,
     pub client: ClientMode,
+    /// Tokens of each event's attachments ([`attachment_tokens`]); empty when none.
+    pub attachment_tokens: &'a [u64],
+}
+
+/// Per event, the tokens of its attached files (the guide: a file a user message names
+/// rides on every request while that message is visible verbatim).
+pub fn attachment_tokens(session: &Session, tok: crate::tokens::Tokenizer) -> Vec<u64> {
+    session
+        .events
+        .iter()
+        .map(|e| {
+            let parts: Vec<crate::transcript::Part> = e
+                .parts
+                .iter()
+                .filter(|p| matches!(p, crate::transcript::Part::Attachment { .. }))
+                .cloned()
+                .collect();
+            if parts.is_empty() {
+                0
+            } else {
+                crate::tokens::count::count_parts(tok, &parts) as u64
+            }
+        })
+        .collect()
 }
 
 /// What the summarizer harness recorded during the replay.
@@ -357,6 +381,29 @@ pub fn compute_metrics(
     } else {
         hidden as f64 / history as f64
     };
+    if setting.attachment_tokens.iter().any(|&t| t > 0) {
+        let mut with = 0u64;
+        for r in &replay.requests {
+            let hidden = replay.hidden(r);
+            for (e, &t) in setting
+                .attachment_tokens
+                .iter()
+                .enumerate()
+                .take(r.event_index as usize)
+            {
+                let e = e as u32;
+                if t > 0 && !hidden.iter().any(|&(a, b)| a <= e && e <= b) {
+                    with += t;
+                }
+            }
+        }
+        m.attachment_prompt_tokens = with;
+        m.attachment_share = if m.prompt_tokens == 0 {
+            0.0
+        } else {
+            with as f64 / m.prompt_tokens as f64
+        };
+    }
     let mut critical = BTreeSet::new();
     for r in &replay.requests {
         for &(a, b) in replay.hidden(r) {
@@ -528,4 +575,573 @@ pub fn render_metrics(
     );
     row(&mut s, "seams", m.seams.to_string());
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::latency::LengthModel;
+    use crate::cost::summarizers::{EventLines, Modelled};
+    use crate::engine::{Compaction, Invocation, Request, SummarizeRequest, Trigger};
+    use crate::transcript::{Critical, Event, Format, Part, Role, Usage};
+
+    fn text_event(author: &str, inv: &str, t: f64, text: &str) -> Event {
+        let mut e = Event::new(
+            author,
+            if author == "user" {
+                Role::User
+            } else {
+                Role::Model
+            },
+            inv,
+            t,
+        );
+        e.parts.push(Part::Text { text: text.into() });
+        e
+    }
+
+    fn model_event(inv: &str, t: f64, prompt: u64, out: u64, text: &str) -> Event {
+        let mut e = text_event("agent", inv, t, text);
+        e.model_request = true;
+        e.usage = Some(Usage {
+            prompt_tokens: prompt,
+            output_tokens: out,
+            ..Default::default()
+        });
+        e
+    }
+
+    /// Three invocations; event 2 is a critical confirmation.
+    fn session() -> Session {
+        let mut yes = text_event("user", "i1", 60.0, "yes, refund 4521");
+        yes.critical.push(Critical::Confirmation);
+        Session {
+            id: "s".into(),
+            source: "mem".into(),
+            format: Format::Canonical,
+            events: vec![
+                text_event("user", "i0", 0.0, "Refund order 4521 to bob@example.com"),
+                model_event("i0", 5.0, 3000, 100, "Shall I refund 4521?"),
+                yes,
+                model_event("i1", 65.0, 5000, 200, "Refunded."),
+                text_event("user", "i2", 120.0, "thanks"),
+                model_event("i2", 125.0, 2500, 50, "You're welcome."),
+            ],
+            recorded_compactions: vec![],
+            model: Some("claude-sonnet-4-5".into()),
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        event: u32,
+        inv: u32,
+        prompt: u64,
+        base_prompt: u64,
+        history: u64,
+        base_history: u64,
+        hidden: u64,
+        shared: u64,
+    ) -> Request {
+        Request {
+            event_index: event,
+            invocation_index: inv,
+            author: 0,
+            measured_prompt_tokens: None,
+            adk_chars: 0,
+            adk_chars_uncompacted: 0,
+            json_chars: 0,
+            json_chars_uncompacted: 0,
+            contents: 0,
+            contents_uncompacted: 0,
+            history_tokens: history,
+            baseline_history_tokens: base_history,
+            summary_tokens: 0,
+            hidden_tokens: hidden,
+            shared_prefix_tokens: shared,
+            pre_request_compacted: false,
+            pre_request_compactions: 0..0,
+            recorded_prompt_tokens: Some(base_prompt),
+            replayed_prompt_tokens: None,
+            baseline_prompt_tokens: base_prompt,
+            prompt_tokens: prompt,
+            carried: 0..0,
+            hidden: 0..0,
+        }
+    }
+
+    fn invocation(index: u32, first: u32, first_ts: f64, last_ts: f64) -> Invocation {
+        Invocation {
+            index,
+            first_event_index: first,
+            events: 2,
+            first_timestamp: first_ts,
+            last_timestamp: last_ts,
+            post_measured_prompt_tokens: None,
+            post_compaction: None,
+            post_trigger: None,
+            summarizer_calls: 0,
+            next_request_adk_chars: 0,
+            next_request_adk_chars_uncompacted: 0,
+            next_request_contents: 0,
+            next_request_history_tokens: 0,
+            next_request_baseline_history_tokens: 0,
+            retained_summaries: vec![],
+        }
+    }
+
+    fn call(
+        n: u32,
+        inv: u32,
+        result: CallResult,
+        input: u64,
+        output: u64,
+        events: std::ops::Range<u32>,
+    ) -> SummarizerCall {
+        SummarizerCall {
+            call: n,
+            phase: Phase::PostInvocation,
+            trigger: Trigger::SlidingWindow,
+            invocation_index: inv,
+            before_event_index: None,
+            result,
+            summarizer_prompt_chars: 0,
+            summarizer_history_chars: 0,
+            input_tokens: input,
+            output_tokens: output,
+            summary_chars: output * 4,
+            raw_events: events,
+            compaction: (result == CallResult::Summary).then_some(0),
+        }
+    }
+
+    fn compaction(ordinal: u32, start: f64, end: f64) -> Compaction {
+        Compaction {
+            ordinal,
+            phase: Phase::PostInvocation,
+            trigger: Trigger::SlidingWindow,
+            invocation_index: 1,
+            before_event_index: None,
+            start_timestamp: start,
+            end_timestamp: end,
+            summarizer_input_events: 4,
+            seeded_with_previous_summary: false,
+            seed: None,
+            raw_events_in_range: 4,
+            first_raw_event_index: Some(0),
+            last_raw_event_index: Some(3),
+            summarized_events: 0..4,
+            invocations_in_range: vec![0, 1],
+            summarizer_call: ordinal,
+            summarizer_prompt_chars: 0,
+            summarizer_history_chars: 0,
+            summary_chars: 868,
+            summary_json_chars: 905,
+            summary_tokens: 217,
+            summarizer_input_tokens: 2165,
+            retained: true,
+            subsumed_by: None,
+        }
+    }
+
+    /// One post-invocation summary after invocation 1 over events 0..=3 (2,165 tokens in,
+    /// 217 out); the last request carries it instead of 3,500 history tokens.
+    fn replay(summary: bool) -> Replay {
+        let mut r = Replay {
+            requests: vec![
+                row(1, 0, 3000, 3000, 1000, 1000, 0, 0),
+                row(3, 1, 5000, 5000, 3000, 3000, 0, 1000),
+                if summary {
+                    row(5, 2, 2500, 6000, 500, 4000, 3500, 0)
+                } else {
+                    row(5, 2, 6000, 6000, 4000, 4000, 0, 3000)
+                },
+            ],
+            invocations: vec![
+                invocation(0, 0, 0.0, 5.0),
+                invocation(1, 2, 60.0, 65.0),
+                invocation(2, 4, 120.0, 125.0),
+            ],
+            compactions: if summary {
+                vec![compaction(1, 0.0, 65.0)]
+            } else {
+                vec![]
+            },
+            calls: vec![if summary {
+                call(1, 1, CallResult::Summary, 2165, 217, 0..4)
+            } else {
+                call(1, 1, CallResult::Failed, 2165, 0, 0..4)
+            }],
+            hidden: if summary { vec![(0, 3)] } else { vec![] },
+            ..Default::default()
+        };
+        if summary {
+            r.requests[2].hidden = 0..1;
+        }
+        r
+    }
+
+    fn sizes(s: &Session) -> SessionSizes {
+        SessionSizes::new(s, Some(&[10, 20, 10, 20, 10, 20]))
+    }
+
+    fn setting<'a>(spec: &'a SummarizerSpec, model: Option<&'a str>) -> MetricsSetting<'a> {
+        MetricsSetting {
+            agent_model: model,
+            summarizer: spec,
+            client: ClientMode::Waits,
+            attachment_tokens: &[],
+        }
+    }
+
+    #[test]
+    fn every_column_on_a_hand_made_session() {
+        let s = session();
+        let spec = SummarizerSpec::Agent;
+        let model = CostModel::default();
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &replay(true),
+            None,
+            &model,
+            &setting(&spec, Some("claude-sonnet-4-5")),
+            &ReplayLog::default(),
+        );
+        assert_eq!(m.model_requests, 3);
+        assert_eq!((m.summarizer_calls, m.summaries_discarded), (1, 0));
+        assert_eq!(
+            (m.summarizer_input_tokens, m.summarizer_output_tokens),
+            (2165, 217)
+        );
+        // prompt 3,000 + 5,000 + 2,500; baseline 3,000 + 5,000 + 6,000.
+        assert_eq!(
+            (m.prompt_tokens, m.baseline_prompt_tokens),
+            (10_500, 14_000)
+        );
+        // gross 3,500; net 3,500 - 2,165 - 217 = 1,118.
+        assert_eq!((m.tokens_saved_gross, m.tokens_saved_net), (3_500, 1_118));
+        // Sonnet 4.5: $3 in, $0.30 cached, $3.75 write, $15 out per 1M; Anthropic 300 s TTL.
+        // Non-history part 2,000 tokens is a stable prefix. Requests 60 s apart.
+        // r0: write 3,000 ($0.01125) + 100 out ($0.0015) = $0.01275
+        // r1: read 3,000 ($0.0009) + write 2,000 ($0.0075) + 200 out ($0.003) = $0.0114
+        // r2 (compacted): shared 2,000 (overhead only): read 2,000 ($0.0006) + write 500
+        //     ($0.001875) + 50 out ($0.00075) = $0.003225
+        // summarizer: 2,165 in ($0.006495) + 217 out ($0.003255) = $0.00975
+        // cost = 0.01275 + 0.0114 + 0.003225 + 0.00975 = $0.037125
+        // baseline r2: read 5,000 ($0.0015) + write 1,000 ($0.00375) + out $0.00075 = $0.006
+        // baseline = 0.01275 + 0.0114 + 0.006 = $0.03015; saved = -$0.006975: the broken
+        // cache prefix and the summarizer call cost more than the 3,500 tokens saved.
+        assert!(m.cost_complete);
+        assert!(
+            (m.summarizer_cost_usd - 0.00975).abs() < 1e-12,
+            "{}",
+            m.summarizer_cost_usd
+        );
+        assert!((m.cost_usd - 0.037125).abs() < 1e-12, "{}", m.cost_usd);
+        assert!(
+            (m.baseline_cost_usd - 0.03015).abs() < 1e-12,
+            "{}",
+            m.baseline_cost_usd
+        );
+        assert!((m.cost_saved_usd + 0.006975).abs() < 1e-12);
+        assert_eq!(
+            (m.cache_read_tokens, m.baseline_cache_read_tokens),
+            (5_000, 8_000)
+        );
+        // claude-sonnet-4 family: 1.5 s + 2,165/10,000 + 217/65 = 1.5 + 0.2165 + 3.338462
+        let secs = 1.5 + 0.2165 + 217.0 / 65.0;
+        for v in [
+            m.end_of_run_latency_s,
+            m.end_of_run_latency_p50_s,
+            m.end_of_run_latency_p95_s,
+            m.end_of_run_latency_max_s,
+        ] {
+            assert!((v - secs).abs() < 1e-9);
+        }
+        assert_eq!(m.pre_request_latency_s, 0.0);
+        // 3,500 tokens / 10,000 tok/s.
+        assert!((m.prefill_time_saved_s - 0.35).abs() < 1e-12);
+        // hidden 3,500 / baseline history 1,000 + 3,000 + 4,000 = 0.4375.
+        assert!((m.detail_lost - 0.4375).abs() < 1e-12);
+        // event 2 (confirmation) lies in the hidden interval 0..=3.
+        assert_eq!(m.critical_hidden, 1);
+        assert_eq!(m.facts_dropped, None);
+        assert_eq!(m.seams, 0);
+        assert_eq!(m.summarizer_context_overflows, 0);
+        let text = render_metrics(&m, &model, &setting(&spec, Some("claude-sonnet-4-5")));
+        assert!(text.contains("$0.0371"), "{text}");
+        assert!(!text.contains("INCOMPLETE"), "{text}");
+    }
+
+    #[test]
+    fn attachments_ride_while_their_message_is_visible() {
+        // 1,000-token file on event 0. r0 (event 1) and r1 (event 3) see event 0 verbatim;
+        // r2 sees it only through the summary: 2,000 attachment tokens of 10,500 prompt
+        // tokens = 0.190476...
+        let s = session();
+        let spec = SummarizerSpec::Agent;
+        let att = [1000, 0, 0, 0, 0, 0];
+        let st = MetricsSetting {
+            attachment_tokens: &att,
+            ..setting(&spec, Some("claude-sonnet-4-5"))
+        };
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &replay(true),
+            None,
+            &CostModel::default(),
+            &st,
+            &ReplayLog::default(),
+        );
+        assert_eq!(m.attachment_prompt_tokens, 2000);
+        assert!((m.attachment_share - 2000.0 / 10_500.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn no_cache_prices_at_input_rate() {
+        // Compacted: 10,500 prompt * $3/M = $0.0315 + out 350 * $15/M = $0.00525 + summarizer
+        // $0.00975 = $0.0465. Baseline: 14,000 * 3/M = $0.042 + $0.00525 = $0.04725.
+        let s = session();
+        let spec = SummarizerSpec::Agent;
+        let model = CostModel {
+            cache: CacheMode::Off,
+            ..CostModel::default()
+        };
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &replay(true),
+            None,
+            &model,
+            &setting(&spec, Some("claude-sonnet-4-5")),
+            &ReplayLog::default(),
+        );
+        assert!((m.cost_usd - 0.0465).abs() < 1e-12, "{}", m.cost_usd);
+        assert!((m.baseline_cost_usd - 0.04725).abs() < 1e-12);
+        assert_eq!(m.cache_read_tokens, 0);
+    }
+
+    #[test]
+    fn unpriced_agent_model_marks_cost_incomplete() {
+        let s = session();
+        let spec = SummarizerSpec::Agent;
+        let model = CostModel::default();
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &replay(true),
+            None,
+            &model,
+            &setting(&spec, Some("claude-opus-4-6")),
+            &ReplayLog::default(),
+        );
+        assert!(!m.cost_complete);
+        let text = render_metrics(&m, &model, &setting(&spec, Some("claude-opus-4-6")));
+        assert!(text.contains("INCOMPLETE"), "{text}");
+    }
+
+    #[test]
+    fn terse_is_free_and_counts_dropped_facts() {
+        // Facts of events 0..=3: "4521", "bob@example.com" (event 0), "4521" again (events 1,
+        // 2): 2 distinct. The summary keeps "4521" only: 1 of 2 dropped = 0.5.
+        let s = session();
+        let spec = SummarizerSpec::Terse;
+        let model = CostModel::default();
+        let mut r = replay(true);
+        r.calls[0].input_tokens = 0;
+        let log = ReplayLog {
+            texts: BTreeMap::from([(1, "user: Refund order 4521".to_string())]),
+            discarded: BTreeMap::new(),
+        };
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &r,
+            None,
+            &model,
+            &setting(&spec, Some("claude-sonnet-4-5")),
+            &log,
+        );
+        assert_eq!(m.facts_dropped, Some(0.5));
+        assert_eq!(m.summarizer_cost_usd, 0.0);
+        assert_eq!(m.end_of_run_latency_s, 0.0);
+        assert!(m.cost_complete);
+    }
+
+    #[test]
+    fn summarizer_prompt_over_the_context_window_is_flagged() {
+        // gpt-4o accepts 128,000 tokens; a 130,000-token summarizer prompt does not fit.
+        let s = session();
+        let spec = SummarizerSpec::Model("gpt-4o".into());
+        let mut r = replay(true);
+        r.calls[0].input_tokens = 130_000;
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &r,
+            None,
+            &CostModel::default(),
+            &setting(&spec, Some("claude-sonnet-4-5")),
+            &ReplayLog::default(),
+        );
+        assert_eq!(m.summarizer_context_overflows, 1);
+        // priced at gpt-4o: 130,000 * $2.50/M + 217 * $10/M = 0.325 + 0.00217
+        assert!((m.summarizer_cost_usd - 0.32717).abs() < 1e-12);
+    }
+
+    #[test]
+    fn seams_count_non_overlapping_consecutive_summaries() {
+        // [0, 65] then [60, 125] overlap; then [130, 140] does not: 1 seam.
+        let s = session();
+        let spec = SummarizerSpec::Agent;
+        let mut r = replay(true);
+        r.compactions = vec![
+            compaction(1, 0.0, 65.0),
+            compaction(2, 60.0, 125.0),
+            compaction(3, 130.0, 140.0),
+        ];
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &r,
+            None,
+            &CostModel::default(),
+            &setting(&spec, Some("claude-sonnet-4-5")),
+            &ReplayLog::default(),
+        );
+        assert_eq!(m.seams, 1);
+    }
+
+    #[test]
+    fn a_setting_over_the_200k_tier_costs_double_rates() {
+        // Gemini 2.5 Pro, no cache, one request with 1,000 output tokens (recorded).
+        // Kept under: 199,000 * $1.25/M + 1,000 * $10/M = 0.24875 + 0.01 = $0.25875.
+        // Pushed over: 201,000 * $2.50/M + 1,000 * $15/M = 0.5025 + 0.015 = $0.5175.
+        let mut s = session();
+        s.events.truncate(2);
+        if let Some(u) = s.events[1].usage.as_mut() {
+            u.output_tokens = 1000;
+        }
+        let sz = SessionSizes::new(&s, Some(&[10, 20]));
+        let spec = SummarizerSpec::Agent;
+        let model = CostModel {
+            cache: CacheMode::Off,
+            ..CostModel::default()
+        };
+        let one = |prompt: u64| Replay {
+            requests: vec![row(1, 0, prompt, 201_000, 1000, 1000, 0, 0)],
+            ..Default::default()
+        };
+        let under = compute_metrics(
+            &s,
+            &sz,
+            &one(199_000),
+            None,
+            &model,
+            &setting(&spec, Some("gemini-2.5-pro")),
+            &ReplayLog::default(),
+        );
+        let over = compute_metrics(
+            &s,
+            &sz,
+            &one(201_000),
+            None,
+            &model,
+            &setting(&spec, Some("gemini-2.5-pro")),
+            &ReplayLog::default(),
+        );
+        assert!(
+            (under.cost_usd - 0.25875).abs() < 1e-12,
+            "{}",
+            under.cost_usd
+        );
+        assert!((over.cost_usd - 0.5175).abs() < 1e-12, "{}", over.cost_usd);
+        assert_eq!((under.requests_over_tier, over.requests_over_tier), (0, 1));
+        // 2,000 fewer tokens save $0.25875, half the request: the tier, not the tokens.
+        assert!((under.cost_saved_usd - (0.5175 - 0.25875)).abs() < 1e-12);
+        assert_eq!(over.baseline_requests_over_tier, 1);
+    }
+
+    /// A stand-in for the engine: one post-invocation call after invocation 1; the last
+    /// request is compacted only if the call returned a summary.
+    fn fake_engine(s: &dyn Summarizer) -> Replay {
+        let req = SummarizeRequest {
+            call: 1,
+            phase: Phase::PostInvocation,
+            trigger: Trigger::SlidingWindow,
+            events: 0..4,
+            seed: None,
+            prompt_chars: 0,
+            history_chars: 0,
+        };
+        match s.summarize(&req) {
+            crate::engine::Outcome::Summary(_) => replay(true),
+            _ => replay(false),
+        }
+    }
+
+    #[test]
+    fn streams_discards_a_summary_the_next_turn_overtakes() {
+        // Modelled summary: 165 + 4 * 500 = 2,165 tokens in, round(0.1 * 2,165) = 217 out,
+        // 5.05 s on Sonnet 4.x. Invocation 1 ends at 65 s; the next turn comes at 120 s in the
+        // recording, so the summary lands. Move the next turn to 68 s: 65 + 5.05 > 68, so in
+        // `streams` it is discarded; `waits` keeps it.
+        let s = session();
+        let lines = EventLines {
+            text: vec![String::new(); 6],
+            tokens: vec![500; 6],
+        };
+        let count = |t: &str| t.len() as u64;
+        let inner = Modelled {
+            lines: &lines,
+            length: LengthModel {
+                ratio: 0.1,
+                cap_tokens: 4000,
+                min_tokens: 64,
+            },
+            count: &count,
+        };
+        let model = CostModel::default();
+        let spec = SummarizerSpec::Agent;
+        let streams = MetricsSetting {
+            agent_model: Some("claude-sonnet-4-5"),
+            summarizer: &spec,
+            client: ClientMode::Streams,
+            attachment_tokens: &[],
+        };
+        let (r, log) = replay_with_client(&inner, &model, &streams, &fake_engine);
+        assert_eq!(r.calls[0].result, CallResult::Summary);
+        assert!(log.discarded.is_empty());
+
+        let late = |s: &dyn Summarizer| {
+            let mut r = fake_engine(s);
+            r.invocations[2].first_timestamp = 68.0;
+            r
+        };
+        let (r, log) = replay_with_client(&inner, &model, &streams, &late);
+        assert_eq!(r.calls[0].result, CallResult::Failed);
+        assert_eq!(log.discarded.keys().copied().collect::<Vec<_>>(), vec![1]);
+        let m = compute_metrics(&s, &sizes(&s), &r, None, &model, &streams, &log);
+        // Paid: 2,165 in + 217 out; nothing replaced: prompt = baseline.
+        assert_eq!((m.summarizer_calls, m.summaries_discarded), (1, 1));
+        assert_eq!(
+            (m.summarizer_input_tokens, m.summarizer_output_tokens),
+            (2165, 217)
+        );
+        assert_eq!(m.prompt_tokens, m.baseline_prompt_tokens);
+        assert!((m.summarizer_cost_usd - 0.00975).abs() < 1e-12);
+        assert_eq!(m.detail_lost, 0.0);
+
+        let waits = MetricsSetting {
+            client: ClientMode::Waits,
+            ..streams
+        };
+        let (r, log) = replay_with_client(&inner, &model, &waits, &late);
+        assert_eq!(r.calls[0].result, CallResult::Summary);
+        assert!(log.discarded.is_empty());
+    }
 }

@@ -69,4 +69,10 @@ pub struct SessionMetrics {
     pub requests_over_tier: u64,
     #[serde(default)]
     pub baseline_requests_over_tier: u64,
+    /// Attachment tokens summed over requests (a file rides while the message naming it is
+    /// visible verbatim), and their share of `prompt_tokens` (0..1).
+    #[serde(default)]
+    pub attachment_prompt_tokens: u64,
+    #[serde(default)]
+    pub attachment_share: f64,
 }

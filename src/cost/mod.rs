@@ -4,6 +4,7 @@ pub mod caching;
 pub mod calibrate;
 pub mod client;
 pub mod compute;
+pub mod evaluate;
 pub mod facts;
 pub mod latency;
 pub mod metrics;
@@ -13,3 +14,4 @@ pub mod summarizers;
 pub use compute::{
     compute_metrics, render_metrics, replay_with_client, CostModel, MetricsSetting, ReplayLog,
 };
+pub use evaluate::{evaluate, CostSetting, Evaluation, SessionCostInputs};

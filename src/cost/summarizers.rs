@@ -21,7 +21,7 @@
 //! re-evaluates), while their real outcome is kept for cost.
 
 use super::latency::LengthModel;
-use crate::engine::summarizer::{summary_json_chars, Policy};
+use crate::engine::summarizer::{summary_json_chars, Deterministic, Policy};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
 use crate::transcript::{Event, Part, Session};
 use std::collections::{BTreeMap, BTreeSet};
@@ -405,6 +405,91 @@ impl Summarizer for Command<'_> {
             }
         }
     }
+}
+
+impl EventLines {
+    /// ADK's summarizer lines of every event and their size in the run's tokenizer.
+    pub fn new(session: &Session, count: &(dyn Fn(&str) -> u64 + Sync)) -> Self {
+        let text: Vec<String> = session
+            .events
+            .iter()
+            .map(crate::tokens::adk::summarizer_text)
+            .collect();
+        let tokens = text
+            .iter()
+            .map(|t| if t.is_empty() { 0 } else { count(t) })
+            .collect();
+        EventLines { text, tokens }
+    }
+}
+
+/// What [`build`] needs besides the spec.
+pub struct BuildContext<'a> {
+    pub session: &'a Session,
+    pub lines: &'a EventLines,
+    pub length: LengthModel,
+    /// Counts a text with the run's tokenizer.
+    pub count: &'a (dyn Fn(&str) -> u64 + Sync),
+    /// Time limit of a `command:` summarizer.
+    pub timeout: Duration,
+    /// 1-based calls of the deterministic summarizer that fail (the oracle's failures).
+    pub fail_calls: Vec<u32>,
+}
+
+/// A summarizer built from its spec, ready for the engine.
+pub enum Built<'a> {
+    Modelled(Modelled<'a>),
+    Terse(Terse<'a>),
+    Command(Command<'a>),
+    Deterministic(Deterministic),
+}
+
+impl Built<'_> {
+    /// One line per failed `command:` call (empty for the others).
+    pub fn errors(&self) -> Vec<String> {
+        match self {
+            Built::Command(c) => c.errors(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Summarizer for Built<'_> {
+    fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
+        match self {
+            Built::Modelled(m) => m.summarize(req),
+            Built::Terse(t) => t.summarize(req),
+            Built::Command(c) => c.summarize(req),
+            Built::Deterministic(d) => d.summarize(req),
+        }
+    }
+}
+
+/// Build the summarizer a spec names. Fails only for a `command:` program that is missing.
+pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'a>, String> {
+    Ok(match spec {
+        SummarizerSpec::Agent | SummarizerSpec::Model(_) => Built::Modelled(Modelled {
+            lines: ctx.lines,
+            length: ctx.length,
+            count: ctx.count,
+        }),
+        SummarizerSpec::Terse => Built::Terse(Terse {
+            session: ctx.session,
+            count: ctx.count,
+        }),
+        SummarizerSpec::Command { program, args } => Built::Command(Command::new(
+            program,
+            args.clone(),
+            ctx.timeout,
+            ctx.session,
+            ctx.count,
+        )?),
+        SummarizerSpec::Deterministic(p) => Built::Deterministic(Deterministic::new(
+            p.clone(),
+            ctx.fail_calls,
+            ctx.lines.text.clone(),
+        )),
+    })
 }
 
 /// Wraps the summarizer of one replay: records texts written, and discards the calls in

@@ -94,6 +94,13 @@ pub(crate) struct State<'a> {
     pub gs: GuardScratch,
     pub out: Replay,
     pub window: Vec<u32>,
+    /// Setting-independent uncompacted measures (computed once per session).
+    pub base: &'a crate::tokens::sizes::BaselineCache,
+    /// Model requests seen so far (row into `base.request`).
+    pub req_row: usize,
+    /// Key of the build whose result `sc` holds: (viewer, branch, n, compactions).
+    pub last_key: Option<(u32, Option<u32>, usize, usize)>,
+    pub last_measure: Measure,
 }
 
 impl<'a> State<'a> {
@@ -279,8 +286,13 @@ impl<'a> State<'a> {
 
 /// Replay one session under one setting.
 pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
+    let base = s.baseline.get_or_init(|| contents::baseline(s));
     let mut st = State {
         s,
+        base,
+        req_row: 0,
+        last_key: None,
+        last_measure: Measure::default(),
         cfg: *cfg,
         summ,
         n: 0,
@@ -293,14 +305,14 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         window: Vec::new(),
     };
     let mut base = Scratch::default();
-    let mut prev_seq: Vec<(u8, u32)> = Vec::new();
+    let mut prev = pre_request::Prev::default();
     let main = s.main_agent.unwrap_or(u32::MAX);
     for b in 0..s.blocks() {
         let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
         let calls_before = st.out.calls.len();
         for k in lo..hi {
             if s.model_request[k] {
-                pre_request::model_request(&mut st, &mut base, &mut prev_seq, b as u32, k);
+                pre_request::model_request(&mut st, &mut prev, b as u32, k);
             } else {
                 st.replayed[k] = match cfg.usage {
                     UsageMode::Strip => None,
@@ -309,7 +321,7 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
             }
             st.n = k + 1;
         }
-        post_invocation::run(&mut st, &mut base, b as u32, lo, hi, calls_before, main);
+        post_invocation::run(&mut st, &mut base, b, lo, hi, calls_before, main);
     }
     // final flags and totals
     let retained: Vec<u32> = st

@@ -83,13 +83,14 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
 pub(crate) fn run(
     st: &mut State<'_>,
     base: &mut Scratch,
-    inv: u32,
+    b: usize,
     lo: usize,
     hi: usize,
     calls_before: usize,
     main: u32,
 ) {
     let s = st.s;
+    let inv = b as u32;
     let mut measured = None;
     let before = st.out.compactions.len();
     if st.cfg.token.is_some() {
@@ -104,8 +105,12 @@ pub(crate) fn run(
     }
     let post = (st.out.compactions.len() > before).then(|| before as u32 + 1);
     let trigger = post.and_then(|o| st.out.compaction(o)).map(|c| c.trigger);
-    let sim = st.measure(main, None);
-    let raw = contents::build(s, st.n, &[], &[], main, None, base);
+    let cached = (st.base.main_agent == s.main_agent).then(|| st.base.block_end.get(b)).flatten();
+    let raw = match cached {
+        Some(r) => contents::Measure::from_row(*r),
+        None => contents::build(s, st.n, &[], &[], main, None, base),
+    };
+    let sim = if st.comps.is_empty() { raw } else { st.measure(main, None) };
     let retained = st
         .comps
         .iter()

@@ -2,7 +2,7 @@
 //! (`CompactionRequestProcessor`), the token path shared with post-invocation, and the
 //! request's measures.
 
-use super::contents::{self, Scratch, K_RAW, K_SUM};
+use super::contents::{self, K_SUM};
 use super::guards;
 use super::types::{Phase, Request, Trigger};
 use super::{State, UsageMode};
@@ -67,24 +67,62 @@ pub(crate) fn token_path(
     st.summarize(phase, Trigger::TokenThreshold, inv, before, evs, latest)
 }
 
-fn seq_tokens(st: &State<'_>, item: (u8, u32)) -> u64 {
-    match item.0 {
-        K_SUM => st.comps.get(item.1 as usize).map_or(0, |c| c.tokens),
-        _ => st.s.tokens[item.1 as usize] as u64,
+/// What the previous model request looked like (for the shared-prefix column).
+#[derive(Debug, Default)]
+pub(crate) struct Prev {
+    /// (viewer, raw events, compactions, history tokens) of the previous request.
+    pub last: Option<(u32, usize, usize, u64)>,
+}
+
+/// Tokens of the history prefix this request shares with the previous one: everything, when
+/// the same agent asks again and no summary was written in between; else the leading items
+/// that were there before and are not inside a summary written since.
+fn shared_prefix(st: &State<'_>, prev: &Prev, viewer: u32, generic: bool) -> u64 {
+    let Some((pv, pn, pc, ptok)) = prev.last else { return 0 };
+    if pv != viewer {
+        return 0;
     }
+    if pc == st.comps.len() {
+        return ptok;
+    }
+    if !generic {
+        return 0;
+    }
+    let s = st.s;
+    let new = &st.comps[pc..];
+    let mut shared = 0u64;
+    for &(kind, src) in &st.sc.seq {
+        let ok = match kind {
+            K_SUM => (src as usize) < pc,
+            _ => {
+                let ts = s.timestamp[src as usize];
+                (src as usize) < pn && !new.iter().any(|c| c.start <= ts && ts <= c.end)
+            }
+        };
+        if !ok {
+            break;
+        }
+        shared += match kind {
+            K_SUM => st.comps[src as usize].tokens,
+            _ => s.tokens[src as usize] as u64,
+        };
+    }
+    shared
 }
 
 /// One recorded model request at event `k` (raw events `0..k` exist).
-pub(crate) fn model_request(
-    st: &mut State<'_>,
-    base: &mut Scratch,
-    prev_seq: &mut Vec<(u8, u32)>,
-    inv: u32,
-    k: usize,
-) {
+pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: usize) {
     let s = st.s;
     let author = s.author[k];
     let branch = s.branch[k];
+    let row = st.req_row;
+    st.req_row += 1;
+    let raw = contents::Measure::from_row(st.base.request[row]);
+    if st.comps.is_empty() {
+        // Before any compaction the request is the uncompacted one.
+        st.last_key = Some((author, branch, st.n, 0));
+        st.last_measure = raw;
+    }
     let mut measured = None;
     let pre_start = st.out.pre_request.len() as u32;
     if st.cfg.token.is_some() && st.cfg.pre_request {
@@ -96,51 +134,44 @@ pub(crate) fn model_request(
         }
     }
     let pre_end = st.out.pre_request.len() as u32;
-    let sim = st.measure(author, branch);
-    let raw = contents::build(s, st.n, &[], &[], author, branch, base);
+    let generic = !st.comps.is_empty();
+    let sim = if generic { st.measure(author, branch) } else { raw };
 
     // hidden raw events: in the uncompacted request, absent from the compacted one, covered
     let hid_start = st.out.hidden.len() as u32;
     let mut hidden_tokens = 0u64;
-    let mut run: Option<(u32, u32)> = None;
-    for i in 0..st.n {
-        let h =
-            base.was_seen(i) && !st.sc.was_seen(i) && contents::covered(&st.cov, s.timestamp[i]);
-        if h {
-            hidden_tokens += s.tokens[i] as u64;
-            run = Some(match run {
-                Some((a, b)) if b + 1 == i as u32 => (a, i as u32),
-                Some(r) => {
-                    st.out.hidden.push(r);
-                    (i as u32, i as u32)
-                }
-                None => (i as u32, i as u32),
-            });
+    let car_start = st.out.carried.len() as u32;
+    if generic {
+        let words = st.base.words;
+        let seen = &st.base.seen[row * words..(row + 1) * words];
+        let mut run: Option<(u32, u32)> = None;
+        for i in 0..st.n {
+            let in_base = seen[i / 64] >> (i % 64) & 1 == 1;
+            if in_base && !st.sc.was_seen(i) && contents::covered(&st.cov, s.timestamp[i]) {
+                hidden_tokens += s.tokens[i] as u64;
+                run = Some(match run {
+                    Some((a, b)) if b + 1 == i as u32 => (a, i as u32),
+                    Some(r) => {
+                        st.out.hidden.push(r);
+                        (i as u32, i as u32)
+                    }
+                    None => (i as u32, i as u32),
+                });
+            }
         }
-    }
-    if let Some(r) = run {
-        st.out.hidden.push(r);
+        if let Some(r) = run {
+            st.out.hidden.push(r);
+        }
+        for &(kind, src) in &st.sc.seq {
+            if kind == K_SUM {
+                st.out.carried.push(src + 1);
+            }
+        }
     }
     let hid_end = st.out.hidden.len() as u32;
-
-    // summaries carried, and the prefix shared with the previous request
-    let car_start = st.out.carried.len() as u32;
-    for &(kind, src) in &st.sc.seq {
-        if kind == K_SUM {
-            st.out.carried.push(src + 1);
-        }
-    }
     let car_end = st.out.carried.len() as u32;
-    let mut shared = 0u64;
-    for (a, b) in st.sc.seq.iter().zip(prev_seq.iter()) {
-        if a != b {
-            break;
-        }
-        shared += seq_tokens(st, *a);
-    }
-    prev_seq.clear();
-    prev_seq.extend_from_slice(&st.sc.seq);
-    let _ = K_RAW;
+    let shared = shared_prefix(st, prev, author, generic);
+    prev.last = Some((author, st.n, st.comps.len(), sim.history_tokens));
 
     // replayed usage
     let recorded = s.recorded_prompt[k];

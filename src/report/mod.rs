@@ -1,1 +1,343 @@
-//! report.md and self-contained report.html from a run folder.
+//! report.md and a self-contained report.html from a run folder.
+//!
+//! Reads only the run folder's data (through [`crate::chart::data`]) and the charts it
+//! renders; knows nothing of the engine. The report is first built as a list of [`Block`]s
+//! holding raw strings, then rendered twice; each renderer escapes every string it emits
+//! (see [`escape`]), so no data string reaches either file unescaped.
+
+mod build;
+pub mod escape;
+
+use crate::chart::{self, ChartOutcome, RunData};
+use std::path::Path;
+
+pub use build::{build, run_name};
+
+/// A span of text inside a paragraph or cell. Every variant holds raw, unescaped text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inline {
+    Text(String),
+    Strong(String),
+    Code(String),
+}
+
+/// One block of the report, renderer-neutral.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    Heading(u8, String),
+    Para(Vec<Inline>),
+    /// A paste-ready line.
+    Code(String),
+    List(Vec<Vec<Inline>>),
+    Table {
+        head: Vec<String>,
+        rows: Vec<Vec<Vec<Inline>>>,
+        numeric: Vec<bool>,
+    },
+    Chart {
+        stem: String,
+        title: String,
+        how: String,
+        note: String,
+        svg: Option<String>,
+        skipped: Option<String>,
+    },
+}
+
+/// Shorthand for a text cell.
+pub fn t(s: impl Into<String>) -> Vec<Inline> {
+    vec![Inline::Text(s.into())]
+}
+
+/// What `render_run` wrote.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub charts_drawn: usize,
+    pub charts_skipped: Vec<(String, String)>,
+}
+
+/// Renders the charts, report.md and report.html into `dir` from `dir`'s data files.
+pub fn render_run(dir: &Path) -> Result<Rendered, String> {
+    let data = RunData::load(dir).map_err(|e| e.to_string())?;
+    let charts = chart::render_all(&data, dir)?;
+    let blocks = build(&data, &charts);
+    chart::write_atomic(&dir.join("report.md"), to_markdown(&blocks).as_bytes())?;
+    chart::write_atomic(
+        &dir.join("report.html"),
+        to_html(&blocks, &title(&data)).as_bytes(),
+    )?;
+    let mut skipped = Vec::new();
+    let mut drawn = 0;
+    for c in &charts {
+        match c {
+            ChartOutcome::Rendered { .. } => drawn += 1,
+            ChartOutcome::Skipped { info, reason } => {
+                skipped.push((info.stem.to_string(), reason.clone()))
+            }
+        }
+    }
+    Ok(Rendered {
+        charts_drawn: drawn,
+        charts_skipped: skipped,
+    })
+}
+
+fn title(d: &RunData) -> String {
+    format!("Compaction report: {}", build::run_name(d))
+}
+
+fn md_inline(parts: &[Inline]) -> String {
+    let mut s = String::new();
+    for p in parts {
+        match p {
+            Inline::Text(x) => s.push_str(&escape::md(x)),
+            Inline::Strong(x) => {
+                s.push_str("**");
+                s.push_str(&escape::md(x));
+                s.push_str("**");
+            }
+            // A code span shows its content literally (quotes included), but a raw `<` would
+            // still reach naive viewers and `|` / backticks break GFM tables and spans; such
+            // text is escaped as plain text instead.
+            Inline::Code(x) => {
+                if x.chars()
+                    .any(|c| matches!(c, '<' | '>' | '&' | '`' | '|') || c.is_control())
+                {
+                    s.push_str(&escape::md(x));
+                } else {
+                    s.push('`');
+                    s.push_str(x);
+                    s.push('`');
+                }
+            }
+        }
+    }
+    s
+}
+
+/// report.md: GitHub-flavoured Markdown; charts as links to the PNGs next to it.
+pub fn to_markdown(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for b in blocks {
+        match b {
+            Block::Heading(level, text) => {
+                out.push_str(&"#".repeat(*level as usize));
+                out.push(' ');
+                out.push_str(&escape::md(text));
+                out.push_str("\n\n");
+            }
+            Block::Para(parts) => {
+                out.push_str(&md_inline(parts));
+                out.push_str("\n\n");
+            }
+            Block::Code(code) => {
+                out.push_str(&escape::md_code_block(code));
+                out.push('\n');
+            }
+            Block::List(items) => {
+                for it in items {
+                    out.push_str("- ");
+                    out.push_str(&md_inline(it));
+                    out.push('\n');
+                }
+                out.push('\n');
+            }
+            Block::Table {
+                head,
+                rows,
+                numeric,
+            } => {
+                out.push('|');
+                for h in head {
+                    out.push(' ');
+                    out.push_str(&escape::md(h));
+                    out.push_str(" |");
+                }
+                out.push_str("\n|");
+                for i in 0..head.len() {
+                    out.push_str(if numeric.get(i).copied().unwrap_or(false) {
+                        "---:|"
+                    } else {
+                        "---|"
+                    });
+                }
+                out.push('\n');
+                for r in rows {
+                    out.push('|');
+                    for c in r {
+                        out.push(' ');
+                        out.push_str(&md_inline(c));
+                        out.push_str(" |");
+                    }
+                    out.push('\n');
+                }
+                out.push('\n');
+            }
+            Block::Chart {
+                stem,
+                title,
+                how,
+                note,
+                svg,
+                skipped,
+            } => {
+                out.push_str("### ");
+                out.push_str(&escape::md(title));
+                out.push_str("\n\n");
+                match (svg, skipped) {
+                    (Some(_), _) => {
+                        // The stem is one of the fixed chart names, never data.
+                        out.push_str(&format!("![{}]({stem}.png)\n\n", escape::md(title)));
+                        out.push_str(&escape::md(how));
+                        if !note.is_empty() {
+                            out.push_str(&format!(" ({})", escape::md(note)));
+                        }
+                        out.push_str(&format!(" Vector version: [{stem}.svg]({stem}.svg).\n\n"));
+                    }
+                    (None, reason) => {
+                        out.push_str(&format!(
+                            "Not drawn: {}.\n\n",
+                            escape::md(reason.as_deref().unwrap_or("no data"))
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+fn html_inline(parts: &[Inline]) -> String {
+    let mut s = String::new();
+    for p in parts {
+        match p {
+            Inline::Text(x) => s.push_str(&escape::html(x)),
+            Inline::Strong(x) => s.push_str(&format!("<strong>{}</strong>", escape::html(x))),
+            Inline::Code(x) => s.push_str(&format!("<code>{}</code>", escape::html(x))),
+        }
+    }
+    s
+}
+
+const CSS: &str = r#"
+:root { color-scheme: light; }
+body { font-family: "DejaVu Sans", system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1.2em; color: #1d1d1f; line-height: 1.5; }
+h1 { font-size: 1.8em; margin-bottom: .2em; }
+h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+pre { background: #f4f6f8; border: 1px solid #d0d7de; border-left: 5px solid #d62728; padding: .8em 1em; overflow-x: auto; font-size: 1.05em; white-space: pre-wrap; word-break: break-all; }
+code { font-family: "DejaVu Sans Mono", ui-monospace, Menlo, Consolas, monospace; }
+table { border-collapse: collapse; margin: .8em 0 1.2em; font-size: .92em; }
+th, td { border: 1px solid #d0d7de; padding: .3em .6em; vertical-align: top; }
+th { background: #f4f6f8; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+figure { margin: 1em 0 2em; }
+figure svg { width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #444; font-size: .95em; margin-top: .3em; }
+.skipped { color: #666; font-style: italic; }
+@media print {
+  body { max-width: none; margin: 0; font-size: 10pt; }
+  h2 { break-after: avoid; }
+  figure, table, pre { break-inside: avoid; }
+  pre { white-space: pre-wrap; }
+}
+"#;
+
+/// report.html: one file, no scripts, no external resources (the CSP forbids any), charts
+/// inline as SVG.
+pub fn to_html(blocks: &[Block], title: &str) -> String {
+    let mut out = String::new();
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    out.push_str(&format!(
+        "<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
+        escape::html(title)
+    ));
+    for b in blocks {
+        match b {
+            Block::Heading(level, text) => {
+                let l = (*level).clamp(1, 6);
+                out.push_str(&format!("<h{l}>{}</h{l}>\n", escape::html(text)));
+            }
+            Block::Para(parts) => out.push_str(&format!("<p>{}</p>\n", html_inline(parts))),
+            Block::Code(code) => {
+                out.push_str(&format!("<pre><code>{}</code></pre>\n", escape::html(code)))
+            }
+            Block::List(items) => {
+                out.push_str("<ul>\n");
+                for it in items {
+                    out.push_str(&format!("<li>{}</li>\n", html_inline(it)));
+                }
+                out.push_str("</ul>\n");
+            }
+            Block::Table {
+                head,
+                rows,
+                numeric,
+            } => {
+                out.push_str("<table>\n<thead><tr>");
+                for h in head {
+                    out.push_str(&format!("<th>{}</th>", escape::html(h)));
+                }
+                out.push_str("</tr></thead>\n<tbody>\n");
+                for r in rows {
+                    out.push_str("<tr>");
+                    for (i, c) in r.iter().enumerate() {
+                        let class = if numeric.get(i).copied().unwrap_or(false) {
+                            " class=\"num\""
+                        } else {
+                            ""
+                        };
+                        out.push_str(&format!("<td{class}>{}</td>", html_inline(c)));
+                    }
+                    out.push_str("</tr>\n");
+                }
+                out.push_str("</tbody>\n</table>\n");
+            }
+            Block::Chart {
+                stem,
+                title,
+                how,
+                note,
+                svg,
+                skipped,
+            } => {
+                out.push_str(&format!("<h3 id=\"{stem}\">{}</h3>\n", escape::html(title)));
+                match (svg, skipped) {
+                    (Some(svg), _) => {
+                        out.push_str("<figure>\n");
+                        out.push_str(&sanitize_svg(svg));
+                        let note = if note.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", escape::html(note))
+                        };
+                        out.push_str(&format!(
+                            "\n<figcaption>{}{note}</figcaption>\n</figure>\n",
+                            escape::html(how)
+                        ));
+                    }
+                    (None, reason) => out.push_str(&format!(
+                        "<p class=\"skipped\">Not drawn: {}.</p>\n",
+                        escape::html(reason.as_deref().unwrap_or("no data"))
+                    )),
+                }
+            }
+        }
+    }
+    out.push_str("</body>\n</html>\n");
+    out
+}
+
+/// plotters' SVG with its XML declaration dropped (not allowed inline) and an accessible
+/// role. plotters escapes every text node and attribute it writes.
+fn sanitize_svg(svg: &str) -> String {
+    let body = match svg.find("<svg") {
+        Some(i) => &svg[i..],
+        None => svg,
+    };
+    body.replacen("<svg", "<svg role=\"img\"", 1)
+}

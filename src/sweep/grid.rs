@@ -122,7 +122,7 @@ pub fn py_int(n: u64) -> String {
     }
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push('_');
         }
         out.push(c);
@@ -379,22 +379,25 @@ pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridE
                     }
                     if let Some((a, rest)) = part.split_once("..") {
                         let (b, step) = match rest.split_once(':') {
-                            Some((b, s)) => (b, s),
+                            Some((b, s)) => (b, Some(s)),
+                            None => (rest, None),
+                        };
+                        if a.trim().is_empty() || b.trim().is_empty() {
+                            return err(format!("grid axis {axis}: range `{part}` is empty: it needs a start and an end, e.g. 40k..200k:20k"));
+                        }
+                        let a = parse_number(axis, a)?;
+                        let b = parse_number(axis, b)?;
+                        if a > b {
+                            return err(format!("grid axis {axis}: range `{part}` is reversed: start {a} is above end {b}"));
+                        }
+                        let step = match step {
+                            Some(s) => parse_number(axis, s)?,
                             None => {
                                 return err(format!("grid axis {axis}: range `{part}` has no step; write START..END:STEP, e.g. 40k..200k:20k"))
                             }
                         };
-                        if a.trim().is_empty() || b.trim().is_empty() {
-                            return err(format!("grid axis {axis}: range `{part}` is empty: it needs a start and an end"));
-                        }
-                        let a = parse_number(axis, a)?;
-                        let b = parse_number(axis, b)?;
-                        let step = parse_number(axis, step)?;
                         if step == 0 {
                             return err(format!("grid axis {axis}: range `{part}` has step 0, which gives no values"));
-                        }
-                        if a > b {
-                            return err(format!("grid axis {axis}: range `{part}` is reversed: start {a} is above end {b}"));
                         }
                         let mut v = a;
                         while v <= b {

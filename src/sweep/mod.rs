@@ -1,6 +1,7 @@
 //! Sweeps: grid axes, the work list over (session, setting), rayon, shards.
 
 pub mod grid;
+pub mod pipeline;
 pub mod run;
 pub mod shard;
 

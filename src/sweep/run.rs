@@ -20,6 +20,20 @@ pub struct SessionInfo {
     pub model_requests: u64,
 }
 
+/// An input file and how many sessions it gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputInfo {
+    pub path: String,
+    pub sessions: u64,
+}
+
+/// An input (file, or session within one) left out of the run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
 /// Prompt size of one model request, for the sawtooth chart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineRequest {
@@ -101,20 +115,20 @@ pub fn round_metrics(m: &mut SessionMetrics) {
         &mut m.pre_request_latency_max_s,
         &mut m.prefill_time_saved_s,
         &mut m.detail_lost,
+        &mut m.summarizer_cost_usd,
+        &mut m.attachment_share,
     ] {
         *f = round_fixed(*f);
     }
     m.facts_dropped = m.facts_dropped.map(round_fixed);
 }
 
-/// Why a run stopped early.
+/// Ctrl-C: the run stopped early and nothing is written.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RunStop {
-    /// Ctrl-C: nothing is written.
-    Cancelled,
-    /// A replay failed: (session index, setting id, message).
-    Failed(Vec<(u32, u32, String)>),
-}
+pub struct Cancelled;
+
+/// A failed replay: (session index, setting id, message).
+pub type Failure = (u32, u32, String);
 
 /// Sessions this shard replays: every N-th session of the sorted list, starting at K-1.
 pub fn shard_sessions(n_sessions: usize, shard: Option<Shard>) -> Vec<u32> {
@@ -126,7 +140,7 @@ pub fn shard_sessions(n_sessions: usize, shard: Option<Shard>) -> Vec<u32> {
 /// Replay every (session, setting) pair of `sessions` × `settings` in parallel.
 ///
 /// `tick` is called once per finished pair (the progress bar); `cancel` is polled per pair.
-/// Failures are collected, not fatal per pair: the caller drops failing sessions from the
+/// Failures are returned beside the good rows: the caller drops failing sessions from the
 /// run as a whole (a session missing from only some settings would bias every aggregate).
 pub fn run_pairs(
     eval: &dyn Evaluator,
@@ -134,10 +148,10 @@ pub fn run_pairs(
     settings: &[Setting],
     cancel: &AtomicBool,
     tick: &(dyn Fn() + Sync),
-) -> Result<Vec<RunRow>, RunStop> {
+) -> Result<(Vec<RunRow>, Vec<Failure>), Cancelled> {
     let n_set = settings.len();
     let total = sessions.len() * n_set;
-    let results: Vec<Option<Result<RunRow, (u32, u32, String)>>> = (0..total)
+    let results: Vec<Option<Result<RunRow, Failure>>> = (0..total)
         .into_par_iter()
         .with_min_len(16)
         .map(|k| {
@@ -162,7 +176,7 @@ pub fn run_pairs(
         })
         .collect();
     if cancel.load(Ordering::Relaxed) {
-        return Err(RunStop::Cancelled);
+        return Err(Cancelled);
     }
     let mut rows = Vec::with_capacity(total);
     let mut failed = Vec::new();
@@ -170,14 +184,10 @@ pub fn run_pairs(
         match r {
             Some(Ok(row)) => rows.push(row),
             Some(Err(e)) => failed.push(e),
-            None => return Err(RunStop::Cancelled),
+            None => return Err(Cancelled),
         }
     }
-    if failed.is_empty() {
-        Ok(rows)
-    } else {
-        Err(RunStop::Failed(failed))
-    }
+    Ok((rows, failed))
 }
 
 #[cfg(test)]
@@ -236,7 +246,8 @@ pub mod tests {
             &AtomicBool::new(false),
             &|| {},
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(rows.len(), 3 * set.len());
         for (k, r) in rows.iter().enumerate() {
             assert_eq!(r.session as usize, k / set.len());
@@ -270,6 +281,7 @@ pub mod tests {
                 &|| {},
             )
             .unwrap()
+            .0
         });
         let b = two.install(|| {
             run_pairs(
@@ -280,6 +292,7 @@ pub mod tests {
                 &|| {},
             )
             .unwrap()
+            .0
         });
         assert_eq!(a, b);
     }
@@ -294,7 +307,7 @@ pub mod tests {
             &AtomicBool::new(true),
             &|| {},
         );
-        assert_eq!(r, Err(RunStop::Cancelled));
+        assert_eq!(r, Err(Cancelled));
     }
 
     struct Failing;
@@ -320,18 +333,43 @@ pub mod tests {
     #[test]
     fn failures_are_reported_per_session() {
         let set = settings();
-        match run_pairs(&Failing, &[0, 1], &set, &AtomicBool::new(false), &|| {}) {
-            Err(RunStop::Failed(f)) => {
-                assert_eq!(f.len(), set.len());
-                assert!(f.iter().all(|(s, _, m)| *s == 1 && m == "boom"));
-            }
-            other => panic!("expected failures, got {other:?}"),
-        }
+        let (rows, f) =
+            run_pairs(&Failing, &[0, 1], &set, &AtomicBool::new(false), &|| {}).unwrap();
+        assert_eq!(f.len(), set.len());
+        assert!(f.iter().all(|(s, _, m)| *s == 1 && m == "boom"));
+        assert_eq!(rows.len(), set.len());
+        assert!(rows.iter().all(|r| r.session == 0));
     }
 
     #[test]
     fn rounding_fixes_precision_and_sign() {
         assert_eq!(round_fixed(0.1234567), 0.123457);
         assert_eq!(round_fixed(-0.0000001).to_bits(), 0.0f64.to_bits());
+    }
+}
+
+#[cfg(test)]
+mod rounding_tests {
+    use super::*;
+
+    #[test]
+    fn every_float_field_is_rounded() {
+        // Build metrics with every float field set to an unrounded value via serde, so a
+        // field added to SessionMetrics later cannot escape rounding unnoticed.
+        let mut v = serde_json::to_value(SessionMetrics::default()).unwrap();
+        for (_, x) in v.as_object_mut().unwrap().iter_mut() {
+            if x.is_f64() || x.is_null() {
+                *x = serde_json::json!(0.123456789);
+            }
+        }
+        let mut m: SessionMetrics = serde_json::from_value(v).unwrap();
+        round_metrics(&mut m);
+        for (k, x) in serde_json::to_value(&m).unwrap().as_object().unwrap() {
+            if let Some(f) = x.as_f64() {
+                if x.is_f64() {
+                    assert_eq!(f, 0.123457, "{k} is not rounded");
+                }
+            }
+        }
     }
 }

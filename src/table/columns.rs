@@ -84,6 +84,13 @@ macro_rules! for_each_metric {
         $m!(facts_dropped, OptFloat, "share 0..1", SHARE);
         $m!(seams, Count, "seams", TOTAL);
         $m!(summarizer_context_overflows, Count, "calls", TOTAL);
+        $m!(summarizer_cost_usd, Float, "USD", TOTAL);
+        $m!(cache_read_tokens, Count, "tokens", TOTAL);
+        $m!(baseline_cache_read_tokens, Count, "tokens", TOTAL);
+        $m!(requests_over_tier, Count, "requests", TOTAL);
+        $m!(baseline_requests_over_tier, Count, "requests", TOTAL);
+        $m!(attachment_prompt_tokens, Count, "tokens", TOTAL);
+        $m!(attachment_share, Float, "share 0..1", SHARE);
     };
 }
 

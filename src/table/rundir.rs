@@ -11,6 +11,7 @@ use super::frames::{
 use super::summary::{baseline_for, budget_error, recommended, summarize, SettingSummary};
 use crate::sweep::grid::{Budgets, ResolvedGrid, Setting};
 use crate::sweep::run::{Evaluator, RunRow, SessionInfo};
+pub use crate::sweep::run::{InputInfo, Skipped};
 use crate::sweep::shard::Shard;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -19,20 +20,6 @@ use std::path::{Path, PathBuf};
 pub const ADK_SEMANTICS: &str = "google-adk 2.13.0";
 /// Sessions drawn in timelines.json (the longest by model requests).
 pub const TIMELINE_SESSIONS: usize = 5;
-
-/// An input file and how many sessions it gave.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InputInfo {
-    pub path: String,
-    pub sessions: u64,
-}
-
-/// An input (file, or session within one) left out of the run, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skipped {
-    pub path: String,
-    pub reason: String,
-}
 
 /// Everything a run folder is made from besides the rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -275,6 +262,7 @@ pub fn live_sessions(inputs: &RunInputs) -> Vec<u32> {
 }
 
 /// Write every file of a full run folder into `dir` (which must exist).
+#[allow(clippy::too_many_arguments)]
 pub fn write_run_files(
     dir: &Path,
     name: &str,
@@ -597,7 +585,9 @@ mod tests {
         let fake = Fake { n: 7 };
         let root = tempfile::tempdir().unwrap();
         let all: Vec<u32> = (0..7).collect();
-        let rows = run_pairs(&fake, &all, &grid.settings, &AtomicBool::new(false), &|| {}).unwrap();
+        let rows = run_pairs(&fake, &all, &grid.settings, &AtomicBool::new(false), &|| {})
+            .unwrap()
+            .0;
         full_run(&root.path().join("single"), &inputs, &grid, &rows, &fake);
 
         let mut parts = Vec::new();
@@ -611,7 +601,8 @@ mod tests {
                 &AtomicBool::new(false),
                 &|| {},
             )
-            .unwrap();
+            .unwrap()
+            .0;
             let d = root.path().join(format!("part{k}"));
             std::fs::create_dir_all(&d).unwrap();
             write_partial_files(&d, shard, &inputs, &grid, &r).unwrap();
@@ -650,7 +641,8 @@ mod tests {
                 &AtomicBool::new(false),
                 &|| {},
             )
-            .unwrap();
+            .unwrap()
+            .0;
             let d = root.path().join(format!("p{k}"));
             std::fs::create_dir_all(&d).unwrap();
             write_partial_files(&d, shard, &inputs, &grid, &r).unwrap();

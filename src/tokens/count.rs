@@ -11,7 +11,7 @@
 //! Each piece is tokenized on its own and the counts are summed, so an event's size is the sum
 //! of its parts' sizes (API messages carry names and arguments as separate fields too).
 //! `adk-chars` counts ADK's characters instead (see [`adk_chars_of_parts`]) and returns
-//! `floor(chars / 4)` per event.
+//! `floor(chars / 4)` per event; it is never read from or written to the disk cache.
 
 use super::cache::{CacheOpts, CountCache};
 use crate::transcript::{Part, Session};
@@ -109,6 +109,14 @@ pub fn count_sessions_with_stats(
         .map(|&(s, e)| content_key(&sessions[s].events[e].parts))
         .collect();
 
+    // adk-chars costs no more than hashing and its rules live in `tokens::adk`, which may
+    // change without touching the key scheme here: compute it fresh, never from disk.
+    let no_disk = CacheOpts::disabled();
+    let cache = if tok == Tokenizer::AdkChars {
+        &no_disk
+    } else {
+        cache
+    };
     let mut disk = CountCache::load(cache, tok);
     // Distinct contents not in the cache: tokenize each once.
     let mut todo: Vec<usize> = Vec::new();
@@ -259,148 +267,11 @@ pub fn count_parts(tok: Tokenizer, parts: &[Part]) -> u32 {
     saturate(n.min(u32::MAX as u64) as usize)
 }
 
-/// ADK's `_count_chars_in_content` over one event's parts (adk-compaction.md §5): text
-/// length, plus call name and `len(json.dumps(args))`, plus response name and
-/// `len(json.dumps(response))`, in code points, with Python's default `json.dumps` (`", "`/`": "` separators, ASCII escaping).
-/// Empty args / responses are skipped as ADK does (`if part.function_call.args:`).
-/// Attachments count their text when recorded (ADK sends it as a text part) and nothing
-/// otherwise (inline data has no text).
+/// ADK's `_count_chars_in_content` over one event's parts (adk-compaction.md §5), with the
+/// engine's character rules (`tokens::adk`), so `inspect --tokenizer adk-chars` and the replay
+/// agree to the character.
 pub fn adk_chars_of_parts(parts: &[Part]) -> u64 {
-    let mut n: u64 = 0;
-    for p in parts {
-        match p {
-            Part::Text { text } | Part::Thought { text } => n += text.chars().count() as u64,
-            Part::ToolCall { name, args, .. } => {
-                n += name.chars().count() as u64;
-                if python_truthy(args) {
-                    n += python_json_dumps_len(args) as u64;
-                }
-            }
-            Part::ToolResponse { name, response, .. } => {
-                n += name.chars().count() as u64;
-                if python_truthy(response) {
-                    n += python_json_dumps_len(response) as u64;
-                }
-            }
-            Part::Attachment { text, .. } => {
-                n += text
-                    .as_deref()
-                    .map(|t| t.chars().count() as u64)
-                    .unwrap_or(0)
-            }
-        }
-    }
-    n
-}
-
-/// Python truthiness of a JSON value (`if args:`).
-fn python_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().map(|f| f != 0.0).unwrap_or(true),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
-
-/// `len(json.dumps(v))` with Python's defaults. With `ensure_ascii=True` the output is ASCII,
-/// so its length in code points equals its length in bytes.
-pub fn python_json_dumps_len(v: &Value) -> usize {
-    match v {
-        Value::Null => 4,
-        Value::Bool(true) => 4,
-        Value::Bool(false) => 5,
-        Value::Number(n) => python_number_len(n),
-        Value::String(s) => python_str_len(s),
-        Value::Array(a) => {
-            if a.is_empty() {
-                2
-            } else {
-                2 + a.iter().map(python_json_dumps_len).sum::<usize>() + 2 * (a.len() - 1)
-            }
-        }
-        Value::Object(o) => {
-            if o.is_empty() {
-                2
-            } else {
-                2 + o
-                    .iter()
-                    .map(|(k, v)| python_str_len(k) + 2 + python_json_dumps_len(v))
-                    .sum::<usize>()
-                    + 2 * (o.len() - 1)
-            }
-        }
-    }
-}
-
-/// Length of a JSON string literal as Python writes it with `ensure_ascii=True`.
-fn python_str_len(s: &str) -> usize {
-    let mut n = 2;
-    for c in s.chars() {
-        n += match c {
-            '"' | '\\' | '\n' | '\r' | '\t' | '\u{08}' | '\u{0C}' => 2,
-            c if (c as u32) < 0x20 => 6,
-            c if (c as u32) < 0x7f => 1,
-            // DEL and everything above are escaped; astral chars as a surrogate pair.
-            c if (c as u32) > 0xFFFF => 12,
-            _ => 6,
-        };
-    }
-    n
-}
-
-/// Python's `repr` of the number: integers as is; floats with Python's shortest repr
-/// (`1e+16`, `1.5`, `100.0`).
-fn python_number_len(n: &serde_json::Number) -> usize {
-    if n.is_i64() || n.is_u64() {
-        return n.to_string().len();
-    }
-    let f = n.as_f64().unwrap_or(0.0);
-    python_float_repr(f).len()
-}
-
-/// Python `float.__repr__`: shortest round-trip digits; scientific when exp < -4 or >= 16.
-pub fn python_float_repr(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "Infinity".into()
-        } else {
-            "-Infinity".into()
-        };
-    }
-    // `{:e}` gives the shortest round-trip digits, e.g. `1.5e0`, `1e16`.
-    let e = format!("{f:e}");
-    let (mant, exp) = match e.split_once('e') {
-        Some((m, x)) => (m.to_string(), x.parse::<i32>().unwrap_or(0)),
-        None => return e,
-    };
-    let neg = mant.starts_with('-');
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let sign = if neg { "-" } else { "" };
-    if !(-4..16).contains(&exp) {
-        let m = if digits.len() > 1 {
-            format!("{}.{}", &digits[..1], &digits[1..])
-        } else {
-            digits.clone()
-        };
-        let es = if exp < 0 { "-" } else { "+" };
-        return format!("{sign}{m}e{es}{:02}", exp.abs());
-    }
-    if exp >= 0 {
-        let point = exp as usize + 1;
-        if digits.len() <= point {
-            format!("{sign}{}{}.0", digits, "0".repeat(point - digits.len()))
-        } else {
-            format!("{sign}{}.{}", &digits[..point], &digits[point..])
-        }
-    } else {
-        format!("{sign}0.{}{}", "0".repeat((-exp - 1) as usize), digits)
-    }
+    parts.iter().map(super::adk::part_adk_chars).sum()
 }
 
 fn saturate(n: usize) -> u32 {
@@ -482,32 +353,15 @@ mod tests {
     }
 
     #[test]
-    fn python_json_dumps_lengths() {
+    fn adk_json_lengths_follow_python() {
+        use super::super::adk::py_json_dumps_len;
         // Lengths of Python's json.dumps(...) output, worked out by hand:
-        // {"a": 1, "b": [true, null]} -> 27 chars
-        assert_eq!(
-            python_json_dumps_len(&json!({"a": 1, "b": [true, null]})),
-            27
-        );
-        // "é" -> "\u00e9" quoted: 8; "😀" -> surrogate pair "\ud83d\ude00" quoted: 14
-        assert_eq!(python_json_dumps_len(&json!("é")), 8);
-        assert_eq!(python_json_dumps_len(&json!("😀")), 14);
-        // "a\nb" -> "a\\nb" quoted: 6; control char \u0001 -> 6 + 2 quotes
-        assert_eq!(python_json_dumps_len(&json!("a\nb")), 6);
-        assert_eq!(python_json_dumps_len(&json!("\u{1}")), 8);
-        assert_eq!(python_json_dumps_len(&json!({})), 2);
-        assert_eq!(python_json_dumps_len(&json!([1.5, 100.0])), 12); // [1.5, 100.0]
-    }
-
-    #[test]
-    fn python_float_reprs() {
-        assert_eq!(python_float_repr(1.5), "1.5");
-        assert_eq!(python_float_repr(100.0), "100.0");
-        assert_eq!(python_float_repr(1e16), "1e+16");
-        assert_eq!(python_float_repr(1.25e-5), "1.25e-05");
-        assert_eq!(python_float_repr(0.0001), "0.0001");
-        assert_eq!(python_float_repr(-2.5), "-2.5");
-        assert_eq!(python_float_repr(123456789012345.6), "123456789012345.6");
+        // {"a": 1, "b": [true, null]} -> 27; "é" -> "\u00e9" quoted: 8;
+        // "😀" -> surrogate pair quoted: 14; [1.5, 100.0] -> 12.
+        assert_eq!(py_json_dumps_len(&json!({"a": 1, "b": [true, null]})), 27);
+        assert_eq!(py_json_dumps_len(&json!("é")), 8);
+        assert_eq!(py_json_dumps_len(&json!("😀")), 14);
+        assert_eq!(py_json_dumps_len(&json!([1.5, 100.0])), 12);
     }
 
     #[test]

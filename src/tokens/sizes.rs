@@ -31,6 +31,23 @@ pub struct PartInfo {
     pub id_strip_json: u64,
 }
 
+/// Setting-independent measures of the uncompacted session, computed once per session by the
+/// engine (`engine::contents::baseline`) and shared by every replay of it.
+#[derive(Debug, Clone, Default)]
+pub struct BaselineCache {
+    /// Per model request (in event order): event index, and its uncompacted request
+    /// measures `[contents, adk_chars, json_chars, history_tokens]`.
+    pub request_event: Vec<u32>,
+    pub request: Vec<[u64; 4]>,
+    /// Per model request, a bitset over events (`words` u64 each): events present verbatim.
+    pub seen: Vec<u64>,
+    pub words: usize,
+    /// Per invocation block: the next request's history for the main agent.
+    pub block_end: Vec<[u64; 4]>,
+    /// The main agent the block measures were computed for.
+    pub main_agent: Option<u32>,
+}
+
 /// The per-event arrays of one session.
 #[derive(Debug, Clone, Default)]
 pub struct SessionSizes {
@@ -94,6 +111,8 @@ pub struct SessionSizes {
     /// The agent whose history the oracle measures after each invocation (most frequent
     /// non-user author; ties: first seen), as an author index (or `None`).
     pub main_agent: Option<u32>,
+    /// Setting-independent uncompacted measures, filled lazily by the engine's first replay.
+    pub baseline: std::sync::OnceLock<BaselineCache>,
 }
 
 struct Interner {

@@ -27,21 +27,25 @@
 //!   `<local-command-stdout>`), background `<task-notification>`s and interrupt markers;
 //!   those join the current invocation (or the first one, when they precede any prompt).
 //! - Critical flags: "The user doesn't want to proceed…" results → `Refusal`; other
-//!   `is_error` results → `ToolError`; "[Request interrupted by user…]" → `Interruption`.
+//!   `is_error` results → `ToolError`; "[Request interrupted by user…]" → `Interruption`;
+//!   human prompts also get the shared word rules of `util::user_text_flags`.
 //! - Timestamps: lines are stamped when their producer made them but appended in causal
-//!   (`parentUuid`) order, so a parallel tool's result or the `/compact` echo written after
-//!   the summarizer call can carry a time up to a tool or summarizer call earlier than the
-//!   line before it (the corpus has 62 such steps, the largest 88 s). Steps back of up to
-//!   [`TIMESTAMP_TOLERANCE_S`] are clamped to the latest time; larger ones are bad input.
+//!   (`parentUuid`) order. With parallel tool calls, a tool's result is stamped while the
+//!   rest of the same response is still streaming, so it can be earlier than the
+//!   response's last line before it (45 such steps in 10 of the 25 corpus files, the
+//!   largest 5.3 s; the compact summary, not an event, is stamped before its boundary).
+//!   Steps back of up to [`TIMESTAMP_TOLERANCE_S`], about as long as a long response
+//!   streams, are clamped to the latest time; larger ones are bad input.
 
 use super::readutil::{self, Clock};
+use super::util;
 use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 /// How far back (seconds) a line's timestamp may step before it is an error; see module doc.
-pub const TIMESTAMP_TOLERANCE_S: f64 = 600.0;
+pub const TIMESTAMP_TOLERANCE_S: f64 = 120.0;
 
 const REJECTION_PREFIX: &str = "The user doesn't want to proceed with this tool use";
 const INTERRUPT_PREFIX: &str = "[Request interrupted by user";
@@ -52,9 +56,22 @@ const SYNTHETIC_MODEL: &str = "<synthetic>";
 /// True when `text` (the file's content) looks like Claude Code JSONL: one of the first
 /// records is a Claude Code record type carrying a session or message uuid.
 pub fn sniff(text: &str) -> bool {
-    const TYPES: [&str; 8] =
-        ["user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation", "result"];
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()).take(5) {
+    const TYPES: [&str; 8] = [
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+        "result",
+    ];
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(5)
+    {
         if !line.starts_with('{') {
             return false;
         }
@@ -65,7 +82,9 @@ pub fn sniff(text: &str) -> bool {
                     return false;
                 }
                 if TYPES.contains(&t)
-                    && ["sessionId", "uuid", "leafUuid", "messageId"].iter().any(|k| m.contains_key(*k))
+                    && ["sessionId", "uuid", "leafUuid", "messageId"]
+                        .iter()
+                        .any(|k| m.contains_key(*k))
                 {
                     return true;
                 }
@@ -74,7 +93,10 @@ pub fn sniff(text: &str) -> bool {
         }
         // A truncated or huge first line: fall back to a substring check on its start.
         let head = line.get(..line.len().min(4096)).unwrap_or(line);
-        if head.contains("\"sessionId\"") && head.contains("\"type\"") && !head.contains("\"payload\"") {
+        if head.contains("\"sessionId\"")
+            && head.contains("\"type\"")
+            && !head.contains("\"payload\"")
+        {
             return true;
         }
     }
@@ -84,7 +106,14 @@ pub fn sniff(text: &str) -> bool {
 /// Parse the whole file. `file` is the path as the user gave it, used in errors and
 /// `Session::source`.
 pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
-    let mut reader = Reader { file, groups: Vec::new(), group_of_uuid: HashMap::new(), seen_uuids: HashSet::new() };
+    let mut reader = Reader {
+        file,
+        groups: Vec::new(),
+        group_by_key: HashMap::new(),
+        last_side: None,
+        group_of_uuid: HashMap::new(),
+        seen_uuids: HashSet::new(),
+    };
     for (line_no, line) in readutil::lines(file, text)? {
         let obj = readutil::parse_object_line(file, line_no, line)?;
         reader.line(line_no, &obj)?;
@@ -92,7 +121,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     reader.finish()
 }
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 enum Key {
     Main,
     /// A sidechain: its `agentId`, or `sidechain-LINE` for the line that started it.
@@ -161,6 +190,9 @@ impl Group {
 struct Reader<'a> {
     file: &'a str,
     groups: Vec<Group>,
+    group_by_key: HashMap<Key, usize>,
+    /// The sidechain the latest sidechain line went to.
+    last_side: Option<usize>,
     group_of_uuid: HashMap<String, usize>,
     seen_uuids: HashSet<String>,
 }
@@ -171,16 +203,20 @@ impl<'a> Reader<'a> {
     }
 
     fn group_index(&mut self, key: Key) -> usize {
-        if let Some(i) = self.groups.iter().position(|g| g.key == key) {
+        if let Some(&i) = self.group_by_key.get(&key) {
             return i;
         }
-        self.groups.push(Group::new(key));
+        self.groups.push(Group::new(key.clone()));
+        self.group_by_key.insert(key, self.groups.len() - 1);
         self.groups.len() - 1
     }
 
     /// Which session a record belongs to (see module doc on sidechains).
     fn assign(&mut self, line_no: usize, obj: &Map<String, Value>) -> usize {
-        let sidechain = obj.get("isSidechain").and_then(Value::as_bool).unwrap_or(false);
+        let sidechain = obj
+            .get("isSidechain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let idx = if !sidechain {
             self.group_index(Key::Main)
         } else if let Some(agent) = readutil::str_field(obj, "agentId") {
@@ -189,15 +225,15 @@ impl<'a> Reader<'a> {
             let parent = readutil::str_field(obj, "parentUuid");
             match parent.and_then(|p| self.group_of_uuid.get(p).copied()) {
                 Some(i) => i,
-                None => {
-                    let last_side = self.groups.iter().rposition(|g| g.key != Key::Main);
-                    match (parent, last_side) {
-                        (Some(_), Some(i)) => i,
-                        _ => self.group_index(Key::Side(format!("sidechain-{line_no}"))),
-                    }
-                }
+                None => match (parent, self.last_side) {
+                    (Some(_), Some(i)) => i,
+                    _ => self.group_index(Key::Side(format!("sidechain-{line_no}"))),
+                },
             }
         };
+        if sidechain {
+            self.last_side = Some(idx);
+        }
         if let Some(u) = readutil::str_field(obj, "uuid") {
             self.group_of_uuid.insert(u.to_string(), idx);
         }
@@ -209,7 +245,10 @@ impl<'a> Reader<'a> {
             return Err(self.err(line_no, "record has no \"type\""));
         };
         let Some(kind) = kind.as_str() else {
-            return Err(self.err(line_no, format!("\"type\" is {}, expected a string", readutil::kind(kind))));
+            return Err(self.err(
+                line_no,
+                format!("\"type\" is {}, expected a string", readutil::kind(kind)),
+            ));
         };
         if !matches!(kind, "user" | "assistant" | "system") {
             // summary (session titles), progress, file-history-snapshot, queue-operation and
@@ -229,7 +268,10 @@ impl<'a> Reader<'a> {
                 None => return Err(self.err(line_no, format!("timestamp {s:?} is not RFC 3339"))),
             },
             Some(other) => {
-                return Err(self.err(line_no, format!("timestamp is {}, expected a string", readutil::kind(other))))
+                return Err(self.err(
+                    line_no,
+                    format!("timestamp is {}, expected a string", readutil::kind(other)),
+                ))
             }
         };
         let g = self.assign(line_no, obj);
@@ -264,7 +306,10 @@ impl<'a> Reader<'a> {
             return Err(self.err(line_no, "assistant record has no \"message\" object"));
         };
         let blocks = content_blocks(msg.get("content")).map_err(|k| {
-            self.err(line_no, format!("message.content is {k}, expected an array or a string"))
+            self.err(
+                line_no,
+                format!("message.content is {k}, expected an array or a string"),
+            )
         })?;
         let message_id = readutil::str_field(msg, "id")
             .or_else(|| readutil::str_field(obj, "uuid"))
@@ -279,11 +324,18 @@ impl<'a> Reader<'a> {
                 return Err(self.err(line_no, format!("message.content[{i}] has no \"type\"")));
             };
             match bt {
-                "text" => parts.push(Part::Text { text: str_of(b, "text") }),
-                "thinking" => parts.push(Part::Thought { text: str_of(b, "thinking") }),
+                "text" => parts.push(Part::Text {
+                    text: str_of(b, "text"),
+                }),
+                "thinking" => parts.push(Part::Thought {
+                    text: str_of(b, "thinking"),
+                }),
                 "tool_use" | "server_tool_use" => {
                     let Some(id) = b.get("id").and_then(Value::as_str) else {
-                        return Err(self.err(line_no, format!("message.content[{i}] tool_use has no \"id\"")));
+                        return Err(self.err(
+                            line_no,
+                            format!("message.content[{i}] tool_use has no \"id\""),
+                        ));
                     };
                     let name = str_of(b, "name");
                     calls.push((id.to_string(), name.clone()));
@@ -308,7 +360,9 @@ impl<'a> Reader<'a> {
                 output_tokens: readutil::u64_field(Some(u), "output_tokens"),
             }
         });
-        let Some(group) = self.groups.get_mut(g) else { return Ok(()) };
+        let Some(group) = self.groups.get_mut(g) else {
+            return Ok(());
+        };
         for (id, name) in calls {
             group.tool_names.insert(id, name);
         }
@@ -334,24 +388,52 @@ impl<'a> Reader<'a> {
         if let Some(ev) = group.events.get_mut(idx) {
             ev.parts.extend(parts);
             if let Some(u) = usage {
-                let output = ev.usage.map_or(u.output_tokens, |old| old.output_tokens.max(u.output_tokens));
-                ev.usage = Some(Usage { output_tokens: output, ..u });
+                let output = ev.usage.map_or(u.output_tokens, |old| {
+                    old.output_tokens.max(u.output_tokens)
+                });
+                ev.usage = Some(Usage {
+                    output_tokens: output,
+                    ..u
+                });
             }
         }
         Ok(())
     }
 
-    fn user(&mut self, line_no: usize, g: usize, obj: &Map<String, Value>, ts: Option<f64>) -> Result<(), ReadError> {
+    fn user(
+        &mut self,
+        line_no: usize,
+        g: usize,
+        obj: &Map<String, Value>,
+        ts: Option<f64>,
+    ) -> Result<(), ReadError> {
         let Some(Value::Object(msg)) = obj.get("message") else {
             return Err(self.err(line_no, "user record has no \"message\" object"));
         };
         let blocks = content_blocks(msg.get("content")).map_err(|k| {
-            self.err(line_no, format!("message.content is {k}, expected an array or a string"))
+            self.err(
+                line_no,
+                format!("message.content is {k}, expected an array or a string"),
+            )
         })?;
-        if obj.get("isCompactSummary").and_then(Value::as_bool).unwrap_or(false) {
-            let summary = blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n");
-            let Some(group) = self.groups.get_mut(g) else { return Ok(()) };
-            match group.pending_summary.take().and_then(|i| group.compactions.get_mut(i)) {
+        if obj
+            .get("isCompactSummary")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+        {
+            let summary = blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let Some(group) = self.groups.get_mut(g) else {
+                return Ok(());
+            };
+            match group
+                .pending_summary
+                .take()
+                .and_then(|i| group.compactions.get_mut(i))
+            {
                 Some(c) => c.summary = summary,
                 None => group.compactions.push(RecordedCompaction {
                     at_event: group.events.len(),
@@ -388,13 +470,20 @@ impl<'a> Reader<'a> {
                 "tool_result" => {
                     has_result = true;
                     let Some(id) = b.get("tool_use_id").and_then(Value::as_str) else {
-                        return Err(self.err(line_no, format!("message.content[{i}] tool_result has no \"tool_use_id\"")));
+                        return Err(self.err(
+                            line_no,
+                            format!("message.content[{i}] tool_result has no \"tool_use_id\""),
+                        ));
                     };
-                    let name = self.groups.get(g).and_then(|gr| gr.tool_names.get(id)).cloned();
+                    let name = self
+                        .groups
+                        .get(g)
+                        .and_then(|gr| gr.tool_names.get(id))
+                        .cloned();
                     let Some(name) = name else {
                         return Err(self.err(
                             line_no,
-                            format!("tool result for {id} has no matching tool call earlier in the session"),
+                            format!("tool result for {id:?} has no matching tool call earlier in the session"),
                         ));
                     };
                     let (text, attachments) = result_content(b.get("content"));
@@ -419,10 +508,28 @@ impl<'a> Reader<'a> {
             return Ok(());
         }
         let t = self.tick(line_no, g, ts)?;
-        let Some(group) = self.groups.get_mut(g) else { return Ok(()) };
+        let Some(group) = self.groups.get_mut(g) else {
+            return Ok(());
+        };
         let prompt = !is_meta && !has_result && texts.iter().any(|t| is_human_text(t));
-        let inv = if prompt { group.prompt_invocation() } else { group.current_invocation() };
-        let author = if has_result { group.agent_name() } else { "user".to_string() };
+        let inv = if prompt {
+            group.prompt_invocation()
+        } else {
+            group.current_invocation()
+        };
+        let author = if has_result {
+            group.agent_name()
+        } else {
+            "user".to_string()
+        };
+        if prompt {
+            // A person's words: the word rules every reader applies (see `util`).
+            for text in &texts {
+                for c in util::user_text_flags(text) {
+                    push_unique(&mut critical, c);
+                }
+            }
+        }
         let mut ev = Event::new(author, Role::User, inv, t);
         ev.id = readutil::str_field(obj, "uuid").map(str::to_string);
         ev.parts = parts;
@@ -431,21 +538,37 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn system(&mut self, line_no: usize, g: usize, obj: &Map<String, Value>, ts: Option<f64>) -> Result<(), ReadError> {
+    fn system(
+        &mut self,
+        line_no: usize,
+        g: usize,
+        obj: &Map<String, Value>,
+        ts: Option<f64>,
+    ) -> Result<(), ReadError> {
         if readutil::str_field(obj, "subtype") != Some("compact_boundary") {
             // turn_duration, stop_hook_summary, local_command, api_error: UI bookkeeping.
             return Ok(());
         }
         let meta = obj.get("compactMetadata");
-        let trigger = meta.and_then(|m| m.get("trigger")).and_then(Value::as_str).map(str::to_string);
+        let trigger = meta
+            .and_then(|m| m.get("trigger"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let pre_tokens = match meta.and_then(|m| m.get("preTokens")) {
             None | Some(Value::Null) => None,
             Some(v) => match v.as_u64() {
                 Some(n) => Some(n),
-                None => return Err(self.err(line_no, "compactMetadata.preTokens is not a non-negative integer")),
+                None => {
+                    return Err(self.err(
+                        line_no,
+                        "compactMetadata.preTokens is not a non-negative integer",
+                    ))
+                }
             },
         };
-        let Some(group) = self.groups.get_mut(g) else { return Ok(()) };
+        let Some(group) = self.groups.get_mut(g) else {
+            return Ok(());
+        };
         group.compactions.push(RecordedCompaction {
             at_event: group.events.len(),
             source: "claude-code compact_boundary".to_string(),
@@ -462,9 +585,17 @@ impl<'a> Reader<'a> {
 
     fn finish(self) -> Result<Vec<Session>, ReadError> {
         let stem = file_stem(self.file);
-        let groups: Vec<Group> = self.groups.into_iter().filter(|g| !g.events.is_empty()).collect();
+        let groups: Vec<Group> = self
+            .groups
+            .into_iter()
+            .filter(|g| !g.events.is_empty())
+            .collect();
         if groups.is_empty() {
-            return Err(ReadError::new(self.file, "", "no user or assistant messages: not a Claude Code session"));
+            return Err(ReadError::new(
+                self.file,
+                "",
+                "no user or assistant messages: not a Claude Code session",
+            ));
         }
         let single = groups.len() == 1;
         let mut out = Vec::with_capacity(groups.len());
@@ -474,7 +605,11 @@ impl<'a> Reader<'a> {
                 Key::Main => (base, self.file.to_string()),
                 Key::Side(agent) => {
                     let id = format!("{base}/agent-{agent}");
-                    let source = if single { self.file.to_string() } else { format!("{}#agent-{agent}", self.file) };
+                    let source = if single {
+                        self.file.to_string()
+                    } else {
+                        format!("{}#agent-{agent}", self.file)
+                    };
                     (id, source)
                 }
             };
@@ -497,7 +632,9 @@ impl<'a> Reader<'a> {
 fn content_blocks(content: Option<&Value>) -> Result<Cow<'_, [Value]>, &'static str> {
     match content {
         Some(Value::Array(a)) => Ok(Cow::Borrowed(a.as_slice())),
-        Some(Value::String(s)) => Ok(Cow::Owned(vec![serde_json::json!({"type": "text", "text": s})])),
+        Some(Value::String(s)) => Ok(Cow::Owned(vec![
+            serde_json::json!({"type": "text", "text": s}),
+        ])),
         None | Some(Value::Null) => Ok(Cow::Owned(Vec::new())),
         Some(other) => Err(readutil::kind(other)),
     }
@@ -560,20 +697,45 @@ fn result_content(content: Option<&Value>) -> (String, Vec<Part>) {
 /// An image or document block as an attachment: its text when it carries text, else its size.
 fn attachment(b: &Value, kind: &str) -> Part {
     let source = b.get("source");
-    let mime_type = source.and_then(|s| s.get("media_type")).and_then(Value::as_str).map(str::to_string);
+    let mime_type = source
+        .and_then(|s| s.get("media_type"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let data = source.and_then(|s| s.get("data")).and_then(Value::as_str);
     let is_text = source.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("text");
-    let name = b.get("title").and_then(Value::as_str).unwrap_or(kind).to_string();
+    let name = b
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or(kind)
+        .to_string();
     match data {
-        Some(d) if is_text => Part::Attachment { name, mime_type, text: Some(d.to_string()), size_bytes: Some(d.len() as u64) },
-        Some(d) => Part::Attachment { name, mime_type, text: None, size_bytes: Some(readutil::base64_decoded_len(d)) },
-        None => Part::Attachment { name, mime_type, text: None, size_bytes: None },
+        Some(d) if is_text => Part::Attachment {
+            name,
+            mime_type,
+            text: Some(d.to_string()),
+            size_bytes: Some(d.len() as u64),
+        },
+        Some(d) => Part::Attachment {
+            name,
+            mime_type,
+            text: None,
+            size_bytes: Some(readutil::base64_decoded_len(d)),
+        },
+        None => Part::Attachment {
+            name,
+            mime_type,
+            text: None,
+            size_bytes: None,
+        },
     }
 }
 
 fn file_stem(file: &str) -> String {
     let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
-    name.strip_suffix(".jsonl").or_else(|| name.strip_suffix(".json")).unwrap_or(name).to_string()
+    name.strip_suffix(".jsonl")
+        .or_else(|| name.strip_suffix(".json"))
+        .unwrap_or(name)
+        .to_string()
 }
 
 #[cfg(test)]
@@ -583,7 +745,11 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> usize {
-        s.events.iter().flat_map(|e| e.parts.iter()).filter(|p| f(p)).count()
+        s.events
+            .iter()
+            .flat_map(|e| e.parts.iter())
+            .filter(|p| f(p))
+            .count()
     }
 
     fn count_flag(s: &Session, c: Critical) -> u64 {
@@ -606,7 +772,11 @@ mod tests {
         let mut checked = 0;
         for folder in ["claude_code_spotter", "agentcmd_cli_sessions/claude"] {
             for st in stats_sessions(folder) {
-                let rel = st.get("session").and_then(Value::as_str).unwrap_or_default().to_string();
+                let rel = st
+                    .get("session")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 let sessions = match read(&rel, &read_corpus(&rel)) {
                     Ok(s) => s,
                     Err(e) => {
@@ -621,28 +791,86 @@ mod tests {
                 }
                 let s = &sessions[0];
                 let model_requests = s.events.iter().filter(|e| e.model_request).count() as u64;
-                let with_usage: Vec<&Usage> = s.events.iter().filter_map(|e| e.usage.as_ref()).collect();
-                let invocations: BTreeSet<&str> = s.events.iter().map(|e| e.invocation_id.as_str()).collect();
+                let with_usage: Vec<&Usage> =
+                    s.events.iter().filter_map(|e| e.usage.as_ref()).collect();
+                let invocations: BTreeSet<&str> =
+                    s.events.iter().map(|e| e.invocation_id.as_str()).collect();
                 let (fp_int, fp_rej) = text_search_false_positives(&rel);
-                let pre: Vec<u64> = s.recorded_compactions.iter().filter_map(|c| c.pre_tokens).collect();
+                let pre: Vec<u64> = s
+                    .recorded_compactions
+                    .iter()
+                    .filter_map(|c| c.pre_tokens)
+                    .collect();
                 let want_pre: Vec<u64> = st
                     .get("compaction_pre_tokens")
                     .and_then(Value::as_array)
                     .map(|a| a.iter().filter_map(Value::as_u64).collect())
                     .unwrap_or_default();
                 let checks: [(&str, u64, u64); 11] = [
-                    ("model requests", model_requests, num(&st, "assistant_turns")),
-                    ("tool calls", count_parts(s, |p| matches!(p, Part::ToolCall { .. })) as u64, num(&st, "tool_calls")),
-                    ("tool results", count_parts(s, |p| matches!(p, Part::ToolResponse { .. })) as u64, num(&st, "tool_results")),
-                    ("invocations", invocations.len() as u64, num(&st, "user_turns")),
-                    ("usage records", with_usage.len() as u64, num(&st, "usage_records")),
-                    ("max prompt", with_usage.iter().map(|u| u.prompt_tokens).max().unwrap_or(0), num(&st, "max_input_tokens")),
-                    ("sum prompt", with_usage.iter().map(|u| u.prompt_tokens).sum(), num(&st, "sum_input_tokens")),
-                    ("compactions", s.recorded_compactions.len() as u64, num(&st, "compactions")),
-                    ("interrupts", count_flag(s, Critical::Interruption), num(&st, "interrupts") - fp_int),
-                    ("refusals", count_flag(s, Critical::Refusal), num(&st, "rejections_or_refusals") - fp_rej),
+                    (
+                        "model requests",
+                        model_requests,
+                        num(&st, "assistant_turns"),
+                    ),
+                    (
+                        "tool calls",
+                        count_parts(s, |p| matches!(p, Part::ToolCall { .. })) as u64,
+                        num(&st, "tool_calls"),
+                    ),
+                    (
+                        "tool results",
+                        count_parts(s, |p| matches!(p, Part::ToolResponse { .. })) as u64,
+                        num(&st, "tool_results"),
+                    ),
+                    (
+                        "invocations",
+                        invocations.len() as u64,
+                        num(&st, "user_turns"),
+                    ),
+                    (
+                        "usage records",
+                        with_usage.len() as u64,
+                        num(&st, "usage_records"),
+                    ),
+                    (
+                        "max prompt",
+                        with_usage
+                            .iter()
+                            .map(|u| u.prompt_tokens)
+                            .max()
+                            .unwrap_or(0),
+                        num(&st, "max_input_tokens"),
+                    ),
+                    (
+                        "sum prompt",
+                        with_usage.iter().map(|u| u.prompt_tokens).sum(),
+                        num(&st, "sum_input_tokens"),
+                    ),
+                    (
+                        "compactions",
+                        s.recorded_compactions.len() as u64,
+                        num(&st, "compactions"),
+                    ),
+                    (
+                        "interrupts",
+                        count_flag(s, Critical::Interruption),
+                        num(&st, "interrupts") - fp_int,
+                    ),
+                    (
+                        "refusals",
+                        count_flag(s, Critical::Refusal),
+                        num(&st, "rejections_or_refusals") - fp_rej,
+                    ),
                     ("pre tokens", pre.iter().sum(), want_pre.iter().sum()),
                 ];
+                if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
+                    problems.push(format!("{}: event times go backwards", s.source));
+                }
+                let approvals =
+                    count_flag(s, Critical::Approval) + count_flag(s, Critical::Confirmation);
+                if approvals != num(&st, "approvals_or_confirmations") {
+                    problems.push(format!("{rel}: {approvals} approvals/confirmations"));
+                }
                 for (what, got, want) in checks {
                     if got != want {
                         problems.push(format!("{rel}: {what} {got}, stats.json says {want}"));
@@ -661,7 +889,8 @@ mod tests {
 
     #[test]
     fn one_message_id_is_one_request_with_normalised_usage() {
-        let sessions = read("claude_usage.jsonl", &fixture("claude_usage.jsonl")).expect("fixture reads");
+        let sessions =
+            read("claude_usage.jsonl", &fixture("claude_usage.jsonl")).expect("fixture reads");
         assert_eq!(sessions.len(), 1);
         let s = &sessions[0];
         assert_eq!(s.id, "s-usage");
@@ -671,9 +900,17 @@ mod tests {
         assert_eq!(r.parts.len(), 2);
         assert!(matches!(&r.parts[1], Part::ToolCall { name, .. } if name == "Bash"));
         // Anthropic: input 3 + cache read 1000 + cache write 100; the streamed output grows.
-        let want = Usage { prompt_tokens: 1103, cached_read_tokens: 1000, cache_write_tokens: 100, output_tokens: 12 };
+        let want = Usage {
+            prompt_tokens: 1103,
+            cached_read_tokens: 1000,
+            cache_write_tokens: 100,
+            output_tokens: 12,
+        };
         assert_eq!(r.usage, Some(want));
-        assert_eq!(r.timestamp, 1_767_225_602.0, "a merged request keeps its first line's time");
+        assert_eq!(
+            r.timestamp, 1_767_225_602.0,
+            "a merged request keeps its first line's time"
+        );
         assert_eq!(s.model.as_deref(), Some("claude-test"));
     }
 
@@ -691,21 +928,42 @@ mod tests {
         // The compaction is not an event; it points at the first event after it.
         assert_eq!(main.recorded_compactions.len(), 1);
         let c = &main.recorded_compactions[0];
-        assert_eq!((c.trigger.as_deref(), c.pre_tokens, c.at_event), (Some("auto"), Some(12345), 3));
+        assert_eq!(
+            (c.trigger.as_deref(), c.pre_tokens, c.at_event),
+            (Some("auto"), Some(12345), 3)
+        );
         assert!(c.summary.contains("did the thing"));
-        assert!(main.events.iter().all(|e| e.parts.iter().all(|p| !matches!(p, Part::Text { text } if text.contains("did the thing")))));
+        assert!(main.events.iter().all(|e| e
+            .parts
+            .iter()
+            .all(|p| !matches!(p, Part::Text { text } if text.contains("did the thing")))));
         let requests: Vec<&Event> = main.events.iter().filter(|e| e.model_request).collect();
-        assert_eq!(requests.iter().map(|e| e.post_compaction_usage).collect::<Vec<_>>(), [false, true, true]);
+        assert_eq!(
+            requests
+                .iter()
+                .map(|e| e.post_compaction_usage)
+                .collect::<Vec<_>>(),
+            [false, true, true]
+        );
         // Flags: interrupt marker, rejection, plain tool error.
         let flags: Vec<Vec<Critical>> = main.events.iter().map(|e| e.critical.clone()).collect();
         assert_eq!(flags[3], [Critical::Interruption]);
         assert_eq!(flags[6], [Critical::Refusal]);
         assert_eq!(flags[8], [Critical::ToolError]);
         // Attachment and thought parts; invocations: the interrupt marker is no new turn.
-        assert!(matches!(&main.events[4].parts[1], Part::Attachment { mime_type: Some(m), size_bytes: Some(6), .. } if m == "image/png"));
+        assert!(
+            matches!(&main.events[4].parts[1], Part::Attachment { mime_type: Some(m), size_bytes: Some(6), .. } if m == "image/png")
+        );
         assert!(matches!(&main.events[5].parts[0], Part::Thought { text } if text == "hmm"));
-        let invs: Vec<&str> = main.events.iter().map(|e| e.invocation_id.as_str()).collect();
-        assert_eq!(invs, ["inv-1", "inv-1", "inv-1", "inv-1", "inv-2", "inv-2", "inv-2", "inv-2", "inv-2"]);
+        let invs: Vec<&str> = main
+            .events
+            .iter()
+            .map(|e| e.invocation_id.as_str())
+            .collect();
+        assert_eq!(
+            invs,
+            ["inv-1", "inv-1", "inv-1", "inv-1", "inv-2", "inv-2", "inv-2", "inv-2", "inv-2"]
+        );
     }
 
     #[test]
@@ -713,15 +971,32 @@ mod tests {
         let rel = "claude_code_spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl";
         let s = read(rel, &read_corpus(rel)).expect("reads");
         let c = &s[0].recorded_compactions[0];
-        assert_eq!((c.trigger.as_deref(), c.pre_tokens), (Some("auto"), Some(170_251)));
-        assert!(c.summary.starts_with("This session is being continued from a previous conversation"));
-        for (i, e) in s[0].events.iter().enumerate().filter(|(_, e)| e.model_request) {
+        assert_eq!(
+            (c.trigger.as_deref(), c.pre_tokens),
+            (Some("auto"), Some(170_251))
+        );
+        assert!(c
+            .summary
+            .starts_with("This session is being continued from a previous conversation"));
+        for (i, e) in s[0]
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.model_request)
+        {
             assert_eq!(e.post_compaction_usage, i >= c.at_event, "event {i}");
         }
         // The largest prompt before the boundary is below preTokens (the count that
         // triggered it includes the request being built); none after it comes close.
-        let before = s[0].events[..c.at_event].iter().filter_map(|e| e.usage).map(|u| u.prompt_tokens).max();
-        assert!(before.is_some_and(|b| b < 170_251 && b > 150_000), "{before:?}");
+        let before = s[0].events[..c.at_event]
+            .iter()
+            .filter_map(|e| e.usage)
+            .map(|u| u.prompt_tokens)
+            .max();
+        assert!(
+            before.is_some_and(|b| b < 170_251 && b > 150_000),
+            "{before:?}"
+        );
     }
 
     #[test]
@@ -737,7 +1012,11 @@ mod tests {
         assert_eq!(e.location, "line 2");
         assert!(e.message.contains("toolu_nope"), "{e}");
         let late = lines[2].replace("2026-01-01T00:00:03", "2025-12-31T23:00:00");
-        let e = read("f.jsonl", &format!("{}\n{}\n{}\n", lines[0], lines[1], late)).expect_err("out of order");
+        let e = read(
+            "f.jsonl",
+            &format!("{}\n{}\n{}\n", lines[0], lines[1], late),
+        )
+        .expect_err("out of order");
         assert_eq!(e.location, "line 3");
         assert!(e.message.contains("out of order"), "{e}");
         let e = read("f.jsonl", &format!("{}\n{{\"type\":\n", lines[0])).expect_err("malformed");
@@ -750,7 +1029,8 @@ mod tests {
 
     #[test]
     fn missing_timestamps_are_synthesised() {
-        let text = fixture("claude_usage.jsonl").replace("\"timestamp\":\"2026-01-01T00:00:02.000Z\",", "");
+        let text = fixture("claude_usage.jsonl")
+            .replace("\"timestamp\":\"2026-01-01T00:00:02.000Z\",", "");
         let s = read("f.jsonl", &text).expect("reads");
         assert!(s[0].synthetic_timestamps);
         let ts: Vec<f64> = s[0].events.iter().map(|e| e.timestamp).collect();
@@ -760,11 +1040,57 @@ mod tests {
     #[test]
     fn sniff_tells_claude_code_from_neighbours() {
         assert!(sniff(&fixture("claude_usage.jsonl")));
-        assert!(sniff(&read_corpus("agentcmd_cli_sessions/claude/full/full-session-five.jsonl")));
+        assert!(sniff(&read_corpus(
+            "agentcmd_cli_sessions/claude/full/full-session-five.jsonl"
+        )));
         assert!(sniff(&read_corpus("claude_code_spotter/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl")));
         let codex = "agentcmd_cli_sessions/codex/full/rollout-2025-09-24T20-12-23-01997ea4-a70d-7da3-8c20-c736db82a7c5.jsonl";
         assert!(!sniff(&read_corpus(codex)));
-        assert!(!sniff(&read_corpus("openhands/tests/runtime/trajs/basic.json")));
+        assert!(!sniff(&read_corpus(
+            "openhands/tests/runtime/trajs/basic.json"
+        )));
         assert!(!sniff(""));
+    }
+
+    #[test]
+    fn interleaved_sidechains_follow_agent_id_or_parent_chain() {
+        let line = |uuid: &str,
+                    parent: Option<&str>,
+                    side: bool,
+                    agent: Option<&str>,
+                    text: &str| {
+            let mut v = serde_json::json!({
+                "type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": "s", "isSidechain": side,
+                "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "content": text}
+            });
+            if let (Some(a), Some(m)) = (agent, v.as_object_mut()) {
+                m.insert("agentId".into(), Value::from(a));
+            }
+            v.to_string()
+        };
+        let text = [
+            line("m1", None, false, None, "main prompt"),
+            line("a1", None, true, None, "first sidechain"),
+            line("b1", None, true, None, "second sidechain"),
+            line("a2", Some("a1"), true, None, "first again"),
+            line("x1", Some("zz"), true, Some("abc"), "tagged"),
+            line("m2", Some("m1"), false, None, "main again"),
+        ]
+        .join("\n");
+        let s = read("mixed.jsonl", &text).expect("reads");
+        let got: Vec<(String, usize)> = s
+            .iter()
+            .map(|s| (s.source.clone(), s.events.len()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("mixed.jsonl".to_string(), 2),
+                ("mixed.jsonl#agent-sidechain-2".to_string(), 2),
+                ("mixed.jsonl#agent-sidechain-3".to_string(), 1),
+                ("mixed.jsonl#agent-abc".to_string(), 1),
+            ]
+        );
+        assert_eq!(s[3].id, "s/agent-abc");
     }
 }

@@ -18,10 +18,12 @@
 //! the prompt that follow an answer or an abort). `turn_context.approval_policy` values are
 //! kept in `Session::approval_policies`. A `function_call_output` whose `call_id` has no
 //! earlier call is bad input (the corpus has none). Outputs saying "rejected by user" are
-//! `Refusal`; non-zero exit codes and sandbox/execution failures are `ToolError`.
+//! `Refusal`; non-zero exit codes and sandbox/execution failures are `ToolError`; user
+//! messages get the shared word rules of `util::user_text_flags`.
 //! Timestamps must not go backwards (the corpus rollouts never do).
 
 use super::readutil::{self, Clock};
+use super::util;
 use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -31,7 +33,13 @@ const AGENT: &str = "codex";
 /// True when `text` looks like a Codex rollout: the first record is `{timestamp, type,
 /// payload}` with a Codex record type.
 pub fn sniff(text: &str) -> bool {
-    const TYPES: [&str; 5] = ["session_meta", "response_item", "event_msg", "turn_context", "compacted"];
+    const TYPES: [&str; 5] = [
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+    ];
     let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
         return false;
     };
@@ -45,7 +53,10 @@ pub fn sniff(text: &str) -> bool {
         }
     }
     let head = line.get(..line.len().min(4096)).unwrap_or(line);
-    head.contains("\"payload\"") && TYPES.iter().any(|t| head.contains(&format!("\"type\":\"{t}\"")))
+    head.contains("\"payload\"")
+        && TYPES
+            .iter()
+            .any(|t| head.contains(&format!("\"type\":\"{t}\"")))
 }
 
 /// Parse the whole file. `file` is the path as the user gave it, used in errors and
@@ -76,7 +87,11 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         return Err(ReadError::new(file, "", "empty file"));
     }
     if r.events.is_empty() {
-        return Err(ReadError::new(file, "", "no messages or model requests in this rollout"));
+        return Err(ReadError::new(
+            file,
+            "",
+            "no messages or model requests in this rollout",
+        ));
     }
     let stem = file.rsplit(['/', '\\']).next().unwrap_or(file);
     let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
@@ -125,13 +140,24 @@ impl<'a> Rollout<'a> {
     fn line(&mut self, line_no: usize, obj: &Map<String, Value>) -> Result<(), ReadError> {
         let kind = match obj.get("type") {
             Some(Value::String(s)) => s.as_str(),
-            Some(other) => return Err(self.err(line_no, format!("\"type\" is {}, expected a string", readutil::kind(other)))),
+            Some(other) => {
+                return Err(self.err(
+                    line_no,
+                    format!("\"type\" is {}, expected a string", readutil::kind(other)),
+                ))
+            }
             None => return Err(self.err(line_no, "record has no \"type\"")),
         };
         let payload = match obj.get("payload") {
             Some(Value::Object(p)) => p,
             Some(other) => {
-                return Err(self.err(line_no, format!("\"payload\" is {}, expected an object", readutil::kind(other))))
+                return Err(self.err(
+                    line_no,
+                    format!(
+                        "\"payload\" is {}, expected an object",
+                        readutil::kind(other)
+                    ),
+                ))
             }
             None => return Err(self.err(line_no, "record has no \"payload\"")),
         };
@@ -142,15 +168,16 @@ impl<'a> Rollout<'a> {
                 None => return Err(self.err(line_no, format!("timestamp {s:?} is not RFC 3339"))),
             },
             Some(other) => {
-                return Err(self.err(line_no, format!("timestamp is {}, expected a string", readutil::kind(other))))
+                return Err(self.err(
+                    line_no,
+                    format!("timestamp is {}, expected a string", readutil::kind(other)),
+                ))
             }
         };
         let t = self.clock.next(ts).map_err(|m| self.err(line_no, m))?;
         match kind {
-            "session_meta" => {
-                if self.session_id.is_none() {
-                    self.session_id = readutil::str_field(payload, "id").map(str::to_string);
-                }
+            "session_meta" if self.session_id.is_none() => {
+                self.session_id = readutil::str_field(payload, "id").map(str::to_string);
             }
             "turn_context" => {
                 if self.model.is_none() {
@@ -165,7 +192,9 @@ impl<'a> Rollout<'a> {
             "response_item" => self.response_item(line_no, payload, t)?,
             "event_msg" => self.event_msg(line_no, payload, t)?,
             "compacted" => {
-                let summary = readutil::str_field(payload, "message").unwrap_or("").to_string();
+                let summary = readutil::str_field(payload, "message")
+                    .unwrap_or("")
+                    .to_string();
                 self.compactions.push(RecordedCompaction {
                     at_event: self.events.len(),
                     source: "codex compacted".to_string(),
@@ -209,7 +238,12 @@ impl<'a> Rollout<'a> {
         }
     }
 
-    fn response_item(&mut self, line_no: usize, p: &Map<String, Value>, t: f64) -> Result<(), ReadError> {
+    fn response_item(
+        &mut self,
+        line_no: usize,
+        p: &Map<String, Value>,
+        t: f64,
+    ) -> Result<(), ReadError> {
         match readutil::str_field(p, "type").unwrap_or("") {
             "message" => {
                 let role = readutil::str_field(p, "role").unwrap_or("");
@@ -223,26 +257,51 @@ impl<'a> Rollout<'a> {
                             self.in_user_block = true;
                         }
                         let inv = self.invocation();
-                        let (author, role) = if role == "user" { ("user", Role::User) } else { (AGENT, Role::System) };
+                        let (author, role) = if role == "user" {
+                            ("user", Role::User)
+                        } else {
+                            (AGENT, Role::System)
+                        };
                         let mut ev = Event::new(author, role, inv, t);
+                        if role == Role::User {
+                            for p in &parts {
+                                if let Part::Text { text } = p {
+                                    for c in util::user_text_flags(text) {
+                                        util::flag(&mut ev, c);
+                                    }
+                                }
+                            }
+                        }
                         ev.parts = parts;
                         self.events.push(ev);
                     }
-                    other => return Err(self.err(line_no, format!("message has unknown role {other:?}"))),
+                    other => {
+                        return Err(self.err(line_no, format!("message has unknown role {other:?}")))
+                    }
                 }
             }
             "reasoning" => {
                 let mut texts: Vec<String> = Vec::new();
                 for key in ["summary", "content"] {
                     if let Some(Value::Array(items)) = p.get(key) {
-                        texts.extend(items.iter().filter_map(|x| x.get("text").and_then(Value::as_str)).map(str::to_string));
+                        texts.extend(
+                            items
+                                .iter()
+                                .filter_map(|x| x.get("text").and_then(Value::as_str))
+                                .map(str::to_string),
+                        );
                     }
                 }
-                let parts = texts.into_iter().map(|text| Part::Thought { text }).collect();
+                let parts = texts
+                    .into_iter()
+                    .map(|text| Part::Thought { text })
+                    .collect();
                 self.push_to_request(t, parts);
             }
             kind @ ("function_call" | "custom_tool_call" | "local_shell_call") => {
-                let Some(id) = readutil::str_field(p, "call_id").or_else(|| readutil::str_field(p, "id")) else {
+                let Some(id) =
+                    readutil::str_field(p, "call_id").or_else(|| readutil::str_field(p, "id"))
+                else {
                     return Err(self.err(line_no, format!("{kind} has no \"call_id\"")));
                 };
                 let name = match kind {
@@ -251,20 +310,31 @@ impl<'a> Rollout<'a> {
                 };
                 let args = match (p.get("arguments"), p.get("input"), p.get("action")) {
                     // Arguments are a JSON string; keep the parsed object when it parses.
-                    (Some(Value::String(s)), _, _) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+                    (Some(Value::String(s)), _, _) => {
+                        serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+                    }
                     (Some(v), _, _) => v.clone(),
                     (None, Some(v), _) | (None, None, Some(v)) => v.clone(),
                     (None, None, None) => Value::Object(Map::new()),
                 };
                 self.tool_names.insert(id.to_string(), name.clone());
-                self.push_to_request(t, vec![Part::ToolCall { id: Some(id.to_string()), name, args }]);
+                self.push_to_request(
+                    t,
+                    vec![Part::ToolCall {
+                        id: Some(id.to_string()),
+                        name,
+                        args,
+                    }],
+                );
             }
-            kind @ ("function_call_output" | "custom_tool_call_output" | "local_shell_call_output") => {
+            kind @ ("function_call_output"
+            | "custom_tool_call_output"
+            | "local_shell_call_output") => {
                 let Some(id) = readutil::str_field(p, "call_id") else {
                     return Err(self.err(line_no, format!("{kind} has no \"call_id\"")));
                 };
                 let Some(name) = self.tool_names.get(id).cloned() else {
-                    return Err(self.err(line_no, format!("output for call {id} has no matching function call earlier in the rollout")));
+                    return Err(self.err(line_no, format!("output for call {id:?} has no matching function call earlier in the rollout")));
                 };
                 let output = match p.get("output") {
                     Some(Value::String(s)) => s.clone(),
@@ -276,7 +346,11 @@ impl<'a> Rollout<'a> {
                 self.in_user_block = false;
                 let inv = self.invocation();
                 let mut ev = Event::new(AGENT, Role::Tool, inv, t);
-                ev.parts.push(Part::ToolResponse { id: Some(id.to_string()), name, response: serde_json::json!({ "output": output }) });
+                ev.parts.push(Part::ToolResponse {
+                    id: Some(id.to_string()),
+                    name,
+                    response: serde_json::json!({ "output": output }),
+                });
                 ev.critical = critical;
                 self.events.push(ev);
             }
@@ -285,7 +359,12 @@ impl<'a> Rollout<'a> {
         Ok(())
     }
 
-    fn event_msg(&mut self, line_no: usize, p: &Map<String, Value>, t: f64) -> Result<(), ReadError> {
+    fn event_msg(
+        &mut self,
+        line_no: usize,
+        p: &Map<String, Value>,
+        t: f64,
+    ) -> Result<(), ReadError> {
         match readutil::str_field(p, "type").unwrap_or("") {
             "token_count" => {
                 let Some(info) = p.get("info").filter(|i| !i.is_null()) else {
@@ -299,7 +378,13 @@ impl<'a> Rollout<'a> {
                 let last = match info.get("last_token_usage") {
                     Some(v) if v.is_object() => v.clone(),
                     Some(v) if !v.is_null() => {
-                        return Err(self.err(line_no, format!("last_token_usage is {}, expected an object", readutil::kind(v))))
+                        return Err(self.err(
+                            line_no,
+                            format!(
+                                "last_token_usage is {}, expected an object",
+                                readutil::kind(v)
+                            ),
+                        ))
                     }
                     // Older rollouts: the request's usage is the growth of the running total.
                     _ => diff_usage(total.as_ref(), self.last_total.as_ref()),
@@ -347,16 +432,31 @@ fn message_parts(content: Option<&Value>) -> Vec<Part> {
         Some(Value::Array(items)) => {
             for it in items {
                 match it.get("type").and_then(Value::as_str) {
-                    Some("input_text" | "output_text" | "text") => {
-                        parts.push(Part::Text { text: it.get("text").and_then(Value::as_str).unwrap_or("").to_string() })
-                    }
+                    Some("input_text" | "output_text" | "text") => parts.push(Part::Text {
+                        text: it
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                    }),
                     Some("input_image") => {
                         let url = it.get("image_url").and_then(Value::as_str).unwrap_or("");
-                        let (mime_type, size_bytes) = match url.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) {
-                            Some((mime, data)) => (Some(mime.to_string()), Some(readutil::base64_decoded_len(data))),
+                        let (mime_type, size_bytes) = match url
+                            .strip_prefix("data:")
+                            .and_then(|r| r.split_once(";base64,"))
+                        {
+                            Some((mime, data)) => (
+                                Some(mime.to_string()),
+                                Some(readutil::base64_decoded_len(data)),
+                            ),
                             None => (None, None),
                         };
-                        parts.push(Part::Attachment { name: "image".to_string(), mime_type, text: None, size_bytes });
+                        parts.push(Part::Attachment {
+                            name: "image".to_string(),
+                            mime_type,
+                            text: None,
+                            size_bytes,
+                        });
                     }
                     _ => {}
                 }
@@ -374,8 +474,15 @@ fn output_flags(output: &str) -> Vec<Critical> {
         return vec![Critical::Refusal];
     }
     if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(output) {
-        let code = o.get("metadata").and_then(|m| m.get("exit_code")).and_then(Value::as_i64);
-        return if code.is_some_and(|c| c != 0) { vec![Critical::ToolError] } else { Vec::new() };
+        let code = o
+            .get("metadata")
+            .and_then(|m| m.get("exit_code"))
+            .and_then(Value::as_i64);
+        return if code.is_some_and(|c| c != 0) {
+            vec![Critical::ToolError]
+        } else {
+            Vec::new()
+        };
     }
     if lower_head.starts_with("failed in sandbox") || lower_head.starts_with("execution error") {
         return vec![Critical::ToolError];
@@ -386,7 +493,12 @@ fn output_flags(output: &str) -> Vec<Critical> {
 /// `now - before` for the usage counters, for rollouts without `last_token_usage`.
 fn diff_usage(now: Option<&Value>, before: Option<&Value>) -> Value {
     let mut out = Map::new();
-    for key in ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens"] {
+    for key in [
+        "input_tokens",
+        "cached_input_tokens",
+        "output_tokens",
+        "reasoning_output_tokens",
+    ] {
         let a = readutil::u64_field(now, key);
         let b = readutil::u64_field(before, key);
         out.insert(key.to_string(), Value::from(a.saturating_sub(b)));
@@ -401,7 +513,11 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> u64 {
-        s.events.iter().flat_map(|e| e.parts.iter()).filter(|p| f(p)).count() as u64
+        s.events
+            .iter()
+            .flat_map(|e| e.parts.iter())
+            .filter(|p| f(p))
+            .count() as u64
     }
 
     fn count_flag(s: &Session, c: Critical) -> u64 {
@@ -414,7 +530,11 @@ mod tests {
         let entries = stats_sessions("agentcmd_cli_sessions/codex");
         assert_eq!(entries.len(), 5);
         for st in entries {
-            let rel = st.get("session").and_then(Value::as_str).unwrap_or_default().to_string();
+            let rel = st
+                .get("session")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
             let sessions = match read(&rel, &read_corpus(&rel)) {
                 Ok(s) => s,
                 Err(e) => {
@@ -425,26 +545,73 @@ mod tests {
             let s = &sessions[0];
             let usages: Vec<Usage> = s.events.iter().filter_map(|e| e.usage).collect();
             let requests = s.events.iter().filter(|e| e.model_request).count() as u64;
-            let invocations: BTreeSet<&str> = s.events.iter().map(|e| e.invocation_id.as_str()).collect();
+            let invocations: BTreeSet<&str> =
+                s.events.iter().map(|e| e.invocation_id.as_str()).collect();
             // stats.json's "assistant turns" are assistant text messages.
             let answers = s
                 .events
                 .iter()
-                .filter(|e| e.model_request && e.parts.iter().any(|p| matches!(p, Part::Text { .. })))
+                .filter(|e| {
+                    e.model_request && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+                })
                 .count() as u64;
             let checks: [(&str, u64, u64); 11] = [
                 ("model requests", requests, num(&st, "usage_records")),
-                ("usage records", usages.len() as u64, num(&st, "usage_records")),
+                (
+                    "usage records",
+                    usages.len() as u64,
+                    num(&st, "usage_records"),
+                ),
                 ("answers", answers, num(&st, "assistant_turns")),
-                ("tool calls", count_parts(s, |p| matches!(p, Part::ToolCall { .. })), num(&st, "tool_calls")),
-                ("tool results", count_parts(s, |p| matches!(p, Part::ToolResponse { .. })), num(&st, "tool_results")),
-                ("invocations", invocations.len() as u64, num(&st, "user_turns")),
-                ("max prompt", usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0), num(&st, "max_input_tokens")),
-                ("sum prompt", usages.iter().map(|u| u.prompt_tokens).sum(), num(&st, "sum_input_tokens")),
-                ("sum output", usages.iter().map(|u| u.output_tokens).sum(), num(&st, "sum_output_tokens")),
-                ("interrupts", count_flag(s, Critical::Interruption), num(&st, "interrupts")),
-                ("refusals", count_flag(s, Critical::Refusal), num(&st, "rejections_or_refusals")),
+                (
+                    "tool calls",
+                    count_parts(s, |p| matches!(p, Part::ToolCall { .. })),
+                    num(&st, "tool_calls"),
+                ),
+                (
+                    "tool results",
+                    count_parts(s, |p| matches!(p, Part::ToolResponse { .. })),
+                    num(&st, "tool_results"),
+                ),
+                (
+                    "invocations",
+                    invocations.len() as u64,
+                    num(&st, "user_turns"),
+                ),
+                (
+                    "max prompt",
+                    usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0),
+                    num(&st, "max_input_tokens"),
+                ),
+                (
+                    "sum prompt",
+                    usages.iter().map(|u| u.prompt_tokens).sum(),
+                    num(&st, "sum_input_tokens"),
+                ),
+                (
+                    "sum output",
+                    usages.iter().map(|u| u.output_tokens).sum(),
+                    num(&st, "sum_output_tokens"),
+                ),
+                (
+                    "interrupts",
+                    count_flag(s, Critical::Interruption),
+                    num(&st, "interrupts"),
+                ),
+                (
+                    "refusals",
+                    count_flag(s, Critical::Refusal),
+                    num(&st, "rejections_or_refusals"),
+                ),
             ];
+            if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
+                problems.push(format!("{}: event times go backwards", s.source));
+            }
+            let approvals =
+                count_flag(s, Critical::Approval) + count_flag(s, Critical::Confirmation);
+            if approvals != num(&st, "approvals_or_confirmations") {
+                problems.push(format!("{rel}: {approvals} approvals/confirmations"));
+            }
             for (what, got, want) in checks {
                 if got != want {
                     problems.push(format!("{rel}: {what} {got}, stats.json says {want}"));
@@ -453,13 +620,20 @@ mod tests {
             let mut want_policies: Vec<String> = st
                 .get("approval_policies")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
                 .unwrap_or_default();
             let mut got_policies = s.approval_policies.clone();
             want_policies.sort();
             got_policies.sort();
             if got_policies != want_policies {
-                problems.push(format!("{rel}: approval policies {got_policies:?} vs {want_policies:?}"));
+                problems.push(format!(
+                    "{rel}: approval policies {got_policies:?} vs {want_policies:?}"
+                ));
             }
         }
         assert!(problems.is_empty(), "{problems:#?}");
@@ -474,17 +648,38 @@ mod tests {
         let s = &s[0];
         assert_eq!(s.id, "01997ea4-a70d-7da3-8c20-c736db82a7c5");
         assert_eq!(s.model.as_deref(), Some("gpt-5-codex"));
-        let first = s.events.iter().find(|e| e.model_request).expect("a request");
-        let want = Usage { prompt_tokens: 3587, cached_read_tokens: 2560, cache_write_tokens: 0, output_tokens: 229 };
+        let first = s
+            .events
+            .iter()
+            .find(|e| e.model_request)
+            .expect("a request");
+        let want = Usage {
+            prompt_tokens: 3587,
+            cached_read_tokens: 2560,
+            cache_write_tokens: 0,
+            output_tokens: 229,
+        };
         assert_eq!(first.usage, Some(want));
-        assert!(matches!(&first.parts[0], Part::Thought { text } if text == "**Analyzing dashboard query necessity**"));
-        assert!(matches!(&first.parts[1], Part::ToolCall { id: Some(id), name, .. } if id == "call_WmlLLopV6YokTw8Y639cqY5h" && name == "shell"));
+        assert!(
+            matches!(&first.parts[0], Part::Thought { text } if text == "**Analyzing dashboard query necessity**")
+        );
+        assert!(
+            matches!(&first.parts[1], Part::ToolCall { id: Some(id), name, .. } if id == "call_WmlLLopV6YokTw8Y639cqY5h" && name == "shell")
+        );
         // Arguments are parsed from their JSON string.
-        assert!(matches!(&first.parts[1], Part::ToolCall { args, .. } if args.get("command").is_some()));
-        let idx = s.events.iter().position(|e| std::ptr::eq(e, first)).unwrap_or(0);
+        assert!(
+            matches!(&first.parts[1], Part::ToolCall { args, .. } if args.get("command").is_some())
+        );
+        let idx = s
+            .events
+            .iter()
+            .position(|e| std::ptr::eq(e, first))
+            .unwrap_or(0);
         let next = &s.events[idx + 1];
         assert_eq!(next.role, Role::Tool);
-        assert!(matches!(&next.parts[0], Part::ToolResponse { id: Some(id), .. } if id == "call_WmlLLopV6YokTw8Y639cqY5h"));
+        assert!(
+            matches!(&next.parts[0], Part::ToolResponse { id: Some(id), .. } if id == "call_WmlLLopV6YokTw8Y639cqY5h")
+        );
         // That command failed (bash syntax error, exit code 1 in its metadata).
         assert_eq!(next.critical, [Critical::ToolError]);
         // The environment context and the prompt open invocation 1 together.
@@ -494,7 +689,8 @@ mod tests {
 
     #[test]
     fn bad_input_is_one_line_naming_the_line() {
-        let meta = r#"{"timestamp":"2025-01-01T00:00:00Z","type":"session_meta","payload":{"id":"x"}}"#;
+        let meta =
+            r#"{"timestamp":"2025-01-01T00:00:00Z","type":"session_meta","payload":{"id":"x"}}"#;
         let orphan = r#"{"timestamp":"2025-01-01T00:00:01Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"hi"}}"#;
         let e = read("r.jsonl", &format!("{meta}\n{orphan}\n")).expect_err("orphan");
         assert_eq!(e.location, "line 2");
@@ -514,7 +710,49 @@ mod tests {
         let rel = "agentcmd_cli_sessions/codex/full/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl";
         assert!(sniff(&read_corpus(rel)));
         assert!(!sniff(&read_corpus("claude_code_spotter/short.jsonl")));
-        assert!(!sniff(&read_corpus("openhands/tests/unit/resolver/mock_output/output.jsonl")));
+        assert!(!sniff(&read_corpus(
+            "openhands/tests/unit/resolver/mock_output/output.jsonl"
+        )));
         assert!(!sniff("{\"type\":\"response_item\"}"));
+    }
+
+    #[test]
+    fn codex_compaction_is_kept_aside() {
+        let line = |t: u32, kind: &str, payload: serde_json::Value| {
+            serde_json::json!({"timestamp": format!("2025-01-01T00:00:{t:02}Z"), "type": kind, "payload": payload}).to_string()
+        };
+        let tc = |n: u64| {
+            serde_json::json!({"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": n, "output_tokens": 1},
+            "last_token_usage": {"input_tokens": n, "cached_input_tokens": n / 2, "output_tokens": 1}}})
+        };
+        let text = [
+            line(0, "response_item", serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]})),
+            line(1, "event_msg", tc(100)),
+            line(1, "response_item", serde_json::json!({"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"ls\"]}", "call_id": "c1"})),
+            line(2, "response_item", serde_json::json!({"type": "function_call_output", "call_id": "c1", "output": "patch rejected by user"})),
+            line(3, "compacted", serde_json::json!({"message": "user asked to fix it; ls was rejected"})),
+            line(4, "event_msg", tc(40)),
+            line(4, "response_item", serde_json::json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]})),
+        ]
+        .join("\n");
+        let s = read("r.jsonl", &text).expect("reads");
+        let s = &s[0];
+        assert_eq!(s.recorded_compactions.len(), 1);
+        assert_eq!(s.recorded_compactions[0].at_event, 3);
+        assert!(s.recorded_compactions[0].summary.contains("rejected"));
+        let reqs: Vec<(u64, bool)> = s
+            .events
+            .iter()
+            .filter(|e| e.model_request)
+            .map(|e| {
+                (
+                    e.usage.map_or(0, |u| u.prompt_tokens),
+                    e.post_compaction_usage,
+                )
+            })
+            .collect();
+        assert_eq!(reqs, [(100, false), (40, true)]);
+        assert_eq!(s.events[2].critical, [Critical::Refusal]);
     }
 }

@@ -18,13 +18,19 @@
 //!   skipped; a `recall` observation becomes the user-role workspace context it injects;
 //!   state changes and `null` observations are skipped.
 //! - Critical flags: `confirmation_state`/`is_confirmed` = `confirmed` → `Confirmation`,
-//!   `rejected` → `Refusal`; `error` observations and non-zero exit codes → `ToolError`;
-//!   `user_rejected` observations → `Refusal`.
+//!   `rejected` → `Refusal`; `error` observations and positive exit codes → `ToolError`
+//!   (-1 means the command was still running when its timeout returned control);
+//!   `user_rejected` observations → `Refusal`; user messages get the shared word rules
+//!   of `util::user_text_flags`.
+//! - A `condensation` action (the condenser forgetting events) and the `condense`
+//!   observation carrying its summary go to `Session::recorded_compactions`; later model
+//!   requests are marked `post_compaction_usage`. The corpus runs never condensed.
 //! - Timestamps (no offset: taken as UTC) must not go backwards; sessions without any
 //!   (legacy rows) get synthetic ones.
 
 use super::readutil::{self, Clock};
-use super::{Critical, Event, Format, Part, ReadError, Role, Session, Usage};
+use super::util;
+use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -36,10 +42,14 @@ pub fn sniff(text: &str) -> bool {
     let t = text.trim_start();
     if let Some(rest) = t.strip_prefix('[') {
         // Parse only the first element.
-        let first = serde_json::Deserializer::from_str(rest).into_iter::<Value>().next();
+        let first = serde_json::Deserializer::from_str(rest)
+            .into_iter::<Value>()
+            .next();
         return matches!(first, Some(Ok(Value::Object(ref m))) if is_event(m));
     }
-    let Some(line) = t.lines().next() else { return false };
+    let Some(line) = t.lines().next() else {
+        return false;
+    };
     if line.len() > 8 << 20 {
         return false;
     }
@@ -70,10 +80,14 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         return Err(ReadError::new(file, "", "empty file"));
     }
     let stem = file.rsplit(['/', '\\']).next().unwrap_or(file);
-    let stem = stem.strip_suffix(".jsonl").or_else(|| stem.strip_suffix(".json")).unwrap_or(stem);
+    let stem = stem
+        .strip_suffix(".jsonl")
+        .or_else(|| stem.strip_suffix(".json"))
+        .unwrap_or(stem);
     if trimmed.starts_with('[') {
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| ReadError::new(file, format!("line {}", e.line()), format!("malformed JSON: {e}")))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| {
+            ReadError::new(file, format!("line {}", e.line()), readutil::json_error(&e))
+        })?;
         let Value::Array(events) = v else {
             return Err(ReadError::new(file, "$", "expected an array of events"));
         };
@@ -86,10 +100,19 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         let obj = readutil::parse_object_line(file, line_no, line)?;
         if obj.contains_key("history") {
             let Some(Value::Array(history)) = obj.get("history") else {
-                return Err(ReadError::new(file, format!("line {line_no}, $.history"), "expected an array of events"));
+                return Err(ReadError::new(
+                    file,
+                    format!("line {line_no}, $.history"),
+                    "expected an array of events",
+                ));
             };
             let id = row_id(&obj).unwrap_or_else(|| format!("line-{line_no}"));
-            let mut s = build(file, &format!("line {line_no}, $.history"), history, obj.get("metrics"))?;
+            let mut s = build(
+                file,
+                &format!("line {line_no}, $.history"),
+                history,
+                obj.get("metrics"),
+            )?;
             if s.model.is_none() {
                 s.model = obj
                     .get("metadata")
@@ -112,7 +135,11 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     }
     if !loose.is_empty() {
         if !sessions.is_empty() {
-            return Err(ReadError::new(file, "", "mixes rows with a history and loose events"));
+            return Err(ReadError::new(
+                file,
+                "",
+                "mixes rows with a history and loose events",
+            ));
         }
         let s = build(file, "$", &loose, None)?;
         sessions.push(s.finish(stem.to_string(), file.to_string()));
@@ -123,19 +150,26 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     Ok(sessions)
 }
 
-fn row_id(row: &Map<String, Value>) -> Option<String> {
-    let scalar = |v: &Value| match v {
+/// A string or number as text (ids are either).
+fn scalar(v: &Value) -> Option<String> {
+    match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
-    };
-    row.get("instance_id")
-        .and_then(scalar)
-        .or_else(|| row.get("issue").and_then(|i| i.get("number")).and_then(scalar))
+    }
+}
+
+fn row_id(row: &Map<String, Value>) -> Option<String> {
+    row.get("instance_id").and_then(scalar).or_else(|| {
+        row.get("issue")
+            .and_then(|i| i.get("number"))
+            .and_then(scalar)
+    })
 }
 
 struct Built {
     events: Vec<Event>,
+    compactions: Vec<RecordedCompaction>,
     model: Option<String>,
     synthetic: bool,
 }
@@ -147,7 +181,7 @@ impl Built {
             source,
             format: Format::Openhands,
             events: self.events,
-            recorded_compactions: Vec::new(),
+            recorded_compactions: self.compactions,
             model: self.model,
             synthetic_timestamps: self.synthetic,
             approval_policies: Vec::new(),
@@ -156,13 +190,20 @@ impl Built {
 }
 
 /// Builds one session from its event list. `base` is the JSON path of the list, for errors.
-fn build(file: &str, base: &str, list: &[Value], metrics: Option<&Value>) -> Result<Built, ReadError> {
+fn build(
+    file: &str,
+    base: &str,
+    list: &[Value],
+    metrics: Option<&Value>,
+) -> Result<Built, ReadError> {
     let latency: HashMap<&str, f64> = metrics
         .and_then(|m| m.get("response_latencies"))
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .filter_map(|x| Some((x.get("response_id")?.as_str()?, x.get("latency")?.as_f64()?)))
+                .filter_map(|x| {
+                    Some((x.get("response_id")?.as_str()?, x.get("latency")?.as_f64()?))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -176,21 +217,39 @@ fn build(file: &str, base: &str, list: &[Value], metrics: Option<&Value>) -> Res
     // Legacy pairing: calls not yet answered, oldest first.
     let mut unanswered: Vec<String> = Vec::new();
     let mut invocations = 0usize;
+    let mut compactions: Vec<RecordedCompaction> = Vec::new();
+    let mut after_compaction = false;
     let err = |i: usize, field: &str, msg: String| {
         ReadError::new(file, format!("{base}[{i}]{field}"), msg)
     };
 
     for (i, raw) in list.iter().enumerate() {
         let Some(e) = raw.as_object() else {
-            return Err(err(i, "", format!("expected an event object, found {}", readutil::kind(raw))));
+            return Err(err(
+                i,
+                "",
+                format!("expected an event object, found {}", readutil::kind(raw)),
+            ));
         };
         let ts = match e.get("timestamp") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => match readutil::parse_timestamp(s) {
                 Some(t) => Some(t),
-                None => return Err(err(i, ".timestamp", format!("{s:?} is not an ISO 8601 time"))),
+                None => {
+                    return Err(err(
+                        i,
+                        ".timestamp",
+                        format!("{s:?} is not an ISO 8601 time"),
+                    ))
+                }
             },
-            Some(other) => return Err(err(i, ".timestamp", format!("is {}, expected a string", readutil::kind(other)))),
+            Some(other) => {
+                return Err(err(
+                    i,
+                    ".timestamp",
+                    format!("is {}, expected a string", readutil::kind(other)),
+                ))
+            }
         };
         let source = readutil::str_field(e, "source");
         let args = e.get("args").and_then(Value::as_object);
@@ -200,22 +259,50 @@ fn build(file: &str, base: &str, list: &[Value], metrics: Option<&Value>) -> Res
 
         if let Some(action) = e.get("action") {
             let Some(action) = action.as_str() else {
-                return Err(err(i, ".action", format!("is {}, expected a string", readutil::kind(action))));
+                return Err(err(
+                    i,
+                    ".action",
+                    format!("is {}, expected a string", readutil::kind(action)),
+                ));
             };
             let metadata = e.get("tool_call_metadata").filter(|m| m.is_object());
             let legacy_user = source.is_none() && events.is_empty();
             match action {
-                "system" | "recall" | "change_agent_state" | "null" => {}
+                "system" | "recall" | "change_agent_state" | "null" | "condensation_request" => {}
+                "condensation" => {
+                    // The condenser's own record: kept aside, the replay uses the raw history.
+                    let summary = arg("summary").and_then(Value::as_str).unwrap_or("");
+                    compactions.push(RecordedCompaction {
+                        at_event: events.len(),
+                        source: "openhands condensation".to_string(),
+                        trigger: None,
+                        pre_tokens: None,
+                        start_timestamp: None,
+                        end_timestamp: ts,
+                        summary: summary.to_string(),
+                    });
+                    after_compaction = true;
+                }
                 "message" if source == Some("user") || legacy_user => {
                     let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
                     invocations += 1;
-                    let text = arg("content").and_then(Value::as_str).or_else(|| readutil::str_field(e, "message"));
+                    let text = arg("content")
+                        .and_then(Value::as_str)
+                        .or_else(|| readutil::str_field(e, "message"));
                     let mut ev = Event::new("user", Role::User, inv(invocations), t);
-                    ev.id = e.get("id").map(|v| v.to_string());
-                    ev.parts.push(Part::Text { text: text.unwrap_or("").to_string() });
+                    ev.id = e.get("id").and_then(scalar);
+                    ev.critical = util::user_text_flags(text.unwrap_or(""));
+                    ev.parts.push(Part::Text {
+                        text: text.unwrap_or("").to_string(),
+                    });
                     if let Some(Value::Array(urls)) = arg("image_urls") {
                         for u in urls.iter().filter_map(Value::as_str) {
-                            ev.parts.push(Part::Attachment { name: u.chars().take(200).collect(), mime_type: None, text: None, size_bytes: None });
+                            ev.parts.push(Part::Attachment {
+                                name: u.chars().take(200).collect(),
+                                mime_type: None,
+                                text: None,
+                                size_bytes: None,
+                            });
                         }
                     }
                     events.push(ev);
@@ -223,30 +310,59 @@ fn build(file: &str, base: &str, list: &[Value], metrics: Option<&Value>) -> Res
                 _ if source == Some("user") || source == Some("environment") => {}
                 _ => {
                     let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
-                    let response = metadata.and_then(|m| m.get("model_response")).filter(|r| r.is_object());
-                    let response_id = response.and_then(|r| r.get("id")).and_then(Value::as_str).map(str::to_string);
-                    let existing = response_id.as_ref().and_then(|r| by_response.get(r).copied());
+                    let response = metadata
+                        .and_then(|m| m.get("model_response"))
+                        .filter(|r| r.is_object());
+                    let response_id = response
+                        .and_then(|r| r.get("id"))
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    let existing = response_id
+                        .as_ref()
+                        .and_then(|r| by_response.get(r).copied());
                     let idx = match existing {
                         Some(idx) => idx,
                         None => {
                             let mut ev = Event::new(AGENT, Role::Model, inv(invocations), t);
                             ev.model_request = true;
-                            ev.id = response_id.clone().or_else(|| e.get("id").map(|v| v.to_string()));
-                            let mname = response.and_then(|r| r.get("model")).and_then(Value::as_str).map(str::to_string);
+                            ev.post_compaction_usage = after_compaction;
+                            ev.id = response_id.clone().or_else(|| e.get("id").and_then(scalar));
+                            let mname = response
+                                .and_then(|r| r.get("model"))
+                                .and_then(Value::as_str)
+                                .map(str::to_string);
                             if model.is_none() {
                                 model.clone_from(&mname);
                             }
                             ev.model = mname;
-                            ev.usage = response.and_then(|r| r.get("usage")).filter(|u| u.is_object()).map(usage_of);
-                            ev.latency_s = response_id.as_deref().and_then(|r| latency.get(r).copied());
+                            ev.usage = response
+                                .and_then(|r| r.get("usage"))
+                                .filter(|u| u.is_object())
+                                .map(usage_of);
+                            ev.latency_s =
+                                response_id.as_deref().and_then(|r| latency.get(r).copied());
                             let text = response
                                 .and_then(|r| r.pointer("/choices/0/message/content"))
                                 .and_then(Value::as_str)
                                 .filter(|s| !s.is_empty())
-                                .or_else(|| arg("thought").and_then(Value::as_str).filter(|s| !s.is_empty()))
-                                .or_else(|| if action == "message" { arg("content").and_then(Value::as_str).or_else(|| readutil::str_field(e, "message")) } else { None });
+                                .or_else(|| {
+                                    arg("thought")
+                                        .and_then(Value::as_str)
+                                        .filter(|s| !s.is_empty())
+                                })
+                                .or_else(|| {
+                                    if action == "message" {
+                                        arg("content")
+                                            .and_then(Value::as_str)
+                                            .or_else(|| readutil::str_field(e, "message"))
+                                    } else {
+                                        None
+                                    }
+                                });
                             if let Some(text) = text {
-                                ev.parts.push(Part::Text { text: text.to_string() });
+                                ev.parts.push(Part::Text {
+                                    text: text.to_string(),
+                                });
                             }
                             events.push(ev);
                             let idx = events.len() - 1;
@@ -256,33 +372,52 @@ fn build(file: &str, base: &str, list: &[Value], metrics: Option<&Value>) -> Res
                             idx
                         }
                     };
-                    let Some(ev) = events.get_mut(idx) else { continue };
+                    let Some(ev) = events.get_mut(idx) else {
+                        continue;
+                    };
                     if action != "message" {
                         let (call_id, name) = match metadata {
                             Some(m) => (
-                                m.get("tool_call_id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("call-{i}")),
-                                m.get("function_name").and_then(Value::as_str).unwrap_or(action).to_string(),
+                                m.get("tool_call_id")
+                                    .and_then(Value::as_str)
+                                    .map(str::to_string)
+                                    .unwrap_or_else(|| format!("call-{i}")),
+                                m.get("function_name")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or(action)
+                                    .to_string(),
                             ),
                             None => (format!("call-{i}"), action.to_string()),
                         };
                         let call_args = response
                             .and_then(|r| r.pointer("/choices/0/message/tool_calls"))
                             .and_then(Value::as_array)
-                            .and_then(|calls| calls.iter().find(|c| c.get("id").and_then(Value::as_str) == Some(call_id.as_str())))
+                            .and_then(|calls| {
+                                calls.iter().find(|c| {
+                                    c.get("id").and_then(Value::as_str) == Some(call_id.as_str())
+                                })
+                            })
                             .and_then(|c| c.pointer("/function/arguments"))
                             .map(|a| match a {
-                                Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+                                Value::String(s) => serde_json::from_str(s)
+                                    .unwrap_or_else(|_| Value::String(s.clone())),
                                 other => other.clone(),
                             })
                             .unwrap_or_else(|| legacy_args(args, e));
-                        ev.parts.push(Part::ToolCall { id: Some(call_id.clone()), name: name.clone(), args: call_args });
+                        ev.parts.push(Part::ToolCall {
+                            id: Some(call_id.clone()),
+                            name: name.clone(),
+                            args: call_args,
+                        });
                         call_names.insert(call_id.clone(), name);
                         if let Some(id) = e.get("id").and_then(Value::as_i64) {
                             call_of_action.insert(id, call_id.clone());
                         }
                         unanswered.push(call_id);
                     }
-                    let confirmation = arg("confirmation_state").or_else(|| arg("is_confirmed")).and_then(Value::as_str);
+                    let confirmation = arg("confirmation_state")
+                        .or_else(|| arg("is_confirmed"))
+                        .and_then(Value::as_str);
                     let flag = match confirmation {
                         Some("confirmed") => Some(Critical::Confirmation),
                         Some("rejected") => Some(Critical::Refusal),
@@ -300,21 +435,54 @@ fn build(file: &str, base: &str, list: &[Value], metrics: Option<&Value>) -> Res
             if matches!(obs, "null" | "agent_state_changed" | "") {
                 continue;
             }
-            let content = readutil::str_field(e, "content").or_else(|| readutil::str_field(e, "message")).unwrap_or("");
-            let named = e.get("tool_call_metadata").and_then(|m| m.get("tool_call_id")).and_then(Value::as_str).map(str::to_string);
-            let by_cause = e.get("cause").and_then(Value::as_i64).and_then(|c| call_of_action.get(&c).cloned());
+            if obs == "condense" {
+                // The summary shown to the model in place of forgotten events: ground truth for
+                // the latest recorded condensation, not history.
+                let text = readutil::str_field(e, "content").unwrap_or("");
+                match compactions.last_mut() {
+                    Some(c) if c.summary.is_empty() => c.summary = text.to_string(),
+                    _ => {}
+                }
+                continue;
+            }
+            let content = readutil::str_field(e, "content")
+                .or_else(|| readutil::str_field(e, "message"))
+                .unwrap_or("");
+            let named = e
+                .get("tool_call_metadata")
+                .and_then(|m| m.get("tool_call_id"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let by_cause = e
+                .get("cause")
+                .and_then(Value::as_i64)
+                .and_then(|c| call_of_action.get(&c).cloned());
             let call = match (&named, by_cause) {
                 (Some(id), _) => {
                     if !call_names.contains_key(id) {
-                        return Err(err(i, ".tool_call_metadata.tool_call_id", format!("observation answers call {id}, which no earlier action made")));
+                        return Err(err(
+                            i,
+                            ".tool_call_metadata.tool_call_id",
+                            format!(
+                                "observation answers call {id:?}, which no earlier action made"
+                            ),
+                        ));
                     }
                     Some(id.clone())
                 }
                 (None, Some(id)) => Some(id),
-                (None, None) if source.is_none() && obs != "recall" && obs != "error" => match unanswered.first() {
-                    Some(id) => Some(id.clone()),
-                    None => return Err(err(i, "", format!("{obs} observation with no action before it"))),
-                },
+                (None, None) if source.is_none() && obs != "recall" && obs != "error" => {
+                    match unanswered.first() {
+                        Some(id) => Some(id.clone()),
+                        None => {
+                            return Err(err(
+                                i,
+                                "",
+                                format!("{obs:?} observation with no action before it"),
+                            ))
+                        }
+                    }
+                }
                 (None, None) => None,
             };
             let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
@@ -323,44 +491,66 @@ fn build(file: &str, base: &str, list: &[Value], metrics: Option<&Value>) -> Res
                 critical.push(Critical::ToolError);
             } else if obs == "user_rejected" {
                 critical.push(Critical::Refusal);
-            } else if exit_code(e).is_some_and(|c| c != 0) {
+            } else if exit_code(e).is_some_and(|c| c > 0) {
                 critical.push(Critical::ToolError);
             }
             match call {
                 Some(id) => {
                     unanswered.retain(|u| u != &id);
-                    let name = call_names.get(&id).cloned().unwrap_or_else(|| obs.to_string());
+                    let name = call_names
+                        .get(&id)
+                        .cloned()
+                        .unwrap_or_else(|| obs.to_string());
                     let mut ev = Event::new(AGENT, Role::Tool, inv(invocations), t);
-                    ev.id = e.get("id").map(|v| v.to_string());
-                    ev.parts.push(Part::ToolResponse { id: Some(id), name, response: serde_json::json!({ "content": content }) });
+                    ev.id = e.get("id").and_then(scalar);
+                    ev.parts.push(Part::ToolResponse {
+                        id: Some(id),
+                        name,
+                        response: serde_json::json!({ "content": content }),
+                    });
                     ev.critical = critical;
                     events.push(ev);
                 }
                 None if obs == "recall" => {
                     let text = recall_text(content, e.get("extras"));
                     let mut ev = Event::new("user", Role::User, inv(invocations), t);
-                    ev.id = e.get("id").map(|v| v.to_string());
+                    ev.id = e.get("id").and_then(scalar);
                     ev.parts.push(Part::Text { text });
                     events.push(ev);
                 }
                 None if obs == "error" || !content.is_empty() => {
                     // OpenHands sends these back to the model as user-role messages.
                     let mut ev = Event::new("user", Role::User, inv(invocations), t);
-                    ev.id = e.get("id").map(|v| v.to_string());
-                    ev.parts.push(Part::Text { text: content.to_string() });
+                    ev.id = e.get("id").and_then(scalar);
+                    ev.parts.push(Part::Text {
+                        text: content.to_string(),
+                    });
                     ev.critical = critical;
                     events.push(ev);
                 }
                 None => {}
             }
         } else {
-            return Err(err(i, "", "event has neither \"action\" nor \"observation\"".to_string()));
+            return Err(err(
+                i,
+                "",
+                "event has neither \"action\" nor \"observation\"".to_string(),
+            ));
         }
     }
     if events.is_empty() {
-        return Err(ReadError::new(file, base, "no messages, actions or observations"));
+        return Err(ReadError::new(
+            file,
+            base,
+            "no messages, actions or observations",
+        ));
     }
-    Ok(Built { events, model, synthetic: clock.synthetic })
+    Ok(Built {
+        events,
+        compactions,
+        model,
+        synthetic: clock.synthetic,
+    })
 }
 
 /// Usage in OpenAI convention: `prompt_tokens` already includes cached tokens.
@@ -379,16 +569,32 @@ fn usage_of(u: &Value) -> Usage {
 
 /// A legacy action's arguments: its fields minus bookkeeping.
 fn legacy_args(args: Option<&Map<String, Value>>, e: &Map<String, Value>) -> Value {
-    const SKIP: [&str; 9] =
-        ["action", "thought", "confirmation_state", "is_confirmed", "action_risk", "keep_prompt", "security_risk", "id", "timestamp"];
+    const SKIP: [&str; 9] = [
+        "action",
+        "thought",
+        "confirmation_state",
+        "is_confirmed",
+        "action_risk",
+        "keep_prompt",
+        "security_risk",
+        "id",
+        "timestamp",
+    ];
     let src = args.unwrap_or(e);
-    let m: Map<String, Value> = src.iter().filter(|(k, _)| !SKIP.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let m: Map<String, Value> = src
+        .iter()
+        .filter(|(k, _)| !SKIP.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     Value::Object(m)
 }
 
 fn exit_code(e: &Map<String, Value>) -> Option<i64> {
     e.get("extras")
-        .and_then(|x| x.pointer("/metadata/exit_code").or_else(|| x.get("exit_code")))
+        .and_then(|x| {
+            x.pointer("/metadata/exit_code")
+                .or_else(|| x.get("exit_code"))
+        })
         .or_else(|| e.get("exit_code"))
         .and_then(Value::as_i64)
 }
@@ -404,7 +610,12 @@ fn recall_text(content: &str, extras: Option<&Value>) -> String {
             }
         }
         if let Some(Value::Array(items)) = x.get("microagent_knowledge") {
-            out.extend(items.iter().filter_map(|m| m.get("content").and_then(Value::as_str)).map(str::to_string));
+            out.extend(
+                items
+                    .iter()
+                    .filter_map(|m| m.get("content").and_then(Value::as_str))
+                    .map(str::to_string),
+            );
         }
     }
     out.join("\n\n")
@@ -417,7 +628,11 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> u64 {
-        s.events.iter().flat_map(|e| e.parts.iter()).filter(|p| f(p)).count() as u64
+        s.events
+            .iter()
+            .flat_map(|e| e.parts.iter())
+            .filter(|p| f(p))
+            .count() as u64
     }
 
     /// Events of one kind in the raw history, counted straight from the JSON.
@@ -442,8 +657,14 @@ mod tests {
         let entries = stats_sessions("openhands");
         assert_eq!(entries.len(), 9);
         for st in entries {
-            let name = st.get("session").and_then(Value::as_str).unwrap_or_default().to_string();
-            let (rel, frag) = name.split_once('#').map_or((name.as_str(), ""), |(a, b)| (a, b));
+            let name = st
+                .get("session")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let (rel, frag) = name
+                .split_once('#')
+                .map_or((name.as_str(), ""), |(a, b)| (a, b));
             if !by_file.contains_key(rel) {
                 match read(rel, &read_corpus(rel)) {
                     Ok(s) => {
@@ -455,35 +676,83 @@ mod tests {
                     }
                 }
             }
-            let Some(s) = by_file.get(rel).and_then(|v| v.iter().find(|s| s.source == name)) else {
+            let Some(s) = by_file
+                .get(rel)
+                .and_then(|v| v.iter().find(|s| s.source == name))
+            else {
                 problems.push(format!("{name}: no such session"));
                 continue;
             };
             // stats.json does not count the `think` tool as a tool call, and counts an
             // `error` observation (a malformed call answered without a call id) as a tool
             // result; here `think` is a call and such errors are user-role messages.
-            let thinks = raw_count(rel, frag, |e| e.get("action").and_then(Value::as_str) == Some("think"));
+            let thinks = raw_count(rel, frag, |e| {
+                e.get("action").and_then(Value::as_str) == Some("think")
+            });
             let loose_errors = raw_count(rel, frag, |e| {
-                e.get("observation").and_then(Value::as_str) == Some("error") && e.get("tool_call_metadata").is_none()
+                e.get("observation").and_then(Value::as_str) == Some("error")
+                    && e.get("tool_call_metadata").is_none()
             });
             let usages: Vec<Usage> = s.events.iter().filter_map(|e| e.usage).collect();
-            let invocations: BTreeSet<&str> =
-                s.events.iter().filter(|e| e.role == Role::User && e.author == "user").map(|e| e.invocation_id.as_str()).collect();
+            let invocations: BTreeSet<&str> = s
+                .events
+                .iter()
+                .filter(|e| e.role == Role::User && e.author == "user")
+                .map(|e| e.invocation_id.as_str())
+                .collect();
             let checks: [(&str, u64, u64); 9] = [
-                ("model requests", s.events.iter().filter(|e| e.model_request).count() as u64, num(&st, "assistant_turns")),
-                ("tool calls", count_parts(s, |p| matches!(p, Part::ToolCall { .. })), num(&st, "tool_calls") + thinks),
-                ("tool results", count_parts(s, |p| matches!(p, Part::ToolResponse { .. })), num(&st, "tool_results") - loose_errors),
-                ("invocations", invocations.len() as u64, num(&st, "user_turns")),
-                ("usage records", usages.len() as u64, num(&st, "usage_records")),
-                ("max prompt", usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0), num(&st, "max_input_tokens")),
-                ("sum prompt", usages.iter().map(|u| u.prompt_tokens).sum(), num(&st, "sum_input_tokens")),
+                (
+                    "model requests",
+                    s.events.iter().filter(|e| e.model_request).count() as u64,
+                    num(&st, "assistant_turns"),
+                ),
+                (
+                    "tool calls",
+                    count_parts(s, |p| matches!(p, Part::ToolCall { .. })),
+                    num(&st, "tool_calls") + thinks,
+                ),
+                (
+                    "tool results",
+                    count_parts(s, |p| matches!(p, Part::ToolResponse { .. })),
+                    num(&st, "tool_results") - loose_errors,
+                ),
+                (
+                    "invocations",
+                    invocations.len() as u64,
+                    num(&st, "user_turns"),
+                ),
+                (
+                    "usage records",
+                    usages.len() as u64,
+                    num(&st, "usage_records"),
+                ),
+                (
+                    "max prompt",
+                    usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0),
+                    num(&st, "max_input_tokens"),
+                ),
+                (
+                    "sum prompt",
+                    usages.iter().map(|u| u.prompt_tokens).sum(),
+                    num(&st, "sum_input_tokens"),
+                ),
                 (
                     "confirmations",
-                    s.events.iter().filter(|e| e.critical.contains(&Critical::Confirmation)).count() as u64,
+                    s.events
+                        .iter()
+                        .filter(|e| e.critical.contains(&Critical::Confirmation))
+                        .count() as u64,
                     num(&st, "approvals_or_confirmations"),
                 ),
-                ("synthetic timestamps", u64::from(s.synthetic_timestamps), u64::from(num(&st, "timestamps") == 0)),
+                (
+                    "synthetic timestamps",
+                    u64::from(s.synthetic_timestamps),
+                    u64::from(num(&st, "timestamps") == 0),
+                ),
             ];
+            if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
+                problems.push(format!("{}: event times go backwards", s.source));
+            }
             for (what, got, want) in checks {
                 if got != want {
                     problems.push(format!("{name}: {what} {got}, stats.json says {want}"));
@@ -495,7 +764,10 @@ mod tests {
                 let want_max = lat.get("max").and_then(Value::as_f64).unwrap_or(-1.0);
                 // stats.json rounds to 3 decimals; one response per run has no action.
                 if (max - want_max).abs() > 5e-4 || got.len() as u64 + 1 < num(lat, "n") {
-                    problems.push(format!("{name}: latencies n={} max={max}, stats.json {lat}", got.len()));
+                    problems.push(format!(
+                        "{name}: latencies n={} max={max}, stats.json {lat}",
+                        got.len()
+                    ));
                 }
             }
         }
@@ -510,15 +782,33 @@ mod tests {
         let s = &sessions[0];
         assert_eq!(s.id, "ponylang__ponyc-4595");
         assert_eq!(s.source, format!("{rel}#ponylang__ponyc-4595"));
-        let first = s.events.iter().find(|e| e.model_request).expect("a request");
+        let first = s
+            .events
+            .iter()
+            .find(|e| e.model_request)
+            .expect("a request");
         // Event 5 of the first row: usage 5920 prompt / 128 completion, latency 3.0569… s.
-        assert_eq!(first.usage, Some(Usage { prompt_tokens: 5920, cached_read_tokens: 0, cache_write_tokens: 0, output_tokens: 128 }));
-        assert!(first.latency_s.is_some_and(|l| (l - 3.056_951_999_664_306_6).abs() < 1e-9));
-        assert!(matches!(&first.parts[1], Part::ToolCall { name, args, .. } if name == "execute_bash" && args.get("command").is_some()));
+        assert_eq!(
+            first.usage,
+            Some(Usage {
+                prompt_tokens: 5920,
+                cached_read_tokens: 0,
+                cache_write_tokens: 0,
+                output_tokens: 128
+            })
+        );
+        assert!(first
+            .latency_s
+            .is_some_and(|l| (l - 3.056_951_999_664_306_6).abs() < 1e-9));
+        assert!(
+            matches!(&first.parts[1], Part::ToolCall { name, args, .. } if name == "execute_bash" && args.get("command").is_some())
+        );
         assert_eq!(first.critical, [Critical::Confirmation]);
         // The system prompt is overhead, not history: the first event is the user's task.
         assert_eq!(s.events[0].role, Role::User);
-        assert!(matches!(&s.events[0].parts[0], Part::Text { text } if text.starts_with("<uploaded_files>")));
+        assert!(
+            matches!(&s.events[0].parts[0], Part::Text { text } if text.starts_with("<uploaded_files>"))
+        );
     }
 
     #[test]
@@ -527,14 +817,25 @@ mod tests {
         let s = read(rel, &read_corpus(rel)).expect("reads");
         let u: Vec<Usage> = s[0].events.iter().filter_map(|e| e.usage).collect();
         // prompt_tokens 4646 = 6 input + 1158 cache write + 3482 cache read (litellm sums them).
-        assert_eq!(u[1], Usage { prompt_tokens: 4646, cached_read_tokens: 3482, cache_write_tokens: 1158, output_tokens: 177 });
+        assert_eq!(
+            u[1],
+            Usage {
+                prompt_tokens: 4646,
+                cached_read_tokens: 3482,
+                cache_write_tokens: 1158,
+                output_tokens: 177
+            }
+        );
     }
 
     #[test]
     fn legacy_rows_pair_in_order_and_get_synthetic_times() {
         let rel = "openhands/tests/unit/resolver/mock_output/output.jsonl";
         let sessions = read(rel, &read_corpus(rel)).expect("reads");
-        let s = sessions.iter().find(|s| s.id == "5").expect("row for issue 5");
+        let s = sessions
+            .iter()
+            .find(|s| s.id == "5")
+            .expect("row for issue 5");
         assert!(s.synthetic_timestamps);
         let ts: Vec<f64> = s.events.iter().map(|e| e.timestamp).collect();
         assert!(ts.windows(2).all(|w| w[0] < w[1]));
@@ -542,7 +843,12 @@ mod tests {
         for (i, e) in s.events.iter().enumerate() {
             if let Some(Part::ToolResponse { id, .. }) = e.parts.first() {
                 let prev = &s.events[i - 1];
-                assert!(prev.parts.iter().any(|p| matches!(p, Part::ToolCall { id: cid, .. } if cid == id)), "event {i}");
+                assert!(
+                    prev.parts
+                        .iter()
+                        .any(|p| matches!(p, Part::ToolCall { id: cid, .. } if cid == id)),
+                    "event {i}"
+                );
             }
         }
     }
@@ -579,5 +885,46 @@ mod tests {
         let codex = "agentcmd_cli_sessions/codex/full/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl";
         assert!(!sniff(&read_corpus(codex)));
         assert!(!sniff("[{\"role\":\"user\",\"content\":\"hi\"}]"));
+    }
+
+    #[test]
+    fn condensation_is_kept_aside_and_marks_later_requests() {
+        let ev = |v: serde_json::Value| v.to_string();
+        let call = |id: u64, t: &str, call: &str, resp: &str| {
+            ev(
+                serde_json::json!({"id": id, "timestamp": t, "source": "agent", "action": "run",
+                "args": {"command": "ls"},
+                "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": call,
+                    "model_response": {"id": resp, "usage": {"prompt_tokens": 100 * id, "completion_tokens": 1}}}}),
+            )
+        };
+        let text = format!(
+            "[{},{},{},{},{}]",
+            ev(
+                serde_json::json!({"id": 0, "timestamp": "2025-01-01T00:00:00", "source": "user", "action": "message", "args": {"content": "go"}})
+            ),
+            call(1, "2025-01-01T00:00:01", "c1", "r1"),
+            ev(
+                serde_json::json!({"id": 2, "timestamp": "2025-01-01T00:00:02", "source": "agent", "action": "condensation",
+                "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 1}})
+            ),
+            ev(
+                serde_json::json!({"id": 3, "timestamp": "2025-01-01T00:00:03", "source": "environment", "observation": "condense", "content": "ran ls once"})
+            ),
+            call(4, "2025-01-01T00:00:04", "c4", "r4"),
+        );
+        let s = read("c.json", &text).expect("reads");
+        let c = &s[0].recorded_compactions;
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].at_event, c[0].summary.as_str()), (2, "ran ls once"));
+        let marks: Vec<bool> = s[0]
+            .events
+            .iter()
+            .filter(|e| e.model_request)
+            .map(|e| e.post_compaction_usage)
+            .collect();
+        assert_eq!(marks, [false, true]);
+        // An unanswered call is fine; the summary is not an event.
+        assert_eq!(s[0].events.len(), 3);
     }
 }

@@ -1,8 +1,12 @@
 //! Small helpers the line-oriented readers share: line splitting with a size cap, RFC 3339
 //! timestamps, and the clock that keeps event times in order.
 
+use super::util::{SYNTHETIC_EPOCH_S, SYNTHETIC_STEP_S};
 use super::ReadError;
 use serde_json::Value;
+
+// One timestamp parser and one kind-name for all readers.
+pub(crate) use super::util::{kind, parse_timestamp};
 
 /// Longest line (bytes) a JSONL reader accepts. Real lines top out at a few MB (a base64
 /// screenshot); anything near 1 GB is a broken file, and parsing it would exhaust memory.
@@ -44,34 +48,21 @@ pub(crate) fn parse_object_line(
             format!("line {line_no}"),
             format!("expected a JSON object, found {}", kind(&other)),
         )),
-        Err(e) => Err(ReadError::new(file, format!("line {line_no}"), format!("malformed JSON: {e}"))),
+        Err(e) => Err(ReadError::new(
+            file,
+            format!("line {line_no}"),
+            json_error(&e),
+        )),
     }
 }
 
-/// A JSON value's kind, for error messages.
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+/// serde_json's message without its own "at line L column C" (the caller names the line).
+pub(crate) fn json_error(e: &serde_json::Error) -> String {
+    let mut msg = e.to_string();
+    if let Some(i) = msg.rfind(" at line ") {
+        msg.truncate(i);
     }
-}
-
-/// Seconds since the epoch from an RFC 3339 timestamp. A timestamp without an offset
-/// (OpenHands writes `2025-04-30T16:32:57.821635`) is taken as UTC.
-pub(crate) fn parse_timestamp(s: &str) -> Option<f64> {
-    let s = s.trim();
-    if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(s) {
-        return Some(dt.timestamp() as f64 + f64::from(dt.timestamp_subsec_nanos()) / 1e9);
-    }
-    let naive = chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f")
-        .or_else(|_| chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f"))
-        .ok()?;
-    let dt = naive.and_utc();
-    Some(dt.timestamp() as f64 + f64::from(dt.timestamp_subsec_nanos()) / 1e9)
+    format!("malformed JSON at column {}: {msg}", e.column())
 }
 
 /// Hands out event times in file order: recorded times must not go backwards (beyond a
@@ -89,7 +80,12 @@ pub(crate) struct Clock {
 
 impl Clock {
     pub fn new(tolerance_s: f64) -> Self {
-        Clock { last_recorded: None, last_out: None, tolerance_s, synthetic: false }
+        Clock {
+            last_recorded: None,
+            last_out: None,
+            tolerance_s,
+            synthetic: false,
+        }
     }
 
     /// The time for the next record. `recorded` is its own timestamp, if it has one.
@@ -118,8 +114,9 @@ impl Clock {
                 let out = match self.last_out {
                     // A millisecond after a recorded time keeps it close to its neighbours.
                     Some(o) if self.last_recorded.is_some() => o + 1e-3,
-                    Some(o) => o + 1.0,
-                    None => 0.0,
+                    // No recorded time yet: the shared synthetic clock (see `util`).
+                    Some(o) => o + SYNTHETIC_STEP_S,
+                    None => SYNTHETIC_EPOCH_S,
                 };
                 self.last_out = Some(out);
                 Ok(out)
@@ -136,7 +133,10 @@ pub(crate) fn str_field<'a>(m: &'a serde_json::Map<String, Value>, key: &str) ->
 /// A non-negative integer field (missing, null or negative → 0; floats are truncated).
 pub(crate) fn u64_field(v: Option<&Value>, key: &str) -> u64 {
     match v.and_then(|o| o.get(key)) {
-        Some(Value::Number(n)) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f as u64)).unwrap_or(0),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f as u64))
+            .unwrap_or(0),
         _ => 0,
     }
 }
@@ -174,8 +174,8 @@ mod tests {
         assert!(strict.next(Some(5.0)).is_ok());
         assert!(strict.next(Some(4.999)).is_err());
         let mut none = Clock::new(0.0);
-        assert_eq!(none.next(None), Ok(0.0));
-        assert_eq!(none.next(None), Ok(1.0));
+        assert_eq!(none.next(None), Ok(SYNTHETIC_EPOCH_S));
+        assert_eq!(none.next(None), Ok(SYNTHETIC_EPOCH_S + SYNTHETIC_STEP_S));
     }
 
     #[test]
@@ -209,7 +209,8 @@ pub(crate) mod testutil {
 
     /// The per-session entries stats.json holds for one corpus folder.
     pub fn stats_sessions(folder: &str) -> Vec<Value> {
-        let stats: Value = serde_json::from_str(&read_corpus("stats.json")).expect("stats.json parses");
+        let stats: Value =
+            serde_json::from_str(&read_corpus("stats.json")).expect("stats.json parses");
         stats
             .get(folder)
             .and_then(|f| f.get("sessions"))
@@ -219,6 +220,8 @@ pub(crate) mod testutil {
     }
 
     pub fn num(v: &Value, key: &str) -> u64 {
-        v.get(key).and_then(Value::as_u64).unwrap_or_else(|| panic!("stats entry lacks {key}: {v}"))
+        v.get(key)
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| panic!("stats entry lacks {key}: {v}"))
     }
 }

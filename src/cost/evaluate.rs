@@ -1,0 +1,237 @@
+//! One call that turns (session, setting) into a replay and its metrics: build the
+//! summarizer, replay under the client mode, compute every column. `replay` and `sweep`
+//! pass the engine call as a closure, so this module needs no engine entry point.
+
+use super::client::ClientMode;
+use super::compute::{
+    attachment_tokens, compute_metrics, replay_with_client, CostModel, MetricsSetting, ReplayLog,
+};
+use super::metrics::SessionMetrics;
+use super::summarizers::{
+    build, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
+};
+use crate::engine::{Replay, Summarizer};
+use crate::tokens::sizes::SessionSizes;
+use crate::tokens::Tokenizer;
+use crate::transcript::Session;
+use std::time::Duration;
+
+/// Per-session inputs of the cost layer, built once and shared by every setting.
+#[derive(Debug, Clone)]
+pub struct SessionCostInputs {
+    /// ADK summarizer lines per event and their tokens (modelled summarizer input).
+    pub lines: EventLines,
+    /// Attachment tokens per event.
+    pub attachments: Vec<u64>,
+    pub tokenizer: Tokenizer,
+}
+
+impl SessionCostInputs {
+    pub fn new(session: &Session, tokenizer: Tokenizer) -> Self {
+        let count = |t: &str| crate::tokens::count_text(tokenizer, t) as u64;
+        SessionCostInputs {
+            lines: EventLines::new(session, &count),
+            attachments: attachment_tokens(session, tokenizer),
+            tokenizer,
+        }
+    }
+}
+
+/// The cost side of a setting.
+#[derive(Debug, Clone)]
+pub struct CostSetting<'a> {
+    pub summarizer: &'a SummarizerSpec,
+    /// `--model`, else the session's recorded model.
+    pub agent_model: Option<&'a str>,
+    pub client: ClientMode,
+    /// Time limit of a `command:` summarizer.
+    pub command_timeout: Duration,
+    /// 1-based calls of a deterministic summarizer that fail (the oracle's failures).
+    pub fail_calls: Vec<u32>,
+}
+
+impl<'a> CostSetting<'a> {
+    pub fn new(
+        summarizer: &'a SummarizerSpec,
+        agent_model: Option<&'a str>,
+        client: ClientMode,
+    ) -> Self {
+        CostSetting {
+            summarizer,
+            agent_model,
+            client,
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            fail_calls: Vec::new(),
+        }
+    }
+}
+
+/// A replay with its metrics.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    pub replay: Replay,
+    pub log: ReplayLog,
+    pub metrics: SessionMetrics,
+    /// One line per failed `command:` call (they count as failed summarizer calls).
+    pub summarizer_errors: Vec<String>,
+}
+
+/// Replay `session` under `setting` (engine call in `run`) and compute its metrics.
+/// `baseline` is the no-compaction replay when the caller has it. Errors: a `command:`
+/// program that does not exist.
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate(
+    session: &Session,
+    sizes: &SessionSizes,
+    inputs: &SessionCostInputs,
+    model: &CostModel,
+    setting: &CostSetting<'_>,
+    baseline: Option<&Replay>,
+    run: &dyn Fn(&dyn Summarizer) -> Replay,
+) -> Result<Evaluation, String> {
+    let tok = inputs.tokenizer;
+    let count = move |t: &str| crate::tokens::count_text(tok, t) as u64;
+    let summarizer = build(
+        setting.summarizer,
+        BuildContext {
+            session,
+            lines: &inputs.lines,
+            length: model.latency.length,
+            count: &count,
+            timeout: setting.command_timeout,
+            fail_calls: setting.fail_calls.clone(),
+        },
+    )?;
+    let ms = MetricsSetting {
+        agent_model: setting.agent_model,
+        summarizer: setting.summarizer,
+        client: setting.client,
+        attachment_tokens: &inputs.attachments,
+    };
+    let (replay, log) = replay_with_client(&summarizer, model, &ms, run);
+    let metrics = compute_metrics(session, sizes, &replay, baseline, model, &ms, &log);
+    // A streams replay may run the same call more than once; report each failure once.
+    let mut summarizer_errors = summarizer.errors();
+    summarizer_errors.sort();
+    summarizer_errors.dedup();
+    Ok(Evaluation {
+        replay,
+        log,
+        metrics,
+        summarizer_errors,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{CallResult, Phase, SummarizeRequest, SummarizerCall, Trigger};
+    use crate::transcript::{Event, Format, Part, Role};
+
+    fn session() -> Session {
+        let mut a = Event::new("user", Role::User, "i0", 1.0);
+        a.parts.push(Part::Text {
+            text: "Call me at 555-0199 about INC-42".into(),
+        });
+        let mut b = Event::new("agent", Role::Model, "i0", 2.0);
+        b.parts.push(Part::ToolCall {
+            id: None,
+            name: "lookup".into(),
+            args: serde_json::json!({"ticket": "INC-42"}),
+        });
+        Session {
+            id: "s".into(),
+            source: "mem".into(),
+            format: Format::Canonical,
+            events: vec![a, b],
+            recorded_compactions: vec![],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        }
+    }
+
+    /// One post-invocation call over both events, recorded as the engine would.
+    fn fake_run(s: &dyn Summarizer) -> Replay {
+        let req = SummarizeRequest {
+            call: 1,
+            phase: Phase::PostInvocation,
+            trigger: Trigger::SlidingWindow,
+            events: 0..2,
+            seed: None,
+            prompt_chars: 0,
+            history_chars: 0,
+        };
+        let (result, out) = match s.summarize(&req) {
+            crate::engine::Outcome::Summary(x) => (CallResult::Summary, x.tokens),
+            crate::engine::Outcome::Empty { .. } => (CallResult::Empty, 0),
+            crate::engine::Outcome::Failed { .. } => (CallResult::Failed, 0),
+        };
+        Replay {
+            calls: vec![SummarizerCall {
+                call: 1,
+                phase: Phase::PostInvocation,
+                trigger: Trigger::SlidingWindow,
+                invocation_index: 0,
+                before_event_index: None,
+                result,
+                summarizer_prompt_chars: 0,
+                summarizer_history_chars: 0,
+                input_tokens: 0,
+                output_tokens: out,
+                summary_chars: 0,
+                raw_events: 0..2,
+                compaction: None,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn terse_end_to_end_keeps_text_and_counts_facts() {
+        // Facts: "555" and "0199" (numbers: `-` is not a number separator) and "INC-42" (id;
+        // also in the tool args). The terse summary is "user: Call me at 555-0199 about
+        // INC-42": it keeps all 3, so none is dropped.
+        let s = session();
+        let sizes = SessionSizes::new(&s, None);
+        let inputs = SessionCostInputs::new(&s, Tokenizer::AdkChars);
+        let spec = SummarizerSpec::Terse;
+        let e = evaluate(
+            &s,
+            &sizes,
+            &inputs,
+            &CostModel::default(),
+            &CostSetting::new(&spec, None, ClientMode::Waits),
+            None,
+            &fake_run,
+        )
+        .unwrap();
+        assert_eq!(
+            e.log.texts.get(&1).map(String::as_str),
+            Some("user: Call me at 555-0199 about INC-42")
+        );
+        assert_eq!(e.metrics.facts_dropped, Some(0.0));
+        // adk-chars counts floor(38 chars / 4) = 9 output tokens.
+        assert_eq!(e.metrics.summarizer_output_tokens, 9);
+        assert!(e.summarizer_errors.is_empty());
+    }
+
+    #[test]
+    fn missing_command_is_an_error_before_replaying() {
+        let s = session();
+        let sizes = SessionSizes::new(&s, None);
+        let inputs = SessionCostInputs::new(&s, Tokenizer::AdkChars);
+        let spec = SummarizerSpec::parse("command:/no/such/prog").unwrap();
+        let e = evaluate(
+            &s,
+            &sizes,
+            &inputs,
+            &CostModel::default(),
+            &CostSetting::new(&spec, None, ClientMode::Waits),
+            None,
+            &fake_run,
+        )
+        .unwrap_err();
+        assert!(e.contains("/no/such/prog` not found"), "{e}");
+    }
+}
