@@ -660,8 +660,9 @@ mod tests {
         let text = sum.text.unwrap();
         assert_eq!(text, "user: Book flight 123\nagent: done\nagent: Booked.");
         assert_eq!(sum.chars, text.chars().count() as u64);
-        // "\n" escapes to 2 chars: 48 chars + 2 newlines -> 50 escaped; + 37 JSON frame.
-        assert_eq!(sum.json_chars, 37 + 50);
+        // "\n" escapes to 2 chars: 48 chars + 2 newlines -> 50 escaped; the JSON frame
+        // `{"parts":[{"text":""}],"role":"model"}` is 38 chars.
+        assert_eq!(sum.json_chars, 38 + 50);
         // words: user: Book flight 123 / agent: done / agent: Booked. -> 4 + 2 + 2 = 8
         assert_eq!(sum.tokens, 8);
         assert_eq!(sum.input_tokens, 0);

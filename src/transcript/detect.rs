@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::{
-    adk, canonical, claude_code, codex, gemini_cli, openai_chat, openhands, swe_agent, tau2, util,
-    Format, ReadError, Session,
+    adk, adk_legacy_eval, canonical, claude_code, codex, gemini_cli, openai_chat, openhands,
+    swe_agent, tau2, util, Format, ReadError, Session,
 };
 
 /// Largest file read: 512 MiB (the whole corpus is 30 MB; larger inputs are almost surely
@@ -38,8 +38,9 @@ impl Default for Limits {
 /// Detection order: the most specific signatures first, so a file matching two sniffers
 /// gets the stricter one (canonical has an explicit header; JSONL formats check their first
 /// line; JSON formats check top-level keys; bare OpenAI message lists come last). ADK's one
-/// sniffer covers session exports and eval sets, told apart by [`adk_kind`].
-const ORDER: [Format; 9] = [
+/// sniffer covers session exports and eval sets, told apart by [`adk_kind`]; the legacy eval
+/// data lists (`adk_legacy_eval`) are the other `AdkEvalSet` entry, tried after it.
+const ORDER: [Format; 10] = [
     Format::Canonical,
     Format::ClaudeCode,
     Format::Codex,
@@ -48,13 +49,16 @@ const ORDER: [Format; 9] = [
     Format::Tau2,
     Format::SweAgent,
     Format::Adk,
+    Format::AdkEvalSet,
     Format::OpenaiChat,
 ];
 
-/// The reader's own sniffer (ADK's answers for both of its formats).
+/// The reader's own sniffer. In [`ORDER`], `Adk` stands for everything `adk.rs` reads (its
+/// kind is settled by [`adk_kind`]) and `AdkEvalSet` for the legacy eval data lists.
 fn reader_sniff(f: Format, text: &str) -> bool {
     match f {
-        Format::Adk | Format::AdkEvalSet => adk::sniff(text),
+        Format::Adk => adk::sniff(text),
+        Format::AdkEvalSet => adk_legacy_eval::sniff(text),
         Format::OpenaiChat => openai_chat::sniff(text),
         Format::ClaudeCode => claude_code::sniff(text),
         Format::Codex => codex::sniff(text),
@@ -68,7 +72,13 @@ fn reader_sniff(f: Format, text: &str) -> bool {
 
 /// Does `text` look like format `f`?
 pub fn sniff(f: Format, text: &str) -> bool {
-    reader_sniff(f, text) && (!matches!(f, Format::Adk | Format::AdkEvalSet) || adk_kind(text) == f)
+    match f {
+        Format::Adk => adk::sniff(text) && adk_kind(text) == f,
+        Format::AdkEvalSet => {
+            (adk::sniff(text) && adk_kind(text) == f) || adk_legacy_eval::sniff(text)
+        }
+        _ => reader_sniff(f, text),
+    }
 }
 
 /// ADK exports and eval sets share one reader: eval sets have `eval_cases`/`evalCases`.
@@ -91,7 +101,12 @@ pub fn detect(text: &str) -> Option<Format> {
 /// Run format `f`'s reader.
 pub fn read_as(f: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     match f {
-        Format::Adk | Format::AdkEvalSet => adk::read(file, text),
+        Format::Adk => adk::read(file, text),
+        // Eval sets are objects (`eval_cases`); the legacy eval data is a list.
+        Format::AdkEvalSet if text.trim_start().starts_with('[') => {
+            adk_legacy_eval::read(file, text)
+        }
+        Format::AdkEvalSet => adk::read(file, text),
         Format::OpenaiChat => openai_chat::read(file, text),
         Format::ClaudeCode => claude_code::read(file, text),
         Format::Codex => codex::read(file, text),

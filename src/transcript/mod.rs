@@ -9,6 +9,7 @@ pub mod detect;
 /// Shared reader helpers (JSON paths, timestamps, invocations, critical-event rules).
 pub mod util;
 pub mod adk;
+pub mod adk_legacy_eval;
 pub mod canonical;
 pub mod openai_chat;
 pub mod tau2;
