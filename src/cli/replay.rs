@@ -5,12 +5,12 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::cost::latency::LengthModel;
-use crate::cost::summarizers::{EventLines, Modelled, SummarizerSpec, Terse};
-use crate::engine::summarizer::{Deterministic, Policy};
-use crate::engine::{self, Config, Phase, Replay, Summarizer, UsageMode};
+use crate::cost::compute::CostModel;
+use crate::cost::summarizers::{
+    build, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
+};
+use crate::engine::{self, Config, Phase, Replay, UsageMode};
 use crate::settings::Written;
-use crate::tokens::adk::summarizer_text;
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::{count_sessions, count_text, CacheOpts, Tokenizer};
 use crate::transcript::{detect, Session};
@@ -32,7 +32,7 @@ pub struct ReplayArgs {
     /// Earlier invocations each sliding summary re-includes.
     #[arg(long, value_name = "K", allow_hyphen_values = true)]
     pub overlap: Option<i64>,
-    /// agent | model:NAME | terse | fixed:N | ratio:R | echo[:N] | none.
+    /// agent | model:NAME | terse | command:PROGRAM | fixed:N | ratio:R | echo[:N] | none.
     #[arg(long, value_name = "S", default_value = "agent")]
     pub summarizer: String,
     /// 1-based summarizer calls that fail (comma list), as the oracle's --fail-calls.
@@ -50,34 +50,6 @@ pub struct ReplayArgs {
     /// JSON with the oracle's field names instead of the table.
     #[arg(long)]
     pub json: bool,
-}
-
-fn kept_summarizer<'a>(
-    spec: &SummarizerSpec,
-    fail: Vec<u32>,
-    session: &'a Session,
-    lines: &'a EventLines,
-    count: &'a (dyn Fn(&str) -> u64 + Sync),
-) -> Result<Box<dyn Summarizer + 'a>> {
-    Ok(match spec {
-        SummarizerSpec::Deterministic(p) => {
-            let texts = if matches!(p, Policy::Echo(_)) {
-                session.events.iter().map(summarizer_text).collect()
-            } else {
-                Vec::new()
-            };
-            Box::new(Deterministic::new(p.clone(), fail, texts))
-        }
-        SummarizerSpec::Terse => Box::new(Terse { session, count }),
-        SummarizerSpec::Agent | SummarizerSpec::Model(_) => Box::new(Modelled {
-            lines,
-            length: LengthModel::default(),
-            count,
-        }),
-        SummarizerSpec::Command { .. } => {
-            anyhow::bail!("`replay` does not run command: summarizers; use `sweep` (it runs them with timeouts)")
-        }
-    })
 }
 
 pub fn run(args: ReplayArgs) -> Result<u8> {
@@ -141,16 +113,23 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
     for (si, session) in sessions.iter().enumerate() {
         let per_event = counts.as_ref().and_then(|c| c.get(si)).map(Vec::as_slice);
         let sizes = SessionSizes::new(session, per_event);
-        let lines = EventLines {
-            text: session.events.iter().map(summarizer_text).collect(),
-            tokens: session
-                .events
-                .iter()
-                .map(|e| count(&summarizer_text(e)))
-                .collect(),
-        };
-        let summ = kept_summarizer(&spec, fail.clone(), session, &lines, &count)?;
-        let r = engine::replay(&sizes, &cfg, summ.as_ref());
+        let lines = EventLines::new(session, &count);
+        let summ = build(
+            &spec,
+            BuildContext {
+                session,
+                lines: &lines,
+                length: CostModel::default().latency.length,
+                count: &count,
+                timeout: DEFAULT_COMMAND_TIMEOUT,
+                fail_calls: fail.clone(),
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))?;
+        let r = engine::replay(&sizes, &cfg, &summ);
+        for e in summ.errors() {
+            eprintln!("warning: {e}");
+        }
         if args.json {
             out_json.push(to_json(session, &sizes, &r, &cfg, &args, tok));
         } else {

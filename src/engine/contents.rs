@@ -516,17 +516,25 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
             let has_resp = item_parts(sc, &it)
                 .iter()
                 .any(|&p| s.parts[p as usize].kind == PART_RESPONSE);
-            if has_resp {
+            let matched = |sc: &Scratch, p: crate::tokens::sizes::PartInfo| {
+                if p.id != NO_ID {
+                    sc.id_a[p.id as usize] == g
+                } else {
+                    p.name != u32::MAX && sc.name_a[p.name as usize] == g
+                }
+            };
+            let all_matched = !has_resp
+                || item_parts(sc, &it).iter().all(|&gp| {
+                    let p = s.parts[gp as usize];
+                    p.kind != PART_RESPONSE || matched(sc, p)
+                });
+            if !all_matched {
                 let p0 = sc.arena.len() as u32;
                 for k in it.p0..it.p1 {
                     let gp = sc.arena[k as usize];
                     let p = s.parts[gp as usize];
                     if p.kind == PART_RESPONSE {
-                        let matched = if p.id != NO_ID {
-                            sc.id_a[p.id as usize] == g
-                        } else {
-                            p.name != u32::MAX && sc.name_a[p.name as usize] == g
-                        };
+                        let matched = matched(sc, p);
                         if !matched {
                             continue;
                         }
@@ -830,13 +838,18 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         }
         let (cur, next) = (w[0].1, w[1].1);
         let (a, b) = (sc.items[cur], sc.items[next]);
-        if s.inv_id[a.src as usize] != s.inv_id[b.src as usize] || ctx.author_of(&a) != ctx.author_of(&b) {
+        if s.inv_id[a.src as usize] != s.inv_id[b.src as usize]
+            || ctx.author_of(&a) != ctx.author_of(&b)
+        {
             continue;
         }
         if !s.requested[a.src as usize].is_empty() {
             continue;
         }
-        if next > cur + 1 && (cur + 1..next).all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize])) {
+        if next > cur + 1
+            && (cur + 1..next)
+                .all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize]))
+        {
             for x in stale.iter_mut().take(next).skip(cur + 1) {
                 *x = true;
             }
@@ -874,10 +887,18 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 1 => out.push(sc.items[idxs[0]]),
                 _ => {
                     idxs.sort_unstable();
-                    let lists: Vec<(u32, u32)> = idxs.iter().map(|&k| (sc.items[k].p0, sc.items[k].p1)).collect();
+                    let lists: Vec<(u32, u32)> = idxs
+                        .iter()
+                        .map(|&k| (sc.items[k].p0, sc.items[k].p1))
+                        .collect();
                     let src = sc.items[idxs[0]].src;
                     let (a, b) = merge_parts(ctx, sc, &lists);
-                    out.push(Item { kind: K_RAW, src, p0: a, p1: b });
+                    out.push(Item {
+                        kind: K_RAW,
+                        src,
+                        p0: a,
+                        p1: b,
+                    });
                 }
             }
             continue;
@@ -909,16 +930,22 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
     let mut w = 0;
     for r in 0..sc.items.len() {
         let mut it = sc.items[r];
-        if has_kind(ctx, sc, &it, PART_CALL) {
+        let orphan = |sc: &Scratch, p: crate::tokens::sizes::PartInfo| {
+            p.kind == PART_CALL
+                && p.id != NO_ID
+                && sc.id_b[p.id as usize] != g
+                && sc.id_c[p.id as usize] != g
+        };
+        if it.kind == K_RAW
+            && item_parts(sc, &it)
+                .iter()
+                .any(|&gp| orphan(sc, s.parts[gp as usize]))
+        {
             let p0 = sc.arena.len() as u32;
             for k in it.p0..it.p1 {
                 let gp = sc.arena[k as usize];
                 let p = s.parts[gp as usize];
-                if p.kind == PART_CALL
-                    && p.id != NO_ID
-                    && sc.id_b[p.id as usize] != g
-                    && sc.id_c[p.id as usize] != g
-                {
+                if orphan(sc, p) {
                     continue;
                 }
                 sc.arena.push(gp);
@@ -941,7 +968,11 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
 pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
     let mut sc = Scratch::default();
     let words = s.n.div_ceil(64);
-    let mut out = crate::tokens::sizes::BaselineCache { words, main_agent: s.main_agent, ..Default::default() };
+    let mut out = crate::tokens::sizes::BaselineCache {
+        words,
+        main_agent: s.main_agent,
+        ..Default::default()
+    };
     let main = s.main_agent.unwrap_or(u32::MAX);
     for b in 0..s.blocks() {
         let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
@@ -951,7 +982,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             }
             let m = build(s, k, &[], &[], s.author[k], s.branch[k], &mut sc);
             out.request_event.push(k as u32);
-            out.request.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+            out.request.push([
+                m.contents as u64,
+                m.adk_chars,
+                m.json_chars,
+                m.history_tokens,
+            ]);
             let base = out.seen.len();
             out.seen.resize(base + words, 0);
             for i in 0..k {
@@ -961,7 +997,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             }
         }
         let m = build(s, hi, &[], &[], main, None, &mut sc);
-        out.block_end.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+        out.block_end.push([
+            m.contents as u64,
+            m.adk_chars,
+            m.json_chars,
+            m.history_tokens,
+        ]);
     }
     out
 }
@@ -969,6 +1010,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
 impl Measure {
     /// From a cached `[contents, adk_chars, json_chars, history_tokens]` row.
     pub fn from_row(r: [u64; 4]) -> Measure {
-        Measure { contents: r[0] as u32, adk_chars: r[1], json_chars: r[2], history_tokens: r[3], summary_tokens: 0 }
+        Measure {
+            contents: r[0] as u32,
+            adk_chars: r[1],
+            json_chars: r[2],
+            history_tokens: r[3],
+            summary_tokens: 0,
+        }
     }
 }

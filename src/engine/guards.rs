@@ -253,20 +253,29 @@ mod tests {
     use serde_json::json;
 
     fn ev(author: &str, inv: &str, ts: f64, parts: Vec<Part>) -> Event {
-        let role = if author == "user" || parts.iter().any(|p| matches!(p, Part::ToolResponse { .. })) {
-            Role::User
-        } else {
-            Role::Model
-        };
+        let role =
+            if author == "user" || parts.iter().any(|p| matches!(p, Part::ToolResponse { .. })) {
+                Role::User
+            } else {
+                Role::Model
+            };
         let mut e = Event::new(author, role, inv, ts);
         e.parts = parts;
         e
     }
     fn call(id: &str) -> Part {
-        Part::ToolCall { id: Some(id.into()), name: "f".into(), args: json!({"a": 1}) }
+        Part::ToolCall {
+            id: Some(id.into()),
+            name: "f".into(),
+            args: json!({"a": 1}),
+        }
     }
     fn resp(id: &str) -> Part {
-        Part::ToolResponse { id: Some(id.into()), name: "f".into(), response: json!({"r": 2}) }
+        Part::ToolResponse {
+            id: Some(id.into()),
+            name: "f".into(),
+            response: json!({"r": 2}),
+        }
     }
     fn text(t: &str) -> Part {
         Part::Text { text: t.into() }
@@ -318,7 +327,10 @@ mod tests {
         let mut gs = GuardScratch::default();
         // window ending between c2's call and response: cut after event 4 (an invocation
         // boundary, so no second pass)
-        assert_eq!(self_contained_prefix(&s, &[0, 1, 2, 3, 4, 5], 8, &mut gs), 5);
+        assert_eq!(
+            self_contained_prefix(&s, &[0, 1, 2, 3, 4, 5], 8, &mut gs),
+            5
+        );
         assert_eq!(self_contained_prefix(&s, &[0, 1, 2, 3], 8, &mut gs), 4);
     }
 
@@ -363,8 +375,22 @@ mod tests {
         };
         let mut cov = Vec::new();
         super::super::contents::coverage(std::slice::from_ref(&big), &mut cov);
-        assert!(!worth_compacting(&s, 8, std::slice::from_ref(&big), &cov, 3.0, 4.0));
+        assert!(!worth_compacting(
+            &s,
+            8,
+            std::slice::from_ref(&big),
+            &cov,
+            3.0,
+            4.0
+        ));
         // a range containing the big summary removes it, so it is worth compacting
-        assert!(worth_compacting(&s, 8, std::slice::from_ref(&big), &cov, 1.0, 8.0));
+        assert!(worth_compacting(
+            &s,
+            8,
+            std::slice::from_ref(&big),
+            &cov,
+            1.0,
+            8.0
+        ));
     }
 }

@@ -396,8 +396,10 @@ fn build_session(
         if e.parts.iter().any(|p| matches!(p, Part::ToolResponse { response: Value::Object(r), .. } if r.contains_key("error"))) {
             e.critical.push(Critical::ToolError);
         }
+        // ADK treats an empty branch like none (`if not event.branch`).
         e.branch = non_null(o, "branch")
             .and_then(Value::as_str)
+            .filter(|b| !b.is_empty())
             .map(str::to_string);
         events.push(e);
     }
