@@ -123,6 +123,10 @@ fn json_shape_and_counts() {
     assert_eq!(totals["sessions"], 2);
     assert_eq!(totals["events"], 10);
     assert_eq!(totals["counted_max_prompt_tokens"], expected);
+
+    // A glob selects the same sessions as the folder.
+    let (g, _) = run_json(&[&fix("good/*.session.json"), "--no-cache"]);
+    assert_eq!(g["sessions"], v["sessions"]);
 }
 
 #[test]
@@ -276,6 +280,13 @@ fn strict_and_single_bad_file_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("truncated.json"), "{stderr}");
+    // A path that does not exist, alone: nothing read, exit 2 with the path named.
+    let out = bin()
+        .args(["inspect", &fix("nope/missing.json"), "--no-cache"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
     // A good file next to it: listed, skipped, exit 0.
     let out = bin()
         .args([
@@ -363,4 +374,28 @@ fn calibration_on_codex_rollouts() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("calibration (tokenizer o200k)"), "{stdout}");
     assert!(stdout.contains(&format!("{p50:.1}")), "{stdout}");
+}
+
+#[test]
+fn same_bytes_whatever_the_thread_count() {
+    let codex = corpus().join("agentcmd_cli_sessions/codex");
+    let run = |threads: &str| {
+        let out = bin()
+            .env("RAYON_NUM_THREADS", threads)
+            .args([
+                "inspect",
+                codex.to_str().unwrap(),
+                &fix("good"),
+                "--no-cache",
+                "--calibration",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    let one = run("1");
+    assert!(!one.is_empty());
+    assert_eq!(one, run("4"));
 }

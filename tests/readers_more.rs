@@ -272,13 +272,18 @@ fn huge_lines_and_empty_files_are_one_line_errors() {
 }
 
 fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
             walk(&p, out);
-        } else if p.file_name().is_some_and(|n| n != "SOURCE.md" && n != "README.md" && n != "stats.json") {
+        } else if p
+            .file_name()
+            .is_some_and(|n| n != "SOURCE.md" && n != "README.md" && n != "stats.json")
+        {
             out.push(p);
         }
     }
@@ -289,7 +294,13 @@ fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn other_formats_are_not_claimed() {
     let mut files = Vec::new();
-    for dir in ["adk", "tau_bench", "tau2_oscaralvaro_fork", "swe_agent", "agentcmd_cli_sessions/gemini"] {
+    for dir in [
+        "adk",
+        "tau_bench",
+        "tau2_oscaralvaro_fork",
+        "swe_agent",
+        "agentcmd_cli_sessions/gemini",
+    ] {
         walk(&corpus().join(dir), &mut files);
     }
     assert!(files.len() > 50, "{} files", files.len());
@@ -304,4 +315,33 @@ fn other_formats_are_not_claimed() {
             other => panic!("{name}: {other:?}: one of our readers accepted a foreign file"),
         }
     }
+}
+
+/// `inspect --emit jsonl` must carry everything these readers record (per-request
+/// latency, approval policies, recorded compactions, post-compaction marks) losslessly.
+#[test]
+fn canonical_jsonl_round_trips_our_sessions() {
+    use compaction_sim::transcript::canonical;
+    let mut checked = 0;
+    for (rel, _) in files() {
+        let text = std::fs::read_to_string(corpus().join(&rel)).unwrap_or_default();
+        let read: Reader = if rel.starts_with("openhands/") {
+            openhands::read
+        } else if rel.contains("/codex/") {
+            codex::read
+        } else {
+            claude_code::read
+        };
+        for s in read(&rel, &text).unwrap_or_else(|e| panic!("{e}")) {
+            let out = canonical::write_canonical(&s);
+            let back =
+                canonical::read("c.jsonl", &out).unwrap_or_else(|e| panic!("{}: {e}", s.source));
+            assert_eq!(back.len(), 1, "{}", s.source);
+            let mut b = back.into_iter().next().unwrap_or_else(|| unreachable!());
+            b.source.clone_from(&s.source);
+            assert_eq!(b, s, "{}", s.source);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 25, "{checked}");
 }

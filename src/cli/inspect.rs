@@ -626,8 +626,11 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
     for e in &loaded.skipped {
         eprintln!("skipped: {e}");
     }
+    // Bad files are fatal with --strict, for a single file given alone, and when nothing at
+    // all could be read (an empty table would hide the problem).
     let single_file = args.paths.len() == 1 && Path::new(&args.paths[0]).is_file();
-    if !loaded.skipped.is_empty() && (args.strict || single_file) {
+    let nothing_read = loaded.sessions.is_empty();
+    if !loaded.skipped.is_empty() && (args.strict || single_file || nothing_read) {
         eprintln!("error: {} bad file(s)", loaded.skipped.len());
         return Ok(EXIT_BAD_INPUT);
     }

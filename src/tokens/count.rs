@@ -5,8 +5,9 @@
 //! - tool call: the tool name + the JSON of its args (a string value is counted as the string
 //!   itself, since that is what the model wrote; objects as compact JSON);
 //! - tool response: the tool name + the JSON of the response (same rule for strings);
-//! - attachment: its text when recorded, else `size_bytes / 4` tokens (no text to count; a
-//!   byte per 4 is the usual rule of thumb for English-like content).
+//! - attachment: its text when recorded; else an image counts [`IMAGE_TOKENS`], anything
+//!   else `size_bytes / 4` tokens (no text to count; a token per 4 bytes is the usual rule
+//!   of thumb for English-like content).
 //!
 //! Each piece is tokenized on its own and the counts are summed, so an event's size is the sum
 //! of its parts' sizes (API messages carry names and arguments as separate fields too).
@@ -167,7 +168,22 @@ enum Piece<'a> {
 }
 
 /// Bumped whenever [`pieces`] changes what is counted, so stale cache entries never match.
-const SCHEME: &[u8] = b"compaction-sim pieces v1";
+const SCHEME: &[u8] = b"compaction-sim pieces v2";
+
+/// Tokens of an image whose pixels are unknown: OpenAI's high-detail price of a 1024×1024
+/// image (85 + 4 tiles × 170). Image bytes say nothing about tokens (a PNG of 89 kB would be
+/// 22k tokens by bytes/4, while the Codex rollouts in the corpus show under 1k).
+pub const IMAGE_TOKENS: u64 = 765;
+
+/// An attachment known only by type and size: images at [`IMAGE_TOKENS`], anything else at
+/// `size_bytes / 4` (a token per 4 bytes, the usual rule of thumb for text).
+fn attachment_tokens(mime_type: Option<&str>, size_bytes: Option<u64>) -> u64 {
+    if mime_type.is_some_and(|m| m.to_ascii_lowercase().starts_with("image/")) {
+        IMAGE_TOKENS
+    } else {
+        size_bytes.unwrap_or(0) / 4
+    }
+}
 
 fn json_text(v: &Value) -> Option<Cow<'_, str>> {
     match v {
@@ -200,8 +216,12 @@ fn pieces(parts: &[Part]) -> Vec<Piece<'_>> {
             Part::Attachment {
                 text: None,
                 size_bytes,
+                mime_type,
                 ..
-            } => out.push(Piece::Tokens(size_bytes.unwrap_or(0) / 4)),
+            } => out.push(Piece::Tokens(attachment_tokens(
+                mime_type.as_deref(),
+                *size_bytes,
+            ))),
         }
     }
     out
@@ -410,6 +430,14 @@ mod tests {
             + count_text(tok, r#"{"query":"hello world"}"#)
             + 1000;
         assert_eq!(count_parts(tok, &parts), expected);
+        // An image known only by size is priced as an image, not by its bytes.
+        let img = vec![Part::Attachment {
+            name: "shot".into(),
+            mime_type: Some("image/png".into()),
+            text: None,
+            size_bytes: Some(88_907),
+        }];
+        assert_eq!(count_parts(tok, &img), 765);
         // A string response is counted as the string itself, not its quoted JSON.
         let s = vec![Part::ToolResponse {
             id: None,

@@ -25,7 +25,8 @@
 //! - Invocations start at human prompts. Like the corpus SOURCE.md counts, these exclude
 //!   tool results, `isMeta` lines, slash-command echoes (`<command-name>`,
 //!   `<local-command-stdout>`), background `<task-notification>`s and interrupt markers;
-//!   those join the current invocation (or the first one, when they precede any prompt).
+//!   those join the current invocation (or the first one, when they precede any prompt),
+//!   keep the user role the API saw, and are authored [`HARNESS`] rather than `user`.
 //! - Critical flags: "The user doesn't want to proceed…" results → `Refusal`; other
 //!   `is_error` results → `ToolError`; "[Request interrupted by user…]" → `Interruption`;
 //!   human prompts also get the shared word rules of `util::user_text_flags`.
@@ -33,7 +34,8 @@
 //!   (`parentUuid`) order. With parallel tool calls, a tool's result is stamped while the
 //!   rest of the same response is still streaming, so it can be earlier than the
 //!   response's last line before it (45 such steps in 10 of the 25 corpus files, the
-//!   largest 5.3 s; the compact summary, not an event, is stamped before its boundary).
+//!   largest 5.3 s). Compaction records are not events and are not checked: the `/compact`
+//!   echo lines written after a boundary carry the earlier time the command was typed.
 //!   Steps back of up to [`TIMESTAMP_TOLERANCE_S`], about as long as a long response
 //!   streams, are clamped to the latest time; larger ones are bad input.
 
@@ -49,6 +51,10 @@ pub const TIMESTAMP_TOLERANCE_S: f64 = 120.0;
 
 const REJECTION_PREFIX: &str = "The user doesn't want to proceed with this tool use";
 const INTERRUPT_PREFIX: &str = "[Request interrupted by user";
+/// Author of user-role text that Claude Code itself injected (skills, hook reminders,
+/// slash-command echoes, background-task notices): not a person's words.
+pub const HARNESS: &str = "system";
+
 /// Claude Code's model name on messages it wrote itself (API errors, "No response
 /// requested."): no request reached the API, so they are not model requests.
 const SYNTHETIC_MODEL: &str = "<synthetic>";
@@ -75,7 +81,7 @@ pub fn sniff(text: &str) -> bool {
         if !line.starts_with('{') {
             return false;
         }
-        if line.len() <= 1 << 20 {
+        if line.len() <= 8 << 20 {
             if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(line) {
                 let t = readutil::str_field(&m, "type").unwrap_or("");
                 if m.contains_key("payload") {
@@ -91,10 +97,11 @@ pub fn sniff(text: &str) -> bool {
                 continue;
             }
         }
-        // A truncated or huge first line: fall back to a substring check on its start.
+        // A truncated or huge first line: fall back to a substring check on its start. The
+        // uuid keys are Claude Code's own (Gemini CLI also has `sessionId` and `type`).
         let head = line.get(..line.len().min(4096)).unwrap_or(line);
         if head.contains("\"sessionId\"")
-            && head.contains("\"type\"")
+            && (head.contains("\"uuid\"") || head.contains("\"parentUuid\""))
             && !head.contains("\"payload\"")
         {
             return true;
@@ -517,10 +524,14 @@ impl<'a> Reader<'a> {
         } else {
             group.current_invocation()
         };
+        let interrupt = critical.contains(&Critical::Interruption);
         let author = if has_result {
             group.agent_name()
-        } else {
+        } else if prompt || interrupt {
             "user".to_string()
+        } else {
+            // isMeta text, command echoes, task notices: Claude Code wrote them, no person.
+            HARNESS.to_string()
         };
         if prompt {
             // A person's words: the word rules every reader applies (see `util`).
@@ -967,6 +978,21 @@ mod tests {
     }
 
     #[test]
+    fn harness_text_is_not_authored_by_the_user() {
+        let rel = "agentcmd_cli_sessions/claude/full/full-session-two.jsonl";
+        let s = read(rel, &read_corpus(rel)).expect("reads");
+        let authors: Vec<&str> = s[0]
+            .events
+            .iter()
+            .take(5)
+            .map(|e| e.author.as_str())
+            .collect();
+        // Caveat (isMeta), /clear echo, its empty stdout, the person's prompt, the answer.
+        assert_eq!(authors, [HARNESS, HARNESS, HARNESS, "user", "claude"]);
+        assert!(s[0].events.iter().take(3).all(|e| e.role == Role::User));
+    }
+
+    #[test]
     fn corpus_compactions_mark_later_requests() {
         let rel = "claude_code_spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl";
         let s = read(rel, &read_corpus(rel)).expect("reads");
@@ -1028,6 +1054,20 @@ mod tests {
     }
 
     #[test]
+    fn synthetic_api_error_messages_are_not_requests() {
+        let first = fixture("claude_usage.jsonl")
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let synthetic = r#"{"type":"assistant","uuid":"a9","sessionId":"s","timestamp":"2026-01-01T00:00:05Z","isApiErrorMessage":true,"message":{"id":"x","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"API Error: overloaded"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#;
+        let s = read("f.jsonl", &format!("{first}\n{synthetic}\n")).expect("reads");
+        let e = &s[0].events[1];
+        assert!(!e.model_request && e.model.is_none());
+        assert_eq!(s[0].model, None);
+    }
+
+    #[test]
     fn missing_timestamps_are_synthesised() {
         let text = fixture("claude_usage.jsonl")
             .replace("\"timestamp\":\"2026-01-01T00:00:02.000Z\",", "");
@@ -1050,6 +1090,11 @@ mod tests {
             "openhands/tests/runtime/trajs/basic.json"
         )));
         assert!(!sniff(""));
+        // A first line too long or cut short is judged by its start.
+        let cut = r#"{"parentUuid":null,"isSidechain":false,"sessionId":"s","type":"user","message":{"content":"xx"#;
+        assert!(sniff(cut));
+        let gemini = r#"{"sessionId":"s","projectHash":"h","messages":[{"id":"1","type":"user","content":"xx"#;
+        assert!(!sniff(gemini));
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! - `compacted` (Codex's own compaction) is kept aside as a recorded compaction.
 //!
 //! Invocations start at each run of consecutive user messages (the environment context and
-//! the prompt that follow an answer or an abort). `turn_context.approval_policy` values are
+//! the prompt that follow an answer or an abort). Context Codex injects itself
+//! (`<environment_context>`, `<user_instructions>`) keeps the user role but is authored
+//! `system`, not `user`. `turn_context.approval_policy` values are
 //! kept in `Session::approval_policies`. A `function_call_output` whose `call_id` has no
 //! earlier call is bad input (the corpus has none). Outputs saying "rejected by user" are
 //! `Refusal`; non-zero exit codes and sandbox/execution failures are `ToolError`; user
@@ -29,6 +31,9 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 const AGENT: &str = "codex";
+/// Author of context Codex itself injects (environment context, user instructions,
+/// developer/system messages).
+const HARNESS: &str = "system";
 
 /// True when `text` looks like a Codex rollout: the first record is `{timestamp, type,
 /// payload}` with a Codex record type.
@@ -257,13 +262,22 @@ impl<'a> Rollout<'a> {
                             self.in_user_block = true;
                         }
                         let inv = self.invocation();
-                        let (author, role) = if role == "user" {
-                            ("user", Role::User)
-                        } else {
-                            (AGENT, Role::System)
+                        let injected = parts.iter().all(|p| match p {
+                            Part::Text { text } => {
+                                let t = text.trim_start();
+                                t.starts_with("<environment_context>")
+                                    || t.starts_with("<user_instructions>")
+                            }
+                            _ => false,
+                        });
+                        let (author, role) = match role {
+                            "user" if !injected => ("user", Role::User),
+                            // Context Codex itself sends in the user's turn: not a person's words.
+                            "user" => (HARNESS, Role::User),
+                            _ => (HARNESS, Role::System),
                         };
                         let mut ev = Event::new(author, role, inv, t);
-                        if role == Role::User {
+                        if author == "user" {
                             for p in &parts {
                                 if let Part::Text { text } = p {
                                     for c in util::user_text_flags(text) {
@@ -685,6 +699,11 @@ mod tests {
         // The environment context and the prompt open invocation 1 together.
         assert_eq!(s.events[0].invocation_id, "inv-1");
         assert_eq!(s.events[1].invocation_id, "inv-1");
+        // The environment context is Codex's, the IDE context + request the person's.
+        assert_eq!(
+            (s.events[0].author.as_str(), s.events[1].author.as_str()),
+            ("system", "user")
+        );
     }
 
     #[test]

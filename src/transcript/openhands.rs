@@ -15,7 +15,8 @@
 //!   has no ids or sources: each observation answers the oldest unanswered action, the
 //!   first `message` is the user's, and calls get ids `call-N`.
 //! - The `system` action (the system prompt) is fixed overhead, not history, and is
-//!   skipped; a `recall` observation becomes the user-role workspace context it injects;
+//!   skipped; a `recall` observation becomes the user-role workspace context it injects
+//!   (authored `system`, like error notices sent back without a call id);
 //!   state changes and `null` observations are skipped.
 //! - Critical flags: `confirmation_state`/`is_confirmed` = `confirmed` → `Confirmation`,
 //!   `rejected` → `Refusal`; `error` observations and positive exit codes → `ToolError`
@@ -35,6 +36,8 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 const AGENT: &str = "openhands";
+/// Author of user-role text the runtime injects (workspace context, error notices).
+const HARNESS: &str = "system";
 
 /// True when `text` looks like OpenHands events: a JSON array whose first element is an
 /// event, or JSONL whose first line is an event or a row with an event `history`.
@@ -513,14 +516,14 @@ fn build(
                 }
                 None if obs == "recall" => {
                     let text = recall_text(content, e.get("extras"));
-                    let mut ev = Event::new("user", Role::User, inv(invocations), t);
+                    let mut ev = Event::new(HARNESS, Role::User, inv(invocations), t);
                     ev.id = e.get("id").and_then(scalar);
                     ev.parts.push(Part::Text { text });
                     events.push(ev);
                 }
                 None if obs == "error" || !content.is_empty() => {
                     // OpenHands sends these back to the model as user-role messages.
-                    let mut ev = Event::new("user", Role::User, inv(invocations), t);
+                    let mut ev = Event::new(HARNESS, Role::User, inv(invocations), t);
                     ev.id = e.get("id").and_then(scalar);
                     ev.parts.push(Part::Text {
                         text: content.to_string(),
