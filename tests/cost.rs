@@ -111,3 +111,221 @@ mod calibrate {
         assert!(!dir.path().join("x.toml").exists());
     }
 }
+
+/// The cost layer driving the real engine (`engine::replay`) through `cost::evaluate`.
+mod with_engine {
+    use compaction_sim::cost::client::ClientMode;
+    use compaction_sim::cost::summarizers::SummarizerSpec;
+    use compaction_sim::cost::{evaluate, CostModel, CostSetting, SessionCostInputs};
+    use compaction_sim::engine::{self, CallResult, Config, Summarizer, UsageMode};
+    use compaction_sim::tokens::sizes::SessionSizes;
+    use compaction_sim::tokens::Tokenizer;
+    use compaction_sim::transcript::{Event, Format, Part, Role, Session};
+
+    fn text(author: &str, inv: &str, t: f64, s: &str) -> Event {
+        let role = if author == "user" {
+            Role::User
+        } else {
+            Role::Model
+        };
+        let mut e = Event::new(author, role, inv, t);
+        e.parts.push(Part::Text { text: s.into() });
+        e.model_request = role == Role::Model;
+        e
+    }
+
+    fn session(events: Vec<Event>) -> Session {
+        Session {
+            id: "s".into(),
+            source: "mem".into(),
+            format: Format::Canonical,
+            events,
+            recorded_compactions: vec![],
+            model: Some("claude-sonnet-4-5".into()),
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        }
+    }
+
+    /// Sliding window every invocation, no overlap.
+    fn every_turn() -> Config {
+        Config {
+            token: None,
+            sliding: Some((1, 0)),
+            usage: UsageMode::default(),
+            pre_request: true,
+        }
+    }
+
+    #[test]
+    fn terse_on_a_span_without_text_compacts_nothing_and_stays_armed() {
+        // Invocation 0 is a tool call and its response (no text part anywhere); invocation 1
+        // says something. After invocation 0 terse has nothing to keep: the call returns
+        // nothing, no compaction. After invocation 1 both invocations are still "new", so the
+        // window covers events 0..=3 and terse writes "user: order 4521 please" + "agent: done".
+        let mut call = Event::new("agent", Role::Model, "i0", 1.0);
+        call.model_request = true;
+        call.parts.push(Part::ToolCall {
+            id: Some("c1".into()),
+            name: "look".into(),
+            args: serde_json::json!({"q": 1}),
+        });
+        let mut resp = Event::new("user", Role::User, "i0", 2.0);
+        resp.parts.push(Part::ToolResponse {
+            id: Some("c1".into()),
+            name: "look".into(),
+            response: serde_json::json!({"r": 2}),
+        });
+        let s = session(vec![
+            call,
+            resp,
+            text("user", "i1", 3.0, "order 4521 please"),
+            text("agent", "i1", 4.0, "done"),
+        ]);
+        let sizes = SessionSizes::new(&s, None);
+        let inputs = SessionCostInputs::new(&s, Tokenizer::AdkChars);
+        let spec = SummarizerSpec::Terse;
+        let cfg = every_turn();
+        let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
+        let e = evaluate(
+            &s,
+            &sizes,
+            &inputs,
+            &CostModel::default(),
+            &CostSetting::new(&spec, None, ClientMode::Waits),
+            None,
+            &run,
+        )
+        .unwrap();
+        let results: Vec<CallResult> = e.replay.calls.iter().map(|c| c.result).collect();
+        assert_eq!(results, vec![CallResult::Empty, CallResult::Summary]);
+        assert_eq!(e.replay.compactions.len(), 1);
+        assert_eq!(e.replay.compactions[0].start_timestamp, 1.0);
+        assert_eq!(
+            e.log.texts.get(&2).map(String::as_str),
+            Some("user: order 4521 please\nagent: done")
+        );
+        assert_eq!(e.metrics.summarizer_calls, 2);
+        assert_eq!(e.metrics.summarizer_cost_usd, 0.0);
+        // Facts of events 0..=3: "4521" only (1-digit numbers do not count); it is kept.
+        assert_eq!(e.metrics.facts_dropped, Some(0.0));
+    }
+
+    #[test]
+    fn streams_discards_a_summary_the_next_turn_overtakes_and_re_evaluates() {
+        // Modelled summaries on Sonnet 4.x take at least 1.5 s + 64 tokens / 65 tok/s ~ 2.5 s.
+        // Invocation 0 ends at 11 s and the next turn starts at 12 s: in `streams` the
+        // summary is still being written and is discarded; after invocation 1 (ends at 21 s,
+        // next turn at 100 s) both invocations are still new, so the window covers them and
+        // that summary lands. In `waits` the first summary lands; after invocation 1 ADK's
+        // worth-compacting gate skips the tiny new span (smaller than the summary).
+        let s = session(vec![
+            text("user", "i0", 10.0, "first question"),
+            text("agent", "i0", 11.0, "first answer"),
+            text("user", "i1", 12.0, "second question"),
+            text("agent", "i1", 21.0, "second answer"),
+            text("user", "i2", 100.0, "third question"),
+            text("agent", "i2", 101.0, "third answer"),
+        ]);
+        let sizes = SessionSizes::new(&s, None);
+        let inputs = SessionCostInputs::new(&s, Tokenizer::AdkChars);
+        let spec = SummarizerSpec::Agent;
+        let cfg = every_turn();
+        let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
+        let model = CostModel::default();
+        let streams = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Streams);
+        let e = evaluate(&s, &sizes, &inputs, &model, &streams, None, &run).unwrap();
+        assert_eq!(e.log.discarded.keys().copied().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(e.replay.calls[0].result, CallResult::Failed);
+        assert_eq!(e.replay.calls[0].invocation_index, 0);
+        assert_eq!(e.replay.calls[1].result, CallResult::Summary);
+        assert_eq!(e.replay.compactions[0].start_timestamp, 10.0);
+        assert_eq!(e.metrics.summaries_discarded, 1);
+        // The discarded call's output is paid: output tokens = the landed summaries' + its own.
+        let landed: u64 = e.replay.calls.iter().map(|c| c.output_tokens).sum();
+        assert_eq!(
+            e.metrics.summarizer_output_tokens,
+            landed + e.log.discarded[&1].tokens
+        );
+
+        let waits = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
+        let w = evaluate(&s, &sizes, &inputs, &model, &waits, None, &run).unwrap();
+        assert_eq!(w.metrics.summaries_discarded, 0);
+        assert_eq!(w.replay.calls.len(), 1);
+        assert_eq!(w.replay.calls[0].result, CallResult::Summary);
+        assert_eq!(w.replay.compactions[0].end_timestamp, 11.0);
+        assert!(
+            w.metrics.end_of_run_latency_max_s > 2.4,
+            "{}",
+            w.metrics.end_of_run_latency_max_s
+        );
+    }
+
+    #[test]
+    fn metrics_block_snapshot() {
+        // The block `replay` prints under its timeline, for the waits run of the test above.
+        let s = session(vec![
+            text("user", "i0", 10.0, "first question"),
+            text("agent", "i0", 11.0, "first answer"),
+            text("user", "i1", 12.0, "second question"),
+            text("agent", "i1", 21.0, "second answer"),
+            text("user", "i2", 100.0, "third question"),
+            text("agent", "i2", 101.0, "third answer"),
+        ]);
+        let sizes = SessionSizes::new(&s, None);
+        let inputs = SessionCostInputs::new(&s, Tokenizer::AdkChars);
+        let spec = SummarizerSpec::Agent;
+        let cfg = every_turn();
+        let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
+        let model = CostModel::default();
+        let st = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
+        let e = evaluate(&s, &sizes, &inputs, &model, &st, None, &run).unwrap();
+        let ms = compaction_sim::cost::MetricsSetting {
+            agent_model: st.agent_model,
+            summarizer: &spec,
+            client: st.client,
+            attachment_tokens: &inputs.attachments,
+        };
+        insta::assert_snapshot!(compaction_sim::cost::render_metrics(
+            &e.metrics, &model, &ms
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failing_command_is_a_failed_call_with_a_one_line_error() {
+        let s = session(vec![
+            text("user", "i0", 1.0, "hello"),
+            text("agent", "i0", 2.0, "hi"),
+            text("user", "i1", 3.0, "bye"),
+            text("agent", "i1", 4.0, "ok"),
+        ]);
+        let sizes = SessionSizes::new(&s, None);
+        let inputs = SessionCostInputs::new(&s, Tokenizer::AdkChars);
+        let spec = SummarizerSpec::parse("command:false").unwrap();
+        let cfg = every_turn();
+        let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
+        let e = evaluate(
+            &s,
+            &sizes,
+            &inputs,
+            &CostModel::default(),
+            &CostSetting::new(&spec, None, ClientMode::Waits),
+            None,
+            &run,
+        )
+        .unwrap();
+        assert!(e
+            .replay
+            .calls
+            .iter()
+            .all(|c| c.result == CallResult::Failed));
+        assert!(e.replay.compactions.is_empty());
+        assert!(!e.summarizer_errors.is_empty());
+        assert!(e
+            .summarizer_errors
+            .iter()
+            .all(|l| l.contains("exited with status 1") && !l.contains('\n')));
+        assert_eq!(e.metrics.prompt_tokens, e.metrics.baseline_prompt_tokens);
+    }
+}

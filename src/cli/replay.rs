@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::cost::compute::CostModel;
 use crate::cost::summarizers::{
-    build, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
+    build, Billed, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
 };
 use crate::engine::{self, Config, Phase, Replay, UsageMode};
 use crate::settings::Written;
@@ -109,6 +109,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         _ => Some(count_sessions(&sessions, tok, &CacheOpts::disabled())?),
     };
     let count = move |t: &str| count_text(tok, t) as u64;
+    let cost_model = CostModel::default();
     let mut out_json = Vec::new();
     for (si, session) in sessions.iter().enumerate() {
         let per_event = counts.as_ref().and_then(|c| c.get(si)).map(Vec::as_slice);
@@ -119,10 +120,14 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
             BuildContext {
                 session,
                 lines: &lines,
-                length: CostModel::default().latency.length,
+                length: cost_model.latency.length,
                 count: &count,
                 timeout: DEFAULT_COMMAND_TIMEOUT,
                 fail_calls: fail.clone(),
+                context_window: match spec.billed_model(session.model.as_deref()) {
+                    Billed::Model(name) => cost_model.context_window(name),
+                    Billed::Free => None,
+                },
             },
         )
         .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))?;

@@ -159,6 +159,7 @@ mod tests {
                 output: 22.5,
             }],
             aliases: vec![],
+            min_cache_tokens: None,
         }
     }
     fn req(t: f64, p: u64, s: u64, o: u64) -> PricedRequest {

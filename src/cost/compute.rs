@@ -69,6 +69,33 @@ impl CostModel {
         }
     }
 
+    /// Prices and latency with the user's files applied (`(file name, text)` each), as
+    /// `--pricing` / `--latency` do; errors are one line naming the file.
+    pub fn from_texts(
+        pricing: Option<(&str, &str)>,
+        latency: Option<(&str, &str)>,
+        cache: CacheMode,
+    ) -> Result<CostModel, String> {
+        let mut m = CostModel {
+            cache,
+            ..CostModel::default()
+        };
+        if let Some((file, text)) = pricing {
+            m.prices.apply_file(file, text).map_err(|e| e.to_string())?;
+        }
+        if let Some((file, text)) = latency {
+            m.latency
+                .apply_file(file, text)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(m)
+    }
+
+    /// True when the table has the model (by name, alias or dated snapshot).
+    pub fn knows_model(&self, name: &str) -> bool {
+        self.prices.lookup(name).is_ok()
+    }
+
     /// Context window of a model, if known.
     pub fn context_window(&self, name: Option<&str>) -> Option<u64> {
         name.and_then(|n| self.prices.lookup(n).ok())
@@ -148,7 +175,9 @@ pub fn replay_with_client(
     run: &dyn Fn(&dyn Summarizer) -> Replay,
 ) -> (Replay, ReplayLog) {
     let mut discard = BTreeSet::new();
+    let mut passes = 0usize;
     loop {
+        passes += 1;
         let harness = Harness::new(inner, discard.clone());
         let replay = run(&harness);
         let loser = match setting.client {
@@ -160,7 +189,10 @@ pub fn replay_with_client(
                     && lost_race(&replay, c, model, setting)
             }),
         };
-        match loser {
+        // Each pass discards one more call; the guard only stops a summarizer that is not
+        // deterministic from looping.
+        let limit = replay.requests.len() + replay.invocations.len() + 2;
+        match loser.filter(|_| passes < limit) {
             Some(c) => {
                 discard.insert(c.call);
             }
@@ -216,7 +248,8 @@ fn call_tokens(c: &SummarizerCall, log: &ReplayLog) -> (u64, u64) {
 }
 
 fn stats(values: &[f64]) -> (f64, f64, f64, f64) {
-    let sum: f64 = values.iter().sum();
+    // fold from +0.0: `Sum` for f64 starts at -0.0, which would print as "-0.00 s".
+    let sum = values.iter().fold(0.0, |a, b| a + b);
     let max = values.iter().copied().fold(0.0, f64::max);
     (sum, percentile(values, 50.0), percentile(values, 95.0), max)
 }
@@ -330,16 +363,21 @@ pub fn compute_metrics(
     let mut pre: BTreeMap<(u32, u32), f64> = BTreeMap::new();
     for c in &replay.calls {
         let (i, o) = call_tokens(c, log);
-        if let Billed::Model(_) = billed {
+        // A prompt over the window is rejected by the provider: no charge, no time modelled.
+        let overflow = matches!(billed, Billed::Model(_)) && summ_window.is_some_and(|w| i > w);
+        if overflow {
+            m.summarizer_context_overflows += 1;
+        } else if let Billed::Model(_) = billed {
             summ_usd = match (summ_usd, summ_price) {
                 (Some(acc), Some(p)) => price_single(i, o, p).map(|u| acc + u),
                 _ => None,
             };
-            if summ_window.is_some_and(|w| i > w) {
-                m.summarizer_context_overflows += 1;
-            }
         }
-        let secs = summ_latency.map_or(0.0, |l| l.seconds(i, o));
+        let secs = if overflow {
+            0.0
+        } else {
+            summ_latency.map_or(0.0, |l| l.seconds(i, o))
+        };
         match c.phase {
             Phase::PostInvocation => *post.entry(c.invocation_index).or_default() += secs,
             Phase::PreRequest => {
@@ -512,6 +550,13 @@ pub fn render_metrics(
             m.baseline_requests_over_tier
         ),
     );
+    let usd = |x: f64| {
+        if x < 0.0 {
+            format!("-${:.4}", -x)
+        } else {
+            format!("${x:.4}")
+        }
+    };
     let incomplete = if m.cost_complete {
         ""
     } else {
@@ -521,8 +566,11 @@ pub fn render_metrics(
         &mut s,
         "cost",
         format!(
-            "${:.4} (summarizer ${:.4}); baseline ${:.4}; saved ${:.4}{incomplete}",
-            m.cost_usd, m.summarizer_cost_usd, m.baseline_cost_usd, m.cost_saved_usd
+            "{} (summarizer {}); baseline {}; saved {}{incomplete}",
+            usd(m.cost_usd),
+            usd(m.summarizer_cost_usd),
+            usd(m.baseline_cost_usd),
+            usd(m.cost_saved_usd)
         ),
     );
     row(
@@ -902,6 +950,20 @@ mod tests {
     }
 
     #[test]
+    fn cost_model_from_texts() {
+        let m = CostModel::from_texts(
+            Some(("p.toml", "[models.\"my-llm\"]\ninput = 1.0\noutput = 2.0\n")),
+            None,
+            CacheMode::On,
+        )
+        .unwrap();
+        assert!(m.knows_model("my-llm") && m.knows_model("gpt-5") && !m.knows_model("nope"));
+        let e = CostModel::from_texts(None, Some(("l.toml", "nonsense = 1")), CacheMode::On)
+            .unwrap_err();
+        assert!(e.starts_with("l.toml: "), "{e}");
+    }
+
+    #[test]
     fn no_cache_prices_at_input_rate() {
         // Compacted: 10,500 prompt * $3/M = $0.0315 + out 350 * $15/M = $0.00525 + summarizer
         // $0.00975 = $0.0465. Baseline: 14,000 * 3/M = $0.042 + $0.00525 = $0.04725.
@@ -989,8 +1051,27 @@ mod tests {
             &ReplayLog::default(),
         );
         assert_eq!(m.summarizer_context_overflows, 1);
-        // priced at gpt-4o: 130,000 * $2.50/M + 217 * $10/M = 0.325 + 0.00217
-        assert!((m.summarizer_cost_usd - 0.32717).abs() < 1e-12);
+        // The provider rejects it: no charge and no time.
+        assert_eq!(m.summarizer_cost_usd, 0.0);
+        assert_eq!(m.end_of_run_latency_s, 0.0);
+        // Within the window, the same call on gpt-4o costs 100,000 * $2.50/M + 217 * $10/M
+        // = 0.25 + 0.00217 = $0.25217.
+        r.calls[0].input_tokens = 100_000;
+        let m = compute_metrics(
+            &s,
+            &sizes(&s),
+            &r,
+            None,
+            &CostModel::default(),
+            &setting(&spec, Some("claude-sonnet-4-5")),
+            &ReplayLog::default(),
+        );
+        assert_eq!(m.summarizer_context_overflows, 0);
+        assert!(
+            (m.summarizer_cost_usd - 0.25217).abs() < 1e-12,
+            "{}",
+            m.summarizer_cost_usd
+        );
     }
 
     #[test]

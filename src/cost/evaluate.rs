@@ -8,7 +8,7 @@ use super::compute::{
 };
 use super::metrics::SessionMetrics;
 use super::summarizers::{
-    build, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
+    build, Billed, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
 };
 use crate::engine::{Replay, Summarizer};
 use crate::tokens::sizes::SessionSizes;
@@ -29,8 +29,9 @@ pub struct SessionCostInputs {
 impl SessionCostInputs {
     pub fn new(session: &Session, tokenizer: Tokenizer) -> Self {
         let count = |t: &str| crate::tokens::count_text(tokenizer, t) as u64;
+        let lines = EventLines::new(session, &count);
         SessionCostInputs {
-            lines: EventLines::new(session, &count),
+            lines,
             attachments: attachment_tokens(session, tokenizer),
             tokenizer,
         }
@@ -100,6 +101,10 @@ pub fn evaluate(
             count: &count,
             timeout: setting.command_timeout,
             fail_calls: setting.fail_calls.clone(),
+            context_window: match setting.summarizer.billed_model(setting.agent_model) {
+                Billed::Model(name) => model.context_window(name),
+                Billed::Free => None,
+            },
         },
     )?;
     let ms = MetricsSetting {

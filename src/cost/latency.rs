@@ -136,7 +136,11 @@ impl LatencyTable {
             location: match e.span() {
                 Some(span) => format!(
                     "line {}",
-                    text[..span.start.min(text.len())].lines().count().max(1)
+                    text.get(..span.start)
+                        .unwrap_or(text)
+                        .lines()
+                        .count()
+                        .max(1)
                 ),
                 None => "toml".to_string(),
             },

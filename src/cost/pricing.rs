@@ -115,6 +115,9 @@ pub struct ModelPrice {
     pub tiers: Vec<Tier>,
     #[serde(default)]
     pub aliases: Vec<String>,
+    /// Overrides the provider's `min_cache_tokens` for this model (Gemini 2.5 Pro: 2,048).
+    #[serde(default)]
+    pub min_cache_tokens: Option<u64>,
 }
 
 impl ModelPrice {
@@ -197,7 +200,11 @@ impl PriceTable {
             let location = match e.span() {
                 Some(span) => format!(
                     "line {}",
-                    text[..span.start.min(text.len())].lines().count().max(1)
+                    text.get(..span.start)
+                        .unwrap_or(text)
+                        .lines()
+                        .count()
+                        .max(1)
                 ),
                 None => "toml".to_string(),
             };
@@ -343,6 +350,7 @@ impl PriceTable {
                     context_window,
                     tiers,
                     aliases: Vec::new(),
+                    min_cache_tokens: None,
                 },
             );
         }
@@ -384,12 +392,16 @@ impl PriceTable {
 
     /// Caching rules for a model's provider.
     pub fn cache_rules(&self, price: &ModelPrice) -> ProviderCache {
-        price
+        let mut rules = price
             .provider
             .as_deref()
             .and_then(|p| self.providers.get(p))
             .cloned()
-            .unwrap_or_else(ProviderCache::fallback)
+            .unwrap_or_else(ProviderCache::fallback);
+        if let Some(min) = price.min_cache_tokens {
+            rules.min_cache_tokens = min;
+        }
+        rules
     }
 
     /// Find a model by name, alias, or name without provider prefix / date suffix.
@@ -463,19 +475,20 @@ fn strip_date_suffix(name: &str) -> String {
             return head.to_string();
         }
     }
-    // -YYYY-MM-DD
+    // -YYYY-MM-DD (byte-wise on ASCII only: names may hold any text)
     let b = s.as_bytes();
-    if b.len() > 11 {
-        let tail = &s[s.len() - 11..];
-        let tb = tail.as_bytes();
-        if tb[0] == b'-'
-            && tb[5] == b'-'
-            && tb[8] == b'-'
-            && tail[1..5].bytes().all(|c| c.is_ascii_digit())
-            && tail[6..8].bytes().all(|c| c.is_ascii_digit())
-            && tail[9..].bytes().all(|c| c.is_ascii_digit())
+    if b.len() > 11 && s.is_char_boundary(b.len() - 11) {
+        let t = &b[b.len() - 11..];
+        let digits =
+            |r: std::ops::Range<usize>| t.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
+        if t.first() == Some(&b'-')
+            && t.get(5) == Some(&b'-')
+            && t.get(8) == Some(&b'-')
+            && digits(1..5)
+            && digits(6..8)
+            && digits(9..11)
         {
-            return s[..s.len() - 11].to_string();
+            return s[..b.len() - 11].to_string();
         }
     }
     s
@@ -558,6 +571,23 @@ mod tests {
     }
 
     #[test]
+    fn odd_names_never_panic() {
+        let t = PriceTable::builtin();
+        for name in [
+            "",
+            "é",
+            "模型-2024-05-13",
+            "ééééééééééééé",
+            "gpt-4o-2024-08-0é",
+            "-20250929",
+        ] {
+            let _ = t.lookup(name);
+        }
+        assert_eq!(strip_date_suffix("gpt-4o-2024-08-06"), "gpt-4o");
+        assert_eq!(strip_date_suffix("模型-2024-05-13"), "模型");
+    }
+
+    #[test]
     fn unknown_model_lists_near_names() {
         let t = PriceTable::builtin();
         let e = t.lookup("gemini-2.5-flsh").unwrap_err();
@@ -577,6 +607,16 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("gpt-5", "gpt-5"), 0);
+    }
+
+    #[test]
+    fn model_can_override_the_providers_cache_minimum() {
+        let t = PriceTable::builtin();
+        let (_, pro) = t.lookup("gemini-2.5-pro").unwrap();
+        let (_, flash) = t.lookup("gemini-2.5-flash").unwrap();
+        assert_eq!(t.cache_rules(pro).min_cache_tokens, 2048);
+        assert_eq!(t.cache_rules(flash).min_cache_tokens, 1024);
+        assert_eq!(t.cache_rules(flash).cache_ttl_s, 300.0);
     }
 
     #[test]

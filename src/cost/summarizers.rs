@@ -260,6 +260,9 @@ pub struct Command<'a> {
     pub session: &'a Session,
     pub count: &'a (dyn Fn(&str) -> u64 + Sync),
     errors: Mutex<Vec<String>>,
+    /// Outputs by input JSON: a `streams` replay asks the same calls again on each pass, and
+    /// the program then runs once per distinct input.
+    memo: Mutex<BTreeMap<String, Result<String, String>>>,
 }
 
 /// Find `program` the way a shell would without running one: a path containing `/` is taken
@@ -296,6 +299,7 @@ impl<'a> Command<'a> {
             session,
             count,
             errors: Mutex::new(Vec::new()),
+            memo: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -395,7 +399,18 @@ impl<'a> Command<'a> {
 impl Summarizer for Command<'_> {
     fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
         let input = self.input_json(req).to_string();
-        match self.run(input.as_bytes()) {
+        let cached = self.memo.lock().ok().and_then(|m| m.get(&input).cloned());
+        let result = match cached {
+            Some(r) => r,
+            None => {
+                let r = self.run(input.as_bytes());
+                if let Ok(mut m) = self.memo.lock() {
+                    m.insert(input, r.clone());
+                }
+                r
+            }
+        };
+        match result {
             Ok(out) => text_summary(out.trim_end().to_string(), self.count),
             Err(e) => {
                 if let Ok(mut errs) = self.errors.lock() {
@@ -434,11 +449,15 @@ pub struct BuildContext<'a> {
     pub timeout: Duration,
     /// 1-based calls of the deterministic summarizer that fail (the oracle's failures).
     pub fail_calls: Vec<u32>,
+    /// Context window of the summarizer model: a modelled call whose prompt is larger fails
+    /// (the provider rejects it; ADK 2.12+ logs it, compacts nothing, stays armed).
+    pub context_window: Option<u64>,
 }
 
 /// A summarizer built from its spec, ready for the engine.
 pub enum Built<'a> {
-    Modelled(Modelled<'a>),
+    /// With the summarizer model's context window.
+    Modelled(Modelled<'a>, Option<u64>),
     Terse(Terse<'a>),
     Command(Command<'a>),
     Deterministic(Deterministic),
@@ -457,7 +476,14 @@ impl Built<'_> {
 impl Summarizer for Built<'_> {
     fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
         match self {
-            Built::Modelled(m) => m.summarize(req),
+            Built::Modelled(m, window) => match m.summarize(req) {
+                Outcome::Summary(s) if window.is_some_and(|w| s.input_tokens > w) => {
+                    Outcome::Failed {
+                        input_tokens: s.input_tokens,
+                    }
+                }
+                other => other,
+            },
             Built::Terse(t) => t.summarize(req),
             Built::Command(c) => c.summarize(req),
             Built::Deterministic(d) => d.summarize(req),
@@ -468,11 +494,14 @@ impl Summarizer for Built<'_> {
 /// Build the summarizer a spec names. Fails only for a `command:` program that is missing.
 pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'a>, String> {
     Ok(match spec {
-        SummarizerSpec::Agent | SummarizerSpec::Model(_) => Built::Modelled(Modelled {
-            lines: ctx.lines,
-            length: ctx.length,
-            count: ctx.count,
-        }),
+        SummarizerSpec::Agent | SummarizerSpec::Model(_) => Built::Modelled(
+            Modelled {
+                lines: ctx.lines,
+                length: ctx.length,
+                count: ctx.count,
+            },
+            ctx.context_window,
+        ),
         SummarizerSpec::Terse => Built::Terse(Terse {
             session: ctx.session,
             count: ctx.count,
@@ -660,7 +689,7 @@ mod tests {
         let text = sum.text.unwrap();
         assert_eq!(text, "user: Book flight 123\nagent: done\nagent: Booked.");
         assert_eq!(sum.chars, text.chars().count() as u64);
-        // "\n" escapes to 2 chars: 48 chars + 2 newlines -> 50 escaped; the JSON frame
+        // 48 chars whose 2 newlines escape to 2 chars each -> 50 escaped; the JSON frame
         // `{"parts":[{"text":""}],"role":"model"}` is 38 chars.
         assert_eq!(sum.json_chars, 38 + 50);
         // words: user: Book flight 123 / agent: done / agent: Booked. -> 4 + 2 + 2 = 8
@@ -728,6 +757,33 @@ mod tests {
     }
 
     #[test]
+    fn modelled_call_over_the_context_window_fails() {
+        // events 1..3 read 165 + 2,000 + 3,000 = 5,165 tokens: over a 5,000-token window the
+        // call fails (no compaction); under a 6,000-token window it summarizes.
+        let s = session();
+        let lines = EventLines {
+            text: vec![String::new(); 4],
+            tokens: vec![1000, 2000, 3000, 4000],
+        };
+        let ctx = |w| BuildContext {
+            session: &s,
+            lines: &lines,
+            length: LengthModel::default(),
+            count: &words,
+            timeout: DEFAULT_COMMAND_TIMEOUT,
+            fail_calls: vec![],
+            context_window: Some(w),
+        };
+        let small = build(&SummarizerSpec::Agent, ctx(5_000)).unwrap();
+        assert_eq!(
+            small.summarize(&req(1..3)),
+            Outcome::Failed { input_tokens: 5165 }
+        );
+        let big = build(&SummarizerSpec::Agent, ctx(6_000)).unwrap();
+        assert!(matches!(big.summarize(&req(1..3)), Outcome::Summary(_)));
+    }
+
+    #[test]
     fn harness_discards_and_keeps_texts() {
         let s = session();
         let t = Terse {
@@ -780,6 +836,36 @@ mod tests {
             panic!("{:?}", c.errors())
         };
         assert_eq!(sum.text.as_deref(), Some("{\"session_id\""));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn command_runs_once_per_distinct_input() {
+        // `tee -a LOG` appends what it reads to LOG and echoes it: asking the same call twice
+        // must leave one copy in LOG; a different span runs again.
+        let s = session();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("runs.log");
+        let c = Command::new(
+            "tee",
+            vec!["-a".into(), log.display().to_string()],
+            DEFAULT_COMMAND_TIMEOUT,
+            &s,
+            &words,
+        )
+        .unwrap();
+        let first = c.summarize(&req(0..1));
+        assert_eq!(c.summarize(&req(0..1)), first);
+        let once = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(once.matches("session_id").count(), 1);
+        c.summarize(&req(0..2));
+        assert_eq!(
+            std::fs::read_to_string(&log)
+                .unwrap()
+                .matches("session_id")
+                .count(),
+            2
+        );
     }
 
     #[cfg(unix)]

@@ -3,7 +3,7 @@
 //! worth-compacting gate.
 
 use super::contents::{covered, Comp};
-use crate::tokens::sizes::{SessionSizes, NO_ID, PART_CALL};
+use crate::tokens::sizes::{SessionSizes, PART_CALL};
 
 /// Reusable id sets for the guards.
 #[derive(Debug, Default)]
@@ -241,10 +241,6 @@ pub fn raw_in_range(
     (count, first, last)
 }
 
-#[allow(dead_code)]
-fn _unused(_: u32) -> u32 {
-    NO_ID
-}
 
 #[cfg(test)]
 mod tests {
