@@ -428,6 +428,16 @@ impl Gen {
                 i > 0 && (self.rng.chance(0.12) || (invocations >= 8 && i == invocations / 2))
             })
             .collect();
+        // Long coding sessions have one turn where the agent loops on a failing test: the
+        // growth the guide's `max_llm_calls` alternative caps.
+        let loop_turn = if self.kind == Kind::Coding && invocations >= 30 {
+            Some(
+                self.rng
+                    .range(invocations as u64 / 3, invocations as u64 - 2) as usize,
+            )
+        } else {
+            None
+        };
         let mut i = 0;
         while i < invocations {
             let inv = format!("e-{}", self.rng.uuid());
@@ -445,7 +455,11 @@ impl Gen {
                 i += 2; // the reply to the confirmation is the next user turn
                 continue;
             }
-            self.turn(&inv, attach_turn == Some(i), i == 0);
+            if loop_turn == Some(i) {
+                self.loop_turn(&inv);
+            } else {
+                self.turn(&inv, attach_turn == Some(i), i == 0);
+            }
             i += 1;
         }
         let app = match self.kind {
@@ -496,6 +510,46 @@ impl Gen {
         }
         let answer = self.answer_text();
         self.model(inv, vec![json!({"text": answer})], Map::new());
+    }
+
+    /// A turn where the agent re-runs a failing test 26-34 times before answering.
+    fn loop_turn(&mut self, inv: &str) {
+        let module = *self.rng.pick(MODULES);
+        self.user(
+            inv,
+            vec![json!({"text": format!("The tests in src/{module}.rs still fail. Keep fixing and re-running them until they pass.")})],
+        );
+        let rounds = self.rng.range(26, 34);
+        for k in 0..rounds {
+            let id = self.call_id();
+            let mut parts = Vec::new();
+            if k % 4 == 1 {
+                parts.push(json!({"text": format!("Attempt {}: still failing, trying a different fix.", k + 1)}));
+            }
+            let args = json!({"filter": module, "verbose": false});
+            parts.push(json!({"function_call": {"id": id, "name": "run_tests", "args": args}}));
+            self.model(inv, parts, Map::new());
+            let lines = self.rng.range(6, 20);
+            let mut log = String::new();
+            for t in 0..lines {
+                log.push_str(&format!("test {module}::tests::case_{t} ... ok\n"));
+            }
+            let passed = k + 1 == rounds;
+            if !passed {
+                log.push_str(&format!(
+                    "test {module}::tests::retries_are_bounded ... FAILED\n  left: {}\n right: 3\n",
+                    self.rng.range(4, 9)
+                ));
+            }
+            self.tool_response(
+                inv,
+                &id,
+                "run_tests",
+                json!({"exit_code": if passed { 0 } else { 101 }, "output": log}),
+                Map::new(),
+            );
+        }
+        self.model(inv, vec![json!({"text": format!("Fixed after {rounds} runs: the retry counter in src/{module}.rs was reset on every attempt.")})], Map::new());
     }
 
     fn user_text(&mut self, first: bool) -> String {
@@ -980,7 +1034,9 @@ impl Gen {
             self.push(
                 inv,
                 self.agent,
-                json!({"role": "model", "parts": [{"function_call": {"id": confirm_id, "name": "adk_request_confirmation", "args": {
+                // ADK's generate_request_confirmation_event takes the role of the function
+                // response event ("user"): it is not a model response.
+                json!({"role": "user", "parts": [{"function_call": {"id": confirm_id, "name": "adk_request_confirmation", "args": {
                     "originalFunctionCall": {"id": call, "name": tool, "args": args},
                     "toolConfirmation": {"hint": hint, "confirmed": false, "payload": null}}}}]}),
                 lr,

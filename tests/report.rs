@@ -86,6 +86,7 @@ fn synth_sessions_have_the_promised_shapes() {
     let (mut confirm_yes, mut confirm_no, mut attachments, mut big_outputs, mut long, mut short) =
         (0, 0, 0, 0, 0, 0);
     let mut authors = std::collections::BTreeSet::new();
+    let mut max_calls = 0;
     for e in std::fs::read_dir(tmp.path()).expect("out").flatten() {
         let v: serde_json::Value = serde_json::from_str(&read(&e.path())).expect("valid JSON");
         let events = v["events"].as_array().expect("events");
@@ -99,6 +100,13 @@ fn synth_sessions_have_the_promised_shapes() {
         if users <= 5 {
             short += 1;
         }
+        let mut per_inv: std::collections::HashMap<String, usize> = Default::default();
+        for ev in events.iter().filter(|e| e["content"]["role"] == "model") {
+            *per_inv
+                .entry(ev["invocation_id"].as_str().unwrap_or("").to_string())
+                .or_default() += 1;
+        }
+        max_calls = max_calls.max(per_inv.values().copied().max().unwrap_or(0));
         let mut last = f64::MIN;
         for ev in events {
             let t = ev["timestamp"].as_f64().expect("timestamp");
@@ -141,6 +149,10 @@ fn synth_sessions_have_the_promised_shapes() {
         "approved {confirm_yes}, refused {confirm_no}"
     );
     assert!(attachments > 0 && big_outputs > 0 && long > 0 && short > 0);
+    assert!(
+        max_calls > 25,
+        "some invocation loops on tool calls ({max_calls} model calls max)"
+    );
 }
 
 #[test]

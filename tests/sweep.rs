@@ -150,3 +150,316 @@ mod show_grid {
         );
     }
 }
+
+/// The fixed inputs: six committed sample transcripts of different lengths, plus the ADK
+/// fixtures of the shared corpus when present (multi-session eval sets).
+fn inputs() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut v: Vec<String> = [
+        "01-support-3",
+        "05-support-12",
+        "08-coding-10",
+        "11-support-23",
+        "15-support-2",
+        "32-coding-10",
+    ]
+    .iter()
+    .map(|n| {
+        root.join("transcripts")
+            .join(format!("{n}.session.json"))
+            .display()
+            .to_string()
+    })
+    .collect();
+    let corpus = root.join("../shared/corpus");
+    let corpus = if corpus.exists() {
+        corpus
+    } else {
+        PathBuf::from("/work/shared/corpus")
+    };
+    let adk = corpus.join("adk/adk-python/tests/integration/fixture/home_automation_agent");
+    if adk.exists() {
+        v.push(adk.display().to_string());
+    }
+    v
+}
+
+/// `sweep` over the fixed inputs and grid into `out`, with `threads` rayon threads.
+fn run_fixed(cwd: &Path, out: &Path, threads: &str, extra: &[&str]) -> (i32, String, String) {
+    let grid = fixtures().join("grid.toml");
+    let mut cmd = bin();
+    cmd.current_dir(cwd)
+        .env("RAYON_NUM_THREADS", threads)
+        .arg("sweep")
+        .args(inputs())
+        .args([
+            "--grid",
+            grid.to_str().unwrap(),
+            "--no-cache",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(extra);
+    let o = cmd.output().expect("runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    )
+}
+
+const DATA_FILES: &[&str] = &[
+    "runs.parquet",
+    "runs.csv",
+    "settings.parquet",
+    "settings.csv",
+    "settings.json",
+    "grid.toml",
+    "pricing.toml",
+    "latency.toml",
+    "timelines.json",
+];
+
+fn same_files(a: &Path, b: &Path) {
+    for f in DATA_FILES {
+        let x = std::fs::read(a.join(f)).unwrap_or_else(|e| panic!("{}: {e}", a.join(f).display()));
+        let y = std::fs::read(b.join(f)).unwrap_or_else(|e| panic!("{}: {e}", b.join(f).display()));
+        assert!(
+            x == y,
+            "{f} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+    // run.json too, but for its `run` field (the folder's own name).
+    let strip = |p: &Path| {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.join("run.json")).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("run");
+        v
+    };
+    assert_eq!(strip(a), strip(b));
+}
+
+mod run_folder {
+    use super::*;
+
+    #[test]
+    fn byte_identical_across_threads_and_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            dir.path().join("t1"),
+            dir.path().join("t2"),
+            dir.path().join("t2again"),
+        );
+        for (out, threads) in [(&a, "1"), (&b, "2"), (&c, "2")] {
+            let (code, _o, err) = run_fixed(dir.path(), out, threads, &["--quiet"]);
+            assert_eq!(code, 0, "{err}");
+        }
+        same_files(&a, &b);
+        same_files(&b, &c);
+    }
+
+    #[test]
+    fn merging_three_shards_equals_the_single_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let single = dir.path().join("single");
+        let (code, _o, err) = run_fixed(dir.path(), &single, "2", &["--quiet"]);
+        assert_eq!(code, 0, "{err}");
+        let mut parts = Vec::new();
+        for k in 1..=3 {
+            let p = dir.path().join(format!("part{k}"));
+            let (code, _o, err) = run_fixed(
+                dir.path(),
+                &p,
+                "1",
+                &["--quiet", "--shard", &format!("{k}/3")],
+            );
+            assert_eq!(code, 0, "{err}");
+            assert!(
+                p.join("shard.json").exists() && !p.join("settings.csv").exists(),
+                "a partial folder"
+            );
+            parts.push(p);
+        }
+        let merged = dir.path().join("merged");
+        let o = bin()
+            .current_dir(dir.path())
+            .arg("merge")
+            .args(&parts)
+            .args(["--no-cache", "--quiet", "--out", merged.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        same_files(&single, &merged);
+        // A missing shard is refused.
+        let o = bin()
+            .current_dir(dir.path())
+            .arg("merge")
+            .args(&parts[..2])
+            .args(["--out", "x"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("shard 3/3 is missing"));
+    }
+
+    #[test]
+    fn contents_match_the_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let (code, stdout, err) = run_fixed(dir.path(), &out, "2", &[]);
+        assert_eq!(code, 0, "{err}");
+        let run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+        let settings: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("settings.json")).unwrap()).unwrap();
+        let settings = settings.as_array().unwrap();
+        // 4 tokens + 2 invocations + 8 both, × 2 summarizers × 2 clients, + 1 baseline.
+        assert_eq!(settings.len(), 57);
+        assert_eq!(run["settings"], 57);
+        assert_eq!(run["adk_semantics"], "google-adk 2.13.0");
+        let sessions = run["sessions"].as_u64().unwrap();
+        assert!(sessions >= 6, "{run}");
+        let counted: u64 = run["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["sessions"].as_u64().unwrap())
+            .sum();
+        assert!(counted >= sessions);
+        // runs.csv: header + one line per (session, setting).
+        let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+        assert_eq!(csv.lines().count() as u64, 1 + sessions * 57);
+        let header = csv.lines().next().unwrap();
+        for col in [
+            "session_id",
+            "source",
+            "setting_id",
+            "trigger_kind",
+            "after_tokens",
+            "detail_lost",
+            "cost_usd",
+            "facts_dropped",
+        ] {
+            assert!(header.split(',').any(|c| c == col), "runs.csv lacks {col}");
+        }
+        // The baseline is a setting with trigger_kind none and no summarizer.
+        let base: Vec<_> = settings
+            .iter()
+            .filter(|s| s["trigger_kind"] == "none")
+            .collect();
+        assert_eq!(base.len(), 1);
+        assert!(base[0]["summarizer"].is_null());
+        assert_eq!(base[0]["detail_lost_mean"], 0.0);
+        // Exactly one recommended setting, ranked first, printed as the paste-ready line.
+        let rec: Vec<_> = settings
+            .iter()
+            .filter(|s| s["recommended"] == true)
+            .collect();
+        assert_eq!(rec.len(), 1);
+        assert_eq!(rec[0]["rank"], 1);
+        let label = rec[0]["label"].as_str().unwrap();
+        assert!(label.starts_with("compaction=Compaction("), "{label}");
+        assert_eq!(
+            stdout.lines().find(|l| l.starts_with("compaction=")),
+            Some(label),
+            "{stdout}"
+        );
+        assert_eq!(run["recommendation"]["label"], label);
+        // Its cost is the lowest of all compaction settings.
+        let cost = |s: &serde_json::Value| s["cost_usd_sum"].as_f64().unwrap();
+        assert!(settings
+            .iter()
+            .filter(|s| s["trigger_kind"] != "none")
+            .all(|s| cost(s) >= cost(rec[0])));
+        // Pareto: no frontier point is dominated by another setting.
+        let lost = |s: &serde_json::Value| s["detail_lost_mean"].as_f64().unwrap();
+        for p in settings.iter().filter(|s| s["pareto"] == true) {
+            assert!(!settings.iter().any(|q| cost(q) <= cost(p)
+                && lost(q) <= lost(p)
+                && (cost(q) < cost(p) || lost(q) < lost(p))));
+        }
+        // Timelines: at most 5 sessions, baseline and recommended series of equal length.
+        let tl: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("timelines.json")).unwrap()).unwrap();
+        let ts = tl["sessions"].as_array().unwrap();
+        assert!(!ts.is_empty() && ts.len() <= 5);
+        for t in ts {
+            assert_eq!(
+                t["baseline"].as_array().unwrap().len(),
+                t["recommended"].as_array().unwrap().len()
+            );
+        }
+        // The copies of what was used.
+        let grid = std::fs::read_to_string(out.join("grid.toml")).unwrap();
+        assert!(grid.contains("after_tokens = [6000, 12000]"), "{grid}");
+        assert!(std::fs::read_to_string(out.join("pricing.toml"))
+            .unwrap()
+            .contains("pricing_date"));
+        // No build folder left behind.
+        assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with('.')));
+    }
+
+    #[test]
+    fn default_name_and_latest_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let grid = fixtures().join("grid.toml");
+        let o = bin()
+            .current_dir(dir.path())
+            .arg("sweep")
+            .args(&inputs()[..2])
+            .args(["--grid", grid.to_str().unwrap(), "--no-cache", "--quiet"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let runs: Vec<String> = std::fs::read_dir(dir.path().join("reports"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n != "latest")
+            .collect();
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        let name = &runs[0];
+        // YYYY-MM-DD-<8 hex>
+        assert_eq!(name.len(), 19, "{name}");
+        assert!(name[11..].chars().all(|c| c.is_ascii_hexdigit()), "{name}");
+        let latest = dir.path().join("reports/latest");
+        assert_eq!(
+            std::fs::read_link(&latest).unwrap().to_string_lossy(),
+            name.as_str()
+        );
+        assert!(latest.join("settings.csv").exists());
+    }
+
+    #[test]
+    fn unmet_budget_says_so_and_names_the_closest() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let (code, _o, err) = run_fixed(
+            dir.path(),
+            &out,
+            "2",
+            &["--budget-detail-lost", "0", "--budget-latency", "0"],
+        );
+        assert_eq!(code, 1, "{err}");
+        let line = err.lines().last().unwrap();
+        assert!(
+            line.contains("--budget-detail-lost 0")
+                && line.contains("no setting meets it")
+                && line.contains("closest: compaction=Compaction("),
+            "{err}"
+        );
+        // The data is still written; nothing is marked recommended.
+        let run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+        assert!(run["recommendation"].is_null());
+        assert!(run["recommendation_note"]
+            .as_str()
+            .unwrap()
+            .contains("no setting meets it"));
+    }
+}

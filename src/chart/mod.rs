@@ -202,7 +202,8 @@ pub fn fmt_tokens(v: f64) -> String {
     }
 }
 
-/// Shortens `text` with `…` until it fits `max_px` at `size` px in the embedded font.
+/// Shortens `text` with a middle `…` until it fits `max_px` at `size` px in the embedded
+/// font; the tail is kept (names like `model:…-lite` differ at their ends).
 pub(crate) fn fit<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     text: &str,
@@ -222,7 +223,11 @@ pub(crate) fn fit<DB: DrawingBackend>(
     let mut n = chars.len();
     while n > 1 {
         n -= 1;
-        let s: String = chars[..n].iter().collect::<String>() + "…";
+        let head = n * 2 / 5;
+        let tail = n - head;
+        let s: String = chars[..head].iter().collect::<String>()
+            + "…"
+            + &chars[chars.len() - tail..].iter().collect::<String>();
         if fits(&s) {
             return s;
         }
@@ -270,7 +275,7 @@ impl LabelPlacer {
         let style = TextStyle::from((FONT, size).into_font()).color(&color);
         let (w, h) = root.estimate_text_size(text, &style).map_err(e)?;
         let (w, h) = (w as i32, h as i32);
-        let gap = 18;
+        let gap = 22;
         let candidates = [
             (at.0 + gap, at.1 - h / 2),
             (at.0 - gap - w, at.1 - h / 2),

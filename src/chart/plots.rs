@@ -616,14 +616,22 @@ impl Chart for InvocationsOverlap<'_> {
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 chart
-                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(3)))
+                    // Earlier overlaps are drawn wider and with bigger dots, so lines that
+                    // coincide still show every overlap.
+                    .draw_series(LineSeries::new(
+                        pts.clone(),
+                        c.stroke_width(7u32.saturating_sub(2 * k as u32).max(2)),
+                    ))
                     .map_err(e)?
                     .label(format!("overlap = {o}"))
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
                     });
                 chart
-                    .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))
+                    .draw_series(
+                        pts.iter()
+                            .map(|p| Circle::new(*p, (10 - 2 * k as i32).max(3), c.filled())),
+                    )
                     .map_err(e)?;
             }
             chart
@@ -735,7 +743,14 @@ impl Chart for Latency<'_> {
         let plot_w = chart.plotting_area().dim_in_pixel().0;
         let names: Vec<String> = groups
             .iter()
-            .map(|g| fit(root, &g.0, TICK, plot_w / n.max(1) as u32 - 12))
+            .map(|g| {
+                fit(
+                    root,
+                    &g.0,
+                    TICK,
+                    (plot_w / n.max(1) as u32).saturating_sub(12),
+                )
+            })
             .collect();
         chart
             .configure_mesh()
@@ -1055,7 +1070,12 @@ impl Chart for Summarizers<'_> {
             .map(|a| format!("each at {} where the grid has it, else at its best-ranked setting (see the report's table)", a.short()))
             .unwrap_or_default();
         let area = title(root, "Summarizers compared at one trigger setting", &sub)?;
-        let panels = area.split_evenly((2, 2));
+        // Many summarizers: one full-width panel per metric, so bars and names keep room.
+        let panels = if rows.len() > 5 {
+            area.split_evenly((4, 1))
+        } else {
+            area.split_evenly((2, 2))
+        };
         type Getter = fn(&SettingRow) -> Option<f64>;
         type Fmt = fn(f64) -> String;
         let metrics: [(&str, Getter, Fmt); 4] = [
@@ -1096,7 +1116,7 @@ impl Chart for Summarizers<'_> {
                         root,
                         &s.summarizer,
                         TICK - 2.0,
-                        plot_w / n.max(1) as u32 - 8,
+                        (plot_w / n.max(1) as u32).saturating_sub(8),
                     )
                 })
                 .collect();
@@ -1129,12 +1149,21 @@ impl Chart for Summarizers<'_> {
                         let gap = plot_w / n.max(1) as u32 / 5;
                         bar.set_margin(0, 0, gap, gap);
                         chart.draw_series(std::iter::once(bar)).map_err(e)?;
-                        chart
-                            .draw_series(std::iter::once(
-                                EmptyElement::at((SegmentValue::CenterOf(i), *v))
-                                    + Text::new(fmtv(*v), (0, -4), style),
-                            ))
-                            .map_err(e)?;
+                        // The value above the bar, when it fits the bar's slot.
+                        let label = fmtv(*v);
+                        let slot = plot_w / n.max(1) as u32;
+                        let fits = root
+                            .estimate_text_size(&label, &style)
+                            .map(|(w, _)| w + 4 <= slot)
+                            .unwrap_or(false);
+                        if fits {
+                            chart
+                                .draw_series(std::iter::once(
+                                    EmptyElement::at((SegmentValue::CenterOf(i), *v))
+                                        + Text::new(label, (0, -4), style),
+                                ))
+                                .map_err(e)?;
+                        }
                     }
                     None => {
                         chart
@@ -1148,5 +1177,60 @@ impl Chart for Summarizers<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chart::data::{parse_runs, parse_settings};
+    use std::path::Path;
+
+    /// Two summarizers × two client modes over one trigger, plus a baseline.
+    fn data() -> RunData {
+        let settings = serde_json::json!([
+            {"setting_id": 0, "trigger_kind": "none", "summarizer": null, "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "no compaction", "cost_usd_sum": 10.0, "detail_lost_mean": 0.0, "pareto": true},
+            {"setting_id": 1, "trigger_kind": "tokens", "after_tokens": 80000, "keep_recent_events": 20, "summarizer": "agent", "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "compaction=Compaction(after_tokens=80_000, keep_recent_events=20)", "cost_usd_sum": 8.0, "detail_lost_mean": 0.2, "pareto": true, "recommended": true, "rank": 1},
+            {"setting_id": 2, "trigger_kind": "tokens", "after_tokens": 80000, "keep_recent_events": 20, "summarizer": "agent", "client": "streams", "agent_model": "m", "tokenizer": "o200k", "label": "x", "cost_usd_sum": 8.5, "detail_lost_mean": 0.2, "pareto": false, "rank": 3},
+            {"setting_id": 3, "trigger_kind": "tokens", "after_tokens": 40000, "keep_recent_events": 20, "summarizer": "terse", "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "y", "cost_usd_sum": 7.0, "detail_lost_mean": 0.3, "pareto": true, "rank": 2}
+        ]);
+        let runs = "session_id,source,setting_id,summarizer_calls,end_of_run_latency_max_s\n\
+                    a,f,1,2,3.0\nb,f,1,0,0.0\na,f,2,1,5.0\na,f,3,4,0.01\na,f,0,0,0\n";
+        RunData {
+            dir: Path::new(".").into(),
+            run: serde_json::json!({}),
+            settings: parse_settings(Path::new("settings.json"), &settings).expect("settings"),
+            runs: parse_runs(Path::new("runs.csv"), runs).expect("runs"),
+            timelines: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn latency_groups_split_by_client_when_swept_and_skip_rows_that_never_compacted() {
+        let d = data();
+        let g = Latency(&d).groups();
+        let keys: Vec<&str> = g.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(keys, ["agent / streams", "agent / waits", "terse / waits"]);
+        // Session b under setting 1 made no summarizer call: not in the distribution.
+        assert_eq!(g[1].1, vec![3.0]);
+    }
+
+    #[test]
+    fn summarizers_are_compared_at_the_recommended_trigger_else_their_best_rank() {
+        let d = data();
+        let rows = summarizer_rows(&d);
+        let ids: Vec<&str> = rows.iter().map(|s| s.setting_id.as_str()).collect();
+        // agent: same trigger and client as the recommendation (1, not 2); terse has no
+        // 80k/20 setting, so its best-ranked one (3).
+        assert_eq!(ids, ["1", "3"]);
+    }
+
+    #[test]
+    fn frontier_is_cheapest_first_and_quantiles_interpolate() {
+        let d = data();
+        let f: Vec<&str> = frontier(&d).iter().map(|s| s.setting_id.as_str()).collect();
+        assert_eq!(f, ["3", "1", "0"]);
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
+        assert_eq!(quantile(&[], 0.5), 0.0);
     }
 }

@@ -61,23 +61,31 @@ pub fn run(args: MergeArgs) -> Result<u8> {
             .then(a.cmp(&b))
     });
     longest.truncate(TIMELINE_SESSIONS);
-    let mut files: Vec<String> = longest
+    // Each file read again with the format its sessions were read as.
+    let mut files: Vec<(String, String)> = longest
         .iter()
-        .map(|&i| pipeline::source_file(&inputs.sessions[i as usize].source).to_string())
+        .map(|&i| {
+            let s = &inputs.sessions[i as usize];
+            (
+                pipeline::source_file(&s.source).to_string(),
+                s.format.clone(),
+            )
+        })
         .collect();
     files.sort();
     files.dedup();
-    let loaded = pipeline::load_sessions(&files, None)?;
-    // Place each loaded session at its index in the run's session list.
     let mut placed = vec![None; inputs.sessions.len()];
-    for s in loaded.sessions {
-        let info = pipeline::session_info(&s);
-        if let Some(i) = inputs
-            .sessions
-            .iter()
-            .position(|x| x.source == info.source && x.session_id == info.session_id)
-        {
-            placed[i] = Some(s);
+    for (file, format) in &files {
+        let loaded = pipeline::load_sessions(std::slice::from_ref(file), Some(format))?;
+        for s in loaded.sessions {
+            let info = pipeline::session_info(&s, Default::default());
+            let found = inputs
+                .sessions
+                .iter()
+                .position(|x| x.source == info.source && x.session_id == info.session_id);
+            if let Some(i) = found.filter(|&i| longest.contains(&(i as u32))) {
+                placed[i] = Some(s);
+            }
         }
     }
     for &i in &longest {
@@ -87,8 +95,8 @@ pub fn run(args: MergeArgs) -> Result<u8> {
         }
     }
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    let eval =
-        pipeline::PipelineEval::build_placed(placed, &longest, &grid.tokenizer, &costing, &cache)?;
+    let (eval, _) =
+        pipeline::PipelineEval::build_placed(placed, &grid.tokenizer, &costing, &cache)?;
     let name = inputs.default_name(&chrono::Utc::now().format("%Y-%m-%d").to_string());
     super::sweep::finish_run(
         &args.out,

@@ -239,7 +239,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         }
     }
     let mut inputs = RunInputs {
-        sessions: loaded.sessions.iter().map(pipeline::session_info).collect(),
+        sessions: pipeline::session_infos(&loaded.sessions, &grid.tokenizer),
         inputs: loaded.inputs.clone(),
         skipped: loaded.skipped.clone(),
         failed_sessions: Vec::new(),
@@ -251,7 +251,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
     let eval =
-        pipeline::PipelineEval::build(&loaded.sessions, &mine, &grid.tokenizer, &costing, &cache)?;
+        pipeline::PipelineEval::build(loaded.sessions, &mine, &grid.tokenizer, &costing, &cache)?;
     if CANCEL.load(Ordering::SeqCst) {
         eprintln!("interrupted: no run folder written");
         return Ok(EXIT_INTERRUPTED);
@@ -366,6 +366,11 @@ pub fn finish_run(
         &timelines,
         shards,
     )?;
+    // The report (charts, report.md, report.html) goes into the same folder before it is
+    // moved into place; a run whose report cannot be drawn still keeps its data.
+    if let Err(e) = crate::report::render_run(tmp.path()) {
+        eprintln!("note: report not written: {e}");
+    }
     if CANCEL.load(Ordering::SeqCst) {
         eprintln!("interrupted: no run folder written");
         return Ok(EXIT_INTERRUPTED);

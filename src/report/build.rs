@@ -182,9 +182,11 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
         .get("budgets")
         .map(flat)
         .unwrap_or_else(|| "none".into());
-    let mut why = vec![Inline::Text(format!(
-        "Why: it is the cheapest setting within the run's budgets ({budgets}). "
-    ))];
+    let mut why = vec![Inline::Text(if budgets == "none" {
+        "Why: it is the cheapest compacting setting; the run set no budget, so nothing limited the detail it may lose (sweep with --budget-detail-lost and --budget-latency to set limits). ".to_string()
+    } else {
+        format!("Why: it is the cheapest setting within the run's budgets ({budgets}). ")
+    })];
     if let (Some(c), Some(bc)) = (r.cost_usd(), base.and_then(|x| x.cost_usd())) {
         let saved = bc - c;
         let pct = if bc > 0.0 { saved / bc } else { 0.0 };
@@ -228,7 +230,10 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
             ]));
         }
     }
-    if d.settings.iter().any(|x| x.numbers.get("cost_complete") == Some(&0.0)) {
+    if d.settings
+        .iter()
+        .any(|x| x.numbers.get("cost_complete") == Some(&0.0))
+    {
         b.push(Block::Para(t(
             "Caution: some model had no price in the run's pricing table, so some cost columns are lower bounds (cost_complete = false in settings.json).",
         )));
@@ -517,13 +522,20 @@ fn skipped(d: &RunData, b: &mut Vec<Block>) {
     });
 }
 
-/// Per-session input facts from `run.json` `sessions[]`, when the run recorded them.
-fn session_fact(d: &RunData, id: &str, key: &str) -> Option<f64> {
+/// Per-session input facts from `run.json` `session_facts[]`, when the run recorded them,
+/// matched on session id and (when both name one) source file: ids need not be unique.
+fn session_fact(d: &RunData, r: &RunRow, key: &str) -> Option<f64> {
     d.run
         .get("session_facts")?
         .as_array()?
         .iter()
-        .find(|x| x.get("session_id").and_then(Value::as_str) == Some(id))?
+        .find(|x| {
+            x.get("session_id").and_then(Value::as_str) == Some(r.session_id.as_str())
+                && match x.get("source").and_then(Value::as_str) {
+                    Some(src) if !r.source.is_empty() => src == r.source,
+                    _ => true,
+                }
+        })?
         .get(key)?
         .as_f64()
 }
@@ -571,8 +583,11 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
         ))));
     } else {
         b.push(Block::Para(t(format!(
-            "These sessions lose more than {} of their history to summaries, or hide approvals, refusals or tool errors, even under the recommended setting. Starting a new session when the task changes is free and lossless.",
-            fmt_pct(SHORT_DETAIL)
+            "{} of {} sessions lose more than {} of their history to summaries, or hide approvals, refusals or tool errors, even under the recommended setting. Starting a new session when the task changes is free and lossless.{}",
+            short.len(),
+            reco_rows.len(),
+            fmt_pct(SHORT_DETAIL),
+            if short.len() > 10 { " The 10 that lose most:" } else { "" }
         ))));
         b.push(Block::List(
             short
@@ -608,8 +623,8 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
     } else {
         let mut hits = Vec::new();
         for r in &base_rows {
-            let at = session_fact(d, &r.session_id, "attachment_tokens").unwrap_or(0.0);
-            let reqs = session_fact(d, &r.session_id, "requests_with_attachment").unwrap_or(0.0);
+            let at = session_fact(d, r, "attachment_tokens").unwrap_or(0.0);
+            let reqs = session_fact(d, r, "requests_with_attachment").unwrap_or(0.0);
             let total = r.num("baseline_prompt_tokens").unwrap_or(0.0);
             let resent = at * reqs;
             if at > 0.0 && total > 0.0 && resent / total > ATTACH_SHARE {
@@ -665,7 +680,7 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
         let mut hits: Vec<(String, f64)> = base_rows
             .iter()
             .filter_map(|r| {
-                let m = session_fact(d, &r.session_id, "max_model_requests_per_invocation")?;
+                let m = session_fact(d, r, "max_model_requests_per_invocation")?;
                 (m > LLM_CALLS_CAP).then(|| (r.session_id.clone(), m))
             })
             .collect();

@@ -239,7 +239,8 @@ pub struct Budgets {
 }
 
 /// The documented default grid (README "Sweeps"): 40 size-trigger and 12 turn-trigger
-/// settings, each with the agent's own model and the rule-based `terse` summarizer.
+/// settings, each with the agent's own model and the rule-based `terse` summarizer, and a
+/// detail budget so the default recommendation is not simply the most aggressive setting.
 pub const DEFAULT_GRID_TOML: &str = r#"# compaction-sim default grid
 trigger = ["tokens", "invocations"]
 after_tokens = "20k..200k:20k"
@@ -250,6 +251,9 @@ summarizer = ["agent", "terse"]
 agent_model = ["recorded"]
 client = ["waits"]
 tokenizer = ["o200k"]
+
+[budget]
+detail_lost = 0.2
 "#;
 
 impl GridSpec {
@@ -480,42 +484,17 @@ pub struct ResolvedGrid {
     pub settings: Vec<Setting>,
 }
 
-/// Summarizer names of metrics.md "Summarizers": returns an error message when unknown.
+/// Summarizer names of metrics.md "Summarizers", parsed by `cost` (one spelling for the
+/// whole program); a `model:NAME` must be priced and a `command:` program must exist.
 fn check_summarizer(name: &str, known: &Known) -> Result<(), String> {
-    match name {
-        "agent" | "terse" | "echo" | "none" => return Ok(()),
-        _ => {}
+    use crate::cost::summarizers::{resolve_program, SummarizerSpec};
+    match SummarizerSpec::parse(name)? {
+        SummarizerSpec::Model(m) if !(known.model)(&m) => Err(format!(
+            "unknown model `{m}`: it is not in the pricing table"
+        )),
+        SummarizerSpec::Command { program, .. } => resolve_program(&program).map(|_| ()),
+        _ => Ok(()),
     }
-    if let Some(m) = name.strip_prefix("model:") {
-        if m.is_empty() {
-            return Err("`model:` needs a model name, e.g. model:gemini-2.5-flash".into());
-        }
-        if !(known.model)(m) {
-            return Err(format!(
-                "unknown model `{m}`: it is not in the pricing table"
-            ));
-        }
-        return Ok(());
-    }
-    if let Some(p) = name.strip_prefix("command:") {
-        if p.trim().is_empty() {
-            return Err("`command:` needs a program".into());
-        }
-        return Ok(());
-    }
-    if let Some(n) = name.strip_prefix("fixed-chars:") {
-        return n
-            .parse::<u64>()
-            .map(|_| ())
-            .map_err(|_| format!("`fixed-chars:{n}` needs a whole number of characters"));
-    }
-    if let Some(r) = name.strip_prefix("ratio:") {
-        return match r.parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 => Ok(()),
-            _ => Err(format!("`ratio:{r}` needs a number 0 or more")),
-        };
-    }
-    Err("unknown summarizer; known: agent, model:NAME, terse, command:PROGRAM, fixed-chars:N, ratio:R, echo, none".into())
 }
 
 /// The manifest's words for a half pair (platform guide, "Both, and half of one").

@@ -11,13 +11,22 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What a sweep knows about one session besides its replays (the run folder's inputs list).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SessionInfo {
     pub session_id: String,
     pub source: String,
     pub format: String,
     pub events: u64,
     pub model_requests: u64,
+    /// Most model requests in one invocation (what `max_llm_calls` would cap).
+    #[serde(default)]
+    pub max_model_requests_per_invocation: u64,
+    /// Tokens of the files attached to user messages, in the run's first tokenizer.
+    #[serde(default)]
+    pub attachment_tokens: u64,
+    /// Model requests at or after the first attachment (they carry it while it is visible).
+    #[serde(default)]
+    pub requests_with_attachment: u64,
 }
 
 /// An input file and how many sessions it gave.

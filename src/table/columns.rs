@@ -50,6 +50,9 @@ pub struct MetricDef {
     pub kind: Kind,
     pub unit: &'static str,
     pub aggs: &'static [Agg],
+    /// The value as a float for aggregation (`None` = absent, e.g. facts_dropped of a
+    /// modelled summarizer).
+    pub get: fn(&SessionMetrics) -> Option<f64>,
 }
 
 /// Calls `$m!(field, Kind, unit, aggs)` for every field of [`SessionMetrics`], in column order.
@@ -96,6 +99,17 @@ macro_rules! for_each_metric {
 
 pub fn metric_defs() -> Vec<MetricDef> {
     let mut v = Vec::new();
+    macro_rules! getter {
+        ($f:ident, OptFloat) => {
+            |m: &SessionMetrics| m.$f
+        };
+        ($f:ident, Bool) => {
+            |m: &SessionMetrics| Some(if m.$f { 1.0 } else { 0.0 })
+        };
+        ($f:ident, $k:ident) => {
+            |m: &SessionMetrics| Some(m.$f as f64)
+        };
+    }
     macro_rules! def {
         ($f:ident, $k:ident, $u:expr, $a:ident) => {
             v.push(MetricDef {
@@ -103,6 +117,7 @@ pub fn metric_defs() -> Vec<MetricDef> {
                 kind: Kind::$k,
                 unit: $u,
                 aggs: $a,
+                get: getter!($f, $k),
             });
         };
     }
@@ -110,38 +125,12 @@ pub fn metric_defs() -> Vec<MetricDef> {
     v
 }
 
-/// A metric's value as a float for aggregation (`None` = absent, e.g. facts_dropped of a
-/// modelled summarizer).
+/// A metric's value by column name (see [`MetricDef::get`]).
 pub fn metric_value(m: &SessionMetrics, name: &str) -> Option<f64> {
-    macro_rules! get {
-        ($f:ident, Count, $u:expr, $a:ident) => {
-            if name == stringify!($f) {
-                return Some(m.$f as f64);
-            }
-        };
-        ($f:ident, Signed, $u:expr, $a:ident) => {
-            if name == stringify!($f) {
-                return Some(m.$f as f64);
-            }
-        };
-        ($f:ident, Float, $u:expr, $a:ident) => {
-            if name == stringify!($f) {
-                return Some(m.$f);
-            }
-        };
-        ($f:ident, OptFloat, $u:expr, $a:ident) => {
-            if name == stringify!($f) {
-                return m.$f;
-            }
-        };
-        ($f:ident, Bool, $u:expr, $a:ident) => {
-            if name == stringify!($f) {
-                return Some(if m.$f { 1.0 } else { 0.0 });
-            }
-        };
-    }
-    for_each_metric!(get);
-    None
+    metric_defs()
+        .iter()
+        .find(|d| d.name == name)
+        .and_then(|d| (d.get)(m))
 }
 
 #[cfg(test)]

@@ -409,6 +409,7 @@ mod tests {
                 format: "adk".into(),
                 events: 10,
                 model_requests: 3,
+                ..Default::default()
             })
             .collect();
         let mut rows = Vec::new();

@@ -245,6 +245,25 @@ pub fn run_json(
             .unwrap_or(serde_json::Value::Null),
     );
     o.insert("shards".into(), serde_json::to_value(shards)?);
+    // Per-session facts the report uses for the guide's alternatives.
+    let facts: Vec<serde_json::Value> = inputs
+        .sessions
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !inputs.failed_sessions.contains(&(*i as u32)))
+        .map(|(_, s)| {
+            serde_json::json!({
+                "session_id": s.session_id,
+                "source": s.source,
+                "events": s.events,
+                "model_requests": s.model_requests,
+                "max_model_requests_per_invocation": s.max_model_requests_per_invocation,
+                "attachment_tokens": s.attachment_tokens,
+                "requests_with_attachment": s.requests_with_attachment,
+            })
+        })
+        .collect();
+    o.insert("session_facts".into(), serde_json::Value::Array(facts));
     Ok(serde_json::Value::Object(o))
 }
 
@@ -549,6 +568,7 @@ mod tests {
                 format: "adk".into(),
                 events: 10 + i as u64,
                 model_requests: 1 + i as u64,
+                ..Default::default()
             })
             .collect();
         let inputs = RunInputs {

@@ -4,7 +4,7 @@
 //! Computed in plain Rust over the rounded rows in session order, so the result is a function
 //! of the rows alone: a merged run and an unsharded run agree to the byte.
 
-use super::columns::{metric_defs, metric_value, Agg, Kind};
+use super::columns::{metric_defs, Agg, Kind};
 use crate::sweep::grid::{Budgets, Setting};
 use crate::sweep::run::{round_fixed, RunRow};
 use serde::Serialize;
@@ -82,7 +82,9 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     a + (b - a) * (rank - lo as f64)
 }
 
-fn aggregate(values: &[f64], integer: bool, agg: Agg) -> AggValue {
+/// One aggregate; percentiles sort `values` in place (sums and means are taken first, in
+/// session order, as `Agg` lists them).
+fn aggregate(values: &mut [f64], integer: bool, agg: Agg) -> AggValue {
     if values.is_empty() {
         return AggValue::Null;
     }
@@ -128,15 +130,12 @@ pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Ve
                 if d.kind == Kind::Bool {
                     continue;
                 }
-                let vals: Vec<f64> = rs
-                    .iter()
-                    .filter_map(|r| metric_value(&r.metrics, d.name))
-                    .collect();
+                let mut vals: Vec<f64> = rs.iter().filter_map(|r| (d.get)(&r.metrics)).collect();
                 let integer = matches!(d.kind, Kind::Count | Kind::Signed);
                 for &a in d.aggs {
                     aggs.push((
                         format!("{}_{}", d.name, a.suffix()),
-                        aggregate(&vals, integer, a),
+                        aggregate(&mut vals, integer, a),
                     ));
                 }
             }
