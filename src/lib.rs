@@ -15,4 +15,5 @@ pub mod sweep;
 pub mod synth;
 pub mod table;
 pub mod tokens;
+pub mod atomic;
 pub mod transcript;
