@@ -491,4 +491,47 @@ mod tests {
         let s = " ".repeat(200_000) + "x";
         assert!(count_text(Tokenizer::O200k, &s) >= 1);
     }
+
+    #[test]
+    fn counted_texts_are_what_count_parts_counts() {
+        let parts = vec![
+            Part::Text {
+                text: "hello there".into(),
+            },
+            Part::ToolCall {
+                id: None,
+                name: "get".into(),
+                args: json!({"q": "x", "n": 2}),
+            },
+            Part::ToolResponse {
+                id: None,
+                name: "get".into(),
+                response: json!("plain result"),
+            },
+            Part::Attachment {
+                name: "a.png".into(),
+                mime_type: Some("image/png".into()),
+                text: None,
+                size_bytes: Some(9),
+            },
+        ];
+        let texts = counted_texts(&parts);
+        // String payloads are counted as the string itself, objects as compact JSON; an
+        // attachment known only by size has no text.
+        assert_eq!(
+            texts,
+            vec![
+                "hello there",
+                "get",
+                r#"{"q":"x","n":2}"#,
+                "get",
+                "plain result"
+            ]
+        );
+        let by_text: u32 = texts.iter().map(|t| count_text(Tokenizer::O200k, t)).sum();
+        assert_eq!(
+            count_parts(Tokenizer::O200k, &parts),
+            by_text + IMAGE_TOKENS as u32
+        );
+    }
 }
