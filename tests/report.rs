@@ -274,6 +274,10 @@ fn charts_are_valid_svg_and_png_and_html_is_self_contained() {
         CHARTS.len(),
         "every chart inline as SVG"
     );
+    // The fixture's run.json sets a 0.25 detail budget: the first chart marks it.
+    let run: serde_json::Value = serde_json::from_str(&read(&dir.join("run.json"))).expect("run");
+    assert_eq!(run["budgets"]["detail_lost"], 0.25);
+    assert!(read(&dir.join("cost_vs_detail.svg")).contains("detail budget: at most 25 %"));
     let lower = html.to_lowercase();
     for banned in [
         "<script",

@@ -104,7 +104,7 @@ impl Chart for CostVsDetail<'_> {
         ChartInfo {
             stem: "cost_vs_detail",
             title: "Cost against detail lost",
-            how_to_read: "Each dot is one setting; lower is cheaper and further left keeps more history verbatim, so the settings worth deploying lie on the dark frontier line, and the red ring is the recommended one.",
+            how_to_read: "Each dot is one setting; lower is cheaper and further left keeps more history verbatim, so the settings worth deploying lie on the dark frontier line; the dashed red line is the run's detail budget (when it set one), and the red ring, the recommendation, is the cheapest setting left of it.",
         }
     }
 
@@ -173,6 +173,29 @@ impl Chart for CostVsDetail<'_> {
                     PathElement::new(vec![(x, y), (x + 24, y)], FRONT_C.stroke_width(3))
                 });
         }
+        // The detail budget the recommendation was chosen under: the ring is the cheapest
+        // point left of this line.
+        let budget = d
+            .run
+            .get("budgets")
+            .and_then(|b| b.get("detail_lost"))
+            .and_then(serde_json::Value::as_f64)
+            .map(|v| v * 100.0)
+            .filter(|x| *x >= x0 && *x <= x1);
+        if let Some(x) = budget {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x, y0), (x, y1)],
+                    12,
+                    8,
+                    RECO_C.mix(0.7).stroke_width(2),
+                ))
+                .map_err(e)?
+                .label(format!("detail budget: at most {x:.0} %"))
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], RECO_C.mix(0.7).stroke_width(2))
+                });
+        }
         for kind in ["tokens", "invocations", "both"] {
             let ps: Vec<(f64, f64)> = pts
                 .iter()
@@ -230,7 +253,7 @@ impl Chart for CostVsDetail<'_> {
         let (px, py) = plot.get_pixel_range();
         let bounds = (px.start, py.start, px.end, py.end);
         let mut placer = LabelPlacer::new();
-        placer.reserve((px.end - 470, py.start, px.end, py.start + 175));
+        placer.reserve((px.end - 470, py.start, px.end, py.start + 200));
         for p in &pts {
             let (x, y) = chart.backend_coord(&(p.1, p.2));
             let r = if p.0.recommended { 14 } else { 9 };
