@@ -1,7 +1,8 @@
 //! The six charts of the report. Each reads [`RunData`] only.
 
 use super::{
-    e, fit, fmt_pct, fmt_tokens, fmt_usd, fmt_usd_axis, Chart, ChartInfo, LabelPlacer, FONT,
+    e, fit, fmt_pct, fmt_tokens, fmt_usd, fmt_usd4, fmt_usd_axis, Chart, ChartInfo, LabelPlacer,
+    FONT,
 };
 use crate::chart::data::{RunData, SettingRow};
 use plotters::coord::types::RangedCoordusize;
@@ -348,7 +349,12 @@ impl<'a> Heatmap<'a> {
                 (Some(b), Some(c)) => Some(b - c),
                 _ => s.cost_saved_usd(),
             },
-            fmt: fmt_usd,
+            // The report's precision: 4 decimals unless the no-compaction cost is $100+.
+            fmt: if d.baseline().and_then(|b| b.cost_usd()).unwrap_or(0.0) >= 100.0 {
+                fmt_usd
+            } else {
+                fmt_usd4
+            },
             diverging: true,
             unit: "net saved (USD, all sessions)",
         }

@@ -3,7 +3,7 @@
 use super::{t, Block, Inline};
 use crate::chart::data::{RunData, RunRow, SettingRow};
 use crate::chart::plots::{frontier, idle_frontier, summarizer_rows};
-use crate::chart::{fmt_pct, fmt_usd, ChartOutcome};
+use crate::chart::{fmt_pct, fmt_usd, fmt_usd4 as usd4, ChartOutcome};
 use serde_json::Value;
 
 /// A share of sessions' history above which a session is listed as better kept short.
@@ -41,22 +41,6 @@ fn int(v: f64) -> String {
 
 fn secs(v: f64) -> String {
     format!("{v:.1} s")
-}
-
-/// USD with 4 decimals (`$1.4259`), for runs whose totals are a few dollars: cents would hide
-/// differences between settings, and the sweep's own summary prints 4 decimals too.
-fn usd4(v: f64) -> String {
-    let sign = if v < 0.0 { "-" } else { "" };
-    let text = format!("{:.4}", v.abs());
-    let (int_part, frac) = text.split_once('.').unwrap_or((&text, "0000"));
-    let mut grouped = String::new();
-    for (i, ch) in int_part.chars().enumerate() {
-        if i > 0 && (int_part.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(ch);
-    }
-    format!("{sign}${grouped}.{frac}")
 }
 
 /// One money format for the whole report, chosen from the no-compaction cost: cents from
