@@ -342,7 +342,7 @@ impl<'a> Heatmap<'a> {
             d,
             stem: "heatmap_net_saved",
             title: "Net dollars saved by after_tokens and keep_recent_events",
-            how: "Each cell is one size-triggered setting; green cells save money against no compaction after paying for the summaries, red cells cost more, and the number is USD saved over all sessions (the no-compaction cost minus the setting's cost, as in the frontier table).",
+            how: "Each cell is one size-triggered setting; green cells save money against no compaction after paying for the summaries, red cells cost more, and the number is USD saved over all sessions (the no-compaction cost minus the setting's cost, as in the frontier table); — marks a threshold no session reached (the same as no compaction).",
             // Against the run's own no-compaction row, so the cells match the report's
             // tables; `cost_saved_usd` only when the run has no baseline row.
             value: |s, base| match (base.and_then(|b| b.cost_usd()), s.cost_usd()) {
@@ -365,7 +365,7 @@ impl<'a> Heatmap<'a> {
             d,
             stem: "heatmap_detail_lost",
             title: "Detail lost by after_tokens and keep_recent_events",
-            how: "Each cell is one size-triggered setting; darker cells read more of the history only through a summary, so a higher threshold or more retained events moves you toward the lighter corner.",
+            how: "Each cell is one size-triggered setting; darker cells read more of the history only through a summary, so a higher threshold or more retained events moves you toward the lighter corner; — marks a threshold no session reached (nothing summarized).",
             value: |s, _| s.detail_lost(),
             fmt: fmt_pct,
             diverging: false,
@@ -400,6 +400,21 @@ impl<'a> Heatmap<'a> {
             }
         }
         (xs, ys, cells)
+    }
+
+    /// Cells whose setting never compacted (no session reached its threshold): shown as `—`,
+    /// so a 0 there is not read as a compaction that costs or loses nothing.
+    fn idle_cells(&self, xs: &[u64], ys: &[u64]) -> Vec<(usize, usize)> {
+        self.d
+            .same_context()
+            .into_iter()
+            .filter(|s| s.trigger_kind == "tokens" && s.never_compacts())
+            .filter_map(|s| {
+                let i = xs.iter().position(|x| Some(*x) == s.after_tokens)?;
+                let j = ys.iter().position(|y| Some(*y) == s.keep_recent_events)?;
+                Some((i, j))
+            })
+            .collect()
     }
 }
 
@@ -513,8 +528,13 @@ impl Chart for Heatmap<'_> {
         let cell_w = chart.plotting_area().dim_in_pixel().0 / xs.len().max(1) as u32;
         let cell_h = chart.plotting_area().dim_in_pixel().1 / ys.len().max(1) as u32;
         let size = (cell_h as f64 * 0.35).clamp(11.0, TICK);
+        let idle = self.idle_cells(&xs, &ys);
         for &(i, j, v) in &cells {
-            let text = (self.fmt)(v);
+            let text = if idle.contains(&(i, j)) {
+                "—".to_string()
+            } else {
+                (self.fmt)(v)
+            };
             let c = color(v);
             let dark = (c.0 as u32 + c.1 as u32 + c.2 as u32) < 380;
             let style = font(size)
@@ -1330,6 +1350,24 @@ mod tests {
         let (xs, ys, cells) = Heatmap::net_saved(&d).cells();
         assert_eq!((xs, ys), (vec![80000], vec![20]));
         assert_eq!(cells, vec![(0, 0, 2.0)]);
+    }
+
+    #[test]
+    fn heatmap_marks_cells_whose_threshold_no_session_reached() {
+        let mut d = data();
+        let mut idle = d.settings[1].clone();
+        idle.setting_id = "9".into();
+        idle.recommended = false;
+        idle.after_tokens = Some(160_000);
+        idle.numbers.insert("summarizer_calls_sum".into(), 0.0);
+        d.settings.push(idle);
+        d.settings[1]
+            .numbers
+            .insert("summarizer_calls_sum".into(), 3.0);
+        let h = Heatmap::detail_lost(&d);
+        let (xs, ys, _) = h.cells();
+        assert_eq!(xs, vec![80_000, 160_000]);
+        assert_eq!(h.idle_cells(&xs, &ys), vec![(1, 0)]);
     }
 
     #[test]
