@@ -70,6 +70,18 @@ fn conform_agrees_with_new_seed_cases() {
         .stdout(predicate::str::contains(format!("{n}/{n} agree")));
 }
 
+/// Hand-made transcripts with what the generator does not make (thoughts, id-less calls,
+/// confirmations, intermediate long-running updates, quote markers, camelCase JSONL).
+#[test]
+fn conform_agrees_with_hand_made_edge_cases() {
+    bin()
+        .args(["conform", "--strict"])
+        .arg(fixtures().join("edge"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("9/9 agree"));
+}
+
 /// A disagreement is reported with the case, the field path and both values, and exit 1.
 #[test]
 fn conform_reports_the_first_differing_field() {
@@ -450,4 +462,49 @@ fn replay_prints_a_timeline_and_refuses_half_pairs() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("missing.json"));
+}
+
+/// Replay throughput on the longest fixtures (not a pass/fail test; run with
+/// `cargo test --release --test engine -- --ignored replay_throughput --nocapture`).
+/// Event-steps = events x model requests of each replay.
+#[test]
+#[ignore]
+fn replay_throughput() {
+    // process CPU seconds (utime + stime), so a loaded machine does not skew the figure
+    fn cpu() -> f64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let f: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        let ticks: f64 = f.get(11..13).map_or(0.0, |x| {
+            x.iter().filter_map(|v| v.parse::<f64>().ok()).sum()
+        });
+        ticks / 100.0
+    }
+    let mut total_steps = 0u64;
+    let start = std::time::Instant::now();
+    let cpu0 = cpu();
+    for name in ["t03.session.json", "t05.session.json", "t00.session.json"] {
+        let s = load(name);
+        let sizes = SessionSizes::new(&s, None);
+        let requests = s.events.iter().filter(|e| e.model_request).count() as u64;
+        let summ = Deterministic::new(Policy::Fixed(400), vec![], vec![]);
+        for t in (2000..40_000).step_by(500) {
+            for keep in [0u64, 2, 5, 10] {
+                let c = cfg(Some((t, keep)), Some((3, 1)), UsageMode::Adjust);
+                let r = engine::replay(&sizes, &c, &summ);
+                assert!(!r.requests.is_empty());
+                total_steps += s.events.len() as u64 * requests;
+            }
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let cpu_s = cpu() - cpu0;
+    println!(
+        "{total_steps} event-steps in {secs:.3} s wall, {cpu_s:.2} s CPU: {:.1} M event-steps per CPU-second",
+        total_steps as f64 / cpu_s.max(1e-9) / 1e6
+    );
 }

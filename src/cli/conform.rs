@@ -9,7 +9,7 @@ use clap::Args;
 use serde_json::Value;
 
 use crate::engine::summarizer::{Deterministic, Policy};
-use crate::engine::{self, CallResult, Config, Replay, UsageMode};
+use crate::engine::{self, Config, Replay, UsageMode};
 use crate::tokens::adk::summarizer_text;
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::adk;
@@ -421,7 +421,6 @@ pub fn compare(o: &Value, r: &Replay, token_pair: bool) -> Vec<Diff> {
         r.totals.final_retained_summaries.clone().into(),
         false,
     );
-    let _ = CallResult::Summary;
     c.diffs
 }
 

@@ -516,17 +516,25 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
             let has_resp = item_parts(sc, &it)
                 .iter()
                 .any(|&p| s.parts[p as usize].kind == PART_RESPONSE);
-            if has_resp {
+            let matched = |sc: &Scratch, p: crate::tokens::sizes::PartInfo| {
+                if p.id != NO_ID {
+                    sc.id_a[p.id as usize] == g
+                } else {
+                    p.name != u32::MAX && sc.name_a[p.name as usize] == g
+                }
+            };
+            let all_matched = !has_resp
+                || item_parts(sc, &it).iter().all(|&gp| {
+                    let p = s.parts[gp as usize];
+                    p.kind != PART_RESPONSE || matched(sc, p)
+                });
+            if !all_matched {
                 let p0 = sc.arena.len() as u32;
                 for k in it.p0..it.p1 {
                     let gp = sc.arena[k as usize];
                     let p = s.parts[gp as usize];
                     if p.kind == PART_RESPONSE {
-                        let matched = if p.id != NO_ID {
-                            sc.id_a[p.id as usize] == g
-                        } else {
-                            p.name != u32::MAX && sc.name_a[p.name as usize] == g
-                        };
+                        let matched = matched(sc, p);
                         if !matched {
                             continue;
                         }
@@ -776,8 +784,9 @@ fn is_stale_text_reply(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, inv: u32) -> bool
 fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     let len = sc.items.len();
-    // call indices by id (events without responses); NO_ID collects id-less calls.
-    let mut calls_by_id: Vec<(u32, Vec<usize>)> = Vec::new();
+    // (call id, item) for call parts of events without responses, sorted: ADK's
+    // `call_event_indices_by_id` (NO_ID collects id-less calls, as ADK keys on None).
+    let mut calls_by_id: Vec<(u32, usize)> = Vec::new();
     let mut any_resp = false;
     for (i, it) in sc.items.iter().enumerate() {
         if has_kind(ctx, sc, it, PART_RESPONSE) {
@@ -790,18 +799,16 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         for &gp in item_parts(sc, it) {
             let p = s.parts[gp as usize];
             if p.kind == PART_CALL {
-                match calls_by_id.iter_mut().find(|(id, _)| *id == p.id) {
-                    Some((_, v)) => v.push(i),
-                    None => calls_by_id.push((p.id, vec![i])),
-                }
+                calls_by_id.push((p.id, i));
             }
         }
     }
     if !any_resp {
         return;
     }
-    // responses by (id, owning call index)
-    let mut resp_by_call: Vec<((u32, usize), Vec<usize>)> = Vec::new();
+    calls_by_id.sort_unstable();
+    // ((id, owning call item), response item), grouped by key in item order.
+    let mut resp_by_call: Vec<((u32, usize), usize)> = Vec::new();
     for (i, it) in sc.items.iter().enumerate() {
         if it.kind != K_RAW {
             continue;
@@ -811,42 +818,49 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
             if p.kind != PART_RESPONSE {
                 continue;
             }
-            let Some((_, idxs)) = calls_by_id.iter().find(|(id, _)| *id == p.id) else {
+            let lo = calls_by_id.partition_point(|&(id, _)| id < p.id);
+            let hi = calls_by_id.partition_point(|&(id, _)| id <= p.id);
+            if lo == hi {
                 continue;
-            };
-            let pc = idxs.partition_point(|&x| x < i);
-            let owner = idxs[pc.saturating_sub(1)];
-            match resp_by_call.iter_mut().find(|(k, _)| *k == (p.id, owner)) {
-                Some((_, v)) => v.push(i),
-                None => resp_by_call.push(((p.id, owner), vec![i])),
             }
+            let idxs = &calls_by_id[lo..hi];
+            let pc = idxs.partition_point(|&(_, x)| x < i);
+            let owner = idxs[pc.saturating_sub(1)].1;
+            resp_by_call.push(((p.id, owner), i));
         }
     }
+    resp_by_call.sort_by_key(|&(k, i)| (k, i));
     // stale model text replies between consecutive updates of one call
     let mut stale: Vec<bool> = vec![false; len];
-    for (_, v) in &resp_by_call {
-        for w in v.windows(2) {
-            let (cur, next) = (w[0], w[1]);
-            let (a, b) = (sc.items[cur], sc.items[next]);
-            if s.inv_id[a.src as usize] != s.inv_id[b.src as usize]
-                || ctx.author_of(&a) != ctx.author_of(&b)
-            {
-                continue;
-            }
-            if !s.requested[a.src as usize].is_empty() {
-                continue;
-            }
-            if next > cur + 1
-                && (cur + 1..next)
-                    .all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize]))
-            {
-                for x in stale.iter_mut().take(next).skip(cur + 1) {
-                    *x = true;
-                }
+    for w in resp_by_call.windows(2) {
+        if w[0].0 != w[1].0 {
+            continue;
+        }
+        let (cur, next) = (w[0].1, w[1].1);
+        let (a, b) = (sc.items[cur], sc.items[next]);
+        if s.inv_id[a.src as usize] != s.inv_id[b.src as usize]
+            || ctx.author_of(&a) != ctx.author_of(&b)
+        {
+            continue;
+        }
+        if !s.requested[a.src as usize].is_empty() {
+            continue;
+        }
+        if next > cur + 1
+            && (cur + 1..next)
+                .all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize]))
+        {
+            for x in stale.iter_mut().take(next).skip(cur + 1) {
+                *x = true;
             }
         }
     }
+    let last_resp = |key: (u32, usize)| -> Option<usize> {
+        let hi = resp_by_call.partition_point(|&(k, _)| k <= key);
+        (hi > 0 && resp_by_call[hi - 1].0 == key).then(|| resp_by_call[hi - 1].1)
+    };
     let mut out: Vec<Item> = Vec::with_capacity(len);
+    let mut idxs: Vec<usize> = Vec::new();
     for (i, &is_stale) in stale.iter().enumerate() {
         if is_stale {
             continue;
@@ -857,15 +871,13 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         }
         if has_kind(ctx, sc, &it, PART_CALL) {
             out.push(it);
-            let mut idxs: Vec<usize> = Vec::new();
+            idxs.clear();
             for &gp in item_parts(sc, &it) {
                 let p = s.parts[gp as usize];
                 if p.kind == PART_CALL {
-                    if let Some((_, v)) = resp_by_call.iter().find(|(k, _)| *k == (p.id, i)) {
-                        if let Some(&last) = v.last() {
-                            if !idxs.contains(&last) {
-                                idxs.push(last);
-                            }
+                    if let Some(last) = last_resp((p.id, i)) {
+                        if !idxs.contains(&last) {
+                            idxs.push(last);
                         }
                     }
                 }
@@ -918,16 +930,22 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
     let mut w = 0;
     for r in 0..sc.items.len() {
         let mut it = sc.items[r];
-        if has_kind(ctx, sc, &it, PART_CALL) {
+        let orphan = |sc: &Scratch, p: crate::tokens::sizes::PartInfo| {
+            p.kind == PART_CALL
+                && p.id != NO_ID
+                && sc.id_b[p.id as usize] != g
+                && sc.id_c[p.id as usize] != g
+        };
+        if it.kind == K_RAW
+            && item_parts(sc, &it)
+                .iter()
+                .any(|&gp| orphan(sc, s.parts[gp as usize]))
+        {
             let p0 = sc.arena.len() as u32;
             for k in it.p0..it.p1 {
                 let gp = sc.arena[k as usize];
                 let p = s.parts[gp as usize];
-                if p.kind == PART_CALL
-                    && p.id != NO_ID
-                    && sc.id_b[p.id as usize] != g
-                    && sc.id_c[p.id as usize] != g
-                {
+                if orphan(sc, p) {
                     continue;
                 }
                 sc.arena.push(gp);
@@ -950,7 +968,11 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
 pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
     let mut sc = Scratch::default();
     let words = s.n.div_ceil(64);
-    let mut out = crate::tokens::sizes::BaselineCache { words, main_agent: s.main_agent, ..Default::default() };
+    let mut out = crate::tokens::sizes::BaselineCache {
+        words,
+        main_agent: s.main_agent,
+        ..Default::default()
+    };
     let main = s.main_agent.unwrap_or(u32::MAX);
     for b in 0..s.blocks() {
         let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
@@ -960,7 +982,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             }
             let m = build(s, k, &[], &[], s.author[k], s.branch[k], &mut sc);
             out.request_event.push(k as u32);
-            out.request.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+            out.request.push([
+                m.contents as u64,
+                m.adk_chars,
+                m.json_chars,
+                m.history_tokens,
+            ]);
             let base = out.seen.len();
             out.seen.resize(base + words, 0);
             for i in 0..k {
@@ -970,7 +997,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             }
         }
         let m = build(s, hi, &[], &[], main, None, &mut sc);
-        out.block_end.push([m.contents as u64, m.adk_chars, m.json_chars, m.history_tokens]);
+        out.block_end.push([
+            m.contents as u64,
+            m.adk_chars,
+            m.json_chars,
+            m.history_tokens,
+        ]);
     }
     out
 }
@@ -978,6 +1010,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
 impl Measure {
     /// From a cached `[contents, adk_chars, json_chars, history_tokens]` row.
     pub fn from_row(r: [u64; 4]) -> Measure {
-        Measure { contents: r[0] as u32, adk_chars: r[1], json_chars: r[2], history_tokens: r[3], summary_tokens: 0 }
+        Measure {
+            contents: r[0] as u32,
+            adk_chars: r[1],
+            json_chars: r[2],
+            history_tokens: r[3],
+            summary_tokens: 0,
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! worth-compacting gate.
 
 use super::contents::{covered, Comp};
-use crate::tokens::sizes::{SessionSizes, NO_ID, PART_CALL};
+use crate::tokens::sizes::{SessionSizes, PART_CALL};
 
 /// Reusable id sets for the guards.
 #[derive(Debug, Default)]
@@ -241,7 +241,151 @@ pub fn raw_in_range(
     (count, first, last)
 }
 
-#[allow(dead_code)]
-fn _unused(_: u32) -> u32 {
-    NO_ID
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::{Event, Part, Role, Session};
+    use serde_json::json;
+
+    fn ev(author: &str, inv: &str, ts: f64, parts: Vec<Part>) -> Event {
+        let role =
+            if author == "user" || parts.iter().any(|p| matches!(p, Part::ToolResponse { .. })) {
+                Role::User
+            } else {
+                Role::Model
+            };
+        let mut e = Event::new(author, role, inv, ts);
+        e.parts = parts;
+        e
+    }
+    fn call(id: &str) -> Part {
+        Part::ToolCall {
+            id: Some(id.into()),
+            name: "f".into(),
+            args: json!({"a": 1}),
+        }
+    }
+    fn resp(id: &str) -> Part {
+        Part::ToolResponse {
+            id: Some(id.into()),
+            name: "f".into(),
+            response: json!({"r": 2}),
+        }
+    }
+    fn text(t: &str) -> Part {
+        Part::Text { text: t.into() }
+    }
+    fn sizes(events: Vec<Event>) -> SessionSizes {
+        let s = Session {
+            id: "s".into(),
+            source: "t".into(),
+            format: crate::transcript::Format::Adk,
+            events,
+            recorded_compactions: vec![],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        };
+        SessionSizes::new(&s, None)
+    }
+
+    /// 0 user, 1 call c1, 2 resp c1, 3 text, 4 user, 5 call c2, 6 resp c2, 7 text
+    fn session() -> SessionSizes {
+        sizes(vec![
+            ev("user", "i1", 1.0, vec![text("hi")]),
+            ev("a", "i1", 2.0, vec![call("c1")]),
+            ev("a", "i1", 3.0, vec![resp("c1")]),
+            ev("a", "i1", 4.0, vec![text("done")]),
+            ev("user", "i2", 5.0, vec![text("again")]),
+            ev("a", "i2", 6.0, vec![call("c2")]),
+            ev("a", "i2", 7.0, vec![resp("c2")]),
+            ev("a", "i2", 8.0, vec![text("ok")]),
+        ])
+    }
+
+    #[test]
+    fn safe_split_keeps_a_retained_response_with_its_call() {
+        let s = session();
+        let mut gs = GuardScratch::default();
+        let cands: Vec<u32> = (0..8).collect();
+        // keep 2: the tail [6, 7] holds c2's response, so the split moves back to 5
+        assert_eq!(safe_split(&s, &cands, 2, &mut gs), 5);
+        // keep 1: the tail [7] is self-contained
+        assert_eq!(safe_split(&s, &cands, 1, &mut gs), 7);
+        // keep 3: [5, 6, 7] already holds the call
+        assert_eq!(safe_split(&s, &cands, 3, &mut gs), 5);
+    }
+
+    #[test]
+    fn prefix_stops_before_an_open_call() {
+        let s = session();
+        let mut gs = GuardScratch::default();
+        // window ending between c2's call and response: cut after event 4 (an invocation
+        // boundary, so no second pass)
+        assert_eq!(
+            self_contained_prefix(&s, &[0, 1, 2, 3, 4, 5], 8, &mut gs),
+            5
+        );
+        assert_eq!(self_contained_prefix(&s, &[0, 1, 2, 3], 8, &mut gs), 4);
+    }
+
+    #[test]
+    fn dead_calls_do_not_block_forever() {
+        // c9 is never answered and not in the newest invocation: provably dead.
+        let s = sizes(vec![
+            ev("user", "i1", 1.0, vec![text("hi")]),
+            ev("a", "i1", 2.0, vec![call("c9")]),
+            ev("a", "i1", 3.0, vec![text("lost")]),
+            ev("user", "i2", 4.0, vec![text("next")]),
+        ]);
+        let mut gs = GuardScratch::default();
+        assert_eq!(self_contained_prefix(&s, &[0, 1, 2], 4, &mut gs), 3);
+        // a long-running call is protected: the strict cut stands
+        let mut e = ev("a", "i1", 2.0, vec![call("c9")]);
+        e.long_running_tool_ids = vec!["c9".into()];
+        let s = sizes(vec![
+            ev("user", "i1", 1.0, vec![text("hi")]),
+            e,
+            ev("a", "i1", 3.0, vec![text("lost")]),
+            ev("user", "i2", 4.0, vec![text("next")]),
+        ]);
+        assert_eq!(self_contained_prefix(&s, &[0, 1, 2], 4, &mut gs), 1);
+    }
+
+    #[test]
+    fn gate_needs_more_than_the_last_summary() {
+        let s = session();
+        let cov = vec![];
+        // no summary yet: any range bigger than an empty summary (27 chars) is worth it
+        assert!(worth_compacting(&s, 8, &[], &cov, 1.0, 4.0));
+        let big = Comp {
+            start: 1.0,
+            end: 2.0,
+            after_raw: 8,
+            chars: 10_000,
+            json_chars: 10_038,
+            tokens: 2500,
+            text: None,
+            retained: true,
+        };
+        let mut cov = Vec::new();
+        super::super::contents::coverage(std::slice::from_ref(&big), &mut cov);
+        assert!(!worth_compacting(
+            &s,
+            8,
+            std::slice::from_ref(&big),
+            &cov,
+            3.0,
+            4.0
+        ));
+        // a range containing the big summary removes it, so it is worth compacting
+        assert!(worth_compacting(
+            &s,
+            8,
+            std::slice::from_ref(&big),
+            &cov,
+            1.0,
+            8.0
+        ));
+    }
 }

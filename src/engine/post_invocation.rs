@@ -105,12 +105,18 @@ pub(crate) fn run(
     }
     let post = (st.out.compactions.len() > before).then(|| before as u32 + 1);
     let trigger = post.and_then(|o| st.out.compaction(o)).map(|c| c.trigger);
-    let cached = (st.base.main_agent == s.main_agent).then(|| st.base.block_end.get(b)).flatten();
+    let cached = (st.base.main_agent == s.main_agent)
+        .then(|| st.base.block_end.get(b))
+        .flatten();
     let raw = match cached {
         Some(r) => contents::Measure::from_row(*r),
         None => contents::build(s, st.n, &[], &[], main, None, base),
     };
-    let sim = if st.comps.is_empty() { raw } else { st.measure(main, None) };
+    let sim = if st.comps.is_empty() {
+        raw
+    } else {
+        st.measure(main, None)
+    };
     let retained = st
         .comps
         .iter()

@@ -78,7 +78,9 @@ pub(crate) struct Prev {
 /// the same agent asks again and no summary was written in between; else the leading items
 /// that were there before and are not inside a summary written since.
 fn shared_prefix(st: &State<'_>, prev: &Prev, viewer: u32, generic: bool) -> u64 {
-    let Some((pv, pn, pc, ptok)) = prev.last else { return 0 };
+    let Some((pv, pn, pc, ptok)) = prev.last else {
+        return 0;
+    };
     if pv != viewer {
         return 0;
     }
@@ -135,7 +137,11 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     }
     let pre_end = st.out.pre_request.len() as u32;
     let generic = !st.comps.is_empty();
-    let sim = if generic { st.measure(author, branch) } else { raw };
+    let sim = if generic {
+        st.measure(author, branch)
+    } else {
+        raw
+    };
 
     // hidden raw events: in the uncompacted request, absent from the compacted one, covered
     let hid_start = st.out.hidden.len() as u32;

@@ -81,7 +81,9 @@ pub struct SessionSizes {
     pub summ_lines: Vec<u32>,
     /// Run-tokenizer tokens per event.
     pub tokens: Vec<u32>,
-    /// True when `tokens` are ADK's chars/4 (no real tokenizer given).
+    /// True when `tokens` are ADK's chars/4 (no real tokenizer given). Callers that pass
+    /// adk-chars counts explicitly should set it, so the `adjust` usage rule subtracts
+    /// `floor(removed chars / 4)` exactly as the oracle does instead of summed per-event counts.
     pub tokens_are_adk_chars: bool,
     /// Every part, flat, addressed by `parts_at` (event -> range).
     pub parts: Vec<PartInfo>,

@@ -393,11 +393,11 @@ fn build_session(
                 e.critical.push(Critical::Confirmation);
             }
         }
-        if e.parts.iter().any(|p| matches!(p, Part::ToolResponse { response: Value::Object(r), .. } if r.contains_key("error"))) {
-            e.critical.push(Critical::ToolError);
-        }
+        critical_flags(&mut e, o);
+        // ADK treats an empty branch like none (`if not event.branch`).
         e.branch = non_null(o, "branch")
             .and_then(Value::as_str)
+            .filter(|b| !b.is_empty())
             .map(str::to_string);
         events.push(e);
     }
@@ -411,6 +411,43 @@ fn build_session(
         synthetic_timestamps: synthetic,
         approval_policies: Vec::new(),
     })
+}
+
+/// Critical events ADK records explicitly: tool errors (a response with an `error` key),
+/// answers to a confirmation request (`adk_request_confirmation` response: approval or
+/// refusal), and interrupted events.
+fn critical_flags(e: &mut Event, o: &Map<String, Value>) {
+    let add = |c: Critical, e: &mut Event| {
+        if !e.critical.contains(&c) {
+            e.critical.push(c);
+        }
+    };
+    let mut found = Vec::new();
+    for p in &e.parts {
+        if let Part::ToolResponse {
+            name,
+            response: Value::Object(r),
+            ..
+        } = p
+        {
+            if r.contains_key("error") {
+                found.push(Critical::ToolError);
+            }
+            if name == "adk_request_confirmation" {
+                match r.get("confirmed").and_then(Value::as_bool) {
+                    Some(true) => found.push(Critical::Approval),
+                    Some(false) => found.push(Critical::Refusal),
+                    None => {}
+                }
+            }
+        }
+    }
+    if non_null(o, "interrupted").and_then(Value::as_bool) == Some(true) {
+        found.push(Critical::Interruption);
+    }
+    for c in found {
+        add(c, e);
+    }
 }
 
 fn read_eval_set(file: &str, cases: &Value) -> Result<Vec<Session>, ReadError> {
@@ -450,12 +487,12 @@ fn read_eval_set(file: &str, cases: &Value) -> Result<Vec<Session>, ReadError> {
                     t = ts;
                 }
             }
-            let mut push = |author: &str, content: Value, t: &mut f64| {
+            let push = |evs: &mut Vec<Value>, author: &str, content: Value, t: &mut f64| {
                 evs.push(serde_json::json!({"author": author, "invocation_id": inv_id, "timestamp": *t, "content": content}));
                 *t += 0.001;
             };
             if let Some(u) = non_null(inv, "user_content") {
-                push("user", u.clone(), &mut t);
+                push(&mut evs, "user", u.clone(), &mut t);
             }
             if let Some(im) = non_null(inv, "intermediate_data").and_then(Value::as_object) {
                 let uses = non_null(im, "tool_uses")
@@ -468,16 +505,36 @@ fn read_eval_set(file: &str, cases: &Value) -> Result<Vec<Session>, ReadError> {
                     .unwrap_or_default();
                 for (k, fc) in uses.iter().enumerate() {
                     push(
+                        &mut evs,
                         "agent",
                         serde_json::json!({"role": "model", "parts": [{"function_call": fc}]}),
                         &mut t,
                     );
                     if let Some(fr) = resps.get(k) {
                         push(
+                            &mut evs,
                             "agent",
                             serde_json::json!({"role": "user", "parts": [{"function_response": fr}]}),
                             &mut t,
                         );
+                    }
+                }
+                // Newer eval sets record whole events (`invocation_events`).
+                if let Some(Value::Array(ies)) = non_null(im, "invocation_events") {
+                    for ie in ies.iter().filter_map(Value::as_object) {
+                        let a = non_null(ie, "author")
+                            .and_then(Value::as_str)
+                            .unwrap_or("agent")
+                            .to_string();
+                        let mut ev = serde_json::json!({"author": a, "invocation_id": inv_id, "timestamp": t});
+                        if let Some(c) = non_null(ie, "content") {
+                            ev["content"] = c.clone();
+                        }
+                        if let Some(u) = non_null(ie, "usage_metadata") {
+                            ev["usage_metadata"] = u.clone();
+                        }
+                        evs.push(ev);
+                        t += 0.001;
                     }
                 }
                 if let Some(Value::Array(irs)) = non_null(im, "intermediate_responses") {
@@ -485,6 +542,7 @@ fn read_eval_set(file: &str, cases: &Value) -> Result<Vec<Session>, ReadError> {
                         if let Some([a, ps]) = ir.as_array().map(Vec::as_slice) {
                             let a = a.as_str().unwrap_or("agent").to_string();
                             push(
+                                &mut evs,
                                 &a,
                                 serde_json::json!({"role": "model", "parts": ps}),
                                 &mut t,
@@ -494,7 +552,7 @@ fn read_eval_set(file: &str, cases: &Value) -> Result<Vec<Session>, ReadError> {
                 }
             }
             if let Some(f) = non_null(inv, "final_response") {
-                push("agent", f.clone(), &mut t);
+                push(&mut evs, "agent", f.clone(), &mut t);
             }
         }
         let items: Vec<(String, &Value)> = evs
@@ -563,5 +621,64 @@ mod tests {
         assert_eq!(err.location, "line 2");
         let noinv = r#"{"events":[{"author":"user","timestamp":1}]}"#;
         assert_eq!(read("y.json", noinv).unwrap_err().location, "$.events[0]");
+    }
+}
+
+#[cfg(test)]
+mod critical_tests {
+    use super::*;
+
+    #[test]
+    fn confirmations_errors_and_interruptions_are_flagged() {
+        let text = r#"{"events":[
+          {"author":"a","invocation_id":"i","timestamp":1,"content":{"role":"model","parts":[{"function_call":{"id":"c","name":"adk_request_confirmation","args":{}}}]},
+           "actions":{"requested_tool_confirmations":{"d1":{"hint":"sure?"}}}},
+          {"author":"user","invocation_id":"j","timestamp":2,"content":{"role":"user","parts":[{"function_response":{"id":"c","name":"adk_request_confirmation","response":{"confirmed":false}}}]}},
+          {"author":"a","invocation_id":"j","timestamp":3,"content":{"role":"user","parts":[{"function_response":{"id":"x","name":"t","response":{"error":"boom"}}}]}},
+          {"author":"a","invocation_id":"j","timestamp":4,"interrupted":true,"content":{"role":"model","parts":[{"text":"stop"}]}}]}"#;
+        let s = read("c.json", text).unwrap();
+        let flags: Vec<Vec<Critical>> = s[0].events.iter().map(|e| e.critical.clone()).collect();
+        assert_eq!(flags[0], vec![Critical::Confirmation]);
+        assert_eq!(s[0].events[0].requested_ids, vec!["d1".to_string()]);
+        assert_eq!(flags[1], vec![Critical::Refusal]);
+        assert_eq!(flags[2], vec![Critical::ToolError]);
+        assert_eq!(flags[3], vec![Critical::Interruption]);
+    }
+}
+
+#[cfg(test)]
+mod eval_set_tests {
+    use super::*;
+
+    #[test]
+    fn eval_set_cases_become_sessions() {
+        let text = r#"{"eval_set_id":"s","evalCases":[
+          {"evalId":"case_a","conversation":[
+            {"invocationId":"inv1","userContent":{"role":"user","parts":[{"text":"weather?"}]},
+             "finalResponse":{"role":"model","parts":[{"text":"sunny"}]},
+             "intermediateData":{"toolUses":[{"id":"c1","name":"weather","args":{"city":"Oslo"}}],
+                                 "toolResponses":[{"id":"c1","name":"weather","response":{"t":3}}]},
+             "creationTimestamp":1700000100.0}]},
+          {"evalId":"case_b","conversation":[
+            {"invocationId":"inv1","userContent":{"role":"user","parts":[{"text":"hi"}]},
+             "intermediateData":{"invocationEvents":[
+               {"author":"bot","content":{"role":"model","parts":[{"text":"hello"}]},"usageMetadata":{"promptTokenCount":42}}]}}]}]}"#;
+        assert!(sniff(text));
+        let s = read("set.evalset.json", text).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].id, "case_a");
+        assert_eq!(s[0].format, Format::AdkEvalSet);
+        assert_eq!(s[0].source, "set.evalset.json#case_a");
+        // user, call, response, final answer
+        assert_eq!(s[0].events.len(), 4);
+        assert!(
+            matches!(&s[0].events[1].parts[0], Part::ToolCall { name, .. } if name == "weather")
+        );
+        assert!(s[0].events[3].model_request);
+        let b = &s[1].events;
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[1].author, "bot");
+        assert_eq!(b[1].usage.map(|u| u.prompt_tokens), Some(42));
+        assert!(b.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
     }
 }

@@ -192,7 +192,12 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl Event {
-    pub fn new(author: impl Into<String>, role: Role, invocation_id: impl Into<String>, timestamp: f64) -> Self {
+    pub fn new(
+        author: impl Into<String>,
+        role: Role,
+        invocation_id: impl Into<String>,
+        timestamp: f64,
+    ) -> Self {
         Event {
             id: None,
             author: author.into(),
