@@ -223,10 +223,26 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
     )));
     b.push(Block::Code(paste_line(r)));
     let usd = money(d);
-    let mut why = vec![Inline::Text(match budgets_words(d.run.get("budgets")) {
-        None => "Why: it is the cheapest compacting setting; the run set no budget, so nothing limited the detail it may lose (sweep with --budget-detail-lost and --budget-latency to set limits). ".to_string(),
-        Some(b) => format!("Why: it is the cheapest setting within the run's budget, {b}; budgets are set with --budget-detail-lost and --budget-latency. "),
-    })];
+    // The flags as code, so they read as flags and never break at their hyphens.
+    let flags = |lead: String, tail: &str| {
+        vec![
+            Inline::Text(lead),
+            Inline::Code("--budget-detail-lost".into()),
+            Inline::Text(" and ".into()),
+            Inline::Code("--budget-latency".into()),
+            Inline::Text(tail.into()),
+        ]
+    };
+    let mut why = match budgets_words(d.run.get("budgets")) {
+        None => flags(
+            "Why: it is the cheapest compacting setting; the run set no budget, so nothing limited the detail it may lose (sweep with ".into(),
+            " to set limits). ",
+        ),
+        Some(b) => flags(
+            format!("Why: it is the cheapest setting within the run's budget, {b}; budgets are set with "),
+            ". ",
+        ),
+    };
     if let (Some(c), Some(bc)) = (r.cost_usd(), base.and_then(|x| x.cost_usd())) {
         let saved = bc - c;
         let pct = if bc > 0.0 { saved / bc } else { 0.0 };

@@ -235,6 +235,7 @@ th, td { border: 1px solid #d0d7de; padding: .3em .6em; vertical-align: top; }
 th { background: #f4f6f8; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td code { font-size: .95em; }
+p code { white-space: nowrap; }
 figure { margin: 1em 0 2em; }
 figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; font-size: .95em; margin-top: .3em; }
