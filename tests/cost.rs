@@ -419,4 +419,39 @@ mod replay_metrics {
             .unwrap();
         assert!(with < without, "cached {with} vs uncached {without}");
     }
+
+    #[test]
+    fn a_setting_that_never_fires_costs_exactly_the_baseline() {
+        // Threshold far above any prompt: no compaction, so every request is the baseline's and
+        // the saving must be zero to the cent (recorded usage in t05; multi-agent in t06).
+        for name in ["travel_8inv", "t05", "t06"] {
+            let file = format!(
+                "{}/tests/fixtures/oracle/goldens/{name}.session.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let out = Command::cargo_bin("compaction-sim")
+                .unwrap()
+                .arg("replay")
+                .arg(&file)
+                .args([
+                    "--after-tokens",
+                    "100000000",
+                    "--keep-recent-events",
+                    "0",
+                    "--json",
+                ])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let m = &v["metrics"];
+            assert_eq!(m["summarizer_calls"].as_u64(), Some(0), "{name}");
+            assert_eq!(m["cost_usd"], m["baseline_cost_usd"], "{name}");
+            assert_eq!(m["cost_saved_usd"].as_f64(), Some(0.0), "{name}");
+        }
+    }
 }
