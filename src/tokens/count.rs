@@ -168,7 +168,7 @@ enum Piece<'a> {
 }
 
 /// Bumped whenever [`pieces`] changes what is counted, so stale cache entries never match.
-const SCHEME: &[u8] = b"compaction-sim pieces v2";
+const SCHEME: &[u8] = b"compaction-sim pieces v3";
 
 /// Tokens of an image whose pixels are unknown: OpenAI's high-detail price of a 1024×1024
 /// image (85 + 4 tiles × 170). Image bytes say nothing about tokens (a PNG of 89 kB would be
@@ -241,48 +241,84 @@ pub fn counted_texts(parts: &[Part]) -> Vec<Cow<'_, str>> {
 }
 
 /// The cache key of an event: xxh3 of exactly what is counted (so two events with the same
-/// content share one entry, and a change of counting rules changes every key).
+/// content share one entry, and a change of counting rules changes every key). It streams
+/// into the hasher without building the counted strings: a warm run is mostly this function.
 fn content_key(parts: &[Part]) -> u64 {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(SCHEME);
-    for p in pieces(parts) {
-        match p {
-            Piece::Text(t) => {
-                h.update(b"T");
-                h.update(&(t.len() as u64).to_le_bytes());
-                h.update(t.as_bytes());
-            }
-            Piece::Tokens(n) => {
-                h.update(b"N");
-                h.update(&n.to_le_bytes());
-            }
-        }
-    }
-    // ADK's rules also depend on which parts carry names versus text, and on whether a
-    // payload was a JSON string or the same text as structured JSON: hash the kinds too.
-    let kind = |v: &Value| -> &'static [u8] {
-        match v {
-            Value::String(_) => b"s",
-            Value::Null => b"n",
-            _ => b"j",
-        }
+    let mut h = KeyHasher {
+        h: xxhash_rust::xxh3::Xxh3::new(),
+        written: 0,
     };
+    h.h.update(SCHEME);
     for p in parts {
+        // Part kinds are hashed too: ADK's rules depend on which parts carry names versus
+        // text, and on whether a payload was a JSON string or the same text as structured JSON.
         match p {
-            Part::Text { .. } => h.update(b"t"),
-            Part::Thought { .. } => h.update(b"h"),
-            Part::ToolCall { args, .. } => {
-                h.update(b"c");
-                h.update(kind(args));
+            Part::Text { text } => h.text(b't', text),
+            Part::Thought { text } => h.text(b'h', text),
+            Part::ToolCall { name, args, .. } => {
+                h.text(b'c', name);
+                h.json(args);
             }
-            Part::ToolResponse { response, .. } => {
-                h.update(b"r");
-                h.update(kind(response));
+            Part::ToolResponse { name, response, .. } => {
+                h.text(b'r', name);
+                h.json(response);
             }
-            Part::Attachment { .. } => h.update(b"a"),
+            Part::Attachment { text: Some(t), .. } => h.text(b'a', t),
+            Part::Attachment {
+                text: None,
+                size_bytes,
+                mime_type,
+                ..
+            } => {
+                h.h.update(b"A");
+                h.h.update(&attachment_tokens(mime_type.as_deref(), *size_bytes).to_le_bytes());
+            }
         }
     }
-    h.digest()
+    h.h.digest()
+}
+
+/// xxh3 fed directly by `serde_json::to_writer`, counting the bytes it wrote.
+struct KeyHasher {
+    h: xxhash_rust::xxh3::Xxh3,
+    written: u64,
+}
+
+impl KeyHasher {
+    /// Tag, length, bytes: unambiguous whatever the strings hold.
+    fn text(&mut self, tag: u8, s: &str) {
+        self.h.update(&[tag]);
+        self.h.update(&(s.len() as u64).to_le_bytes());
+        self.h.update(s.as_bytes());
+    }
+
+    /// The same text [`json_text`] counts: a string as itself, other JSON compact. The length
+    /// follows the streamed bytes (unambiguous read from the end).
+    fn json(&mut self, v: &Value) {
+        match v {
+            Value::Null => self.h.update(b"n"),
+            Value::String(s) => self.text(b's', s),
+            other => {
+                self.h.update(b"j");
+                self.written = 0;
+                // Writing into a hasher cannot fail; serde_json only fails on I/O errors here.
+                let _ = serde_json::to_writer(&mut *self, other);
+                let n = self.written;
+                self.h.update(&n.to_le_bytes());
+            }
+        }
+    }
+}
+
+impl std::io::Write for KeyHasher {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.h.update(buf);
+        self.written += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Counts one event's parts (no cache).
