@@ -82,6 +82,39 @@ fn conform_agrees_with_hand_made_edge_cases() {
         .stdout(predicate::str::contains("9/9 agree"));
 }
 
+/// Fuzz-triage classes the engine now reproduces (tests/fixtures/oracle/fuzz/README.md):
+/// D1 content without a role, D6 inline_data in the gate, D7 thought signatures.
+#[test]
+fn conform_agrees_with_fuzz_class_repros() {
+    let cases = [
+        ("D1", "r01_roleless_content_i1_o0.json"),
+        ("D1", "h11_no_role_t100.json"),
+        ("D1", "h11_no_role_t1r0.json"),
+        ("D6", "r06_inline_data_gate_i1_o0_f2000.json"),
+        ("D6", "h27_inline_data_t1r0.json"),
+        ("D6", "h27_inline_data_b.json"),
+        ("D7", "r07_thought_signature_i5_o0.json"),
+        ("D7", "r08_thought_signature_gate_i1_o0_f2000.json"),
+    ];
+    let out = bin()
+        .args(["conform", "--strict"])
+        .arg(fixtures().join("fuzz"))
+        .output()
+        .expect("run conform");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (class, case) in cases {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("ok ") && l.ends_with(case)),
+            "{class} case {case} does not agree:\n{stdout}"
+        );
+    }
+    let n = cases.len();
+    assert!(stdout.contains(&format!("{n}/{n} agree")), "{stdout}");
+    assert!(out.status.success());
+}
+
 /// A disagreement is reported with the case, the field path and both values, and exit 1.
 #[test]
 fn conform_reports_the_first_differing_field() {

@@ -206,7 +206,7 @@ impl SessionSizes {
             });
             s.visible.push(is_visible(e));
             let p0 = s.parts.len() as u32;
-            for p in &e.parts {
+            for (pi, p) in e.parts.iter().enumerate() {
                 let (kind, id, name) = match p {
                     Part::ToolCall { id, name, .. } => (PART_CALL, id, names.get(name)),
                     Part::ToolResponse { id, name, .. } => (PART_RESPONSE, id, names.get(name)),
@@ -219,8 +219,8 @@ impl SessionSizes {
                         .filter(|x| !x.is_empty())
                         .map_or(NO_ID, |x| ids.get(x)),
                     name,
-                    adk_chars: adk::part_adk_chars(p),
-                    json_chars: adk::part_json_chars(p),
+                    adk_chars: adk::event_part_adk_chars(e, pi),
+                    json_chars: adk::event_part_json_chars(e, pi),
                     id_strip_json: json_id_strip(id),
                 });
             }
@@ -340,14 +340,20 @@ impl SessionSizes {
 
 /// ADK's `_should_include_event_in_context` for an unscoped event: non-empty content and not
 /// an auth / confirmation / framework event.
+/// A content without a role is never sent (`_contains_empty_content`); a part carrying a
+/// thought signature always is (`_is_part_invisible`).
 fn is_visible(e: &Event) -> bool {
-    let any_visible = e.parts.iter().any(|p| match p {
-        Part::Text { text } => !text.is_empty(),
-        Part::Thought { .. } => false,
-        Part::ToolCall { .. } | Part::ToolResponse { .. } => true,
-        Part::Attachment { .. } => true,
+    let any_visible = e.parts.iter().enumerate().any(|(i, p)| {
+        e.adk_part(i).is_some_and(|x| x.signature)
+            || match p {
+                Part::Text { text } => !text.is_empty(),
+                Part::Thought { .. } => false,
+                Part::ToolCall { .. } | Part::ToolResponse { .. } => true,
+                Part::Attachment { .. } => true,
+            }
     });
-    any_visible
+    !e.role_absent
+        && any_visible
         && !adk::is_auth_event(e)
         && !adk::is_confirmation_event(e)
         && !adk::is_framework_event(e)

@@ -10,7 +10,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
+use super::{
+    AdkPartExtra, Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session,
+    Usage,
+};
 
 const SYNTHETIC_T0: f64 = 1_700_000_000.0;
 
@@ -210,17 +213,104 @@ fn str_list(v: Option<&Value>) -> Vec<String> {
     }
 }
 
-/// Convert one ADK `Content` into (role, parts).
+/// Escaped length of a string in pydantic's compact JSON (code points, no quotes); the
+/// same rule as `tokens::adk::json_str_len_raw`, which this module may not use.
+fn json_str_len(s: &str) -> u64 {
+    s.chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{08}' | '\u{0c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            _ => 1,
+        })
+        .sum()
+}
+
+/// Decoded byte count of a base64 string (standard or URL-safe, padding optional).
+fn base64_bytes(s: &str) -> u64 {
+    let n = s
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '-' | '_'))
+        .count() as u64;
+    n * 3 / 4
+}
+
+/// Length of the URL-safe, padded base64 pydantic writes for `bytes` decoded bytes.
+fn base64_len(bytes: u64) -> u64 {
+    bytes.div_ceil(3) * 4
+}
+
+/// Part fields ADK's replay is not modelled for; a transcript holding one is refused
+/// rather than replayed with wrong numbers.
+const UNSUPPORTED_PART_FIELDS: [&str; 8] = [
+    "executable_code",
+    "code_execution_result",
+    "tool_call",
+    "tool_response",
+    "video_metadata",
+    "media_resolution",
+    "part_metadata",
+    "media_processing",
+];
+
+/// An `inline_data` / `file_data` part: an attachment, with its exact pydantic JSON length
+/// (`{"inline_data":{"data":"…","display_name":"…","mime_type":"…"}}`).
+fn blob_part(key: &str, b: &Map<String, Value>) -> (Part, u64) {
+    let s = |k: &str| non_null(b, k).and_then(Value::as_str);
+    let mut fields: Vec<u64> = Vec::new();
+    let mut size = None;
+    if let Some(d) = s("display_name") {
+        fields.push(15 + 2 + json_str_len(d));
+    }
+    if key == "inline_data" {
+        if let Some(d) = s("data") {
+            let bytes = base64_bytes(d);
+            size = Some(bytes);
+            fields.push(7 + 2 + base64_len(bytes));
+        }
+    } else if let Some(u) = s("file_uri") {
+        fields.push(11 + 2 + json_str_len(u));
+    }
+    if let Some(m) = s("mime_type") {
+        fields.push(12 + 2 + json_str_len(m));
+    }
+    let inner = 2 + fields.iter().sum::<u64>() + (fields.len() as u64).saturating_sub(1);
+    let json = 2 + (key.len() as u64 + 3) + inner;
+    let name = s("display_name")
+        .or_else(|| s("file_uri"))
+        .unwrap_or(key)
+        .to_string();
+    (
+        Part::Attachment {
+            name,
+            mime_type: s("mime_type").map(str::to_string),
+            text: None,
+            size_bytes: size,
+        },
+        json,
+    )
+}
+
+/// One ADK `Content`: role, whether the role is missing/empty, parts, and ADK-only extras.
+struct ContentParts {
+    role: Role,
+    role_absent: bool,
+    parts: Vec<Part>,
+    extras: Vec<AdkPartExtra>,
+}
+
+/// Convert one ADK `Content` into the session model.
 fn content_parts(
     o: &Map<String, Value>,
     path: &str,
     file: &str,
-) -> Result<(Role, Vec<Part>), ReadError> {
-    let role = match o.get("role").and_then(Value::as_str) {
+) -> Result<ContentParts, ReadError> {
+    let raw_role = o.get("role").and_then(Value::as_str);
+    let role = match raw_role {
         Some("model") => Role::Model,
         _ => Role::User,
     };
     let mut parts = Vec::new();
+    let mut extras: Vec<AdkPartExtra> = Vec::new();
     if let Some(ps) = non_null(o, "parts") {
         let Some(ps) = ps.as_array() else {
             return Err(ReadError::new(
@@ -237,9 +327,21 @@ fn content_parts(
                     "expected an object",
                 ));
             };
+            for k in UNSUPPORTED_PART_FIELDS {
+                if non_null(p, k).is_some() {
+                    return Err(ReadError::new(
+                        file,
+                        format!("{path}.parts[{j}].{k}"),
+                        format!("not supported: `{k}` parts (ADK replay is not modelled for them)"),
+                    ));
+                }
+            }
+            let first = parts.len();
+            let signature = non_null(p, "thought_signature").and_then(Value::as_str);
+            let thought = non_null(p, "thought").and_then(Value::as_bool) == Some(true);
             if let Some(text) = non_null(p, "text") {
                 let text = text.as_str().unwrap_or_default().to_string();
-                if non_null(p, "thought").and_then(Value::as_bool) == Some(true) {
+                if thought {
                     parts.push(Part::Thought { text });
                 } else {
                     parts.push(Part::Text { text });
@@ -269,9 +371,85 @@ fn content_parts(
                     response: non_null(fr, "response").cloned().unwrap_or(Value::Null),
                 });
             }
+            for key in ["inline_data", "file_data"] {
+                if let Some(b) = non_null(p, key).and_then(Value::as_object) {
+                    if parts.len() > first {
+                        return Err(ReadError::new(
+                            file,
+                            format!("{path}.parts[{j}].{key}"),
+                            format!(
+                                "not supported: `{key}` together with other content in one part"
+                            ),
+                        ));
+                    }
+                    let (part, json) = blob_part(key, b);
+                    parts.push(part);
+                    extras.push(AdkPartExtra {
+                        index: first as u32,
+                        json_chars: Some(json),
+                        opaque: true,
+                        ..Default::default()
+                    });
+                }
+            }
+            if parts.len() == first && signature.is_some() {
+                // A signature-only part: no text, but ADK sends it.
+                parts.push(Part::Thought {
+                    text: String::new(),
+                });
+                extras.push(AdkPartExtra {
+                    index: first as u32,
+                    // {"thought_signature":"…"} is the whole part; a bare empty thought
+                    // would be {"text":"","thought":true} (26 chars).
+                    json_chars: Some(0),
+                    ..Default::default()
+                });
+            }
+            if parts.len() > first + 2 {
+                return Err(ReadError::new(
+                    file,
+                    format!("{path}.parts[{j}]"),
+                    "not supported: a part holding more than two of text / function_call / function_response",
+                ));
+            }
+            if parts.len() == first + 2 {
+                extras.push(AdkPartExtra {
+                    index: (first + 1) as u32,
+                    joined: true,
+                    ..Default::default()
+                });
+            }
+            if let Some(sig) = signature {
+                // `,"thought_signature":"…"` (pydantic re-encodes the bytes URL-safe, padded).
+                let b64 = base64_len(base64_bytes(sig));
+                let idx = first as u32;
+                let e = match extras.iter_mut().find(|x| x.index == idx) {
+                    Some(e) => e,
+                    None => {
+                        extras.push(AdkPartExtra {
+                            index: idx,
+                            ..Default::default()
+                        });
+                        extras.last_mut().expect("just pushed")
+                    }
+                };
+                e.signature = true;
+                match e.json_chars.as_mut() {
+                    // signature-only part: {"thought_signature":"…"}
+                    Some(j) if *j == 0 => *j = 2 + 19 + 3 + b64,
+                    Some(j) => *j += 23 + b64,
+                    None => e.json_extra += 23 + b64,
+                }
+            }
         }
     }
-    Ok((role, parts))
+    extras.sort_by_key(|x| x.index);
+    Ok(ContentParts {
+        role,
+        role_absent: raw_role.is_none_or(str::is_empty),
+        parts,
+        extras,
+    })
 }
 
 fn build_session(
@@ -338,17 +516,20 @@ fn build_session(
             ));
         };
         let content = non_null(o, "content").and_then(Value::as_object);
-        let (role, parts) = match content {
+        let cp = match content {
             Some(c) => content_parts(c, &format!("{path}.content"), file)?,
-            None => (
-                if author == "user" {
+            None => ContentParts {
+                role: if author == "user" {
                     Role::User
                 } else {
                     Role::Model
                 },
-                Vec::new(),
-            ),
+                role_absent: false,
+                parts: Vec::new(),
+                extras: Vec::new(),
+            },
         };
+        let role = cp.role;
         let ts = match num(field(o, "timestamp")) {
             Some(t) if t != 0.0 => t,
             _ => {
@@ -360,7 +541,9 @@ fn build_session(
         e.id = non_null(o, "id")
             .and_then(Value::as_str)
             .map(str::to_string);
-        e.parts = parts;
+        e.parts = cp.parts;
+        e.role_absent = cp.role_absent;
+        e.adk_parts = cp.extras;
         let um = non_null(o, "usage_metadata").and_then(Value::as_object);
         if let Some(um) = um {
             if let Some(p) = uint(non_null(um, "prompt_token_count")) {
