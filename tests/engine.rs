@@ -83,7 +83,8 @@ fn conform_agrees_with_hand_made_edge_cases() {
 }
 
 /// Fuzz-triage classes the engine now reproduces (tests/fixtures/oracle/fuzz/README.md):
-/// D1 content without a role, D6 inline_data in the gate, D7 thought signatures.
+/// D1 content without a role, D2 text and call in one part, D6 inline_data in the gate, D7
+/// thought signatures.
 #[test]
 fn conform_agrees_with_fuzz_class_repros() {
     let cases = [
@@ -95,6 +96,9 @@ fn conform_agrees_with_fuzz_class_repros() {
         ("D6", "h27_inline_data_b.json"),
         ("D7", "r07_thought_signature_i5_o0.json"),
         ("D7", "r08_thought_signature_gate_i1_o0_f2000.json"),
+        ("D2", "r02_text_and_call_in_one_part_i5_o0.json"),
+        ("D2", "h22_existing_compaction_textcall_s21.json"),
+        ("D2", "h22_existing_compaction_textcall_t1r0.json"),
     ];
     let out = bin()
         .args(["conform", "--strict"])

@@ -530,14 +530,14 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 });
             if !all_matched {
                 let p0 = sc.arena.len() as u32;
+                let orphan = |sc: &Scratch, k: u32| {
+                    let p = s.parts[sc.arena[k as usize] as usize];
+                    p.kind == PART_RESPONSE && !matched(sc, p)
+                };
                 for k in it.p0..it.p1 {
                     let gp = sc.arena[k as usize];
-                    let p = s.parts[gp as usize];
-                    if p.kind == PART_RESPONSE {
-                        let matched = matched(sc, p);
-                        if !matched {
-                            continue;
-                        }
+                    if drops_with_sibling(s, sc, it.p0, it.p1, k, orphan) {
+                        continue;
                     }
                     sc.arena.push(gp);
                 }
@@ -908,6 +908,22 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     sc.items = out;
 }
 
+/// Whether arena part `k` (of an item spanning `p0..p1`) goes when ADK drops orphan parts:
+/// it is an orphan, or it shares one genai `Part` with an orphan (ADK filters whole parts).
+fn drops_with_sibling(
+    s: &SessionSizes,
+    sc: &Scratch,
+    p0: u32,
+    p1: u32,
+    k: u32,
+    orphan: impl Fn(&Scratch, u32) -> bool,
+) -> bool {
+    let joined = |k: u32| s.parts[sc.arena[k as usize] as usize].joined;
+    orphan(sc, k)
+        || (k > p0 && joined(k) && orphan(sc, k - 1))
+        || (k + 1 < p1 && joined(k + 1) && orphan(sc, k + 1))
+}
+
 fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     sc.gen_bump_sets();
@@ -944,8 +960,9 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
             let p0 = sc.arena.len() as u32;
             for k in it.p0..it.p1 {
                 let gp = sc.arena[k as usize];
-                let p = s.parts[gp as usize];
-                if orphan(sc, p) {
+                if drops_with_sibling(s, sc, it.p0, it.p1, k, |sc, k| {
+                    orphan(sc, s.parts[sc.arena[k as usize] as usize])
+                }) {
                     continue;
                 }
                 sc.arena.push(gp);

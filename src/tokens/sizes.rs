@@ -29,6 +29,9 @@ pub struct PartInfo {
     pub json_chars: u64,
     /// JSON chars saved when ADK strips an `adk-` client id from the request copy.
     pub id_strip_json: u64,
+    /// Same genai `Part` as the previous part of the event (text + call in one part): ADK's
+    /// orphan filters keep or drop the pair together.
+    pub joined: bool,
 }
 
 /// Setting-independent measures of the uncompacted session, computed once per session by the
@@ -222,6 +225,7 @@ impl SessionSizes {
                     adk_chars: adk::event_part_adk_chars(e, pi),
                     json_chars: adk::event_part_json_chars(e, pi),
                     id_strip_json: json_id_strip(id),
+                    joined: e.adk_part(pi).is_some_and(|x| x.joined),
                 });
             }
             let p1 = s.parts.len() as u32;
