@@ -84,7 +84,7 @@ fn conform_agrees_with_hand_made_edge_cases() {
 
 /// Fuzz-triage classes the engine now reproduces (tests/fixtures/oracle/fuzz/README.md):
 /// D1 content without a role, D2 text and call in one part, D6 inline_data in the gate, D7
-/// thought signatures.
+/// thought signatures, D9 user messages on a workflow node path.
 #[test]
 fn conform_agrees_with_fuzz_class_repros() {
     let cases = [
@@ -99,6 +99,7 @@ fn conform_agrees_with_fuzz_class_repros() {
         ("D2", "r02_text_and_call_in_one_part_i5_o0.json"),
         ("D2", "h22_existing_compaction_textcall_s21.json"),
         ("D2", "h22_existing_compaction_textcall_t1r0.json"),
+        ("D9", "r11_user_node_path_i5_o0.json"),
     ];
     let out = bin()
         .args(["conform", "--strict"])

@@ -357,6 +357,7 @@ fn is_visible(e: &Event) -> bool {
             }
     });
     !e.role_absent
+        && !e.context_hidden
         && any_visible
         && !adk::is_auth_event(e)
         && !adk::is_confirmation_event(e)

@@ -86,9 +86,75 @@ fn looks_like_event(v: &Value) -> bool {
             || o.contains_key("actions"))
 }
 
+/// The first literal outside strings that serde_json cannot keep as Python's `json` does:
+/// `NaN` / `Infinity` (serde rejects them; Python writes them) or an integer beyond 64 bits
+/// (serde turns it into a float; ADK measures every digit). Returns (line, what).
+fn python_only_literal(text: &str) -> Option<(usize, String)> {
+    let b = text.as_bytes();
+    let (mut i, mut line, mut in_str) = (0usize, 1usize, false);
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            line += 1;
+        }
+        if in_str {
+            match c {
+                b'\\' => i += 2,
+                b'"' => {
+                    in_str = false;
+                    i += 1
+                }
+                _ => i += 1,
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'N' if b[i..].starts_with(b"NaN") => return Some((line, "a NaN literal".into())),
+            b'I' if b[i..].starts_with(b"Infinity") => {
+                return Some((line, "an Infinity literal".into()))
+            }
+            b'-' | b'0'..=b'9' => {
+                if b[i..].starts_with(b"-Infinity") {
+                    return Some((line, "a -Infinity literal".into()));
+                }
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                let lit = text.get(start..i).unwrap_or_default();
+                let float = i < b.len() && matches!(b[i], b'.' | b'e' | b'E');
+                if !float
+                    && lit.bytes().any(|d| d.is_ascii_digit())
+                    && lit.parse::<i64>().is_err()
+                    && lit.parse::<u64>().is_err()
+                {
+                    return Some((line, format!("the integer {lit} (beyond 64 bits)")));
+                }
+                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Parse the whole file. `file` is the path as the user gave it, used in errors and
 /// `Session::source`.
 pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    if let Some((line, what)) = python_only_literal(text) {
+        return Err(ReadError::new(
+            file,
+            format!("line {line}"),
+            format!("not supported: {what} (ADK would measure it as Python prints it)"),
+        ));
+    }
     let t = text.trim_start();
     let stem = session_stem(file);
     if t.starts_with('{') || t.starts_with('[') {
@@ -501,6 +567,7 @@ fn build_session(
             });
             continue;
         }
+        unsupported_event_fields(file, path, o, actions)?;
         let author = non_null(o, "author")
             .and_then(Value::as_str)
             .unwrap_or_default()
@@ -543,6 +610,19 @@ fn build_session(
             .map(str::to_string);
         e.parts = cp.parts;
         e.role_absent = cp.role_absent;
+        // `_should_include_event_in_context`: a user message (not a function response) on a
+        // workflow node path is only for the agent at that node; replays measure as a
+        // non-workflow agent (node path None), as the oracle does.
+        e.context_hidden = e.author == "user"
+            && !e
+                .parts
+                .iter()
+                .any(|p| matches!(p, Part::ToolResponse { .. }))
+            && non_null(o, "node_info")
+                .and_then(Value::as_object)
+                .and_then(|n| non_null(n, "path"))
+                .and_then(Value::as_str)
+                .is_some_and(|p| !p.is_empty());
         e.adk_parts = cp.extras;
         let um = non_null(o, "usage_metadata").and_then(Value::as_object);
         if let Some(um) = um {
@@ -594,6 +674,52 @@ fn build_session(
         synthetic_timestamps: synthetic,
         approval_policies: Vec::new(),
     })
+}
+
+/// Refuse event fields whose ADK semantics the replay does not model, rather than replay them
+/// with wrong numbers.
+fn unsupported_event_fields(
+    file: &str,
+    path: &str,
+    o: &Map<String, Value>,
+    actions: Option<&Map<String, Value>>,
+) -> Result<(), ReadError> {
+    let truthy = |v: Option<&Value>| match v {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Object(m)) => !m.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(_) => true,
+    };
+    let refuse = |field: &str, what: &str| {
+        Err(ReadError::new(
+            file,
+            format!("{path}.{field}"),
+            format!("not supported: {what}"),
+        ))
+    };
+    if truthy(non_null(o, "isolation_scope")) {
+        return refuse("isolation_scope", "isolation scopes (ADK task agents)");
+    }
+    if let Some(a) = actions {
+        if truthy(non_null(a, "rewind_before_invocation_id")) {
+            return refuse("actions.rewind_before_invocation_id", "rewinds");
+        }
+    }
+    for f in ["input_transcription", "output_transcription"] {
+        if truthy(non_null(o, f)) {
+            return refuse(f, "live transcriptions");
+        }
+    }
+    if let Some(b) = non_null(o, "branch").and_then(Value::as_str) {
+        if b.split('.').any(|seg| seg.contains('@')) {
+            return refuse(
+                "branch",
+                "`<name>@<id>` branch segments (tool sub-branches, agents run as tools)",
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Critical events ADK records explicitly: tool errors (a response with an `error` key),
@@ -863,5 +989,100 @@ mod eval_set_tests {
         assert_eq!(b[1].author, "bot");
         assert_eq!(b[1].usage.map(|u| u.prompt_tokens), Some(42));
         assert!(b.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
+    }
+}
+
+#[cfg(test)]
+mod unsupported_tests {
+    use super::*;
+
+    fn ev(extra: &str) -> String {
+        format!(
+            r#"{{"events":[{{"author":"user","invocation_id":"i","timestamp":1,"content":{{"role":"user","parts":[{{"text":"hi"}}]}}}},
+              {{"author":"a","invocation_id":"i","timestamp":2,"content":{{"role":"model","parts":[{{"text":"ok"}}]}}{extra}}}]}}"#
+        )
+    }
+
+    /// What the replay does not model is refused with the JSON path, never replayed wrong.
+    #[test]
+    fn unmodelled_adk_fields_are_refused_with_their_path() {
+        let cases = [
+            (
+                r#","isolation_scope":"task1""#,
+                "$.events[1].isolation_scope",
+                "isolation scopes",
+            ),
+            (
+                r#","actions":{"rewind_before_invocation_id":"i0"}"#,
+                "$.events[1].actions.rewind_before_invocation_id",
+                "rewinds",
+            ),
+            (
+                r#","outputTranscription":{"text":"x"}"#,
+                "$.events[1].output_transcription",
+                "live transcriptions",
+            ),
+            (
+                r#","branch":"a.job_tool@call1""#,
+                "$.events[1].branch",
+                "tool sub-branches",
+            ),
+        ];
+        for (extra, loc, what) in cases {
+            let err = read("s.json", &ev(extra)).unwrap_err();
+            assert_eq!(err.location, loc, "{extra}");
+            assert!(
+                err.message.starts_with("not supported: ") && err.message.contains(what),
+                "{}",
+                err.message
+            );
+        }
+        // null / empty values are what ADK writes when the feature is unused
+        let ok = ev(r#","isolation_scope":null,"branch":"a.b","input_transcription":null"#);
+        assert_eq!(read("s.json", &ok).unwrap()[0].events.len(), 2);
+        let code = ev("").replace(r#"{"text":"ok"}"#, r#"{"executable_code":{"code":"1"}}"#);
+        let err = read("s.json", &code).unwrap_err();
+        assert_eq!(err.location, "$.events[1].content.parts[0].executable_code");
+    }
+
+    /// Python's `json` accepts NaN / Infinity and keeps big integers exactly; serde_json does
+    /// not, so such a transcript is refused at the line of the literal (not "line 1").
+    #[test]
+    fn python_only_literals_are_refused_at_their_line() {
+        let nan = "{\"events\":[\n{\"author\":\"user\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"text\":\"NaN Infinity 1e400 in a string\"}]}},\n{\"author\":\"a\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"function_response\":{\"name\":\"f\",\"response\":{\"x\":-Infinity}}}]}}]}";
+        let err = read("n.json", nan).unwrap_err();
+        assert_eq!(err.location, "line 3");
+        assert!(err.message.contains("-Infinity"), "{}", err.message);
+        let big = nan.replace("-Infinity", "18446744073709551616");
+        let err = read("n.json", &big).unwrap_err();
+        assert_eq!(err.location, "line 3");
+        assert!(
+            err.message.contains("18446744073709551616"),
+            "{}",
+            err.message
+        );
+        // u64::MAX, i64::MIN and floats are kept exactly
+        let fine = nan.replace(
+            "-Infinity",
+            "[18446744073709551615, -9223372036854775808, 1.5e300]",
+        );
+        assert!(read("n.json", &fine).is_ok());
+    }
+
+    /// A user message on a workflow node path is not sent (D9); a roleless content neither (D1).
+    #[test]
+    fn node_path_user_messages_and_roleless_contents_are_flagged() {
+        let t = ev(r#","node_info":{"path":"wf/x"}"#).replace(
+            r#""timestamp":1,"#,
+            r#""timestamp":1,"node_info":{"path":"wf/collect"},"#,
+        );
+        let s = &read("s.json", &t).unwrap()[0];
+        assert!(s.events[0].context_hidden);
+        assert!(!s.events[1].context_hidden, "only user messages are hidden");
+        let r = ev("").replace(
+            r#"{"role":"model","parts":[{"text":"ok"}]}"#,
+            r#"{"role":"","parts":[{"text":"ok"}]}"#,
+        );
+        assert!(read("s.json", &r).unwrap()[0].events[1].role_absent);
     }
 }

@@ -189,6 +189,10 @@ pub struct Event {
     /// model (`_contains_empty_content`) but still summarizes it and counts its JSON.
     #[serde(default, skip_serializing_if = "is_false")]
     pub role_absent: bool,
+    /// ADK never puts this event into a model request outside its workflow node (a user
+    /// message carrying `node_info.path`), though it still summarizes it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub context_hidden: bool,
     /// ADK-only details of some parts that [`Part`] cannot carry (thought signatures, blob
     /// JSON sizes, a text and a call sharing one genai `Part`); empty for other formats.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -251,6 +255,7 @@ impl Event {
             branch: None,
             latency_s: None,
             role_absent: false,
+            context_hidden: false,
             adk_parts: Vec::new(),
         }
     }
