@@ -84,7 +84,7 @@ fn conform_agrees_with_hand_made_edge_cases() {
 
 /// Fuzz-triage classes the engine now reproduces (tests/fixtures/oracle/fuzz/README.md):
 /// D1 content without a role, D2 text and call in one part, D6 inline_data in the gate, D7
-/// thought signatures, D9 user messages on a workflow node path.
+/// thought signatures, D8 tool sub-branches, D9 user messages on a workflow node path.
 #[test]
 fn conform_agrees_with_fuzz_class_repros() {
     let cases = [
@@ -100,6 +100,10 @@ fn conform_agrees_with_fuzz_class_repros() {
         ("D2", "h22_existing_compaction_textcall_s21.json"),
         ("D2", "h22_existing_compaction_textcall_t1r0.json"),
         ("D9", "r11_user_node_path_i5_o0.json"),
+        ("D8", "r09_tool_sub_branch_i5_o0.json"),
+        ("D8", "r16_tool_branches_i1_o0.json"),
+        ("D8", "r16_tool_branches_t40r2.json"),
+        ("D8", "r16_tool_branches_both.json"),
     ];
     let out = bin()
         .args(["conform", "--strict"])

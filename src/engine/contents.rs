@@ -207,7 +207,10 @@ pub fn build(
     // 1-2. visibility filter, then compaction processing.
     if comps.is_empty() {
         for i in 0..n {
-            if s.visible[i] && s.belongs_to_branch(branch, i) {
+            if s.visible[i]
+                && s.belongs_to_branch(branch, i)
+                && !s.tool_sub_branch(branch, viewer, n, i)
+            {
                 let r = s.part_range(i);
                 let p0 = sc.arena.len() as u32;
                 sc.arena.extend(r);
@@ -237,7 +240,10 @@ pub fn build(
             }
         }
         for i in 0..n {
-            if s.visible[i] && s.belongs_to_branch(branch, i) {
+            if s.visible[i]
+                && s.belongs_to_branch(branch, i)
+                && !s.tool_sub_branch(branch, viewer, n, i)
+            {
                 sc.ev_a[i] = g; // in raw_filtered_events (the recovery source)
                 let ts = s.timestamp[i];
                 if covered(cov, ts) {

@@ -108,6 +108,10 @@ pub struct SessionSizes {
     /// Branch strings (`None` = root); ADK hides events outside the requesting branch.
     pub branch: Vec<Option<u32>>,
     pub branches: Vec<String>,
+    /// Per event: `<name>@<id>` segments of its branch as (segment count up to it, `name` as
+    /// an author index, first event calling `id` or `u32::MAX`), for ADK's
+    /// `_is_tool_sub_branch_event`; empty for plain branches.
+    pub tool_segs: Vec<Vec<(u32, u32, u32)>>,
     pub n_ids: u32,
     pub n_names: u32,
     /// Per part: for a response, the event holding the latest call with its id at or before
@@ -254,6 +258,41 @@ impl SessionSizes {
             }));
         }
         s.block_start.push(n as u32);
+        // Tool sub-branch segments (ADK `_BranchPath.is_tool_branch`: leaf `name@id`, split at
+        // the last `@`, with `id` a recorded function call id).
+        let mut first_call: HashMap<u32, u32> = HashMap::new();
+        for i in 0..n {
+            for p in s.part_range(i) {
+                let pi = s.parts[p as usize];
+                if pi.kind == PART_CALL && pi.id != NO_ID {
+                    first_call.entry(pi.id).or_insert(i as u32);
+                }
+            }
+        }
+        for e in evs {
+            let mut segs = Vec::new();
+            if let Some(b) = e.branch.as_deref().filter(|b| b.contains('@')) {
+                for (d, seg) in b.split('.').enumerate() {
+                    if let Some((name, id)) = seg.rsplit_once('@') {
+                        let first = ids
+                            .map
+                            .get(id)
+                            .and_then(|x| first_call.get(x))
+                            .copied()
+                            .unwrap_or(u32::MAX);
+                        // `u32::MAX` is the nameless agent (post-invocation measures);
+                        // `u32::MAX - 1` a name no author has.
+                        let who = if name.is_empty() {
+                            u32::MAX
+                        } else {
+                            authors.get(name).copied().unwrap_or(u32::MAX - 1)
+                        };
+                        segs.push((d as u32 + 1, who, first));
+                    }
+                }
+            }
+            s.tool_segs.push(segs);
+        }
         s.n_ids = ids.map.len() as u32;
         s.n_names = names.map.len() as u32;
         let mut latest_call: Vec<u32> = vec![NO_ID; s.n_ids as usize];
@@ -326,6 +365,35 @@ impl SessionSizes {
     /// Number of invocation blocks.
     pub fn blocks(&self) -> usize {
         self.block_start.len().saturating_sub(1)
+    }
+
+    /// ADK's `_is_tool_sub_branch_event` for event `i` in the request of agent `viewer` on
+    /// `branch`, built from the first `n` events: `i` is strictly below `branch` and some
+    /// segment below it is `<name>@<id>`, `id` a call among those events, `name` not `viewer`.
+    pub fn tool_sub_branch(&self, branch: Option<u32>, viewer: u32, n: usize, i: usize) -> bool {
+        let segs = &self.tool_segs[i];
+        if segs.is_empty() {
+            return false;
+        }
+        let Some(eb) = self.branch[i] else {
+            return false;
+        };
+        let base = match branch {
+            None => 0,
+            Some(b) => {
+                let cur = &self.branches[b as usize];
+                let ev = &self.branches[eb as usize];
+                let below = ev.len() > cur.len()
+                    && ev.starts_with(cur.as_str())
+                    && ev.as_bytes()[cur.len()] == b'.';
+                if !below {
+                    return false;
+                }
+                cur.split('.').count() as u32
+            }
+        };
+        segs.iter()
+            .any(|&(depth, who, first)| depth > base && (first as usize) < n && who != viewer)
     }
 
     /// Whether event `i` belongs to `branch` (ADK `_is_event_belongs_to_branch`).

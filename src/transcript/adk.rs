@@ -711,14 +711,6 @@ fn unsupported_event_fields(
             return refuse(f, "live transcriptions");
         }
     }
-    if let Some(b) = non_null(o, "branch").and_then(Value::as_str) {
-        if b.split('.').any(|seg| seg.contains('@')) {
-            return refuse(
-                "branch",
-                "`<name>@<id>` branch segments (tool sub-branches, agents run as tools)",
-            );
-        }
-    }
     Ok(())
 }
 
@@ -1022,11 +1014,6 @@ mod unsupported_tests {
                 "$.events[1].output_transcription",
                 "live transcriptions",
             ),
-            (
-                r#","branch":"a.job_tool@call1""#,
-                "$.events[1].branch",
-                "tool sub-branches",
-            ),
         ];
         for (extra, loc, what) in cases {
             let err = read("s.json", &ev(extra)).unwrap_err();
@@ -1038,7 +1025,7 @@ mod unsupported_tests {
             );
         }
         // null / empty values are what ADK writes when the feature is unused
-        let ok = ev(r#","isolation_scope":null,"branch":"a.b","input_transcription":null"#);
+        let ok = ev(r#","isolation_scope":null,"branch":"a.job@c1","input_transcription":null"#);
         assert_eq!(read("s.json", &ok).unwrap()[0].events.len(), 2);
         let code = ev("").replace(r#"{"text":"ok"}"#, r#"{"executable_code":{"code":"1"}}"#);
         let err = read("s.json", &code).unwrap_err();
