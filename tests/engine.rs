@@ -84,7 +84,8 @@ fn conform_agrees_with_hand_made_edge_cases() {
 
 /// Fuzz-triage classes the engine now reproduces (tests/fixtures/oracle/fuzz/README.md):
 /// D1 content without a role, D2 text and call in one part, D6 inline_data in the gate, D7
-/// thought signatures, D8 tool sub-branches, D9 user messages on a workflow node path.
+/// thought signatures, D8 tool sub-branches, D9 user messages on a workflow node path, S1
+/// an invocation id recurring after another invocation.
 #[test]
 fn conform_agrees_with_fuzz_class_repros() {
     let cases = [
@@ -104,6 +105,8 @@ fn conform_agrees_with_fuzz_class_repros() {
         ("D8", "r16_tool_branches_i1_o0.json"),
         ("D8", "r16_tool_branches_t40r2.json"),
         ("D8", "r16_tool_branches_both.json"),
+        ("S1", "h01_noncontig_inv_s21.json"),
+        ("S1", "h01_noncontig_inv_t1r0.json"),
     ];
     let out = bin()
         .args(["conform", "--strict"])

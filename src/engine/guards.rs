@@ -241,7 +241,6 @@ pub fn raw_in_range(
     (count, first, last)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

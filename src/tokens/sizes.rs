@@ -60,6 +60,9 @@ pub struct SessionSizes {
     pub inv_block: Vec<u32>,
     /// Distinct `invocation_id` (ADK's sliding window counts these), first-appearance order.
     pub inv_id: Vec<u32>,
+    /// Per distinct `invocation_id`: the first block carrying it (the oracle names a
+    /// compaction's invocations this way).
+    pub inv_first_block: Vec<u32>,
     /// First event index of each block, plus `n` at the end.
     pub block_start: Vec<u32>,
     pub author: Vec<u32>,
@@ -182,8 +185,11 @@ impl SessionSizes {
             };
             s.inv_block.push(block);
             let next_inv = inv_ids.len() as u32;
-            s.inv_id
-                .push(*inv_ids.entry(e.invocation_id.as_str()).or_insert(next_inv));
+            let iid = *inv_ids.entry(e.invocation_id.as_str()).or_insert(next_inv);
+            if iid == next_inv {
+                s.inv_first_block.push(block);
+            }
+            s.inv_id.push(iid);
             let na = authors.len() as u32;
             let a = *authors.entry(e.author.clone()).or_insert_with(|| {
                 s.authors.push(e.author.clone());
