@@ -83,7 +83,8 @@ fn conform_agrees_with_hand_made_edge_cases() {
 }
 
 /// Fuzz-triage classes the engine now reproduces (tests/fixtures/oracle/fuzz/README.md):
-/// D1 content without a role, D2 text and call in one part, D6 inline_data in the gate, D7
+/// D1 content without a role, D2 text and call in one part, D6 inline_data / file_data /
+/// code-execution parts (also as another agent sees them), D7
 /// thought signatures, D8 tool sub-branches, D9 user messages on a workflow node path, S1
 /// an invocation id recurring after another invocation.
 #[test]
@@ -107,6 +108,12 @@ fn conform_agrees_with_fuzz_class_repros() {
         ("D8", "r16_tool_branches_both.json"),
         ("S1", "h01_noncontig_inv_s21.json"),
         ("S1", "h01_noncontig_inv_t1r0.json"),
+        ("D6", "r15_code_execution_parts_i5_o0.json"),
+        ("D6", "r15_code_execution_parts_i1_o0_f50.json"),
+        ("D6", "r15_code_execution_parts_t5r1.json"),
+        ("D6", "r17_other_agent_blobs_i1_o0_f100.json"),
+        ("D6", "r17_other_agent_blobs_t50r2.json"),
+        ("D6", "r17_other_agent_blobs_agentb.json"),
     ];
     let out = bin()
         .args(["conform", "--strict"])

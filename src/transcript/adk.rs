@@ -307,9 +307,7 @@ fn base64_len(bytes: u64) -> u64 {
 
 /// Part fields ADK's replay is not modelled for; a transcript holding one is refused
 /// rather than replayed with wrong numbers.
-const UNSUPPORTED_PART_FIELDS: [&str; 8] = [
-    "executable_code",
-    "code_execution_result",
+const UNSUPPORTED_PART_FIELDS: [&str; 6] = [
     "tool_call",
     "tool_response",
     "video_metadata",
@@ -354,6 +352,36 @@ fn blob_part(key: &str, b: &Map<String, Value>) -> (Part, u64) {
         },
         json,
     )
+}
+
+/// A code-execution part (`executable_code` / `code_execution_result`: flat objects of
+/// strings) as an opaque attachment, with its pydantic JSON length
+/// (`{"executable_code":{"code":"…","language":"PYTHON"}}`); `None` when a field is not a
+/// string, whose JSON the reader cannot rebuild.
+fn code_part(key: &str, b: &Map<String, Value>) -> Option<(Part, u64)> {
+    let mut fields: Vec<u64> = Vec::new();
+    for (k, v) in b {
+        match v {
+            Value::Null => {}
+            Value::String(x) => {
+                // pydantic writes snake_case keys whatever alias the export used
+                let snake: usize = k
+                    .chars()
+                    .map(|c| if c.is_ascii_uppercase() { 2 } else { 1 })
+                    .sum();
+                fields.push(snake as u64 + 3 + 2 + json_str_len(x));
+            }
+            _ => return None,
+        }
+    }
+    let inner = 2 + fields.iter().sum::<u64>() + (fields.len() as u64).saturating_sub(1);
+    let part = Part::Attachment {
+        name: key.to_string(),
+        mime_type: None,
+        text: None,
+        size_bytes: None,
+    };
+    Some((part, 2 + (key.len() as u64 + 3) + inner))
 }
 
 /// One ADK `Content`: role, whether the role is missing/empty, parts, and ADK-only extras.
@@ -449,6 +477,29 @@ fn content_parts(
                         ));
                     }
                     let (part, json) = blob_part(key, b);
+                    parts.push(part);
+                    extras.push(AdkPartExtra {
+                        index: first as u32,
+                        json_chars: Some(json),
+                        opaque: true,
+                        ..Default::default()
+                    });
+                }
+            }
+            for key in ["executable_code", "code_execution_result"] {
+                if let Some(b) = non_null(p, key).and_then(Value::as_object) {
+                    let coded = if parts.len() > first {
+                        None
+                    } else {
+                        code_part(key, b)
+                    };
+                    let Some((part, json)) = coded else {
+                        return Err(ReadError::new(
+                            file,
+                            format!("{path}.parts[{j}].{key}"),
+                            format!("not supported: this `{key}` part (non-string fields, or other content in the same part)"),
+                        ));
+                    };
                     parts.push(part);
                     extras.push(AdkPartExtra {
                         index: first as u32,
@@ -1027,9 +1078,9 @@ mod unsupported_tests {
         // null / empty values are what ADK writes when the feature is unused
         let ok = ev(r#","isolation_scope":null,"branch":"a.job@c1","input_transcription":null"#);
         assert_eq!(read("s.json", &ok).unwrap()[0].events.len(), 2);
-        let code = ev("").replace(r#"{"text":"ok"}"#, r#"{"executable_code":{"code":"1"}}"#);
+        let code = ev("").replace(r#"{"text":"ok"}"#, r#"{"tool_call":{"id":"1"}}"#);
         let err = read("s.json", &code).unwrap_err();
-        assert_eq!(err.location, "$.events[1].content.parts[0].executable_code");
+        assert_eq!(err.location, "$.events[1].content.parts[0].tool_call");
     }
 
     /// Python's `json` accepts NaN / Infinity and keeps big integers exactly; serde_json does
