@@ -451,7 +451,10 @@ pub fn summarizer_text(e: &Event) -> String {
     if is_auth_event(e) {
         return String::new();
     }
-    for p in &e.parts {
+    for (i, p) in e.parts.iter().enumerate() {
+        if e.adk_part(i).is_some_and(|x| x.opaque) {
+            continue; // blobs and code parts get no summary line
+        }
         match p {
             Part::Thought { text } if !text.is_empty() => {
                 lines.push(format!("{} (thought): {}", e.author, text))
@@ -484,7 +487,10 @@ pub fn summarizer_stats(e: &Event) -> (u64, u32) {
     let a = clen(&e.author);
     let mut chars = 0u64;
     let mut lines = 0u32;
-    for p in &e.parts {
+    for (i, p) in e.parts.iter().enumerate() {
+        if e.adk_part(i).is_some_and(|x| x.opaque) {
+            continue;
+        }
         match p {
             Part::Thought { text } if !text.is_empty() => {
                 chars += a + 12 + clen(text);

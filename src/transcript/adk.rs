@@ -375,10 +375,15 @@ fn code_part(key: &str, b: &Map<String, Value>) -> Option<(Part, u64)> {
         }
     }
     let inner = 2 + fields.iter().sum::<u64>() + (fields.len() as u64).saturating_sub(1);
+    // The code or its output, so real tokenizers count it (ADK's own measures do not).
+    let text = ["code", "output"]
+        .iter()
+        .find_map(|k| b.get(*k).and_then(Value::as_str))
+        .map(str::to_string);
     let part = Part::Attachment {
         name: key.to_string(),
-        mime_type: None,
-        text: None,
+        mime_type: Some("text/plain".into()),
+        text,
         size_bytes: None,
     };
     Some((part, 2 + (key.len() as u64 + 3) + inner))
