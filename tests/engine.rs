@@ -84,7 +84,7 @@ fn conform_agrees_with_hand_made_edge_cases() {
 
 /// Fuzz-triage classes the engine now reproduces (tests/fixtures/oracle/fuzz/README.md):
 /// D1 content without a role, D2 text and call in one part, D6 inline_data / file_data /
-/// code-execution parts (also as another agent sees them), D7
+/// code-execution parts (also as another agent sees them), D5 live transcriptions, D7
 /// thought signatures, D8 tool sub-branches, D9 user messages on a workflow node path, S1
 /// an invocation id recurring after another invocation.
 #[test]
@@ -114,6 +114,12 @@ fn conform_agrees_with_fuzz_class_repros() {
         ("D6", "r17_other_agent_blobs_i1_o0_f100.json"),
         ("D6", "r17_other_agent_blobs_t50r2.json"),
         ("D6", "r17_other_agent_blobs_agentb.json"),
+        ("D5", "r05_transcriptions_i5_o0.json"),
+        ("D5", "h26_transcriptions_t100.json"),
+        ("D5", "h26_transcriptions_t1r0.json"),
+        ("D5", "r18_transcriptions_multi_i1_o0.json"),
+        ("D5", "r18_transcriptions_multi_t20r3.json"),
+        ("D5", "r18_transcriptions_multi_agentb.json"),
     ];
     let out = bin()
         .args(["conform", "--strict"])

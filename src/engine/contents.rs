@@ -338,7 +338,31 @@ pub fn build(
     // Measure.
     let mut m = Measure::default();
     sc.seq.clear();
+    // The transcription kind of the previous item (0: not a transcription).
+    let mut prev_tr = 0u8;
     for it in &sc.items {
+        let tr = if it.kind == K_SUM {
+            0
+        } else {
+            s.transcription[it.src as usize]
+        };
+        // `_get_contents` sends a run of input (or output) transcriptions as one content
+        // holding their concatenated text: the run's later members add only their text.
+        if tr != 0 && tr == prev_tr {
+            let src = it.src as usize;
+            let text = s.parts[s.part_range(src).start as usize];
+            // (Inside another agent's "For context:" content too: the preamble, `[author]
+            // said:` and the quote markers come once per run.)
+            m.adk_chars += text.adk_chars;
+            m.json_chars += text.json_chars.saturating_sub(11);
+            if sc.seen[src] != g {
+                m.history_tokens += s.tokens[src] as u64;
+            }
+            sc.seen[src] = g;
+            sc.seq.push((it.kind, it.src));
+            continue;
+        }
+        prev_tr = tr;
         match it.kind {
             K_SUM => {
                 let c = &comps[it.src as usize];

@@ -448,7 +448,8 @@ fn truncate_str(s: &str) -> String {
 /// `\n` (empty when the event contributes no line).
 pub fn summarizer_text(e: &Event) -> String {
     let mut lines: Vec<String> = Vec::new();
-    if is_auth_event(e) {
+    // A transcription has no content; the summarizer skips it.
+    if is_auth_event(e) || e.transcription {
         return String::new();
     }
     for (i, p) in e.parts.iter().enumerate() {
@@ -481,7 +482,7 @@ pub fn summarizer_text(e: &Event) -> String {
 
 /// (chars, lines) of [`summarizer_text`], without building it.
 pub fn summarizer_stats(e: &Event) -> (u64, u32) {
-    if is_auth_event(e) {
+    if is_auth_event(e) || e.transcription {
         return (0, 0);
     }
     let a = clen(&e.author);

@@ -75,6 +75,9 @@ pub struct SessionSizes {
     pub model_request: Vec<bool>,
     /// Content would pass ADK's emptiness / auth / confirmation / framework filters.
     pub visible: Vec<bool>,
+    /// ADK live transcription: 0 none, 1 input (user), 2 output (model). `_get_contents`
+    /// merges a run of them into one content.
+    pub transcription: Vec<u8>,
     /// Event has content (ADK's `_serialized_size` counts it).
     pub has_content: Vec<bool>,
     pub adk_chars: Vec<u64>,
@@ -201,10 +204,16 @@ impl SessionSizes {
             s.author.push(a);
             s.role_model.push(e.role == Role::Model);
             s.model_request.push(e.model_request);
-            s.has_content.push(!e.parts.is_empty());
+            // A transcription has no content: the gate counts 0 and the summarizer skips it.
+            s.has_content.push(!e.parts.is_empty() && !e.transcription);
+            s.transcription.push(match (e.transcription, e.role) {
+                (false, _) => 0,
+                (true, Role::Model) => 2,
+                (true, _) => 1,
+            });
             let ac = adk::adk_chars(e);
             s.adk_chars.push(ac);
-            s.json_chars.push(if e.parts.is_empty() {
+            s.json_chars.push(if e.parts.is_empty() || e.transcription {
                 0
             } else {
                 adk::json_chars(e)

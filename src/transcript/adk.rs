@@ -652,6 +652,30 @@ fn build_session(
                 extras: Vec::new(),
             },
         };
+        // `_get_contents` turns a content-less transcription into a text content (user for
+        // input, model for output).
+        let mut cp = cp;
+        let mut transcription = false;
+        if content.is_none() {
+            for (f, r) in [
+                ("input_transcription", Role::User),
+                ("output_transcription", Role::Model),
+            ] {
+                let text = non_null(o, f)
+                    .and_then(Value::as_object)
+                    .and_then(|t| non_null(t, "text"))
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty());
+                if let Some(text) = text {
+                    cp.role = r;
+                    cp.parts = vec![Part::Text {
+                        text: text.to_string(),
+                    }];
+                    transcription = true;
+                    break;
+                }
+            }
+        }
         let role = cp.role;
         let ts = match num(field(o, "timestamp")) {
             Some(t) if t != 0.0 => t,
@@ -666,6 +690,7 @@ fn build_session(
             .map(str::to_string);
         e.parts = cp.parts;
         e.role_absent = cp.role_absent;
+        e.transcription = transcription;
         // `_should_include_event_in_context`: a user message (not a function response) on a
         // workflow node path is only for the agent at that node; replays measure as a
         // non-workflow agent (node path None), as the oracle does.
@@ -760,11 +785,6 @@ fn unsupported_event_fields(
     if let Some(a) = actions {
         if truthy(non_null(a, "rewind_before_invocation_id")) {
             return refuse("actions.rewind_before_invocation_id", "rewinds");
-        }
-    }
-    for f in ["input_transcription", "output_transcription"] {
-        if truthy(non_null(o, f)) {
-            return refuse(f, "live transcriptions");
         }
     }
     Ok(())
@@ -1065,11 +1085,6 @@ mod unsupported_tests {
                 "$.events[1].actions.rewind_before_invocation_id",
                 "rewinds",
             ),
-            (
-                r#","outputTranscription":{"text":"x"}"#,
-                "$.events[1].output_transcription",
-                "live transcriptions",
-            ),
         ];
         for (extra, loc, what) in cases {
             let err = read("s.json", &ev(extra)).unwrap_err();
@@ -1086,6 +1101,28 @@ mod unsupported_tests {
         let code = ev("").replace(r#"{"text":"ok"}"#, r#"{"tool_call":{"id":"1"}}"#);
         let err = read("s.json", &code).unwrap_err();
         assert_eq!(err.location, "$.events[1].content.parts[0].tool_call");
+    }
+
+    /// A content-less transcription becomes a text part (user for input, model for output);
+    /// a transcription next to a content is ignored, as `_get_contents` does.
+    #[test]
+    fn transcriptions_become_flagged_text() {
+        let t = r#"[{"author":"user","invocation_id":"i","timestamp":1,"inputTranscription":{"text":"hi "}},
+          {"author":"a","invocation_id":"i","timestamp":2,"output_transcription":{"text":"yo"}},
+          {"author":"a","invocation_id":"i","timestamp":3,"output_transcription":{"text":"ignored"},"content":{"role":"model","parts":[{"text":"typed"}]}},
+          {"author":"a","invocation_id":"i","timestamp":4,"output_transcription":{"text":""}}]"#;
+        let e = &read("t.json", t).unwrap()[0].events;
+        assert!(e[0].transcription && e[0].role == Role::User);
+        assert_eq!(e[0].parts, vec![Part::Text { text: "hi ".into() }]);
+        assert!(e[1].transcription && e[1].role == Role::Model && !e[1].model_request);
+        assert!(!e[2].transcription);
+        assert_eq!(
+            e[2].parts,
+            vec![Part::Text {
+                text: "typed".into()
+            }]
+        );
+        assert!(!e[3].transcription && e[3].parts.is_empty());
     }
 
     /// Python's `json` accepts NaN / Infinity and keeps big integers exactly; serde_json does

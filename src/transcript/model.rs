@@ -193,6 +193,10 @@ pub struct Event {
     /// message carrying `node_info.path`), though it still summarizes it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub context_hidden: bool,
+    /// ADK live transcription (`input_transcription` / `output_transcription` on an event with
+    /// no content): sent as a text content, but neither summarized nor counted by the gate.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub transcription: bool,
     /// ADK-only details of some parts that [`Part`] cannot carry (thought signatures, blob
     /// JSON sizes, a text and a call sharing one genai `Part`); empty for other formats.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -256,6 +260,7 @@ impl Event {
             latency_s: None,
             role_absent: false,
             context_hidden: false,
+            transcription: false,
             adk_parts: Vec::new(),
         }
     }
