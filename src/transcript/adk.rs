@@ -45,6 +45,16 @@ fn non_null<'a>(o: &'a Map<String, Value>, snake: &str) -> Option<&'a Value> {
 /// JSONL of events, or an eval set.
 pub fn sniff(text: &str) -> bool {
     let t = text.trim_start();
+    // NaN / Infinity make the JSON unreadable for serde; claim the file anyway when it reads
+    // like ADK, so the reader can say which line is not supported.
+    if (t.starts_with('{') || t.starts_with('['))
+        && t.contains("\"author\"")
+        && (t.contains("\"invocation_id\"") || t.contains("\"invocationId\""))
+        && serde_json::from_str::<serde::de::IgnoredAny>(t).is_err()
+        && python_only_literal(t).is_some()
+    {
+        return true;
+    }
     if t.starts_with('{') {
         if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(t) {
             if o.get("events").is_some_and(Value::is_array) {
@@ -1130,6 +1140,7 @@ mod unsupported_tests {
     #[test]
     fn python_only_literals_are_refused_at_their_line() {
         let nan = "{\"events\":[\n{\"author\":\"user\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"text\":\"NaN Infinity 1e400 in a string\"}]}},\n{\"author\":\"a\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"function_response\":{\"name\":\"f\",\"response\":{\"x\":-Infinity}}}]}}]}";
+        assert!(sniff(nan), "still recognised as ADK");
         let err = read("n.json", nan).unwrap_err();
         assert_eq!(err.location, "line 3");
         assert!(err.message.contains("-Infinity"), "{}", err.message);
