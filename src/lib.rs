@@ -5,14 +5,15 @@
 //! `transcript` → `tokens` → `settings`/`engine` → `cost` → `sweep` → `table` → `chart`/`report`.
 //! `synth` writes sample transcripts; `cli` is the command-line edge (used by `main.rs`).
 
-pub mod transcript;
-pub mod tokens;
-pub mod settings;
-pub mod engine;
-pub mod cost;
-pub mod sweep;
-pub mod table;
 pub mod chart;
-pub mod report;
-pub mod synth;
 pub mod cli;
+pub mod cost;
+pub mod engine;
+pub mod report;
+pub mod settings;
+pub mod sweep;
+pub mod synth;
+pub mod table;
+pub mod tokens;
+pub mod atomic;
+pub mod transcript;

@@ -329,3 +329,129 @@ mod with_engine {
         assert_eq!(e.metrics.prompt_tokens, e.metrics.baseline_prompt_tokens);
     }
 }
+
+/// `replay` prints the metrics of metrics.md under its timeline, and `--json` carries them.
+mod replay_metrics {
+    use super::*;
+    use serde_json::Value;
+
+    fn travel() -> String {
+        format!(
+            "{}/tests/fixtures/oracle/goldens/travel_8inv.session.json",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    }
+
+    fn replay_json(extra: &[&str]) -> Value {
+        let out = Command::cargo_bin("compaction-sim")
+            .unwrap()
+            .arg("replay")
+            .arg(travel())
+            .args(["--after-invocations", "2", "--overlap", "1", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    #[test]
+    fn table_ends_with_the_metrics_block_and_its_assumptions() {
+        Command::cargo_bin("compaction-sim")
+            .unwrap()
+            .arg("replay")
+            .arg(travel())
+            .args([
+                "--after-invocations",
+                "2",
+                "--overlap",
+                "1",
+                "--summarizer",
+                "terse",
+            ])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("metrics (agent model"))
+            .stdout(predicate::str::contains("USD"))
+            .stdout(predicate::str::contains("detail lost"))
+            // terse really writes text, so facts dropped is a number, not n/a.
+            .stdout(predicate::str::contains("facts dropped            n/a").not());
+    }
+
+    #[test]
+    fn json_metrics_agree_with_the_engine_totals() {
+        let v = replay_json(&[]);
+        let m = &v["metrics"];
+        // Sliding window every 2 invocations over 8 invocations fires 4 times (the oracle's
+        // example: after invocations 2, 4, 6 and 8).
+        assert_eq!(m["summarizer_calls"], v["totals"]["summarizer_calls"]);
+        assert_eq!(m["summarizer_calls"].as_u64(), Some(4));
+        let base = m["baseline_prompt_tokens"].as_i64().unwrap();
+        let prompt = m["prompt_tokens"].as_i64().unwrap();
+        assert_eq!(m["tokens_saved_gross"].as_i64(), Some(base - prompt));
+        let net = m["tokens_saved_gross"].as_i64().unwrap()
+            - m["summarizer_input_tokens"].as_i64().unwrap()
+            - m["summarizer_output_tokens"].as_i64().unwrap();
+        assert_eq!(m["tokens_saved_net"].as_i64(), Some(net));
+        let d = m["detail_lost"].as_f64().unwrap();
+        assert!(d > 0.0 && d < 1.0, "detail_lost {d}");
+    }
+
+    #[test]
+    fn an_empty_summarizer_is_called_but_saves_nothing() {
+        let m = &replay_json(&["--summarizer", "none"])["metrics"];
+        assert!(m["summarizer_calls"].as_u64().unwrap() > 0);
+        assert_eq!(m["tokens_saved_gross"].as_i64(), Some(0));
+        assert_eq!(m["detail_lost"].as_f64(), Some(0.0));
+    }
+
+    #[test]
+    fn prompt_caching_lowers_the_baseline_cost() {
+        let with = replay_json(&[])["metrics"]["baseline_cost_usd"]
+            .as_f64()
+            .unwrap();
+        let without = replay_json(&["--no-cache"])["metrics"]["baseline_cost_usd"]
+            .as_f64()
+            .unwrap();
+        assert!(with < without, "cached {with} vs uncached {without}");
+    }
+
+    #[test]
+    fn a_setting_that_never_fires_costs_exactly_the_baseline() {
+        // Threshold far above any prompt: no compaction, so every request is the baseline's and
+        // the saving must be zero to the cent (recorded usage in t05; multi-agent in t06).
+        for name in ["travel_8inv", "t05", "t06"] {
+            let file = format!(
+                "{}/tests/fixtures/oracle/goldens/{name}.session.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let out = Command::cargo_bin("compaction-sim")
+                .unwrap()
+                .arg("replay")
+                .arg(&file)
+                .args([
+                    "--after-tokens",
+                    "100000000",
+                    "--keep-recent-events",
+                    "0",
+                    "--json",
+                ])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let m = &v["metrics"];
+            assert_eq!(m["summarizer_calls"].as_u64(), Some(0), "{name}");
+            assert_eq!(m["cost_usd"], m["baseline_cost_usd"], "{name}");
+            assert_eq!(m["cost_saved_usd"].as_f64(), Some(0.0), "{name}");
+        }
+    }
+}

@@ -179,7 +179,15 @@ fn report_md_snapshot_for_the_fixture_run() {
         md.contains(&format!("```python\n{line}\n```")),
         "paste-ready line in a code block"
     );
-    let pareto = rows.iter().filter(|r| r["pareto"] == true).count();
+    // Pareto rows whose trigger never fired (no summarizer call) repeat the baseline and are
+    // summed up in one sentence instead of listed.
+    let idle = |r: &&serde_json::Value| {
+        r["trigger_kind"] != "none" && r["summarizer_calls_sum"].as_f64() == Some(0.0)
+    };
+    let pareto = rows
+        .iter()
+        .filter(|r| r["pareto"] == true && !idle(r))
+        .count();
     let frontier_rows = md.lines().filter(|l| l.starts_with("| F")).count();
     assert_eq!(frontier_rows, pareto);
     for c in CHARTS {
@@ -189,6 +197,53 @@ fn report_md_snapshot_for_the_fixture_run() {
         );
     }
     insta::assert_snapshot!("fixture_report_md", md);
+}
+
+#[test]
+fn settings_that_never_compacted_are_summed_up_not_listed_in_the_frontier() {
+    let (_tmp, dir) = fixture_copy();
+    let mut settings: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("settings.json"))).expect("json");
+    let rows = settings.as_array_mut().expect("array");
+    let base = rows
+        .iter()
+        .find(|r| r["trigger_kind"] == "none")
+        .expect("baseline")
+        .clone();
+    // A threshold no session reaches: no summarizer call, so the baseline's numbers; the
+    // sweep marks it pareto because it ties with the baseline.
+    let mut idle = base.clone();
+    let o = idle.as_object_mut().expect("object");
+    o.insert("setting_id".into(), 99.into());
+    o.insert("trigger_kind".into(), "tokens".into());
+    o.insert("after_tokens".into(), 900_000.into());
+    o.insert("keep_recent_events".into(), 20.into());
+    o.insert("summarizer".into(), "agent".into());
+    o.insert(
+        "label".into(),
+        "compaction=Compaction(after_tokens=900_000, keep_recent_events=20)".into(),
+    );
+    o.insert("pareto".into(), true.into());
+    rows.push(idle);
+    std::fs::write(
+        dir.join("settings.json"),
+        serde_json::to_string(&settings).expect("json"),
+    )
+    .expect("write");
+    render(&dir);
+    let md = read(&dir.join("report.md"));
+    assert!(
+        !md.contains("| `Compaction(after_tokens=900_000"),
+        "the idle setting has no frontier row"
+    );
+    assert!(
+        md.contains("Not listed: 1 more setting whose trigger no session reached (lowest after\\_tokens 900,000)"),
+        "{md}"
+    );
+    // The baseline row itself stays, with nothing saved.
+    assert!(md
+        .lines()
+        .any(|l| l.starts_with("| F") && l.contains("baseline")));
 }
 
 #[test]
@@ -219,6 +274,10 @@ fn charts_are_valid_svg_and_png_and_html_is_self_contained() {
         CHARTS.len(),
         "every chart inline as SVG"
     );
+    // The fixture's run.json sets a 0.25 detail budget: the first chart marks it.
+    let run: serde_json::Value = serde_json::from_str(&read(&dir.join("run.json"))).expect("run");
+    assert_eq!(run["budgets"]["detail_lost"], 0.25);
+    assert!(read(&dir.join("cost_vs_detail.svg")).contains("detail budget: at most 25 %"));
     let lower = html.to_lowercase();
     for banned in [
         "<script",

@@ -24,14 +24,16 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 /// 42 after_tokens × 5 keep_recent_events + 10 after_invocations × 4 overlaps = 250 triggers,
-/// × 2 summarizers × 2 client modes = 1,000 compaction settings, + 1 baseline.
+/// × 2 modelled summarizers × 2 client modes = 1,000 compaction settings, + 1 baseline.
+/// (`terse` runs the summarizer for real: tokenizing its text and checking facts costs more
+/// per replay; measure it with `--grid`.)
 const BENCH_GRID: &str = r#"
 trigger = ["tokens", "invocations"]
 after_tokens = "5k..210k:5k"
 keep_recent_events = [0, 2, 5, 10, 20]
 after_invocations = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20]
 overlap = [0, 1, 2, 3]
-summarizer = ["agent", "terse"]
+summarizer = ["agent", "model:gemini-2.5-flash-lite"]
 client = ["waits", "streams"]
 "#;
 
@@ -52,12 +54,27 @@ fn peak_mib() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// CPU seconds (user + system) this process has used so far (Linux `/proc/self/stat`, 100
+/// ticks per second); on a shared machine this, divided by the threads, is the wall time
+/// the phase would take on idle cores.
+fn cpu_s() -> f64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the `(comm)`: state is field 3; utime and stime are fields 14 and 15.
+    let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
+}
+
 struct Measure {
     sessions: usize,
     settings: usize,
     pairs: u64,
     event_steps: u64,
     replay_s: f64,
+    replay_cpu_s: f64,
     frames_s: f64,
     write_s: f64,
 }
@@ -71,9 +88,11 @@ fn measure(
     out: &Path,
 ) -> Result<Measure, String> {
     let t = Instant::now();
+    let c = cpu_s();
     let (rows, failed) = run_pairs(eval, sessions, settings, &AtomicBool::new(false), &|| {})
         .map_err(|_| "interrupted".to_string())?;
     let replay_s = t.elapsed().as_secs_f64();
+    let replay_cpu_s = cpu_s() - c;
     if let Some((s, set, m)) = failed.first() {
         eprintln!(
             "note: {} replays failed (first: session {s}, setting {set}: {m})",
@@ -115,6 +134,7 @@ fn measure(
         pairs: (sessions.len() * settings.len()) as u64,
         event_steps: steps_per_pass * settings.len() as u64,
         replay_s,
+        replay_cpu_s,
         frames_s,
         write_s,
     })
@@ -134,6 +154,7 @@ fn run() -> Result<(), String> {
     let mut corpus = corpus_default();
     let mut max_settings: Option<usize> = None;
     let mut json_out: Option<PathBuf> = None;
+    let mut grid_text = BENCH_GRID.to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -146,8 +167,13 @@ fn run() -> Result<(), String> {
                 )
             }
             "--out" => json_out = Some(PathBuf::from(args.next().ok_or("--out needs a file")?)),
+            "--grid" => {
+                let p = PathBuf::from(args.next().ok_or("--grid needs a file")?);
+                grid_text =
+                    std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            }
             "-h" | "--help" => {
-                println!("sweep-bench [--corpus DIR] [--settings N] [--out FILE.json]");
+                println!("sweep-bench [--corpus DIR] [--grid FILE.toml] [--settings N] [--out FILE.json]");
                 return Ok(());
             }
             other => return Err(format!("unknown argument `{other}`")),
@@ -157,7 +183,7 @@ fn run() -> Result<(), String> {
     let costing = Costing::load(None, None).map_err(|e| e.to_string())?;
     let known = |m: &str| costing.knows_model(m);
     let toks = pipeline::tokenizer_names();
-    let grid = GridSpec::from_toml("bench grid", BENCH_GRID)
+    let grid = GridSpec::from_toml("bench grid", &grid_text)
         .and_then(|g| {
             g.resolve(&Known {
                 model: &known,
@@ -260,6 +286,16 @@ fn run() -> Result<(), String> {
     );
     println!("  total   {:>8.2} s", wall);
     println!(
+        "  replay CPU {:.2} s = {:.2} s on {threads} idle cores (load average now: {})",
+        full.replay_cpu_s,
+        full.replay_cpu_s / threads as f64,
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .unwrap_or("?")
+    );
+    println!(
         "  {:.0} settings×sessions/s, {:.0} event-steps/s (replay phase)",
         full.pairs as f64 / full.replay_s,
         full.event_steps as f64 / full.replay_s
@@ -273,16 +309,17 @@ fn run() -> Result<(), String> {
     for (name, m) in &runs {
         let t = m.replay_s + m.frames_s + m.write_s;
         println!(
-            "  {name:<14} {:>5} settings × {:>4} sessions: {:>8.2} s, {:>8.0} replays/s, {:>10.0} event-steps/s",
+            "  {name:<14} {:>5} settings × {:>4} sessions: {:>7.2} s ({:>7.2} replay CPU-s), {:>8.0} replays/s, {:>10.0} event-steps/s",
             m.settings,
             m.sessions,
             t,
+            m.replay_cpu_s,
             m.pairs as f64 / m.replay_s,
             m.event_steps as f64 / m.replay_s
         );
         json_runs.push(serde_json::json!({
             "name": name, "settings": m.settings, "sessions": m.sessions, "replays": m.pairs,
-            "event_steps": m.event_steps, "replay_s": m.replay_s, "frames_s": m.frames_s, "write_s": m.write_s,
+            "event_steps": m.event_steps, "replay_s": m.replay_s, "replay_cpu_s": m.replay_cpu_s, "frames_s": m.frames_s, "write_s": m.write_s,
         }));
     }
     if let Some(p) = json_out {

@@ -58,6 +58,13 @@ impl SettingRow {
         self.trigger_kind == "none"
     }
 
+    /// A compacting setting whose trigger no session reached (zero summarizer calls): it
+    /// behaves exactly as no compaction, so the frontier and labels leave it out (it would
+    /// only repeat the baseline's row).
+    pub fn never_compacts(&self) -> bool {
+        !self.is_baseline() && self.summarizer_calls() == Some(0.0)
+    }
+
     /// The first of `names` present, so the charts survive a missing aggregate.
     pub fn num(&self, names: &[&str]) -> Option<f64> {
         names.iter().find_map(|n| self.numbers.get(*n).copied())

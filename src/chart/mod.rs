@@ -172,6 +172,22 @@ pub fn fmt_usd(v: f64) -> String {
     format!("{sign}${grouped}.{frac}")
 }
 
+/// USD with 4 decimals (`$1.4259`), for runs whose totals are a few dollars: cents would hide
+/// differences between settings, and the sweep's own summary prints 4 decimals too.
+pub fn fmt_usd4(v: f64) -> String {
+    let sign = if v < 0.0 { "-" } else { "" };
+    let text = format!("{:.4}", v.abs());
+    let (int_part, frac) = text.split_once('.').unwrap_or((&text, "0000"));
+    let mut grouped = String::new();
+    for (i, ch) in int_part.chars().enumerate() {
+        if i > 0 && (int_part.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    format!("{sign}${grouped}.{frac}")
+}
+
 /// Axis ticks in USD: two significant digits below a dollar (`$0.50`, `$0.012`), cents above.
 pub fn fmt_usd_axis(v: f64) -> String {
     let a = v.abs();

@@ -1,7 +1,8 @@
 //! The six charts of the report. Each reads [`RunData`] only.
 
 use super::{
-    e, fit, fmt_pct, fmt_tokens, fmt_usd, fmt_usd_axis, Chart, ChartInfo, LabelPlacer, FONT,
+    e, fit, fmt_pct, fmt_tokens, fmt_usd, fmt_usd4, fmt_usd_axis, Chart, ChartInfo, LabelPlacer,
+    FONT,
 };
 use crate::chart::data::{RunData, SettingRow};
 use plotters::coord::types::RangedCoordusize;
@@ -104,7 +105,7 @@ impl Chart for CostVsDetail<'_> {
         ChartInfo {
             stem: "cost_vs_detail",
             title: "Cost against detail lost",
-            how_to_read: "Each dot is one setting; lower is cheaper and further left keeps more history verbatim, so the settings worth deploying lie on the dark frontier line, and the red ring is the recommended one.",
+            how_to_read: "Each dot is one setting; lower is cheaper and further left keeps more history verbatim, so the settings worth deploying lie on the dark frontier line; the dashed red line is the run's detail budget (when it set one), and the red ring, the recommendation, is the cheapest setting left of it.",
         }
     }
 
@@ -173,6 +174,29 @@ impl Chart for CostVsDetail<'_> {
                     PathElement::new(vec![(x, y), (x + 24, y)], FRONT_C.stroke_width(3))
                 });
         }
+        // The detail budget the recommendation was chosen under: the ring is the cheapest
+        // point left of this line.
+        let budget = d
+            .run
+            .get("budgets")
+            .and_then(|b| b.get("detail_lost"))
+            .and_then(serde_json::Value::as_f64)
+            .map(|v| v * 100.0)
+            .filter(|x| *x >= x0 && *x <= x1);
+        if let Some(x) = budget {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x, y0), (x, y1)],
+                    12,
+                    8,
+                    RECO_C.mix(0.7).stroke_width(2),
+                ))
+                .map_err(e)?
+                .label(format!("detail budget: at most {x:.0} %"))
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], RECO_C.mix(0.7).stroke_width(2))
+                });
+        }
         for kind in ["tokens", "invocations", "both"] {
             let ps: Vec<(f64, f64)> = pts
                 .iter()
@@ -230,7 +254,7 @@ impl Chart for CostVsDetail<'_> {
         let (px, py) = plot.get_pixel_range();
         let bounds = (px.start, py.start, px.end, py.end);
         let mut placer = LabelPlacer::new();
-        placer.reserve((px.end - 470, py.start, px.end, py.start + 175));
+        placer.reserve((px.end - 470, py.start, px.end, py.start + 200));
         for p in &pts {
             let (x, y) = chart.backend_coord(&(p.1, p.2));
             let r = if p.0.recommended { 14 } else { 9 };
@@ -272,9 +296,15 @@ fn distinct_sessions(d: &RunData) -> usize {
     ids.len()
 }
 
-/// Frontier settings, cheapest first (the report numbers them F1, F2, ...).
+/// Frontier settings, cheapest first (the report numbers them F1, F2, ...). Settings that
+/// never compacted are left out: they tie with the baseline on both axes and would only
+/// repeat its row (see [`idle_frontier`]).
 pub fn frontier(d: &RunData) -> Vec<&SettingRow> {
-    let mut f: Vec<&SettingRow> = d.settings.iter().filter(|s| s.pareto).collect();
+    let mut f: Vec<&SettingRow> = d
+        .settings
+        .iter()
+        .filter(|s| s.pareto && !s.never_compacts())
+        .collect();
     f.sort_by(|a, b| {
         a.cost_usd()
             .unwrap_or(f64::MAX)
@@ -284,6 +314,14 @@ pub fn frontier(d: &RunData) -> Vec<&SettingRow> {
     f
 }
 
+/// Frontier settings whose trigger no session reached: the same as no compaction.
+pub fn idle_frontier(d: &RunData) -> Vec<&SettingRow> {
+    d.settings
+        .iter()
+        .filter(|s| s.pareto && s.never_compacts())
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------
 /// after_tokens × keep_recent_events heatmap of one metric.
 pub struct Heatmap<'a> {
@@ -291,7 +329,8 @@ pub struct Heatmap<'a> {
     stem: &'static str,
     title: &'static str,
     how: &'static str,
-    value: fn(&SettingRow) -> Option<f64>,
+    /// The cell's value from the setting and the no-compaction row it is compared with.
+    value: fn(&SettingRow, Option<&SettingRow>) -> Option<f64>,
     fmt: fn(f64) -> String,
     diverging: bool,
     unit: &'static str,
@@ -303,9 +342,19 @@ impl<'a> Heatmap<'a> {
             d,
             stem: "heatmap_net_saved",
             title: "Net dollars saved by after_tokens and keep_recent_events",
-            how: "Each cell is one size-triggered setting; green cells save money against no compaction after paying for the summaries, red cells cost more, and the number is USD saved over all sessions.",
-            value: |s| s.cost_saved_usd(),
-            fmt: fmt_usd,
+            how: "Each cell is one size-triggered setting; green cells save money against no compaction after paying for the summaries, red cells cost more, and the number is USD saved over all sessions (the no-compaction cost minus the setting's cost, as in the frontier table); — marks a threshold no session reached (the same as no compaction).",
+            // Against the run's own no-compaction row, so the cells match the report's
+            // tables; `cost_saved_usd` only when the run has no baseline row.
+            value: |s, base| match (base.and_then(|b| b.cost_usd()), s.cost_usd()) {
+                (Some(b), Some(c)) => Some(b - c),
+                _ => s.cost_saved_usd(),
+            },
+            // The report's precision: 4 decimals unless the no-compaction cost is $100+.
+            fmt: if d.baseline().and_then(|b| b.cost_usd()).unwrap_or(0.0) >= 100.0 {
+                fmt_usd
+            } else {
+                fmt_usd4
+            },
             diverging: true,
             unit: "net saved (USD, all sessions)",
         }
@@ -316,8 +365,8 @@ impl<'a> Heatmap<'a> {
             d,
             stem: "heatmap_detail_lost",
             title: "Detail lost by after_tokens and keep_recent_events",
-            how: "Each cell is one size-triggered setting; darker cells read more of the history only through a summary, so a higher threshold or more retained events moves you toward the lighter corner.",
-            value: |s| s.detail_lost(),
+            how: "Each cell is one size-triggered setting; darker cells read more of the history only through a summary, so a higher threshold or more retained events moves you toward the lighter corner; — marks a threshold no session reached (nothing summarized).",
+            value: |s, _| s.detail_lost(),
             fmt: fmt_pct,
             diverging: false,
             unit: "detail lost (mean per session)",
@@ -337,19 +386,35 @@ impl<'a> Heatmap<'a> {
         xs.dedup();
         ys.sort_unstable();
         ys.dedup();
+        let base = self.d.baseline();
         let mut cells = Vec::new();
         for (i, x) in xs.iter().enumerate() {
             for (j, y) in ys.iter().enumerate() {
                 if let Some(v) = rows
                     .iter()
                     .find(|s| s.after_tokens == Some(*x) && s.keep_recent_events == Some(*y))
-                    .and_then(|s| (self.value)(s))
+                    .and_then(|s| (self.value)(s, base))
                 {
                     cells.push((i, j, v));
                 }
             }
         }
         (xs, ys, cells)
+    }
+
+    /// Cells whose setting never compacted (no session reached its threshold): shown as `—`,
+    /// so a 0 there is not read as a compaction that costs or loses nothing.
+    fn idle_cells(&self, xs: &[u64], ys: &[u64]) -> Vec<(usize, usize)> {
+        self.d
+            .same_context()
+            .into_iter()
+            .filter(|s| s.trigger_kind == "tokens" && s.never_compacts())
+            .filter_map(|s| {
+                let i = xs.iter().position(|x| Some(*x) == s.after_tokens)?;
+                let j = ys.iter().position(|y| Some(*y) == s.keep_recent_events)?;
+                Some((i, j))
+            })
+            .collect()
     }
 }
 
@@ -463,8 +528,13 @@ impl Chart for Heatmap<'_> {
         let cell_w = chart.plotting_area().dim_in_pixel().0 / xs.len().max(1) as u32;
         let cell_h = chart.plotting_area().dim_in_pixel().1 / ys.len().max(1) as u32;
         let size = (cell_h as f64 * 0.35).clamp(11.0, TICK);
+        let idle = self.idle_cells(&xs, &ys);
         for &(i, j, v) in &cells {
-            let text = (self.fmt)(v);
+            let text = if idle.contains(&(i, j)) {
+                "—".to_string()
+            } else {
+                (self.fmt)(v)
+            };
             let c = color(v);
             let dark = (c.0 as u32 + c.1 as u32 + c.2 as u32) < 380;
             let style = font(size)
@@ -508,6 +578,26 @@ impl Chart for Heatmap<'_> {
                 font(TICK).pos(Pos::new(HPos::Left, VPos::Bottom)),
             ))
             .map_err(e)?;
+        // Where the key crosses zero (saving turns into extra cost), when it is clear of the
+        // end labels.
+        if self.diverging && lo < 0.0 && hi > 0.0 {
+            let y = (lh as f64 * hi / (hi - lo)) as i32;
+            if y > 30 && y < lh as i32 - 30 {
+                legend
+                    .draw(&PathElement::new(
+                        vec![(0, y), (34, y)],
+                        BLACK.stroke_width(1),
+                    ))
+                    .map_err(e)?;
+                legend
+                    .draw(&Text::new(
+                        "$0 (break-even)".to_string(),
+                        (36, y),
+                        font(TICK - 2.0).pos(Pos::new(HPos::Left, VPos::Center)),
+                    ))
+                    .map_err(e)?;
+            }
+        }
         Ok(())
     }
 }
@@ -706,7 +796,7 @@ impl Chart for Latency<'_> {
         ChartInfo {
             stem: "latency_distribution",
             title: "End-of-run latency per summarizer",
-            how_to_read: "Each box is one summarizer (and client mode, when swept): over the sessions that compacted, the box spans the middle half of each session's longest wait for the terminal event after a run that compacted, the bar is the median and the whiskers reach the 5th and 95th percentiles.",
+            how_to_read: "Each box is one summarizer (and client mode, when swept), pooled over every setting of the grid that uses it: each session that compacted under a setting adds its longest wait for the terminal event after a run (n counts these session runs); the box spans the middle half, the bar is the median, the whiskers reach the 5th and 95th percentiles and dots mark the longer waits. A summarizer that calls no model (terse) adds no wait.",
         }
     }
 
@@ -726,7 +816,7 @@ impl Chart for Latency<'_> {
         let area = title(
             root,
             "End-of-run latency added by compaction, per summarizer",
-            "per session that compacted: the longest time a run's terminal event waited for the summarizer",
+            "per session run that compacted, all settings pooled: the longest time a run's terminal event waited for the summarizer",
         )?;
         let ymax = groups
             .iter()
@@ -774,13 +864,22 @@ impl Chart for Latency<'_> {
             let q = |p| quantile(vals, p);
             let (p5, p25, p50, p75, p95) = (q(0.05), q(0.25), q(0.5), q(0.75), q(0.95));
             draw_box(&mut chart, i, (p5, p25, p50, p75, p95), c)?;
+            chart
+                .draw_series(
+                    vals.iter()
+                        .filter(|v| **v > p95)
+                        .map(|v| Circle::new((SegmentValue::CenterOf(i), *v), 4, c.filled())),
+                )
+                .map_err(e)?;
             let style = font(NOTE)
                 .color(&GREY)
                 .pos(Pos::new(HPos::Center, VPos::Bottom));
             chart
                 .draw_series(std::iter::once(
-                    EmptyElement::at((SegmentValue::CenterOf(i), p95))
-                        + Text::new(format!("n = {}", vals.len()), (0, -6), style),
+                    EmptyElement::at((
+                        SegmentValue::CenterOf(i),
+                        vals.last().copied().unwrap_or(p95),
+                    )) + Text::new(format!("n = {} session runs", vals.len()), (0, -6), style),
                 ))
                 .map_err(e)?;
         }
@@ -908,6 +1007,8 @@ impl Chart for Timelines<'_> {
             .recommended()
             .map(|s| s.label.clone())
             .unwrap_or_default();
+        // Room on the header's right for the key.
+        let reco = fit(root, &reco, NOTE, root.dim_in_pixel().0.saturating_sub(520));
         let area = title(
             root,
             "Prompt size per model request: no compaction against the recommended setting",
@@ -926,7 +1027,17 @@ impl Chart for Timelines<'_> {
             let mut chart = ChartBuilder::on(panel)
                 .margin(6)
                 .caption(
-                    format!("session {}", display_id(&t.session_id)),
+                    format!(
+                        "session {}: {} model requests, {} {}",
+                        display_id(&t.session_id),
+                        t.baseline.len(),
+                        t.compactions.len(),
+                        if t.compactions.len() == 1 {
+                            "compaction"
+                        } else {
+                            "compactions"
+                        }
+                    ),
                     font(NOTE + 1.0),
                 )
                 .x_label_area_size(if last { 55 } else { 28 })
@@ -969,37 +1080,42 @@ impl Chart for Timelines<'_> {
                 .collect();
             chart
                 .draw_series(LineSeries::new(b, GREY.stroke_width(3)))
-                .map_err(e)?
-                .label("no compaction")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], GREY.stroke_width(3)));
+                .map_err(e)?;
             chart
                 .draw_series(LineSeries::new(r, TOKENS_C.stroke_width(3)))
-                .map_err(e)?
-                .label("recommended")
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], TOKENS_C.stroke_width(3))
-                });
-            if k == 0 {
-                // Legend once, on the first panel; an empty series carries the marker entry.
-                chart
-                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
-                    .map_err(e)?
-                    .label("compaction")
-                    .legend(|(x, y)| {
-                        PathElement::new(
-                            vec![(x + 12, y - 8), (x + 12, y + 8)],
-                            RECO_C.stroke_width(2),
-                        )
-                    });
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .background_style(WHITE.mix(0.9))
-                    .border_style(GREY)
-                    .label_font(font(NOTE))
-                    .draw()
-                    .map_err(e)?;
+                .map_err(e)?;
+        }
+        // The key sits in the header, right of the setting, so it never covers a line.
+        let (w, _) = root.dim_in_pixel();
+        let mut x = w as i32 - 20;
+        let y = 58;
+        let items: [(&str, RGBColor, bool); 3] = [
+            ("compaction", RECO_C, true),
+            ("recommended", TOKENS_C, false),
+            ("no compaction", GREY, false),
+        ];
+        for (text, c, vertical) in items {
+            let style = font(NOTE).pos(Pos::new(HPos::Right, VPos::Center));
+            let (tw, _) = root.estimate_text_size(text, &style).map_err(e)?;
+            root.draw(&Text::new(text.to_string(), (x, y), style))
+                .map_err(e)?;
+            x -= tw as i32 + 8;
+            if vertical {
+                root.draw(&PathElement::new(
+                    vec![(x - 6, y - 9), (x - 6, y + 9)],
+                    RECO_C.stroke_width(2),
+                ))
+                .map_err(e)?;
+                x -= 12;
+            } else {
+                root.draw(&PathElement::new(
+                    vec![(x - 26, y), (x, y)],
+                    c.stroke_width(3),
+                ))
+                .map_err(e)?;
+                x -= 26;
             }
+            x -= 22;
         }
         Ok(())
     }
@@ -1190,7 +1306,7 @@ mod tests {
     fn data() -> RunData {
         let settings = serde_json::json!([
             {"setting_id": 0, "trigger_kind": "none", "summarizer": null, "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "no compaction", "cost_usd_sum": 10.0, "detail_lost_mean": 0.0, "pareto": true},
-            {"setting_id": 1, "trigger_kind": "tokens", "after_tokens": 80000, "keep_recent_events": 20, "summarizer": "agent", "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "compaction=Compaction(after_tokens=80_000, keep_recent_events=20)", "cost_usd_sum": 8.0, "detail_lost_mean": 0.2, "pareto": true, "recommended": true, "rank": 1},
+            {"setting_id": 1, "trigger_kind": "tokens", "after_tokens": 80000, "keep_recent_events": 20, "summarizer": "agent", "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "compaction=Compaction(after_tokens=80_000, keep_recent_events=20)", "cost_usd_sum": 8.0, "cost_saved_usd_sum": 1.5, "detail_lost_mean": 0.2, "pareto": true, "recommended": true, "rank": 1},
             {"setting_id": 2, "trigger_kind": "tokens", "after_tokens": 80000, "keep_recent_events": 20, "summarizer": "agent", "client": "streams", "agent_model": "m", "tokenizer": "o200k", "label": "x", "cost_usd_sum": 8.5, "detail_lost_mean": 0.2, "pareto": false, "rank": 3},
             {"setting_id": 3, "trigger_kind": "tokens", "after_tokens": 40000, "keep_recent_events": 20, "summarizer": "terse", "client": "waits", "agent_model": "m", "tokenizer": "o200k", "label": "y", "cost_usd_sum": 7.0, "detail_lost_mean": 0.3, "pareto": true, "rank": 2}
         ]);
@@ -1223,6 +1339,52 @@ mod tests {
         // agent: same trigger and client as the recommendation (1, not 2); terse has no
         // 80k/20 setting, so its best-ranked one (3).
         assert_eq!(ids, ["1", "3"]);
+    }
+
+    #[test]
+    fn net_saved_cells_compare_with_the_runs_own_no_compaction_row() {
+        let d = data();
+        // Setting 1 costs 8.0 against the baseline row's 10.0: 2.0 saved, the frontier
+        // table's number, not the per-session `cost_saved_usd_sum` (1.5), whose baseline is
+        // priced differently.
+        let (xs, ys, cells) = Heatmap::net_saved(&d).cells();
+        assert_eq!((xs, ys), (vec![80000], vec![20]));
+        assert_eq!(cells, vec![(0, 0, 2.0)]);
+    }
+
+    #[test]
+    fn heatmap_marks_cells_whose_threshold_no_session_reached() {
+        let mut d = data();
+        let mut idle = d.settings[1].clone();
+        idle.setting_id = "9".into();
+        idle.recommended = false;
+        idle.after_tokens = Some(160_000);
+        idle.numbers.insert("summarizer_calls_sum".into(), 0.0);
+        d.settings.push(idle);
+        d.settings[1]
+            .numbers
+            .insert("summarizer_calls_sum".into(), 3.0);
+        let h = Heatmap::detail_lost(&d);
+        let (xs, ys, _) = h.cells();
+        assert_eq!(xs, vec![80_000, 160_000]);
+        assert_eq!(h.idle_cells(&xs, &ys), vec![(1, 0)]);
+    }
+
+    #[test]
+    fn settings_that_never_compacted_leave_the_frontier() {
+        let mut d = data();
+        let mut idle = d.settings[1].clone();
+        idle.setting_id = "9".into();
+        idle.recommended = false;
+        idle.numbers.insert("summarizer_calls_sum".into(), 0.0);
+        d.settings.push(idle);
+        let f: Vec<&str> = frontier(&d).iter().map(|s| s.setting_id.as_str()).collect();
+        assert!(!f.contains(&"9"), "{f:?}");
+        let idle: Vec<&str> = idle_frontier(&d)
+            .iter()
+            .map(|s| s.setting_id.as_str())
+            .collect();
+        assert_eq!(idle, ["9"]);
     }
 
     #[test]

@@ -14,8 +14,7 @@ use crate::transcript::detect::{expand_paths, load_file};
 use anyhow::Context;
 use clap::Args;
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
@@ -209,14 +208,4 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     Ok(crate::cli::EXIT_OK)
 }
 
-/// Write to a temp file in the same folder, then rename over the target.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
+use crate::atomic::write_atomic;

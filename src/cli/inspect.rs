@@ -576,10 +576,9 @@ pub fn emit_names(sessions: &[Session]) -> Vec<String> {
 }
 
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
-    Ok(())
+    let path = dir.join(name);
+    crate::atomic::write_atomic(&path, bytes)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn emit_jsonl(sessions: &[Session], dir: &Path) -> anyhow::Result<()> {

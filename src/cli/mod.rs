@@ -6,15 +6,15 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-pub mod inspect;
-pub mod check;
-pub mod replay;
-pub mod conform;
 pub mod calibrate;
+pub mod check;
+pub mod conform;
 pub mod cost_flags;
-pub mod sweep;
+pub mod inspect;
 pub mod merge;
+pub mod replay;
 pub mod report;
+pub mod sweep;
 pub mod synth;
 
 /// Replay recorded agent sessions through ADK compaction settings, offline, and report

@@ -5,14 +5,14 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::cost::compute::CostModel;
-use crate::cost::summarizers::{
-    build, Billed, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
-};
+use super::cost_flags::CostFlags;
+use crate::cost::compute::{render_metrics, MetricsSetting};
+use crate::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
 use crate::engine::{self, Config, Phase, Replay, UsageMode};
 use crate::settings::Written;
+use crate::sweep::pipeline::FALLBACK_AGENT_MODEL;
 use crate::tokens::sizes::SessionSizes;
-use crate::tokens::{count_sessions, count_text, CacheOpts, Tokenizer};
+use crate::tokens::{count_sessions, CacheOpts, Tokenizer};
 use crate::transcript::{detect, Session};
 
 #[derive(Debug, Args)]
@@ -32,9 +32,9 @@ pub struct ReplayArgs {
     /// Earlier invocations each sliding summary re-includes.
     #[arg(long, value_name = "K", allow_hyphen_values = true)]
     pub overlap: Option<i64>,
-    /// agent | model:NAME | terse | command:PROGRAM | fixed:N | ratio:R | echo[:N] | none.
-    #[arg(long, value_name = "S", default_value = "agent")]
-    pub summarizer: String,
+    /// Summarizer, agent model, client mode, prices and latency (shared with `sweep`).
+    #[command(flatten)]
+    pub cost: CostFlags,
     /// 1-based summarizer calls that fail (comma list), as the oracle's --fail-calls.
     #[arg(long, value_name = "LIST", default_value = "")]
     pub fail_calls: String,
@@ -78,7 +78,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         .tokenizer
         .parse()
         .map_err(|e: String| anyhow::anyhow!(e))?;
-    let spec = SummarizerSpec::parse(&args.summarizer).map_err(|e| anyhow::anyhow!(e))?;
+    let spec = args.cost.summarizer_spec()?;
     let fail: Vec<u32> = args
         .fail_calls
         .split(',')
@@ -108,37 +108,45 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         Tokenizer::AdkChars => None,
         _ => Some(count_sessions(&sessions, tok, &CacheOpts::disabled())?),
     };
-    let count = move |t: &str| count_text(tok, t) as u64;
-    let cost_model = CostModel::default();
+    let cost_model = args.cost.cost_model()?;
+    let client = args.cost.client_mode()?;
+    let timeout = args.cost.command_timeout()?;
     let mut out_json = Vec::new();
     for (si, session) in sessions.iter().enumerate() {
         let per_event = counts.as_ref().and_then(|c| c.get(si)).map(Vec::as_slice);
         let sizes = SessionSizes::new(session, per_event);
-        let lines = EventLines::new(session, &count);
-        let summ = build(
-            &spec,
-            BuildContext {
-                session,
-                lines: &lines,
-                length: cost_model.latency.length,
-                count: &count,
-                timeout: DEFAULT_COMMAND_TIMEOUT,
-                fail_calls: fail.clone(),
-                context_window: match spec.billed_model(session.model.as_deref()) {
-                    Billed::Model(name) => cost_model.context_window(name),
-                    Billed::Free => None,
-                },
-            },
-        )
-        .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))?;
-        let r = engine::replay(&sizes, &cfg, &summ);
-        for e in summ.errors() {
-            eprintln!("warning: {e}");
+        let inputs = SessionCostInputs::new(session, tok);
+        // Same rule as `sweep`: `--model`, else the recorded model, else the documented default.
+        let agent_model = args
+            .cost
+            .agent_model(session.model.as_deref())
+            .unwrap_or(FALLBACK_AGENT_MODEL);
+        let mut cs = CostSetting::new(&spec, Some(agent_model), client);
+        cs.command_timeout = timeout;
+        cs.fail_calls = fail.clone();
+        let run = |s: &dyn engine::Summarizer| engine::replay(&sizes, &cfg, s);
+        let e = evaluate(session, &sizes, &inputs, &cost_model, &cs, None, &run)
+            .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))?;
+        for w in &e.summarizer_errors {
+            eprintln!("warning: {w}");
         }
+        let r = &e.replay;
         if args.json {
-            out_json.push(to_json(session, &sizes, &r, &cfg, &args, tok));
+            let mut v = to_json(session, &sizes, r, &cfg, &args, tok);
+            if let Value::Object(o) = &mut v {
+                o.insert("metrics".into(), serde_json::to_value(&e.metrics)?);
+            }
+            out_json.push(v);
         } else {
-            print_table(session, &sizes, &r, &setting.normalised(), &args, tok);
+            print_table(session, &sizes, r, &setting.normalised(), &args, tok);
+            let ms = MetricsSetting {
+                agent_model: Some(agent_model),
+                summarizer: &spec,
+                client,
+                attachment_tokens: &inputs.attachments,
+            };
+            println!();
+            print!("{}", render_metrics(&e.metrics, &cost_model, &ms));
         }
     }
     if args.json {
@@ -180,7 +188,7 @@ fn print_table(
     );
     println!(
         "setting {setting}; summarizer {}; usage {}; tokens: {} (recorded prompt_token_count when present, else history only)",
-        args.summarizer, args.usage, tok
+        args.cost.summarizer, args.usage, tok
     );
     println!(
         "{:>4} {:>6} {:>4} {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}  {:<14} fired before",
@@ -404,7 +412,7 @@ pub fn to_json(
             "compaction_interval": cfg.sliding.map(|s| s.0), "overlap_size": cfg.sliding.map(|s| s.1),
             "token_threshold": cfg.token.map(|t| t.0), "event_retention_size": cfg.token.map(|t| t.1),
         },
-        "summarizer": args.summarizer,
+        "summarizer": args.cost.summarizer,
         "fail_calls": args.fail_calls,
         "usage_mode": cfg.usage.name(),
         "tokenizer": tok.name(),

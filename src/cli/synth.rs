@@ -2,7 +2,6 @@
 
 use anyhow::Context;
 use clap::Args;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -38,18 +37,6 @@ pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
 
 /// Temp file in the same folder, then rename: readers never see half a file.
 fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("{}: cannot create temp file", dir.display()))?;
-    tmp.write_all(data)
-        .with_context(|| format!("{}: write failed", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("{}: rename failed", path.display()))?;
-    // Temp files are created 0600; outputs are ordinary files others may read.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644));
-    }
-    Ok(())
+    crate::atomic::write_atomic(path, data)
+        .with_context(|| format!("{}: write failed", path.display()))
 }

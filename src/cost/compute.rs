@@ -299,16 +299,28 @@ pub fn compute_metrics(
     m.tokens_saved_net =
         m.tokens_saved_gross - m.summarizer_input_tokens as i64 - m.summarizer_output_tokens as i64;
 
-    // Agent requests, with caching and tiers.
+    // Agent requests, with caching and tiers. Until the first compaction the prompts are the
+    // baseline's, so they share the baseline's rule (the whole previous prompt is a prefix):
+    // a setting that never fires then costs exactly the baseline. From the first summary on,
+    // the engine says how much of the history survived as a prefix.
+    let mut prev_prompt = 0;
+    let mut compacted = false;
     let rows: Vec<PricedRequest> = replay
         .requests
         .iter()
         .map(|r| {
-            let stable = r.prompt_tokens.saturating_sub(r.history_tokens);
+            compacted |= r.summary_tokens > 0 || r.hidden_tokens > 0 || !r.carried.is_empty();
+            let shared = if compacted {
+                let stable = r.prompt_tokens.saturating_sub(r.history_tokens);
+                (stable + r.shared_prefix_tokens).min(r.prompt_tokens)
+            } else {
+                prev_prompt.min(r.prompt_tokens)
+            };
+            prev_prompt = r.prompt_tokens;
             PricedRequest {
                 time_s: time(r.event_index),
                 prompt_tokens: r.prompt_tokens,
-                shared_prefix_tokens: (stable + r.shared_prefix_tokens).min(r.prompt_tokens),
+                shared_prefix_tokens: shared,
                 output_tokens: output_tokens(sizes, r.event_index as usize),
             }
         })

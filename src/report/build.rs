@@ -2,8 +2,8 @@
 
 use super::{t, Block, Inline};
 use crate::chart::data::{RunData, RunRow, SettingRow};
-use crate::chart::plots::{frontier, summarizer_rows};
-use crate::chart::{fmt_pct, fmt_usd, ChartOutcome};
+use crate::chart::plots::{frontier, idle_frontier, summarizer_rows};
+use crate::chart::{fmt_pct, fmt_usd, fmt_usd4 as usd4, ChartOutcome};
 use serde_json::Value;
 
 /// A share of sessions' history above which a session is listed as better kept short.
@@ -41,6 +41,60 @@ fn int(v: f64) -> String {
 
 fn secs(v: f64) -> String {
     format!("{v:.1} s")
+}
+
+/// One money format for the whole report, chosen from the no-compaction cost: cents from
+/// $100 up, else 4 decimals, so every amount in a table has the same precision.
+fn money(d: &RunData) -> fn(f64) -> String {
+    let scale = d
+        .baseline()
+        .and_then(|b| b.cost_usd())
+        .or_else(|| {
+            d.settings
+                .iter()
+                .filter_map(|x| x.cost_usd())
+                .reduce(f64::max)
+        })
+        .unwrap_or(0.0);
+    if scale >= 100.0 {
+        fmt_usd
+    } else {
+        usd4
+    }
+}
+
+/// `run.json` `budgets` in words, or `None` when the run set none.
+fn budgets_words(v: Option<&Value>) -> Option<String> {
+    let o = v?.as_object()?;
+    let mut parts = Vec::new();
+    for (k, x) in o {
+        let Some(n) = x.as_f64() else {
+            if !x.is_null() {
+                parts.push(format!("{k}: {}", flat(x)));
+            }
+            continue;
+        };
+        parts.push(match k.as_str() {
+            "detail_lost" => format!("detail lost at most {} (mean per session)", fmt_pct(n)),
+            "latency_s" => format!(
+                "longest summarizer wait at most {} (p95 over sessions, end of run and before a request)",
+                secs(n)
+            ),
+            _ => format!("{k} at most {n}"),
+        });
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// What a summarizer name means, for the "what was run" table.
+fn summarizer_words(name: &str) -> String {
+    match name {
+        "agent" => "agent (ADK's default: the agent's own model writes the summary; modelled from token counts, so cost and wait are estimated and no text is written)".into(),
+        "terse" => "terse (rule-based, no model call: keeps each text part as author: text and drops tool chatter; $0, 0 s, writes real text)".into(),
+        n if n.starts_with("model:") => format!("{n} (that model writes the summary; modelled from token counts)"),
+        n if n.starts_with("command:") => format!("{n} (your program writes the summary)"),
+        n => n.to_string(),
+    }
 }
 
 fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
@@ -93,15 +147,6 @@ pub fn paste_line(s: &SettingRow) -> String {
         l.to_string()
     } else {
         format!("compaction={l}")
-    }
-}
-
-fn kind_words(k: &str) -> &str {
-    match k {
-        "tokens" => "size (after_tokens)",
-        "invocations" => "turns (after_invocations)",
-        "both" => "size or turns",
-        _ => "none",
     }
 }
 
@@ -177,30 +222,41 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
         "Paste this line into the agent's MANIFEST (AgentManifest(..., compaction=...)):",
     )));
     b.push(Block::Code(paste_line(r)));
-    let budgets = d
-        .run
-        .get("budgets")
-        .map(flat)
-        .unwrap_or_else(|| "none".into());
-    let mut why = vec![Inline::Text(if budgets == "none" {
-        "Why: it is the cheapest compacting setting; the run set no budget, so nothing limited the detail it may lose (sweep with --budget-detail-lost and --budget-latency to set limits). ".to_string()
-    } else {
-        format!("Why: it is the cheapest setting within the run's budgets ({budgets}). ")
-    })];
+    let usd = money(d);
+    // The flags as code, so they read as flags and never break at their hyphens.
+    let flags = |lead: String, tail: &str| {
+        vec![
+            Inline::Text(lead),
+            Inline::Code("--budget-detail-lost".into()),
+            Inline::Text(" and ".into()),
+            Inline::Code("--budget-latency".into()),
+            Inline::Text(tail.into()),
+        ]
+    };
+    let mut why = match budgets_words(d.run.get("budgets")) {
+        None => flags(
+            "Why: it is the cheapest compacting setting; the run set no budget, so nothing limited the detail it may lose (sweep with ".into(),
+            " to set limits). ",
+        ),
+        Some(b) => flags(
+            format!("Why: it is the cheapest setting within the run's budget, {b}; budgets are set with "),
+            ". ",
+        ),
+    };
     if let (Some(c), Some(bc)) = (r.cost_usd(), base.and_then(|x| x.cost_usd())) {
         let saved = bc - c;
         let pct = if bc > 0.0 { saved / bc } else { 0.0 };
         why.push(Inline::Text(format!(
-            "It costs {} against {} with no compaction, {} {} ({}), ",
-            fmt_usd(c),
-            fmt_usd(bc),
+            "It costs {} against {} with no compaction (all sessions), {} {} ({}); it ",
+            usd(c),
+            usd(bc),
             if saved >= 0.0 { "saving" } else { "adding" },
-            fmt_usd(saved.abs()),
+            usd(saved.abs()),
             fmt_pct(pct.abs())
         )));
     }
     why.push(Inline::Text(format!(
-        "reads {} of the history only through summaries (mean per session), makes a run that compacts wait up to {} longer for its terminal event (p95), and hides {} behind a summary.",
+        "reads {} of the history only through summaries (mean per session), makes a run that compacts wait up to {} longer for its terminal event (p95 over sessions), and hides {} behind a summary.",
         opt(r.detail_lost(), fmt_pct),
         opt(r.end_of_run_latency_p95(), secs),
         r.critical_hidden()
@@ -224,7 +280,7 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
                 Inline::Text(format!(
                     " loses {} instead and costs {} {}.",
                     fmt_pct(fd),
-                    fmt_usd((fc - rc).abs()),
+                    usd((fc - rc).abs()),
                     if fc >= rc { "more" } else { "less" }
                 )),
             ]));
@@ -241,7 +297,7 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
     type Getter = fn(&SettingRow) -> Option<f64>;
     type Fmt = fn(f64) -> String;
     let rows: Vec<(&str, Getter, Fmt)> = vec![
-        ("cost (USD, all sessions)", |x| x.cost_usd(), fmt_usd),
+        ("cost (USD, all sessions)", |x| x.cost_usd(), usd),
         (
             "prompt tokens sent (all sessions)",
             |x| x.num(&["prompt_tokens_sum"]),
@@ -287,6 +343,12 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
         rows: table,
         numeric: vec![false, true, true],
     });
+    if r.facts_dropped().is_none() {
+        b.push(Block::Para(t(format!(
+            "Facts dropped is n/a: the {} summarizer is modelled from token counts and writes no text to check; the summarizer table below shows it for summarizers that do.",
+            if r.summarizer.is_empty() { "chosen" } else { r.summarizer.as_str() }
+        ))));
+    }
 }
 
 fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
@@ -310,9 +372,12 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
         "settings".into(),
         format!("{} (one is the no-compaction baseline)", d.settings.len()),
     ));
+    // The grid's trigger axes; the other axes (summarizer, client, model, tokenizer) get a
+    // row of their own below, with what they mean.
+    let explained = ["budget", "summarizer", "client", "agent_model", "tokenizer"];
     if let Some(g) = run.get("grid") {
         if let Some(o) = g.as_object() {
-            for (k, v) in o.iter().filter(|(k, _)| k.as_str() != "budget") {
+            for (k, v) in o.iter().filter(|(k, _)| !explained.contains(&k.as_str())) {
                 rows.push((format!("grid: {k}"), flat(v)));
             }
         } else {
@@ -330,33 +395,74 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
                 Some(flat(v))
             })
     };
+    let tokenizer =
+        first("tokenizer", &[]).unwrap_or_else(|| d.distinct(|x| &x.tokenizer).join(", "));
+    let tokenizer_words = tokenizer
+        .split(", ")
+        .map(|t| match t {
+            "o200k" => "o200k (tiktoken o200k_base, offline)".to_string(),
+            "cl100k" => "cl100k (tiktoken cl100k_base, offline)".to_string(),
+            "adk-chars" => "adk-chars (ADK's own estimate, characters / 4)".to_string(),
+            other => other.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     rows.push((
         "tokenizer".into(),
-        first("tokenizer", &[]).unwrap_or_else(|| d.distinct(|x| &x.tokenizer).join(", ")),
+        format!("{tokenizer_words}: counts the prompt tokens each setting would send; compaction triggers and detail lost are measured in it"),
     ));
     rows.push((
         "pricing date".into(),
-        first("pricing_date", &["pricing.date", "pricing"]).unwrap_or_else(|| "n/a".into()),
+        match first("pricing_date", &["pricing.date", "pricing"]) {
+            Some(date) => format!("{date}: list prices as of that date (pricing.toml in this folder); check current prices before relying on absolute dollars"),
+            None => "n/a".into(),
+        },
     ));
     rows.push((
         "ADK semantics".into(),
-        first("adk_semantics", &["adk"]).unwrap_or_else(|| "google-adk 2.13.0".into()),
+        format!(
+            "{}: events compaction as that release runs it (the size trigger is checked before each model request and after each invocation, the turn trigger after each invocation; later prompts carry the summary instead of the compacted events)",
+            first("adk_semantics", &["adk"]).unwrap_or_else(|| "google-adk 2.13.0".into())
+        ),
     ));
-    rows.push((
-        "client mode".into(),
-        first("client_modes", &["client"]).unwrap_or_else(|| d.distinct(|x| &x.client).join(", ")),
-    ));
+    let clients =
+        first("client_modes", &["client"]).unwrap_or_else(|| d.distinct(|x| &x.client).join(", "));
+    let client_words = clients
+        .split(", ")
+        .map(|c| match c {
+            "waits" => "waits (the client waits for the run's terminal event, as runtime.run() does, so every summary lands and its time is added to the run)".to_string(),
+            "streams" => "streams (the next turn starts at its recorded time; a summary still being written is discarded)".to_string(),
+            other => other.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    rows.push(("client mode".into(), client_words));
+    let models = d.distinct(|x| &x.agent_model);
     rows.push((
         "agent model".into(),
-        d.distinct(|x| &x.agent_model).join(", "),
+        models
+            .iter()
+            .map(|m| {
+                if m == "recorded" {
+                    format!("recorded (each session is priced and timed as the model its transcript names; sessions that name none as {})", crate::sweep::pipeline::FALLBACK_AGENT_MODEL)
+                } else {
+                    m.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
     ));
     rows.push((
         "summarizers".into(),
-        d.distinct(|x| &x.summarizer).join(", "),
+        d.distinct(|x| &x.summarizer)
+            .iter()
+            .map(|x| summarizer_words(x))
+            .collect::<Vec<_>>()
+            .join("; "),
     ));
     rows.push((
         "budgets".into(),
-        first("budgets", &[]).unwrap_or_else(|| "none".into()),
+        budgets_words(run.get("budgets")).unwrap_or_else(|| "none".into()),
     ));
     if let Some(v) = first("compaction_sim_version", &["version"]) {
         rows.push(("compaction-sim version".into(), v));
@@ -371,9 +477,12 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
 fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Heading(2, "The frontier".into()));
     b.push(Block::Para(t(
-        "Settings no other setting beats on both cost and detail lost, cheapest first (F1, F2, ... as labelled in the first chart). Anything off this list is dominated: some frontier setting is at least as cheap and loses no more detail.",
+        "Settings no other setting beats on both cost and detail lost, cheapest first (F1, F2, ... as labelled in the first chart). Anything off this list is dominated: some frontier setting is at least as cheap and loses no more detail. Going down the table, each setting costs more and keeps more history verbatim; pick the first whose detail lost you accept.",
     )));
+    let usd = money(d);
     let base_cost = d.baseline().and_then(|x| x.cost_usd());
+    // One client mode: it is in "what was run", and the column would only repeat it.
+    let by_client = d.distinct(|s| &s.client).len() > 1;
     let rows: Vec<Vec<Vec<Inline>>> = frontier(d)
         .iter()
         .enumerate()
@@ -387,65 +496,92 @@ fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
                 id.push(Inline::Text(" baseline".into()));
             }
             let saved = match (base_cost, s.cost_usd()) {
-                (Some(b0), Some(c)) => fmt_usd(b0 - c),
+                (Some(b0), Some(c)) => usd(b0 - c),
                 _ => "n/a".into(),
             };
-            vec![
+            let mut row = vec![
                 id,
                 vec![Inline::Code(if s.is_baseline() {
                     "(no compaction)".into()
                 } else {
                     table_label(s)
                 })],
-                t(kind_words(&s.trigger_kind)),
                 t(if s.summarizer.is_empty() {
                     "none".to_string()
                 } else {
                     s.summarizer.clone()
                 }),
-                t(s.client.clone()),
-                t(opt(s.cost_usd(), fmt_usd)),
+            ];
+            if by_client {
+                row.push(t(s.client.clone()));
+            }
+            row.extend([
+                t(opt(s.cost_usd(), usd)),
                 t(saved),
                 t(opt(s.detail_lost(), fmt_pct)),
                 t(opt(s.critical_hidden(), int)),
                 t(opt(s.end_of_run_latency_p95(), secs)),
                 t(opt(s.summarizer_calls(), int)),
-            ]
+            ]);
+            row
         })
         .collect();
+    // No trigger column: the setting names its trigger fields.
+    let mut head = vec!["#", "setting", "summarizer"];
+    let mut numeric = vec![false, false, false];
+    if by_client {
+        head.push("client");
+        numeric.push(false);
+    }
+    head.extend([
+        "cost (USD)",
+        "saved vs none (USD)",
+        "detail lost",
+        "critical hidden",
+        "end-of-run wait (p95)",
+        "summarizer calls",
+    ]);
+    numeric.extend([true; 6]);
     b.push(Block::Table {
-        head: [
-            "#",
-            "setting",
-            "trigger",
-            "summarizer",
-            "client",
-            "cost (USD)",
-            "saved vs none (USD)",
-            "detail lost",
-            "critical hidden",
-            "end-of-run wait p95",
-            "summarizer calls",
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect(),
+        head: head.into_iter().map(String::from).collect(),
         rows,
-        numeric: vec![
-            false, false, false, false, false, true, true, true, true, true, true,
-        ],
+        numeric,
     });
+    let idle = idle_frontier(d);
+    if !idle.is_empty() {
+        let thresholds: Vec<u64> = idle.iter().filter_map(|s| s.after_tokens).collect();
+        let invocations: Vec<u64> = idle.iter().filter_map(|s| s.after_invocations).collect();
+        let mut reach = Vec::new();
+        if let Some(m) = thresholds.iter().min() {
+            reach.push(format!("lowest after_tokens {}", int(*m as f64)));
+        }
+        if let Some(m) = invocations.iter().min() {
+            reach.push(format!("lowest after_invocations {m}"));
+        }
+        b.push(Block::Para(t(format!(
+            "Not listed: {} more {} whose trigger no session reached{}; {} exactly as no compaction (same cost, nothing summarized).",
+            idle.len(),
+            if idle.len() == 1 { "setting" } else { "settings" },
+            if reach.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", reach.join(", "))
+            },
+            if idle.len() == 1 { "it behaves" } else { "they behave" },
+        ))));
+    }
 }
 
 fn summarizers(d: &RunData, b: &mut Vec<Block>) {
-    b.push(Block::Heading(2, "Summarizers compared".into()));
+    b.push(Block::Heading(2, "Per summarizer".into()));
+    let usd = money(d);
     let rows = summarizer_rows(d);
     if rows.is_empty() {
         b.push(Block::Para(t("The run has no compacting setting.")));
         return;
     }
     b.push(Block::Para(t(
-        "Each summarizer at the same trigger setting as the recommendation where the grid has it (else its best-ranked setting). Modelled summarizers write no text, so facts dropped is n/a for them.",
+        "Each summarizer at the same trigger setting as the recommendation where the grid has it (else its best-ranked setting). Modelled summarizers (agent, model:NAME) write no text, so facts dropped is n/a for them; terse calls no model, so it adds no cost and no wait, but keeps only the conversation's text.",
     )));
     b.push(Block::Table {
         head: [
@@ -474,7 +610,7 @@ fn summarizers(d: &RunData, b: &mut Vec<Block>) {
                 vec![
                     t(s.summarizer.clone()),
                     vec![Inline::Code(table_label(s))],
-                    t(opt(s.cost_usd(), fmt_usd)),
+                    t(opt(s.cost_usd(), usd)),
                     t(opt(s.end_of_run_latency_p95(), secs)),
                     t(opt(s.detail_lost(), fmt_pct)),
                     t(opt(s.facts_dropped(), fmt_pct)),
@@ -594,16 +730,22 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
                 .iter()
                 .take(10)
                 .map(|r| {
-                    vec![
+                    let mut item = vec![
                         Inline::Text("session ".into()),
                         Inline::Code(r.session_id.clone()),
-                        Inline::Text(format!(
+                    ];
+                    if !r.source.is_empty() {
+                        item.push(Inline::Text(" (".into()));
+                        item.push(Inline::Code(r.source.clone()));
+                        item.push(Inline::Text(")".into()));
+                    }
+                    item.push(Inline::Text(format!(
                             ": {} model requests, {} of history read only through summaries, critical events hidden: {}",
                             opt(r.num("model_requests"), int),
                             opt(r.num("detail_lost"), fmt_pct),
                             opt(r.num("critical_hidden"), int)
-                        )),
-                    ]
+                        )));
+                    item
                 })
                 .collect(),
         ));
@@ -718,6 +860,7 @@ fn glossary(b: &mut Vec<Block>) {
     b.push(Block::Heading(2, "How to read the numbers".into()));
     b.push(Block::List(vec![
         t("cost: agent model requests plus summarizer calls, USD, at the run's dated prices, with prompt caching where the price table has cached rates; a compaction rewrites the prompt, so the next request misses the cache."),
+        t("saved vs none: the no-compaction cost minus the setting's cost, both over all sessions at the same prices; negative means compaction costs more (summaries, cache misses)."),
         t("detail lost: over a session, the share of the history tokens its model requests would have read verbatim that they read only through a summary (0 % = nothing summarized)."),
         t("critical hidden: approvals, refusals, confirmations, tool errors and interruptions that a later request saw only through a summary."),
         t("facts dropped: for summarizers that write text (terse, command), the share of facts (numbers, ids, emails, URLs, paths, quoted strings) of the compacted spans missing from the summary."),
@@ -725,4 +868,51 @@ fn glossary(b: &mut Vec<Block>) {
         t("pre-request latency: summarizer time before a model request (size trigger); the answer itself waits for it."),
         t("client waits / streams: whether the next turn starts after the summary (waits) or at its recorded time, discarding a summary still being written (streams)."),
     ]));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chart::data::parse_settings;
+    use std::path::Path;
+
+    fn data(base_cost: f64) -> RunData {
+        let settings = serde_json::json!([
+            {"setting_id": 0, "trigger_kind": "none", "cost_usd_sum": base_cost, "pareto": true, "summarizer_calls_sum": 0},
+            {"setting_id": 1, "trigger_kind": "tokens", "after_tokens": 20000, "keep_recent_events": 5, "cost_usd_sum": base_cost / 2.0, "pareto": true, "summarizer_calls_sum": 3, "recommended": true}
+        ]);
+        RunData {
+            dir: Path::new(".").into(),
+            run: serde_json::json!({}),
+            settings: parse_settings(Path::new("settings.json"), &settings).expect("settings"),
+            runs: Vec::new(),
+            timelines: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn money_has_one_precision_per_run_chosen_from_the_baseline_cost() {
+        // A few dollars: 4 decimals, so $1.3912 and $1.4259 do not both read $1.39/$1.43.
+        let small = money(&data(1.98));
+        assert_eq!(small(1.425865), "$1.4259");
+        assert_eq!(small(-0.026447), "-$0.0264");
+        assert_eq!(small(0.0), "$0.0000");
+        // Hundreds of dollars: cents, grouped.
+        let big = money(&data(2500.0));
+        assert_eq!(big(1234.567), "$1,234.57");
+        assert_eq!(usd4(12345.6), "$12,345.6000");
+    }
+
+    #[test]
+    fn budgets_read_as_words_with_units() {
+        let v = serde_json::json!({"detail_lost": 0.2, "latency_s": 5});
+        let w = budgets_words(Some(&v)).expect("words");
+        assert!(
+            w.contains("detail lost at most 20.0 % (mean per session)"),
+            "{w}"
+        );
+        assert!(w.contains("longest summarizer wait at most 5.0 s"), "{w}");
+        assert_eq!(budgets_words(Some(&serde_json::json!({}))), None);
+        assert_eq!(budgets_words(None), None);
+    }
 }

@@ -229,19 +229,26 @@ h1 { font-size: 1.8em; margin-bottom: .2em; }
 h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
 pre { background: #f4f6f8; border: 1px solid #d0d7de; border-left: 5px solid #d62728; padding: .8em 1em; overflow-x: auto; font-size: 1.05em; white-space: pre-wrap; word-break: break-all; }
 code { font-family: "DejaVu Sans Mono", ui-monospace, Menlo, Consolas, monospace; }
+.scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: .8em 0 1.2em; font-size: .92em; }
 th, td { border: 1px solid #d0d7de; padding: .3em .6em; vertical-align: top; }
 th { background: #f4f6f8; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td code { font-size: .95em; }
+p code { white-space: nowrap; }
 figure { margin: 1em 0 2em; }
 figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; font-size: .95em; margin-top: .3em; }
 .skipped { color: #666; font-style: italic; }
 @media print {
-  body { max-width: none; margin: 0; font-size: 10pt; }
-  h2 { break-after: avoid; }
-  figure, table, pre { break-inside: avoid; }
+  body { max-width: none; margin: 0; padding: 0; font-size: 9pt; }
+  h2, h3 { break-after: avoid; }
+  tr, pre, li { break-inside: avoid; }
+  thead { display: table-header-group; }
+  section.chart { break-inside: avoid; }
+  .scroll { overflow: visible; }
   pre { white-space: pre-wrap; }
+  figure { margin: .5em 0 1em; }
 }
 "#;
 
@@ -278,7 +285,7 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
                 rows,
                 numeric,
             } => {
-                out.push_str("<table>\n<thead><tr>");
+                out.push_str("<div class=\"scroll\"><table>\n<thead><tr>");
                 for h in head {
                     out.push_str(&format!("<th>{}</th>", escape::html(h)));
                 }
@@ -295,7 +302,7 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
                     }
                     out.push_str("</tr>\n");
                 }
-                out.push_str("</tbody>\n</table>\n");
+                out.push_str("</tbody>\n</table></div>\n");
             }
             Block::Chart {
                 stem,
@@ -305,6 +312,8 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
                 svg,
                 skipped,
             } => {
+                // Heading, chart and caption stay together on a printed page.
+                out.push_str("<section class=\"chart\">\n");
                 out.push_str(&format!("<h3 id=\"{stem}\">{}</h3>\n", escape::html(title)));
                 match (svg, skipped) {
                     (Some(svg), _) => {
@@ -325,6 +334,7 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
                         escape::html(reason.as_deref().unwrap_or("no data"))
                     )),
                 }
+                out.push_str("</section>\n");
             }
         }
     }

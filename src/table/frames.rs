@@ -13,7 +13,6 @@ use crate::sweep::grid::Setting;
 use crate::sweep::run::{RunRow, SessionInfo, FLOAT_DECIMALS};
 use anyhow::{anyhow, Context, Result};
 use polars::prelude::*;
-use std::io::Write;
 use std::path::Path;
 
 /// Rows per Parquet row group (fixed: part of the byte-determinism contract).
@@ -374,13 +373,8 @@ pub fn read_parquet(path: &Path) -> Result<DataFrame> {
 
 /// Write `bytes` to `dir/name` atomically (temp file in the same folder, then rename).
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("{}: cannot create a file", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("{}: write failed", dir.join(name).display()))?;
-    tmp.persist(dir.join(name))
-        .map_err(|e| anyhow!("{}: {}", dir.join(name).display(), e.error))?;
-    Ok(())
+    let path = dir.join(name);
+    crate::atomic::write_atomic(&path, bytes).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -454,6 +454,8 @@ pub fn temp_dir_for(final_dir: &Path) -> Result<tempfile::TempDir> {
 /// Move the finished build folder into place, replacing an older run of the same name.
 pub fn publish(tmp: tempfile::TempDir, final_dir: &Path) -> Result<()> {
     let built = tmp.keep();
+    crate::atomic::make_readable_dir(&built)
+        .with_context(|| format!("{}: cannot set permissions", built.display()))?;
     if final_dir.exists() {
         let old = final_dir.with_file_name(format!(
             ".replaced-{}-{}",

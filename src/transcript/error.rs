@@ -12,8 +12,16 @@ pub struct ReadError {
 }
 
 impl ReadError {
-    pub fn new(file: impl Into<String>, location: impl Into<String>, message: impl Into<String>) -> Self {
-        ReadError { file: file.into(), location: location.into(), message: message.into() }
+    pub fn new(
+        file: impl Into<String>,
+        location: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        ReadError {
+            file: file.into(),
+            location: location.into(),
+            message: message.into(),
+        }
     }
 }
 

@@ -3,24 +3,24 @@
 //! Readers only translate; they never count tokens or know about settings. Every reader
 //! returns `Vec<Session>` because one file may hold many sessions (tau-bench, eval sets).
 
-pub mod model;
-pub mod error;
-pub mod detect;
-/// Shared reader helpers (JSON paths, timestamps, invocations, critical-event rules).
-pub mod util;
 pub mod adk;
 pub mod adk_legacy_eval;
 pub mod canonical;
-pub mod openai_chat;
-pub mod tau2;
-pub mod gemini_cli;
 pub mod claude_code;
 pub mod codex;
+pub mod detect;
+pub mod error;
+pub mod gemini_cli;
+pub mod model;
+pub mod openai_chat;
 pub mod openhands;
-pub mod swe_agent;
 mod readutil;
+pub mod swe_agent;
+pub mod tau2;
+/// Shared reader helpers (JSON paths, timestamps, invocations, critical-event rules).
+pub mod util;
 
+pub use canonical::write_canonical;
+pub use detect::{detect, load_file, load_paths, Loaded};
 pub use error::ReadError;
 pub use model::*;
-pub use detect::{detect, load_file, load_paths, Loaded};
-pub use canonical::write_canonical;
