@@ -82,6 +82,64 @@ fn conform_agrees_with_hand_made_edge_cases() {
         .stdout(predicate::str::contains("9/9 agree"));
 }
 
+/// Fuzz-triage classes the engine now reproduces (tests/fixtures/oracle/fuzz/README.md):
+/// D1 content without a role, D2 text and call in one part, D6 inline_data / file_data /
+/// code-execution parts (also as another agent sees them), D5 live transcriptions, D7
+/// thought signatures, D8 tool sub-branches, D9 user messages on a workflow node path, S1
+/// an invocation id recurring after another invocation.
+#[test]
+fn conform_agrees_with_fuzz_class_repros() {
+    let cases = [
+        ("D1", "r01_roleless_content_i1_o0.json"),
+        ("D1", "h11_no_role_t100.json"),
+        ("D1", "h11_no_role_t1r0.json"),
+        ("D6", "r06_inline_data_gate_i1_o0_f2000.json"),
+        ("D6", "h27_inline_data_t1r0.json"),
+        ("D6", "h27_inline_data_b.json"),
+        ("D7", "r07_thought_signature_i5_o0.json"),
+        ("D7", "r08_thought_signature_gate_i1_o0_f2000.json"),
+        ("D2", "r02_text_and_call_in_one_part_i5_o0.json"),
+        ("D2", "h22_existing_compaction_textcall_s21.json"),
+        ("D2", "h22_existing_compaction_textcall_t1r0.json"),
+        ("D9", "r11_user_node_path_i5_o0.json"),
+        ("D8", "r09_tool_sub_branch_i5_o0.json"),
+        ("D8", "r16_tool_branches_i1_o0.json"),
+        ("D8", "r16_tool_branches_t40r2.json"),
+        ("D8", "r16_tool_branches_both.json"),
+        ("S1", "h01_noncontig_inv_s21.json"),
+        ("S1", "h01_noncontig_inv_t1r0.json"),
+        ("D6", "r15_code_execution_parts_i5_o0.json"),
+        ("D6", "r15_code_execution_parts_i1_o0_f50.json"),
+        ("D6", "r15_code_execution_parts_t5r1.json"),
+        ("D6", "r17_other_agent_blobs_i1_o0_f100.json"),
+        ("D6", "r17_other_agent_blobs_t50r2.json"),
+        ("D6", "r17_other_agent_blobs_agentb.json"),
+        ("D5", "r05_transcriptions_i5_o0.json"),
+        ("D5", "h26_transcriptions_t100.json"),
+        ("D5", "h26_transcriptions_t1r0.json"),
+        ("D5", "r18_transcriptions_multi_i1_o0.json"),
+        ("D5", "r18_transcriptions_multi_t20r3.json"),
+        ("D5", "r18_transcriptions_multi_agentb.json"),
+    ];
+    let out = bin()
+        .args(["conform", "--strict"])
+        .arg(fixtures().join("fuzz"))
+        .output()
+        .expect("run conform");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (class, case) in cases {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("ok ") && l.ends_with(case)),
+            "{class} case {case} does not agree:\n{stdout}"
+        );
+    }
+    let n = cases.len();
+    assert!(stdout.contains(&format!("{n}/{n} agree")), "{stdout}");
+    assert!(out.status.success());
+}
+
 /// A disagreement is reported with the case, the field path and both values, and exit 1.
 #[test]
 fn conform_reports_the_first_differing_field() {

@@ -207,7 +207,10 @@ pub fn build(
     // 1-2. visibility filter, then compaction processing.
     if comps.is_empty() {
         for i in 0..n {
-            if s.visible[i] && s.belongs_to_branch(branch, i) {
+            if s.visible[i]
+                && s.belongs_to_branch(branch, i)
+                && !s.tool_sub_branch(branch, viewer, n, i)
+            {
                 let r = s.part_range(i);
                 let p0 = sc.arena.len() as u32;
                 sc.arena.extend(r);
@@ -237,7 +240,10 @@ pub fn build(
             }
         }
         for i in 0..n {
-            if s.visible[i] && s.belongs_to_branch(branch, i) {
+            if s.visible[i]
+                && s.belongs_to_branch(branch, i)
+                && !s.tool_sub_branch(branch, viewer, n, i)
+            {
                 sc.ev_a[i] = g; // in raw_filtered_events (the recovery source)
                 let ts = s.timestamp[i];
                 if covered(cov, ts) {
@@ -332,7 +338,31 @@ pub fn build(
     // Measure.
     let mut m = Measure::default();
     sc.seq.clear();
+    // The transcription kind of the previous item (0: not a transcription).
+    let mut prev_tr = 0u8;
     for it in &sc.items {
+        let tr = if it.kind == K_SUM {
+            0
+        } else {
+            s.transcription[it.src as usize]
+        };
+        // `_get_contents` sends a run of input (or output) transcriptions as one content
+        // holding their concatenated text: the run's later members add only their text.
+        if tr != 0 && tr == prev_tr {
+            let src = it.src as usize;
+            let text = s.parts[s.part_range(src).start as usize];
+            // (Inside another agent's "For context:" content too: the preamble, `[author]
+            // said:` and the quote markers come once per run.)
+            m.adk_chars += text.adk_chars;
+            m.json_chars += text.json_chars.saturating_sub(11);
+            if sc.seen[src] != g {
+                m.history_tokens += s.tokens[src] as u64;
+            }
+            sc.seen[src] = g;
+            sc.seq.push((it.kind, it.src));
+            continue;
+        }
+        prev_tr = tr;
         match it.kind {
             K_SUM => {
                 let c = &comps[it.src as usize];
@@ -530,14 +560,14 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 });
             if !all_matched {
                 let p0 = sc.arena.len() as u32;
+                let orphan = |sc: &Scratch, k: u32| {
+                    let p = s.parts[sc.arena[k as usize] as usize];
+                    p.kind == PART_RESPONSE && !matched(sc, p)
+                };
                 for k in it.p0..it.p1 {
                     let gp = sc.arena[k as usize];
-                    let p = s.parts[gp as usize];
-                    if p.kind == PART_RESPONSE {
-                        let matched = matched(sc, p);
-                        if !matched {
-                            continue;
-                        }
+                    if drops_with_sibling(s, sc, it.p0, it.p1, k, orphan) {
+                        continue;
                     }
                     sc.arena.push(gp);
                 }
@@ -908,6 +938,22 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     sc.items = out;
 }
 
+/// Whether arena part `k` (of an item spanning `p0..p1`) goes when ADK drops orphan parts:
+/// it is an orphan, or it shares one genai `Part` with an orphan (ADK filters whole parts).
+fn drops_with_sibling(
+    s: &SessionSizes,
+    sc: &Scratch,
+    p0: u32,
+    p1: u32,
+    k: u32,
+    orphan: impl Fn(&Scratch, u32) -> bool,
+) -> bool {
+    let joined = |k: u32| s.parts[sc.arena[k as usize] as usize].joined;
+    orphan(sc, k)
+        || (k > p0 && joined(k) && orphan(sc, k - 1))
+        || (k + 1 < p1 && joined(k + 1) && orphan(sc, k + 1))
+}
+
 fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     sc.gen_bump_sets();
@@ -944,8 +990,9 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
             let p0 = sc.arena.len() as u32;
             for k in it.p0..it.p1 {
                 let gp = sc.arena[k as usize];
-                let p = s.parts[gp as usize];
-                if orphan(sc, p) {
+                if drops_with_sibling(s, sc, it.p0, it.p1, k, |sc, k| {
+                    orphan(sc, s.parts[sc.arena[k as usize] as usize])
+                }) {
                     continue;
                 }
                 sc.arena.push(gp);

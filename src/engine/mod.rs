@@ -249,7 +249,9 @@ impl<'a> State<'a> {
         let (count, f, l) = guards::raw_in_range(s, self.n, start, end);
         let mut invs: Vec<u32> = (0..self.n)
             .filter(|&i| start <= s.timestamp[i] && s.timestamp[i] <= end)
-            .map(|i| s.inv_block[i])
+            // The oracle's `_inv_index`: an invocation id recurring later maps to its first
+            // block.
+            .map(|i| s.inv_first_block[s.inv_id[i] as usize])
             .collect();
         invs.dedup();
         invs.sort_unstable();

@@ -327,7 +327,34 @@ pub fn part_adk_chars(p: &Part) -> u64 {
 
 /// ADK's `_count_chars_in_content` for an event's content.
 pub fn adk_chars(e: &Event) -> u64 {
-    e.parts.iter().map(part_adk_chars).sum()
+    (0..e.parts.len()).map(|i| event_part_adk_chars(e, i)).sum()
+}
+
+/// [`part_adk_chars`] of part `i` of `e`, with its ADK extras (blobs count 0).
+pub fn event_part_adk_chars(e: &Event, i: usize) -> u64 {
+    match (e.parts.get(i), e.adk_part(i)) {
+        (Some(_), Some(x)) if x.opaque => 0,
+        (Some(p), _) => part_adk_chars(p),
+        (None, _) => 0,
+    }
+}
+
+/// [`part_json_chars`] of part `i` of `e`, with its ADK extras: exact blob sizes, thought
+/// signatures, and a part that shares one genai `Part` with the previous one (the pair is
+/// one JSON object: `{a,b}` is 2 chars shorter than `{a},{b}`, whose comma callers count).
+pub fn event_part_json_chars(e: &Event, i: usize) -> u64 {
+    let Some(p) = e.parts.get(i) else { return 0 };
+    match e.adk_part(i) {
+        None => part_json_chars(p),
+        Some(x) => {
+            let base = x.json_chars.unwrap_or_else(|| part_json_chars(p)) + x.json_extra;
+            if x.joined {
+                base.saturating_sub(2)
+            } else {
+                base
+            }
+        }
+    }
 }
 
 /// JSON length of one part as pydantic writes `Part` (fields in declaration order).
@@ -387,8 +414,13 @@ fn role_name(r: Role) -> &'static str {
 
 /// `len(event.content.model_dump_json(exclude_none=True))`: `{"parts":[…],"role":"…"}`.
 pub fn json_chars(e: &Event) -> u64 {
+    let n = e.parts.len();
     let parts: u64 =
-        e.parts.iter().map(part_json_chars).sum::<u64>() + (e.parts.len() as u64).saturating_sub(1);
+        (0..n).map(|i| event_part_json_chars(e, i)).sum::<u64>() + (n as u64).saturating_sub(1);
+    if e.role_absent {
+        // {"parts":[ … ]} (an empty role is written as "role":"", rare enough to ignore)
+        return 10 + parts + 2;
+    }
     // {"parts":[ … ],"role":"model"}
     10 + parts + 2 + 8 + role_name(e.role).len() as u64 + 2
 }
@@ -416,10 +448,14 @@ fn truncate_str(s: &str) -> String {
 /// `\n` (empty when the event contributes no line).
 pub fn summarizer_text(e: &Event) -> String {
     let mut lines: Vec<String> = Vec::new();
-    if is_auth_event(e) {
+    // A transcription has no content; the summarizer skips it.
+    if is_auth_event(e) || e.transcription {
         return String::new();
     }
-    for p in &e.parts {
+    for (i, p) in e.parts.iter().enumerate() {
+        if e.adk_part(i).is_some_and(|x| x.opaque) {
+            continue; // blobs and code parts get no summary line
+        }
         match p {
             Part::Thought { text } if !text.is_empty() => {
                 lines.push(format!("{} (thought): {}", e.author, text))
@@ -446,13 +482,16 @@ pub fn summarizer_text(e: &Event) -> String {
 
 /// (chars, lines) of [`summarizer_text`], without building it.
 pub fn summarizer_stats(e: &Event) -> (u64, u32) {
-    if is_auth_event(e) {
+    if is_auth_event(e) || e.transcription {
         return (0, 0);
     }
     let a = clen(&e.author);
     let mut chars = 0u64;
     let mut lines = 0u32;
-    for p in &e.parts {
+    for (i, p) in e.parts.iter().enumerate() {
+        if e.adk_part(i).is_some_and(|x| x.opaque) {
+            continue;
+        }
         match p {
             Part::Thought { text } if !text.is_empty() => {
                 chars += a + 12 + clen(text);
@@ -532,7 +571,23 @@ fn quoted_len(s: &str) -> u64 {
 pub fn other_agent_sizes(e: &Event) -> Option<(u64, u64)> {
     let a = &e.author;
     let mut texts: Vec<String> = Vec::new();
-    for p in &e.parts {
+    // Blob parts are relayed as they are (JSON chars, 0 ADK chars).
+    let mut blobs: Vec<u64> = Vec::new();
+    for (i, p) in e.parts.iter().enumerate() {
+        let x = e.adk_part(i);
+        if x.is_some_and(|x| x.opaque) {
+            blobs.push(event_part_json_chars(e, i));
+            continue;
+        }
+        if x.is_some_and(|x| x.joined) && i > 0 {
+            // One genai part holding text and a call: ADK's if/elif presents the text
+            // only (or nothing for a thought), the call only when the text is blank.
+            match &e.parts[i - 1] {
+                Part::Thought { .. } => continue,
+                Part::Text { text } if !text.trim().is_empty() => continue,
+                _ => {}
+            }
+        }
         match p {
             Part::Thought { .. } => {}
             Part::Text { text } if !text.trim().is_empty() => {
@@ -562,7 +617,7 @@ pub fn other_agent_sizes(e: &Event) -> Option<(u64, u64)> {
             _ => {}
         }
     }
-    if texts.is_empty() {
+    if texts.is_empty() && blobs.is_empty() {
         return None;
     }
     let preamble = other_agent_preamble();
@@ -572,6 +627,8 @@ pub fn other_agent_sizes(e: &Event) -> Option<(u64, u64)> {
         chars += clen(t);
         json += 1 + 11 + json_str_len_raw(t);
     }
+    // (ADK keeps part order; only the total matters here.)
+    json += blobs.iter().map(|b| 1 + b).sum::<u64>();
     // {"parts":[…],"role":"user"}
     Some((chars, 10 + json + 2 + 8 + 4 + 2))
 }
@@ -672,6 +729,39 @@ mod tests {
             args: json!({"x": 1.0, "y": [1e16, 1e-7, true, null, "é"]}),
         });
         assert_eq!(json_chars(&e), expected.chars().count() as u64);
+    }
+
+    /// JSON sizes of ADK-only part fields, against `Content.model_dump_json(exclude_none=True)`
+    /// strings printed by google-genai (pydantic re-encodes bytes as URL-safe padded base64).
+    #[test]
+    fn adk_extras_json_sizes() {
+        let text = r#"{"events":[
+          {"author":"user","invocation_id":"i","timestamp":1,"content":{"role":"user","parts":[
+            {"inline_data":{"data":"+/v/+//7//v/","mime_type":"image/png"}},
+            {"file_data":{"file_uri":"gs://a/b","mime_type":"application/pdf","display_name":"d"}},
+            {"text":"hi","thoughtSignature":"AA+/AA=="}]}},
+          {"author":"a","invocation_id":"i","timestamp":2,"content":{"parts":[{"text":"x"}]}},
+          {"author":"a","invocation_id":"i","timestamp":3,"content":{"role":"model","parts":[
+            {"thought_signature":"AAAA"},{"text":"t","thought":true,"thought_signature":"AAAA"}]}}]}"#;
+        let s = &crate::transcript::adk::read("x.json", text).unwrap()[0];
+        let e0 = r#"{"parts":[{"inline_data":{"data":"-_v_-__7__v_","mime_type":"image/png"}},{"file_data":{"display_name":"d","file_uri":"gs://a/b","mime_type":"application/pdf"}},{"text":"hi","thought_signature":"AA-_AA=="}],"role":"user"}"#;
+        assert_eq!(json_chars(&s.events[0]), e0.len() as u64);
+        // blobs count 0 in ADK's character estimate
+        assert_eq!(adk_chars(&s.events[0]), 2);
+        assert!(matches!(
+            &s.events[0].parts[0],
+            Part::Attachment {
+                size_bytes: Some(9),
+                ..
+            }
+        ));
+        assert_eq!(
+            json_chars(&s.events[1]),
+            r#"{"parts":[{"text":"x"}]}"#.len() as u64
+        );
+        assert!(s.events[1].role_absent);
+        let e2 = r#"{"parts":[{"thought_signature":"AAAA"},{"text":"t","thought":true,"thought_signature":"AAAA"}],"role":"model"}"#;
+        assert_eq!(json_chars(&s.events[2]), e2.len() as u64);
     }
 
     #[test]

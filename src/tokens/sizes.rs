@@ -29,6 +29,9 @@ pub struct PartInfo {
     pub json_chars: u64,
     /// JSON chars saved when ADK strips an `adk-` client id from the request copy.
     pub id_strip_json: u64,
+    /// Same genai `Part` as the previous part of the event (text + call in one part): ADK's
+    /// orphan filters keep or drop the pair together.
+    pub joined: bool,
 }
 
 /// Setting-independent measures of the uncompacted session, computed once per session by the
@@ -57,6 +60,9 @@ pub struct SessionSizes {
     pub inv_block: Vec<u32>,
     /// Distinct `invocation_id` (ADK's sliding window counts these), first-appearance order.
     pub inv_id: Vec<u32>,
+    /// Per distinct `invocation_id`: the first block carrying it (the oracle names a
+    /// compaction's invocations this way).
+    pub inv_first_block: Vec<u32>,
     /// First event index of each block, plus `n` at the end.
     pub block_start: Vec<u32>,
     pub author: Vec<u32>,
@@ -69,6 +75,9 @@ pub struct SessionSizes {
     pub model_request: Vec<bool>,
     /// Content would pass ADK's emptiness / auth / confirmation / framework filters.
     pub visible: Vec<bool>,
+    /// ADK live transcription: 0 none, 1 input (user), 2 output (model). `_get_contents`
+    /// merges a run of them into one content.
+    pub transcription: Vec<u8>,
     /// Event has content (ADK's `_serialized_size` counts it).
     pub has_content: Vec<bool>,
     pub adk_chars: Vec<u64>,
@@ -105,6 +114,10 @@ pub struct SessionSizes {
     /// Branch strings (`None` = root); ADK hides events outside the requesting branch.
     pub branch: Vec<Option<u32>>,
     pub branches: Vec<String>,
+    /// Per event: `<name>@<id>` segments of its branch as (segment count up to it, `name` as
+    /// an author index, first event calling `id` or `u32::MAX`), for ADK's
+    /// `_is_tool_sub_branch_event`; empty for plain branches.
+    pub tool_segs: Vec<Vec<(u32, u32, u32)>>,
     pub n_ids: u32,
     pub n_names: u32,
     /// Per part: for a response, the event holding the latest call with its id at or before
@@ -175,8 +188,11 @@ impl SessionSizes {
             };
             s.inv_block.push(block);
             let next_inv = inv_ids.len() as u32;
-            s.inv_id
-                .push(*inv_ids.entry(e.invocation_id.as_str()).or_insert(next_inv));
+            let iid = *inv_ids.entry(e.invocation_id.as_str()).or_insert(next_inv);
+            if iid == next_inv {
+                s.inv_first_block.push(block);
+            }
+            s.inv_id.push(iid);
             let na = authors.len() as u32;
             let a = *authors.entry(e.author.clone()).or_insert_with(|| {
                 s.authors.push(e.author.clone());
@@ -188,10 +204,16 @@ impl SessionSizes {
             s.author.push(a);
             s.role_model.push(e.role == Role::Model);
             s.model_request.push(e.model_request);
-            s.has_content.push(!e.parts.is_empty());
+            // A transcription has no content: the gate counts 0 and the summarizer skips it.
+            s.has_content.push(!e.parts.is_empty() && !e.transcription);
+            s.transcription.push(match (e.transcription, e.role) {
+                (false, _) => 0,
+                (true, Role::Model) => 2,
+                (true, _) => 1,
+            });
             let ac = adk::adk_chars(e);
             s.adk_chars.push(ac);
-            s.json_chars.push(if e.parts.is_empty() {
+            s.json_chars.push(if e.parts.is_empty() || e.transcription {
                 0
             } else {
                 adk::json_chars(e)
@@ -206,7 +228,7 @@ impl SessionSizes {
             });
             s.visible.push(is_visible(e));
             let p0 = s.parts.len() as u32;
-            for p in &e.parts {
+            for (pi, p) in e.parts.iter().enumerate() {
                 let (kind, id, name) = match p {
                     Part::ToolCall { id, name, .. } => (PART_CALL, id, names.get(name)),
                     Part::ToolResponse { id, name, .. } => (PART_RESPONSE, id, names.get(name)),
@@ -219,9 +241,10 @@ impl SessionSizes {
                         .filter(|x| !x.is_empty())
                         .map_or(NO_ID, |x| ids.get(x)),
                     name,
-                    adk_chars: adk::part_adk_chars(p),
-                    json_chars: adk::part_json_chars(p),
+                    adk_chars: adk::event_part_adk_chars(e, pi),
+                    json_chars: adk::event_part_json_chars(e, pi),
                     id_strip_json: json_id_strip(id),
+                    joined: e.adk_part(pi).is_some_and(|x| x.joined),
                 });
             }
             let p1 = s.parts.len() as u32;
@@ -250,6 +273,41 @@ impl SessionSizes {
             }));
         }
         s.block_start.push(n as u32);
+        // Tool sub-branch segments (ADK `_BranchPath.is_tool_branch`: leaf `name@id`, split at
+        // the last `@`, with `id` a recorded function call id).
+        let mut first_call: HashMap<u32, u32> = HashMap::new();
+        for i in 0..n {
+            for p in s.part_range(i) {
+                let pi = s.parts[p as usize];
+                if pi.kind == PART_CALL && pi.id != NO_ID {
+                    first_call.entry(pi.id).or_insert(i as u32);
+                }
+            }
+        }
+        for e in evs {
+            let mut segs = Vec::new();
+            if let Some(b) = e.branch.as_deref().filter(|b| b.contains('@')) {
+                for (d, seg) in b.split('.').enumerate() {
+                    if let Some((name, id)) = seg.rsplit_once('@') {
+                        let first = ids
+                            .map
+                            .get(id)
+                            .and_then(|x| first_call.get(x))
+                            .copied()
+                            .unwrap_or(u32::MAX);
+                        // `u32::MAX` is the nameless agent (post-invocation measures);
+                        // `u32::MAX - 1` a name no author has.
+                        let who = if name.is_empty() {
+                            u32::MAX
+                        } else {
+                            authors.get(name).copied().unwrap_or(u32::MAX - 1)
+                        };
+                        segs.push((d as u32 + 1, who, first));
+                    }
+                }
+            }
+            s.tool_segs.push(segs);
+        }
         s.n_ids = ids.map.len() as u32;
         s.n_names = names.map.len() as u32;
         let mut latest_call: Vec<u32> = vec![NO_ID; s.n_ids as usize];
@@ -324,6 +382,35 @@ impl SessionSizes {
         self.block_start.len().saturating_sub(1)
     }
 
+    /// ADK's `_is_tool_sub_branch_event` for event `i` in the request of agent `viewer` on
+    /// `branch`, built from the first `n` events: `i` is strictly below `branch` and some
+    /// segment below it is `<name>@<id>`, `id` a call among those events, `name` not `viewer`.
+    pub fn tool_sub_branch(&self, branch: Option<u32>, viewer: u32, n: usize, i: usize) -> bool {
+        let segs = &self.tool_segs[i];
+        if segs.is_empty() {
+            return false;
+        }
+        let Some(eb) = self.branch[i] else {
+            return false;
+        };
+        let base = match branch {
+            None => 0,
+            Some(b) => {
+                let cur = &self.branches[b as usize];
+                let ev = &self.branches[eb as usize];
+                let below = ev.len() > cur.len()
+                    && ev.starts_with(cur.as_str())
+                    && ev.as_bytes()[cur.len()] == b'.';
+                if !below {
+                    return false;
+                }
+                cur.split('.').count() as u32
+            }
+        };
+        segs.iter()
+            .any(|&(depth, who, first)| depth > base && (first as usize) < n && who != viewer)
+    }
+
     /// Whether event `i` belongs to `branch` (ADK `_is_event_belongs_to_branch`).
     pub fn belongs_to_branch(&self, branch: Option<u32>, i: usize) -> bool {
         let (Some(b), Some(eb)) = (branch, self.branch[i]) else {
@@ -340,14 +427,21 @@ impl SessionSizes {
 
 /// ADK's `_should_include_event_in_context` for an unscoped event: non-empty content and not
 /// an auth / confirmation / framework event.
+/// A content without a role is never sent (`_contains_empty_content`); a part carrying a
+/// thought signature always is (`_is_part_invisible`).
 fn is_visible(e: &Event) -> bool {
-    let any_visible = e.parts.iter().any(|p| match p {
-        Part::Text { text } => !text.is_empty(),
-        Part::Thought { .. } => false,
-        Part::ToolCall { .. } | Part::ToolResponse { .. } => true,
-        Part::Attachment { .. } => true,
+    let any_visible = e.parts.iter().enumerate().any(|(i, p)| {
+        e.adk_part(i).is_some_and(|x| x.signature)
+            || match p {
+                Part::Text { text } => !text.is_empty(),
+                Part::Thought { .. } => false,
+                Part::ToolCall { .. } | Part::ToolResponse { .. } => true,
+                Part::Attachment { .. } => true,
+            }
     });
-    any_visible
+    !e.role_absent
+        && !e.context_hidden
+        && any_visible
         && !adk::is_auth_event(e)
         && !adk::is_confirmation_event(e)
         && !adk::is_framework_event(e)

@@ -10,7 +10,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
+use super::{
+    AdkPartExtra, Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session,
+    Usage,
+};
 
 const SYNTHETIC_T0: f64 = 1_700_000_000.0;
 
@@ -42,6 +45,16 @@ fn non_null<'a>(o: &'a Map<String, Value>, snake: &str) -> Option<&'a Value> {
 /// JSONL of events, or an eval set.
 pub fn sniff(text: &str) -> bool {
     let t = text.trim_start();
+    // NaN / Infinity make the JSON unreadable for serde; claim the file anyway when it reads
+    // like ADK, so the reader can say which line is not supported.
+    if (t.starts_with('{') || t.starts_with('['))
+        && t.contains("\"author\"")
+        && (t.contains("\"invocation_id\"") || t.contains("\"invocationId\""))
+        && serde_json::from_str::<serde::de::IgnoredAny>(t).is_err()
+        && python_only_literal(t).is_some()
+    {
+        return true;
+    }
     if t.starts_with('{') {
         if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(t) {
             if o.get("events").is_some_and(Value::is_array) {
@@ -83,9 +96,75 @@ fn looks_like_event(v: &Value) -> bool {
             || o.contains_key("actions"))
 }
 
+/// The first literal outside strings that serde_json cannot keep as Python's `json` does:
+/// `NaN` / `Infinity` (serde rejects them; Python writes them) or an integer beyond 64 bits
+/// (serde turns it into a float; ADK measures every digit). Returns (line, what).
+fn python_only_literal(text: &str) -> Option<(usize, String)> {
+    let b = text.as_bytes();
+    let (mut i, mut line, mut in_str) = (0usize, 1usize, false);
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            line += 1;
+        }
+        if in_str {
+            match c {
+                b'\\' => i += 2,
+                b'"' => {
+                    in_str = false;
+                    i += 1
+                }
+                _ => i += 1,
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'N' if b[i..].starts_with(b"NaN") => return Some((line, "a NaN literal".into())),
+            b'I' if b[i..].starts_with(b"Infinity") => {
+                return Some((line, "an Infinity literal".into()))
+            }
+            b'-' | b'0'..=b'9' => {
+                if b[i..].starts_with(b"-Infinity") {
+                    return Some((line, "a -Infinity literal".into()));
+                }
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                let lit = text.get(start..i).unwrap_or_default();
+                let float = i < b.len() && matches!(b[i], b'.' | b'e' | b'E');
+                if !float
+                    && lit.bytes().any(|d| d.is_ascii_digit())
+                    && lit.parse::<i64>().is_err()
+                    && lit.parse::<u64>().is_err()
+                {
+                    return Some((line, format!("the integer {lit} (beyond 64 bits)")));
+                }
+                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Parse the whole file. `file` is the path as the user gave it, used in errors and
 /// `Session::source`.
 pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    if let Some((line, what)) = python_only_literal(text) {
+        return Err(ReadError::new(
+            file,
+            format!("line {line}"),
+            format!("not supported: {what} (ADK would measure it as Python prints it)"),
+        ));
+    }
     let t = text.trim_start();
     let stem = session_stem(file);
     if t.starts_with('{') || t.starts_with('[') {
@@ -210,17 +289,137 @@ fn str_list(v: Option<&Value>) -> Vec<String> {
     }
 }
 
-/// Convert one ADK `Content` into (role, parts).
+/// Escaped length of a string in pydantic's compact JSON (code points, no quotes); the
+/// same rule as `tokens::adk::json_str_len_raw`, which this module may not use.
+fn json_str_len(s: &str) -> u64 {
+    s.chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{08}' | '\u{0c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            _ => 1,
+        })
+        .sum()
+}
+
+/// Decoded byte count of a base64 string (standard or URL-safe, padding optional).
+fn base64_bytes(s: &str) -> u64 {
+    let n = s
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '-' | '_'))
+        .count() as u64;
+    n * 3 / 4
+}
+
+/// Length of the URL-safe, padded base64 pydantic writes for `bytes` decoded bytes.
+fn base64_len(bytes: u64) -> u64 {
+    bytes.div_ceil(3) * 4
+}
+
+/// Part fields ADK's replay is not modelled for; a transcript holding one is refused
+/// rather than replayed with wrong numbers.
+const UNSUPPORTED_PART_FIELDS: [&str; 6] = [
+    "tool_call",
+    "tool_response",
+    "video_metadata",
+    "media_resolution",
+    "part_metadata",
+    "media_processing",
+];
+
+/// An `inline_data` / `file_data` part: an attachment, with its exact pydantic JSON length
+/// (`{"inline_data":{"data":"…","display_name":"…","mime_type":"…"}}`).
+fn blob_part(key: &str, b: &Map<String, Value>) -> (Part, u64) {
+    let s = |k: &str| non_null(b, k).and_then(Value::as_str);
+    let mut fields: Vec<u64> = Vec::new();
+    let mut size = None;
+    if let Some(d) = s("display_name") {
+        fields.push(15 + 2 + json_str_len(d));
+    }
+    if key == "inline_data" {
+        if let Some(d) = s("data") {
+            let bytes = base64_bytes(d);
+            size = Some(bytes);
+            fields.push(7 + 2 + base64_len(bytes));
+        }
+    } else if let Some(u) = s("file_uri") {
+        fields.push(11 + 2 + json_str_len(u));
+    }
+    if let Some(m) = s("mime_type") {
+        fields.push(12 + 2 + json_str_len(m));
+    }
+    let inner = 2 + fields.iter().sum::<u64>() + (fields.len() as u64).saturating_sub(1);
+    let json = 2 + (key.len() as u64 + 3) + inner;
+    let name = s("display_name")
+        .or_else(|| s("file_uri"))
+        .unwrap_or(key)
+        .to_string();
+    (
+        Part::Attachment {
+            name,
+            mime_type: s("mime_type").map(str::to_string),
+            text: None,
+            size_bytes: size,
+        },
+        json,
+    )
+}
+
+/// A code-execution part (`executable_code` / `code_execution_result`: flat objects of
+/// strings) as an opaque attachment, with its pydantic JSON length
+/// (`{"executable_code":{"code":"…","language":"PYTHON"}}`); `None` when a field is not a
+/// string, whose JSON the reader cannot rebuild.
+fn code_part(key: &str, b: &Map<String, Value>) -> Option<(Part, u64)> {
+    let mut fields: Vec<u64> = Vec::new();
+    for (k, v) in b {
+        match v {
+            Value::Null => {}
+            Value::String(x) => {
+                // pydantic writes snake_case keys whatever alias the export used
+                let snake: usize = k
+                    .chars()
+                    .map(|c| if c.is_ascii_uppercase() { 2 } else { 1 })
+                    .sum();
+                fields.push(snake as u64 + 3 + 2 + json_str_len(x));
+            }
+            _ => return None,
+        }
+    }
+    let inner = 2 + fields.iter().sum::<u64>() + (fields.len() as u64).saturating_sub(1);
+    // The code or its output, so real tokenizers count it (ADK's own measures do not).
+    let text = ["code", "output"]
+        .iter()
+        .find_map(|k| b.get(*k).and_then(Value::as_str))
+        .map(str::to_string);
+    let part = Part::Attachment {
+        name: key.to_string(),
+        mime_type: Some("text/plain".into()),
+        text,
+        size_bytes: None,
+    };
+    Some((part, 2 + (key.len() as u64 + 3) + inner))
+}
+
+/// One ADK `Content`: role, whether the role is missing/empty, parts, and ADK-only extras.
+struct ContentParts {
+    role: Role,
+    role_absent: bool,
+    parts: Vec<Part>,
+    extras: Vec<AdkPartExtra>,
+}
+
+/// Convert one ADK `Content` into the session model.
 fn content_parts(
     o: &Map<String, Value>,
     path: &str,
     file: &str,
-) -> Result<(Role, Vec<Part>), ReadError> {
-    let role = match o.get("role").and_then(Value::as_str) {
+) -> Result<ContentParts, ReadError> {
+    let raw_role = o.get("role").and_then(Value::as_str);
+    let role = match raw_role {
         Some("model") => Role::Model,
         _ => Role::User,
     };
     let mut parts = Vec::new();
+    let mut extras: Vec<AdkPartExtra> = Vec::new();
     if let Some(ps) = non_null(o, "parts") {
         let Some(ps) = ps.as_array() else {
             return Err(ReadError::new(
@@ -237,9 +436,21 @@ fn content_parts(
                     "expected an object",
                 ));
             };
+            for k in UNSUPPORTED_PART_FIELDS {
+                if non_null(p, k).is_some() {
+                    return Err(ReadError::new(
+                        file,
+                        format!("{path}.parts[{j}].{k}"),
+                        format!("not supported: `{k}` parts (ADK replay is not modelled for them)"),
+                    ));
+                }
+            }
+            let first = parts.len();
+            let signature = non_null(p, "thought_signature").and_then(Value::as_str);
+            let thought = non_null(p, "thought").and_then(Value::as_bool) == Some(true);
             if let Some(text) = non_null(p, "text") {
                 let text = text.as_str().unwrap_or_default().to_string();
-                if non_null(p, "thought").and_then(Value::as_bool) == Some(true) {
+                if thought {
                     parts.push(Part::Thought { text });
                 } else {
                     parts.push(Part::Text { text });
@@ -269,9 +480,108 @@ fn content_parts(
                     response: non_null(fr, "response").cloned().unwrap_or(Value::Null),
                 });
             }
+            for key in ["inline_data", "file_data"] {
+                if let Some(b) = non_null(p, key).and_then(Value::as_object) {
+                    if parts.len() > first {
+                        return Err(ReadError::new(
+                            file,
+                            format!("{path}.parts[{j}].{key}"),
+                            format!(
+                                "not supported: `{key}` together with other content in one part"
+                            ),
+                        ));
+                    }
+                    let (part, json) = blob_part(key, b);
+                    parts.push(part);
+                    extras.push(AdkPartExtra {
+                        index: first as u32,
+                        json_chars: Some(json),
+                        opaque: true,
+                        ..Default::default()
+                    });
+                }
+            }
+            for key in ["executable_code", "code_execution_result"] {
+                if let Some(b) = non_null(p, key).and_then(Value::as_object) {
+                    let coded = if parts.len() > first {
+                        None
+                    } else {
+                        code_part(key, b)
+                    };
+                    let Some((part, json)) = coded else {
+                        return Err(ReadError::new(
+                            file,
+                            format!("{path}.parts[{j}].{key}"),
+                            format!("not supported: this `{key}` part (non-string fields, or other content in the same part)"),
+                        ));
+                    };
+                    parts.push(part);
+                    extras.push(AdkPartExtra {
+                        index: first as u32,
+                        json_chars: Some(json),
+                        opaque: true,
+                        ..Default::default()
+                    });
+                }
+            }
+            if parts.len() == first && signature.is_some() {
+                // A signature-only part: no text, but ADK sends it.
+                parts.push(Part::Thought {
+                    text: String::new(),
+                });
+                extras.push(AdkPartExtra {
+                    index: first as u32,
+                    // {"thought_signature":"…"} is the whole part; a bare empty thought
+                    // would be {"text":"","thought":true} (26 chars).
+                    json_chars: Some(0),
+                    ..Default::default()
+                });
+            }
+            if parts.len() > first + 2 {
+                return Err(ReadError::new(
+                    file,
+                    format!("{path}.parts[{j}]"),
+                    "not supported: a part holding more than two of text / function_call / function_response",
+                ));
+            }
+            if parts.len() == first + 2 {
+                extras.push(AdkPartExtra {
+                    index: (first + 1) as u32,
+                    joined: true,
+                    ..Default::default()
+                });
+            }
+            if let Some(sig) = signature {
+                // `,"thought_signature":"…"` (pydantic re-encodes the bytes URL-safe, padded).
+                let b64 = base64_len(base64_bytes(sig));
+                let idx = first as u32;
+                let e = match extras.iter_mut().find(|x| x.index == idx) {
+                    Some(e) => e,
+                    None => {
+                        extras.push(AdkPartExtra {
+                            index: idx,
+                            ..Default::default()
+                        });
+                        extras.last_mut().expect("just pushed")
+                    }
+                };
+                e.signature = true;
+                match e.json_chars.as_mut() {
+                    // signature-only part: {"thought_signature":"…"}
+                    Some(j) if *j == 0 => *j = 2 + 19 + 3 + b64,
+                    Some(j) => *j += 23 + b64,
+                    None => e.json_extra += 23 + b64,
+                }
+            }
         }
     }
-    Ok((role, parts))
+    extras.sort_by_key(|x| x.index);
+    Ok(ContentParts {
+        role,
+        role_absent: raw_role.is_none_or(str::is_empty),
+        parts,
+        extras,
+    })
 }
 
 fn build_session(
@@ -323,6 +633,7 @@ fn build_session(
             });
             continue;
         }
+        unsupported_event_fields(file, path, o, actions)?;
         let author = non_null(o, "author")
             .and_then(Value::as_str)
             .unwrap_or_default()
@@ -338,17 +649,44 @@ fn build_session(
             ));
         };
         let content = non_null(o, "content").and_then(Value::as_object);
-        let (role, parts) = match content {
+        let cp = match content {
             Some(c) => content_parts(c, &format!("{path}.content"), file)?,
-            None => (
-                if author == "user" {
+            None => ContentParts {
+                role: if author == "user" {
                     Role::User
                 } else {
                     Role::Model
                 },
-                Vec::new(),
-            ),
+                role_absent: false,
+                parts: Vec::new(),
+                extras: Vec::new(),
+            },
         };
+        // `_get_contents` turns a content-less transcription into a text content (user for
+        // input, model for output).
+        let mut cp = cp;
+        let mut transcription = false;
+        if content.is_none() {
+            for (f, r) in [
+                ("input_transcription", Role::User),
+                ("output_transcription", Role::Model),
+            ] {
+                let text = non_null(o, f)
+                    .and_then(Value::as_object)
+                    .and_then(|t| non_null(t, "text"))
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty());
+                if let Some(text) = text {
+                    cp.role = r;
+                    cp.parts = vec![Part::Text {
+                        text: text.to_string(),
+                    }];
+                    transcription = true;
+                    break;
+                }
+            }
+        }
+        let role = cp.role;
         let ts = match num(field(o, "timestamp")) {
             Some(t) if t != 0.0 => t,
             _ => {
@@ -360,7 +698,23 @@ fn build_session(
         e.id = non_null(o, "id")
             .and_then(Value::as_str)
             .map(str::to_string);
-        e.parts = parts;
+        e.parts = cp.parts;
+        e.role_absent = cp.role_absent;
+        e.transcription = transcription;
+        // `_should_include_event_in_context`: a user message (not a function response) on a
+        // workflow node path is only for the agent at that node; replays measure as a
+        // non-workflow agent (node path None), as the oracle does.
+        e.context_hidden = e.author == "user"
+            && !e
+                .parts
+                .iter()
+                .any(|p| matches!(p, Part::ToolResponse { .. }))
+            && non_null(o, "node_info")
+                .and_then(Value::as_object)
+                .and_then(|n| non_null(n, "path"))
+                .and_then(Value::as_str)
+                .is_some_and(|p| !p.is_empty());
+        e.adk_parts = cp.extras;
         let um = non_null(o, "usage_metadata").and_then(Value::as_object);
         if let Some(um) = um {
             if let Some(p) = uint(non_null(um, "prompt_token_count")) {
@@ -411,6 +765,39 @@ fn build_session(
         synthetic_timestamps: synthetic,
         approval_policies: Vec::new(),
     })
+}
+
+/// Refuse event fields whose ADK semantics the replay does not model, rather than replay them
+/// with wrong numbers.
+fn unsupported_event_fields(
+    file: &str,
+    path: &str,
+    o: &Map<String, Value>,
+    actions: Option<&Map<String, Value>>,
+) -> Result<(), ReadError> {
+    let truthy = |v: Option<&Value>| match v {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Object(m)) => !m.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(_) => true,
+    };
+    let refuse = |field: &str, what: &str| {
+        Err(ReadError::new(
+            file,
+            format!("{path}.{field}"),
+            format!("not supported: {what}"),
+        ))
+    };
+    if truthy(non_null(o, "isolation_scope")) {
+        return refuse("isolation_scope", "isolation scopes (ADK task agents)");
+    }
+    if let Some(a) = actions {
+        if truthy(non_null(a, "rewind_before_invocation_id")) {
+            return refuse("actions.rewind_before_invocation_id", "rewinds");
+        }
+    }
+    Ok(())
 }
 
 /// Critical events ADK records explicitly: tool errors (a response with an `error` key),
@@ -680,5 +1067,113 @@ mod eval_set_tests {
         assert_eq!(b[1].author, "bot");
         assert_eq!(b[1].usage.map(|u| u.prompt_tokens), Some(42));
         assert!(b.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
+    }
+}
+
+#[cfg(test)]
+mod unsupported_tests {
+    use super::*;
+
+    fn ev(extra: &str) -> String {
+        format!(
+            r#"{{"events":[{{"author":"user","invocation_id":"i","timestamp":1,"content":{{"role":"user","parts":[{{"text":"hi"}}]}}}},
+              {{"author":"a","invocation_id":"i","timestamp":2,"content":{{"role":"model","parts":[{{"text":"ok"}}]}}{extra}}}]}}"#
+        )
+    }
+
+    /// What the replay does not model is refused with the JSON path, never replayed wrong.
+    #[test]
+    fn unmodelled_adk_fields_are_refused_with_their_path() {
+        let cases = [
+            (
+                r#","isolation_scope":"task1""#,
+                "$.events[1].isolation_scope",
+                "isolation scopes",
+            ),
+            (
+                r#","actions":{"rewind_before_invocation_id":"i0"}"#,
+                "$.events[1].actions.rewind_before_invocation_id",
+                "rewinds",
+            ),
+        ];
+        for (extra, loc, what) in cases {
+            let err = read("s.json", &ev(extra)).unwrap_err();
+            assert_eq!(err.location, loc, "{extra}");
+            assert!(
+                err.message.starts_with("not supported: ") && err.message.contains(what),
+                "{}",
+                err.message
+            );
+        }
+        // null / empty values are what ADK writes when the feature is unused
+        let ok = ev(r#","isolation_scope":null,"branch":"a.job@c1","input_transcription":null"#);
+        assert_eq!(read("s.json", &ok).unwrap()[0].events.len(), 2);
+        let code = ev("").replace(r#"{"text":"ok"}"#, r#"{"tool_call":{"id":"1"}}"#);
+        let err = read("s.json", &code).unwrap_err();
+        assert_eq!(err.location, "$.events[1].content.parts[0].tool_call");
+    }
+
+    /// A content-less transcription becomes a text part (user for input, model for output);
+    /// a transcription next to a content is ignored, as `_get_contents` does.
+    #[test]
+    fn transcriptions_become_flagged_text() {
+        let t = r#"[{"author":"user","invocation_id":"i","timestamp":1,"inputTranscription":{"text":"hi "}},
+          {"author":"a","invocation_id":"i","timestamp":2,"output_transcription":{"text":"yo"}},
+          {"author":"a","invocation_id":"i","timestamp":3,"output_transcription":{"text":"ignored"},"content":{"role":"model","parts":[{"text":"typed"}]}},
+          {"author":"a","invocation_id":"i","timestamp":4,"output_transcription":{"text":""}}]"#;
+        let e = &read("t.json", t).unwrap()[0].events;
+        assert!(e[0].transcription && e[0].role == Role::User);
+        assert_eq!(e[0].parts, vec![Part::Text { text: "hi ".into() }]);
+        assert!(e[1].transcription && e[1].role == Role::Model && !e[1].model_request);
+        assert!(!e[2].transcription);
+        assert_eq!(
+            e[2].parts,
+            vec![Part::Text {
+                text: "typed".into()
+            }]
+        );
+        assert!(!e[3].transcription && e[3].parts.is_empty());
+    }
+
+    /// Python's `json` accepts NaN / Infinity and keeps big integers exactly; serde_json does
+    /// not, so such a transcript is refused at the line of the literal (not "line 1").
+    #[test]
+    fn python_only_literals_are_refused_at_their_line() {
+        let nan = "{\"events\":[\n{\"author\":\"user\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"text\":\"NaN Infinity 1e400 in a string\"}]}},\n{\"author\":\"a\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"function_response\":{\"name\":\"f\",\"response\":{\"x\":-Infinity}}}]}}]}";
+        assert!(sniff(nan), "still recognised as ADK");
+        let err = read("n.json", nan).unwrap_err();
+        assert_eq!(err.location, "line 3");
+        assert!(err.message.contains("-Infinity"), "{}", err.message);
+        let big = nan.replace("-Infinity", "18446744073709551616");
+        let err = read("n.json", &big).unwrap_err();
+        assert_eq!(err.location, "line 3");
+        assert!(
+            err.message.contains("18446744073709551616"),
+            "{}",
+            err.message
+        );
+        // u64::MAX, i64::MIN and floats are kept exactly
+        let fine = nan.replace(
+            "-Infinity",
+            "[18446744073709551615, -9223372036854775808, 1.5e300]",
+        );
+        assert!(read("n.json", &fine).is_ok());
+    }
+
+    /// A user message on a workflow node path is not sent (D9); a roleless content neither (D1).
+    #[test]
+    fn node_path_user_messages_and_roleless_contents_are_flagged() {
+        let t = ev(r#","node_info":{"path":"wf/x"}"#).replace(
+            r#""timestamp":1,"#,
+            r#""timestamp":1,"node_info":{"path":"wf/collect"},"#,
+        );
+        let s = &read("s.json", &t).unwrap()[0];
+        assert!(s.events[0].context_hidden);
+        assert!(!s.events[1].context_hidden, "only user messages are hidden");
+        let r = ev("").replace(
+            r#"{"role":"model","parts":[{"text":"ok"}]}"#,
+            r#"{"role":"","parts":[{"text":"ok"}]}"#,
+        );
+        assert!(read("s.json", &r).unwrap()[0].events[1].role_absent);
     }
 }

@@ -185,6 +185,50 @@ pub struct Event {
     /// (OpenHands `response_latencies`); lets the latency model be calibrated per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_s: Option<f64>,
+    /// ADK: the content has no (or an empty) `role`. ADK never sends such an event to the
+    /// model (`_contains_empty_content`) but still summarizes it and counts its JSON.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub role_absent: bool,
+    /// ADK never puts this event into a model request outside its workflow node (a user
+    /// message carrying `node_info.path`), though it still summarizes it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub context_hidden: bool,
+    /// ADK live transcription (`input_transcription` / `output_transcription` on an event with
+    /// no content): sent as a text content, but neither summarized nor counted by the gate.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub transcription: bool,
+    /// ADK-only details of some parts that [`Part`] cannot carry (thought signatures, blob
+    /// JSON sizes, a text and a call sharing one genai `Part`); empty for other formats.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adk_parts: Vec<AdkPartExtra>,
+}
+
+/// What ADK's size measures need to know about one part beyond [`Part`] (indexed by
+/// `index` into `Event::parts`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AdkPartExtra {
+    pub index: u32,
+    /// Exact pydantic JSON length of the whole genai part, when [`Part`] cannot rebuild it
+    /// (`inline_data` / `file_data`: base64 data, URI, mime type, display name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_chars: Option<u64>,
+    /// JSON chars to add to the part as rebuilt from [`Part`] (`,"thought_signature":"…"`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub json_extra: u64,
+    /// ADK's text measures ignore the part's content (blobs: 0 chars, no summary line).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub opaque: bool,
+    /// Carries a `thought_signature`: ADK always sends it (never invisible).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub signature: bool,
+    /// Same genai `Part` as the previous part (e.g. a text and a function call in one part):
+    /// ADK keeps or drops them together.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub joined: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -214,6 +258,10 @@ impl Event {
             requested_ids: Vec::new(),
             branch: None,
             latency_s: None,
+            role_absent: false,
+            context_hidden: false,
+            transcription: false,
+            adk_parts: Vec::new(),
         }
     }
 }
@@ -263,4 +311,11 @@ pub struct Session {
     /// `turn_context.approval_policy`: `never`, `on-request`, ...); empty when not recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approval_policies: Vec<String>,
+}
+
+impl Event {
+    /// The ADK extra of part `i`, if any.
+    pub fn adk_part(&self, i: usize) -> Option<&AdkPartExtra> {
+        self.adk_parts.iter().find(|x| x.index as usize == i)
+    }
 }
