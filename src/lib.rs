@@ -5,6 +5,7 @@
 //! `transcript` → `tokens` → `settings`/`engine` → `cost` → `sweep` → `table` → `chart`/`report`.
 //! `synth` writes sample transcripts; `cli` is the command-line edge (used by `main.rs`).
 
+pub mod atomic;
 pub mod chart;
 pub mod cli;
 pub mod cost;
@@ -15,5 +16,4 @@ pub mod sweep;
 pub mod synth;
 pub mod table;
 pub mod tokens;
-pub mod atomic;
 pub mod transcript;
