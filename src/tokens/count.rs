@@ -79,8 +79,31 @@ pub struct CountStats {
 pub fn count_text(tok: Tokenizer, text: &str) -> u32 {
     match tok {
         Tokenizer::AdkChars => saturate(text.chars().count() / 4),
+        Tokenizer::O200k => fast_count(bpe_openai::o200k_base(), tok, text),
+        Tokenizer::Cl100k => fast_count(bpe_openai::cl100k_base(), tok, text),
+    }
+}
+
+/// The reference count: tiktoken-rs, the same BPE core as Python tiktoken. The hot path
+/// ([`count_text`]) uses bpe-openai, which a test proves gives the same counts over the
+/// whole corpus.
+pub fn count_text_reference(tok: Tokenizer, text: &str) -> u32 {
+    match tok {
+        Tokenizer::AdkChars => saturate(text.chars().count() / 4),
         Tokenizer::O200k => bpe_count(tiktoken_rs::o200k_base_singleton(), text),
         Tokenizer::Cl100k => bpe_count(tiktoken_rs::cl100k_base_singleton(), text),
+    }
+}
+
+/// bpe-openai's count (several times faster than tiktoken's encode); should it ever panic
+/// on odd input, the reference counter answers instead.
+fn fast_count(fast: &bpe_openai::Tokenizer, tok: Tokenizer, text: &str) -> u32 {
+    if text.is_empty() {
+        return 0;
+    }
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fast.count(text))) {
+        Ok(n) => saturate(n),
+        Err(_) => count_text_reference(tok, text),
     }
 }
 
@@ -168,7 +191,7 @@ enum Piece<'a> {
 }
 
 /// Bumped whenever [`pieces`] changes what is counted, so stale cache entries never match.
-const SCHEME: &[u8] = b"compaction-sim pieces v3";
+const SCHEME: &[u8] = b"compaction-sim pieces v4";
 
 /// Tokens of an image whose pixels are unknown: OpenAI's high-detail price of a 1024×1024
 /// image (85 + 4 tiles × 170). Image bytes say nothing about tokens (a PNG of 89 kB would be
@@ -244,10 +267,29 @@ pub fn counted_texts(parts: &[Part]) -> Vec<Cow<'_, str>> {
 /// content share one entry, and a change of counting rules changes every key). It streams
 /// into the hasher without building the counted strings: a warm run is mostly this function.
 fn content_key(parts: &[Part]) -> u64 {
-    let mut h = KeyHasher {
-        h: xxhash_rust::xxh3::Xxh3::new(),
-        written: 0,
-    };
+    thread_local! {
+        // Reused per thread: one buffer, hashed once (many tiny streaming updates are slower).
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUF.with(|b| {
+        let mut buf = b.borrow_mut();
+        buf.clear();
+        let mut h = KeyHasher { h: Buf(&mut buf) };
+        key_bytes(&mut h, parts);
+        xxhash_rust::xxh3::xxh3_64(&buf)
+    })
+}
+
+/// Appends bytes to the key buffer (same call shape as a streaming hasher).
+struct Buf<'a>(&'a mut Vec<u8>);
+
+impl Buf<'_> {
+    fn update(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+}
+
+fn key_bytes(h: &mut KeyHasher<'_>, parts: &[Part]) {
     h.h.update(SCHEME);
     for p in parts {
         // Part kinds are hashed too: ADK's rules depend on which parts carry names versus
@@ -275,16 +317,14 @@ fn content_key(parts: &[Part]) -> u64 {
             }
         }
     }
-    h.h.digest()
 }
 
-/// xxh3 fed directly by `serde_json::to_writer`, counting the bytes it wrote.
-struct KeyHasher {
-    h: xxhash_rust::xxh3::Xxh3,
-    written: u64,
+/// The parts' structure as key bytes: what is counted, without building the counted strings.
+struct KeyHasher<'a> {
+    h: Buf<'a>,
 }
 
-impl KeyHasher {
+impl KeyHasher<'_> {
     /// Tag, length, bytes: unambiguous whatever the strings hold.
     fn text(&mut self, tag: u8, s: &str) {
         self.h.update(&[tag]);
@@ -292,32 +332,54 @@ impl KeyHasher {
         self.h.update(s.as_bytes());
     }
 
-    /// The same text [`json_text`] counts: a string as itself, other JSON compact. The length
-    /// follows the streamed bytes (unambiguous read from the end).
+    /// The same text [`json_text`] counts: a string as itself, other JSON by its structure
+    /// (equal structure means equal compact JSON text, so equal keys mean equal counts),
+    /// hashed without serialising it.
     fn json(&mut self, v: &Value) {
         match v {
             Value::Null => self.h.update(b"n"),
             Value::String(s) => self.text(b's', s),
             other => {
                 self.h.update(b"j");
-                self.written = 0;
-                // Writing into a hasher cannot fail; serde_json only fails on I/O errors here.
-                let _ = serde_json::to_writer(&mut *self, other);
-                let n = self.written;
-                self.h.update(&n.to_le_bytes());
+                self.value(other);
             }
         }
     }
-}
 
-impl std::io::Write for KeyHasher {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.h.update(buf);
-        self.written += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+    fn value(&mut self, v: &Value) {
+        match v {
+            Value::Null => self.h.update(b"N"),
+            Value::Bool(b) => self.h.update(if *b { b"T" } else { b"F" }),
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    self.h.update(b"i");
+                    self.h.update(&i.to_le_bytes());
+                } else if let Some(u) = n.as_u64() {
+                    self.h.update(b"u");
+                    self.h.update(&u.to_le_bytes());
+                } else {
+                    self.h.update(b"f");
+                    self.h
+                        .update(&n.as_f64().unwrap_or(f64::NAN).to_bits().to_le_bytes());
+                }
+            }
+            Value::String(s) => self.text(b'S', s),
+            Value::Array(a) => {
+                self.h.update(b"[");
+                self.h.update(&(a.len() as u64).to_le_bytes());
+                for x in a {
+                    self.value(x);
+                }
+            }
+            Value::Object(o) => {
+                self.h.update(b"{");
+                self.h.update(&(o.len() as u64).to_le_bytes());
+                for (k, x) in o {
+                    self.text(b'K', k);
+                    self.value(x);
+                }
+            }
+        }
     }
 }
 
@@ -569,5 +631,48 @@ mod tests {
             count_parts(Tokenizer::O200k, &parts),
             by_text + IMAGE_TOKENS as u32
         );
+    }
+
+    /// The fast counter must agree with tiktoken (the reference, equal to Python tiktoken)
+    /// on every string the tool counts over the recorded corpus, for both tokenizers.
+    #[test]
+    fn fast_counter_equals_tiktoken_over_the_corpus() {
+        let primary = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
+        let root = [primary, "/work/shared/corpus"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists());
+        let Some(root) = root else {
+            eprintln!("corpus not found: skipped");
+            return;
+        };
+        let loaded = crate::transcript::load_paths(&[root.to_string()], None);
+        assert!(
+            loaded.sessions.len() > 400,
+            "{} sessions",
+            loaded.sessions.len()
+        );
+        let texts: Vec<String> = loaded
+            .sessions
+            .iter()
+            .flat_map(|s| s.events.iter())
+            .flat_map(|e| counted_texts(&e.parts).into_iter().map(|t| t.into_owned()))
+            .collect();
+        for tok in [Tokenizer::O200k, Tokenizer::Cl100k] {
+            let diffs: Vec<String> = texts
+                .par_iter()
+                .filter_map(|t| {
+                    let (a, b) = (count_text(tok, t), count_text_reference(tok, t));
+                    (a != b).then(|| {
+                        format!("{a} vs {b}: {:?}", t.chars().take(80).collect::<String>())
+                    })
+                })
+                .collect();
+            assert!(
+                diffs.is_empty(),
+                "{tok}: {} strings differ, e.g. {:?}",
+                diffs.len(),
+                diffs.first()
+            );
+        }
     }
 }
