@@ -752,16 +752,8 @@ fn file_stem(file: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::readutil::testutil::{num, read_corpus, stats_sessions};
+    use crate::transcript::readutil::testutil::{count_parts, num, read_corpus, stats_sessions};
     use std::collections::BTreeSet;
-
-    fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> usize {
-        s.events
-            .iter()
-            .flat_map(|e| e.parts.iter())
-            .filter(|p| f(p))
-            .count()
-    }
 
     fn count_flag(s: &Session, c: Critical) -> u64 {
         s.events.iter().filter(|e| e.critical.contains(&c)).count() as u64
@@ -825,12 +817,12 @@ mod tests {
                     ),
                     (
                         "tool calls",
-                        count_parts(s, |p| matches!(p, Part::ToolCall { .. })) as u64,
+                        count_parts(s, |p| matches!(p, Part::ToolCall { .. })),
                         num(&st, "tool_calls"),
                     ),
                     (
                         "tool results",
-                        count_parts(s, |p| matches!(p, Part::ToolResponse { .. })) as u64,
+                        count_parts(s, |p| matches!(p, Part::ToolResponse { .. })),
                         num(&st, "tool_results"),
                     ),
                     (

@@ -523,16 +523,8 @@ fn diff_usage(now: Option<&Value>, before: Option<&Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::readutil::testutil::{num, read_corpus, stats_sessions};
+    use crate::transcript::readutil::testutil::{count_parts, num, read_corpus, stats_sessions};
     use std::collections::BTreeSet;
-
-    fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> u64 {
-        s.events
-            .iter()
-            .flat_map(|e| e.parts.iter())
-            .filter(|p| f(p))
-            .count() as u64
-    }
 
     fn count_flag(s: &Session, c: Critical) -> u64 {
         s.events.iter().filter(|e| e.critical.contains(&c)).count() as u64

@@ -627,16 +627,8 @@ fn recall_text(content: &str, extras: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::readutil::testutil::{num, read_corpus, stats_sessions};
+    use crate::transcript::readutil::testutil::{count_parts, num, read_corpus, stats_sessions};
     use std::collections::BTreeSet;
-
-    fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> u64 {
-        s.events
-            .iter()
-            .flat_map(|e| e.parts.iter())
-            .filter(|p| f(p))
-            .count() as u64
-    }
 
     /// Events of one kind in the raw history, counted straight from the JSON.
     fn raw_count(rel: &str, id: &str, f: impl Fn(&Value) -> bool) -> u64 {

@@ -189,8 +189,19 @@ mod tests {
 /// Corpus access for the readers' unit tests.
 #[cfg(test)]
 pub(crate) mod testutil {
+    use crate::transcript::{Part, Session};
     use serde_json::Value;
     use std::path::PathBuf;
+
+    /// Parts of a session that match `f` (tool calls, responses...), for checks against
+    /// stats.json.
+    pub fn count_parts(s: &Session, f: impl Fn(&Part) -> bool) -> u64 {
+        s.events
+            .iter()
+            .flat_map(|e| e.parts.iter())
+            .filter(|p| f(p))
+            .count() as u64
+    }
 
     /// `../shared/corpus` next to the repo, or `/work/shared/corpus` from a worktree.
     pub fn corpus() -> PathBuf {
