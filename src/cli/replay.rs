@@ -6,11 +6,11 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::cost_flags::CostFlags;
+use crate::cost::compute::FALLBACK_AGENT_MODEL;
 use crate::cost::compute::{render_metrics, MetricsSetting};
 use crate::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
 use crate::engine::{self, Config, Phase, Replay, UsageMode};
 use crate::settings::Written;
-use crate::sweep::pipeline::FALLBACK_AGENT_MODEL;
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::{count_sessions, CacheOpts, Tokenizer};
 use crate::transcript::{detect, Session};

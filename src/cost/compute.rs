@@ -26,6 +26,11 @@ use crate::tokens::sizes::SessionSizes;
 use crate::transcript::Session;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The agent model `recorded` stands for when a transcript names none (ADK exports often
+/// omit `model_version`): ADK's usual default, so such sessions still get prices. README
+/// "Sweeps" says so.
+pub const FALLBACK_AGENT_MODEL: &str = "gemini-2.5-flash";
+
 /// Prices, latency parameters and the caching switch of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostModel {

@@ -444,7 +444,7 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
             .iter()
             .map(|m| {
                 if m == "recorded" {
-                    format!("recorded (each session is priced and timed as the model its transcript names; sessions that name none as {})", crate::sweep::pipeline::FALLBACK_AGENT_MODEL)
+                    format!("recorded (each session is priced and timed as the model its transcript names; sessions that name none as {})", crate::cost::compute::FALLBACK_AGENT_MODEL)
                 } else {
                     m.clone()
                 }

@@ -26,10 +26,7 @@ use std::path::{Path, PathBuf};
 
 pub use crate::tokens::CacheOpts;
 
-/// The agent model `recorded` stands for when a transcript names none (ADK exports often
-/// omit `model_version`): ADK's usual default, so such sessions still get prices. README
-/// "Sweeps" says so.
-pub const FALLBACK_AGENT_MODEL: &str = "gemini-2.5-flash";
+pub use crate::cost::compute::FALLBACK_AGENT_MODEL;
 
 /// Prices and latency parameters in use, with the text they came from (copied into the run
 /// folder as pricing.toml / latency.toml; applying that text over the built-in tables gives
