@@ -98,7 +98,8 @@ pub(crate) struct State<'a> {
     pub base: &'a crate::tokens::sizes::BaselineCache,
     /// Model requests seen so far (row into `base.request`).
     pub req_row: usize,
-    /// Key of the build whose result `sc` holds: (viewer, branch, n, compactions).
+    /// Key of the request `last_measure` describes: (viewer, branch, n, compactions). When
+    /// compactions > 0 it is also the build `sc` holds.
     pub last_key: Option<(u32, Option<u32>, usize, usize)>,
     pub last_measure: Measure,
 }
@@ -120,8 +121,15 @@ impl<'a> State<'a> {
         (m.adk_chars > 0).then_some(m.adk_chars / 4)
     }
 
+    /// The request `viewer` would assemble now. A request is a function of (viewer, branch,
+    /// raw events, summaries), so asking twice without an append in between (the pre-request
+    /// estimate, then the request itself) reuses the first build.
     pub fn measure(&mut self, viewer: u32, branch: Option<u32>) -> Measure {
-        contents::build(
+        let key = (viewer, branch, self.n, self.comps.len());
+        if self.last_key == Some(key) {
+            return self.last_measure;
+        }
+        let m = contents::build(
             self.s,
             self.n,
             &self.comps,
@@ -129,7 +137,10 @@ impl<'a> State<'a> {
             viewer,
             branch,
             &mut self.sc,
-        )
+        );
+        self.last_key = Some(key);
+        self.last_measure = m;
+        m
     }
 
     /// Summarizer prompt chars for raw events `evs` after an optional seed of `seed_chars`.
