@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 
+use crate::transcript::pyjson::tagged;
 use crate::transcript::{Event, Part, Role};
 
 // ------------------------------------------------------------------ floats
@@ -112,7 +113,11 @@ pub fn py_json_dumps_len(v: &Value) -> u64 {
         Value::Bool(true) => 4,
         Value::Bool(false) => 5,
         Value::Number(n) => number_text(n, py_float_repr).len() as u64,
-        Value::String(s) => 2 + py_json_str_len(s),
+        // NaN / Infinity / big integers (`pyjson` tags): `json.dumps` prints the literal.
+        Value::String(s) => match tagged(s) {
+            Some(n) => n.json().len() as u64,
+            None => 2 + py_json_str_len(s),
+        },
         Value::Array(a) => {
             if a.is_empty() {
                 return 2;
@@ -155,7 +160,11 @@ pub fn pydantic_json_len(v: &Value) -> u64 {
         Value::Bool(true) => 4,
         Value::Bool(false) => 5,
         Value::Number(n) => number_text(n, pydantic_float).len() as u64,
-        Value::String(s) => 2 + json_str_len_raw(s),
+        // pydantic writes NaN / Infinity as `null` and big integers digit by digit.
+        Value::String(s) => match tagged(s) {
+            Some(n) => n.pydantic().len() as u64,
+            None => 2 + json_str_len_raw(s),
+        },
         Value::Array(a) => {
             2 + a.iter().map(pydantic_json_len).sum::<u64>() + (a.len() as u64).saturating_sub(1)
         }
@@ -226,7 +235,10 @@ pub fn py_repr(v: &Value, out: &mut String) {
         Value::Bool(true) => out.push_str("True"),
         Value::Bool(false) => out.push_str("False"),
         Value::Number(n) => out.push_str(&number_text(n, py_float_repr)),
-        Value::String(s) => py_str_repr(s, out),
+        Value::String(s) => match tagged(s) {
+            Some(n) => out.push_str(n.repr()),
+            None => py_str_repr(s, out),
+        },
         Value::Array(a) => {
             out.push('[');
             for (i, x) in a.iter().enumerate() {

@@ -3,7 +3,8 @@
 //! What is counted per part (the text the model reads):
 //! - text and thought: the text;
 //! - tool call: the tool name + the JSON of its args (a string value is counted as the string
-//!   itself, since that is what the model wrote; objects as compact JSON);
+//!   itself, since that is what the model wrote; objects as compact JSON, where Python's
+//!   `NaN` / `Infinity` / big integers appear as their bare literals, as `json.dumps` writes);
 //! - tool response: the tool name + the JSON of the response (same rule for strings);
 //! - attachment: its text when recorded; else an image counts [`IMAGE_TOKENS`], anything
 //!   else `size_bytes / 4` tokens (no text to count; a token per 4 bytes is the usual rule
@@ -15,6 +16,7 @@
 //! `floor(chars / 4)` per event; it is never read from or written to the disk cache.
 
 use super::cache::{CacheOpts, CountCache};
+use crate::transcript::pyjson::{tagged, untag_json_text};
 use crate::transcript::{Part, Session};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -208,11 +210,22 @@ fn attachment_tokens(mime_type: Option<&str>, size_bytes: Option<u64>) -> u64 {
     }
 }
 
+/// The text a payload is counted as: a string as itself, other JSON as compact JSON, with
+/// Python's NaN / Infinity / big integers (`pyjson` tags) as their bare literals.
 fn json_text(v: &Value) -> Option<Cow<'_, str>> {
     match v {
         Value::Null => None,
-        Value::String(s) => Some(Cow::Borrowed(s.as_str())),
-        other => Some(Cow::Owned(other.to_string())),
+        Value::String(s) => Some(match tagged(s) {
+            Some(n) => Cow::Borrowed(n.json()),
+            None => Cow::Borrowed(s.as_str()),
+        }),
+        other => {
+            let t = other.to_string();
+            Some(Cow::Owned(match untag_json_text(&t) {
+                Cow::Borrowed(_) => t,
+                Cow::Owned(u) => u,
+            }))
+        }
     }
 }
 

@@ -67,7 +67,10 @@ pub fn write_canonical(s: &Session) -> String {
     out.push_str(&serde_json::to_string(&header).unwrap_or_default());
     out.push('\n');
     for e in &s.events {
-        out.push_str(&serde_json::to_string(e).unwrap_or_default());
+        // NaN / Infinity / big integers go back to the bare literals they were read from
+        // (reading the file again tags them again, see `pyjson`).
+        let line = serde_json::to_string(e).unwrap_or_default();
+        out.push_str(&super::pyjson::untag_json_text(&line));
         out.push('\n');
     }
     out

@@ -3,6 +3,7 @@
 //! Files are read with a streaming guard first, so a huge file or a 1 GB line is refused with
 //! a one-line error before it is held in memory ([`MAX_FILE_BYTES`], [`MAX_LINE_BYTES`]).
 
+use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -10,7 +11,7 @@ use rayon::prelude::*;
 
 use super::{
     adk, adk_legacy_eval, canonical, claude_code, codex, gemini_cli, openai_chat, openhands,
-    swe_agent, tau2, util, Format, ReadError, Session,
+    pyjson, swe_agent, tau2, util, Format, ReadError, Session,
 };
 
 /// Largest file read: 512 MiB (the whole corpus is 30 MB; larger inputs are almost surely
@@ -94,17 +95,34 @@ fn adk_kind(text: &str) -> Format {
 
 /// The format of a file's content, or `None` when no reader recognises it.
 pub fn detect(text: &str) -> Option<Format> {
-    let f = ORDER.into_iter().find(|&f| reader_sniff(f, text))?;
-    Some(if f == Format::Adk { adk_kind(text) } else { f })
+    let found = |text: &str| {
+        let f = ORDER.into_iter().find(|&f| reader_sniff(f, text))?;
+        Some(if f == Format::Adk { adk_kind(text) } else { f })
+    };
+    found(text).or_else(|| {
+        // NaN / Infinity make a file unparsable for serde; sniff it again as the readers
+        // will see it (see `pyjson`).
+        match pyjson::normalize("", text) {
+            Ok(Cow::Owned(t)) => found(&t),
+            _ => None,
+        }
+    })
 }
 
 /// Run format `f`'s reader.
+/// Python's NaN / Infinity / big integers are accepted in every format (see `pyjson`).
 pub fn read_as(f: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    // `adk::read` runs the pre-pass itself (conform calls it directly).
+    let normalized = match f {
+        Format::Adk | Format::AdkEvalSet => Cow::Borrowed(text),
+        _ => pyjson::normalize(file, text)?,
+    };
+    let text = &*normalized;
     match f {
         Format::Adk => adk::read(file, text),
         // Eval sets are objects (`eval_cases`); the legacy eval data is a list.
         Format::AdkEvalSet if text.trim_start().starts_with('[') => {
-            adk_legacy_eval::read(file, text)
+            adk_legacy_eval::read(file, &pyjson::normalize(file, text)?)
         }
         Format::AdkEvalSet => adk::read(file, text),
         Format::OpenaiChat => openai_chat::read(file, text),
