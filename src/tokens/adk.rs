@@ -776,6 +776,50 @@ mod tests {
         assert_eq!(json_chars(&s.events[2]), e2.len() as u64);
     }
 
+    /// NaN / Infinity / integers beyond 64 bits, read from the transcript's text as Python's
+    /// `json.loads` reads it; expected strings printed by Python 3.11 + pydantic (genai
+    /// `Content.model_dump_json(exclude_none=True)`).
+    #[test]
+    fn python_only_numbers_print_as_python_does() {
+        let raw = r#"{"a": NaN, "b": [Infinity, -Infinity], "c": 1180591620717411303424, "d": -36893488147419103232, "e": 1e22, "f": 18446744073709551615, "g": {"h": 12345678901234567890123456789}}"#;
+        let text = crate::transcript::pyjson::normalize("t.json", raw).expect("normalizes");
+        let v: Value = serde_json::from_str(&text).expect("parses");
+        let dumps = r#"{"a": NaN, "b": [Infinity, -Infinity], "c": 1180591620717411303424, "d": -36893488147419103232, "e": 1e+22, "f": 18446744073709551615, "g": {"h": 12345678901234567890123456789}}"#;
+        assert_eq!(py_json_dumps_len(&v), dumps.len() as u64);
+        let repr = r#"{'a': nan, 'b': [inf, -inf], 'c': 1180591620717411303424, 'd': -36893488147419103232, 'e': 1e+22, 'f': 18446744073709551615, 'g': {'h': 12345678901234567890123456789}}"#;
+        assert_eq!(py_repr_string(&v), repr);
+        let mut e = Event::new("a", Role::Model, "i", 1.0);
+        e.parts.push(Part::ToolCall {
+            id: Some("x".into()),
+            name: "f".into(),
+            args: v.clone(),
+        });
+        let pydantic = r#"{"parts":[{"function_call":{"id":"x","args":{"a":null,"b":[null,null],"c":1180591620717411303424,"d":-36893488147419103232,"e":1e+22,"f":18446744073709551615,"g":{"h":12345678901234567890123456789}},"name":"f"}}],"role":"model"}"#;
+        assert_eq!(json_chars(&e), pydantic.len() as u64);
+        // ADK's estimate: name + json.dumps(args); the summarizer line: name(str(args))
+        assert_eq!(adk_chars(&e), 1 + dumps.len() as u64);
+        assert_eq!(summarizer_text(&e), format!("a called tool: f({repr})"));
+        assert_eq!(
+            summarizer_stats(&e).0,
+            summarizer_text(&e).chars().count() as u64
+        );
+        // a lone NaN, a huge negative int
+        for (lit, d, r) in [
+            ("NaN", "NaN", "nan"),
+            (
+                "-99999999999999999999999",
+                "-99999999999999999999999",
+                "-99999999999999999999999",
+            ),
+        ] {
+            let raw = format!("[{lit}]");
+            let t = crate::transcript::pyjson::normalize("t", &raw).unwrap();
+            let v: Value = serde_json::from_str(&t).unwrap();
+            assert_eq!(py_json_dumps_len(&v), 2 + d.len() as u64);
+            assert_eq!(py_repr_string(&v), format!("[{r}]"));
+        }
+    }
+
     #[test]
     fn truncation_marker() {
         assert_eq!(truncated_len(2000), 2000);

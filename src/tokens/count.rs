@@ -508,6 +508,40 @@ mod tests {
         assert_eq!(py_json_dumps_len(&json!([1.5, 100.0])), 12);
     }
 
+    /// A tokenizer reads NaN / Infinity / big integers as the literals Python wrote, not as
+    /// tagged strings or floats.
+    #[test]
+    fn python_only_numbers_are_counted_as_their_literals() {
+        let raw =
+            r#"{"r": {"x": NaN, "y": [-Infinity, 123456789012345678901234567890]}, "s": Infinity}"#;
+        let t = crate::transcript::pyjson::normalize("t", raw).unwrap();
+        let v: Value = serde_json::from_str(&t).unwrap();
+        let parts = vec![
+            Part::ToolResponse {
+                id: None,
+                name: "f".into(),
+                response: v["r"].clone(),
+            },
+            Part::ToolCall {
+                id: None,
+                name: "g".into(),
+                args: v["s"].clone(),
+            },
+        ];
+        let texts = counted_texts(&parts);
+        assert_eq!(
+            texts,
+            vec![
+                "f",
+                r#"{"x":NaN,"y":[-Infinity,123456789012345678901234567890]}"#,
+                "g",
+                "Infinity"
+            ]
+        );
+        let direct: u32 = texts.iter().map(|t| count_text(Tokenizer::O200k, t)).sum();
+        assert_eq!(count_parts(Tokenizer::O200k, &parts), direct);
+    }
+
     #[test]
     fn adk_chars_rules() {
         let parts = vec![

@@ -1080,7 +1080,10 @@ mod unsupported_tests {
     fn python_only_literals_are_read_exactly() {
         use crate::transcript::pyjson::{tagged_value, PyNumber};
         let t = "{\"events\":[\n{\"author\":\"user\",\"invocation_id\":\"i\",\"timestamp\":1,\"content\":{\"role\":\"user\",\"parts\":[{\"text\":\"NaN Infinity 1e400 in a string\"}]}},\n{\"author\":\"a\",\"invocation_id\":\"i\",\"timestamp\":2,\"content\":{\"role\":\"user\",\"parts\":[{\"function_response\":{\"name\":\"f\",\"response\":{\"x\":-Infinity,\"y\":[NaN,18446744073709551616,-1e400],\"z\":18446744073709551615}}}]}}]}";
-        assert!(sniff(t) || crate::transcript::detect(t).is_some(), "recognised as ADK");
+        assert!(
+            sniff(t) || crate::transcript::detect(t).is_some(),
+            "recognised as ADK"
+        );
         assert_eq!(crate::transcript::detect(t), Some(Format::Adk));
         let s = &read("n.json", t).unwrap()[0];
         assert_eq!(
