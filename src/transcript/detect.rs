@@ -496,4 +496,46 @@ mod tests {
         let (files, _) = expand_paths(&[format!("{}/*.md", dir.path().display())]);
         assert_eq!(files.len(), 1);
     }
+
+    /// Python-written NaN / Infinity / big integers load in any JSON format (here Claude Code,
+    /// auto-detected), as tagged values the size functions print the Python way (`pyjson`).
+    #[test]
+    fn python_only_numbers_load_in_other_formats() {
+        use crate::transcript::pyjson::{tagged_value, PyNumber};
+        use crate::transcript::Part;
+        let good = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/readers2/claude_usage.jsonl"
+        ))
+        .unwrap();
+        let text = good.replace(
+            r#""input":{"command":"ls"}"#,
+            r#""input":{"command":"ls","limit":NaN,"seed":123456789012345678901234567890}"#,
+        );
+        assert_ne!(text, good, "the fixture has the tool_use this test edits");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cc.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(detect(&text), Some(Format::ClaudeCode));
+        let s = load_file(&path, None).unwrap_or_else(|e| panic!("{e}"));
+        let args: Vec<&serde_json::Value> = s[0]
+            .events
+            .iter()
+            .flat_map(|e| &e.parts)
+            .filter_map(|p| match p {
+                Part::ToolCall { args, .. } => Some(args),
+                _ => None,
+            })
+            .collect();
+        assert!(args.iter().any(|a| {
+            tagged_value(&a["limit"]) == Some(PyNumber::NaN)
+                && tagged_value(&a["seed"]) == Some(PyNumber::Int("123456789012345678901234567890"))
+        }));
+        // A malformed literal is still a one-line error naming the line.
+        let bad = text.replacen("NaN", "nan", 1);
+        let line = bad.lines().position(|l| l.contains(":nan")).unwrap() + 1;
+        std::fs::write(&path, &bad).unwrap();
+        let e = load_file(&path, Some(Format::ClaudeCode)).unwrap_err();
+        assert_eq!(e.location, format!("line {line}"), "{e}");
+    }
 }
