@@ -251,9 +251,12 @@ pub fn normalize<'t>(file: &str, text: &'t str) -> Result<Cow<'t, str>, ReadErro
                     continue;
                 }
                 if float {
-                    // Python reads a float beyond f64 as ±inf; serde refuses it.
-                    match lit.parse::<f64>() {
-                        Ok(f) if f.is_infinite() => {
+                    // Python reads a float beyond f64 as ±inf; serde refuses it. Only an
+                    // exponent or ~309 digits can get there, so most floats are not parsed.
+                    let may_overflow =
+                        int_digits > 300 || lit.bytes().any(|c| matches!(c, b'e' | b'E'));
+                    match may_overflow.then(|| lit.parse::<f64>().ok()).flatten() {
+                        Some(f) if f.is_infinite() => {
                             let inf = if f > 0.0 { "Infinity" } else { "-Infinity" };
                             edits.push((start, i, Cow::Borrowed(inf)));
                         }
@@ -347,6 +350,12 @@ mod tests {
         );
         assert_eq!(tagged_value(&v["f"]), Some(PyNumber::Infinity));
         assert_eq!(tagged_value(&v["g"]), Some(PyNumber::NegInfinity));
+        // 401 digits and no exponent: still beyond f64 (Python: inf / -inf)
+        let long = format!("[1{0}.5, -1{0}.0, 1.5e308]", "0".repeat(400));
+        let v: Value = serde_json::from_str(&norm(&long)).expect("valid");
+        assert_eq!(tagged_value(&v[0]), Some(PyNumber::Infinity));
+        assert_eq!(tagged_value(&v[1]), Some(PyNumber::NegInfinity));
+        assert_eq!(v[2].as_f64(), Some(1.5e308));
     }
 
     #[test]
