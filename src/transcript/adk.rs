@@ -205,6 +205,22 @@ fn session_stem(file: &str) -> String {
         .to_string()
 }
 
+/// ADK's pydantic models refuse a number where they require a string (text, names, ids,
+/// author): so does the reader, rather than measure the `pyjson` tag as text.
+fn refuse_number_tag(file: &str, path: &str, v: Option<&Value>) -> Result<(), ReadError> {
+    match v.and_then(pyjson::tagged_value) {
+        Some(n) => Err(ReadError::new(
+            file,
+            path,
+            format!(
+                "expected a string, found the number {} (ADK's pydantic models refuse it)",
+                n.json()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A number field (a NaN / Infinity / big-integer tag counts, as Python's float() reads it).
 fn num(v: Option<&Value>) -> Option<f64> {
     v.and_then(pyjson::as_f64)
@@ -388,6 +404,7 @@ fn content_parts(
             let signature = non_null(p, "thought_signature").and_then(Value::as_str);
             let thought = non_null(p, "thought").and_then(Value::as_bool) == Some(true);
             if let Some(text) = non_null(p, "text") {
+                refuse_number_tag(file, &format!("{path}.parts[{j}].text"), Some(text))?;
                 let text = text.as_str().unwrap_or_default().to_string();
                 if thought {
                     parts.push(Part::Thought { text });
@@ -396,6 +413,10 @@ fn content_parts(
                 }
             }
             if let Some(fc) = non_null(p, "function_call").and_then(Value::as_object) {
+                for k in ["id", "name"] {
+                    let at = format!("{path}.parts[{j}].function_call.{k}");
+                    refuse_number_tag(file, &at, non_null(fc, k))?;
+                }
                 parts.push(Part::ToolCall {
                     id: non_null(fc, "id")
                         .and_then(Value::as_str)
@@ -408,6 +429,10 @@ fn content_parts(
                 });
             }
             if let Some(fr) = non_null(p, "function_response").and_then(Value::as_object) {
+                for k in ["id", "name"] {
+                    let at = format!("{path}.parts[{j}].function_response.{k}");
+                    refuse_number_tag(file, &at, non_null(fr, k))?;
+                }
                 parts.push(Part::ToolResponse {
                     id: non_null(fr, "id")
                         .and_then(Value::as_str)
@@ -573,6 +598,9 @@ fn build_session(
             continue;
         }
         unsupported_event_fields(file, path, o, actions)?;
+        for k in ["author", "invocation_id"] {
+            refuse_number_tag(file, &format!("{path}.{k}"), non_null(o, k))?;
+        }
         let author = non_null(o, "author")
             .and_then(Value::as_str)
             .unwrap_or_default()
@@ -1104,6 +1132,32 @@ mod unsupported_tests {
         assert_eq!(tagged_value(&response["y"][2]), Some(PyNumber::NegInfinity));
         // u64::MAX stays an ordinary number
         assert_eq!(response["z"].as_u64(), Some(u64::MAX));
+        // where ADK's models require a string, a number is refused (pydantic refuses it too)
+        for (from, to, at) in [
+            (
+                "\"text\":\"NaN Infinity 1e400 in a string\"",
+                "\"text\":NaN",
+                "$.events[0].content.parts[0].text",
+            ),
+            (
+                "\"name\":\"f\"",
+                "\"name\":1e400",
+                "$.events[1].content.parts[0].function_response.name",
+            ),
+            (
+                "\"author\":\"a\"",
+                "\"author\":123456789012345678901234",
+                "$.events[1].author",
+            ),
+        ] {
+            let err = read("n.json", &t.replace(from, to)).unwrap_err();
+            assert_eq!(err.location, at, "{err}");
+            assert!(
+                err.message
+                    .starts_with("expected a string, found the number"),
+                "{err}"
+            );
+        }
     }
 
     /// A broken literal is still a one-line error at its own line, also for a multi-line JSON
