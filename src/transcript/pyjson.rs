@@ -16,10 +16,17 @@
 //! after the rewrite still name the right line.
 //!
 //! The pre-pass applies to every JSON format (Python-written exports of any of them can hold
-//! these literals, and the measures are ADK's whatever the source format). Fields the readers
-//! read as numbers (timestamps, token counts) see a tag through [`as_f64`]. JSON nested inside
-//! string fields (OpenAI / Codex `arguments`) is not rewritten: such a string keeps the
-//! readers' existing fallback (kept as text when serde cannot parse it).
+//! these literals, and the measures are ADK's whatever the source format). Where they land:
+//! - tool arguments and results (what ADK measures): kept exactly, printed the Python way;
+//! - number fields the ADK reader reads (timestamps, usage) go through [`as_f64`] (a NaN
+//!   timestamp is then refused by the loader's finite-time check); other readers' number
+//!   helpers see a non-number (a NaN token count reads as missing);
+//! - string fields: the ADK reader refuses a tag where ADK's pydantic models require a string
+//!   (text, names, ids, author, invocation id), as ADK would; other readers do not check and
+//!   would read it as a short text (U+FDD0 + the literal).
+//!
+//! JSON nested inside string fields (OpenAI / Codex `arguments`) is not rewritten: such a
+//! string keeps the readers' existing fallback (kept as text when serde cannot parse it).
 
 use std::borrow::Cow;
 
