@@ -537,5 +537,11 @@ mod tests {
         std::fs::write(&path, &bad).unwrap();
         let e = load_file(&path, Some(Format::ClaudeCode)).unwrap_err();
         assert_eq!(e.location, format!("line {line}"), "{e}");
+        // An ADK event time of NaN is refused (Python would replay with a NaN clock).
+        let adk = "{\"events\": [{\"author\": \"user\", \"invocation_id\": \"i\", \"timestamp\": NaN, \"content\": {\"role\": \"user\", \"parts\": [{\"text\": \"hi\"}]}}]}";
+        let path = dir.path().join("nan.session.json");
+        std::fs::write(&path, adk).unwrap();
+        let e = load_file(&path, None).unwrap_err();
+        assert!(e.message.contains("not a finite number"), "{e}");
     }
 }
