@@ -365,51 +365,13 @@ pub fn build(
         recover_calls(s, n, viewer, branch, sc);
     }
 
-    // 3. fc_author_by_id, then other-agent presentation.
-    for it in &sc.items {
-        if it.kind != K_RAW {
-            continue;
-        }
-        for k in it.p0..it.p1 {
-            let p = s.parts[sc.arena[k as usize] as usize];
-            if p.kind == PART_CALL && p.id != NO_ID {
-                sc.fc_author[p.id as usize] = s.author[it.src as usize];
-                sc.fc_author_stamp[p.id as usize] = g;
-            }
-        }
+    // 3. fc_author_by_id, then other-agent presentation: nothing to present when every
+    // author is the viewer or the user.
+    let lone = viewer != u32::MAX
+        && (0..s.authors.len() as u32).all(|a| a == viewer || a == s.user_author);
+    if !lone {
+        present_other_agents(s, viewer, sc);
     }
-    let mut w = 0;
-    for r in 0..sc.items.len() {
-        let mut it = sc.items[r];
-        if it.kind == K_RAW {
-            let a = s.author[it.src as usize];
-            let mut other = viewer != u32::MAX && a != viewer && a != s.user_author;
-            if !other {
-                for k in it.p0..it.p1 {
-                    let p = s.parts[sc.arena[k as usize] as usize];
-                    if p.kind == PART_RESPONSE
-                        && p.id != NO_ID
-                        && sc.fc_author_stamp[p.id as usize] == g
-                    {
-                        let ca = sc.fc_author[p.id as usize];
-                        if ca != viewer && ca != s.user_author {
-                            other = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            if other {
-                if s.other[it.src as usize].is_none() {
-                    continue;
-                }
-                it = Item::bare(K_OTHER, it.src);
-            }
-        }
-        sc.items[w] = it;
-        w += 1;
-    }
-    sc.items.truncate(w);
 
     // 4. drop_orphaned_function_responses
     drop_orphan_responses(&ctx, sc);
@@ -495,6 +457,56 @@ pub fn build(
         sc.seq.push((it.kind, it.src));
     }
     m
+}
+
+/// Step 3: `fc_author_by_id`, then another agent's events (and responses to its calls) as
+/// "For context:" user content; events with nothing to present are dropped.
+fn present_other_agents(s: &SessionSizes, viewer: u32, sc: &mut Scratch) {
+    let g = sc.gen;
+    for it in &sc.items {
+        if it.kind != K_RAW || !it.call {
+            continue;
+        }
+        for k in it.p0..it.p1 {
+            let p = s.parts[sc.arena[k as usize] as usize];
+            if p.kind == PART_CALL && p.id != NO_ID {
+                sc.fc_author[p.id as usize] = s.author[it.src as usize];
+                sc.fc_author_stamp[p.id as usize] = g;
+            }
+        }
+    }
+    let mut w = 0;
+    for r in 0..sc.items.len() {
+        let mut it = sc.items[r];
+        if it.kind == K_RAW {
+            let a = s.author[it.src as usize];
+            let mut other = viewer != u32::MAX && a != viewer && a != s.user_author;
+            if !other && it.resp {
+                for k in it.p0..it.p1 {
+                    let p = s.parts[sc.arena[k as usize] as usize];
+                    if p.kind == PART_RESPONSE
+                        && p.id != NO_ID
+                        && sc.fc_author_stamp[p.id as usize] == g
+                    {
+                        let ca = sc.fc_author[p.id as usize];
+                        if ca != viewer && ca != s.user_author {
+                            other = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            if other {
+                if s.other[it.src as usize].is_none() {
+                    continue;
+                }
+                it = Item::bare(K_OTHER, it.src);
+            }
+        }
+        sc.items[w] = it;
+        w += 1;
+    }
+    sc.items.truncate(w);
 }
 
 /// Event owning global part `gp` (binary search over `parts_at`).
