@@ -317,7 +317,7 @@ fn keys_into(events: &[&[Part]], out: &mut [u64]) {
 /// Starts fetching the strings (or first JSON entry) a part's key will read.
 fn prefetch_part(p: &Part) {
     match p {
-        Part::Text { text } | Part::Thought { text } => prefetch_lines(text.as_ptr(), 2),
+        Part::Text { text } | Part::Thought { text } => prefetch_str(text),
         Part::ToolCall { name, args: v, .. }
         | Part::ToolResponse {
             name, response: v, ..
@@ -325,14 +325,20 @@ fn prefetch_part(p: &Part) {
             prefetch_lines(name.as_ptr(), 1);
             prefetch_value(v);
         }
-        Part::Attachment { text: Some(t), .. } => prefetch_lines(t.as_ptr(), 2),
+        Part::Attachment { text: Some(t), .. } => prefetch_str(t),
         Part::Attachment { .. } => {}
     }
 }
 
+/// The start of a string: its first 512 bytes at most (the hardware streams the rest once
+/// hashing reaches it).
+fn prefetch_str(s: &str) {
+    prefetch_lines(s.as_ptr(), s.len().div_ceil(64).min(8));
+}
+
 fn prefetch_value(v: &Value) {
     match v {
-        Value::String(s) => prefetch_lines(s.as_ptr(), 2),
+        Value::String(s) => prefetch_str(s),
         Value::Array(a) => prefetch_lines(a.as_ptr(), 2),
         Value::Object(o) => {
             if let Some((k, _)) = o.iter().next() {
