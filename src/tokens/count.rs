@@ -279,11 +279,8 @@ pub fn counted_texts(parts: &[Part]) -> Vec<Cow<'_, str>> {
         .collect()
 }
 
-/// The cache key of an event: xxh3 of exactly what is counted (so two events with the same
-/// content share one entry, and a change of counting rules changes every key). It is built
-/// from the parts' structure without building the counted strings, and long strings enter it
-/// as their own xxh3 digest, hashed where they lie: a warm run reads every byte of text once
-/// and copies none of it (it is mostly this function).
+/// One event's key (see [`keys_into`]).
+#[cfg(test)]
 fn content_key(parts: &[Part]) -> u64 {
     let mut key = [0u64];
     keys_into(&[parts], &mut key);
@@ -294,8 +291,13 @@ fn content_key(parts: &[Part]) -> u64 {
 /// part array, which must arrive before its strings can be found). 1 to 3 measured alike.
 const AHEAD: usize = 2;
 
-/// [`content_key`] of each event into `out` (same length). The text is scattered over the
-/// heap, so a warm run waits on memory more than it hashes: while one event is hashed, the
+/// The cache key of each event into `out` (same length): xxh3 of exactly what is counted (so
+/// two events with the same content share one entry, and a change of counting rules changes
+/// every key). It is built from the parts' structure without building the counted strings,
+/// and long strings enter it as their own xxh3 digest, hashed where they lie: a warm run
+/// reads every byte of text once and copies little of it (it is mostly this function).
+///
+/// The text is scattered over the heap, so a warm run waits on memory more than it hashes: while one event is hashed, the
 /// strings of the events just ahead and the part arrays of those after them are already
 /// being fetched (about a quarter less CPU time per warm run over the corpus).
 fn keys_into(events: &[&[Part]], out: &mut [u64]) {
