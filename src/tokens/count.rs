@@ -682,6 +682,108 @@ mod tests {
                 text: "same!".into()
             }])
         );
+        // Long strings enter as digests: still every byte counts, at either end, in text
+        // and in JSON string values alike.
+        let text = |t: String| content_key(&[Part::Text { text: t }]);
+        let call = |t: String| {
+            content_key(&[Part::ToolCall {
+                id: None,
+                name: "f".into(),
+                args: json!({ "k": t }),
+            }])
+        };
+        let long = "x".repeat(200);
+        for key in [text, call] {
+            let base = key(long.clone());
+            assert_eq!(base, key(long.clone()));
+            assert_ne!(base, key(format!("{long}y")));
+            assert_ne!(base, key(format!("y{}", &long[1..])));
+            assert_ne!(base, key(format!("{}y", &long[1..])));
+            // Either side of the inline limit.
+            assert_ne!(key("x".repeat(INLINE_MAX - 1)), key("x".repeat(INLINE_MAX)));
+        }
+    }
+
+    fn session(texts: &[&str]) -> Session {
+        let events = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut e = crate::transcript::Event::new(
+                    "user",
+                    crate::transcript::Role::User,
+                    "inv",
+                    i as f64,
+                );
+                e.parts.push(Part::Text {
+                    text: t.to_string(),
+                });
+                e.parts.push(Part::ToolCall {
+                    id: None,
+                    name: "f".into(),
+                    args: json!({"q": t.repeat(40), "ok": true}),
+                });
+                e
+            })
+            .collect();
+        Session {
+            id: "s".into(),
+            source: "test".into(),
+            format: crate::transcript::Format::Adk,
+            events,
+            recorded_compactions: Vec::new(),
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: Vec::new(),
+        }
+    }
+
+    /// Whatever happens to the cache file (truncated, garbled, emptied), the counts are the
+    /// uncached counts: a damaged file is ignored (and rewritten), never trusted.
+    #[test]
+    fn damaged_cache_never_changes_counts() {
+        let sessions = vec![
+            session(&[
+                "hello there",
+                "a longer text that is more than sixty-four bytes long, so it is hashed apart",
+                "hello there",
+            ]),
+            session(&["", "x"]),
+        ];
+        let tok = Tokenizer::O200k;
+        let (truth, _) = count_sessions_with_stats(&sessions, tok, &CacheOpts::disabled()).unwrap();
+        let expect: Vec<Vec<u32>> = sessions
+            .iter()
+            .map(|s| {
+                s.events
+                    .iter()
+                    .map(|e| count_parts(tok, &e.parts))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(truth, expect);
+        let dir = tempfile::tempdir().unwrap();
+        let opts = CacheOpts::at(dir.path());
+        let file = opts.file(tok).unwrap();
+        let (first, st) = count_sessions_with_stats(&sessions, tok, &opts).unwrap();
+        assert_eq!((first, st.tokenized, st.cached), (truth.clone(), 4, 0));
+        let good = std::fs::read(&file).unwrap();
+        let (warm, st) = count_sessions_with_stats(&sessions, tok, &opts).unwrap();
+        assert_eq!((warm, st.tokenized, st.cached), (truth.clone(), 0, 5));
+        let mut flipped = good.clone();
+        flipped[30] ^= 0x40;
+        for bad in [
+            good[..good.len() - 5].to_vec(),
+            good[..20].to_vec(),
+            flipped,
+            Vec::new(),
+        ] {
+            std::fs::write(&file, &bad).unwrap();
+            let (counts, st) = count_sessions_with_stats(&sessions, tok, &opts).unwrap();
+            assert_eq!((counts, st.tokenized), (truth.clone(), 4));
+            // Rebuilt whole.
+            assert_eq!(std::fs::read(&file).unwrap(), good);
+        }
     }
 
     #[test]
