@@ -124,10 +124,12 @@ pub fn count_sessions_with_stats(
 ) -> anyhow::Result<(Vec<Vec<u32>>, CountStats)> {
     // One flat list of every event's parts (session after session), so rayon balances long
     // and short sessions alike.
-    let flat: Vec<&[Part]> = sessions
-        .iter()
-        .flat_map(|sess| sess.events.iter().map(|e| e.parts.as_slice()))
-        .collect();
+    let mut flat: Vec<&[Part]> = Vec::with_capacity(sessions.iter().map(|s| s.events.len()).sum());
+    flat.extend(
+        sessions
+            .iter()
+            .flat_map(|sess| sess.events.iter().map(|e| e.parts.as_slice())),
+    );
     // Every event's key, every run: the cache is only as right as its keys. Chunks of events
     // keep rayon's bookkeeping small against work of a few microseconds per event.
     let mut keys: Vec<u64> = vec![0; flat.len()];
