@@ -192,8 +192,9 @@ struct Sorted {
 impl Sorted {
     /// `keys` must be strictly ascending and no longer than `u32::MAX` ([`decode`] checks).
     fn new(keys: Vec<u64>, counts: Vec<u32>) -> Sorted {
-        // 2^bits buckets for n keys, n <= 2^bits < 2n (at least 2 buckets).
-        let bits = (usize::BITS - keys.len().leading_zeros()).clamp(1, 32);
+        // 2^bits buckets for n keys, n < 2^bits <= 2n (at least 2; at most 2^24, 64 MiB of
+        // index, beyond which buckets just hold more keys).
+        let bits = (usize::BITS - keys.len().leading_zeros()).clamp(1, 24);
         let shift = 64 - bits;
         let buckets = 1usize << bits;
         let mut start = Vec::with_capacity(buckets + 1);
