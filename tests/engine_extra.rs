@@ -60,14 +60,6 @@ const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
         "r04_rewind",
         "D4: rewinds are refused by the reader (not modelled)",
     ),
-    (
-        "r13_big_ints",
-        "D10: integers beyond 64 bits are refused by the reader",
-    ),
-    (
-        "r14_nan_payload",
-        "D11: NaN / Infinity literals are refused by the reader",
-    ),
 ];
 
 fn known(name: &str) -> Option<&'static str> {

@@ -32,10 +32,62 @@ pub const K_OTHER: u8 = 2;
 #[derive(Debug, Clone, Copy)]
 struct Item {
     kind: u8,
+    /// Holds a function response / a function call part (the passes ask this constantly).
+    resp: bool,
+    call: bool,
     src: u32,
     p0: u32,
     p1: u32,
 }
+
+impl Item {
+    /// A summary or another agent's event: no parts of its own.
+    fn bare(kind: u8, src: u32) -> Item {
+        Item {
+            kind,
+            resp: false,
+            call: false,
+            src,
+            p0: 0,
+            p1: 0,
+        }
+    }
+
+    /// Raw event `src` with all of its parts at arena `p0..p1`.
+    fn event(s: &SessionSizes, src: u32, p0: u32, p1: u32) -> Item {
+        Item {
+            kind: K_RAW,
+            resp: s.has_resps[src as usize],
+            call: s.has_calls[src as usize],
+            src,
+            p0,
+            p1,
+        }
+    }
+
+    /// Raw item over arena parts `p0..p1` (a filtered or merged part list).
+    fn parts(s: &SessionSizes, arena: &[u32], src: u32, p0: u32, p1: u32) -> Item {
+        let mut it = Item {
+            kind: K_RAW,
+            resp: false,
+            call: false,
+            src,
+            p0,
+            p1,
+        };
+        for &gp in &arena[p0 as usize..p1 as usize] {
+            match s.parts[gp as usize].kind {
+                PART_RESPONSE => it.resp = true,
+                PART_CALL => it.call = true,
+                _ => {}
+            }
+        }
+        it
+    }
+}
+
+/// Sort key of an item (timestamp, stream position, summary ordinal) and the item.
+type Keyed = (f64, u32, u32, Item);
 
 /// Sizes of one assembled request.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -53,22 +105,29 @@ pub struct Measure {
 pub struct Scratch {
     items: Vec<Item>,
     arena: Vec<u32>,
-    keyed: Vec<(f64, u32, u32, Item)>,
+    keyed: Vec<Keyed>,
+    sums: Vec<Keyed>,
     gen: u32,
     set_gen: u32,
     id_a: Vec<u32>,
     id_b: Vec<u32>,
     id_c: Vec<u32>,
     name_a: Vec<u32>,
-    ev_a: Vec<u32>,
     ev_b: Vec<u32>,
     ev_c: Vec<u32>,
     fc_author: Vec<u32>,
     fc_author_stamp: Vec<u32>,
     /// Final item sequence of the last build: (kind, src).
     pub seq: Vec<(u8, u32)>,
-    /// Raw events present in the last build (stamp == `gen`).
+    /// Raw events present in the last build (stamp == `gen`), and the same as a list.
     seen: Vec<u32>,
+    pub seen_list: Vec<u32>,
+    // rearrange_async's buffers, kept between builds
+    ra_calls: Vec<(u32, usize)>,
+    ra_resps: Vec<((u32, usize), usize)>,
+    ra_stale: Vec<bool>,
+    ra_out: Vec<Item>,
+    ra_idxs: Vec<usize>,
 }
 
 impl Scratch {
@@ -84,8 +143,7 @@ impl Scratch {
         if self.name_a.len() < s.n_names as usize {
             self.name_a.resize(s.n_names as usize, 0);
         }
-        if self.ev_a.len() < s.n {
-            self.ev_a.resize(s.n, 0);
+        if self.ev_b.len() < s.n {
             self.ev_b.resize(s.n, 0);
             self.ev_c.resize(s.n, 0);
             self.seen.resize(s.n, 0);
@@ -101,18 +159,14 @@ impl Scratch {
             ] {
                 v.iter_mut().for_each(|x| *x = 0);
             }
-            for v in [
-                &mut self.ev_a,
-                &mut self.ev_b,
-                &mut self.ev_c,
-                &mut self.seen,
-            ] {
+            for v in [&mut self.ev_b, &mut self.ev_c, &mut self.seen] {
                 v.iter_mut().for_each(|x| *x = 0);
             }
             self.gen = 1;
         }
         self.items.clear();
         self.arena.clear();
+        self.seen_list.clear();
     }
 
     /// Whether raw event `i` was present (verbatim) in the last build.
@@ -136,6 +190,28 @@ pub fn coverage(comps: &[Comp], out: &mut Vec<(f64, f64)>) {
             _ => out.push((s, e)),
         }
     }
+}
+
+/// Whether raw event `i` passes `_get_contents`' filter for `viewer` on `branch` (visible,
+/// on the branch, not another tool's sub-branch), before compaction processing.
+fn in_context(s: &SessionSizes, viewer: u32, branch: Option<u32>, n: usize, i: usize) -> bool {
+    s.visible[i] && s.belongs_to_branch(branch, i) && !s.tool_sub_branch(branch, viewer, n, i)
+}
+
+/// The raw events `0..n` inside the coverage `cov`, as index ranges `lo..hi` in order; only
+/// for sessions whose timestamps are sorted (`ts_sorted`).
+pub fn covered_spans<'a>(
+    s: &'a SessionSizes,
+    n: usize,
+    cov: &'a [(f64, f64)],
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    debug_assert!(s.ts_sorted);
+    let ts = &s.timestamp[..n];
+    cov.iter().filter_map(move |&(a, b)| {
+        let lo = ts.partition_point(|&t| t < a);
+        let hi = ts.partition_point(|&t| t <= b);
+        (lo < hi).then_some((lo, hi))
+    })
 }
 
 /// ADK's `_is_timestamp_compacted`.
@@ -214,65 +290,79 @@ pub fn build(
                 let r = s.part_range(i);
                 let p0 = sc.arena.len() as u32;
                 sc.arena.extend(r);
-                sc.items.push(Item {
-                    kind: K_RAW,
-                    src: i as u32,
-                    p0,
-                    p1: sc.arena.len() as u32,
-                });
+                let p1 = sc.arena.len() as u32;
+                sc.items.push(Item::event(s, i as u32, p0, p1));
             }
         }
     } else {
         sc.keyed.clear();
+        sc.sums.clear();
         for (ci, c) in comps.iter().enumerate() {
             if c.retained {
-                sc.keyed.push((
-                    c.end,
-                    c.after_raw,
-                    ci as u32,
-                    Item {
-                        kind: K_SUM,
-                        src: ci as u32,
-                        p0: 0,
-                        p1: 0,
-                    },
-                ));
+                sc.sums
+                    .push((c.end, c.after_raw, ci as u32, Item::bare(K_SUM, ci as u32)));
             }
         }
-        for i in 0..n {
-            if s.visible[i]
-                && s.belongs_to_branch(branch, i)
-                && !s.tool_sub_branch(branch, viewer, n, i)
-            {
-                sc.ev_a[i] = g; // in raw_filtered_events (the recovery source)
-                let ts = s.timestamp[i];
-                if covered(cov, ts) {
-                    continue;
+        // Raw events arrive in stream order; when their timestamps never decrease (the usual
+        // case) only the few summaries need sorting, then one merge.
+        let mut in_order = sc.sums.iter().all(|k| !k.0.is_nan());
+        let mut prev_ts = f64::NEG_INFINITY;
+        let mut push_raw = |sc: &mut Scratch, i: usize| {
+            if !in_context(s, viewer, branch, n, i) {
+                return;
+            }
+            let ts = s.timestamp[i];
+            in_order &= ts >= prev_ts;
+            prev_ts = ts;
+            let r = s.part_range(i);
+            let p0 = sc.arena.len() as u32;
+            sc.arena.extend(r);
+            let p1 = sc.arena.len() as u32;
+            sc.keyed
+                .push((ts, i as u32, u32::MAX, Item::event(s, i as u32, p0, p1)));
+        };
+        if s.ts_sorted {
+            // Compacted spans are index ranges: skip them without looking.
+            let mut next = 0;
+            for (lo, hi) in covered_spans(s, n, cov) {
+                for i in next..lo {
+                    push_raw(sc, i);
                 }
-                let r = s.part_range(i);
-                let p0 = sc.arena.len() as u32;
-                sc.arena.extend(r);
-                sc.keyed.push((
-                    ts,
-                    i as u32,
-                    u32::MAX,
-                    Item {
-                        kind: K_RAW,
-                        src: i as u32,
-                        p0,
-                        p1: sc.arena.len() as u32,
-                    },
-                ));
+                next = next.max(hi);
+            }
+            for i in next..n {
+                push_raw(sc, i);
+            }
+        } else {
+            for i in 0..n {
+                if !covered(cov, s.timestamp[i]) {
+                    push_raw(sc, i);
+                }
             }
         }
-        sc.keyed.sort_by(|a, b| {
+        let by_key = |a: &Keyed, b: &Keyed| {
             a.0.partial_cmp(&b.0)
                 .unwrap_or(std::cmp::Ordering::Equal)
                 .then(a.1.cmp(&b.1))
                 .then(a.2.cmp(&b.2))
-        });
-        sc.items.extend(sc.keyed.iter().map(|k| k.3));
-        recover_calls(s, n, sc);
+        };
+        if in_order {
+            sc.sums.sort_by(by_key);
+            let mut j = 0;
+            for k in &sc.keyed {
+                while j < sc.sums.len() && by_key(&sc.sums[j], k).is_lt() {
+                    sc.items.push(sc.sums[j].3);
+                    j += 1;
+                }
+                sc.items.push(k.3);
+            }
+            sc.items.extend(sc.sums[j..].iter().map(|k| k.3));
+        } else {
+            sc.keyed.extend_from_slice(&sc.sums);
+            sc.keyed.sort_by(by_key);
+            sc.items.extend(sc.keyed.iter().map(|k| k.3));
+        }
+        recover_calls(s, n, viewer, branch, sc);
     }
 
     // 3. fc_author_by_id, then other-agent presentation.
@@ -313,12 +403,7 @@ pub fn build(
                 if s.other[it.src as usize].is_none() {
                     continue;
                 }
-                it = Item {
-                    kind: K_OTHER,
-                    src: it.src,
-                    p0: 0,
-                    p1: 0,
-                };
+                it = Item::bare(K_OTHER, it.src);
             }
         }
         sc.items[w] = it;
@@ -357,6 +442,7 @@ pub fn build(
             m.json_chars += text.json_chars.saturating_sub(11);
             if sc.seen[src] != g {
                 m.history_tokens += s.tokens[src] as u64;
+                sc.seen_list.push(src as u32);
             }
             sc.seen[src] = g;
             sc.seq.push((it.kind, it.src));
@@ -377,6 +463,7 @@ pub fn build(
                 m.json_chars += j;
                 if sc.seen[it.src as usize] != g {
                     m.history_tokens += s.tokens[it.src as usize] as u64;
+                    sc.seen_list.push(it.src);
                 }
                 sc.seen[it.src as usize] = g;
             }
@@ -387,9 +474,14 @@ pub fn build(
                     let p = s.parts[gp];
                     m.adk_chars += p.adk_chars;
                     parts_json += p.json_chars - p.id_strip_json;
-                    let owner = part_event(s, gp);
+                    let owner = if s.part_range(it.src as usize).contains(&(gp as u32)) {
+                        it.src as usize
+                    } else {
+                        part_event(s, gp)
+                    };
                     if sc.seen[owner] != g {
                         sc.seen[owner] = g;
+                        sc.seen_list.push(owner as u32);
                         m.history_tokens += s.tokens[owner] as u64;
                     }
                 }
@@ -419,8 +511,11 @@ fn item_parts<'a>(sc: &'a Scratch, it: &Item) -> &'a [u32] {
 
 /// ADK `_recover_compacted_function_calls`: re-insert a compacted call event (and its
 /// compacted sibling responses) right before a surviving response.
-fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
+fn recover_calls(s: &SessionSizes, n: usize, viewer: u32, branch: Option<u32>, sc: &mut Scratch) {
     let g = sc.gen;
+    // in raw_filtered_events (the recovery source), asked only of the few events recovery
+    // looks at
+    let filtered = |i: usize| in_context(s, viewer, branch, n, i);
     // present raw events
     let mut any_resp = false;
     for it in &sc.items {
@@ -443,7 +538,7 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                 let o = s.resp_owner[p as usize];
                 if o != NO_ID
                     && (o as usize) < n
-                    && sc.ev_a[o as usize] == g
+                    && filtered(o as usize)
                     && sc.ev_b[o as usize] != g
                 {
                     need = true;
@@ -467,7 +562,7 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                     continue;
                 }
                 let c = s.resp_owner[p as usize];
-                if c == NO_ID || c as usize >= n || sc.ev_a[c as usize] != g {
+                if c == NO_ID || c as usize >= n || !filtered(c as usize) {
                     continue;
                 }
                 if sc.ev_b[c as usize] == g || sc.ev_c[c as usize] == g {
@@ -476,12 +571,7 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                 let r = s.part_range(c as usize);
                 let p0 = sc.arena.len() as u32;
                 sc.arena.extend(r.clone());
-                out.push(Item {
-                    kind: K_RAW,
-                    src: c,
-                    p0,
-                    p1: sc.arena.len() as u32,
-                });
+                out.push(Item::event(s, c, p0, sc.arena.len() as u32));
                 sc.ev_c[c as usize] = g;
                 // sibling responses compacted away
                 for cp in r {
@@ -492,7 +582,7 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                     let mut surviving = false;
                     let mut latest: Option<usize> = None;
                     for j in (c as usize)..n {
-                        if sc.ev_a[j] != g || !s.has_resps[j] {
+                        if !s.has_resps[j] || !filtered(j) {
                             continue;
                         }
                         for rp in s.part_range(j) {
@@ -518,12 +608,7 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                             let r = s.part_range(j);
                             let p0 = sc.arena.len() as u32;
                             sc.arena.extend(r);
-                            out.push(Item {
-                                kind: K_RAW,
-                                src: j as u32,
-                                p0,
-                                p1: sc.arena.len() as u32,
-                            });
+                            out.push(Item::event(s, j as u32, p0, sc.arena.len() as u32));
                             sc.ev_c[j] = g;
                         }
                     }
@@ -543,9 +628,7 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
     for r in 0..sc.items.len() {
         let mut it = sc.items[r];
         if it.kind == K_RAW {
-            let has_resp = item_parts(sc, &it)
-                .iter()
-                .any(|&p| s.parts[p as usize].kind == PART_RESPONSE);
+            let has_resp = it.resp;
             let matched = |sc: &Scratch, p: crate::tokens::sizes::PartInfo| {
                 if p.id != NO_ID {
                     sc.id_a[p.id as usize] == g
@@ -575,10 +658,9 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 if p1 == p0 {
                     continue;
                 }
-                it.p0 = p0;
-                it.p1 = p1;
+                it = Item::parts(s, &sc.arena, it.src, p0, p1);
             }
-            for k in it.p0..it.p1 {
+            for k in if it.call { it.p0..it.p1 } else { 0..0 } {
                 let p = s.parts[sc.arena[k as usize] as usize];
                 if p.kind == PART_CALL {
                     if p.id != NO_ID {
@@ -643,9 +725,13 @@ fn find_owner(ctx: &Ctx<'_>, sc: &Scratch, end: usize, resp: u32) -> Option<usiz
 
 fn has_kind(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, kind: u8) -> bool {
     it.kind == K_RAW
-        && item_parts(sc, it)
-            .iter()
-            .any(|&p| ctx.s.parts[p as usize].kind == kind)
+        && match kind {
+            PART_RESPONSE => it.resp,
+            PART_CALL => it.call,
+            _ => item_parts(sc, it)
+                .iter()
+                .any(|&p| ctx.s.parts[p as usize].kind == kind),
+        }
 }
 
 /// `merge_function_response_events` over items given as part lists: the first item's parts,
@@ -732,8 +818,7 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
             }
             let p0 = sc.arena.len() as u32;
             sc.arena.extend(kept);
-            it.p0 = p0;
-            it.p1 = sc.arena.len() as u32;
+            it = Item::parts(s, &sc.arena, it.src, p0, sc.arena.len() as u32);
         }
         out.push(it);
         if let Some((_, split)) = by_call.iter().find(|(c, _)| *c == idx) {
@@ -779,12 +864,7 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
             } else {
                 lists[0]
             };
-            out.push(Item {
-                kind: K_RAW,
-                src: first_src,
-                p0: a,
-                p1: b,
-            });
+            out.push(Item::parts(s, &sc.arena, first_src, a, b));
         }
     }
     sc.items = out;
@@ -814,16 +894,20 @@ fn is_stale_text_reply(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, inv: u32) -> bool
 fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     let len = sc.items.len();
+    if !sc.items.iter().any(|it| it.kind == K_RAW && it.resp) {
+        return;
+    }
     // (call id, item) for call parts of events without responses, sorted: ADK's
     // `call_event_indices_by_id` (NO_ID collects id-less calls, as ADK keys on None).
-    let mut calls_by_id: Vec<(u32, usize)> = Vec::new();
+    let mut calls_by_id = std::mem::take(&mut sc.ra_calls);
+    calls_by_id.clear();
     let mut any_resp = false;
     for (i, it) in sc.items.iter().enumerate() {
         if has_kind(ctx, sc, it, PART_RESPONSE) {
             any_resp = true;
             continue;
         }
-        if it.kind != K_RAW {
+        if it.kind != K_RAW || !it.call {
             continue;
         }
         for &gp in item_parts(sc, it) {
@@ -834,13 +918,15 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         }
     }
     if !any_resp {
+        sc.ra_calls = calls_by_id;
         return;
     }
     calls_by_id.sort_unstable();
     // ((id, owning call item), response item), grouped by key in item order.
-    let mut resp_by_call: Vec<((u32, usize), usize)> = Vec::new();
+    let mut resp_by_call = std::mem::take(&mut sc.ra_resps);
+    resp_by_call.clear();
     for (i, it) in sc.items.iter().enumerate() {
-        if it.kind != K_RAW {
+        if it.kind != K_RAW || !it.resp {
             continue;
         }
         for &gp in item_parts(sc, it) {
@@ -861,7 +947,9 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     }
     resp_by_call.sort_by_key(|&(k, i)| (k, i));
     // stale model text replies between consecutive updates of one call
-    let mut stale: Vec<bool> = vec![false; len];
+    let mut stale = std::mem::take(&mut sc.ra_stale);
+    stale.clear();
+    stale.resize(len, false);
     for w in resp_by_call.windows(2) {
         if w[0].0 != w[1].0 {
             continue;
@@ -889,8 +977,9 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         let hi = resp_by_call.partition_point(|&(k, _)| k <= key);
         (hi > 0 && resp_by_call[hi - 1].0 == key).then(|| resp_by_call[hi - 1].1)
     };
-    let mut out: Vec<Item> = Vec::with_capacity(len);
-    let mut idxs: Vec<usize> = Vec::new();
+    let mut out = std::mem::take(&mut sc.ra_out);
+    out.clear();
+    let mut idxs = std::mem::take(&mut sc.ra_idxs);
     for (i, &is_stale) in stale.iter().enumerate() {
         if is_stale {
             continue;
@@ -923,19 +1012,18 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
                         .collect();
                     let src = sc.items[idxs[0]].src;
                     let (a, b) = merge_parts(ctx, sc, &lists);
-                    out.push(Item {
-                        kind: K_RAW,
-                        src,
-                        p0: a,
-                        p1: b,
-                    });
+                    out.push(Item::parts(s, &sc.arena, src, a, b));
                 }
             }
             continue;
         }
         out.push(it);
     }
-    sc.items = out;
+    sc.ra_out = std::mem::replace(&mut sc.items, out);
+    sc.ra_calls = calls_by_id;
+    sc.ra_resps = resp_by_call;
+    sc.ra_stale = stale;
+    sc.ra_idxs = idxs;
 }
 
 /// Whether arena part `k` (of an item spanning `p0..p1`) goes when ADK drops orphan parts:
@@ -963,7 +1051,7 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
         if it.kind != K_RAW {
             continue;
         }
-        for k in it.p0..it.p1 {
+        for k in if it.resp { it.p0..it.p1 } else { 0..0 } {
             let p = s.parts[sc.arena[k as usize] as usize];
             if p.kind == PART_RESPONSE && p.id != NO_ID {
                 sc.id_b[p.id as usize] = g;
@@ -983,6 +1071,7 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 && sc.id_c[p.id as usize] != g
         };
         if it.kind == K_RAW
+            && it.call
             && item_parts(sc, &it)
                 .iter()
                 .any(|&gp| orphan(sc, s.parts[gp as usize]))
@@ -1001,8 +1090,7 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
             if p1 == p0 {
                 continue;
             }
-            it.p0 = p0;
-            it.p1 = p1;
+            it = Item::parts(s, &sc.arena, it.src, p0, p1);
         }
         sc.items[w] = it;
         w += 1;
@@ -1020,6 +1108,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
         main_agent: s.main_agent,
         ..Default::default()
     };
+    out.tok_prefix.reserve(s.n + 1);
+    out.tok_prefix.push(0);
+    for i in 0..s.n {
+        let t = out.tok_prefix[i] + s.tokens[i] as u64;
+        out.tok_prefix.push(t);
+    }
     let main = s.main_agent.unwrap_or(u32::MAX);
     for b in 0..s.blocks() {
         let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);

@@ -98,12 +98,31 @@ pub(crate) struct State<'a> {
     pub base: &'a crate::tokens::sizes::BaselineCache,
     /// Model requests seen so far (row into `base.request`).
     pub req_row: usize,
-    /// Key of the build whose result `sc` holds: (viewer, branch, n, compactions).
+    /// Key of the request `last_measure` describes: (viewer, branch, n, compactions). When
+    /// compactions > 0 it is also the build `sc` holds.
     pub last_key: Option<(u32, Option<u32>, usize, usize)>,
     pub last_measure: Measure,
+    /// Per invocation id (interned in first-appearance order) among raw events `0..n`: the
+    /// latest timestamp, and the first and last event index (kept as events are appended).
+    pub inv_latest: Vec<f64>,
+    pub inv_first: Vec<u32>,
+    pub inv_last: Vec<u32>,
 }
 
 impl<'a> State<'a> {
+    /// Raw event `k` was appended.
+    fn appended(&mut self, k: usize) {
+        let inv = self.s.inv_id[k] as usize;
+        if inv >= self.inv_latest.len() {
+            self.inv_latest.resize(inv + 1, 0.0);
+            self.inv_first.resize(inv + 1, u32::MAX);
+            self.inv_last.resize(inv + 1, 0);
+        }
+        self.inv_latest[inv] = self.inv_latest[inv].max(self.s.timestamp[k]);
+        self.inv_first[inv] = self.inv_first[inv].min(k as u32);
+        self.inv_last[inv] = k as u32;
+    }
+
     /// ADK `_latest_prompt_token_count`: newest recorded count (of `agent`, or of anyone when
     /// `agent` is `u32::MAX`), stopping at the latest compaction; else the chars/4 estimate of
     /// the request `agent` would assemble.
@@ -120,8 +139,15 @@ impl<'a> State<'a> {
         (m.adk_chars > 0).then_some(m.adk_chars / 4)
     }
 
+    /// The request `viewer` would assemble now. A request is a function of (viewer, branch,
+    /// raw events, summaries), so asking twice without an append in between (the pre-request
+    /// estimate, then the request itself) reuses the first build.
     pub fn measure(&mut self, viewer: u32, branch: Option<u32>) -> Measure {
-        contents::build(
+        let key = (viewer, branch, self.n, self.comps.len());
+        if self.last_key == Some(key) {
+            return self.last_measure;
+        }
+        let m = contents::build(
             self.s,
             self.n,
             &self.comps,
@@ -129,7 +155,10 @@ impl<'a> State<'a> {
             viewer,
             branch,
             &mut self.sc,
-        )
+        );
+        self.last_key = Some(key);
+        self.last_measure = m;
+        m
     }
 
     /// Summarizer prompt chars for raw events `evs` after an optional seed of `seed_chars`.
@@ -305,6 +334,9 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         gs: GuardScratch::default(),
         out: Replay::default(),
         window: Vec::new(),
+        inv_latest: Vec::new(),
+        inv_first: Vec::new(),
+        inv_last: Vec::new(),
     };
     let mut base = Scratch::default();
     let mut prev = pre_request::Prev::default();
@@ -322,6 +354,7 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
                 };
             }
             st.n = k + 1;
+            st.appended(k);
         }
         post_invocation::run(&mut st, &mut base, b, lo, hi, calls_before, main);
     }

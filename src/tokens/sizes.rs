@@ -49,6 +49,8 @@ pub struct BaselineCache {
     pub block_end: Vec<[u64; 4]>,
     /// The main agent the block measures were computed for.
     pub main_agent: Option<u32>,
+    /// `tok_prefix[i]` = run-tokenizer tokens of events `0..i` (a run's tokens in O(1)).
+    pub tok_prefix: Vec<u64>,
 }
 
 /// The per-event arrays of one session.
@@ -128,6 +130,9 @@ pub struct SessionSizes {
     pub main_agent: Option<u32>,
     /// Setting-independent uncompacted measures, filled lazily by the engine's first replay.
     pub baseline: std::sync::OnceLock<BaselineCache>,
+    /// Timestamps never decrease and none is NaN: a timestamp range is then an index range,
+    /// found by binary search (the engine skips compacted spans instead of scanning them).
+    pub ts_sorted: bool,
 }
 
 struct Interner {
@@ -344,6 +349,8 @@ impl SessionSizes {
             }
         }
         s.main_agent = best;
+        s.ts_sorted =
+            s.timestamp.windows(2).all(|w| w[0] <= w[1]) && !s.timestamp.iter().any(|t| t.is_nan());
         s
     }
 
