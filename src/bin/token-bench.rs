@@ -1,7 +1,8 @@
 //! Tokenization benchmark (README "Benchmark" → "Tokenization"):
 //!
 //! ```text
-//! cargo run --release --bin token-bench -- [--corpus DIR] [--python PY] [--repeat N] [--warm-loop S]
+//! cargo run --release --bin token-bench -- [--corpus DIR] [--python PY] [--repeat N] \
+//!     [--warm-loop SECONDS]
 //! ```
 //!
 //! The data's path: read every session of the corpus, then count tokens (o200k) the way the

@@ -208,8 +208,8 @@ enum Piece<'a> {
     Tokens(u64),
 }
 
-/// Bumped whenever [`pieces`] changes what is counted (or [`content_key`] how keys are
-/// built), so stale cache entries never match.
+/// Bumped whenever [`pieces`] changes what is counted (or [`keys_into`] how keys are built),
+/// so stale cache entries never match.
 const SCHEME: &[u8] = b"compaction-sim pieces v5 keys v2";
 
 /// Tokens of an image whose pixels are unknown: OpenAI's high-detail price of a 1024×1024
@@ -312,9 +312,10 @@ const AHEAD: usize = 2;
 /// and long strings enter it as their own xxh3 digest, hashed where they lie: a warm run
 /// reads every byte of text once and copies little of it (it is mostly this function).
 ///
-/// The text is scattered over the heap, so a warm run waits on memory more than it hashes: while one event is hashed, the
-/// strings of the events just ahead and the part arrays of those after them are already
-/// being fetched (about a quarter less CPU time per warm run over the corpus).
+/// The text is scattered over the heap, so a warm run waits on memory more than it hashes:
+/// while one event is hashed, the strings of the events just ahead and the part arrays of
+/// those after them are already being fetched (about a quarter less CPU time per warm run
+/// over the corpus).
 fn keys_into(events: &[&[Part]], out: &mut [u64]) {
     let mut buf = Vec::new();
     for (i, (parts, key)) in events.iter().zip(out.iter_mut()).enumerate() {
