@@ -478,6 +478,7 @@ impl KeyHasher<'_> {
             Value::Array(a) => {
                 self.h.update(b"[");
                 self.h.update(&(a.len() as u64).to_le_bytes());
+                a.iter().for_each(prefetch_value);
                 for x in a {
                     self.value(x);
                 }
