@@ -119,6 +119,9 @@ pub struct Scratch {
     fc_author_stamp: Vec<u32>,
     /// Final item sequence of the last build: (kind, src).
     pub seq: Vec<(u8, u32)>,
+    /// The last build's trailing item held a function response (so
+    /// `rearrange_events_for_latest_function_response` may have moved items).
+    latest_rearranged: bool,
     /// Raw events present in the last build (stamp == `gen`), and the same as a list.
     seen: Vec<u32>,
     pub seen_list: Vec<u32>,
@@ -176,6 +179,7 @@ impl Scratch {
         self.items.clear();
         self.arena.clear();
         self.seen_list.clear();
+        self.latest_rearranged = false;
     }
 
     /// Whether raw event `i` was present (verbatim) in the last build.
@@ -466,6 +470,70 @@ pub fn build(
         sc.seq.push((it.kind, it.src));
     }
     m
+}
+
+/// The request of the last build (`prev`, over raw events `0..n0`) after raw events
+/// `n0..n` were appended, when that is only its list plus those events: the summaries are the
+/// same (the caller checks), timestamps are sorted, and every new event is either outside the
+/// request or a plain one (no call, response, long-running mark or transcription; said by the
+/// viewer or the user, or measured for anyone). Then no step of `_get_contents` moves,
+/// merges or drops anything because of them, provided the last build's trailing item held no
+/// function response. `None`: build from scratch.
+#[allow(clippy::too_many_arguments)]
+pub fn extend(
+    s: &SessionSizes,
+    n0: usize,
+    n: usize,
+    cov: &[(f64, f64)],
+    viewer: u32,
+    branch: Option<u32>,
+    sc: &mut Scratch,
+    prev: Measure,
+) -> Option<Measure> {
+    if !s.ts_sorted || sc.latest_rearranged || n0 > n {
+        return None;
+    }
+    let plain = |i: usize| {
+        !s.has_calls[i]
+            && !s.has_resps[i]
+            && s.long_running[i].is_empty()
+            && s.transcription[i] == 0
+            && (viewer == u32::MAX || s.author[i] == viewer || s.author[i] == s.user_author)
+    };
+    let mut add = Vec::new();
+    for i in n0..n {
+        // a call, even outside the request, can make earlier events a tool's sub-branch
+        if s.has_calls[i] {
+            return None;
+        }
+        if !in_context(s, viewer, branch, n, i) || covered(cov, s.timestamp[i]) {
+            continue;
+        }
+        if !plain(i) {
+            return None;
+        }
+        add.push(i);
+    }
+    let g = sc.gen;
+    let mut m = prev;
+    for i in add {
+        let r = s.part_range(i);
+        let np = (r.end - r.start) as u64;
+        let mut parts_json = 0u64;
+        for gp in r {
+            let p = s.parts[gp as usize];
+            m.adk_chars += p.adk_chars;
+            parts_json += p.json_chars - p.id_strip_json;
+        }
+        let role = if s.role_model[i] { 5 } else { 4 };
+        m.json_chars += 10 + parts_json + np.saturating_sub(1) + 2 + 8 + role + 2;
+        m.history_tokens += s.tokens[i] as u64;
+        m.contents += 1;
+        sc.seen[i] = g;
+        sc.seen_list.push(i as u32);
+        sc.seq.push((K_RAW, i as u32));
+    }
+    Some(m)
 }
 
 /// Step 3: `fc_author_by_id`, then another agent's events (and responses to its calls) as
@@ -791,6 +859,7 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
     if !has_kind(ctx, sc, &trailing, PART_RESPONSE) {
         return;
     }
+    sc.latest_rearranged = true;
     // parts_by_call_idx (ordered by first appearance), non-response parts
     let mut by_call: Vec<(usize, Vec<u32>)> = Vec::new();
     let mut non_fr: Vec<u32> = Vec::new();

@@ -147,6 +147,28 @@ impl<'a> State<'a> {
         if self.last_key == Some(key) {
             return self.last_measure;
         }
+        // Same asker and summaries as the last build, a few events later (typically the
+        // user's next message): extend that build when nothing in between can move it.
+        if let Some((v, b, n0, c)) = self.last_key {
+            if (v, b, c) == (viewer, branch, self.comps.len()) && c > 0 {
+                if let Some(m) = contents::extend(
+                    self.s,
+                    n0,
+                    self.n,
+                    &self.cov,
+                    viewer,
+                    branch,
+                    &mut self.sc,
+                    self.last_measure,
+                ) {
+                    #[cfg(debug_assertions)]
+                    self.check_extension(viewer, branch, m);
+                    self.last_key = Some(key);
+                    self.last_measure = m;
+                    return m;
+                }
+            }
+        }
         let m = contents::build(
             self.s,
             self.n,
@@ -159,6 +181,29 @@ impl<'a> State<'a> {
         self.last_key = Some(key);
         self.last_measure = m;
         m
+    }
+
+    /// Debug builds: an extended request equals the request built from scratch, down to the
+    /// items present and their order.
+    #[cfg(debug_assertions)]
+    fn check_extension(&self, viewer: u32, branch: Option<u32>, m: Measure) {
+        let mut fresh = Scratch::default();
+        let f = contents::build(
+            self.s,
+            self.n,
+            &self.comps,
+            &self.cov,
+            viewer,
+            branch,
+            &mut fresh,
+        );
+        assert_eq!(f, m, "extended request differs from a fresh build");
+        assert_eq!(fresh.seq, self.sc.seq, "extended request lists other items");
+        let mut a = fresh.seen_list.clone();
+        let mut b = self.sc.seen_list.clone();
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b, "extended request carries other raw events");
     }
 
     /// Summarizer prompt chars for raw events `evs` after an optional seed of `seed_chars`.
