@@ -119,8 +119,7 @@ pub struct Scratch {
     fc_author_stamp: Vec<u32>,
     /// Final item sequence of the last build: (kind, src).
     pub seq: Vec<(u8, u32)>,
-    /// The last build's trailing item held a function response (so
-    /// `rearrange_events_for_latest_function_response` may have moved items).
+    /// `rearrange_events_for_latest_function_response` moved items in the last build.
     latest_rearranged: bool,
     /// Raw events present in the last build (stamp == `gen`), and the same as a list.
     seen: Vec<u32>,
@@ -474,14 +473,17 @@ pub fn build(
 
 /// The request of the last build (`prev`, over raw events `0..n0`) after raw events
 /// `n0..n` were appended, when that is only its list plus those events: the summaries are the
-/// same (the caller checks), timestamps are sorted, and every new event is either outside the
-/// request or a plain one (no call, response, long-running mark or transcription; said by the
-/// viewer or the user, or measured for anyone). Then no step of `_get_contents` moves,
-/// merges or drops anything because of them, provided the last build's trailing item held no
-/// function response. `None`: build from scratch.
+/// same (the caller checks) and timestamps are sorted; every new event is outside the request
+/// (and calls nothing), or plain (no call, response, long-running mark or transcription; said
+/// by the viewer or the user, or measured for anyone), or a tool round trip: an event of the
+/// viewer's calling ids never called before, then at once the viewer's event answering each
+/// of them, and nothing else. Then no step of `_get_contents` moves, merges or drops anything
+/// because of them, provided the last build's latest-response rearrangement moved nothing.
+/// `None`: build from scratch.
 #[allow(clippy::too_many_arguments)]
 pub fn extend(
     s: &SessionSizes,
+    base: &crate::tokens::sizes::BaselineCache,
     n0: usize,
     n: usize,
     cov: &[(f64, f64)],
@@ -493,26 +495,82 @@ pub fn extend(
     if !s.ts_sorted || sc.latest_rearranged || n0 > n {
         return None;
     }
-    let plain = |i: usize| {
-        !s.has_calls[i]
-            && !s.has_resps[i]
-            && s.long_running[i].is_empty()
+    let simple = |i: usize| {
+        s.long_running[i].is_empty()
             && s.transcription[i] == 0
             && (viewer == u32::MAX || s.author[i] == viewer || s.author[i] == s.user_author)
     };
+    let own = |i: usize| viewer != u32::MAX && s.author[i] == viewer && simple(i);
     let mut add = Vec::new();
+    // the round trip's call event, waiting for its answer
+    let mut open: Option<usize> = None;
     for i in n0..n {
-        // a call, even outside the request, can make earlier events a tool's sub-branch
-        if s.has_calls[i] {
-            return None;
-        }
-        if !in_context(s, viewer, branch, n, i) || covered(cov, s.timestamp[i]) {
+        let in_req = in_context(s, viewer, branch, n, i) && !covered(cov, s.timestamp[i]);
+        if !in_req {
+            // a call, even outside the request, can make earlier events a tool's sub-branch
+            if s.has_calls[i] {
+                return None;
+            }
             continue;
         }
-        if !plain(i) {
+        if let Some(c) = open.take() {
+            // the answer: only responses, each to one of c's ids, all of them answered
+            if s.has_calls[i] || !s.has_resps[i] || !own(i) || !s.requested[i].is_empty() {
+                return None;
+            }
+            let mut answered = 0usize;
+            for p in s.part_range(i) {
+                let pi = s.parts[p as usize];
+                if pi.kind != PART_RESPONSE {
+                    continue;
+                }
+                if pi.id == NO_ID || s.resp_owner[p as usize] != c as u32 {
+                    return None;
+                }
+                answered += 1;
+            }
+            let calls = s.call_ids(c).count();
+            let mut ids: Vec<u32> = s.resp_ids(i).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            if ids.len() != calls || answered != calls {
+                return None;
+            }
+            add.push(i);
+            continue;
+        }
+        if s.has_calls[i] {
+            // a fresh call event of the viewer's: every part with an id never called before
+            if s.has_resps[i] || !own(i) {
+                return None;
+            }
+            let mut ids = Vec::new();
+            for p in s.part_range(i) {
+                let pi = s.parts[p as usize];
+                if pi.kind == PART_CALL {
+                    if pi.id == NO_ID || base.call_first.get(pi.id as usize) != Some(&(i as u32)) {
+                        return None;
+                    }
+                    ids.push(pi.id);
+                }
+            }
+            let k = ids.len();
+            ids.sort_unstable();
+            ids.dedup();
+            if ids.len() != k {
+                return None;
+            }
+            open = Some(i);
+            add.push(i);
+            continue;
+        }
+        if s.has_resps[i] || !simple(i) {
             return None;
         }
         add.push(i);
+    }
+    if open.is_some() {
+        return None;
     }
     let g = sc.gen;
     let mut m = prev;
@@ -859,7 +917,6 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
     if !has_kind(ctx, sc, &trailing, PART_RESPONSE) {
         return;
     }
-    sc.latest_rearranged = true;
     // parts_by_call_idx (ordered by first appearance), non-response parts
     let mut by_call: Vec<(usize, Vec<u32>)> = Vec::new();
     let mut non_fr: Vec<u32> = Vec::new();
@@ -886,6 +943,7 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
     if latest == len - 2 && by_call.len() == 1 {
         return;
     }
+    sc.latest_rearranged = true;
     let in_calls = |c: Option<usize>| c.is_some_and(|c| by_call.iter().any(|(x, _)| *x == c));
     let mut out: Vec<Item> = Vec::with_capacity(latest + 2);
     for idx in 0..=latest {
@@ -1265,6 +1323,14 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
         main_agent: s.main_agent,
         ..Default::default()
     };
+    out.call_first = vec![u32::MAX; s.n_ids as usize];
+    for i in (0..s.n).rev() {
+        if s.visible[i] {
+            for id in s.call_ids(i) {
+                out.call_first[id as usize] = i as u32;
+            }
+        }
+    }
     out.tok_prefix.reserve(s.n + 1);
     out.tok_prefix.push(0);
     for i in 0..s.n {

@@ -153,6 +153,7 @@ impl<'a> State<'a> {
             if (v, b, c) == (viewer, branch, self.comps.len()) && c > 0 {
                 if let Some(m) = contents::extend(
                     self.s,
+                    self.base,
                     n0,
                     self.n,
                     &self.cov,

@@ -51,6 +51,8 @@ pub struct BaselineCache {
     pub main_agent: Option<u32>,
     /// `tok_prefix[i]` = run-tokenizer tokens of events `0..i` (a run's tokens in O(1)).
     pub tok_prefix: Vec<u64>,
+    /// Per call id: the first visible event calling it (`u32::MAX`: none).
+    pub call_first: Vec<u32>,
 }
 
 /// The per-event arrays of one session.
