@@ -128,6 +128,19 @@ pub struct SessionSizes {
     pub main_agent: Option<u32>,
     /// Setting-independent uncompacted measures, filled lazily by the engine's first replay.
     pub baseline: std::sync::OnceLock<BaselineCache>,
+    /// ADK 2.13 isolation scope of each event: 0 = unscoped, `k` = `scopes[k - 1]`.
+    pub scope: Vec<u32>,
+    pub scopes: Vec<String>,
+    /// Per scope (`k - 1`): the events holding a function call whose id is the scope and whose
+    /// args are truthy, in order, each with the task input ADK prepends to that scope's
+    /// requests (`json.dumps(args, ensure_ascii=False)` as a user content): (event, ADK chars,
+    /// JSON chars of the content).
+    pub scope_lead: Vec<Vec<(u32, u64, u64)>>,
+    /// Per event: for a rewind event, the first event it annuls (the first event of its
+    /// target invocation, or itself when that is not earlier); `u32::MAX` otherwise.
+    pub rewind_to: Vec<u32>,
+    /// Rewind events, in order.
+    pub rewinds: Vec<u32>,
 }
 
 struct Interner {
@@ -168,6 +181,8 @@ impl SessionSizes {
             map: HashMap::new(),
         };
         let mut branches: HashMap<String, u32> = HashMap::new();
+        let mut scopes: HashMap<&str, u32> = HashMap::new();
+        let mut inv_first_event: Vec<u32> = Vec::new();
         for name in [
             "adk_request_confirmation",
             "adk_request_credential",
@@ -271,8 +286,22 @@ impl SessionSizes {
                     nb
                 })
             }));
+            if iid == next_inv {
+                inv_first_event.push(i as u32);
+            }
+            s.scope.push(match &e.isolation_scope {
+                None => 0,
+                Some(sc) => {
+                    let k = s.scopes.len() as u32 + 1;
+                    *scopes.entry(sc.as_str()).or_insert_with(|| {
+                        s.scopes.push(sc.clone());
+                        k
+                    })
+                }
+            });
         }
         s.block_start.push(n as u32);
+        s.scope_and_rewinds(evs, &scopes, &inv_ids, &inv_first_event);
         // Tool sub-branch segments (ADK `_BranchPath.is_tool_branch`: leaf `name@id`, split at
         // the last `@`, with `id` a recorded function call id).
         let mut first_call: HashMap<u32, u32> = HashMap::new();
@@ -345,6 +374,95 @@ impl SessionSizes {
         }
         s.main_agent = best;
         s
+    }
+
+    /// The task inputs of each scope and the rewind targets (after the per-event pass).
+    fn scope_and_rewinds(
+        &mut self,
+        evs: &[Event],
+        scopes: &HashMap<&str, u32>,
+        inv_ids: &HashMap<&str, u32>,
+        inv_first_event: &[u32],
+    ) {
+        self.scope_lead = vec![Vec::new(); self.scopes.len()];
+        if !scopes.is_empty() {
+            for (i, e) in evs.iter().enumerate() {
+                for p in &e.parts {
+                    let Part::ToolCall {
+                        id: Some(id),
+                        args: serde_json::Value::Object(args),
+                        ..
+                    } = p
+                    else {
+                        continue;
+                    };
+                    let Some(&k) = scopes.get(id.as_str()) else {
+                        continue;
+                    };
+                    if args.is_empty() {
+                        continue; // `fc.args` must be truthy
+                    }
+                    let text = adk::py_json_dumps_unicode(&serde_json::Value::Object(args.clone()));
+                    let chars = text.chars().count() as u64;
+                    // {"parts":[{"text":"…"}],"role":"user"}
+                    let json = 37 + adk::json_str_len_raw(&text);
+                    self.scope_lead[k as usize - 1].push((i as u32, chars, json));
+                }
+            }
+        }
+        self.rewind_to = vec![u32::MAX; evs.len()];
+        for (i, e) in evs.iter().enumerate() {
+            let Some(target) = e.rewind_before_invocation_id.as_deref() else {
+                continue;
+            };
+            let first = inv_ids
+                .get(target)
+                .and_then(|&k| inv_first_event.get(k as usize))
+                .copied()
+                .filter(|&f| (f as usize) < i)
+                .unwrap_or(i as u32);
+            self.rewind_to[i] = first;
+            self.rewinds.push(i as u32);
+        }
+    }
+
+    /// Whether the session has isolation scopes or rewinds (the engine's exact but slower
+    /// path for them is needed).
+    pub fn has_scopes_or_rewinds(&self) -> bool {
+        !self.scopes.is_empty() || !self.rewinds.is_empty()
+    }
+
+    /// ADK `_apply_rewinds` over events `0..n`: the annulled spans (closed raw event index
+    /// intervals), ascending. A rewind only ever drops a contiguous span ending at itself;
+    /// walking backwards, a rewind inside a later rewind's span is itself annulled.
+    pub fn rewound_spans(&self, n: usize, out: &mut Vec<(u32, u32)>) {
+        out.clear();
+        let mut limit = n as u32;
+        for &r in self.rewinds.iter().rev() {
+            if r < limit {
+                let t = self.rewind_to[r as usize];
+                out.push((t, r));
+                limit = t;
+            }
+        }
+        out.reverse();
+    }
+
+    /// The task input ADK prepends for scope `scope` (> 0) to a request built from events
+    /// `0..n` (the first delegating call among them, skipping `excluded` ones): (ADK chars, JSON
+    /// chars).
+    pub fn scope_lead(
+        &self,
+        scope: u32,
+        n: usize,
+        excluded: impl Fn(usize) -> bool,
+    ) -> Option<(u64, u64)> {
+        let leads = self.scope_lead.get((scope as usize).checked_sub(1)?)?;
+        leads
+            .iter()
+            .take_while(|&&(e, _, _)| (e as usize) < n)
+            .find(|&&(e, _, _)| !excluded(e as usize))
+            .map(|&(_, a, j)| (a, j))
     }
 
     /// Global part indices of event `i`.
@@ -423,6 +541,13 @@ impl SessionSizes {
         let ev = &self.branches[eb as usize];
         inv.len() > ev.len() && inv.starts_with(ev.as_str()) && inv.as_bytes()[ev.len()] == b'.'
     }
+}
+
+/// Whether raw event `i` lies in one of the rewound `spans` (ascending, disjoint).
+pub fn in_spans(spans: &[(u32, u32)], i: usize) -> bool {
+    let i = i as u32;
+    let k = spans.partition_point(|&(t, _)| t <= i);
+    k > 0 && i <= spans[k - 1].1
 }
 
 /// ADK's `_should_include_event_in_context` for an unscoped event: non-empty content and not
