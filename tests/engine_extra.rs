@@ -45,22 +45,6 @@ fn load(p: &Path) -> Option<Value> {
 /// still disagree, so fixing a class fails the test until its entry is removed.
 const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
     (
-        "h23_isolation_scope_",
-        "D3: isolation scopes are refused by the reader (not modelled)",
-    ),
-    (
-        "r03_isolation_scope",
-        "D3: isolation scopes are refused by the reader (not modelled)",
-    ),
-    (
-        "h25_rewind_",
-        "D4: rewinds are refused by the reader (not modelled)",
-    ),
-    (
-        "r04_rewind",
-        "D4: rewinds are refused by the reader (not modelled)",
-    ),
-    (
         "r13_big_ints",
         "D10: integers beyond 64 bits are refused by the reader",
     ),

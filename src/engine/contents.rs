@@ -69,6 +69,15 @@ pub struct Scratch {
     pub seq: Vec<(u8, u32)>,
     /// Raw events present in the last build (stamp == `gen`).
     seen: Vec<u32>,
+    /// ADK 2.13 isolation scope of the requesting agent (0 = unscoped), set by the caller
+    /// before `build`: only events of that scope are visible, and a scoped agent gets its
+    /// task input prepended.
+    pub scope: u32,
+    /// Look the task input up among live (not rewound) events only, as ADK's token estimate
+    /// does (it builds from `_apply_rewinds(events)`); requests search all events.
+    pub lead_after_rewinds: bool,
+    /// Rewound spans at the last build's `n`.
+    spans: Vec<(u32, u32)>,
 }
 
 impl Scratch {
@@ -203,6 +212,16 @@ pub fn build(
         .take_while(|c| c.after_raw as usize <= n)
         .count();
     let comps = &comps[..comps_live];
+    // ADK 2.13 isolation scopes and rewinds: events of another scope, or annulled by a
+    // rewind, are not visible (callers pass the summaries that remain for this view).
+    let view = s.has_scopes_or_rewinds();
+    if view {
+        s.rewound_spans(n, &mut sc.spans);
+    }
+    let scope = sc.scope;
+    let in_view = |sc: &Scratch, i: usize| {
+        !view || (s.scope[i] == scope && !crate::tokens::sizes::in_spans(&sc.spans, i))
+    };
 
     // 1-2. visibility filter, then compaction processing.
     if comps.is_empty() {
@@ -210,6 +229,7 @@ pub fn build(
             if s.visible[i]
                 && s.belongs_to_branch(branch, i)
                 && !s.tool_sub_branch(branch, viewer, n, i)
+                && in_view(sc, i)
             {
                 let r = s.part_range(i);
                 let p0 = sc.arena.len() as u32;
@@ -243,6 +263,7 @@ pub fn build(
             if s.visible[i]
                 && s.belongs_to_branch(branch, i)
                 && !s.tool_sub_branch(branch, viewer, n, i)
+                && in_view(sc, i)
             {
                 sc.ev_a[i] = g; // in raw_filtered_events (the recovery source)
                 let ts = s.timestamp[i];
@@ -401,6 +422,17 @@ pub fn build(
         }
         m.contents += 1;
         sc.seq.push((it.kind, it.src));
+    }
+    if view && scope != 0 {
+        // `_build_task_input_user_content`: a scoped agent's first turn is the delegating
+        // call's args (history tokens: ADK's chars/4, no event owns this content).
+        let rewound = |e: usize| sc.lead_after_rewinds && crate::tokens::sizes::in_spans(&sc.spans, e);
+        if let Some((a, j)) = s.scope_lead(scope, n, rewound) {
+            m.contents += 1;
+            m.adk_chars += a;
+            m.json_chars += j;
+            m.history_tokens += a / 4;
+        }
     }
     m
 }
@@ -1027,6 +1059,7 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             if !s.model_request[k] {
                 continue;
             }
+            sc.scope = s.scope[k];
             let m = build(s, k, &[], &[], s.author[k], s.branch[k], &mut sc);
             out.request_event.push(k as u32);
             out.request.push([
@@ -1043,6 +1076,7 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
                 }
             }
         }
+        sc.scope = 0;
         let m = build(s, hi, &[], &[], main, None, &mut sc);
         out.block_end.push([
             m.contents as u64,

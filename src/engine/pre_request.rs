@@ -15,6 +15,7 @@ pub(crate) fn token_path(
     phase: Phase,
     inv: u32,
     before: Option<u32>,
+    scope: u32,
 ) -> bool {
     let Some((threshold, retention)) = st.cfg.token else {
         return false;
@@ -24,12 +25,17 @@ pub(crate) fn token_path(
         _ => return false,
     }
     let s = st.s;
+    // ADK works on `_apply_rewinds(events)` of the caller's isolation scope.
+    st.view(scope);
     // latest non-subsumed compaction by stream order, and its end
-    let latest = st.comps.iter().rposition(|c| c.retained);
+    let latest = st.vc().0.iter().rposition(|c| c.retained);
     let last_end = latest.map_or(0.0, |k| st.comps[k].end);
     let mut cands = std::mem::take(&mut st.window);
     cands.clear();
-    cands.extend((0..st.n as u32).filter(|&i| s.timestamp[i as usize] > last_end));
+    cands.extend(
+        (0..st.n as u32)
+            .filter(|&i| s.timestamp[i as usize] > last_end && st.in_view(i as usize, scope)),
+    );
     let r = retention as usize;
     if cands.len() <= r {
         st.window = cands;
@@ -41,7 +47,14 @@ pub(crate) fn token_path(
         guards::safe_split(s, &cands, r, &mut st.gs)
     };
     cands.truncate(split);
-    let keep = guards::self_contained_prefix(s, &cands, st.n, &mut st.gs);
+    let keep = if st.special {
+        let (spans, n) = (&st.spans, st.n);
+        guards::self_contained_prefix_in(s, &cands, n, &mut st.gs, |i| {
+            s.scope[i] == scope && !crate::tokens::sizes::in_spans(spans, i)
+        })
+    } else {
+        guards::self_contained_prefix(s, &cands, st.n, &mut st.gs)
+    };
     cands.truncate(keep);
     if cands.is_empty() {
         st.window = cands;
@@ -58,13 +71,22 @@ pub(crate) fn token_path(
         lo = lo.min(t);
         hi = hi.max(t);
     }
-    if !guards::worth_compacting(s, st.n, &st.comps, &st.cov, lo, hi) {
+    let (comps, cov) = st.vc();
+    if !guards::worth_compacting_in(s, st.n, comps, cov, lo, hi, |i| st.in_view(i, scope)) {
         st.window = cands;
         return false;
     }
     let evs = cands.clone();
     st.window = cands;
-    st.summarize(phase, Trigger::TokenThreshold, inv, before, evs, latest)
+    st.summarize(
+        phase,
+        Trigger::TokenThreshold,
+        inv,
+        before,
+        evs,
+        latest,
+        scope,
+    )
 }
 
 /// What the previous model request looked like (for the shared-prefix column).
@@ -117,6 +139,7 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     let s = st.s;
     let author = s.author[k];
     let branch = s.branch[k];
+    let scope = s.scope.get(k).copied().unwrap_or(0);
     let row = st.req_row;
     st.req_row += 1;
     let raw = contents::Measure::from_row(st.base.request[row]);
@@ -128,9 +151,15 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     let mut measured = None;
     let pre_start = st.out.pre_request.len() as u32;
     if st.cfg.token.is_some() && st.cfg.pre_request {
-        measured = st.measured(author, branch);
+        // The oracle reports the count over all events; ADK's check reads live ones.
+        measured = st.measured(author, branch, scope, false);
+        let live = if st.s.rewinds.is_empty() {
+            measured
+        } else {
+            st.measured(author, branch, scope, true)
+        };
         let before = st.out.compactions.len();
-        token_path(st, measured, Phase::PreRequest, inv, Some(k as u32));
+        token_path(st, live, Phase::PreRequest, inv, Some(k as u32), scope);
         for c in before..st.out.compactions.len() {
             st.out.pre_request.push(c as u32 + 1);
         }
@@ -138,7 +167,7 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     let pre_end = st.out.pre_request.len() as u32;
     let generic = !st.comps.is_empty();
     let sim = if generic {
-        st.measure(author, branch)
+        st.measure(author, branch, scope)
     } else {
         raw
     };
@@ -151,9 +180,10 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
         let words = st.base.words;
         let seen = &st.base.seen[row * words..(row + 1) * words];
         let mut run: Option<(u32, u32)> = None;
+        let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
         for i in 0..st.n {
             let in_base = seen[i / 64] >> (i % 64) & 1 == 1;
-            if in_base && !st.sc.was_seen(i) && contents::covered(&st.cov, s.timestamp[i]) {
+            if in_base && !st.sc.was_seen(i) && contents::covered(cov, s.timestamp[i]) {
                 hidden_tokens += s.tokens[i] as u64;
                 run = Some(match run {
                     Some((a, b)) if b + 1 == i as u32 => (a, i as u32),
