@@ -426,7 +426,8 @@ pub fn build(
     if view && scope != 0 {
         // `_build_task_input_user_content`: a scoped agent's first turn is the delegating
         // call's args (history tokens: ADK's chars/4, no event owns this content).
-        let rewound = |e: usize| sc.lead_after_rewinds && crate::tokens::sizes::in_spans(&sc.spans, e);
+        let rewound =
+            |e: usize| sc.lead_after_rewinds && crate::tokens::sizes::in_spans(&sc.spans, e);
         if let Some((a, j)) = s.scope_lead(scope, n, rewound) {
             m.contents += 1;
             m.adk_chars += a;

@@ -23,12 +23,12 @@ pub struct SummarizeRequest<'a> {
     pub call: u32,
     pub phase: Phase,
     pub trigger: Trigger,
-    /// Raw event indices handed to the summarizer (first..last+1, in transcript order); the
-    /// seed, if any, comes first in ADK's list. ADK's list skips events only when timestamps
-    /// go backwards across a summary's end (then `prompt_chars` counts the exact list).
+    /// Raw event indices handed to the summarizer (first..last+1, in transcript order, minus
+    /// `skip`); the seed, if any, comes first in ADK's list.
     pub events: Range<u32>,
-    /// Events inside `events` that ADK does not hand over (another isolation scope, or
-    /// annulled by a rewind), ascending; empty for sessions without either.
+    /// Events inside `events` that ADK does not hand over, ascending: another isolation
+    /// scope, annulled by a rewind, or (token path) timestamps going backwards across the
+    /// previous summary's end. Usually empty. [`SummarizeRequest::event_indices`] applies it.
     pub skip: &'a [u32],
     pub seed: Option<Seed<'a>>,
     /// ADK's prompt size: 657 fixed template chars + the formatted history.

@@ -571,3 +571,101 @@ fn is_visible(e: &Event) -> bool {
         && !adk::is_confirmation_event(e)
         && !adk::is_framework_event(e)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::Format;
+
+    fn session(events: Vec<Event>) -> SessionSizes {
+        let s = Session {
+            id: "s".into(),
+            source: "t".into(),
+            format: Format::Adk,
+            events,
+            recorded_compactions: vec![],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        };
+        SessionSizes::new(&s, None)
+    }
+
+    fn ev(inv: &str, t: f64, rewind: Option<&str>) -> Event {
+        let mut e = Event::new("user", Role::User, inv, t);
+        e.rewind_before_invocation_id = rewind.map(str::to_string);
+        e
+    }
+
+    /// ADK `_apply_rewinds`: a rewind drops itself and everything from its target's first
+    /// event; walking backwards, a rewind inside a later rewind's span is not applied; an
+    /// unknown or not-earlier target drops only the rewind event.
+    #[test]
+    fn rewound_spans_follow_apply_rewinds() {
+        let s = session(vec![
+            ev("i1", 1.0, None),
+            ev("i1", 2.0, None),
+            ev("i2", 3.0, None),
+            ev("i2", 4.0, None),
+            ev("rw1", 5.0, Some("i2")), // 4: drops 2..=4
+            ev("i3", 6.0, None),
+            ev("rw2", 7.0, Some("i3")),   // 6: drops 5..=6
+            ev("rw3", 8.0, Some("nope")), // 7: drops itself
+            ev("i4", 9.0, None),
+            ev("rw4", 10.0, Some("i2")), // 9: drops 2..=9, rw1..rw3 included
+            ev("rw5", 11.0, Some("rw5")), // 10: its own invocation starts here: itself only
+        ]);
+        let mut out = Vec::new();
+        let mut at = |n: usize| {
+            s.rewound_spans(n, &mut out);
+            out.clone()
+        };
+        assert_eq!(at(4), vec![]);
+        assert_eq!(at(5), vec![(2, 4)]);
+        assert_eq!(at(7), vec![(2, 4), (5, 6)]);
+        assert_eq!(at(8), vec![(2, 4), (5, 6), (7, 7)]);
+        assert_eq!(at(10), vec![(2, 9)]);
+        assert_eq!(at(11), vec![(2, 9), (10, 10)]);
+        let spans = at(11);
+        assert!(!in_spans(&spans, 1));
+        assert!(in_spans(&spans, 2) && in_spans(&spans, 9) && in_spans(&spans, 10));
+        assert!(s.has_scopes_or_rewinds());
+    }
+
+    /// A scoped agent's task input: the first call whose id is the scope and whose args are
+    /// truthy, as `json.dumps(args, ensure_ascii=False)`, once that call exists.
+    #[test]
+    fn scope_lead_is_the_delegating_calls_args() {
+        let call = |id: &str, args: serde_json::Value| {
+            let mut e = Event::new("coord", Role::Model, "i", 1.0);
+            e.parts.push(Part::ToolCall {
+                id: Some(id.into()),
+                name: "task".into(),
+                args,
+            });
+            e
+        };
+        let scoped = |sc: &str| {
+            let mut e = Event::new("worker", Role::Model, "i", 2.0);
+            e.parts.push(Part::Text { text: "w".into() });
+            e.isolation_scope = Some(sc.into());
+            e
+        };
+        let s = session(vec![
+            call("task2", serde_json::json!({})),
+            call("task1", serde_json::json!({"topic": "ñ", "n": 1})),
+            scoped("task1"),
+            scoped("task2"),
+            Event::new("user", Role::User, "i", 3.0),
+        ]);
+        assert_eq!(s.scope, vec![0, 0, 1, 2, 0]);
+        assert_eq!(s.scopes, vec!["task1".to_string(), "task2".to_string()]);
+        // `{"topic": "ñ", "n": 1}`: 22 chars; its content
+        // `{"parts":[{"text":"{\"topic\": \"ñ\", \"n\": 1}"}],"role":"user"}`: 65
+        assert_eq!(s.scope_lead(1, 5, |_| false), Some((22, 65)));
+        assert_eq!(s.scope_lead(1, 1, |_| false), None, "call not yet there");
+        assert_eq!(s.scope_lead(1, 5, |e| e == 1), None, "call rewound");
+        assert_eq!(s.scope_lead(2, 5, |_| false), None, "empty args are falsy");
+        assert_eq!(s.scope_lead(0, 5, |_| false), None);
+    }
+}

@@ -1125,7 +1125,11 @@ mod unsupported_tests {
         ] {
             let err = read("s.json", &ev(extra)).unwrap_err();
             assert_eq!(err.location, loc, "{extra}");
-            assert!(err.message.starts_with("expected a string"), "{}", err.message);
+            assert!(
+                err.message.starts_with("expected a string"),
+                "{}",
+                err.message
+            );
         }
         // null values are what ADK writes when the feature is unused
         let ok = ev(r#","isolation_scope":null,"branch":"a.job@c1","input_transcription":null"#);
