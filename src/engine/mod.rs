@@ -287,7 +287,7 @@ impl<'a> State<'a> {
         let s = self.s;
         // Events between the first and the last handed over that ADK did not hand over.
         let skip: Vec<u32> = match (evs.first(), evs.last()) {
-            (Some(&a), Some(&b)) if (b - a + 1) as usize != evs.len() => {
+            (Some(&a), Some(&b)) if b >= a && (b - a + 1) as usize != evs.len() => {
                 (a..=b).filter(|i| evs.binary_search(i).is_err()).collect()
             }
             _ => Vec::new(),
