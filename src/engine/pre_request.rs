@@ -94,16 +94,24 @@ pub(crate) fn token_path(
 pub(crate) struct Prev {
     /// (viewer, raw events, compactions, history tokens) of the previous request.
     pub last: Option<(u32, usize, usize, u64)>,
+    /// Isolation scope of the previous request (an agent in another scope sees other events).
+    pub last_scope: u32,
+    /// Rewound-spans version at the previous request.
+    pub last_spans: u32,
 }
 
 /// Tokens of the history prefix this request shares with the previous one: everything, when
 /// the same agent asks again and no summary was written in between; else the leading items
 /// that were there before and are not inside a summary written since.
-fn shared_prefix(st: &State<'_>, prev: &Prev, viewer: u32, generic: bool) -> u64 {
+fn shared_prefix(st: &State<'_>, prev: &Prev, viewer: u32, scope: u32, generic: bool) -> u64 {
     let Some((pv, pn, pc, ptok)) = prev.last else {
         return 0;
     };
-    if pv != viewer {
+    if pv != viewer || prev.last_scope != scope {
+        return 0;
+    }
+    if prev.last_spans != st.spans_version {
+        // A rewind removed events since: counted as no shared prefix (conservative).
         return 0;
     }
     if pc == st.comps.len() {
@@ -206,8 +214,10 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     }
     let hid_end = st.out.hidden.len() as u32;
     let car_end = st.out.carried.len() as u32;
-    let shared = shared_prefix(st, prev, author, generic);
+    let shared = shared_prefix(st, prev, author, scope, generic);
     prev.last = Some((author, st.n, st.comps.len(), sim.history_tokens));
+    prev.last_scope = scope;
+    prev.last_spans = st.spans_version;
 
     // replayed usage
     let recorded = s.recorded_prompt[k];
