@@ -311,6 +311,42 @@ fn canonical_round_trips_every_session_of_my_formats() {
     }
 }
 
+/// Python-written ADK transcripts holding NaN / Infinity / integers beyond 64 bits (D10/D11,
+/// the oracle-extra fixtures) load through detection, keep every literal, and survive a
+/// canonical round trip (written back as the bare literals, detected as canonical).
+#[test]
+fn python_only_numbers_load_and_round_trip() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle-extra");
+    for (name, literal) in [
+        (
+            "n01_big_ints_nested.session.json",
+            "-8888888888888888888888888888888",
+        ),
+        ("n02_nan_inf.session.json", "-Infinity"),
+        (
+            "n03_sensor_nan.events.jsonl",
+            "340282366920938463463374607431768211455",
+        ),
+        ("n04_other_agent_nan.session.json", "NaN"),
+        ("r13_big_ints.session.json", "12345678901234567890123456789"),
+        ("r14_nan_payload.session.json", "Infinity"),
+    ] {
+        let p = dir.join(name);
+        let s = load_file(&p, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.len(), 1, "{name}");
+        assert_eq!(s[0].format, Format::Adk, "{name}");
+        let text = canonical::write_canonical(&s[0]);
+        assert!(text.contains(literal), "{name}: {literal} kept");
+        assert!(!text.contains('\u{FDD0}'), "{name}: no tag leaks out");
+        assert_eq!(detect(&text), Some(Format::Canonical), "{name}");
+        let back =
+            read_as(Format::Canonical, "c.jsonl", &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut b = back.into_iter().next().expect("one session");
+        b.source = s[0].source.clone();
+        assert_eq!(b, s[0], "{name}");
+    }
+}
+
 /// Deterministic generator (SplitMix64) for the robustness test.
 struct Rng(u64);
 impl Rng {

@@ -97,7 +97,11 @@ pub fn event_fact_text(event: &Event) -> String {
 fn json_values(v: &serde_json::Value, out: &mut String) {
     match v {
         serde_json::Value::String(s) => {
-            out.push_str(s);
+            // NaN / Infinity / big integers read from Python JSON: their printed form.
+            match crate::transcript::pyjson::tagged(s) {
+                Some(n) => out.push_str(n.repr()),
+                None => out.push_str(s),
+            }
             out.push('\n');
         }
         serde_json::Value::Number(n) => {

@@ -396,7 +396,9 @@ impl<'a> Command<'a> {
 
 impl Summarizer for Command<'_> {
     fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
-        let input = self.input_json(req).to_string();
+        // NaN / Infinity / big integers reach the program as the bare literals Python wrote.
+        let input = crate::transcript::pyjson::untag_json_text(&self.input_json(req).to_string())
+            .into_owned();
         let cached = self.memo.lock().ok().and_then(|m| m.get(&input).cloned());
         let result = match cached {
             Some(r) => r,

@@ -37,6 +37,9 @@ struct Item {
     p1: u32,
 }
 
+/// Sort key of an item (timestamp, stream position, summary ordinal) and the item.
+type Keyed = (f64, u32, u32, Item);
+
 /// Sizes of one assembled request.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Measure {
@@ -53,14 +56,14 @@ pub struct Measure {
 pub struct Scratch {
     items: Vec<Item>,
     arena: Vec<u32>,
-    keyed: Vec<(f64, u32, u32, Item)>,
+    keyed: Vec<Keyed>,
+    sums: Vec<Keyed>,
     gen: u32,
     set_gen: u32,
     id_a: Vec<u32>,
     id_b: Vec<u32>,
     id_c: Vec<u32>,
     name_a: Vec<u32>,
-    ev_a: Vec<u32>,
     ev_b: Vec<u32>,
     ev_c: Vec<u32>,
     fc_author: Vec<u32>,
@@ -93,8 +96,7 @@ impl Scratch {
         if self.name_a.len() < s.n_names as usize {
             self.name_a.resize(s.n_names as usize, 0);
         }
-        if self.ev_a.len() < s.n {
-            self.ev_a.resize(s.n, 0);
+        if self.ev_b.len() < s.n {
             self.ev_b.resize(s.n, 0);
             self.ev_c.resize(s.n, 0);
             self.seen.resize(s.n, 0);
@@ -110,12 +112,7 @@ impl Scratch {
             ] {
                 v.iter_mut().for_each(|x| *x = 0);
             }
-            for v in [
-                &mut self.ev_a,
-                &mut self.ev_b,
-                &mut self.ev_c,
-                &mut self.seen,
-            ] {
+            for v in [&mut self.ev_b, &mut self.ev_c, &mut self.seen] {
                 v.iter_mut().for_each(|x| *x = 0);
             }
             self.gen = 1;
@@ -145,6 +142,53 @@ pub fn coverage(comps: &[Comp], out: &mut Vec<(f64, f64)>) {
             _ => out.push((s, e)),
         }
     }
+}
+
+/// Whether raw event `i` passes `_get_contents`' filter for `viewer` on `branch` (visible,
+/// on the branch, not another tool's sub-branch), before compaction processing.
+fn in_context(
+    s: &SessionSizes,
+    viewer: u32,
+    branch: Option<u32>,
+    n: usize,
+    i: usize,
+    vf: View<'_>,
+) -> bool {
+    s.visible[i]
+        && s.belongs_to_branch(branch, i)
+        && !s.tool_sub_branch(branch, viewer, n, i)
+        && vf.keeps(s, i)
+}
+
+/// ADK 2.13 isolation scopes and rewinds: an event of another scope than the requesting
+/// agent's, or annulled by a rewind, is not in context (`on` only for sessions having either).
+#[derive(Clone, Copy)]
+struct View<'a> {
+    on: bool,
+    scope: u32,
+    spans: &'a [(u32, u32)],
+}
+
+impl View<'_> {
+    fn keeps(&self, s: &SessionSizes, i: usize) -> bool {
+        !self.on || (s.scope[i] == self.scope && !crate::tokens::sizes::in_spans(self.spans, i))
+    }
+}
+
+/// The raw events `0..n` inside the coverage `cov`, as index ranges `lo..hi` in order; only
+/// for sessions whose timestamps are sorted (`ts_sorted`).
+pub fn covered_spans<'a>(
+    s: &'a SessionSizes,
+    n: usize,
+    cov: &'a [(f64, f64)],
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    debug_assert!(s.ts_sorted);
+    let ts = &s.timestamp[..n];
+    cov.iter().filter_map(move |&(a, b)| {
+        let lo = ts.partition_point(|&t| t < a);
+        let hi = ts.partition_point(|&t| t <= b);
+        (lo < hi).then_some((lo, hi))
+    })
 }
 
 /// ADK's `_is_timestamp_compacted`.
@@ -212,15 +256,18 @@ pub fn build(
         .take_while(|c| c.after_raw as usize <= n)
         .count();
     let comps = &comps[..comps_live];
-    // ADK 2.13 isolation scopes and rewinds: events of another scope, or annulled by a
-    // rewind, are not visible (callers pass the summaries that remain for this view).
+    // ADK 2.13 isolation scopes and rewinds (callers pass the summaries that remain for this
+    // view).
     let view = s.has_scopes_or_rewinds();
+    let mut spans = std::mem::take(&mut sc.spans);
     if view {
-        s.rewound_spans(n, &mut sc.spans);
+        s.rewound_spans(n, &mut spans);
     }
     let scope = sc.scope;
-    let in_view = |sc: &Scratch, i: usize| {
-        !view || (s.scope[i] == scope && !crate::tokens::sizes::in_spans(&sc.spans, i))
+    let vf = View {
+        on: view,
+        scope,
+        spans: &spans,
     };
 
     // 1-2. visibility filter, then compaction processing.
@@ -229,7 +276,7 @@ pub fn build(
             if s.visible[i]
                 && s.belongs_to_branch(branch, i)
                 && !s.tool_sub_branch(branch, viewer, n, i)
-                && in_view(sc, i)
+                && vf.keeps(s, i)
             {
                 let r = s.part_range(i);
                 let p0 = sc.arena.len() as u32;
@@ -244,9 +291,10 @@ pub fn build(
         }
     } else {
         sc.keyed.clear();
+        sc.sums.clear();
         for (ci, c) in comps.iter().enumerate() {
             if c.retained {
-                sc.keyed.push((
+                sc.sums.push((
                     c.end,
                     c.after_raw,
                     ci as u32,
@@ -259,41 +307,74 @@ pub fn build(
                 ));
             }
         }
-        for i in 0..n {
-            if s.visible[i]
-                && s.belongs_to_branch(branch, i)
-                && !s.tool_sub_branch(branch, viewer, n, i)
-                && in_view(sc, i)
-            {
-                sc.ev_a[i] = g; // in raw_filtered_events (the recovery source)
-                let ts = s.timestamp[i];
-                if covered(cov, ts) {
-                    continue;
+        // Raw events arrive in stream order; when their timestamps never decrease (the usual
+        // case) only the few summaries need sorting, then one merge.
+        let mut in_order = sc.sums.iter().all(|k| !k.0.is_nan());
+        let mut prev_ts = f64::NEG_INFINITY;
+        let mut push_raw = |sc: &mut Scratch, i: usize| {
+            if !in_context(s, viewer, branch, n, i, vf) {
+                return;
+            }
+            let ts = s.timestamp[i];
+            in_order &= ts >= prev_ts;
+            prev_ts = ts;
+            let r = s.part_range(i);
+            let p0 = sc.arena.len() as u32;
+            sc.arena.extend(r);
+            sc.keyed.push((
+                ts,
+                i as u32,
+                u32::MAX,
+                Item {
+                    kind: K_RAW,
+                    src: i as u32,
+                    p0,
+                    p1: sc.arena.len() as u32,
+                },
+            ));
+        };
+        if s.ts_sorted {
+            // Compacted spans are index ranges: skip them without looking.
+            let mut next = 0;
+            for (lo, hi) in covered_spans(s, n, cov) {
+                for i in next..lo {
+                    push_raw(sc, i);
                 }
-                let r = s.part_range(i);
-                let p0 = sc.arena.len() as u32;
-                sc.arena.extend(r);
-                sc.keyed.push((
-                    ts,
-                    i as u32,
-                    u32::MAX,
-                    Item {
-                        kind: K_RAW,
-                        src: i as u32,
-                        p0,
-                        p1: sc.arena.len() as u32,
-                    },
-                ));
+                next = next.max(hi);
+            }
+            for i in next..n {
+                push_raw(sc, i);
+            }
+        } else {
+            for i in 0..n {
+                if !covered(cov, s.timestamp[i]) {
+                    push_raw(sc, i);
+                }
             }
         }
-        sc.keyed.sort_by(|a, b| {
+        let by_key = |a: &Keyed, b: &Keyed| {
             a.0.partial_cmp(&b.0)
                 .unwrap_or(std::cmp::Ordering::Equal)
                 .then(a.1.cmp(&b.1))
                 .then(a.2.cmp(&b.2))
-        });
-        sc.items.extend(sc.keyed.iter().map(|k| k.3));
-        recover_calls(s, n, sc);
+        };
+        if in_order {
+            sc.sums.sort_by(by_key);
+            let mut j = 0;
+            for k in &sc.keyed {
+                while j < sc.sums.len() && by_key(&sc.sums[j], k).is_lt() {
+                    sc.items.push(sc.sums[j].3);
+                    j += 1;
+                }
+                sc.items.push(k.3);
+            }
+            sc.items.extend(sc.sums[j..].iter().map(|k| k.3));
+        } else {
+            sc.keyed.extend_from_slice(&sc.sums);
+            sc.keyed.sort_by(by_key);
+            sc.items.extend(sc.keyed.iter().map(|k| k.3));
+        }
+        recover_calls(s, n, viewer, branch, vf, sc);
     }
 
     // 3. fc_author_by_id, then other-agent presentation.
@@ -408,7 +489,11 @@ pub fn build(
                     let p = s.parts[gp];
                     m.adk_chars += p.adk_chars;
                     parts_json += p.json_chars - p.id_strip_json;
-                    let owner = part_event(s, gp);
+                    let owner = if s.part_range(it.src as usize).contains(&(gp as u32)) {
+                        it.src as usize
+                    } else {
+                        part_event(s, gp)
+                    };
                     if sc.seen[owner] != g {
                         sc.seen[owner] = g;
                         m.history_tokens += s.tokens[owner] as u64;
@@ -426,8 +511,7 @@ pub fn build(
     if view && scope != 0 {
         // `_build_task_input_user_content`: a scoped agent's first turn is the delegating
         // call's args (history tokens: ADK's chars/4, no event owns this content).
-        let rewound =
-            |e: usize| sc.lead_after_rewinds && crate::tokens::sizes::in_spans(&sc.spans, e);
+        let rewound = |e: usize| sc.lead_after_rewinds && crate::tokens::sizes::in_spans(&spans, e);
         if let Some((a, j)) = s.scope_lead(scope, n, rewound) {
             m.contents += 1;
             m.adk_chars += a;
@@ -435,6 +519,7 @@ pub fn build(
             m.history_tokens += a / 4;
         }
     }
+    sc.spans = spans;
     m
 }
 
@@ -452,8 +537,18 @@ fn item_parts<'a>(sc: &'a Scratch, it: &Item) -> &'a [u32] {
 
 /// ADK `_recover_compacted_function_calls`: re-insert a compacted call event (and its
 /// compacted sibling responses) right before a surviving response.
-fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
+fn recover_calls(
+    s: &SessionSizes,
+    n: usize,
+    viewer: u32,
+    branch: Option<u32>,
+    vf: View<'_>,
+    sc: &mut Scratch,
+) {
     let g = sc.gen;
+    // in raw_filtered_events (the recovery source), asked only of the few events recovery
+    // looks at
+    let filtered = |i: usize| in_context(s, viewer, branch, n, i, vf);
     // present raw events
     let mut any_resp = false;
     for it in &sc.items {
@@ -476,7 +571,7 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                 let o = s.resp_owner[p as usize];
                 if o != NO_ID
                     && (o as usize) < n
-                    && sc.ev_a[o as usize] == g
+                    && filtered(o as usize)
                     && sc.ev_b[o as usize] != g
                 {
                     need = true;
@@ -500,7 +595,7 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                     continue;
                 }
                 let c = s.resp_owner[p as usize];
-                if c == NO_ID || c as usize >= n || sc.ev_a[c as usize] != g {
+                if c == NO_ID || c as usize >= n || !filtered(c as usize) {
                     continue;
                 }
                 if sc.ev_b[c as usize] == g || sc.ev_c[c as usize] == g {
@@ -525,7 +620,7 @@ fn recover_calls(s: &SessionSizes, n: usize, sc: &mut Scratch) {
                     let mut surviving = false;
                     let mut latest: Option<usize> = None;
                     for j in (c as usize)..n {
-                        if sc.ev_a[j] != g || !s.has_resps[j] {
+                        if !s.has_resps[j] || !filtered(j) {
                             continue;
                         }
                         for rp in s.part_range(j) {

@@ -98,7 +98,8 @@ pub(crate) struct State<'a> {
     pub base: &'a crate::tokens::sizes::BaselineCache,
     /// Model requests seen so far (row into `base.request`).
     pub req_row: usize,
-    /// Key of the build whose result `sc` holds: (viewer, branch, n, compactions).
+    /// Key of the request `last_measure` describes: (viewer, branch, n, compactions). When
+    /// compactions > 0 it is also the build `sc` holds.
     pub last_key: Option<(u32, Option<u32>, usize, usize)>,
     pub last_measure: Measure,
     /// Sessions with isolation scopes or rewinds take the exact, slower path below.
@@ -241,7 +242,16 @@ impl<'a> State<'a> {
         }
     }
 
+    /// The request `viewer` (of isolation scope `scope`) would assemble now. A request is a
+    /// function of (viewer, branch, raw events, summaries), so asking twice without an append
+    /// in between (the pre-request estimate, then the request itself) reuses the first build.
+    /// Sessions with scopes or rewinds always build (the key would need the scope, the spans
+    /// and the task-input rule too).
     pub fn measure(&mut self, viewer: u32, branch: Option<u32>, scope: u32) -> Measure {
+        let key = (viewer, branch, self.n, self.comps.len());
+        if !self.special && self.last_key == Some(key) {
+            return self.last_measure;
+        }
         self.view(scope);
         self.sc.scope = scope;
         let (comps, cov) = if self.special {
@@ -249,7 +259,10 @@ impl<'a> State<'a> {
         } else {
             (&self.comps[..], &self.cov[..])
         };
-        contents::build(self.s, self.n, comps, cov, viewer, branch, &mut self.sc)
+        let m = contents::build(self.s, self.n, comps, cov, viewer, branch, &mut self.sc);
+        self.last_key = Some(key);
+        self.last_measure = m;
+        m
     }
 
     /// Summarizer prompt chars for raw events `evs` after an optional seed of `seed_chars`.

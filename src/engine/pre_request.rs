@@ -188,10 +188,19 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
         let words = st.base.words;
         let seen = &st.base.seen[row * words..(row + 1) * words];
         let mut run: Option<(u32, u32)> = None;
-        let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
-        for i in 0..st.n {
+        let hidden_at = |i: usize| {
             let in_base = seen[i / 64] >> (i % 64) & 1 == 1;
-            if in_base && !st.sc.was_seen(i) && contents::covered(cov, s.timestamp[i]) {
+            in_base && !st.sc.was_seen(i)
+        };
+        // the requesting agent's view of the summaries (scopes, rewinds)
+        let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
+        let spans: Vec<(usize, usize)> = if s.ts_sorted {
+            contents::covered_spans(s, st.n, cov).collect()
+        } else {
+            vec![(0, st.n)]
+        };
+        for i in spans.into_iter().flat_map(|(lo, hi)| lo..hi) {
+            if hidden_at(i) && (s.ts_sorted || contents::covered(cov, s.timestamp[i])) {
                 hidden_tokens += s.tokens[i] as u64;
                 run = Some(match run {
                     Some((a, b)) if b + 1 == i as u32 => (a, i as u32),

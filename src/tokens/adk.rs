@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 
+use crate::transcript::pyjson::tagged;
 use crate::transcript::{Event, Part, Role};
 
 // ------------------------------------------------------------------ floats
@@ -112,7 +113,11 @@ pub fn py_json_dumps_len(v: &Value) -> u64 {
         Value::Bool(true) => 4,
         Value::Bool(false) => 5,
         Value::Number(n) => number_text(n, py_float_repr).len() as u64,
-        Value::String(s) => 2 + py_json_str_len(s),
+        // NaN / Infinity / big integers (`pyjson` tags): `json.dumps` prints the literal.
+        Value::String(s) => match tagged(s) {
+            Some(n) => n.json().len() as u64,
+            None => 2 + py_json_str_len(s),
+        },
         Value::Array(a) => {
             if a.is_empty() {
                 return 2;
@@ -157,7 +162,11 @@ pub fn py_json_dumps_unicode(v: &Value) -> String {
             Value::Null => out.push_str("null"),
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Value::Number(n) => out.push_str(&number_text(n, py_float_repr)),
-            Value::String(s) => string(s, out),
+            // NaN / Infinity / big integers (`pyjson` tags): `json.dumps` prints the literal.
+            Value::String(s) => match tagged(s) {
+                Some(n) => out.push_str(n.json()),
+                None => string(s, out),
+            },
             Value::Array(a) => {
                 out.push('[');
                 for (i, x) in a.iter().enumerate() {
@@ -210,7 +219,11 @@ pub fn pydantic_json_len(v: &Value) -> u64 {
         Value::Bool(true) => 4,
         Value::Bool(false) => 5,
         Value::Number(n) => number_text(n, pydantic_float).len() as u64,
-        Value::String(s) => 2 + json_str_len_raw(s),
+        // pydantic writes NaN / Infinity as `null` and big integers digit by digit.
+        Value::String(s) => match tagged(s) {
+            Some(n) => n.pydantic().len() as u64,
+            None => 2 + json_str_len_raw(s),
+        },
         Value::Array(a) => {
             2 + a.iter().map(pydantic_json_len).sum::<u64>() + (a.len() as u64).saturating_sub(1)
         }
@@ -281,7 +294,10 @@ pub fn py_repr(v: &Value, out: &mut String) {
         Value::Bool(true) => out.push_str("True"),
         Value::Bool(false) => out.push_str("False"),
         Value::Number(n) => out.push_str(&number_text(n, py_float_repr)),
-        Value::String(s) => py_str_repr(s, out),
+        Value::String(s) => match tagged(s) {
+            Some(n) => out.push_str(n.repr()),
+            None => py_str_repr(s, out),
+        },
         Value::Array(a) => {
             out.push('[');
             for (i, x) in a.iter().enumerate() {
@@ -817,6 +833,50 @@ mod tests {
         assert!(s.events[1].role_absent);
         let e2 = r#"{"parts":[{"thought_signature":"AAAA"},{"text":"t","thought":true,"thought_signature":"AAAA"}],"role":"model"}"#;
         assert_eq!(json_chars(&s.events[2]), e2.len() as u64);
+    }
+
+    /// NaN / Infinity / integers beyond 64 bits, read from the transcript's text as Python's
+    /// `json.loads` reads it; expected strings printed by Python 3.11 + pydantic (genai
+    /// `Content.model_dump_json(exclude_none=True)`).
+    #[test]
+    fn python_only_numbers_print_as_python_does() {
+        let raw = r#"{"a": NaN, "b": [Infinity, -Infinity], "c": 1180591620717411303424, "d": -36893488147419103232, "e": 1e22, "f": 18446744073709551615, "g": {"h": 12345678901234567890123456789}}"#;
+        let text = crate::transcript::pyjson::normalize("t.json", raw).expect("normalizes");
+        let v: Value = serde_json::from_str(&text).expect("parses");
+        let dumps = r#"{"a": NaN, "b": [Infinity, -Infinity], "c": 1180591620717411303424, "d": -36893488147419103232, "e": 1e+22, "f": 18446744073709551615, "g": {"h": 12345678901234567890123456789}}"#;
+        assert_eq!(py_json_dumps_len(&v), dumps.len() as u64);
+        let repr = r#"{'a': nan, 'b': [inf, -inf], 'c': 1180591620717411303424, 'd': -36893488147419103232, 'e': 1e+22, 'f': 18446744073709551615, 'g': {'h': 12345678901234567890123456789}}"#;
+        assert_eq!(py_repr_string(&v), repr);
+        let mut e = Event::new("a", Role::Model, "i", 1.0);
+        e.parts.push(Part::ToolCall {
+            id: Some("x".into()),
+            name: "f".into(),
+            args: v.clone(),
+        });
+        let pydantic = r#"{"parts":[{"function_call":{"id":"x","args":{"a":null,"b":[null,null],"c":1180591620717411303424,"d":-36893488147419103232,"e":1e+22,"f":18446744073709551615,"g":{"h":12345678901234567890123456789}},"name":"f"}}],"role":"model"}"#;
+        assert_eq!(json_chars(&e), pydantic.len() as u64);
+        // ADK's estimate: name + json.dumps(args); the summarizer line: name(str(args))
+        assert_eq!(adk_chars(&e), 1 + dumps.len() as u64);
+        assert_eq!(summarizer_text(&e), format!("a called tool: f({repr})"));
+        assert_eq!(
+            summarizer_stats(&e).0,
+            summarizer_text(&e).chars().count() as u64
+        );
+        // a lone NaN, a huge negative int
+        for (lit, d, r) in [
+            ("NaN", "NaN", "nan"),
+            (
+                "-99999999999999999999999",
+                "-99999999999999999999999",
+                "-99999999999999999999999",
+            ),
+        ] {
+            let raw = format!("[{lit}]");
+            let t = crate::transcript::pyjson::normalize("t", &raw).unwrap();
+            let v: Value = serde_json::from_str(&t).unwrap();
+            assert_eq!(py_json_dumps_len(&v), 2 + d.len() as u64);
+            assert_eq!(py_repr_string(&v), format!("[{r}]"));
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! What is counted per part (the text the model reads):
 //! - text and thought: the text;
 //! - tool call: the tool name + the JSON of its args (a string value is counted as the string
-//!   itself, since that is what the model wrote; objects as compact JSON);
+//!   itself, since that is what the model wrote; objects as compact JSON, where Python's
+//!   `NaN` / `Infinity` / big integers appear as their bare literals, as `json.dumps` writes);
 //! - tool response: the tool name + the JSON of the response (same rule for strings);
 //! - attachment: its text when recorded; else an image counts [`IMAGE_TOKENS`], anything
 //!   else `size_bytes / 4` tokens (no text to count; a token per 4 bytes is the usual rule
@@ -15,6 +16,7 @@
 //! `floor(chars / 4)` per event; it is never read from or written to the disk cache.
 
 use super::cache::{CacheOpts, CountCache};
+use crate::transcript::pyjson::{tagged, untag_json_text};
 use crate::transcript::{Part, Session};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -208,11 +210,22 @@ fn attachment_tokens(mime_type: Option<&str>, size_bytes: Option<u64>) -> u64 {
     }
 }
 
+/// The text a payload is counted as: a string as itself, other JSON as compact JSON, with
+/// Python's NaN / Infinity / big integers (`pyjson` tags) as their bare literals.
 fn json_text(v: &Value) -> Option<Cow<'_, str>> {
     match v {
         Value::Null => None,
-        Value::String(s) => Some(Cow::Borrowed(s.as_str())),
-        other => Some(Cow::Owned(other.to_string())),
+        Value::String(s) => Some(match tagged(s) {
+            Some(n) => Cow::Borrowed(n.json()),
+            None => Cow::Borrowed(s.as_str()),
+        }),
+        other => {
+            let t = other.to_string();
+            Some(Cow::Owned(match untag_json_text(&t) {
+                Cow::Borrowed(_) => t,
+                Cow::Owned(u) => u,
+            }))
+        }
     }
 }
 
@@ -493,6 +506,40 @@ mod tests {
         assert_eq!(py_json_dumps_len(&json!("é")), 8);
         assert_eq!(py_json_dumps_len(&json!("😀")), 14);
         assert_eq!(py_json_dumps_len(&json!([1.5, 100.0])), 12);
+    }
+
+    /// A tokenizer reads NaN / Infinity / big integers as the literals Python wrote, not as
+    /// tagged strings or floats.
+    #[test]
+    fn python_only_numbers_are_counted_as_their_literals() {
+        let raw =
+            r#"{"r": {"x": NaN, "y": [-Infinity, 123456789012345678901234567890]}, "s": Infinity}"#;
+        let t = crate::transcript::pyjson::normalize("t", raw).unwrap();
+        let v: Value = serde_json::from_str(&t).unwrap();
+        let parts = vec![
+            Part::ToolResponse {
+                id: None,
+                name: "f".into(),
+                response: v["r"].clone(),
+            },
+            Part::ToolCall {
+                id: None,
+                name: "g".into(),
+                args: v["s"].clone(),
+            },
+        ];
+        let texts = counted_texts(&parts);
+        assert_eq!(
+            texts,
+            vec![
+                "f",
+                r#"{"x":NaN,"y":[-Infinity,123456789012345678901234567890]}"#,
+                "g",
+                "Infinity"
+            ]
+        );
+        let direct: u32 = texts.iter().map(|t| count_text(Tokenizer::O200k, t)).sum();
+        assert_eq!(count_parts(Tokenizer::O200k, &parts), direct);
     }
 
     #[test]

@@ -141,6 +141,9 @@ pub struct SessionSizes {
     pub rewind_to: Vec<u32>,
     /// Rewind events, in order.
     pub rewinds: Vec<u32>,
+    /// Timestamps never decrease and none is NaN: a timestamp range is then an index range,
+    /// found by binary search (the engine skips compacted spans instead of scanning them).
+    pub ts_sorted: bool,
 }
 
 struct Interner {
@@ -373,6 +376,8 @@ impl SessionSizes {
             }
         }
         s.main_agent = best;
+        s.ts_sorted =
+            s.timestamp.windows(2).all(|w| w[0] <= w[1]) && !s.timestamp.iter().any(|t| t.is_nan());
         s
     }
 

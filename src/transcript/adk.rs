@@ -11,8 +11,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    AdkPartExtra, Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session,
-    Usage,
+    pyjson, readutil, AdkPartExtra, Critical, Event, Format, Part, ReadError, RecordedCompaction,
+    Role, Session, Usage,
 };
 
 const SYNTHETIC_T0: f64 = 1_700_000_000.0;
@@ -45,16 +45,6 @@ fn non_null<'a>(o: &'a Map<String, Value>, snake: &str) -> Option<&'a Value> {
 /// JSONL of events, or an eval set.
 pub fn sniff(text: &str) -> bool {
     let t = text.trim_start();
-    // NaN / Infinity make the JSON unreadable for serde; claim the file anyway when it reads
-    // like ADK, so the reader can say which line is not supported.
-    if (t.starts_with('{') || t.starts_with('['))
-        && t.contains("\"author\"")
-        && (t.contains("\"invocation_id\"") || t.contains("\"invocationId\""))
-        && serde_json::from_str::<serde::de::IgnoredAny>(t).is_err()
-        && python_only_literal(t).is_some()
-    {
-        return true;
-    }
     if t.starts_with('{') {
         if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(t) {
             if o.get("events").is_some_and(Value::is_array) {
@@ -96,76 +86,14 @@ fn looks_like_event(v: &Value) -> bool {
             || o.contains_key("actions"))
 }
 
-/// The first literal outside strings that serde_json cannot keep as Python's `json` does:
-/// `NaN` / `Infinity` (serde rejects them; Python writes them) or an integer beyond 64 bits
-/// (serde turns it into a float; ADK measures every digit). Returns (line, what).
-fn python_only_literal(text: &str) -> Option<(usize, String)> {
-    let b = text.as_bytes();
-    let (mut i, mut line, mut in_str) = (0usize, 1usize, false);
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\n' {
-            line += 1;
-        }
-        if in_str {
-            match c {
-                b'\\' => i += 2,
-                b'"' => {
-                    in_str = false;
-                    i += 1
-                }
-                _ => i += 1,
-            }
-            continue;
-        }
-        match c {
-            b'"' => in_str = true,
-            b'N' if b[i..].starts_with(b"NaN") => return Some((line, "a NaN literal".into())),
-            b'I' if b[i..].starts_with(b"Infinity") => {
-                return Some((line, "an Infinity literal".into()))
-            }
-            b'-' | b'0'..=b'9' => {
-                if b[i..].starts_with(b"-Infinity") {
-                    return Some((line, "a -Infinity literal".into()));
-                }
-                let start = i;
-                i += 1;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-                let lit = text.get(start..i).unwrap_or_default();
-                let float = i < b.len() && matches!(b[i], b'.' | b'e' | b'E');
-                if !float
-                    && lit.bytes().any(|d| d.is_ascii_digit())
-                    && lit.parse::<i64>().is_err()
-                    && lit.parse::<u64>().is_err()
-                {
-                    return Some((line, format!("the integer {lit} (beyond 64 bits)")));
-                }
-                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
-                {
-                    i += 1;
-                }
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
 /// Parse the whole file. `file` is the path as the user gave it, used in errors and
 /// `Session::source`.
 pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
-    if let Some((line, what)) = python_only_literal(text) {
-        return Err(ReadError::new(
-            file,
-            format!("line {line}"),
-            format!("not supported: {what} (ADK would measure it as Python prints it)"),
-        ));
-    }
+    // Python's NaN / Infinity / big integers, kept as Python prints them (see `pyjson`).
+    let text = &*pyjson::normalize(file, text)?;
     let t = text.trim_start();
+    // Line numbers below count from `t`; the file's own lines start this much earlier.
+    let skipped = text[..text.len() - t.len()].matches('\n').count();
     let stem = session_stem(file);
     if t.starts_with('{') || t.starts_with('[') {
         match serde_json::from_str::<Value>(t) {
@@ -194,7 +122,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                 }
                 if looks_like_event(&Value::Object(o.clone())) {
                     // A single-line JSONL file holding one event.
-                    return read_jsonl(file, t, stem);
+                    return read_jsonl(file, t, stem, skipped);
                 }
                 return Err(ReadError::new(
                     file,
@@ -217,33 +145,43 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                 )?]);
             }
             Ok(_) => return Err(ReadError::new(file, "$", "expected a JSON object or list")),
-            Err(e) if t.starts_with('[') => {
+            // A list, or an object whose first line is not a JSON value by itself, is one
+            // multi-line document, not JSONL: name the line where the document breaks.
+            Err(e) if t.starts_with('[') || !first_line_is_json(t) => {
                 return Err(ReadError::new(
                     file,
-                    format!("line {}", e.line()),
-                    format!("invalid JSON: {e}"),
+                    format!("line {}", e.line() + skipped),
+                    readutil::json_error(&e),
                 ))
             }
             Err(_) => {}
         }
     }
-    read_jsonl(file, t, stem)
+    read_jsonl(file, t, stem, skipped)
 }
 
-fn read_jsonl(file: &str, text: &str, stem: String) -> Result<Vec<Session>, ReadError> {
+fn first_line_is_json(t: &str) -> bool {
+    t.lines()
+        .next()
+        .is_some_and(|l| serde_json::from_str::<serde::de::IgnoredAny>(l).is_ok())
+}
+
+fn read_jsonl(
+    file: &str,
+    text: &str,
+    stem: String,
+    skipped: usize,
+) -> Result<Vec<Session>, ReadError> {
     let mut values = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
+        let line_no = i + 1 + skipped;
         let v: Value = serde_json::from_str(line).map_err(|e| {
-            ReadError::new(
-                file,
-                format!("line {}", i + 1),
-                format!("invalid JSON: {e}"),
-            )
+            ReadError::new(file, format!("line {line_no}"), readutil::json_error(&e))
         })?;
-        values.push((format!("line {}", i + 1), v));
+        values.push((format!("line {line_no}"), v));
     }
     let items: Vec<(String, &Value)> = values.iter().map(|(l, v)| (l.clone(), v)).collect();
     Ok(vec![build_session(
@@ -267,14 +205,31 @@ fn session_stem(file: &str) -> String {
         .to_string()
 }
 
+/// ADK's pydantic models refuse a number where they require a string (text, names, ids,
+/// author): so does the reader, rather than measure the `pyjson` tag as text.
+fn refuse_number_tag(file: &str, path: &str, v: Option<&Value>) -> Result<(), ReadError> {
+    match v.and_then(pyjson::tagged_value) {
+        Some(n) => Err(ReadError::new(
+            file,
+            path,
+            format!(
+                "expected a string, found the number {} (ADK's pydantic models refuse it)",
+                n.json()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A number field (a NaN / Infinity / big-integer tag counts, as Python's float() reads it).
 fn num(v: Option<&Value>) -> Option<f64> {
-    v.and_then(Value::as_f64)
+    v.and_then(pyjson::as_f64)
 }
 
 fn uint(v: Option<&Value>) -> Option<u64> {
     v.and_then(|x| {
         x.as_u64()
-            .or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+            .or_else(|| pyjson::as_f64(x).filter(|f| *f >= 0.0).map(|f| f as u64))
     })
 }
 
@@ -449,6 +404,7 @@ fn content_parts(
             let signature = non_null(p, "thought_signature").and_then(Value::as_str);
             let thought = non_null(p, "thought").and_then(Value::as_bool) == Some(true);
             if let Some(text) = non_null(p, "text") {
+                refuse_number_tag(file, &format!("{path}.parts[{j}].text"), Some(text))?;
                 let text = text.as_str().unwrap_or_default().to_string();
                 if thought {
                     parts.push(Part::Thought { text });
@@ -457,6 +413,10 @@ fn content_parts(
                 }
             }
             if let Some(fc) = non_null(p, "function_call").and_then(Value::as_object) {
+                for k in ["id", "name"] {
+                    let at = format!("{path}.parts[{j}].function_call.{k}");
+                    refuse_number_tag(file, &at, non_null(fc, k))?;
+                }
                 parts.push(Part::ToolCall {
                     id: non_null(fc, "id")
                         .and_then(Value::as_str)
@@ -469,6 +429,10 @@ fn content_parts(
                 });
             }
             if let Some(fr) = non_null(p, "function_response").and_then(Value::as_object) {
+                for k in ["id", "name"] {
+                    let at = format!("{path}.parts[{j}].function_response.{k}");
+                    refuse_number_tag(file, &at, non_null(fr, k))?;
+                }
                 parts.push(Part::ToolResponse {
                     id: non_null(fr, "id")
                         .and_then(Value::as_str)
@@ -634,6 +598,9 @@ fn build_session(
             continue;
         }
         let (scope, rewind) = scope_and_rewind(file, path, o, actions)?;
+        for k in ["author", "invocation_id"] {
+            refuse_number_tag(file, &format!("{path}.{k}"), non_null(o, k))?;
+        }
         let author = non_null(o, "author")
             .and_then(Value::as_str)
             .unwrap_or_default()
@@ -779,6 +746,9 @@ fn scope_and_rewind(
 ) -> Result<(Option<String>, Option<String>), ReadError> {
     let string = |v: Option<&Value>, field: &str| match v {
         None => Ok(None),
+        Some(x) if pyjson::tagged_value(x).is_some() => {
+            refuse_number_tag(file, &format!("{path}.{field}"), Some(x)).map(|_| None)
+        }
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(other) => Err(ReadError::new(
             file,
@@ -1161,29 +1131,81 @@ mod unsupported_tests {
         assert!(!e[3].transcription && e[3].parts.is_empty());
     }
 
-    /// Python's `json` accepts NaN / Infinity and keeps big integers exactly; serde_json does
-    /// not, so such a transcript is refused at the line of the literal (not "line 1").
+    /// Python's `json` accepts NaN / Infinity and keeps big integers exactly (D10, D11): the
+    /// reader keeps them as tagged values that the size functions print the Python way.
     #[test]
-    fn python_only_literals_are_refused_at_their_line() {
-        let nan = "{\"events\":[\n{\"author\":\"user\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"text\":\"NaN Infinity 1e400 in a string\"}]}},\n{\"author\":\"a\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"function_response\":{\"name\":\"f\",\"response\":{\"x\":-Infinity}}}]}}]}";
-        assert!(sniff(nan), "still recognised as ADK");
-        let err = read("n.json", nan).unwrap_err();
-        assert_eq!(err.location, "line 3");
-        assert!(err.message.contains("-Infinity"), "{}", err.message);
-        let big = nan.replace("-Infinity", "18446744073709551616");
-        let err = read("n.json", &big).unwrap_err();
-        assert_eq!(err.location, "line 3");
+    fn python_only_literals_are_read_exactly() {
+        use crate::transcript::pyjson::{tagged_value, PyNumber};
+        let t = "{\"events\":[\n{\"author\":\"user\",\"invocation_id\":\"i\",\"timestamp\":1,\"content\":{\"role\":\"user\",\"parts\":[{\"text\":\"NaN Infinity 1e400 in a string\"}]}},\n{\"author\":\"a\",\"invocation_id\":\"i\",\"timestamp\":2,\"content\":{\"role\":\"user\",\"parts\":[{\"function_response\":{\"name\":\"f\",\"response\":{\"x\":-Infinity,\"y\":[NaN,18446744073709551616,-1e400],\"z\":18446744073709551615}}}]}}]}";
         assert!(
-            err.message.contains("18446744073709551616"),
-            "{}",
-            err.message
+            sniff(t) || crate::transcript::detect(t).is_some(),
+            "recognised as ADK"
         );
-        // u64::MAX, i64::MIN and floats are kept exactly
-        let fine = nan.replace(
-            "-Infinity",
-            "[18446744073709551615, -9223372036854775808, 1.5e300]",
+        assert_eq!(crate::transcript::detect(t), Some(Format::Adk));
+        let s = &read("n.json", t).unwrap()[0];
+        assert_eq!(
+            s.events[0].parts,
+            vec![Part::Text {
+                text: "NaN Infinity 1e400 in a string".into()
+            }]
         );
-        assert!(read("n.json", &fine).is_ok());
+        let Part::ToolResponse { response, .. } = &s.events[1].parts[0] else {
+            panic!("a response")
+        };
+        assert_eq!(tagged_value(&response["x"]), Some(PyNumber::NegInfinity));
+        assert_eq!(tagged_value(&response["y"][0]), Some(PyNumber::NaN));
+        assert_eq!(
+            tagged_value(&response["y"][1]),
+            Some(PyNumber::Int("18446744073709551616"))
+        );
+        assert_eq!(tagged_value(&response["y"][2]), Some(PyNumber::NegInfinity));
+        // u64::MAX stays an ordinary number
+        assert_eq!(response["z"].as_u64(), Some(u64::MAX));
+        // where ADK's models require a string, a number is refused (pydantic refuses it too)
+        for (from, to, at) in [
+            (
+                "\"text\":\"NaN Infinity 1e400 in a string\"",
+                "\"text\":NaN",
+                "$.events[0].content.parts[0].text",
+            ),
+            (
+                "\"name\":\"f\"",
+                "\"name\":1e400",
+                "$.events[1].content.parts[0].function_response.name",
+            ),
+            (
+                "\"author\":\"a\"",
+                "\"author\":123456789012345678901234",
+                "$.events[1].author",
+            ),
+        ] {
+            let err = read("n.json", &t.replace(from, to)).unwrap_err();
+            assert_eq!(err.location, at, "{err}");
+            assert!(
+                err.message
+                    .starts_with("expected a string, found the number"),
+                "{err}"
+            );
+        }
+    }
+
+    /// A broken literal is still a one-line error at its own line, also for a multi-line JSON
+    /// object (whose JSONL fallback used to report line 1), and with leading blank lines.
+    #[test]
+    fn malformed_literals_name_their_line() {
+        let t = "\n\n{\"events\":[\n{\"author\":\"user\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"text\":\"hi\"}]}},\n{\"author\":\"a\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"function_response\":{\"name\":\"f\",\"response\":{\"x\":Nan}}}]}}]}";
+        let err = read("n.json", t).unwrap_err();
+        assert_eq!(err.location, "line 5", "{err}");
+        assert!(err.message.contains("malformed JSON"), "{err}");
+        // JSONL keeps its per-line errors (counted from the file's first line)
+        let jsonl = "\n{\"author\":\"user\",\"invocation_id\":\"i\",\"content\":{\"role\":\"user\",\"parts\":[{\"text\":\"hi\"}]}}\n{\"author\":\"a\",\"invocation_id\":\"i\",\"x\":Infinit}\n";
+        let err = read("n.jsonl", jsonl).unwrap_err();
+        assert_eq!(err.location, "line 3", "{err}");
+        // the reserved tag character is refused, naming its line
+        let tag = t.replace("Nan", "\"\\ufdd0NaN\"");
+        let err = read("n.json", &tag).unwrap_err();
+        assert_eq!(err.location, "line 5", "{err}");
+        assert!(err.message.contains("U+FDD0"), "{err}");
     }
 
     /// A user message on a workflow node path is not sent (D9); a roleless content neither (D1).

@@ -67,7 +67,10 @@ pub fn write_canonical(s: &Session) -> String {
     out.push_str(&serde_json::to_string(&header).unwrap_or_default());
     out.push('\n');
     for e in &s.events {
-        out.push_str(&serde_json::to_string(e).unwrap_or_default());
+        // NaN / Infinity / big integers go back to the bare literals they were read from
+        // (reading the file again tags them again, see `pyjson`).
+        let line = serde_json::to_string(e).unwrap_or_default();
+        out.push_str(&super::pyjson::untag_json_text(&line));
         out.push('\n');
     }
     out
@@ -178,7 +181,7 @@ fn line_error(file: &str, n: usize, e: &serde_json::Error) -> ReadError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::{Critical, Part, Role, Usage};
+    use crate::transcript::{Critical, Format, Part, Role, Usage};
 
     fn sample() -> Session {
         let mut u = Event::new("user", Role::User, "inv-1", 10.5);
@@ -250,6 +253,32 @@ mod tests {
             write_canonical(&back[0]).replace("x.jsonl", "orig.jsonl"),
             text
         );
+    }
+
+    /// NaN / big integers are written back as the bare literals they were read from, and read
+    /// again to the same tagged values.
+    #[test]
+    fn python_only_numbers_round_trip() {
+        let mut s = sample();
+        let args = "{\"a\": [NaN, -Infinity, 123456789012345678901234567890]}";
+        let args: serde_json::Value =
+            serde_json::from_str(&crate::transcript::pyjson::normalize("t", args).unwrap())
+                .unwrap();
+        s.events[1].parts.push(Part::ToolCall {
+            id: Some("n".into()),
+            name: "f".into(),
+            args,
+        });
+        let text = write_canonical(&s);
+        assert!(
+            text.contains(r#"{"a":[NaN,-Infinity,123456789012345678901234567890]}"#),
+            "{text}"
+        );
+        assert!(!text.contains(crate::transcript::pyjson::TAG));
+        let back = crate::transcript::detect::read_as(Format::Canonical, "x.jsonl", &text).unwrap();
+        let mut expect = s.clone();
+        expect.source = "x.jsonl".into();
+        assert_eq!(back[0], expect);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! Files are read with a streaming guard first, so a huge file or a 1 GB line is refused with
 //! a one-line error before it is held in memory ([`MAX_FILE_BYTES`], [`MAX_LINE_BYTES`]).
 
+use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -10,7 +11,7 @@ use rayon::prelude::*;
 
 use super::{
     adk, adk_legacy_eval, canonical, claude_code, codex, gemini_cli, openai_chat, openhands,
-    swe_agent, tau2, util, Format, ReadError, Session,
+    pyjson, swe_agent, tau2, util, Format, ReadError, Session,
 };
 
 /// Largest file read: 512 MiB (the whole corpus is 30 MB; larger inputs are almost surely
@@ -94,17 +95,34 @@ fn adk_kind(text: &str) -> Format {
 
 /// The format of a file's content, or `None` when no reader recognises it.
 pub fn detect(text: &str) -> Option<Format> {
-    let f = ORDER.into_iter().find(|&f| reader_sniff(f, text))?;
-    Some(if f == Format::Adk { adk_kind(text) } else { f })
+    let found = |text: &str| {
+        let f = ORDER.into_iter().find(|&f| reader_sniff(f, text))?;
+        Some(if f == Format::Adk { adk_kind(text) } else { f })
+    };
+    found(text).or_else(|| {
+        // NaN / Infinity make a file unparsable for serde; sniff it again as the readers
+        // will see it (see `pyjson`).
+        match pyjson::normalize("", text) {
+            Ok(Cow::Owned(t)) => found(&t),
+            _ => None,
+        }
+    })
 }
 
 /// Run format `f`'s reader.
+/// Python's NaN / Infinity / big integers are accepted in every format (see `pyjson`).
 pub fn read_as(f: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    // `adk::read` runs the pre-pass itself (conform calls it directly).
+    let normalized = match f {
+        Format::Adk | Format::AdkEvalSet => Cow::Borrowed(text),
+        _ => pyjson::normalize(file, text)?,
+    };
+    let text = &*normalized;
     match f {
         Format::Adk => adk::read(file, text),
         // Eval sets are objects (`eval_cases`); the legacy eval data is a list.
         Format::AdkEvalSet if text.trim_start().starts_with('[') => {
-            adk_legacy_eval::read(file, text)
+            adk_legacy_eval::read(file, &pyjson::normalize(file, text)?)
         }
         Format::AdkEvalSet => adk::read(file, text),
         Format::OpenaiChat => openai_chat::read(file, text),
@@ -477,5 +495,53 @@ mod tests {
         assert_eq!(names, ["a.jsonl", "b.json"]);
         let (files, _) = expand_paths(&[format!("{}/*.md", dir.path().display())]);
         assert_eq!(files.len(), 1);
+    }
+
+    /// Python-written NaN / Infinity / big integers load in any JSON format (here Claude Code,
+    /// auto-detected), as tagged values the size functions print the Python way (`pyjson`).
+    #[test]
+    fn python_only_numbers_load_in_other_formats() {
+        use crate::transcript::pyjson::{tagged_value, PyNumber};
+        use crate::transcript::Part;
+        let good = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/readers2/claude_usage.jsonl"
+        ))
+        .unwrap();
+        let text = good.replace(
+            r#""input":{"command":"ls"}"#,
+            r#""input":{"command":"ls","limit":NaN,"seed":123456789012345678901234567890}"#,
+        );
+        assert_ne!(text, good, "the fixture has the tool_use this test edits");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cc.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(detect(&text), Some(Format::ClaudeCode));
+        let s = load_file(&path, None).unwrap_or_else(|e| panic!("{e}"));
+        let args: Vec<&serde_json::Value> = s[0]
+            .events
+            .iter()
+            .flat_map(|e| &e.parts)
+            .filter_map(|p| match p {
+                Part::ToolCall { args, .. } => Some(args),
+                _ => None,
+            })
+            .collect();
+        assert!(args.iter().any(|a| {
+            tagged_value(&a["limit"]) == Some(PyNumber::NaN)
+                && tagged_value(&a["seed"]) == Some(PyNumber::Int("123456789012345678901234567890"))
+        }));
+        // A malformed literal is still a one-line error naming the line.
+        let bad = text.replacen("NaN", "nan", 1);
+        let line = bad.lines().position(|l| l.contains(":nan")).unwrap() + 1;
+        std::fs::write(&path, &bad).unwrap();
+        let e = load_file(&path, Some(Format::ClaudeCode)).unwrap_err();
+        assert_eq!(e.location, format!("line {line}"), "{e}");
+        // An ADK event time of NaN is refused (Python would replay with a NaN clock).
+        let adk = "{\"events\": [{\"author\": \"user\", \"invocation_id\": \"i\", \"timestamp\": NaN, \"content\": {\"role\": \"user\", \"parts\": [{\"text\": \"hi\"}]}}]}";
+        let path = dir.path().join("nan.session.json");
+        std::fs::write(&path, adk).unwrap();
+        let e = load_file(&path, None).unwrap_err();
+        assert!(e.message.contains("not a finite number"), "{e}");
     }
 }

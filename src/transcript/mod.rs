@@ -14,6 +14,8 @@ pub mod gemini_cli;
 pub mod model;
 pub mod openai_chat;
 pub mod openhands;
+/// Python-only JSON numbers (NaN, Infinity, big integers), kept as tagged strings.
+pub mod pyjson;
 mod readutil;
 pub mod swe_agent;
 pub mod tau2;
