@@ -728,6 +728,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The task input ADK 2.13 prepends: `json.dumps(args, ensure_ascii=False)` keeps
+    /// non-ASCII raw, escapes controls, and prints Python-only numbers as their literals.
+    #[test]
+    fn json_dumps_unicode_is_pythons() {
+        let v = serde_json::json!({"a": "é\n\"x\u{1}", "b": [1, 2.5, null, true], "c": {}});
+        assert_eq!(
+            py_json_dumps_unicode(&v),
+            r#"{"a": "é\n\"x\u0001", "b": [1, 2.5, null, true], "c": {}}"#
+        );
+        let t = serde_json::json!({"n": "\u{FDD0}NaN", "i": "\u{FDD0}123456789012345678901234"});
+        assert_eq!(
+            py_json_dumps_unicode(&t),
+            r#"{"n": NaN, "i": 123456789012345678901234}"#
+        );
+    }
+
     #[test]
     fn preamble_matches_adk_length() {
         // len(OTHER_AGENT_CONTEXT_PREAMBLE) in google-adk 2.13.0

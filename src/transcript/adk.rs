@@ -1088,6 +1088,8 @@ mod unsupported_tests {
         assert_eq!(s[0].events[1].rewind_before_invocation_id, None);
         for (extra, loc) in [
             (r#","isolation_scope":7"#, "$.events[1].isolation_scope"),
+            // a Python-only literal (read as a tagged number) is no string either
+            (r#","isolation_scope":NaN"#, "$.events[1].isolation_scope"),
             (
                 r#","actions":{"rewind_before_invocation_id":["i0"]}"#,
                 "$.events[1].actions.rewind_before_invocation_id",
