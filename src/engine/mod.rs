@@ -5,6 +5,10 @@
 //! one by one; before each model request the pre-request token check runs (token pair only);
 //! after each invocation block the post-invocation compaction runs (token path first, then the
 //! sliding window). Everything works on [`SessionSizes`]; no text is read.
+//!
+//! Sessions with ADK 2.13 isolation scopes or rewinds (`State::special`) take an exact but
+//! slower path: each agent sees only its scope's events and compactions (`State::view`), and
+//! `_apply_rewinds` removes the annulled spans, summaries written inside them included.
 
 pub mod contents;
 pub mod guards;
