@@ -32,9 +32,58 @@ pub const K_OTHER: u8 = 2;
 #[derive(Debug, Clone, Copy)]
 struct Item {
     kind: u8,
+    /// Holds a function response / a function call part (the passes ask this constantly).
+    resp: bool,
+    call: bool,
     src: u32,
     p0: u32,
     p1: u32,
+}
+
+impl Item {
+    /// A summary or another agent's event: no parts of its own.
+    fn bare(kind: u8, src: u32) -> Item {
+        Item {
+            kind,
+            resp: false,
+            call: false,
+            src,
+            p0: 0,
+            p1: 0,
+        }
+    }
+
+    /// Raw event `src` with all of its parts at arena `p0..p1`.
+    fn event(s: &SessionSizes, src: u32, p0: u32, p1: u32) -> Item {
+        Item {
+            kind: K_RAW,
+            resp: s.has_resps[src as usize],
+            call: s.has_calls[src as usize],
+            src,
+            p0,
+            p1,
+        }
+    }
+
+    /// Raw item over arena parts `p0..p1` (a filtered or merged part list).
+    fn parts(s: &SessionSizes, arena: &[u32], src: u32, p0: u32, p1: u32) -> Item {
+        let mut it = Item {
+            kind: K_RAW,
+            resp: false,
+            call: false,
+            src,
+            p0,
+            p1,
+        };
+        for &gp in &arena[p0 as usize..p1 as usize] {
+            match s.parts[gp as usize].kind {
+                PART_RESPONSE => it.resp = true,
+                PART_CALL => it.call = true,
+                _ => {}
+            }
+        }
+        it
+    }
 }
 
 /// Sort key of an item (timestamp, stream position, summary ordinal) and the item.
@@ -70,7 +119,7 @@ pub struct Scratch {
     fc_author_stamp: Vec<u32>,
     /// Final item sequence of the last build: (kind, src).
     pub seq: Vec<(u8, u32)>,
-    /// Raw events present in the last build (stamp == `gen`).
+    /// Raw events present in the last build (stamp == `gen`), and the same as a list.
     seen: Vec<u32>,
     /// ADK 2.13 isolation scope of the requesting agent (0 = unscoped), set by the caller
     /// before `build`: only events of that scope are visible, and a scoped agent gets its
@@ -81,6 +130,13 @@ pub struct Scratch {
     pub lead_after_rewinds: bool,
     /// Rewound spans at the last build's `n`.
     spans: Vec<(u32, u32)>,
+    pub seen_list: Vec<u32>,
+    // rearrange_async's buffers, kept between builds
+    ra_calls: Vec<(u32, usize)>,
+    ra_resps: Vec<((u32, usize), usize)>,
+    ra_stale: Vec<bool>,
+    ra_out: Vec<Item>,
+    ra_idxs: Vec<usize>,
 }
 
 impl Scratch {
@@ -119,6 +175,7 @@ impl Scratch {
         }
         self.items.clear();
         self.arena.clear();
+        self.seen_list.clear();
     }
 
     /// Whether raw event `i` was present (verbatim) in the last build.
@@ -281,12 +338,8 @@ pub fn build(
                 let r = s.part_range(i);
                 let p0 = sc.arena.len() as u32;
                 sc.arena.extend(r);
-                sc.items.push(Item {
-                    kind: K_RAW,
-                    src: i as u32,
-                    p0,
-                    p1: sc.arena.len() as u32,
-                });
+                let p1 = sc.arena.len() as u32;
+                sc.items.push(Item::event(s, i as u32, p0, p1));
             }
         }
     } else {
@@ -294,17 +347,8 @@ pub fn build(
         sc.sums.clear();
         for (ci, c) in comps.iter().enumerate() {
             if c.retained {
-                sc.sums.push((
-                    c.end,
-                    c.after_raw,
-                    ci as u32,
-                    Item {
-                        kind: K_SUM,
-                        src: ci as u32,
-                        p0: 0,
-                        p1: 0,
-                    },
-                ));
+                sc.sums
+                    .push((c.end, c.after_raw, ci as u32, Item::bare(K_SUM, ci as u32)));
             }
         }
         // Raw events arrive in stream order; when their timestamps never decrease (the usual
@@ -321,17 +365,9 @@ pub fn build(
             let r = s.part_range(i);
             let p0 = sc.arena.len() as u32;
             sc.arena.extend(r);
-            sc.keyed.push((
-                ts,
-                i as u32,
-                u32::MAX,
-                Item {
-                    kind: K_RAW,
-                    src: i as u32,
-                    p0,
-                    p1: sc.arena.len() as u32,
-                },
-            ));
+            let p1 = sc.arena.len() as u32;
+            sc.keyed
+                .push((ts, i as u32, u32::MAX, Item::event(s, i as u32, p0, p1)));
         };
         if s.ts_sorted {
             // Compacted spans are index ranges: skip them without looking.
@@ -415,12 +451,7 @@ pub fn build(
                 if s.other[it.src as usize].is_none() {
                     continue;
                 }
-                it = Item {
-                    kind: K_OTHER,
-                    src: it.src,
-                    p0: 0,
-                    p1: 0,
-                };
+                it = Item::bare(K_OTHER, it.src);
             }
         }
         sc.items[w] = it;
@@ -459,6 +490,7 @@ pub fn build(
             m.json_chars += text.json_chars.saturating_sub(11);
             if sc.seen[src] != g {
                 m.history_tokens += s.tokens[src] as u64;
+                sc.seen_list.push(src as u32);
             }
             sc.seen[src] = g;
             sc.seq.push((it.kind, it.src));
@@ -479,6 +511,7 @@ pub fn build(
                 m.json_chars += j;
                 if sc.seen[it.src as usize] != g {
                     m.history_tokens += s.tokens[it.src as usize] as u64;
+                    sc.seen_list.push(it.src);
                 }
                 sc.seen[it.src as usize] = g;
             }
@@ -496,6 +529,7 @@ pub fn build(
                     };
                     if sc.seen[owner] != g {
                         sc.seen[owner] = g;
+                        sc.seen_list.push(owner as u32);
                         m.history_tokens += s.tokens[owner] as u64;
                     }
                 }
@@ -604,12 +638,7 @@ fn recover_calls(
                 let r = s.part_range(c as usize);
                 let p0 = sc.arena.len() as u32;
                 sc.arena.extend(r.clone());
-                out.push(Item {
-                    kind: K_RAW,
-                    src: c,
-                    p0,
-                    p1: sc.arena.len() as u32,
-                });
+                out.push(Item::event(s, c, p0, sc.arena.len() as u32));
                 sc.ev_c[c as usize] = g;
                 // sibling responses compacted away
                 for cp in r {
@@ -646,12 +675,7 @@ fn recover_calls(
                             let r = s.part_range(j);
                             let p0 = sc.arena.len() as u32;
                             sc.arena.extend(r);
-                            out.push(Item {
-                                kind: K_RAW,
-                                src: j as u32,
-                                p0,
-                                p1: sc.arena.len() as u32,
-                            });
+                            out.push(Item::event(s, j as u32, p0, sc.arena.len() as u32));
                             sc.ev_c[j] = g;
                         }
                     }
@@ -671,9 +695,7 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
     for r in 0..sc.items.len() {
         let mut it = sc.items[r];
         if it.kind == K_RAW {
-            let has_resp = item_parts(sc, &it)
-                .iter()
-                .any(|&p| s.parts[p as usize].kind == PART_RESPONSE);
+            let has_resp = it.resp;
             let matched = |sc: &Scratch, p: crate::tokens::sizes::PartInfo| {
                 if p.id != NO_ID {
                     sc.id_a[p.id as usize] == g
@@ -703,10 +725,9 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 if p1 == p0 {
                     continue;
                 }
-                it.p0 = p0;
-                it.p1 = p1;
+                it = Item::parts(s, &sc.arena, it.src, p0, p1);
             }
-            for k in it.p0..it.p1 {
+            for k in if it.call { it.p0..it.p1 } else { 0..0 } {
                 let p = s.parts[sc.arena[k as usize] as usize];
                 if p.kind == PART_CALL {
                     if p.id != NO_ID {
@@ -771,9 +792,13 @@ fn find_owner(ctx: &Ctx<'_>, sc: &Scratch, end: usize, resp: u32) -> Option<usiz
 
 fn has_kind(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, kind: u8) -> bool {
     it.kind == K_RAW
-        && item_parts(sc, it)
-            .iter()
-            .any(|&p| ctx.s.parts[p as usize].kind == kind)
+        && match kind {
+            PART_RESPONSE => it.resp,
+            PART_CALL => it.call,
+            _ => item_parts(sc, it)
+                .iter()
+                .any(|&p| ctx.s.parts[p as usize].kind == kind),
+        }
 }
 
 /// `merge_function_response_events` over items given as part lists: the first item's parts,
@@ -860,8 +885,7 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
             }
             let p0 = sc.arena.len() as u32;
             sc.arena.extend(kept);
-            it.p0 = p0;
-            it.p1 = sc.arena.len() as u32;
+            it = Item::parts(s, &sc.arena, it.src, p0, sc.arena.len() as u32);
         }
         out.push(it);
         if let Some((_, split)) = by_call.iter().find(|(c, _)| *c == idx) {
@@ -907,12 +931,7 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
             } else {
                 lists[0]
             };
-            out.push(Item {
-                kind: K_RAW,
-                src: first_src,
-                p0: a,
-                p1: b,
-            });
+            out.push(Item::parts(s, &sc.arena, first_src, a, b));
         }
     }
     sc.items = out;
@@ -942,16 +961,20 @@ fn is_stale_text_reply(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, inv: u32) -> bool
 fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     let len = sc.items.len();
+    if !sc.items.iter().any(|it| it.kind == K_RAW && it.resp) {
+        return;
+    }
     // (call id, item) for call parts of events without responses, sorted: ADK's
     // `call_event_indices_by_id` (NO_ID collects id-less calls, as ADK keys on None).
-    let mut calls_by_id: Vec<(u32, usize)> = Vec::new();
+    let mut calls_by_id = std::mem::take(&mut sc.ra_calls);
+    calls_by_id.clear();
     let mut any_resp = false;
     for (i, it) in sc.items.iter().enumerate() {
         if has_kind(ctx, sc, it, PART_RESPONSE) {
             any_resp = true;
             continue;
         }
-        if it.kind != K_RAW {
+        if it.kind != K_RAW || !it.call {
             continue;
         }
         for &gp in item_parts(sc, it) {
@@ -962,13 +985,15 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         }
     }
     if !any_resp {
+        sc.ra_calls = calls_by_id;
         return;
     }
     calls_by_id.sort_unstable();
     // ((id, owning call item), response item), grouped by key in item order.
-    let mut resp_by_call: Vec<((u32, usize), usize)> = Vec::new();
+    let mut resp_by_call = std::mem::take(&mut sc.ra_resps);
+    resp_by_call.clear();
     for (i, it) in sc.items.iter().enumerate() {
-        if it.kind != K_RAW {
+        if it.kind != K_RAW || !it.resp {
             continue;
         }
         for &gp in item_parts(sc, it) {
@@ -989,7 +1014,9 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     }
     resp_by_call.sort_by_key(|&(k, i)| (k, i));
     // stale model text replies between consecutive updates of one call
-    let mut stale: Vec<bool> = vec![false; len];
+    let mut stale = std::mem::take(&mut sc.ra_stale);
+    stale.clear();
+    stale.resize(len, false);
     for w in resp_by_call.windows(2) {
         if w[0].0 != w[1].0 {
             continue;
@@ -1017,8 +1044,9 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         let hi = resp_by_call.partition_point(|&(k, _)| k <= key);
         (hi > 0 && resp_by_call[hi - 1].0 == key).then(|| resp_by_call[hi - 1].1)
     };
-    let mut out: Vec<Item> = Vec::with_capacity(len);
-    let mut idxs: Vec<usize> = Vec::new();
+    let mut out = std::mem::take(&mut sc.ra_out);
+    out.clear();
+    let mut idxs = std::mem::take(&mut sc.ra_idxs);
     for (i, &is_stale) in stale.iter().enumerate() {
         if is_stale {
             continue;
@@ -1051,19 +1079,18 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
                         .collect();
                     let src = sc.items[idxs[0]].src;
                     let (a, b) = merge_parts(ctx, sc, &lists);
-                    out.push(Item {
-                        kind: K_RAW,
-                        src,
-                        p0: a,
-                        p1: b,
-                    });
+                    out.push(Item::parts(s, &sc.arena, src, a, b));
                 }
             }
             continue;
         }
         out.push(it);
     }
-    sc.items = out;
+    sc.ra_out = std::mem::replace(&mut sc.items, out);
+    sc.ra_calls = calls_by_id;
+    sc.ra_resps = resp_by_call;
+    sc.ra_stale = stale;
+    sc.ra_idxs = idxs;
 }
 
 /// Whether arena part `k` (of an item spanning `p0..p1`) goes when ADK drops orphan parts:
@@ -1091,7 +1118,7 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
         if it.kind != K_RAW {
             continue;
         }
-        for k in it.p0..it.p1 {
+        for k in if it.resp { it.p0..it.p1 } else { 0..0 } {
             let p = s.parts[sc.arena[k as usize] as usize];
             if p.kind == PART_RESPONSE && p.id != NO_ID {
                 sc.id_b[p.id as usize] = g;
@@ -1111,6 +1138,7 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 && sc.id_c[p.id as usize] != g
         };
         if it.kind == K_RAW
+            && it.call
             && item_parts(sc, &it)
                 .iter()
                 .any(|&gp| orphan(sc, s.parts[gp as usize]))
@@ -1129,8 +1157,7 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
             if p1 == p0 {
                 continue;
             }
-            it.p0 = p0;
-            it.p1 = p1;
+            it = Item::parts(s, &sc.arena, it.src, p0, p1);
         }
         sc.items[w] = it;
         w += 1;
@@ -1148,6 +1175,12 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
         main_agent: s.main_agent,
         ..Default::default()
     };
+    out.tok_prefix.reserve(s.n + 1);
+    out.tok_prefix.push(0);
+    for i in 0..s.n {
+        let t = out.tok_prefix[i] + s.tokens[i] as u64;
+        out.tok_prefix.push(t);
+    }
     let main = s.main_agent.unwrap_or(u32::MAX);
     for b in 0..s.blocks() {
         let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);

@@ -118,9 +118,27 @@ pub(crate) struct State<'a> {
     vkey: Option<(u32, usize, u32)>,
     pub vcomps: Vec<Comp>,
     pub vcov: Vec<(f64, f64)>,
+    /// Per invocation id (interned in first-appearance order) among raw events `0..n`: the
+    /// latest timestamp, and the first and last event index (kept as events are appended).
+    pub inv_latest: Vec<f64>,
+    pub inv_first: Vec<u32>,
+    pub inv_last: Vec<u32>,
 }
 
 impl<'a> State<'a> {
+    /// Raw event `k` was appended.
+    fn appended(&mut self, k: usize) {
+        let inv = self.s.inv_id[k] as usize;
+        if inv >= self.inv_latest.len() {
+            self.inv_latest.resize(inv + 1, 0.0);
+            self.inv_first.resize(inv + 1, u32::MAX);
+            self.inv_last.resize(inv + 1, 0);
+        }
+        self.inv_latest[inv] = self.inv_latest[inv].max(self.s.timestamp[k]);
+        self.inv_first[inv] = self.inv_first[inv].min(k as u32);
+        self.inv_last[inv] = k as u32;
+    }
+
     /// ADK `_latest_prompt_token_count`: newest recorded count (of `agent`, or of anyone when
     /// `agent` is `u32::MAX`) among events of isolation scope `scope`, stopping at the latest
     /// compaction of that scope; else the chars/4 estimate of the request `agent` would
@@ -461,6 +479,9 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         vkey: None,
         vcomps: Vec::new(),
         vcov: Vec::new(),
+        inv_latest: Vec::new(),
+        inv_first: Vec::new(),
+        inv_last: Vec::new(),
     };
     let mut base = Scratch::default();
     let mut prev = pre_request::Prev::default();
@@ -481,6 +502,7 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
             if s.rewind_to.get(k).is_some_and(|&t| t != u32::MAX) {
                 st.rewound();
             }
+            st.appended(k);
         }
         post_invocation::run(&mut st, &mut base, b, lo, hi, calls_before, main);
     }

@@ -24,17 +24,12 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
         .rev()
         .find(|c| c.end != 0.0)
         .map_or(0.0, |c| c.end);
-    // distinct invocation ids are interned in first-appearance order: 0..=max
-    let n_inv = (0..n)
-        .map(|i| s.inv_id[i])
-        .max()
-        .map_or(0, |m| m as usize + 1);
-    let mut latest = vec![0.0f64; n_inv];
-    for i in 0..n {
-        let v = &mut latest[s.inv_id[i] as usize];
-        *v = v.max(s.timestamp[i]);
-    }
-    let new: Vec<usize> = (0..n_inv).filter(|&k| latest[k] > last_end).collect();
+    // distinct invocation ids are interned in first-appearance order: 0..=max, and the
+    // state keeps each one's latest timestamp and first / last event as events arrive
+    let latest = &st.inv_latest;
+    let new: Vec<usize> = (0..latest.len())
+        .filter(|&k| latest[k] > last_end)
+        .collect();
     if (new.len() as u64) < interval {
         return false;
     }
@@ -42,12 +37,8 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
         return false;
     };
     let start_inv = first_new.saturating_sub(overlap.min(usize::MAX as u64) as usize);
-    let Some(last_idx) = (0..n).rev().find(|&i| s.inv_id[i] as usize == end_inv) else {
-        return false;
-    };
-    let Some(first_idx) = (0..n).find(|&i| s.inv_id[i] as usize == start_inv) else {
-        return false;
-    };
+    let last_idx = st.inv_last[end_inv] as usize;
+    let first_idx = st.inv_first[start_inv] as usize;
     if first_idx > last_idx {
         return false;
     }

@@ -32,10 +32,22 @@ pub(crate) fn token_path(
     let last_end = latest.map_or(0.0, |k| st.comps[k].end);
     let mut cands = std::mem::take(&mut st.window);
     cands.clear();
-    cands.extend(
-        (0..st.n as u32)
-            .filter(|&i| s.timestamp[i as usize] > last_end && st.in_view(i as usize, scope)),
-    );
+    if st.special {
+        cands.extend(
+            (0..st.n as u32)
+                .filter(|&i| s.timestamp[i as usize] > last_end && st.in_view(i as usize, scope)),
+        );
+    } else if s.ts_sorted {
+        // a suffix: count it before listing it (usually too few to compact)
+        let lo = s.timestamp[..st.n].partition_point(|&t| t <= last_end);
+        if st.n - lo <= retention as usize {
+            st.window = cands;
+            return false;
+        }
+        cands.extend(lo as u32..st.n as u32);
+    } else {
+        cands.extend((0..st.n as u32).filter(|&i| s.timestamp[i as usize] > last_end));
+    }
     let r = retention as usize;
     if cands.len() <= r {
         st.window = cands;
@@ -142,6 +154,110 @@ fn shared_prefix(st: &State<'_>, prev: &Prev, viewer: u32, scope: u32, generic: 
     shared
 }
 
+/// Raw events the uncompacted request `row` carried and the compacted one (the build in
+/// `st.sc`) leaves inside a summary: their runs go to `st.out.hidden`; returns their tokens.
+/// With sorted timestamps the compacted spans are index ranges, walked 64 events at a time
+/// over the baseline's bitset, and a run's tokens come from prefix sums.
+fn hidden(st: &mut State<'_>, row: usize) -> u64 {
+    let s = st.s;
+    if !s.ts_sorted {
+        return hidden_by_event(st, row);
+    }
+    #[cfg(debug_assertions)]
+    let check_from = st.out.hidden.len();
+    let words = st.base.words;
+    let base = &st.base.seen[row * words..(row + 1) * words];
+    let prefix = &st.base.tok_prefix;
+    // the requesting agent's view of the summaries (isolation scopes, rewinds)
+    let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
+    // Compacted events the request still carries (recovered calls) are not hidden.
+    let mut present: Vec<u32> = st
+        .sc
+        .seen_list
+        .iter()
+        .copied()
+        .filter(|&i| contents::covered(cov, s.timestamp[i as usize]))
+        .collect();
+    present.sort_unstable();
+    let low = |b: usize| if b >= 64 { u64::MAX } else { (1u64 << b) - 1 };
+    let mut tokens = 0u64;
+    let mut run: Option<(u32, u32)> = None;
+    for (lo, hi) in contents::covered_spans(s, st.n, cov) {
+        let mut w = lo / 64;
+        while w * 64 < hi {
+            let at = w * 64;
+            let (a, b) = (lo.max(at) - at, hi.min(at + 64) - at);
+            let mut m = base[w] & low(b) & !low(a);
+            let p0 = present.partition_point(|&p| (p as usize) < at);
+            for &p in present[p0..]
+                .iter()
+                .take_while(|&&p| (p as usize) < at + 64)
+            {
+                m &= !(1u64 << (p as usize - at));
+            }
+            while m != 0 {
+                let tz = m.trailing_zeros() as usize;
+                let ones = (m >> tz).trailing_ones() as usize;
+                m &= !(low(ones) << tz);
+                let (x, y) = ((at + tz) as u32, (at + tz + ones - 1) as u32);
+                tokens += prefix[y as usize + 1] - prefix[x as usize];
+                run = Some(match run {
+                    Some((r0, r1)) if r1 + 1 == x => (r0, y),
+                    Some(r) => {
+                        st.out.hidden.push(r);
+                        (x, y)
+                    }
+                    None => (x, y),
+                });
+            }
+            w += 1;
+        }
+    }
+    if let Some(r) = run {
+        st.out.hidden.push(r);
+    }
+    #[cfg(debug_assertions)]
+    {
+        let fast: Vec<(u32, u32)> = st.out.hidden[check_from..].to_vec();
+        st.out.hidden.truncate(check_from);
+        let slow_tokens = hidden_by_event(st, row);
+        assert_eq!(
+            (tokens, &fast[..]),
+            (slow_tokens, &st.out.hidden[check_from..]),
+            "hidden runs: word walk vs event walk"
+        );
+    }
+    tokens
+}
+
+/// [`hidden`] one event at a time (unsorted timestamps; the debug cross-check).
+fn hidden_by_event(st: &mut State<'_>, row: usize) -> u64 {
+    let s = st.s;
+    let words = st.base.words;
+    let seen = &st.base.seen[row * words..(row + 1) * words];
+    let mut tokens = 0u64;
+    let mut run: Option<(u32, u32)> = None;
+    let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
+    for i in 0..st.n {
+        let in_base = seen[i / 64] >> (i % 64) & 1 == 1;
+        if in_base && !st.sc.was_seen(i) && contents::covered(cov, s.timestamp[i]) {
+            tokens += s.tokens[i] as u64;
+            run = Some(match run {
+                Some((a, b)) if b + 1 == i as u32 => (a, i as u32),
+                Some(r) => {
+                    st.out.hidden.push(r);
+                    (i as u32, i as u32)
+                }
+                None => (i as u32, i as u32),
+            });
+        }
+    }
+    if let Some(r) = run {
+        st.out.hidden.push(r);
+    }
+    tokens
+}
+
 /// One recorded model request at event `k` (raw events `0..k` exist).
 pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: usize) {
     let s = st.s;
@@ -185,36 +301,7 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     let mut hidden_tokens = 0u64;
     let car_start = st.out.carried.len() as u32;
     if generic {
-        let words = st.base.words;
-        let seen = &st.base.seen[row * words..(row + 1) * words];
-        let mut run: Option<(u32, u32)> = None;
-        let hidden_at = |i: usize| {
-            let in_base = seen[i / 64] >> (i % 64) & 1 == 1;
-            in_base && !st.sc.was_seen(i)
-        };
-        // the requesting agent's view of the summaries (scopes, rewinds)
-        let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
-        let spans: Vec<(usize, usize)> = if s.ts_sorted {
-            contents::covered_spans(s, st.n, cov).collect()
-        } else {
-            vec![(0, st.n)]
-        };
-        for i in spans.into_iter().flat_map(|(lo, hi)| lo..hi) {
-            if hidden_at(i) && (s.ts_sorted || contents::covered(cov, s.timestamp[i])) {
-                hidden_tokens += s.tokens[i] as u64;
-                run = Some(match run {
-                    Some((a, b)) if b + 1 == i as u32 => (a, i as u32),
-                    Some(r) => {
-                        st.out.hidden.push(r);
-                        (i as u32, i as u32)
-                    }
-                    None => (i as u32, i as u32),
-                });
-            }
-        }
-        if let Some(r) = run {
-            st.out.hidden.push(r);
-        }
+        hidden_tokens = hidden(st, row);
         for &(kind, src) in &st.sc.seq {
             if kind == K_SUM {
                 st.out.carried.push(src + 1);

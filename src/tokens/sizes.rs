@@ -49,6 +49,8 @@ pub struct BaselineCache {
     pub block_end: Vec<[u64; 4]>,
     /// The main agent the block measures were computed for.
     pub main_agent: Option<u32>,
+    /// `tok_prefix[i]` = run-tokenizer tokens of events `0..i` (a run's tokens in O(1)).
+    pub tok_prefix: Vec<u64>,
 }
 
 /// The per-event arrays of one session.
