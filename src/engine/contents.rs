@@ -227,6 +227,7 @@ struct View<'a> {
 }
 
 impl View<'_> {
+    #[inline(always)]
     fn keeps(&self, s: &SessionSizes, i: usize) -> bool {
         !self.on || (s.scope[i] == self.scope && !crate::tokens::sizes::in_spans(self.spans, i))
     }

@@ -196,6 +196,7 @@ impl<'a> State<'a> {
     }
 
     /// Raw event `i` is live after the rewinds and of isolation scope `scope`.
+    #[inline]
     pub fn in_view(&self, i: usize, scope: u32) -> bool {
         !self.special
             || (self.s.scope[i] == scope && !crate::tokens::sizes::in_spans(&self.spans, i))
@@ -209,6 +210,7 @@ impl<'a> State<'a> {
 
     /// Prepare `vcomps` / `vcov` for `scope` (no-op for ordinary sessions, where the global
     /// `comps` / `cov` are the view).
+    #[inline]
     pub fn view(&mut self, scope: u32) {
         if !self.special {
             return;

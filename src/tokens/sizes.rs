@@ -435,6 +435,7 @@ impl SessionSizes {
 
     /// Whether the session has isolation scopes or rewinds (the engine's exact but slower
     /// path for them is needed).
+    #[inline]
     pub fn has_scopes_or_rewinds(&self) -> bool {
         !self.scopes.is_empty() || !self.rewinds.is_empty()
     }
