@@ -203,6 +203,7 @@ pub fn coverage(comps: &[Comp], out: &mut Vec<(f64, f64)>) {
 
 /// Whether raw event `i` passes `_get_contents`' filter for `viewer` on `branch` (visible,
 /// on the branch, not another tool's sub-branch), before compaction processing.
+#[inline(always)]
 fn in_context(
     s: &SessionSizes,
     viewer: u32,
@@ -306,6 +307,24 @@ pub fn build(
     branch: Option<u32>,
     sc: &mut Scratch,
 ) -> Measure {
+    // Compiled twice, so sessions without scopes or rewinds pay nothing for them.
+    if s.has_scopes_or_rewinds() {
+        build_in::<true>(s, n, comps, cov, viewer, branch, sc)
+    } else {
+        build_in::<false>(s, n, comps, cov, viewer, branch, sc)
+    }
+}
+
+/// [`build`]; `VIEW`: the session has isolation scopes or rewinds.
+fn build_in<const VIEW: bool>(
+    s: &SessionSizes,
+    n: usize,
+    comps: &[Comp],
+    cov: &[(f64, f64)],
+    viewer: u32,
+    branch: Option<u32>,
+    sc: &mut Scratch,
+) -> Measure {
     sc.prepare(s);
     let g = sc.gen;
     let ctx = Ctx { s, viewer };
@@ -316,7 +335,7 @@ pub fn build(
     let comps = &comps[..comps_live];
     // ADK 2.13 isolation scopes and rewinds (callers pass the summaries that remain for this
     // view).
-    let view = s.has_scopes_or_rewinds();
+    let view = VIEW;
     let mut spans = std::mem::take(&mut sc.spans);
     if view {
         s.rewound_spans(n, &mut spans);
