@@ -187,13 +187,13 @@ fn corrupted_cache_is_ignored_and_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let c = dir.path().to_str().unwrap();
     let (first, _) = run_json(&[&fix("good"), "--cache-dir", c]);
-    let file = dir.path().join("counts-v1-o200k.bin");
+    let file = dir.path().join("counts-v2-o200k.bin");
     let mut bytes = std::fs::read(&file).expect("cache file written");
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x5a;
     std::fs::write(&file, &bytes).unwrap();
     let (second, stderr) = run_json(&[&fix("good"), "--cache-dir", c]);
-    assert!(stderr.contains("counts-v1-o200k.bin"), "{stderr}");
+    assert!(stderr.contains("counts-v2-o200k.bin"), "{stderr}");
     assert!(stderr.contains("rebuilding"), "{stderr}");
     assert_eq!(
         second["token_counts"]["tokenized"],

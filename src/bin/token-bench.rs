@@ -1,7 +1,8 @@
 //! Tokenization benchmark (README "Benchmark" → "Tokenization"):
 //!
 //! ```text
-//! cargo run --release --bin token-bench -- [--corpus DIR] [--python PY] [--repeat N]
+//! cargo run --release --bin token-bench -- [--corpus DIR] [--python PY] [--repeat N] \
+//!     [--warm-loop SECONDS]
 //! ```
 //!
 //! The data's path: read every session of the corpus, then count tokens (o200k) the way the
@@ -20,8 +21,9 @@
 //! it the Python part is skipped with a note.
 //!
 //! MB/s = UTF-8 megabytes (10^6 bytes) of every counted string of every event (duplicates
-//! included: the text the corpus holds) / seconds. "CPU s" is this process's user + system
-//! time (in 10 ms ticks), which a loaded machine distorts less than wall time. Each figure is
+//! included: the text the corpus holds) / seconds. "CPU s" is the time this process's threads
+//! ran (`/proc/self/task/*/schedstat`, in ns), which a loaded machine distorts less than wall
+//! time. Each figure is
 //! the fastest wall time and the mean CPU time of `--repeat` runs (default 3; the warm cache
 //! run 10 × that, since it is short; Python's batch call once).
 
@@ -73,8 +75,28 @@ fn corpus_default() -> PathBuf {
     }
 }
 
-/// This process's CPU seconds (user + system, Linux `/proc/self/stat`; 0 elsewhere).
+/// This process's CPU seconds: the sum over its threads of the nanoseconds each ran
+/// (Linux `/proc/self/task/*/schedstat`), else user + system time from `/proc/self/stat` (in
+/// 10 ms ticks, too coarse for a run of a few milliseconds); 0 elsewhere.
 fn cpu_s() -> f64 {
+    let mut ns = 0u64;
+    let mut any = false;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            if let Some(v) = stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+            {
+                ns += v;
+                any = true;
+            }
+        }
+    }
+    if any {
+        return ns as f64 / 1e9;
+    }
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let f: Vec<&str> = stat
         .rsplit(')')
@@ -138,6 +160,7 @@ fn run() -> Result<bool, String> {
     let mut corpus = corpus_default();
     let mut python = PathBuf::from("/work/venv/bench/bin/python");
     let mut repeat = 3usize;
+    let mut warm_loop: Option<f64> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -150,8 +173,18 @@ fn run() -> Result<bool, String> {
                     .filter(|&n| n > 0)
                     .ok_or("--repeat needs a number > 0")?
             }
+            "--warm-loop" => {
+                warm_loop = Some(
+                    args.next()
+                        .and_then(|v| v.parse().ok())
+                        .filter(|&s: &f64| s > 0.0)
+                        .ok_or("--warm-loop needs seconds > 0")?,
+                )
+            }
             "-h" | "--help" => {
-                println!("token-bench [--corpus DIR] [--python PY] [--repeat N]");
+                println!(
+                    "token-bench [--corpus DIR] [--python PY] [--repeat N] [--warm-loop SECONDS]"
+                );
                 return Ok(true);
             }
             other => return Err(format!("unknown argument `{other}`")),
@@ -164,6 +197,9 @@ fn run() -> Result<bool, String> {
             .build()
             .map_err(|e| e.to_string())
     };
+    // Both pools live to the end: the CPU clock sums the threads alive, so a pool's thread
+    // exiting in the middle of a measurement would take its time out of it.
+    let pools = [(1, pool(1)?), (cores, pool(cores)?)];
 
     // 1. Sessions, and the exact strings counted for every event.
     let loaded = load_paths(&[corpus.display().to_string()], None);
@@ -179,18 +215,21 @@ fn run() -> Result<bool, String> {
         .collect();
     let mb = texts.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6;
     let (_, load_s, _) = timed(|| count_text(TOK, "load the o200k ranks once"));
+    if let Some(secs) = warm_loop {
+        return warm_loop_only(&sessions, secs);
+    }
 
     // 2. The tool's counting path, cold then warm, per core and on all cores.
     let mut rows = Vec::new();
     let mut ok = true;
     let mut cold_warm = Vec::new();
-    for threads in [1, cores] {
-        let p = pool(threads)?;
+    for (threads, p) in &pools {
+        let threads = *threads;
         let count = |cache: &CacheOpts| {
             timed(|| p.install(|| count_sessions_with_stats(&sessions, TOK, cache)))
         };
         // Cold: `repeat` runs, each on a fresh cache dir; warm: 10 × `repeat` runs over the
-        // last of them (it is quick, and the CPU clock ticks in 10 ms).
+        // last of them (it is quick).
         let mut cold = Vec::new();
         let mut dir = None;
         for _ in 0..repeat {
@@ -234,7 +273,7 @@ fn run() -> Result<bool, String> {
                 stats,
             });
         }
-        cold_warm.push((threads, cw / ww, cc / wc.max(1e-3)));
+        cold_warm.push((threads, cw / ww, cc / wc.max(1e-6)));
     }
 
     // 3. The counter alone over the same strings Python gets (best of `repeat`).
@@ -252,7 +291,7 @@ fn run() -> Result<bool, String> {
         cpu_s: c1,
         stats: None,
     });
-    let p = pool(cores)?;
+    let p = &pools[1].1;
     let (ours_par, wn, cn) =
         best(&|| p.install(|| texts.par_iter().map(|t| count_text(TOK, t) as u64).sum()));
     rows.push(Row {
@@ -299,13 +338,13 @@ fn run() -> Result<bool, String> {
             (s.tokenized.to_string(), s.cached.to_string())
         });
         println!(
-            "{:<48} {:>7} {:>9.3} {:>9.3} {:>9.2} {:>9.2} {:>10} {:>8}",
+            "{:<48} {:>7} {:>9.4} {:>9.4} {:>9.2} {:>9.2} {:>10} {:>8}",
             r.what,
             r.threads,
             r.wall_s,
             r.cpu_s,
             mb / r.wall_s,
-            mb / r.cpu_s.max(0.01),
+            mb / r.cpu_s.max(1e-6),
             tk,
             ca
         );
@@ -335,7 +374,7 @@ fn run() -> Result<bool, String> {
             );
             ok &= same;
             let rw = py.loop_s / w1;
-            let rc = py.loop_cpu_s / c1.max(0.01);
+            let rc = py.loop_cpu_s / c1.max(1e-6);
             let verdict = if rw.min(rc) >= 1.5 {
                 "met"
             } else if rw.max(rc) >= 1.5 {
@@ -349,6 +388,47 @@ fn run() -> Result<bool, String> {
             );
         }
     }
+    Ok(ok)
+}
+
+/// `--warm-loop SECONDS`: one cold run into a fresh cache folder, then warm runs on the
+/// current rayon pool for that long (for `perf record`); prints the mean warm time.
+fn warm_loop_only(
+    sessions: &[compaction_sim::transcript::Session],
+    secs: f64,
+) -> Result<bool, String> {
+    let d = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let cache = CacheOpts::at(d.path());
+    let (cold, cold_s, _) = timed(|| count_sessions_with_stats(sessions, TOK, &cache));
+    let cold = cold.map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let cpu0 = cpu_s();
+    let mut runs = 0u64;
+    let mut best = f64::INFINITY;
+    let mut ok = true;
+    while start.elapsed().as_secs_f64() < secs {
+        let t = Instant::now();
+        let (counts, st) =
+            count_sessions_with_stats(sessions, TOK, &cache).map_err(|e| e.to_string())?;
+        best = best.min(t.elapsed().as_secs_f64());
+        ok &= st.tokenized == 0 && counts == cold.0;
+        runs += 1;
+    }
+    let mean = start.elapsed().as_secs_f64() / runs.max(1) as f64;
+    let cpu = (cpu_s() - cpu0) / runs.max(1) as f64;
+    println!(
+        "cold {:.1} ms; {runs} warm runs: mean {:.3} ms (CPU {:.3} ms), best {:.3} ms; cold/best-warm {:.1}x{}",
+        cold_s * 1e3,
+        mean * 1e3,
+        cpu * 1e3,
+        best * 1e3,
+        cold_s / best,
+        if ok {
+            ""
+        } else {
+            "; FAIL: a warm run tokenized or counts differ"
+        }
+    );
     Ok(ok)
 }
 

@@ -131,9 +131,18 @@ pub struct Scratch {
     /// Rewound spans at the last build's `n`.
     spans: Vec<(u32, u32)>,
     pub seen_list: Vec<u32>,
-    // rearrange_async's buffers, kept between builds
-    ra_calls: Vec<(u32, usize)>,
-    ra_resps: Vec<((u32, usize), usize)>,
+    // rearrange_async's buffers, kept between builds (id-slot and arena-indexed, stamped)
+    ra_gen: u32,
+    ra_first: Vec<u32>,
+    ra_first_stamp: Vec<u32>,
+    ra_latest: Vec<u32>,
+    ra_latest_stamp: Vec<u32>,
+    ra_run_owner: Vec<u32>,
+    ra_run_last: Vec<u32>,
+    ra_run_stamp: Vec<u32>,
+    ra_ans: Vec<u32>,
+    ra_ans_stamp: Vec<u32>,
+    ra_resps: Vec<(u32, u32, u32)>,
     ra_stale: Vec<bool>,
     ra_out: Vec<Item>,
     ra_idxs: Vec<usize>,
@@ -433,51 +442,13 @@ fn build_in<const VIEW: bool>(
         recover_calls(s, n, viewer, branch, vf, sc);
     }
 
-    // 3. fc_author_by_id, then other-agent presentation.
-    for it in &sc.items {
-        if it.kind != K_RAW {
-            continue;
-        }
-        for k in it.p0..it.p1 {
-            let p = s.parts[sc.arena[k as usize] as usize];
-            if p.kind == PART_CALL && p.id != NO_ID {
-                sc.fc_author[p.id as usize] = s.author[it.src as usize];
-                sc.fc_author_stamp[p.id as usize] = g;
-            }
-        }
+    // 3. fc_author_by_id, then other-agent presentation: nothing to present when every
+    // author is the viewer or the user.
+    let lone = viewer != u32::MAX
+        && (0..s.authors.len() as u32).all(|a| a == viewer || a == s.user_author);
+    if !lone {
+        present_other_agents(s, viewer, sc);
     }
-    let mut w = 0;
-    for r in 0..sc.items.len() {
-        let mut it = sc.items[r];
-        if it.kind == K_RAW {
-            let a = s.author[it.src as usize];
-            let mut other = viewer != u32::MAX && a != viewer && a != s.user_author;
-            if !other {
-                for k in it.p0..it.p1 {
-                    let p = s.parts[sc.arena[k as usize] as usize];
-                    if p.kind == PART_RESPONSE
-                        && p.id != NO_ID
-                        && sc.fc_author_stamp[p.id as usize] == g
-                    {
-                        let ca = sc.fc_author[p.id as usize];
-                        if ca != viewer && ca != s.user_author {
-                            other = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            if other {
-                if s.other[it.src as usize].is_none() {
-                    continue;
-                }
-                it = Item::bare(K_OTHER, it.src);
-            }
-        }
-        sc.items[w] = it;
-        w += 1;
-    }
-    sc.items.truncate(w);
 
     // 4. drop_orphaned_function_responses
     drop_orphan_responses(&ctx, sc);
@@ -575,6 +546,56 @@ fn build_in<const VIEW: bool>(
     }
     sc.spans = spans;
     m
+}
+
+/// Step 3: `fc_author_by_id`, then another agent's events (and responses to its calls) as
+/// "For context:" user content; events with nothing to present are dropped.
+fn present_other_agents(s: &SessionSizes, viewer: u32, sc: &mut Scratch) {
+    let g = sc.gen;
+    for it in &sc.items {
+        if it.kind != K_RAW || !it.call {
+            continue;
+        }
+        for k in it.p0..it.p1 {
+            let p = s.parts[sc.arena[k as usize] as usize];
+            if p.kind == PART_CALL && p.id != NO_ID {
+                sc.fc_author[p.id as usize] = s.author[it.src as usize];
+                sc.fc_author_stamp[p.id as usize] = g;
+            }
+        }
+    }
+    let mut w = 0;
+    for r in 0..sc.items.len() {
+        let mut it = sc.items[r];
+        if it.kind == K_RAW {
+            let a = s.author[it.src as usize];
+            let mut other = viewer != u32::MAX && a != viewer && a != s.user_author;
+            if !other && it.resp {
+                for k in it.p0..it.p1 {
+                    let p = s.parts[sc.arena[k as usize] as usize];
+                    if p.kind == PART_RESPONSE
+                        && p.id != NO_ID
+                        && sc.fc_author_stamp[p.id as usize] == g
+                    {
+                        let ca = sc.fc_author[p.id as usize];
+                        if ca != viewer && ca != s.user_author {
+                            other = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            if other {
+                if s.other[it.src as usize].is_none() {
+                    continue;
+                }
+                it = Item::bare(K_OTHER, it.src);
+            }
+        }
+        sc.items[w] = it;
+        w += 1;
+    }
+    sc.items.truncate(w);
 }
 
 /// Event owning global part `gp` (binary search over `parts_at`).
@@ -984,86 +1005,96 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     if !sc.items.iter().any(|it| it.kind == K_RAW && it.resp) {
         return;
     }
-    // (call id, item) for call parts of events without responses, sorted: ADK's
-    // `call_event_indices_by_id` (NO_ID collects id-less calls, as ADK keys on None).
-    let mut calls_by_id = std::mem::take(&mut sc.ra_calls);
-    calls_by_id.clear();
-    let mut any_resp = false;
-    for (i, it) in sc.items.iter().enumerate() {
-        if has_kind(ctx, sc, it, PART_RESPONSE) {
-            any_resp = true;
+    // ADK's `call_event_indices_by_id` (call parts of events without responses; id-less calls
+    // share the key None, slot `n_ids` here) and, per response, its owning call item: the
+    // latest such call before it, else the first one. For one id the owner never moves back,
+    // so the responses of one (id, owner) key arrive as one run: consecutive updates of a
+    // call are found, and each key's last response recorded, in one forward pass.
+    let n_ids = s.n_ids as usize;
+    sc.ra_prepare(n_ids + 1, sc.arena.len());
+    let g = sc.ra_gen;
+    let slot = |id: u32| if id == NO_ID { n_ids } else { id as usize };
+    for i in 0..len {
+        let it = sc.items[i];
+        if it.kind != K_RAW || it.resp || !it.call {
             continue;
         }
-        if it.kind != K_RAW || !it.call {
-            continue;
-        }
-        for &gp in item_parts(sc, it) {
-            let p = s.parts[gp as usize];
+        for a in it.p0..it.p1 {
+            let p = s.parts[sc.arena[a as usize] as usize];
             if p.kind == PART_CALL {
-                calls_by_id.push((p.id, i));
+                let k = slot(p.id);
+                if sc.ra_first_stamp[k] != g {
+                    sc.ra_first_stamp[k] = g;
+                    sc.ra_first[k] = i as u32;
+                }
             }
         }
     }
-    if !any_resp {
-        sc.ra_calls = calls_by_id;
-        return;
-    }
-    calls_by_id.sort_unstable();
-    // ((id, owning call item), response item), grouped by key in item order.
-    let mut resp_by_call = std::mem::take(&mut sc.ra_resps);
-    resp_by_call.clear();
-    for (i, it) in sc.items.iter().enumerate() {
-        if it.kind != K_RAW || !it.resp {
-            continue;
-        }
-        for &gp in item_parts(sc, it) {
-            let p = s.parts[gp as usize];
-            if p.kind != PART_RESPONSE {
-                continue;
-            }
-            let lo = calls_by_id.partition_point(|&(id, _)| id < p.id);
-            let hi = calls_by_id.partition_point(|&(id, _)| id <= p.id);
-            if lo == hi {
-                continue;
-            }
-            let idxs = &calls_by_id[lo..hi];
-            let pc = idxs.partition_point(|&(_, x)| x < i);
-            let owner = idxs[pc.saturating_sub(1)].1;
-            resp_by_call.push(((p.id, owner), i));
-        }
-    }
-    resp_by_call.sort_by_key(|&(k, i)| (k, i));
-    // stale model text replies between consecutive updates of one call
     let mut stale = std::mem::take(&mut sc.ra_stale);
     stale.clear();
     stale.resize(len, false);
-    for w in resp_by_call.windows(2) {
-        if w[0].0 != w[1].0 {
+    // (id slot, owner, last response item) of each finished run
+    let mut done = std::mem::take(&mut sc.ra_resps);
+    done.clear();
+    for i in 0..len {
+        let it = sc.items[i];
+        if it.kind != K_RAW {
             continue;
         }
-        let (cur, next) = (w[0].1, w[1].1);
-        let (a, b) = (sc.items[cur], sc.items[next]);
-        if s.inv_id[a.src as usize] != s.inv_id[b.src as usize]
-            || ctx.author_of(&a) != ctx.author_of(&b)
-        {
+        if !it.resp {
+            if it.call {
+                for k in it.p0..it.p1 {
+                    let p = s.parts[sc.arena[k as usize] as usize];
+                    if p.kind == PART_CALL {
+                        let k = slot(p.id);
+                        sc.ra_latest_stamp[k] = g;
+                        sc.ra_latest[k] = i as u32;
+                    }
+                }
+            }
             continue;
         }
-        if !s.requested[a.src as usize].is_empty() {
-            continue;
+        for k in it.p0..it.p1 {
+            let p = s.parts[sc.arena[k as usize] as usize];
+            if p.kind != PART_RESPONSE {
+                continue;
+            }
+            let k = slot(p.id);
+            if sc.ra_first_stamp[k] != g {
+                continue; // no call with this id
+            }
+            let owner = if sc.ra_latest_stamp[k] == g {
+                sc.ra_latest[k]
+            } else {
+                sc.ra_first[k]
+            };
+            if sc.ra_run_stamp[k] == g && sc.ra_run_owner[k] == owner {
+                let cur = sc.ra_run_last[k] as usize;
+                mark_stale(ctx, sc, &mut stale, cur, i);
+            } else if sc.ra_run_stamp[k] == g {
+                done.push((k as u32, sc.ra_run_owner[k], sc.ra_run_last[k]));
+            }
+            sc.ra_run_stamp[k] = g;
+            sc.ra_run_owner[k] = owner;
+            sc.ra_run_last[k] = i as u32;
         }
-        if next > cur + 1
-            && (cur + 1..next)
-                .all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize]))
-        {
-            for x in stale.iter_mut().take(next).skip(cur + 1) {
-                *x = true;
+    }
+    for k in 0..=n_ids {
+        if sc.ra_run_stamp[k] == g {
+            done.push((k as u32, sc.ra_run_owner[k], sc.ra_run_last[k]));
+        }
+    }
+    // each key's last response, on the owner's call parts with that id
+    for &(k, owner, last) in &done {
+        let c = sc.items[owner as usize];
+        for a in c.p0..c.p1 {
+            let p = s.parts[sc.arena[a as usize] as usize];
+            if p.kind == PART_CALL && slot(p.id) == k as usize {
+                sc.ra_ans_stamp[a as usize] = g;
+                sc.ra_ans[a as usize] = last;
             }
         }
     }
-    let last_resp = |key: (u32, usize)| -> Option<usize> {
-        let hi = resp_by_call.partition_point(|&(k, _)| k <= key);
-        (hi > 0 && resp_by_call[hi - 1].0 == key).then(|| resp_by_call[hi - 1].1)
-    };
     let mut out = std::mem::take(&mut sc.ra_out);
     out.clear();
     let mut idxs = std::mem::take(&mut sc.ra_idxs);
@@ -1078,13 +1109,11 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         if has_kind(ctx, sc, &it, PART_CALL) {
             out.push(it);
             idxs.clear();
-            for &gp in item_parts(sc, &it) {
-                let p = s.parts[gp as usize];
-                if p.kind == PART_CALL {
-                    if let Some(last) = last_resp((p.id, i)) {
-                        if !idxs.contains(&last) {
-                            idxs.push(last);
-                        }
+            for a in it.p0..it.p1 {
+                if sc.ra_ans_stamp[a as usize] == g {
+                    let last = sc.ra_ans[a as usize] as usize;
+                    if !idxs.contains(&last) {
+                        idxs.push(last);
                     }
                 }
             }
@@ -1107,10 +1136,69 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         out.push(it);
     }
     sc.ra_out = std::mem::replace(&mut sc.items, out);
-    sc.ra_calls = calls_by_id;
-    sc.ra_resps = resp_by_call;
+    sc.ra_resps = done;
     sc.ra_stale = stale;
     sc.ra_idxs = idxs;
+}
+
+impl Scratch {
+    /// A fresh stamp for `rearrange_async`'s arrays, sized for `slots` ids and `parts` arena
+    /// entries.
+    fn ra_prepare(&mut self, slots: usize, parts: usize) {
+        for v in [
+            &mut self.ra_first,
+            &mut self.ra_first_stamp,
+            &mut self.ra_latest,
+            &mut self.ra_latest_stamp,
+            &mut self.ra_run_owner,
+            &mut self.ra_run_last,
+            &mut self.ra_run_stamp,
+        ] {
+            if v.len() < slots {
+                v.resize(slots, 0);
+            }
+        }
+        for v in [&mut self.ra_ans, &mut self.ra_ans_stamp] {
+            if v.len() < parts {
+                v.resize(parts, 0);
+            }
+        }
+        self.ra_gen = self.ra_gen.wrapping_add(1);
+        if self.ra_gen == 0 {
+            for v in [
+                &mut self.ra_first_stamp,
+                &mut self.ra_latest_stamp,
+                &mut self.ra_run_stamp,
+                &mut self.ra_ans_stamp,
+            ] {
+                v.iter_mut().for_each(|x| *x = 0);
+            }
+            self.ra_gen = 1;
+        }
+    }
+}
+
+/// Consecutive updates `cur` < `next` of one call: the model text replies between them are
+/// stale when both updates come from one invocation and author, and the first asked nothing.
+fn mark_stale(ctx: &Ctx<'_>, sc: &Scratch, stale: &mut [bool], cur: usize, next: usize) {
+    let s = ctx.s;
+    let (a, b) = (sc.items[cur], sc.items[next]);
+    if s.inv_id[a.src as usize] != s.inv_id[b.src as usize]
+        || ctx.author_of(&a) != ctx.author_of(&b)
+    {
+        return;
+    }
+    if !s.requested[a.src as usize].is_empty() {
+        return;
+    }
+    if next > cur + 1
+        && (cur + 1..next)
+            .all(|i| is_stale_text_reply(ctx, sc, &sc.items[i], s.inv_id[a.src as usize]))
+    {
+        for x in stale.iter_mut().take(next).skip(cur + 1) {
+            *x = true;
+        }
+    }
 }
 
 /// Whether arena part `k` (of an item spanning `p0..p1`) goes when ADK drops orphan parts:

@@ -511,11 +511,13 @@ impl SessionSizes {
     /// ADK's `_is_tool_sub_branch_event` for event `i` in the request of agent `viewer` on
     /// `branch`, built from the first `n` events: `i` is strictly below `branch` and some
     /// segment below it is `<name>@<id>`, `id` a call among those events, `name` not `viewer`.
+    #[inline]
     pub fn tool_sub_branch(&self, branch: Option<u32>, viewer: u32, n: usize, i: usize) -> bool {
+        !self.tool_segs[i].is_empty() && self.tool_sub_branch_slow(branch, viewer, n, i)
+    }
+
+    fn tool_sub_branch_slow(&self, branch: Option<u32>, viewer: u32, n: usize, i: usize) -> bool {
         let segs = &self.tool_segs[i];
-        if segs.is_empty() {
-            return false;
-        }
         let Some(eb) = self.branch[i] else {
             return false;
         };
@@ -538,13 +540,16 @@ impl SessionSizes {
     }
 
     /// Whether event `i` belongs to `branch` (ADK `_is_event_belongs_to_branch`).
+    #[inline]
     pub fn belongs_to_branch(&self, branch: Option<u32>, i: usize) -> bool {
-        let (Some(b), Some(eb)) = (branch, self.branch[i]) else {
-            return true;
-        };
-        if b == eb {
-            return true;
+        match (branch, self.branch[i]) {
+            (Some(b), Some(eb)) if b != eb => self.branch_below(b, eb),
+            _ => true,
         }
+    }
+
+    /// Branch `b` lies below branch `eb` (`eb` followed by a dot starts `b`).
+    fn branch_below(&self, b: u32, eb: u32) -> bool {
         let inv = &self.branches[b as usize];
         let ev = &self.branches[eb as usize];
         inv.len() > ev.len() && inv.starts_with(ev.as_str()) && inv.as_bytes()[ev.len()] == b'.'
