@@ -43,24 +43,7 @@ fn load(p: &Path) -> Option<Value> {
 /// conformance triage. Each needs an input the oracle's transcript generator never writes
 /// (real ADK exports can hold them). The test is strict both ways: a case listed here must
 /// still disagree, so fixing a class fails the test until its entry is removed.
-const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
-    (
-        "h23_isolation_scope_",
-        "D3: isolation scopes are refused by the reader (not modelled)",
-    ),
-    (
-        "r03_isolation_scope",
-        "D3: isolation scopes are refused by the reader (not modelled)",
-    ),
-    (
-        "h25_rewind_",
-        "D4: rewinds are refused by the reader (not modelled)",
-    ),
-    (
-        "r04_rewind",
-        "D4: rewinds are refused by the reader (not modelled)",
-    ),
-];
+const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[];
 
 fn known(name: &str) -> Option<&'static str> {
     let file = name.rsplit('/').next().unwrap_or(name);

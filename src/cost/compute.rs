@@ -1172,6 +1172,7 @@ mod tests {
             phase: Phase::PostInvocation,
             trigger: Trigger::SlidingWindow,
             events: 0..4,
+            skip: &[],
             seed: None,
             prompt_chars: 0,
             history_chars: 0,

@@ -163,6 +163,7 @@ mod tests {
             phase: Phase::PostInvocation,
             trigger: Trigger::SlidingWindow,
             events: 0..2,
+            skip: &[],
             seed: None,
             prompt_chars: 0,
             history_chars: 0,

@@ -169,8 +169,7 @@ impl Modelled<'_> {
             None => s.chars.div_ceil(4),
         });
         let events: u64 = req
-            .events
-            .clone()
+            .event_indices()
             .filter_map(|i| self.lines.tokens.get(i as usize))
             .sum();
         TEMPLATE_TOKENS + seed + events
@@ -237,7 +236,7 @@ impl Terse<'_> {
                 said.push(format!("model: {t}"));
             }
         }
-        for i in req.events.clone() {
+        for i in req.event_indices() {
             if let Some(e) = self.session.events.get(i as usize) {
                 terse_lines(e, &mut said);
             }
@@ -311,8 +310,7 @@ impl<'a> Command<'a> {
     /// The JSON the program reads on stdin.
     pub fn input_json(&self, req: &SummarizeRequest<'_>) -> serde_json::Value {
         let events: Vec<&Event> = req
-            .events
-            .clone()
+            .event_indices()
             .filter_map(|i| self.session.events.get(i as usize))
             .collect();
         serde_json::json!({
@@ -623,6 +621,7 @@ mod tests {
             phase: Phase::PostInvocation,
             trigger: Trigger::SlidingWindow,
             events,
+            skip: &[],
             seed: None,
             prompt_chars: 700,
             history_chars: 43,

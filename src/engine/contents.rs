@@ -123,6 +123,15 @@ pub struct Scratch {
     latest_rearranged: bool,
     /// Raw events present in the last build (stamp == `gen`), and the same as a list.
     seen: Vec<u32>,
+    /// ADK 2.13 isolation scope of the requesting agent (0 = unscoped), set by the caller
+    /// before `build`: only events of that scope are visible, and a scoped agent gets its
+    /// task input prepended.
+    pub scope: u32,
+    /// Look the task input up among live (not rewound) events only, as ADK's token estimate
+    /// does (it builds from `_apply_rewinds(events)`); requests search all events.
+    pub lead_after_rewinds: bool,
+    /// Rewound spans at the last build's `n`.
+    spans: Vec<(u32, u32)>,
     pub seen_list: Vec<u32>,
     // rearrange_async's buffers, kept between builds (id-slot and arena-indexed, stamped)
     ra_gen: u32,
@@ -206,8 +215,42 @@ pub fn coverage(comps: &[Comp], out: &mut Vec<(f64, f64)>) {
 
 /// Whether raw event `i` passes `_get_contents`' filter for `viewer` on `branch` (visible,
 /// on the branch, not another tool's sub-branch), before compaction processing.
-fn in_context(s: &SessionSizes, viewer: u32, branch: Option<u32>, n: usize, i: usize) -> bool {
-    s.visible[i] && s.belongs_to_branch(branch, i) && !s.tool_sub_branch(branch, viewer, n, i)
+#[inline(always)]
+fn in_context(
+    s: &SessionSizes,
+    viewer: u32,
+    branch: Option<u32>,
+    n: usize,
+    i: usize,
+    vf: View<'_>,
+) -> bool {
+    s.visible[i]
+        && s.belongs_to_branch(branch, i)
+        && !s.tool_sub_branch(branch, viewer, n, i)
+        && vf.keeps(s, i)
+}
+
+/// ADK 2.13 isolation scopes and rewinds: an event of another scope than the requesting
+/// agent's, or annulled by a rewind, is not in context (`on` only for sessions having either).
+#[derive(Clone, Copy)]
+struct View<'a> {
+    on: bool,
+    scope: u32,
+    spans: &'a [(u32, u32)],
+}
+
+/// The view of a session without scopes or rewinds: everything.
+const ORDINARY: View<'static> = View {
+    on: false,
+    scope: 0,
+    spans: &[],
+};
+
+impl View<'_> {
+    #[inline(always)]
+    fn keeps(&self, s: &SessionSizes, i: usize) -> bool {
+        !self.on || (s.scope[i] == self.scope && !crate::tokens::sizes::in_spans(self.spans, i))
+    }
 }
 
 /// The raw events `0..n` inside the coverage `cov`, as index ranges `lo..hi` in order; only
@@ -283,6 +326,24 @@ pub fn build(
     branch: Option<u32>,
     sc: &mut Scratch,
 ) -> Measure {
+    // Compiled twice, so sessions without scopes or rewinds pay nothing for them.
+    if s.has_scopes_or_rewinds() {
+        build_in::<true>(s, n, comps, cov, viewer, branch, sc)
+    } else {
+        build_in::<false>(s, n, comps, cov, viewer, branch, sc)
+    }
+}
+
+/// [`build`]; `VIEW`: the session has isolation scopes or rewinds.
+fn build_in<const VIEW: bool>(
+    s: &SessionSizes,
+    n: usize,
+    comps: &[Comp],
+    cov: &[(f64, f64)],
+    viewer: u32,
+    branch: Option<u32>,
+    sc: &mut Scratch,
+) -> Measure {
     sc.prepare(s);
     let g = sc.gen;
     let ctx = Ctx { s, viewer };
@@ -291,6 +352,19 @@ pub fn build(
         .take_while(|c| c.after_raw as usize <= n)
         .count();
     let comps = &comps[..comps_live];
+    // ADK 2.13 isolation scopes and rewinds (callers pass the summaries that remain for this
+    // view).
+    let view = VIEW;
+    let mut spans = std::mem::take(&mut sc.spans);
+    if view {
+        s.rewound_spans(n, &mut spans);
+    }
+    let scope = sc.scope;
+    let vf = View {
+        on: view,
+        scope,
+        spans: &spans,
+    };
 
     // 1-2. visibility filter, then compaction processing.
     if comps.is_empty() {
@@ -298,6 +372,7 @@ pub fn build(
             if s.visible[i]
                 && s.belongs_to_branch(branch, i)
                 && !s.tool_sub_branch(branch, viewer, n, i)
+                && vf.keeps(s, i)
             {
                 let r = s.part_range(i);
                 let p0 = sc.arena.len() as u32;
@@ -320,7 +395,7 @@ pub fn build(
         let mut in_order = sc.sums.iter().all(|k| !k.0.is_nan());
         let mut prev_ts = f64::NEG_INFINITY;
         let mut push_raw = |sc: &mut Scratch, i: usize| {
-            if !in_context(s, viewer, branch, n, i) {
+            if !in_context(s, viewer, branch, n, i, vf) {
                 return;
             }
             let ts = s.timestamp[i];
@@ -374,7 +449,7 @@ pub fn build(
             sc.keyed.sort_by(by_key);
             sc.items.extend(sc.keyed.iter().map(|k| k.3));
         }
-        recover_calls(s, n, viewer, branch, sc);
+        recover_calls(s, n, viewer, branch, vf, sc);
     }
 
     // 3. fc_author_by_id, then other-agent presentation: nothing to present when every
@@ -468,6 +543,18 @@ pub fn build(
         m.contents += 1;
         sc.seq.push((it.kind, it.src));
     }
+    if view && scope != 0 {
+        // `_build_task_input_user_content`: a scoped agent's first turn is the delegating
+        // call's args (history tokens: ADK's chars/4, no event owns this content).
+        let rewound = |e: usize| sc.lead_after_rewinds && crate::tokens::sizes::in_spans(&spans, e);
+        if let Some((a, j)) = s.scope_lead(scope, n, rewound) {
+            m.contents += 1;
+            m.adk_chars += a;
+            m.json_chars += j;
+            m.history_tokens += a / 4;
+        }
+    }
+    sc.spans = spans;
     m
 }
 
@@ -505,7 +592,7 @@ pub fn extend(
     // the round trip's call event, waiting for its answer
     let mut open: Option<usize> = None;
     for i in n0..n {
-        let in_req = in_context(s, viewer, branch, n, i) && !covered(cov, s.timestamp[i]);
+        let in_req = in_context(s, viewer, branch, n, i, ORDINARY) && !covered(cov, s.timestamp[i]);
         if !in_req {
             // a call, even outside the request, can make earlier events a tool's sub-branch
             if s.has_calls[i] {
@@ -658,11 +745,18 @@ fn item_parts<'a>(sc: &'a Scratch, it: &Item) -> &'a [u32] {
 
 /// ADK `_recover_compacted_function_calls`: re-insert a compacted call event (and its
 /// compacted sibling responses) right before a surviving response.
-fn recover_calls(s: &SessionSizes, n: usize, viewer: u32, branch: Option<u32>, sc: &mut Scratch) {
+fn recover_calls(
+    s: &SessionSizes,
+    n: usize,
+    viewer: u32,
+    branch: Option<u32>,
+    vf: View<'_>,
+    sc: &mut Scratch,
+) {
     let g = sc.gen;
     // in raw_filtered_events (the recovery source), asked only of the few events recovery
     // looks at
-    let filtered = |i: usize| in_context(s, viewer, branch, n, i);
+    let filtered = |i: usize| in_context(s, viewer, branch, n, i, vf);
     // present raw events
     let mut any_resp = false;
     for it in &sc.items {
@@ -1344,6 +1438,7 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             if !s.model_request[k] {
                 continue;
             }
+            sc.scope = s.scope[k];
             let m = build(s, k, &[], &[], s.author[k], s.branch[k], &mut sc);
             out.request_event.push(k as u32);
             out.request.push([
@@ -1360,6 +1455,7 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
                 }
             }
         }
+        sc.scope = 0;
         let m = build(s, hi, &[], &[], main, None, &mut sc);
         out.block_end.push([
             m.contents as u64,

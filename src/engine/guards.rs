@@ -118,6 +118,18 @@ pub fn self_contained_prefix(
     n: usize,
     gs: &mut GuardScratch,
 ) -> usize {
+    self_contained_prefix_in(s, win, n, gs, |_| true)
+}
+
+/// [`self_contained_prefix`] where `all_events` is the raw events `i < n` with `keep(i)` (ADK
+/// passes the live events of one isolation scope).
+pub fn self_contained_prefix_in(
+    s: &SessionSizes,
+    win: &[u32],
+    n: usize,
+    gs: &mut GuardScratch,
+    keep: impl Fn(usize) -> bool,
+) -> usize {
     let safe = prefix_pass(s, win, gs, false, 0);
     if safe == win.len() {
         return safe;
@@ -125,13 +137,16 @@ pub fn self_contained_prefix(
     if safe > 0 && s.inv_id[win[safe - 1] as usize] != s.inv_id[win[safe] as usize] {
         return safe;
     }
-    let Some(newest) = n.checked_sub(1).map(|i| s.inv_id[i]) else {
+    let Some(newest) = (0..n).rev().find(|&i| keep(i)).map(|i| s.inv_id[i]) else {
         return safe;
     };
     // protected and answered ids over all events
     let g = gs.bump(s.n_ids as usize);
     let (protected, answered) = (g, g);
     for i in 0..n {
+        if !keep(i) {
+            continue;
+        }
         let is_newest = s.inv_id[i] == newest;
         if !s.long_running[i].is_empty() {
             for &lr in &s.long_running[i] {
@@ -190,6 +205,20 @@ pub fn worth_compacting(
     lo: f64,
     hi: f64,
 ) -> bool {
+    worth_compacting_in(s, n, comps, cov, lo, hi, |_| true)
+}
+
+/// [`worth_compacting`] over the raw events `i < n` with `keep(i)` (ADK passes the live
+/// events of one isolation scope) and the compactions of that view.
+pub fn worth_compacting_in(
+    s: &SessionSizes,
+    n: usize,
+    comps: &[Comp],
+    cov: &[(f64, f64)],
+    lo: f64,
+    hi: f64,
+    keep: impl Fn(usize) -> bool,
+) -> bool {
     // Is the new range contained in an existing retained range (then it is dropped)?
     let contained = comps
         .iter()
@@ -205,7 +234,7 @@ pub fn worth_compacting(
         if lo <= hi {
             for i in 0..n {
                 let ts = s.timestamp[i];
-                if lo <= ts && ts <= hi && s.has_content[i] && !covered(cov, ts) {
+                if lo <= ts && ts <= hi && s.has_content[i] && !covered(cov, ts) && keep(i) {
                     removable += s.json_chars[i] as i64;
                 }
             }
@@ -219,20 +248,21 @@ pub fn worth_compacting(
     removable > prev
 }
 
-/// Raw events with timestamp in `[lo, hi]` among `0..n` (count, first, last): the oracle's
-/// `raw_events_in_range`.
+/// Raw events of isolation scope `scope` with timestamp in `[lo, hi]` among `0..n` (count,
+/// first, last): the oracle's `raw_events_in_range`.
 pub fn raw_in_range(
     s: &SessionSizes,
     n: usize,
     lo: f64,
     hi: f64,
+    scope: u32,
 ) -> (u32, Option<u32>, Option<u32>) {
     let mut count = 0;
     let mut first = None;
     let mut last = None;
     for i in 0..n {
         let ts = s.timestamp[i];
-        if lo <= ts && ts <= hi {
+        if lo <= ts && ts <= hi && s.scope.get(i).map_or(0, |&x| x) == scope {
             count += 1;
             first.get_or_insert(i as u32);
             last = Some(i as u32);

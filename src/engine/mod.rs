@@ -5,6 +5,10 @@
 //! one by one; before each model request the pre-request token check runs (token pair only);
 //! after each invocation block the post-invocation compaction runs (token path first, then the
 //! sliding window). Everything works on [`SessionSizes`]; no text is read.
+//!
+//! Sessions with ADK 2.13 isolation scopes or rewinds (`State::special`) take an exact but
+//! slower path: each agent sees only its scope's events and compactions (`State::view`), and
+//! `_apply_rewinds` removes the annulled spans, summaries written inside them included.
 
 pub mod contents;
 pub mod guards;
@@ -102,6 +106,18 @@ pub(crate) struct State<'a> {
     /// compactions > 0 it is also the build `sc` holds.
     pub last_key: Option<(u32, Option<u32>, usize, usize)>,
     pub last_measure: Measure,
+    /// Sessions with isolation scopes or rewinds take the exact, slower path below.
+    pub special: bool,
+    /// Isolation scope of each compaction (ADK stamps the token path's scope on it).
+    pub comp_scope: Vec<u32>,
+    /// Rewound spans at `n` (ADK `_apply_rewinds`), updated when a rewind event is appended.
+    pub spans: Vec<(u32, u32)>,
+    pub spans_version: u32,
+    /// The compactions as one scope sees them after rewinds (`retained` and coverage
+    /// recomputed among those), keyed by (scope, compactions, spans version).
+    vkey: Option<(u32, usize, u32)>,
+    pub vcomps: Vec<Comp>,
+    pub vcov: Vec<(f64, f64)>,
     /// Per invocation id (interned in first-appearance order) among raw events `0..n`: the
     /// latest timestamp, and the first and last event index (kept as events are appended).
     pub inv_latest: Vec<f64>,
@@ -124,32 +140,146 @@ impl<'a> State<'a> {
     }
 
     /// ADK `_latest_prompt_token_count`: newest recorded count (of `agent`, or of anyone when
-    /// `agent` is `u32::MAX`), stopping at the latest compaction; else the chars/4 estimate of
-    /// the request `agent` would assemble.
-    pub fn measured(&mut self, agent: u32, branch: Option<u32>) -> Option<u64> {
-        let stop = self.comps.last().map_or(0, |c| c.after_raw as usize);
+    /// `agent` is `u32::MAX`) among events of isolation scope `scope`, stopping at the latest
+    /// compaction of that scope; else the chars/4 estimate of the request `agent` would
+    /// assemble. `rewinds`: scan only live events (ADK's token path passes
+    /// `_apply_rewinds(events)`; the oracle reports the count over `session.events`).
+    pub fn measured(
+        &mut self,
+        agent: u32,
+        branch: Option<u32>,
+        scope: u32,
+        rewinds: bool,
+    ) -> Option<u64> {
+        if !self.special {
+            let stop = self.comps.last().map_or(0, |c| c.after_raw as usize);
+            for i in (stop..self.n).rev() {
+                if let Some(v) = self.replayed[i] {
+                    if agent == u32::MAX || self.s.author[i] == agent {
+                        return Some(v);
+                    }
+                }
+            }
+            let m = self.measure(agent, branch, scope);
+            return (m.adk_chars > 0).then_some(m.adk_chars / 4);
+        }
+        let stop = (0..self.comps.len())
+            .rev()
+            .find(|&k| {
+                self.comp_scope[k] == scope && (!rewinds || self.comp_live(self.comps[k].after_raw))
+            })
+            .map_or(0, |k| self.comps[k].after_raw as usize);
         for i in (stop..self.n).rev() {
+            if self.s.scope[i] != scope
+                || (rewinds && crate::tokens::sizes::in_spans(&self.spans, i))
+            {
+                continue;
+            }
             if let Some(v) = self.replayed[i] {
                 if agent == u32::MAX || self.s.author[i] == agent {
                     return Some(v);
                 }
             }
         }
-        let m = self.measure(agent, branch);
+        self.sc.lead_after_rewinds = rewinds;
+        let m = self.measure(agent, branch, scope);
+        self.sc.lead_after_rewinds = false;
         (m.adk_chars > 0).then_some(m.adk_chars / 4)
     }
 
-    /// The request `viewer` would assemble now. A request is a function of (viewer, branch,
-    /// raw events, summaries), so asking twice without an append in between (the pre-request
-    /// estimate, then the request itself) reuses the first build.
-    pub fn measure(&mut self, viewer: u32, branch: Option<u32>) -> Measure {
+    /// Whether a compaction appended after `after_raw` raw events survives the rewinds.
+    pub fn comp_live(&self, after_raw: u32) -> bool {
+        !self
+            .spans
+            .iter()
+            .any(|&(t, r)| t < after_raw && after_raw <= r)
+    }
+
+    /// Raw event `i` is live after the rewinds and of isolation scope `scope`.
+    #[inline]
+    pub fn in_view(&self, i: usize, scope: u32) -> bool {
+        !self.special
+            || (self.s.scope[i] == scope && !crate::tokens::sizes::in_spans(&self.spans, i))
+    }
+
+    /// Recompute the spans after a rewind event was appended (`n` is already past it).
+    pub fn rewound(&mut self) {
+        self.s.rewound_spans(self.n, &mut self.spans);
+        self.spans_version += 1;
+    }
+
+    /// Prepare `vcomps` / `vcov` for `scope` (no-op for ordinary sessions, where the global
+    /// `comps` / `cov` are the view).
+    #[inline]
+    pub fn view(&mut self, scope: u32) {
+        if !self.special {
+            return;
+        }
+        let key = (scope, self.comps.len(), self.spans_version);
+        if self.vkey == Some(key) {
+            return;
+        }
+        self.vkey = Some(key);
+        self.vcomps.clear();
+        let mut included = Vec::new();
+        for (k, c) in self.comps.iter().enumerate() {
+            let inc = self.comp_scope[k] == scope && self.comp_live(c.after_raw);
+            if inc {
+                included.push(k);
+            }
+            self.vcomps.push(Comp {
+                start: c.start,
+                end: c.end,
+                after_raw: c.after_raw,
+                chars: c.chars,
+                json_chars: c.json_chars,
+                tokens: c.tokens,
+                text: None,
+                retained: false,
+            });
+        }
+        // `_get_compaction_ranges` among the compactions this view holds.
+        for &i in &included {
+            let (s0, e0) = (self.vcomps[i].start, self.vcomps[i].end);
+            let kept = s0.is_nan()
+                || e0.is_nan()
+                || !included.iter().any(|&j| {
+                    let q = &self.vcomps[j];
+                    j != i
+                        && !q.start.is_nan()
+                        && !q.end.is_nan()
+                        && q.start <= s0
+                        && q.end >= e0
+                        && (q.start < s0 || q.end > e0 || j > i)
+                });
+            self.vcomps[i].retained = kept;
+        }
+        contents::coverage(&self.vcomps, &mut self.vcov);
+    }
+
+    /// The compactions and coverage of the current view (call `view` first).
+    pub fn vc(&self) -> (&[Comp], &[(f64, f64)]) {
+        if self.special {
+            (&self.vcomps, &self.vcov)
+        } else {
+            (&self.comps, &self.cov)
+        }
+    }
+
+    /// The request `viewer` (of isolation scope `scope`) would assemble now. A request is a
+    /// function of (viewer, branch, raw events, summaries), so asking twice without an append
+    /// in between (the pre-request estimate, then the request itself) reuses the first build.
+    /// Sessions with scopes or rewinds always build (the key would need the scope, the spans
+    /// and the task-input rule too).
+    pub fn measure(&mut self, viewer: u32, branch: Option<u32>, scope: u32) -> Measure {
         let key = (viewer, branch, self.n, self.comps.len());
-        if self.last_key == Some(key) {
+        if !self.special && self.last_key == Some(key) {
             return self.last_measure;
         }
         // Same asker and summaries as the last build, a few events later (typically the
         // user's next message): extend that build when nothing in between can move it.
-        if let Some((v, b, n0, c)) = self.last_key {
+        // (Ordinary sessions only: one view, one scope.)
+        if let Some((v, b, n0, c)) = self.last_key.filter(|_| !self.special) {
             if (v, b, c) == (viewer, branch, self.comps.len()) && c > 0 {
                 if let Some(m) = contents::extend(
                     self.s,
@@ -170,15 +300,14 @@ impl<'a> State<'a> {
                 }
             }
         }
-        let m = contents::build(
-            self.s,
-            self.n,
-            &self.comps,
-            &self.cov,
-            viewer,
-            branch,
-            &mut self.sc,
-        );
+        self.view(scope);
+        self.sc.scope = scope;
+        let (comps, cov) = if self.special {
+            (&self.vcomps[..], &self.vcov[..])
+        } else {
+            (&self.comps[..], &self.cov[..])
+        };
+        let m = contents::build(self.s, self.n, comps, cov, viewer, branch, &mut self.sc);
         self.last_key = Some(key);
         self.last_measure = m;
         m
@@ -189,6 +318,7 @@ impl<'a> State<'a> {
     #[cfg(debug_assertions)]
     fn check_extension(&self, viewer: u32, branch: Option<u32>, m: Measure) {
         let mut fresh = Scratch::default();
+        fresh.scope = self.sc.scope;
         let f = contents::build(
             self.s,
             self.n,
@@ -237,8 +367,16 @@ impl<'a> State<'a> {
         before: Option<u32>,
         evs: Vec<u32>,
         seed: Option<usize>,
+        scope: u32,
     ) -> bool {
         let s = self.s;
+        // Events between the first and the last handed over that ADK did not hand over.
+        let skip: Vec<u32> = match (evs.first(), evs.last()) {
+            (Some(&a), Some(&b)) if b >= a && (b - a + 1) as usize != evs.len() => {
+                (a..=b).filter(|i| evs.binary_search(i).is_err()).collect()
+            }
+            _ => Vec::new(),
+        };
         let seed_chars = seed.map(|k| self.comps[k].chars);
         let history = self.history_chars(&evs, seed_chars);
         let prompt = TEMPLATE_FIXED_CHARS + history;
@@ -253,6 +391,7 @@ impl<'a> State<'a> {
             phase,
             trigger,
             events: evs.first().copied().unwrap_or(0)..evs.last().map_or(0, |l| l + 1),
+            skip: &skip,
             seed: seed_info,
             prompt_chars: prompt,
             history_chars: history,
@@ -311,6 +450,7 @@ impl<'a> State<'a> {
             text: summary.text,
             retained: true,
         });
+        self.comp_scope.push(scope);
         let before_retained: Vec<bool> = self.comps.iter().map(|c| c.retained).collect();
         contents::update_retained(&mut self.comps);
         for (k, was) in before_retained.iter().enumerate() {
@@ -321,9 +461,11 @@ impl<'a> State<'a> {
             }
         }
         contents::coverage(&self.comps, &mut self.cov);
-        let (count, f, l) = guards::raw_in_range(s, self.n, start, end);
+        // The oracle counts the raw events of the compaction's scope, rewound ones included.
+        let (count, f, l) = guards::raw_in_range(s, self.n, start, end, scope);
         let mut invs: Vec<u32> = (0..self.n)
             .filter(|&i| start <= s.timestamp[i] && s.timestamp[i] <= end)
+            .filter(|&i| s.scope.get(i).map_or(0, |&x| x) == scope)
             // The oracle's `_inv_index`: an invocation id recurring later maps to its first
             // block.
             .map(|i| s.inv_first_block[s.inv_id[i] as usize])
@@ -380,6 +522,13 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         gs: GuardScratch::default(),
         out: Replay::default(),
         window: Vec::new(),
+        special: s.has_scopes_or_rewinds(),
+        comp_scope: Vec::new(),
+        spans: Vec::new(),
+        spans_version: 0,
+        vkey: None,
+        vcomps: Vec::new(),
+        vcov: Vec::new(),
         inv_latest: Vec::new(),
         inv_first: Vec::new(),
         inv_last: Vec::new(),
@@ -400,6 +549,9 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
                 };
             }
             st.n = k + 1;
+            if s.rewind_to.get(k).is_some_and(|&t| t != u32::MAX) {
+                st.rewound();
+            }
             st.appended(k);
         }
         post_invocation::run(&mut st, &mut base, b, lo, hi, calls_before, main);

@@ -66,6 +66,95 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
         None,
         win,
         None,
+        0,
+    )
+}
+
+/// [`sliding_window`] for sessions with isolation scopes or rewinds: ADK works on
+/// `_apply_rewinds(session.events)` minus scoped events, so invocations, windows and the last
+/// compaction are taken among the live unscoped events only.
+fn sliding_window_view(st: &mut State<'_>, inv: u32) -> bool {
+    let Some((interval, overlap)) = st.cfg.sliding else {
+        return false;
+    };
+    let s = st.s;
+    let n = st.n;
+    let last_end = (0..st.comps.len())
+        .rev()
+        .find(|&k| {
+            st.comp_scope[k] == 0 && st.comp_live(st.comps[k].after_raw) && st.comps[k].end != 0.0
+        })
+        .map_or(0.0, |k| st.comps[k].end);
+    let evs: Vec<u32> = (0..n as u32)
+        .filter(|&i| st.in_view(i as usize, 0))
+        .collect();
+    // distinct invocation ids in first-appearance order among those events
+    let n_inv = s.inv_id.iter().max().map_or(0, |&m| m as usize + 1);
+    let mut pos = vec![u32::MAX; n_inv];
+    let mut latest = vec![0.0f64; n_inv];
+    let mut order: Vec<u32> = Vec::new();
+    for &i in &evs {
+        let k = s.inv_id[i as usize] as usize;
+        if pos[k] == u32::MAX {
+            pos[k] = order.len() as u32;
+            order.push(k as u32);
+        }
+        latest[k] = latest[k].max(s.timestamp[i as usize]);
+    }
+    let new: Vec<u32> = order
+        .iter()
+        .copied()
+        .filter(|&k| latest[k as usize] > last_end)
+        .collect();
+    if (new.len() as u64) < interval {
+        return false;
+    }
+    let (Some(&first_new), Some(&end_inv)) = (new.first(), new.last()) else {
+        return false;
+    };
+    let first_pos = pos[first_new as usize] as usize;
+    let start_inv = order[first_pos.saturating_sub(overlap.min(usize::MAX as u64) as usize)];
+    let Some(last_j) = evs.iter().rposition(|&i| s.inv_id[i as usize] == end_inv) else {
+        return false;
+    };
+    let Some(first_j) = evs.iter().position(|&i| s.inv_id[i as usize] == start_inv) else {
+        return false;
+    };
+    if first_j > last_j {
+        return false;
+    }
+    let mut win: Vec<u32> = evs[first_j..=last_j].to_vec();
+    let keep = {
+        let spans = &st.spans;
+        guards::self_contained_prefix_in(s, &win, n, &mut st.gs, |i| {
+            s.scope[i] == 0 && !crate::tokens::sizes::in_spans(spans, i)
+        })
+    };
+    win.truncate(keep);
+    if win.is_empty() {
+        return false;
+    }
+    let lo = win
+        .iter()
+        .map(|&e| s.timestamp[e as usize])
+        .fold(f64::INFINITY, f64::min);
+    let hi = win
+        .iter()
+        .map(|&e| s.timestamp[e as usize])
+        .fold(f64::NEG_INFINITY, f64::max);
+    st.view(0);
+    let (comps, cov) = st.vc();
+    if !guards::worth_compacting_in(s, n, comps, cov, lo, hi, |i| st.in_view(i, 0)) {
+        return false;
+    }
+    st.summarize(
+        Phase::PostInvocation,
+        Trigger::SlidingWindow,
+        inv,
+        None,
+        win,
+        None,
+        0,
     )
 }
 
@@ -84,15 +173,32 @@ pub(crate) fn run(
     let inv = b as u32;
     let mut measured = None;
     let before = st.out.compactions.len();
+    let mut live = None;
     if st.cfg.token.is_some() {
-        measured = st.measured(u32::MAX, None);
+        // The oracle reports the count over all events; ADK's check reads live ones.
+        measured = st.measured(u32::MAX, None, 0, false);
+        live = if s.rewinds.is_empty() {
+            measured
+        } else {
+            st.measured(u32::MAX, None, 0, true)
+        };
     }
-    let mut done = false;
-    if st.cfg.token.is_some() {
-        done = token_path(st, measured, Phase::PostInvocation, inv, None);
+    // `_run_compaction_for_sliding_window` (the post-invocation entry, token path included)
+    // returns at once when no live unscoped event remains.
+    let any = !st.special
+        || (0..st.n).any(|i| st.in_view(i, 0))
+        || (0..st.comps.len())
+            .any(|k| st.comp_scope[k] == 0 && st.comp_live(st.comps[k].after_raw));
+    let mut done = !any;
+    if any && st.cfg.token.is_some() {
+        done = token_path(st, live, Phase::PostInvocation, inv, None, 0);
     }
     if !done {
-        sliding_window(st, inv);
+        if st.special {
+            sliding_window_view(st, inv);
+        } else {
+            sliding_window(st, inv);
+        }
     }
     let post = (st.out.compactions.len() > before).then(|| before as u32 + 1);
     let trigger = post.and_then(|o| st.out.compaction(o)).map(|c| c.trigger);
@@ -101,12 +207,15 @@ pub(crate) fn run(
         .flatten();
     let raw = match cached {
         Some(r) => contents::Measure::from_row(*r),
-        None => contents::build(s, st.n, &[], &[], main, None, base),
+        None => {
+            base.scope = 0;
+            contents::build(s, st.n, &[], &[], main, None, base)
+        }
     };
     let sim = if st.comps.is_empty() {
         raw
     } else {
-        st.measure(main, None)
+        st.measure(main, None, 0)
     };
     let retained = st
         .comps

@@ -15,6 +15,7 @@ pub(crate) fn token_path(
     phase: Phase,
     inv: u32,
     before: Option<u32>,
+    scope: u32,
 ) -> bool {
     let Some((threshold, retention)) = st.cfg.token else {
         return false;
@@ -24,12 +25,19 @@ pub(crate) fn token_path(
         _ => return false,
     }
     let s = st.s;
+    // ADK works on `_apply_rewinds(events)` of the caller's isolation scope.
+    st.view(scope);
     // latest non-subsumed compaction by stream order, and its end
-    let latest = st.comps.iter().rposition(|c| c.retained);
+    let latest = st.vc().0.iter().rposition(|c| c.retained);
     let last_end = latest.map_or(0.0, |k| st.comps[k].end);
     let mut cands = std::mem::take(&mut st.window);
     cands.clear();
-    if s.ts_sorted {
+    if st.special {
+        cands.extend(
+            (0..st.n as u32)
+                .filter(|&i| s.timestamp[i as usize] > last_end && st.in_view(i as usize, scope)),
+        );
+    } else if s.ts_sorted {
         // a suffix: count it before listing it (usually too few to compact)
         let lo = s.timestamp[..st.n].partition_point(|&t| t <= last_end);
         if st.n - lo <= retention as usize {
@@ -51,7 +59,14 @@ pub(crate) fn token_path(
         guards::safe_split(s, &cands, r, &mut st.gs)
     };
     cands.truncate(split);
-    let keep = guards::self_contained_prefix(s, &cands, st.n, &mut st.gs);
+    let keep = if st.special {
+        let (spans, n) = (&st.spans, st.n);
+        guards::self_contained_prefix_in(s, &cands, n, &mut st.gs, |i| {
+            s.scope[i] == scope && !crate::tokens::sizes::in_spans(spans, i)
+        })
+    } else {
+        guards::self_contained_prefix(s, &cands, st.n, &mut st.gs)
+    };
     cands.truncate(keep);
     if cands.is_empty() {
         st.window = cands;
@@ -68,13 +83,22 @@ pub(crate) fn token_path(
         lo = lo.min(t);
         hi = hi.max(t);
     }
-    if !guards::worth_compacting(s, st.n, &st.comps, &st.cov, lo, hi) {
+    let (comps, cov) = st.vc();
+    if !guards::worth_compacting_in(s, st.n, comps, cov, lo, hi, |i| st.in_view(i, scope)) {
         st.window = cands;
         return false;
     }
     let evs = cands.clone();
     st.window = cands;
-    st.summarize(phase, Trigger::TokenThreshold, inv, before, evs, latest)
+    st.summarize(
+        phase,
+        Trigger::TokenThreshold,
+        inv,
+        before,
+        evs,
+        latest,
+        scope,
+    )
 }
 
 /// What the previous model request looked like (for the shared-prefix column).
@@ -82,16 +106,24 @@ pub(crate) fn token_path(
 pub(crate) struct Prev {
     /// (viewer, raw events, compactions, history tokens) of the previous request.
     pub last: Option<(u32, usize, usize, u64)>,
+    /// Isolation scope of the previous request (an agent in another scope sees other events).
+    pub last_scope: u32,
+    /// Rewound-spans version at the previous request.
+    pub last_spans: u32,
 }
 
 /// Tokens of the history prefix this request shares with the previous one: everything, when
 /// the same agent asks again and no summary was written in between; else the leading items
 /// that were there before and are not inside a summary written since.
-fn shared_prefix(st: &State<'_>, prev: &Prev, viewer: u32, generic: bool) -> u64 {
+fn shared_prefix(st: &State<'_>, prev: &Prev, viewer: u32, scope: u32, generic: bool) -> u64 {
     let Some((pv, pn, pc, ptok)) = prev.last else {
         return 0;
     };
-    if pv != viewer {
+    if pv != viewer || prev.last_scope != scope {
+        return 0;
+    }
+    if prev.last_spans != st.spans_version {
+        // A rewind removed events since: counted as no shared prefix (conservative).
         return 0;
     }
     if pc == st.comps.len() {
@@ -136,19 +168,21 @@ fn hidden(st: &mut State<'_>, row: usize) -> u64 {
     let words = st.base.words;
     let base = &st.base.seen[row * words..(row + 1) * words];
     let prefix = &st.base.tok_prefix;
+    // the requesting agent's view of the summaries (isolation scopes, rewinds)
+    let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
     // Compacted events the request still carries (recovered calls) are not hidden.
     let mut present: Vec<u32> = st
         .sc
         .seen_list
         .iter()
         .copied()
-        .filter(|&i| contents::covered(&st.cov, s.timestamp[i as usize]))
+        .filter(|&i| contents::covered(cov, s.timestamp[i as usize]))
         .collect();
     present.sort_unstable();
     let low = |b: usize| if b >= 64 { u64::MAX } else { (1u64 << b) - 1 };
     let mut tokens = 0u64;
     let mut run: Option<(u32, u32)> = None;
-    for (lo, hi) in contents::covered_spans(s, st.n, &st.cov) {
+    for (lo, hi) in contents::covered_spans(s, st.n, cov) {
         let mut w = lo / 64;
         while w * 64 < hi {
             let at = w * 64;
@@ -203,9 +237,10 @@ fn hidden_by_event(st: &mut State<'_>, row: usize) -> u64 {
     let seen = &st.base.seen[row * words..(row + 1) * words];
     let mut tokens = 0u64;
     let mut run: Option<(u32, u32)> = None;
+    let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
     for i in 0..st.n {
         let in_base = seen[i / 64] >> (i % 64) & 1 == 1;
-        if in_base && !st.sc.was_seen(i) && contents::covered(&st.cov, s.timestamp[i]) {
+        if in_base && !st.sc.was_seen(i) && contents::covered(cov, s.timestamp[i]) {
             tokens += s.tokens[i] as u64;
             run = Some(match run {
                 Some((a, b)) if b + 1 == i as u32 => (a, i as u32),
@@ -228,6 +263,7 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     let s = st.s;
     let author = s.author[k];
     let branch = s.branch[k];
+    let scope = s.scope.get(k).copied().unwrap_or(0);
     let row = st.req_row;
     st.req_row += 1;
     let raw = contents::Measure::from_row(st.base.request[row]);
@@ -239,9 +275,15 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     let mut measured = None;
     let pre_start = st.out.pre_request.len() as u32;
     if st.cfg.token.is_some() && st.cfg.pre_request {
-        measured = st.measured(author, branch);
+        // The oracle reports the count over all events; ADK's check reads live ones.
+        measured = st.measured(author, branch, scope, false);
+        let live = if st.s.rewinds.is_empty() {
+            measured
+        } else {
+            st.measured(author, branch, scope, true)
+        };
         let before = st.out.compactions.len();
-        token_path(st, measured, Phase::PreRequest, inv, Some(k as u32));
+        token_path(st, live, Phase::PreRequest, inv, Some(k as u32), scope);
         for c in before..st.out.compactions.len() {
             st.out.pre_request.push(c as u32 + 1);
         }
@@ -249,7 +291,7 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     let pre_end = st.out.pre_request.len() as u32;
     let generic = !st.comps.is_empty();
     let sim = if generic {
-        st.measure(author, branch)
+        st.measure(author, branch, scope)
     } else {
         raw
     };
@@ -268,8 +310,10 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     }
     let hid_end = st.out.hidden.len() as u32;
     let car_end = st.out.carried.len() as u32;
-    let shared = shared_prefix(st, prev, author, generic);
+    let shared = shared_prefix(st, prev, author, scope, generic);
     prev.last = Some((author, st.n, st.comps.len(), sim.history_tokens));
+    prev.last_scope = scope;
+    prev.last_spans = st.spans_version;
 
     // replayed usage
     let recorded = s.recorded_prompt[k];

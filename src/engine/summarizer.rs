@@ -23,15 +23,27 @@ pub struct SummarizeRequest<'a> {
     pub call: u32,
     pub phase: Phase,
     pub trigger: Trigger,
-    /// Raw event indices handed to the summarizer (first..last+1, in transcript order); the
-    /// seed, if any, comes first in ADK's list. ADK's list skips events only when timestamps
-    /// go backwards across a summary's end (then `prompt_chars` counts the exact list).
+    /// Raw event indices handed to the summarizer (first..last+1, in transcript order, minus
+    /// `skip`); the seed, if any, comes first in ADK's list.
     pub events: Range<u32>,
+    /// Events inside `events` that ADK does not hand over, ascending: another isolation
+    /// scope, annulled by a rewind, or (token path) timestamps going backwards across the
+    /// previous summary's end. Usually empty. [`SummarizeRequest::event_indices`] applies it.
+    pub skip: &'a [u32],
     pub seed: Option<Seed<'a>>,
     /// ADK's prompt size: 657 fixed template chars + the formatted history.
     pub prompt_chars: u64,
     /// The formatted history alone (`prompt_chars - 657`).
     pub history_chars: u64,
+}
+
+impl SummarizeRequest<'_> {
+    /// The raw events handed over, in order (`events` minus `skip`).
+    pub fn event_indices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.events
+            .clone()
+            .filter(move |i| self.skip.binary_search(i).is_err())
+    }
 }
 
 /// A summary's measures. `json_chars` is `len(compacted_content.model_dump_json(exclude_none))`
@@ -169,7 +181,7 @@ impl Deterministic {
                 }
             }
         }
-        for i in req.events.clone() {
+        for i in req.event_indices() {
             if let Some(t) = self.event_text.get(i as usize) {
                 if t.is_empty() {
                     continue;

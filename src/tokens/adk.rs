@@ -137,6 +137,65 @@ pub fn py_json_dumps_len(v: &Value) -> u64 {
     }
 }
 
+/// `json.dumps(v, ensure_ascii=False)` (default separators): the text ADK 2.13 sends a task
+/// agent as its first user turn (`_build_task_input_user_content`).
+pub fn py_json_dumps_unicode(v: &Value) -> String {
+    fn string(s: &str, out: &mut String) {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{08}' => out.push_str("\\b"),
+                '\u{0c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    fn go(v: &Value, out: &mut String) {
+        match v {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) => out.push_str(&number_text(n, py_float_repr)),
+            // NaN / Infinity / big integers (`pyjson` tags): `json.dumps` prints the literal.
+            Value::String(s) => match tagged(s) {
+                Some(n) => out.push_str(n.json()),
+                None => string(s, out),
+            },
+            Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    go(x, out);
+                }
+                out.push(']');
+            }
+            Value::Object(o) => {
+                out.push('{');
+                for (i, (k, x)) in o.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    string(k, out);
+                    out.push_str(": ");
+                    go(x, out);
+                }
+                out.push('}');
+            }
+        }
+    }
+    let mut out = String::new();
+    go(v, &mut out);
+    out
+}
+
 // ------------------------------------------------------------------ pydantic JSON
 
 /// Escaped length (code points, no quotes) of a string in pydantic's JSON: `"` `\` and control
@@ -668,6 +727,22 @@ pub fn other_agent_preamble() -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The task input ADK 2.13 prepends: `json.dumps(args, ensure_ascii=False)` keeps
+    /// non-ASCII raw, escapes controls, and prints Python-only numbers as their literals.
+    #[test]
+    fn json_dumps_unicode_is_pythons() {
+        let v = serde_json::json!({"a": "é\n\"x\u{1}", "b": [1, 2.5, null, true], "c": {}});
+        assert_eq!(
+            py_json_dumps_unicode(&v),
+            r#"{"a": "é\n\"x\u0001", "b": [1, 2.5, null, true], "c": {}}"#
+        );
+        let t = serde_json::json!({"n": "\u{FDD0}NaN", "i": "\u{FDD0}123456789012345678901234"});
+        assert_eq!(
+            py_json_dumps_unicode(&t),
+            r#"{"n": NaN, "i": 123456789012345678901234}"#
+        );
+    }
 
     #[test]
     fn preamble_matches_adk_length() {

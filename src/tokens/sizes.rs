@@ -132,6 +132,19 @@ pub struct SessionSizes {
     pub main_agent: Option<u32>,
     /// Setting-independent uncompacted measures, filled lazily by the engine's first replay.
     pub baseline: std::sync::OnceLock<BaselineCache>,
+    /// ADK 2.13 isolation scope of each event: 0 = unscoped, `k` = `scopes[k - 1]`.
+    pub scope: Vec<u32>,
+    pub scopes: Vec<String>,
+    /// Per scope (`k - 1`): the events holding a function call whose id is the scope and whose
+    /// args are truthy, in order, each with the task input ADK prepends to that scope's
+    /// requests (`json.dumps(args, ensure_ascii=False)` as a user content): (event, ADK chars,
+    /// JSON chars of the content).
+    pub scope_lead: Vec<Vec<(u32, u64, u64)>>,
+    /// Per event: for a rewind event, the first event it annuls (the first event of its
+    /// target invocation, or itself when that is not earlier); `u32::MAX` otherwise.
+    pub rewind_to: Vec<u32>,
+    /// Rewind events, in order.
+    pub rewinds: Vec<u32>,
     /// Timestamps never decrease and none is NaN: a timestamp range is then an index range,
     /// found by binary search (the engine skips compacted spans instead of scanning them).
     pub ts_sorted: bool,
@@ -175,6 +188,8 @@ impl SessionSizes {
             map: HashMap::new(),
         };
         let mut branches: HashMap<String, u32> = HashMap::new();
+        let mut scopes: HashMap<&str, u32> = HashMap::new();
+        let mut inv_first_event: Vec<u32> = Vec::new();
         for name in [
             "adk_request_confirmation",
             "adk_request_credential",
@@ -278,8 +293,22 @@ impl SessionSizes {
                     nb
                 })
             }));
+            if iid == next_inv {
+                inv_first_event.push(i as u32);
+            }
+            s.scope.push(match &e.isolation_scope {
+                None => 0,
+                Some(sc) => {
+                    let k = s.scopes.len() as u32 + 1;
+                    *scopes.entry(sc.as_str()).or_insert_with(|| {
+                        s.scopes.push(sc.clone());
+                        k
+                    })
+                }
+            });
         }
         s.block_start.push(n as u32);
+        s.scope_and_rewinds(evs, &scopes, &inv_ids, &inv_first_event);
         // Tool sub-branch segments (ADK `_BranchPath.is_tool_branch`: leaf `name@id`, split at
         // the last `@`, with `id` a recorded function call id).
         let mut first_call: HashMap<u32, u32> = HashMap::new();
@@ -354,6 +383,96 @@ impl SessionSizes {
         s.ts_sorted =
             s.timestamp.windows(2).all(|w| w[0] <= w[1]) && !s.timestamp.iter().any(|t| t.is_nan());
         s
+    }
+
+    /// The task inputs of each scope and the rewind targets (after the per-event pass).
+    fn scope_and_rewinds(
+        &mut self,
+        evs: &[Event],
+        scopes: &HashMap<&str, u32>,
+        inv_ids: &HashMap<&str, u32>,
+        inv_first_event: &[u32],
+    ) {
+        self.scope_lead = vec![Vec::new(); self.scopes.len()];
+        if !scopes.is_empty() {
+            for (i, e) in evs.iter().enumerate() {
+                for p in &e.parts {
+                    let Part::ToolCall {
+                        id: Some(id),
+                        args: serde_json::Value::Object(args),
+                        ..
+                    } = p
+                    else {
+                        continue;
+                    };
+                    let Some(&k) = scopes.get(id.as_str()) else {
+                        continue;
+                    };
+                    if args.is_empty() {
+                        continue; // `fc.args` must be truthy
+                    }
+                    let text = adk::py_json_dumps_unicode(&serde_json::Value::Object(args.clone()));
+                    let chars = text.chars().count() as u64;
+                    // {"parts":[{"text":"…"}],"role":"user"}
+                    let json = 37 + adk::json_str_len_raw(&text);
+                    self.scope_lead[k as usize - 1].push((i as u32, chars, json));
+                }
+            }
+        }
+        self.rewind_to = vec![u32::MAX; evs.len()];
+        for (i, e) in evs.iter().enumerate() {
+            let Some(target) = e.rewind_before_invocation_id.as_deref() else {
+                continue;
+            };
+            let first = inv_ids
+                .get(target)
+                .and_then(|&k| inv_first_event.get(k as usize))
+                .copied()
+                .filter(|&f| (f as usize) < i)
+                .unwrap_or(i as u32);
+            self.rewind_to[i] = first;
+            self.rewinds.push(i as u32);
+        }
+    }
+
+    /// Whether the session has isolation scopes or rewinds (the engine's exact but slower
+    /// path for them is needed).
+    #[inline]
+    pub fn has_scopes_or_rewinds(&self) -> bool {
+        !self.scopes.is_empty() || !self.rewinds.is_empty()
+    }
+
+    /// ADK `_apply_rewinds` over events `0..n`: the annulled spans (closed raw event index
+    /// intervals), ascending. A rewind only ever drops a contiguous span ending at itself;
+    /// walking backwards, a rewind inside a later rewind's span is itself annulled.
+    pub fn rewound_spans(&self, n: usize, out: &mut Vec<(u32, u32)>) {
+        out.clear();
+        let mut limit = n as u32;
+        for &r in self.rewinds.iter().rev() {
+            if r < limit {
+                let t = self.rewind_to[r as usize];
+                out.push((t, r));
+                limit = t;
+            }
+        }
+        out.reverse();
+    }
+
+    /// The task input ADK prepends for scope `scope` (> 0) to a request built from events
+    /// `0..n` (the first delegating call among them, skipping `excluded` ones): (ADK chars, JSON
+    /// chars).
+    pub fn scope_lead(
+        &self,
+        scope: u32,
+        n: usize,
+        excluded: impl Fn(usize) -> bool,
+    ) -> Option<(u64, u64)> {
+        let leads = self.scope_lead.get((scope as usize).checked_sub(1)?)?;
+        leads
+            .iter()
+            .take_while(|&&(e, _, _)| (e as usize) < n)
+            .find(|&&(e, _, _)| !excluded(e as usize))
+            .map(|&(_, a, j)| (a, j))
     }
 
     /// Global part indices of event `i`.
@@ -439,6 +558,13 @@ impl SessionSizes {
     }
 }
 
+/// Whether raw event `i` lies in one of the rewound `spans` (ascending, disjoint).
+pub fn in_spans(spans: &[(u32, u32)], i: usize) -> bool {
+    let i = i as u32;
+    let k = spans.partition_point(|&(t, _)| t <= i);
+    k > 0 && i <= spans[k - 1].1
+}
+
 /// ADK's `_should_include_event_in_context` for an unscoped event: non-empty content and not
 /// an auth / confirmation / framework event.
 /// A content without a role is never sent (`_contains_empty_content`); a part carrying a
@@ -459,4 +585,102 @@ fn is_visible(e: &Event) -> bool {
         && !adk::is_auth_event(e)
         && !adk::is_confirmation_event(e)
         && !adk::is_framework_event(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::Format;
+
+    fn session(events: Vec<Event>) -> SessionSizes {
+        let s = Session {
+            id: "s".into(),
+            source: "t".into(),
+            format: Format::Adk,
+            events,
+            recorded_compactions: vec![],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        };
+        SessionSizes::new(&s, None)
+    }
+
+    fn ev(inv: &str, t: f64, rewind: Option<&str>) -> Event {
+        let mut e = Event::new("user", Role::User, inv, t);
+        e.rewind_before_invocation_id = rewind.map(str::to_string);
+        e
+    }
+
+    /// ADK `_apply_rewinds`: a rewind drops itself and everything from its target's first
+    /// event; walking backwards, a rewind inside a later rewind's span is not applied; an
+    /// unknown or not-earlier target drops only the rewind event.
+    #[test]
+    fn rewound_spans_follow_apply_rewinds() {
+        let s = session(vec![
+            ev("i1", 1.0, None),
+            ev("i1", 2.0, None),
+            ev("i2", 3.0, None),
+            ev("i2", 4.0, None),
+            ev("rw1", 5.0, Some("i2")), // 4: drops 2..=4
+            ev("i3", 6.0, None),
+            ev("rw2", 7.0, Some("i3")),   // 6: drops 5..=6
+            ev("rw3", 8.0, Some("nope")), // 7: drops itself
+            ev("i4", 9.0, None),
+            ev("rw4", 10.0, Some("i2")), // 9: drops 2..=9, rw1..rw3 included
+            ev("rw5", 11.0, Some("rw5")), // 10: its own invocation starts here: itself only
+        ]);
+        let mut out = Vec::new();
+        let mut at = |n: usize| {
+            s.rewound_spans(n, &mut out);
+            out.clone()
+        };
+        assert_eq!(at(4), vec![]);
+        assert_eq!(at(5), vec![(2, 4)]);
+        assert_eq!(at(7), vec![(2, 4), (5, 6)]);
+        assert_eq!(at(8), vec![(2, 4), (5, 6), (7, 7)]);
+        assert_eq!(at(10), vec![(2, 9)]);
+        assert_eq!(at(11), vec![(2, 9), (10, 10)]);
+        let spans = at(11);
+        assert!(!in_spans(&spans, 1));
+        assert!(in_spans(&spans, 2) && in_spans(&spans, 9) && in_spans(&spans, 10));
+        assert!(s.has_scopes_or_rewinds());
+    }
+
+    /// A scoped agent's task input: the first call whose id is the scope and whose args are
+    /// truthy, as `json.dumps(args, ensure_ascii=False)`, once that call exists.
+    #[test]
+    fn scope_lead_is_the_delegating_calls_args() {
+        let call = |id: &str, args: serde_json::Value| {
+            let mut e = Event::new("coord", Role::Model, "i", 1.0);
+            e.parts.push(Part::ToolCall {
+                id: Some(id.into()),
+                name: "task".into(),
+                args,
+            });
+            e
+        };
+        let scoped = |sc: &str| {
+            let mut e = Event::new("worker", Role::Model, "i", 2.0);
+            e.parts.push(Part::Text { text: "w".into() });
+            e.isolation_scope = Some(sc.into());
+            e
+        };
+        let s = session(vec![
+            call("task2", serde_json::json!({})),
+            call("task1", serde_json::json!({"topic": "ñ", "n": 1})),
+            scoped("task1"),
+            scoped("task2"),
+            Event::new("user", Role::User, "i", 3.0),
+        ]);
+        assert_eq!(s.scope, vec![0, 0, 1, 2, 0]);
+        assert_eq!(s.scopes, vec!["task1".to_string(), "task2".to_string()]);
+        // `{"topic": "ñ", "n": 1}`: 22 chars; its content
+        // `{"parts":[{"text":"{\"topic\": \"ñ\", \"n\": 1}"}],"role":"user"}`: 65
+        assert_eq!(s.scope_lead(1, 5, |_| false), Some((22, 65)));
+        assert_eq!(s.scope_lead(1, 1, |_| false), None, "call not yet there");
+        assert_eq!(s.scope_lead(1, 5, |e| e == 1), None, "call rewound");
+        assert_eq!(s.scope_lead(2, 5, |_| false), None, "empty args are falsy");
+        assert_eq!(s.scope_lead(0, 5, |_| false), None);
+    }
 }

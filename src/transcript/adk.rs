@@ -597,7 +597,7 @@ fn build_session(
             });
             continue;
         }
-        unsupported_event_fields(file, path, o, actions)?;
+        let (scope, rewind) = scope_and_rewind(file, path, o, actions)?;
         for k in ["author", "invocation_id"] {
             refuse_number_tag(file, &format!("{path}.{k}"), non_null(o, k))?;
         }
@@ -720,6 +720,8 @@ fn build_session(
             .and_then(Value::as_str)
             .filter(|b| !b.is_empty())
             .map(str::to_string);
+        e.isolation_scope = scope;
+        e.rewind_before_invocation_id = rewind;
         events.push(e);
     }
     Ok(Session {
@@ -734,37 +736,48 @@ fn build_session(
     })
 }
 
-/// Refuse event fields whose ADK semantics the replay does not model, rather than replay them
-/// with wrong numbers.
-fn unsupported_event_fields(
+/// ADK 2.13's isolation scope and rewind marker of one event (`None` when unused: ADK writes
+/// `null`, and an empty rewind id is falsy to `_apply_rewinds`).
+fn scope_and_rewind(
     file: &str,
     path: &str,
     o: &Map<String, Value>,
     actions: Option<&Map<String, Value>>,
-) -> Result<(), ReadError> {
-    let truthy = |v: Option<&Value>| match v {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Object(m)) => !m.is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(_) => true,
-    };
-    let refuse = |field: &str, what: &str| {
-        Err(ReadError::new(
+) -> Result<(Option<String>, Option<String>), ReadError> {
+    let string = |v: Option<&Value>, field: &str| match v {
+        None => Ok(None),
+        Some(x) if pyjson::tagged_value(x).is_some() => {
+            refuse_number_tag(file, &format!("{path}.{field}"), Some(x)).map(|_| None)
+        }
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ReadError::new(
             file,
             format!("{path}.{field}"),
-            format!("not supported: {what}"),
-        ))
+            format!("expected a string, found {}", kind(other)),
+        )),
     };
-    if truthy(non_null(o, "isolation_scope")) {
-        return refuse("isolation_scope", "isolation scopes (ADK task agents)");
+    // An empty scope is still a scope to ADK (`ev_iso != isolation_scope`), so keep it.
+    let scope = string(non_null(o, "isolation_scope"), "isolation_scope")?;
+    let rewind = match actions {
+        Some(a) => string(
+            non_null(a, "rewind_before_invocation_id"),
+            "actions.rewind_before_invocation_id",
+        )?
+        .filter(|r| !r.is_empty()),
+        None => None,
+    };
+    Ok((scope, rewind))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
-    if let Some(a) = actions {
-        if truthy(non_null(a, "rewind_before_invocation_id")) {
-            return refuse("actions.rewind_before_invocation_id", "rewinds");
-        }
-    }
-    Ok(())
 }
 
 /// Critical events ADK records explicitly: tool errors (a response with an `error` key),
@@ -1048,31 +1061,49 @@ mod unsupported_tests {
         )
     }
 
-    /// What the replay does not model is refused with the JSON path, never replayed wrong.
+    /// Isolation scopes and rewind markers are read (camelCase too); a wrong type is refused
+    /// with its JSON path; unmodelled part kinds are still refused.
     #[test]
-    fn unmodelled_adk_fields_are_refused_with_their_path() {
-        let cases = [
+    fn scopes_and_rewinds_are_read_and_bad_types_refused() {
+        let s = read("s.json", &ev(r#","isolation_scope":"task1""#)).unwrap();
+        assert_eq!(s[0].events[1].isolation_scope.as_deref(), Some("task1"));
+        assert_eq!(s[0].events[0].isolation_scope, None);
+        let s = read(
+            "s.json",
+            &ev(r#","isolationScope":"","actions":{"rewindBeforeInvocationId":"i0"}"#),
+        )
+        .unwrap();
+        // an empty scope is a scope to ADK (`ev_iso != isolation_scope`)
+        assert_eq!(s[0].events[1].isolation_scope.as_deref(), Some(""));
+        assert_eq!(
+            s[0].events[1].rewind_before_invocation_id.as_deref(),
+            Some("i0")
+        );
+        // an empty rewind id is falsy to `_apply_rewinds`
+        let s = read(
+            "s.json",
+            &ev(r#","actions":{"rewind_before_invocation_id":""}"#),
+        )
+        .unwrap();
+        assert_eq!(s[0].events[1].rewind_before_invocation_id, None);
+        for (extra, loc) in [
+            (r#","isolation_scope":7"#, "$.events[1].isolation_scope"),
+            // a Python-only literal (read as a tagged number) is no string either
+            (r#","isolation_scope":NaN"#, "$.events[1].isolation_scope"),
             (
-                r#","isolation_scope":"task1""#,
-                "$.events[1].isolation_scope",
-                "isolation scopes",
-            ),
-            (
-                r#","actions":{"rewind_before_invocation_id":"i0"}"#,
+                r#","actions":{"rewind_before_invocation_id":["i0"]}"#,
                 "$.events[1].actions.rewind_before_invocation_id",
-                "rewinds",
             ),
-        ];
-        for (extra, loc, what) in cases {
+        ] {
             let err = read("s.json", &ev(extra)).unwrap_err();
             assert_eq!(err.location, loc, "{extra}");
             assert!(
-                err.message.starts_with("not supported: ") && err.message.contains(what),
+                err.message.starts_with("expected a string"),
                 "{}",
                 err.message
             );
         }
-        // null / empty values are what ADK writes when the feature is unused
+        // null values are what ADK writes when the feature is unused
         let ok = ev(r#","isolation_scope":null,"branch":"a.job@c1","input_transcription":null"#);
         assert_eq!(read("s.json", &ok).unwrap()[0].events.len(), 2);
         let code = ev("").replace(r#"{"text":"ok"}"#, r#"{"tool_call":{"id":"1"}}"#);

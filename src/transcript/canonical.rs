@@ -209,6 +209,8 @@ mod tests {
             name: "f".into(),
             response: serde_json::json!("ok"),
         });
+        m.isolation_scope = Some("task1".into());
+        t.rewind_before_invocation_id = Some("inv-0".into());
         Session {
             id: "s1".into(),
             source: "orig.jsonl".into(),
@@ -236,6 +238,12 @@ mod tests {
         assert!(sniff(&text));
         assert!(text.starts_with("{\"compaction_sim\":1,"));
         assert_eq!(text.lines().count(), 4);
+        // ADK 2.13 fields are carried (and the replay reads them back)
+        assert!(text.contains(r#""isolation_scope":"task1""#), "{text}");
+        assert!(
+            text.contains(r#""rewind_before_invocation_id":"inv-0""#),
+            "{text}"
+        );
         let back = read("x.jsonl", &text).unwrap();
         assert_eq!(back.len(), 1);
         let mut expect = s.clone();

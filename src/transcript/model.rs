@@ -201,6 +201,15 @@ pub struct Event {
     /// JSON sizes, a text and a call sharing one genai `Part`); empty for other formats.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adk_parts: Vec<AdkPartExtra>,
+    /// ADK 2.13 `isolation_scope`: the event belongs to the task agent run under this scope
+    /// (the id of the function call that delegated to it). ADK shows it only to agents of the
+    /// same scope and keeps it out of sliding windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation_scope: Option<String>,
+    /// ADK `actions.rewind_before_invocation_id`: this event annuls itself and everything
+    /// from the first event of that invocation on (ADK `_apply_rewinds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewind_before_invocation_id: Option<String>,
 }
 
 /// What ADK's size measures need to know about one part beyond [`Part`] (indexed by
@@ -262,6 +271,8 @@ impl Event {
             context_hidden: false,
             transcription: false,
             adk_parts: Vec::new(),
+            isolation_scope: None,
+            rewind_before_invocation_id: None,
         }
     }
 }
