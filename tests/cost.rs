@@ -285,6 +285,7 @@ mod with_engine {
             summarizer: &spec,
             client: st.client,
             attachment_tokens: &inputs.attachments,
+            event_facts: None,
         };
         insta::assert_snapshot!(compaction_sim::cost::render_metrics(
             &e.metrics, &model, &ms

@@ -144,6 +144,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                 summarizer: &spec,
                 client,
                 attachment_tokens: &inputs.attachments,
+                event_facts: None,
             };
             println!();
             print!("{}", render_metrics(&e.metrics, &cost_model, &ms));

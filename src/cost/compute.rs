@@ -16,7 +16,7 @@
 
 use super::caching::{price_requests, price_single, total_usd, CacheMode, Charge, PricedRequest};
 use super::client::{summary_discarded, ClientMode};
-use super::facts::{tally, FactTally};
+use super::facts::{tally, tally_found, FactTally};
 use super::latency::{percentile, LatencyParams, LatencyTable};
 use super::metrics::SessionMetrics;
 use super::pricing::{ModelPrice, PriceTable, PricingError, ProviderCache};
@@ -65,7 +65,7 @@ impl CostModel {
     }
 
     fn resolve(&self, name: Option<&str>) -> Resolved<'_> {
-        let found = name.and_then(|n| self.prices.lookup(n).ok());
+        let found = name.and_then(|n| self.prices.find(n));
         let price = found.map(|(_, p)| p).filter(|p| p.is_priced());
         Resolved {
             price,
@@ -98,12 +98,12 @@ impl CostModel {
 
     /// True when the table has the model (by name, alias or dated snapshot).
     pub fn knows_model(&self, name: &str) -> bool {
-        self.prices.lookup(name).is_ok()
+        self.prices.find(name).is_some()
     }
 
     /// Context window of a model, if known.
     pub fn context_window(&self, name: Option<&str>) -> Option<u64> {
-        name.and_then(|n| self.prices.lookup(n).ok())
+        name.and_then(|n| self.prices.find(n))
             .and_then(|(_, p)| p.context_window)
     }
 
@@ -134,6 +134,9 @@ pub struct MetricsSetting<'a> {
     pub client: ClientMode,
     /// Tokens of each event's attachments ([`attachment_tokens`]); empty when none.
     pub attachment_tokens: &'a [u64],
+    /// Each event's facts when found beforehand ([`super::facts::event_facts`]); `None`:
+    /// found here, per summary.
+    pub event_facts: Option<&'a [Vec<String>]>,
 }
 
 /// Per event, the tokens of its attached files (the guide: a file a user message names
@@ -482,11 +485,11 @@ pub fn compute_metrics(
             .filter(|c| c.result == CallResult::Summary)
         {
             let text = log.texts.get(&c.call).map_or("", String::as_str);
-            let span = session
-                .events
-                .get(c.raw_events.start as usize..c.raw_events.end as usize)
-                .unwrap_or(&[]);
-            t.add(tally(span, text));
+            let range = c.raw_events.start as usize..c.raw_events.end as usize;
+            t.add(match setting.event_facts {
+                Some(f) => tally_found(f, range, text),
+                None => tally(session.events.get(range).unwrap_or(&[]), text),
+            });
         }
         m.facts_dropped = Some(t.share());
     }
@@ -858,6 +861,7 @@ mod tests {
             summarizer: spec,
             client: ClientMode::Waits,
             attachment_tokens: &[],
+            event_facts: None,
         }
     }
 
@@ -951,6 +955,7 @@ mod tests {
         let att = [1000, 0, 0, 0, 0, 0];
         let st = MetricsSetting {
             attachment_tokens: &att,
+            event_facts: None,
             ..setting(&spec, Some("claude-sonnet-4-5"))
         };
         let m = compute_metrics(
@@ -1211,6 +1216,7 @@ mod tests {
             summarizer: &spec,
             client: ClientMode::Streams,
             attachment_tokens: &[],
+            event_facts: None,
         };
         let (r, log) = replay_with_client(&inner, &model, &streams, &fake_engine);
         assert_eq!(r.calls[0].result, CallResult::Summary);

@@ -6,6 +6,7 @@ use super::client::ClientMode;
 use super::compute::{
     attachment_tokens, compute_metrics, replay_with_client, CostModel, MetricsSetting, ReplayLog,
 };
+use super::facts::event_facts;
 use super::metrics::SessionMetrics;
 use super::summarizers::{
     build, Billed, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
@@ -14,6 +15,8 @@ use crate::engine::{Replay, Summarizer};
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
 use crate::transcript::Session;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// Per-session inputs of the cost layer, built once and shared by every setting.
@@ -24,6 +27,51 @@ pub struct SessionCostInputs {
     /// Attachment tokens per event.
     pub attachments: Vec<u64>,
     pub tokenizer: Tokenizer,
+    /// What every setting of the session would otherwise recompute.
+    pub memo: SessionMemo,
+}
+
+/// Work shared by the settings of one session: a rule-based summary of one span is the same
+/// text whatever setting compacted it, and the detail-lost check needs each event's facts on
+/// every summary. Results only; a clone starts empty.
+#[derive(Debug, Default)]
+pub struct SessionMemo {
+    facts: OnceLock<Vec<Vec<String>>>,
+    /// Summary token counts by the text's 128-bit hash.
+    counted: Mutex<HashMap<u128, u64>>,
+}
+
+impl Clone for SessionMemo {
+    fn clone(&self) -> Self {
+        SessionMemo::default()
+    }
+}
+
+impl SessionMemo {
+    /// Each event's facts, found on first use.
+    pub fn event_facts(&self, session: &Session) -> &[Vec<String>] {
+        self.facts.get_or_init(|| event_facts(session))
+    }
+
+    /// `count(text)`, once per distinct text.
+    pub fn count(&self, text: &str, count: impl Fn(&str) -> u64) -> u64 {
+        let key = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+        let known = self
+            .counted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .copied();
+        if let Some(v) = known {
+            return v;
+        }
+        let v = count(text);
+        self.counted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, v);
+        v
+    }
 }
 
 impl SessionCostInputs {
@@ -34,6 +82,7 @@ impl SessionCostInputs {
             lines,
             attachments: attachment_tokens(session, tokenizer),
             tokenizer,
+            memo: SessionMemo::default(),
         }
     }
 }
@@ -91,7 +140,11 @@ pub fn evaluate(
     run: &dyn Fn(&dyn Summarizer) -> Replay,
 ) -> Result<Evaluation, String> {
     let tok = inputs.tokenizer;
-    let count = move |t: &str| crate::tokens::count_text(tok, t) as u64;
+    let count = move |t: &str| {
+        inputs
+            .memo
+            .count(t, |t| crate::tokens::count_text(tok, t) as u64)
+    };
     let summarizer = build(
         setting.summarizer,
         BuildContext {
@@ -112,6 +165,10 @@ pub fn evaluate(
         summarizer: setting.summarizer,
         client: setting.client,
         attachment_tokens: &inputs.attachments,
+        event_facts: setting
+            .summarizer
+            .writes_real_text()
+            .then(|| inputs.memo.event_facts(session)),
     };
     let (replay, log) = replay_with_client(&summarizer, model, &ms, run);
     let metrics = compute_metrics(session, sizes, &replay, baseline, model, &ms, &log);
@@ -130,6 +187,24 @@ pub fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn session_memo_counts_each_text_once() {
+        let memo = SessionMemo::default();
+        let calls = std::cell::Cell::new(0);
+        let count = |t: &str| {
+            calls.set(calls.get() + 1);
+            t.len() as u64
+        };
+        assert_eq!(memo.count("alpha", count), 5);
+        assert_eq!(memo.count("alpha", count), 5);
+        assert_eq!(memo.count("beta!", count), 5);
+        assert_eq!(calls.get(), 2);
+        // a clone is a fresh memo, not shared state
+        let fresh = memo.clone();
+        assert_eq!(fresh.count("alpha", count), 5);
+        assert_eq!(calls.get(), 3);
+    }
     use crate::engine::{CallResult, Phase, SummarizeRequest, SummarizerCall, Trigger};
     use crate::transcript::{Event, Format, Part, Role};
 

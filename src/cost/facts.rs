@@ -153,6 +153,33 @@ pub fn tally<'a>(span: impl IntoIterator<Item = &'a Event>, summary: &str) -> Fa
     }
 }
 
+/// [`tally`] over facts found beforehand: `facts[i]` are event `i`'s (see
+/// [`event_facts`]); the same count, without reading the events again.
+pub fn tally_found(
+    facts: &[Vec<String>],
+    span: std::ops::Range<usize>,
+    summary: &str,
+) -> FactTally {
+    let mut all: BTreeSet<&str> = BTreeSet::new();
+    for f in facts.get(span).unwrap_or(&[]) {
+        all.extend(f.iter().map(String::as_str));
+    }
+    let dropped = all.iter().filter(|f| !summary.contains(**f)).count() as u64;
+    FactTally {
+        total: all.len() as u64,
+        dropped,
+    }
+}
+
+/// Each event's facts, in order (what [`tally`] finds in a span, one event at a time).
+pub fn event_facts(session: &crate::transcript::Session) -> Vec<Vec<String>> {
+    session
+        .events
+        .iter()
+        .map(|e| extract_facts(&event_fact_text(e)).into_iter().collect())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +240,53 @@ mod tests {
             }
         );
         assert!((t.share() - 5.0 / 7.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn facts_found_beforehand_tally_the_same() {
+        let texts = [
+            "Order 4521 for bob@example.com",
+            "ticket ABC-123 \"refund approved\" 4521",
+            "nothing here",
+            "see /var/log/app.log at 9 am, order 7788",
+        ];
+        let events: Vec<Event> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut e = Event::new("user", Role::User, "i1", i as f64);
+                e.parts.push(Part::Text { text: (*t).into() });
+                e
+            })
+            .collect();
+        let session = crate::transcript::Session {
+            id: "s".into(),
+            source: "mem".into(),
+            format: crate::transcript::Format::Canonical,
+            events,
+            recorded_compactions: vec![],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        };
+        let found = event_facts(&session);
+        let summaries = [
+            "",
+            "order 4521, ABC-123",
+            "refund approved /var/log/app.log 7788",
+        ];
+        for a in 0..=texts.len() {
+            for b in a..=texts.len() {
+                for sum in summaries {
+                    assert_eq!(
+                        tally_found(&found, a..b, sum),
+                        tally(&session.events[a..b], sum),
+                        "span {a}..{b}, summary {sum:?}"
+                    );
+                }
+            }
+        }
+        // the sets overlap across events (4521 twice): counted once
+        assert_eq!(tally_found(&found, 0..2, "").total, 4);
     }
 }

@@ -404,8 +404,18 @@ impl PriceTable {
         rules
     }
 
-    /// Find a model by name, alias, or name without provider prefix / date suffix.
+    /// Find a model by name, alias, or name without provider prefix / date suffix; an
+    /// unknown name is an error listing near names.
     pub fn lookup(&self, name: &str) -> Result<(&str, &ModelPrice), PricingError> {
+        self.find(name).ok_or_else(|| PricingError::UnknownModel {
+            name: name.to_string(),
+            near: self.near_names(&name.trim().to_ascii_lowercase()),
+        })
+    }
+
+    /// [`lookup`](Self::lookup) without the near names: for the replay path, which asks for
+    /// an unpriced model once per replay and has no use for suggestions.
+    pub fn find(&self, name: &str) -> Option<(&str, &ModelPrice)> {
         let wanted = name.trim().to_ascii_lowercase();
         let mut candidates = vec![wanted.clone()];
         if let Some((_, rest)) = wanted.rsplit_once('/') {
@@ -422,14 +432,11 @@ impl PriceTable {
                 if key.to_ascii_lowercase() == *c
                     || m.aliases.iter().any(|a| a.to_ascii_lowercase() == *c)
                 {
-                    return Ok((key.as_str(), m));
+                    return Some((key.as_str(), m));
                 }
             }
         }
-        Err(PricingError::UnknownModel {
-            name: name.to_string(),
-            near: self.near_names(&wanted),
-        })
+        None
     }
 
     /// Up to 3 table names closest to `name` by edit distance (ties by name).
