@@ -757,6 +757,20 @@ fn recover_calls(
     // in raw_filtered_events (the recovery source), asked only of the few events recovery
     // looks at
     let filtered = |i: usize| in_context(s, viewer, branch, n, i, vf);
+    // ADK resolves a response's call among those events: the latest one before it calling
+    // its id. `resp_owner` is that among all visible events; when it is outside this request's
+    // view (another scope, rewound, another branch), look further back (ids can be reused).
+    let owner = |p: u32| -> u32 {
+        let o = s.resp_owner[p as usize];
+        if o == NO_ID || (o as usize) >= n || filtered(o as usize) {
+            return o;
+        }
+        let id = s.parts[p as usize].id;
+        (0..o as usize)
+            .rev()
+            .find(|&j| s.has_calls[j] && filtered(j) && s.call_ids(j).any(|c| c == id))
+            .map_or(NO_ID, |j| j as u32)
+    };
     // present raw events
     let mut any_resp = false;
     for it in &sc.items {
@@ -776,7 +790,7 @@ fn recover_calls(
         }
         for p in s.part_range(it.src as usize) {
             if s.parts[p as usize].kind == PART_RESPONSE {
-                let o = s.resp_owner[p as usize];
+                let o = owner(p);
                 if o != NO_ID
                     && (o as usize) < n
                     && filtered(o as usize)
@@ -802,7 +816,7 @@ fn recover_calls(
                 if pi.kind != PART_RESPONSE || pi.id == NO_ID {
                     continue;
                 }
-                let c = s.resp_owner[p as usize];
+                let c = owner(p);
                 if c == NO_ID || c as usize >= n || !filtered(c as usize) {
                     continue;
                 }
@@ -828,10 +842,7 @@ fn recover_calls(
                         }
                         for rp in s.part_range(j) {
                             let rpi = s.parts[rp as usize];
-                            if rpi.kind == PART_RESPONSE
-                                && rpi.id == cpi.id
-                                && s.resp_owner[rp as usize] == c
-                            {
+                            if rpi.kind == PART_RESPONSE && rpi.id == cpi.id && owner(rp) == c {
                                 if sc.ev_b[j] == g {
                                     surviving = true;
                                 }
