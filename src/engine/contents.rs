@@ -5,6 +5,10 @@
 //! `drop_orphaned_function_responses`; `rearrange_events_for_latest_function_response`;
 //! `rearrange_events_for_async_function_responses_in_history`; `drop_orphaned_function_calls`.
 //! Only sizes are computed; items refer to parts by index.
+//!
+//! ADK runs all of it before every model call; [`build`] does too, and [`extend`] grows the
+//! last request instead when the events appended since cannot make any step move anything
+//! (debug builds compare the two).
 
 use crate::tokens::sizes::{SessionSizes, NO_ID, PART_CALL, PART_RESPONSE};
 
