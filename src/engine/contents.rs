@@ -230,7 +230,7 @@ fn in_context(
 ) -> bool {
     s.visible[i]
         && s.belongs_to_branch(branch, i)
-        && !s.tool_sub_branch(branch, viewer, n, i)
+        && !vf.tool_sub_branch(s, branch, viewer, n, i)
         && vf.keeps(s, i)
 }
 
@@ -251,6 +251,24 @@ const ORDINARY: View<'static> = View {
 };
 
 impl View<'_> {
+    /// ADK's `_is_tool_sub_branch_event`, with the call ids taken from the events the
+    /// rewinds leave.
+    #[inline(always)]
+    fn tool_sub_branch(
+        &self,
+        s: &SessionSizes,
+        branch: Option<u32>,
+        viewer: u32,
+        n: usize,
+        i: usize,
+    ) -> bool {
+        if self.on && !self.spans.is_empty() {
+            s.tool_sub_branch_after_rewinds(branch, viewer, n, i, self.spans)
+        } else {
+            s.tool_sub_branch(branch, viewer, n, i)
+        }
+    }
+
     #[inline(always)]
     fn keeps(&self, s: &SessionSizes, i: usize) -> bool {
         !self.on || (s.scope[i] == self.scope && !crate::tokens::sizes::in_spans(self.spans, i))
@@ -375,7 +393,7 @@ fn build_in<const VIEW: bool>(
         for i in 0..n {
             if s.visible[i]
                 && s.belongs_to_branch(branch, i)
-                && !s.tool_sub_branch(branch, viewer, n, i)
+                && !vf.tool_sub_branch(s, branch, viewer, n, i)
                 && vf.keeps(s, i)
             {
                 let r = s.part_range(i);

@@ -119,9 +119,12 @@ pub struct SessionSizes {
     pub branch: Vec<Option<u32>>,
     pub branches: Vec<String>,
     /// Per event: `<name>@<id>` segments of its branch as (segment count up to it, `name` as
-    /// an author index, first event calling `id` or `u32::MAX`), for ADK's
-    /// `_is_tool_sub_branch_event`; empty for plain branches.
-    pub tool_segs: Vec<Vec<(u32, u32, u32)>>,
+    /// an author index, first event calling `id` or `u32::MAX`, `id` interned or `NO_ID`), for
+    /// ADK's `_is_tool_sub_branch_event`; empty for plain branches.
+    pub tool_segs: Vec<Vec<(u32, u32, u32, u32)>>,
+    /// For the call ids that name a tool sub-branch: every event calling them, ascending
+    /// (with rewinds, ADK asks whether a call survives, not only whether one was made).
+    pub seg_calls: HashMap<u32, Vec<u32>>,
     pub n_ids: u32,
     pub n_names: u32,
     /// Per part: for a response, the event holding the latest call with its id at or before
@@ -325,12 +328,14 @@ impl SessionSizes {
             if let Some(b) = e.branch.as_deref().filter(|b| b.contains('@')) {
                 for (d, seg) in b.split('.').enumerate() {
                     if let Some((name, id)) = seg.rsplit_once('@') {
-                        let first = ids
-                            .map
-                            .get(id)
-                            .and_then(|x| first_call.get(x))
+                        let interned = ids.map.get(id).copied();
+                        let first = interned
+                            .and_then(|x| first_call.get(&x))
                             .copied()
                             .unwrap_or(u32::MAX);
+                        if let (Some(x), true) = (interned, first != u32::MAX) {
+                            s.seg_calls.entry(x).or_default();
+                        }
                         // `u32::MAX` is the nameless agent (post-invocation measures);
                         // `u32::MAX - 1` a name no author has.
                         let who = if name.is_empty() {
@@ -338,11 +343,25 @@ impl SessionSizes {
                         } else {
                             authors.get(name).copied().unwrap_or(u32::MAX - 1)
                         };
-                        segs.push((d as u32 + 1, who, first));
+                        segs.push((d as u32 + 1, who, first, interned.unwrap_or(NO_ID)));
                     }
                 }
             }
             s.tool_segs.push(segs);
+        }
+        if !s.seg_calls.is_empty() {
+            for i in 0..n {
+                for p in s.part_range(i) {
+                    let pi = s.parts[p as usize];
+                    if pi.kind == PART_CALL {
+                        if let Some(v) = s.seg_calls.get_mut(&pi.id) {
+                            if v.last() != Some(&(i as u32)) {
+                                v.push(i as u32);
+                            }
+                        }
+                    }
+                }
+            }
         }
         s.n_ids = ids.map.len() as u32;
         s.n_names = names.map.len() as u32;
@@ -515,10 +534,31 @@ impl SessionSizes {
     /// segment below it is `<name>@<id>`, `id` a call among those events, `name` not `viewer`.
     #[inline]
     pub fn tool_sub_branch(&self, branch: Option<u32>, viewer: u32, n: usize, i: usize) -> bool {
-        !self.tool_segs[i].is_empty() && self.tool_sub_branch_slow(branch, viewer, n, i)
+        !self.tool_segs[i].is_empty() && self.tool_sub_branch_slow(branch, viewer, n, i, &[])
     }
 
-    fn tool_sub_branch_slow(&self, branch: Option<u32>, viewer: u32, n: usize, i: usize) -> bool {
+    /// [`tool_sub_branch`](Self::tool_sub_branch) when the events in `rewound` are annulled:
+    /// ADK collects the call ids from the events left after `_apply_rewinds`, so a segment
+    /// counts only while some surviving event among the first `n` makes its call.
+    pub fn tool_sub_branch_after_rewinds(
+        &self,
+        branch: Option<u32>,
+        viewer: u32,
+        n: usize,
+        i: usize,
+        rewound: &[(u32, u32)],
+    ) -> bool {
+        !self.tool_segs[i].is_empty() && self.tool_sub_branch_slow(branch, viewer, n, i, rewound)
+    }
+
+    fn tool_sub_branch_slow(
+        &self,
+        branch: Option<u32>,
+        viewer: u32,
+        n: usize,
+        i: usize,
+        rewound: &[(u32, u32)],
+    ) -> bool {
         let segs = &self.tool_segs[i];
         let Some(eb) = self.branch[i] else {
             return false;
@@ -537,8 +577,18 @@ impl SessionSizes {
                 cur.split('.').count() as u32
             }
         };
+        let called = |first: u32, id: u32| {
+            if rewound.is_empty() {
+                return (first as usize) < n;
+            }
+            self.seg_calls.get(&id).is_some_and(|v| {
+                v.iter()
+                    .take_while(|&&j| (j as usize) < n)
+                    .any(|&j| !in_spans(rewound, j as usize))
+            })
+        };
         segs.iter()
-            .any(|&(depth, who, first)| depth > base && (first as usize) < n && who != viewer)
+            .any(|&(depth, who, first, id)| depth > base && who != viewer && called(first, id))
     }
 
     /// Whether event `i` belongs to `branch` (ADK `_is_event_belongs_to_branch`).
