@@ -429,8 +429,8 @@ impl PriceTable {
         }
         for c in &candidates {
             for (key, m) in &self.models {
-                if key.to_ascii_lowercase() == *c
-                    || m.aliases.iter().any(|a| a.to_ascii_lowercase() == *c)
+                if key.eq_ignore_ascii_case(c)
+                    || m.aliases.iter().any(|a| a.eq_ignore_ascii_case(c))
                 {
                     return Some((key.as_str(), m));
                 }

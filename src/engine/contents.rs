@@ -148,10 +148,12 @@ pub struct Scratch {
     ra_run_stamp: Vec<u32>,
     ra_ans: Vec<u32>,
     ra_ans_stamp: Vec<u32>,
-    ra_resps: Vec<(u32, u32, u32)>,
+    ra_runs: Vec<(u32, u32, u32)>,
     ra_stale: Vec<bool>,
     ra_out: Vec<Item>,
     ra_idxs: Vec<usize>,
+    /// Events [`extend`] adds (kept between calls).
+    extended: Vec<u32>,
 }
 
 impl Scratch {
@@ -172,22 +174,15 @@ impl Scratch {
             self.ev_c.resize(s.n, 0);
             self.seen.resize(s.n, 0);
         }
-        self.gen = self.gen.wrapping_add(1);
-        if self.gen == 0 {
-            for v in [
-                &mut self.id_a,
-                &mut self.id_b,
-                &mut self.id_c,
-                &mut self.name_a,
+        next_gen(
+            &mut self.gen,
+            &mut [
                 &mut self.fc_author_stamp,
-            ] {
-                v.iter_mut().for_each(|x| *x = 0);
-            }
-            for v in [&mut self.ev_b, &mut self.ev_c, &mut self.seen] {
-                v.iter_mut().for_each(|x| *x = 0);
-            }
-            self.gen = 1;
-        }
+                &mut self.ev_b,
+                &mut self.ev_c,
+                &mut self.seen,
+            ],
+        );
         self.items.clear();
         self.arena.clear();
         self.seen_list.clear();
@@ -198,6 +193,20 @@ impl Scratch {
     pub fn was_seen(&self, i: usize) -> bool {
         self.seen.get(i).is_some_and(|&g| g == self.gen)
     }
+}
+
+/// The next value of a generation counter whose value marks entries of `stamps` as set
+/// (clearing the arrays costs nothing per build). On wrap-around the arrays are zeroed, so a
+/// stale stamp never equals a new generation.
+pub(crate) fn next_gen(gen: &mut u32, stamps: &mut [&mut Vec<u32>]) -> u32 {
+    *gen = gen.wrapping_add(1);
+    if *gen == 0 {
+        for v in stamps.iter_mut() {
+            v.iter_mut().for_each(|x| *x = 0);
+        }
+        *gen = 1;
+    }
+    *gen
 }
 
 /// Union of the retained ranges with `start <= end`, sorted (ADK's `coverage`).
@@ -557,9 +566,7 @@ fn build_in<const VIEW: bool>(
                     }
                 }
                 let np = (it.p1 - it.p0) as u64;
-                let role = if s.role_model[it.src as usize] { 5 } else { 4 };
-                // {"parts":[…],"role":"…"}
-                m.json_chars += 10 + parts_json + np.saturating_sub(1) + 2 + 8 + role + 2;
+                m.json_chars += content_json(parts_json, np, s.role_model[it.src as usize]);
             }
         }
         m.contents += 1;
@@ -610,7 +617,48 @@ pub fn extend(
             && (viewer == u32::MAX || s.author[i] == viewer || s.author[i] == s.user_author)
     };
     let own = |i: usize| viewer != u32::MAX && s.author[i] == viewer && simple(i);
-    let mut add = Vec::new();
+    let mut add = std::mem::take(&mut sc.extended);
+    add.clear();
+    if !extendable(s, base, n0, n, cov, viewer, branch, simple, own, &mut add) {
+        sc.extended = add;
+        return None;
+    }
+    let g = sc.gen;
+    let mut m = prev;
+    for &i in &add {
+        let i = i as usize;
+        let mut parts_json = 0u64;
+        for gp in s.part_range(i) {
+            let p = s.parts[gp as usize];
+            m.adk_chars += p.adk_chars;
+            parts_json += p.json_chars - p.id_strip_json;
+        }
+        m.json_chars += content_json(parts_json, s.part_range(i).len() as u64, s.role_model[i]);
+        m.history_tokens += s.tokens[i] as u64;
+        m.contents += 1;
+        sc.seen[i] = g;
+        sc.seen_list.push(i as u32);
+        sc.seq.push((K_RAW, i as u32));
+    }
+    sc.extended = add;
+    Some(m)
+}
+
+/// The events of `n0..n` [`extend`] adds (into `add`), or `false` when one of them rules the
+/// extension out.
+#[allow(clippy::too_many_arguments)]
+fn extendable(
+    s: &SessionSizes,
+    base: &crate::tokens::sizes::BaselineCache,
+    n0: usize,
+    n: usize,
+    cov: &[(f64, f64)],
+    viewer: u32,
+    branch: Option<u32>,
+    simple: impl Fn(usize) -> bool,
+    own: impl Fn(usize) -> bool,
+    add: &mut Vec<u32>,
+) -> bool {
     // the round trip's call event, waiting for its answer
     let mut open: Option<usize> = None;
     for i in n0..n {
@@ -618,14 +666,14 @@ pub fn extend(
         if !in_req {
             // a call, even outside the request, can make earlier events a tool's sub-branch
             if s.has_calls[i] {
-                return None;
+                return false;
             }
             continue;
         }
         if let Some(c) = open.take() {
-            // the answer: only responses, each to one of c's ids, all of them answered
+            // the answer: only responses, each to one of c's ids, every id once
             if s.has_calls[i] || !s.has_resps[i] || !own(i) || !s.requested[i].is_empty() {
-                return None;
+                return false;
             }
             let mut answered = 0usize;
             for p in s.part_range(i) {
@@ -634,73 +682,53 @@ pub fn extend(
                     continue;
                 }
                 if pi.id == NO_ID || s.resp_owner[p as usize] != c as u32 {
-                    return None;
+                    return false;
                 }
                 answered += 1;
             }
-            let calls = s.call_ids(c).count();
-            let mut ids: Vec<u32> = s.resp_ids(i).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            if ids.len() != calls || answered != calls {
-                return None;
+            if answered != s.call_ids(c).count() || repeats_an_id(s, i, PART_RESPONSE) {
+                return false;
             }
-            add.push(i);
-            continue;
-        }
-        if s.has_calls[i] {
-            // a fresh call event of the viewer's: every part with an id never called before
-            if s.has_resps[i] || !own(i) {
-                return None;
+        } else if s.has_calls[i] {
+            // a fresh call event of the viewer's: every id called here first, and once
+            if s.has_resps[i] || !own(i) || repeats_an_id(s, i, PART_CALL) {
+                return false;
             }
-            let mut ids = Vec::new();
-            for p in s.part_range(i) {
+            let fresh = s.part_range(i).all(|p| {
                 let pi = s.parts[p as usize];
-                if pi.kind == PART_CALL {
-                    if pi.id == NO_ID || base.call_first.get(pi.id as usize) != Some(&(i as u32)) {
-                        return None;
-                    }
-                    ids.push(pi.id);
-                }
-            }
-            let k = ids.len();
-            ids.sort_unstable();
-            ids.dedup();
-            if ids.len() != k {
-                return None;
+                pi.kind != PART_CALL
+                    || (pi.id != NO_ID && base.call_first.get(pi.id as usize) == Some(&(i as u32)))
+            });
+            if !fresh {
+                return false;
             }
             open = Some(i);
-            add.push(i);
-            continue;
+        } else if s.has_resps[i] || !simple(i) {
+            return false;
         }
-        if s.has_resps[i] || !simple(i) {
-            return None;
-        }
-        add.push(i);
+        add.push(i as u32);
     }
-    if open.is_some() {
-        return None;
-    }
-    let g = sc.gen;
-    let mut m = prev;
-    for i in add {
-        let r = s.part_range(i);
-        let np = (r.end - r.start) as u64;
-        let mut parts_json = 0u64;
-        for gp in r {
-            let p = s.parts[gp as usize];
-            m.adk_chars += p.adk_chars;
-            parts_json += p.json_chars - p.id_strip_json;
-        }
-        let role = if s.role_model[i] { 5 } else { 4 };
-        m.json_chars += 10 + parts_json + np.saturating_sub(1) + 2 + 8 + role + 2;
-        m.history_tokens += s.tokens[i] as u64;
-        m.contents += 1;
-        sc.seen[i] = g;
-        sc.seen_list.push(i as u32);
-        sc.seq.push((K_RAW, i as u32));
-    }
-    Some(m)
+    open.is_none()
+}
+
+/// Whether two parts of kind `kind` of event `i` share an id (events hold a few parts).
+fn repeats_an_id(s: &SessionSizes, i: usize, kind: u8) -> bool {
+    let r = s.part_range(i);
+    r.clone().any(|p| {
+        let a = s.parts[p as usize];
+        a.kind == kind
+            && (r.start..p).any(|q| {
+                let b = s.parts[q as usize];
+                b.kind == kind && b.id == a.id
+            })
+    })
+}
+
+/// `len(content.model_dump_json())` of a raw event's content from its parts' JSON: the
+/// `{"parts":[…],"role":"…"}` frame around `np` parts whose JSON adds up to `parts_json`.
+fn content_json(parts_json: u64, np: u64, role_model: bool) -> u64 {
+    let role = if role_model { 5 } else { 4 };
+    10 + parts_json + np.saturating_sub(1) + 2 + 8 + role + 2
 }
 
 /// Step 3: `fc_author_by_id`, then another agent's events (and responses to its calls) as
@@ -916,23 +944,13 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
                     p.kind != PART_RESPONSE || matched(sc, p)
                 });
             if !all_matched {
-                let p0 = sc.arena.len() as u32;
-                let orphan = |sc: &Scratch, k: u32| {
-                    let p = s.parts[sc.arena[k as usize] as usize];
+                let kept = without_orphans(s, sc, it, |sc, p| {
                     p.kind == PART_RESPONSE && !matched(sc, p)
-                };
-                for k in it.p0..it.p1 {
-                    let gp = sc.arena[k as usize];
-                    if drops_with_sibling(s, sc, it.p0, it.p1, k, orphan) {
-                        continue;
-                    }
-                    sc.arena.push(gp);
+                });
+                match kept {
+                    Some(k) => it = k,
+                    None => continue,
                 }
-                let p1 = sc.arena.len() as u32;
-                if p1 == p0 {
-                    continue;
-                }
-                it = Item::parts(s, &sc.arena, it.src, p0, p1);
             }
             for k in if it.call { it.p0..it.p1 } else { 0..0 } {
                 let p = s.parts[sc.arena[k as usize] as usize];
@@ -954,18 +972,15 @@ fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
 impl Scratch {
     /// A fresh generation for the id/name sets (the per-build `gen` keeps event stamps).
     fn gen_bump_sets(&mut self) {
-        self.set_gen = self.set_gen.wrapping_add(1);
-        if self.set_gen == 0 {
-            for v in [
+        next_gen(
+            &mut self.set_gen,
+            &mut [
                 &mut self.id_a,
                 &mut self.id_b,
                 &mut self.id_c,
                 &mut self.name_a,
-            ] {
-                v.iter_mut().for_each(|x| *x = 0);
-            }
-            self.set_gen = 1;
-        }
+            ],
+        );
     }
 
     fn gen2(&self) -> u32 {
@@ -1201,7 +1216,7 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     stale.clear();
     stale.resize(len, false);
     // (id slot, owner, last response item) of each finished run
-    let mut done = std::mem::take(&mut sc.ra_resps);
+    let mut done = std::mem::take(&mut sc.ra_runs);
     done.clear();
     for i in 0..len {
         let it = sc.items[i];
@@ -1303,7 +1318,7 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         out.push(it);
     }
     sc.ra_out = std::mem::replace(&mut sc.items, out);
-    sc.ra_resps = done;
+    sc.ra_runs = done;
     sc.ra_stale = stale;
     sc.ra_idxs = idxs;
 }
@@ -1330,18 +1345,15 @@ impl Scratch {
                 v.resize(parts, 0);
             }
         }
-        self.ra_gen = self.ra_gen.wrapping_add(1);
-        if self.ra_gen == 0 {
-            for v in [
+        next_gen(
+            &mut self.ra_gen,
+            &mut [
                 &mut self.ra_first_stamp,
                 &mut self.ra_latest_stamp,
                 &mut self.ra_run_stamp,
                 &mut self.ra_ans_stamp,
-            ] {
-                v.iter_mut().for_each(|x| *x = 0);
-            }
-            self.ra_gen = 1;
-        }
+            ],
+        );
     }
 }
 
@@ -1366,6 +1378,28 @@ fn mark_stale(ctx: &Ctx<'_>, sc: &Scratch, stale: &mut [bool], cur: usize, next:
             *x = true;
         }
     }
+}
+
+/// Item `it` without its orphan parts (and the parts sharing a genai `Part` with one), as a
+/// new part list in the arena; `None` when nothing is left (ADK drops the event).
+fn without_orphans(
+    s: &SessionSizes,
+    sc: &mut Scratch,
+    it: Item,
+    orphan: impl Fn(&Scratch, crate::tokens::sizes::PartInfo) -> bool,
+) -> Option<Item> {
+    let p0 = sc.arena.len() as u32;
+    for k in it.p0..it.p1 {
+        let gp = sc.arena[k as usize];
+        if drops_with_sibling(s, sc, it.p0, it.p1, k, |sc, k| {
+            orphan(sc, s.parts[sc.arena[k as usize] as usize])
+        }) {
+            continue;
+        }
+        sc.arena.push(gp);
+    }
+    let p1 = sc.arena.len() as u32;
+    (p1 > p0).then(|| Item::parts(s, &sc.arena, it.src, p0, p1))
 }
 
 /// Whether arena part `k` (of an item spanning `p0..p1`) goes when ADK drops orphan parts:
@@ -1418,21 +1452,10 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 .iter()
                 .any(|&gp| orphan(sc, s.parts[gp as usize]))
         {
-            let p0 = sc.arena.len() as u32;
-            for k in it.p0..it.p1 {
-                let gp = sc.arena[k as usize];
-                if drops_with_sibling(s, sc, it.p0, it.p1, k, |sc, k| {
-                    orphan(sc, s.parts[sc.arena[k as usize] as usize])
-                }) {
-                    continue;
-                }
-                sc.arena.push(gp);
+            match without_orphans(s, sc, it, orphan) {
+                Some(k) => it = k,
+                None => continue,
             }
-            let p1 = sc.arena.len() as u32;
-            if p1 == p0 {
-                continue;
-            }
-            it = Item::parts(s, &sc.arena, it.src, p0, p1);
         }
         sc.items[w] = it;
         w += 1;

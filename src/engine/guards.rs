@@ -2,7 +2,7 @@
 //! retention split, the self-contained-prefix trim with its dead-call second pass, and the
 //! worth-compacting gate.
 
-use super::contents::{covered, Comp};
+use super::contents::{covered, next_gen, Comp};
 use crate::tokens::sizes::{SessionSizes, PART_CALL};
 
 /// Reusable id sets for the guards.
@@ -24,21 +24,27 @@ impl GuardScratch {
             self.mark2.resize(n_ids, 0);
             self.dead.resize(n_ids, 0);
         }
-        self.gen = self.gen.wrapping_add(1);
-        if self.gen == 0 {
-            for v in [
+        self.open_count = 0;
+        next_gen(
+            &mut self.gen,
+            &mut [
                 &mut self.open,
                 &mut self.mark,
                 &mut self.mark2,
                 &mut self.dead,
-            ] {
-                v.iter_mut().for_each(|x| *x = 0);
-            }
-            self.gen = 1;
-        }
-        self.open_count = 0;
-        self.gen
+            ],
+        )
     }
+}
+
+/// Earliest and latest timestamp of events `evs` (the range an empty summary of them
+/// would cover, as the worth-compacting gate measures it).
+pub fn time_span(s: &SessionSizes, evs: &[u32]) -> (f64, f64) {
+    evs.iter()
+        .map(|&e| s.timestamp[e as usize])
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), t| {
+            (lo.min(t), hi.max(t))
+        })
 }
 
 /// `_safe_token_compaction_split_index` over candidate raw events `cands` (indices), keeping

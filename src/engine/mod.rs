@@ -126,6 +126,12 @@ pub(crate) struct State<'a> {
 }
 
 impl<'a> State<'a> {
+    /// Ordinals (1-based) of the summaries no other one subsumes.
+    pub fn retained_ordinals(&self) -> Vec<u32> {
+        let kept = self.comps.iter().enumerate().filter(|(_, c)| c.retained);
+        kept.map(|(k, _)| k as u32 + 1).collect()
+    }
+
     /// Raw event `k` was appended.
     fn appended(&mut self, k: usize) {
         let inv = self.s.inv_id[k] as usize;
@@ -557,13 +563,7 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         post_invocation::run(&mut st, &mut base, b, lo, hi, calls_before, main);
     }
     // final flags and totals
-    let retained: Vec<u32> = st
-        .comps
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.retained)
-        .map(|(k, _)| k as u32 + 1)
-        .collect();
+    let retained = st.retained_ordinals();
     for (k, c) in st.out.compactions.iter_mut().enumerate() {
         c.retained = st.comps[k].retained;
     }

@@ -48,14 +48,7 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
     if win.is_empty() {
         return false;
     }
-    let lo = win
-        .iter()
-        .map(|&e| s.timestamp[e as usize])
-        .fold(f64::INFINITY, f64::min);
-    let hi = win
-        .iter()
-        .map(|&e| s.timestamp[e as usize])
-        .fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = guards::time_span(s, &win);
     if !guards::worth_compacting(s, n, &st.comps, &st.cov, lo, hi) {
         return false;
     }
@@ -134,14 +127,7 @@ fn sliding_window_view(st: &mut State<'_>, inv: u32) -> bool {
     if win.is_empty() {
         return false;
     }
-    let lo = win
-        .iter()
-        .map(|&e| s.timestamp[e as usize])
-        .fold(f64::INFINITY, f64::min);
-    let hi = win
-        .iter()
-        .map(|&e| s.timestamp[e as usize])
-        .fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = guards::time_span(s, &win);
     st.view(0);
     let (comps, cov) = st.vc();
     if !guards::worth_compacting_in(s, n, comps, cov, lo, hi, |i| st.in_view(i, 0)) {
@@ -217,13 +203,7 @@ pub(crate) fn run(
     } else {
         st.measure(main, None, 0)
     };
-    let retained = st
-        .comps
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.retained)
-        .map(|(k, _)| k as u32 + 1)
-        .collect();
+    let retained = st.retained_ordinals();
     st.out.invocations.push(Invocation {
         index: inv,
         first_event_index: lo as u32,

@@ -72,16 +72,11 @@ pub(crate) fn token_path(
         st.window = cands;
         return false;
     }
-    let mut lo = f64::INFINITY;
-    let mut hi = f64::NEG_INFINITY;
+    // the seed (the previous summary, placed at its start) is part of the range
+    let (mut lo, mut hi) = guards::time_span(s, &cands);
     if let Some(k) = latest {
-        lo = st.comps[k].start;
-        hi = st.comps[k].start;
-    }
-    for &e in &cands {
-        let t = s.timestamp[e as usize];
-        lo = lo.min(t);
-        hi = hi.max(t);
+        lo = lo.min(st.comps[k].start);
+        hi = hi.max(st.comps[k].start);
     }
     let (comps, cov) = st.vc();
     if !guards::worth_compacting_in(s, st.n, comps, cov, lo, hi, |i| st.in_view(i, scope)) {
