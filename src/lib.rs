@@ -10,6 +10,7 @@ pub mod chart;
 pub mod cli;
 pub mod cost;
 pub mod engine;
+pub mod error;
 pub mod report;
 pub mod settings;
 pub mod sweep;

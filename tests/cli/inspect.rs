@@ -12,22 +12,7 @@ fn fix(rel: &str) -> String {
     format!("{FIX}/{rel}")
 }
 
-fn corpus() -> PathBuf {
-    let rel = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus"));
-    if rel.exists() {
-        rel.to_path_buf()
-    } else {
-        PathBuf::from("/work/shared/corpus")
-    }
-}
-
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("compaction-sim").expect("binary");
-    // Never touch the user's cache unless a test asks for one.
-    c.env_remove("COMPACTION_SIM_CACHE")
-        .env_remove("XDG_CACHE_HOME");
-    c
-}
+use crate::common::{bin, corpus};
 
 fn run_json(args: &[&str]) -> (Value, String) {
     let out = bin()
@@ -341,10 +326,7 @@ fn emit_jsonl_round_trips() {
 
 #[test]
 fn calibration_on_codex_rollouts() {
-    let codex = corpus().join("agentcmd_cli_sessions/codex");
-    if !codex.exists() {
-        panic!("corpus not found at {}", codex.display());
-    }
+    let codex = crate::common::corpus_dir("agentcmd_cli_sessions/codex");
     let (v, _) = run_json(&[codex.to_str().unwrap(), "--no-cache", "--calibration"]);
     let cal = &v["calibration"];
     assert_eq!(cal["tokenizer"], "o200k");

@@ -9,14 +9,7 @@ use compaction_sim::transcript::detect::{detect, load_file, load_paths, read_as}
 use compaction_sim::transcript::{canonical, Critical, Format, Part, Role, Session};
 use serde_json::Value;
 
-fn corpus() -> PathBuf {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus")).to_path_buf();
-    if p.exists() {
-        p
-    } else {
-        PathBuf::from("/work/shared/corpus")
-    }
-}
+use crate::common::corpus;
 
 fn stats() -> Value {
     let text = std::fs::read_to_string(corpus().join("stats.json")).expect("stats.json");

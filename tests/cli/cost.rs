@@ -9,12 +9,7 @@ fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/cost/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn corpus(sub: &str) -> Option<std::path::PathBuf> {
-    let primary =
-        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus")).join(sub);
-    let fallback = std::path::Path::new("/work/shared/corpus").join(sub);
-    [primary, fallback].into_iter().find(|p| p.exists())
-}
+use crate::common::corpus_dir as corpus;
 
 mod calibrate {
     use super::*;
@@ -24,9 +19,7 @@ mod calibrate {
         // The corpus has 5 Claude Code compact summaries of 12.2k-16.2k chars (about 3.0k-4.0k
         // tokens) written at 142k-170k preTokens, so the median ratio lies near 0.02 (between
         // 3.0k/170k = 0.018 and 4.0k/142k = 0.028) and the cap is about 4k tokens.
-        let Some(dir) = corpus("claude_code_spotter") else {
-            return;
-        };
+        let dir = corpus("claude_code_spotter");
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("lat.toml");
         Command::cargo_bin("compaction-sim")

@@ -19,9 +19,7 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle")
 }
 
-fn bin() -> Command {
-    Command::cargo_bin("compaction-sim").expect("binary builds")
-}
+use crate::common::bin;
 
 fn load(name: &str) -> Session {
     let p = fixtures().join("goldens").join(name);

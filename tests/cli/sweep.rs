@@ -3,9 +3,7 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
-fn bin() -> Command {
-    Command::cargo_bin("compaction-sim").expect("binary builds")
-}
+use crate::common::bin;
 
 #[allow(dead_code)]
 fn fixtures() -> PathBuf {
@@ -171,16 +169,8 @@ fn inputs() -> Vec<String> {
             .to_string()
     })
     .collect();
-    let corpus = root.join("../shared/corpus");
-    let corpus = if corpus.exists() {
-        corpus
-    } else {
-        PathBuf::from("/work/shared/corpus")
-    };
-    let adk = corpus.join("adk/adk-python/tests/integration/fixture/home_automation_agent");
-    if adk.exists() {
-        v.push(adk.display().to_string());
-    }
+    let adk = crate::common::corpus_dir("adk/adk-python/tests/integration/fixture/home_automation_agent");
+    v.push(adk.display().to_string());
     v
 }
 

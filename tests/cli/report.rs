@@ -13,13 +13,7 @@ const CHARTS: [&str; 7] = [
     "summarizer_comparison",
 ];
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bin() -> Command {
-    Command::cargo_bin("compaction-sim").expect("binary")
-}
+use crate::common::{bin, root};
 
 /// A fresh copy of the hand-written fixture run folder.
 fn fixture_copy() -> (tempfile::TempDir, PathBuf) {

@@ -6,14 +6,7 @@ use compaction_sim::transcript::{claude_code, codex, openhands, ReadError, Sessi
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-fn corpus() -> PathBuf {
-    let near = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus"));
-    if near.exists() {
-        near
-    } else {
-        PathBuf::from("/work/shared/corpus")
-    }
-}
+use crate::common::{corpus, read_text};
 
 /// Files of the three formats, with how many mutations each gets (the 3 MB main sessions
 /// get fewer: each read parses the whole file).
@@ -40,13 +33,11 @@ fn files() -> Vec<(String, usize)> {
         "agentcmd_cli_sessions/claude/full",
         "agentcmd_cli_sessions/codex/full",
     ] {
-        let mut names: Vec<String> = std::fs::read_dir(corpus().join(dir))
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut names: Vec<String> = std::fs::read_dir(crate::common::corpus_dir(dir))
+            .expect("corpus folder readable")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
         names.sort();
         let n = if dir.contains("codex") { 15 } else { 40 };
         out.extend(names.into_iter().map(|f| (format!("{dir}/{f}"), n)));
@@ -229,7 +220,7 @@ fn truncated_and_garbled_corpus_files_never_panic() {
 #[test]
 fn each_reader_reads_its_own_corpus_files_and_refuses_the_others() {
     for (rel, _) in files() {
-        let text = std::fs::read_to_string(corpus().join(&rel)).unwrap_or_default();
+        let text = read_text(&corpus().join(&rel));
         let own: Reader = if rel.starts_with("openhands/") {
             openhands::read
         } else if rel.contains("/codex/") {
@@ -272,9 +263,7 @@ fn huge_lines_and_empty_files_are_one_line_errors() {
 }
 
 fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
+    let rd = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     entries.sort();
     for p in entries {
@@ -306,7 +295,7 @@ fn other_formats_are_not_claimed() {
     assert!(files.len() > 50, "{} files", files.len());
     for p in files {
         let name = p.display().to_string();
-        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let text = read_text(&p);
         assert!(!claude_code::sniff(&text), "claude_code claims {name}");
         assert!(!codex::sniff(&text), "codex claims {name}");
         assert!(!openhands::sniff(&text), "openhands claims {name}");
@@ -324,7 +313,7 @@ fn canonical_jsonl_round_trips_our_sessions() {
     use compaction_sim::transcript::canonical;
     let mut checked = 0;
     for (rel, _) in files() {
-        let text = std::fs::read_to_string(corpus().join(&rel)).unwrap_or_default();
+        let text = read_text(&corpus().join(&rel));
         let read: Reader = if rel.starts_with("openhands/") {
             openhands::read
         } else if rel.contains("/codex/") {

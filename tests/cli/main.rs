@@ -1,0 +1,13 @@
+//! The one integration test binary: every area is a module here, so polars and plotters are
+//! linked once instead of once per test file. Shared helpers live in `common`.
+
+mod common;
+
+mod cost;
+mod engine;
+mod engine_extra;
+mod inspect;
+mod readers;
+mod readers_more;
+mod report;
+mod sweep;
