@@ -1,6 +1,7 @@
 //! What kind of failure an error is, so the command line can map it to an exit code
 //! (README "Exit codes"): 1 a refused setting or a disagreement, 2 bad input or usage,
-//! 3 an I/O or environment failure (disk full, permission denied, a signal).
+//! 3 an I/O or environment failure (disk full, permission denied), 130 interrupted by a
+//! signal.
 //!
 //! Each module keeps its own `thiserror` enum; this module only knows how to ask an error
 //! (and every error in its source chain) which kind it is. A full disk must never read as
@@ -17,6 +18,8 @@ pub enum ExitKind {
     BadInput,
     /// The machine failed the run: disk full, permission denied, a device error.
     Environment,
+    /// SIGINT, SIGTERM or SIGHUP stopped the run (the shell convention for SIGINT).
+    Interrupted,
 }
 
 impl ExitKind {
@@ -25,6 +28,7 @@ impl ExitKind {
             ExitKind::Refused => 1,
             ExitKind::BadInput => 2,
             ExitKind::Environment => 3,
+            ExitKind::Interrupted => 130,
         }
     }
 }
@@ -67,8 +71,21 @@ pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> ExitKind {
 }
 
 /// The registry of module errors that carry a kind. A module that adds a [`Classify`] enum
-/// lists it here, once.
+/// lists it here, once. Each link is asked directly, because a `#[error(transparent)]`
+/// wrapper hides its inner error from the source chain.
 fn classify_one(e: &(dyn std::error::Error + 'static)) -> Option<ExitKind> {
+    if e.downcast_ref::<crate::sweep::run::Cancelled>().is_some() {
+        return Some(ExitKind::Interrupted);
+    }
+    if let Some(x) = e.downcast_ref::<crate::table::publish::PublishError>() {
+        return Some(x.exit_kind());
+    }
+    if let Some(x) = e.downcast_ref::<crate::report::ReportError>() {
+        return Some(x.exit_kind());
+    }
+    if let Some(x) = e.downcast_ref::<crate::chart::ChartError>() {
+        return Some(x.exit_kind());
+    }
     if let Some(x) = e.downcast_ref::<crate::atomic::AtomicError>() {
         return Some(x.exit_kind());
     }
@@ -95,7 +112,7 @@ mod tests {
             path: "x".into(),
             source: missing,
         })
-            .context("writing the run folder");
+        .context("writing the run folder");
         assert_eq!(kind_of(e.as_ref()), ExitKind::Environment);
         let e = anyhow::Error::new(full).context("reading");
         assert_eq!(kind_of(e.as_ref()), ExitKind::Environment);
@@ -108,5 +125,6 @@ mod tests {
         assert_eq!(ExitKind::Refused.code(), 1);
         assert_eq!(ExitKind::BadInput.code(), 2);
         assert_eq!(ExitKind::Environment.code(), 3);
+        assert_eq!(ExitKind::Interrupted.code(), 130);
     }
 }

@@ -524,7 +524,9 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
         } else {
             tl.baseline = num_array(obj.get("baseline"));
             tl.compacted = num_array(obj.get("compacted").or_else(|| obj.get("recommended")));
-            if tl.baseline.len() != tl.compacted.len() {
+            // A run where no setting met the budgets has no recommended setting, so its
+            // timelines carry the baseline alone.
+            if !tl.compacted.is_empty() && tl.baseline.len() != tl.compacted.len() {
                 return Err(bad(
                     path,
                     format!("$[{i}]: baseline and compacted differ in length"),

@@ -77,31 +77,71 @@ pub(crate) fn e<E: std::fmt::Display>(err: E) -> String {
     err.to_string()
 }
 
+/// Why a chart could not be written. Drawing failures are the chart code's (plotters gives
+/// text); a file that cannot be written is the machine's (exit 3, see [`crate::error`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error("chart {stem}: cannot draw: {message}")]
+    Draw { stem: &'static str, message: String },
+    #[error(transparent)]
+    Write(#[from] crate::atomic::AtomicError),
+    /// A signal arrived between two charts.
+    #[error(transparent)]
+    Interrupted(#[from] crate::sweep::run::Cancelled),
+}
+
+impl crate::error::Classify for ChartError {
+    fn exit_kind(&self) -> crate::error::ExitKind {
+        match self {
+            // Data the chart cannot draw came from the run folder the user gave.
+            ChartError::Draw { .. } => crate::error::ExitKind::BadInput,
+            ChartError::Write(_) => crate::error::ExitKind::Environment,
+            ChartError::Interrupted(_) => crate::error::ExitKind::Interrupted,
+        }
+    }
+}
+
 /// Renders every chart into `out_dir` (SVG and PNG, written atomically) and returns what
-/// was drawn or skipped, in report order.
-pub fn render_all(d: &RunData, out_dir: &Path) -> Result<Vec<ChartOutcome>, String> {
+/// was drawn or skipped, in report order. Stops between charts once `cancel` is set.
+pub fn render_all(
+    d: &RunData,
+    out_dir: &Path,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Result<Vec<ChartOutcome>, ChartError> {
     register_fonts();
     let out = vec![
-        render(&plots::CostVsDetail(d), out_dir)?,
-        render(&plots::Heatmap::net_saved(d), out_dir)?,
-        render(&plots::Heatmap::detail_lost(d), out_dir)?,
-        render(&plots::InvocationsOverlap(d), out_dir)?,
-        render(&plots::Latency(d), out_dir)?,
-        render(&plots::Timelines(d), out_dir)?,
-        render(&plots::Summarizers(d), out_dir)?,
+        render(&plots::CostVsDetail(d), out_dir, cancel)?,
+        render(&plots::Heatmap::net_saved(d), out_dir, cancel)?,
+        render(&plots::Heatmap::detail_lost(d), out_dir, cancel)?,
+        render(&plots::InvocationsOverlap(d), out_dir, cancel)?,
+        render(&plots::Latency(d), out_dir, cancel)?,
+        render(&plots::Timelines(d), out_dir, cancel)?,
+        render(&plots::Summarizers(d), out_dir, cancel)?,
     ];
     Ok(out)
 }
 
-fn render<C: Chart>(c: &C, out_dir: &Path) -> Result<ChartOutcome, String> {
+fn render<C: Chart>(
+    c: &C,
+    out_dir: &Path,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Result<ChartOutcome, ChartError> {
+    if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(crate::sweep::run::Cancelled.into());
+    }
     let info = c.info();
     let note = match c.check() {
         Ok(n) => n,
         Err(reason) => return Ok(ChartOutcome::Skipped { info, reason }),
     };
-    let svg = render_svg(c)?;
-    write_atomic(&out_dir.join(format!("{}.svg", info.stem)), svg.as_bytes())?;
-    render_png(c, out_dir, info.stem)?;
+    let draw = |message| ChartError::Draw {
+        stem: info.stem,
+        message,
+    };
+    let svg = render_svg(c).map_err(draw)?;
+    let png = render_png(c).map_err(draw)?;
+    crate::atomic::write_atomic(&out_dir.join(format!("{}.svg", info.stem)), svg.as_bytes())?;
+    crate::atomic::write_atomic(&out_dir.join(format!("{}.png", info.stem)), &png)?;
     Ok(ChartOutcome::Rendered { info, svg, note })
 }
 
@@ -116,38 +156,22 @@ pub(crate) fn render_svg<C: Chart>(c: &C) -> Result<String, String> {
     Ok(svg)
 }
 
-fn render_png<C: Chart>(c: &C, out_dir: &Path, stem: &str) -> Result<(), String> {
-    // plotters encodes by file extension, so the temp file ends in .png too; same folder,
-    // then rename, so a reader never sees half a PNG.
-    let tmp = out_dir.join(format!(".{stem}.tmp.png"));
-    let fin = out_dir.join(format!("{stem}.png"));
+/// The chart as PNG bytes, drawn and encoded in memory: the file is then written through the
+/// one atomic writer, so a full disk never leaves half a PNG.
+fn render_png<C: Chart>(c: &C) -> Result<Vec<u8>, String> {
+    use image::ImageEncoder;
+    let mut rgb = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
     {
-        let root = BitMapBackend::new(&tmp, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(e)?;
         c.draw(&root)?;
-        root.present()
-            .map_err(|err| format!("{}: {err}", fin.display()))?;
+        root.present().map_err(e)?;
     }
-    std::fs::rename(&tmp, &fin).map_err(|err| format!("{}: rename failed: {err}", fin.display()))
-}
-
-/// Temp file in the same folder, then rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|err| format!("{}: cannot create temp file: {err}", dir.display()))?;
-    tmp.write_all(bytes)
-        .map_err(|err| format!("{}: write failed: {err}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|err| format!("{}: rename failed: {err}", path.display()))?;
-    // Temp files are created 0600; outputs are ordinary files others may read.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644));
-    }
-    Ok(())
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(&rgb, WIDTH, HEIGHT, image::ColorType::Rgb8)
+        .map_err(e)?;
+    Ok(png)
 }
 
 /// `$1,234.56`, or 4 significant decimals below a dollar.

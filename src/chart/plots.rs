@@ -985,6 +985,11 @@ impl Chart for Timelines<'_> {
         if n == 0 {
             return Err("timelines.json is missing or has no model requests".into());
         }
+        if self.0.recommended().is_none() {
+            return Err(
+                "no setting met the budgets, so there is no recommended setting to draw against no compaction".into(),
+            );
+        }
         Ok(format!("{} sessions", n.min(3)))
     }
 

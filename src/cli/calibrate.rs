@@ -21,9 +21,14 @@ pub struct CalibrateArgs {
     /// Transcript files or folders (searched recursively for .json / .jsonl).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// Where to write the fitted parameters (TOML, read by `--latency FILE`).
-    #[arg(long, default_value = "latency.toml")]
-    pub out: PathBuf,
+    /// Where to write the fitted parameters (TOML, read by `--latency FILE`) [default:
+    /// latency.toml]. An existing file is replaced only when calibrate wrote it, and (unless
+    /// it is the default path) only with --force.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replace the --out file when an earlier `calibrate` wrote it.
+    #[arg(long)]
+    pub force: bool,
     /// Fewest timed requests needed to fit a model.
     #[arg(long, default_value_t = 5)]
     pub min_samples: usize,
@@ -53,10 +58,11 @@ fn round(x: f64, digits: i32) -> f64 {
 }
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
+    let out = out_path(&args)?;
     let paths: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
     let (files, skipped) = expand_paths(&paths);
     for e in &skipped {
-        eprintln!("warning: {e}; skipped");
+        errln!("warning: {e}; skipped");
     }
     let prices = PriceTable::builtin();
     let defaults = LatencyTable::builtin();
@@ -69,7 +75,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
         let text = match std::fs::read_to_string(f) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("warning: {name}: {e}; skipped");
+                errln!("warning: {name}: {e}; skipped");
                 continue;
             }
         };
@@ -104,7 +110,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
             }
             Err(e) => {
                 if raw.is_empty() {
-                    eprintln!("warning: {e}; skipped");
+                    errln!("warning: {e}; skipped");
                 }
                 measured += raw.len();
                 samples.extend(raw.iter().cloned());
@@ -126,8 +132,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     }
 
     let mut file = LatencyFile::default();
-    println!("latency fit: seconds = ttft + input/prefill + output/decode, per model ({measured} measured latencies, the rest from timestamp gaps)");
-    println!(
+    outln!("latency fit: seconds = ttft + input/prefill + output/decode, per model ({measured} measured latencies, the rest from timestamp gaps)");
+    outln!(
         "{:<36} {:>7} {:>8} {:>13} {:>12} {:>6} {:>10} {:>10}  held at default",
         "model",
         "samples",
@@ -140,7 +146,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     );
     for (model, samples) in &by_model {
         if samples.len() < args.min_samples {
-            println!(
+            outln!(
                 "{model:<36} {:>7}  too few timed requests (need {})",
                 samples.len(),
                 args.min_samples
@@ -151,7 +157,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
         let Some(fit) = fit_latency(samples, &prior) else {
             continue;
         };
-        println!(
+        outln!(
             "{model:<36} {:>7} {:>8.3} {:>13.1} {:>12.1} {:>6.3} {:>8.2} s {:>8.2} s  {}",
             fit.samples,
             fit.params.ttft_s,
@@ -181,7 +187,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     }
     match fit_length(&lengths, &defaults.length) {
         Some(l) => {
-            println!(
+            outln!(
                 "summary length: {} recorded summaries (o200k tokens): ratio {:.4} (median of summary/pre-compaction prompt), cap {} tokens (largest)",
                 lengths.len(),
                 l.ratio,
@@ -192,20 +198,32 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
                 ..l
             });
         }
-        None => println!(
-            "summary length: no recorded summaries with a pre-compaction size; default kept"
-        ),
+        None => {
+            outln!("summary length: no recorded summaries with a pre-compaction size; default kept")
+        }
     }
     if file.models.is_empty() && file.summary_length.is_none() {
         anyhow::bail!("no timed model requests or recorded summaries found in the given paths");
     }
     let text = format!(
-        "# Written by `compaction-sim calibrate`; read with `--latency FILE`.\n# seconds = ttft_s + input_tokens / prefill_tokens_per_s + output_tokens / decode_tokens_per_s\n{}",
+        "{HEADER}; read with `--latency FILE`.\n# seconds = ttft_s + input_tokens / prefill_tokens_per_s + output_tokens / decode_tokens_per_s\n{}",
         toml::to_string(&file).context("serializing the fit")?
     );
-    write_atomic(&args.out, text.as_bytes()).with_context(|| format!("{}", args.out.display()))?;
-    println!("wrote {}", args.out.display());
+    crate::atomic::write_atomic(&out, text.as_bytes())?;
+    outln!("wrote {}", super::term(&out.display().to_string()));
     Ok(crate::cli::EXIT_OK)
 }
 
-use crate::atomic::write_atomic;
+/// The first line of every file calibrate writes: how it knows a file is its own.
+const HEADER: &str = "# Written by `compaction-sim calibrate`";
+
+/// Where the fit goes, checked before any work (README "Where outputs go").
+fn out_path(args: &CalibrateArgs) -> anyhow::Result<PathBuf> {
+    use crate::table::publish::{check_file_target, Chosen};
+    let (out, chosen) = match &args.out {
+        Some(p) => (p.clone(), Chosen::ByUser { force: args.force }),
+        None => (PathBuf::from("latency.toml"), Chosen::Default),
+    };
+    check_file_target(&out, chosen, |head| head.starts_with(HEADER.as_bytes()))?;
+    Ok(out)
+}

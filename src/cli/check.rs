@@ -25,14 +25,14 @@ pub fn run(args: CheckArgs) -> Result<u8> {
             match settings::find_in_manifest(&src) {
                 ManifestCompaction::Found(t) => (t, format!("{path}: ")),
                 ManifestCompaction::OnWorkflow => {
-                    println!(
+                    outln!(
                         "refused: {path}: compaction: {}",
                         settings::WORKFLOW_REFUSAL
                     );
                     return Ok(super::EXIT_REFUSED);
                 }
                 ManifestCompaction::Absent => {
-                    println!(
+                    outln!(
                         "{path}: no compaction=Compaction(...) in this manifest: compaction is off"
                     );
                     return Ok(super::EXIT_OK);
@@ -45,12 +45,12 @@ pub fn run(args: CheckArgs) -> Result<u8> {
     let written = settings::parse(&text).map_err(|e| anyhow::anyhow!("{origin}{e}"))?;
     match written.validate() {
         Ok(c) => {
-            println!("ok: {origin}{}", c.normalised());
-            println!("    ADK: {}", c.adk());
+            outln!("ok: {origin}{}", c.normalised());
+            outln!("    ADK: {}", c.adk());
             Ok(super::EXIT_OK)
         }
         Err(r) => {
-            println!("refused: {origin}{}: {}", r.field, r.message);
+            outln!("refused: {origin}{}: {}", r.field, r.message);
             Ok(super::EXIT_REFUSED)
         }
     }

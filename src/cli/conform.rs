@@ -469,7 +469,7 @@ pub fn run(args: ConformArgs) -> Result<u8> {
                 check_case(&v, f.parent().unwrap_or(Path::new("."))).with_context(|| name.clone())
             });
         match result {
-            Err(e) => println!("ERROR {name}: {e:#}"),
+            Err(e) => outln!("ERROR {name}: {e:#}"),
             Ok(diffs) => {
                 let primary: Vec<&Diff> = diffs
                     .iter()
@@ -480,7 +480,7 @@ pub fn run(args: ConformArgs) -> Result<u8> {
                     secondary_cases += 1;
                 }
                 if let Some(d) = primary.first() {
-                    println!(
+                    outln!(
                         "FAIL {name}: {} (+{} more): oracle {} engine {}",
                         d.path,
                         primary.len() - 1,
@@ -491,20 +491,22 @@ pub fn run(args: ConformArgs) -> Result<u8> {
                     agree += 1;
                     if !args.quiet {
                         match diffs.iter().find(|d| d.secondary) {
-                            Some(d) => println!(
+                            Some(d) => {
+                                outln!(
                                 "ok   {name} (secondary: {} differs: oracle {} engine {}, {} such)",
                                 d.path, d.oracle, d.engine, secondary
-                            ),
-                            None => println!("ok   {name}"),
+                            )
+                            }
+                            None => outln!("ok   {name}"),
                         }
                     }
                 }
             }
         }
     }
-    println!("{agree}/{} agree", files.len());
+    outln!("{agree}/{} agree", files.len());
     if !args.strict && secondary_cases > 0 {
-        println!("({secondary_cases} cases differ only in secondary fields; --strict counts them)");
+        outln!("({secondary_cases} cases differ only in secondary fields; --strict counts them)");
     }
     Ok(if agree == files.len() { 0 } else { 1 })
 }

@@ -11,7 +11,6 @@ use crate::transcript::{Format, Part, Session};
 use clap::Args;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -37,9 +36,13 @@ pub struct InspectArgs {
     /// Write every session read as canonical JSONL (only `jsonl` is supported); needs --out.
     #[arg(long, value_name = "jsonl", value_parser = ["jsonl"], requires = "out")]
     pub emit: Option<String>,
-    /// Folder for --emit: one `<sanitized session id>.jsonl` per session.
+    /// Folder for --emit: one `<sanitized session id>.jsonl` per session. A new path, an
+    /// empty folder, or (with --force) an earlier output of --emit; anything else is refused.
     #[arg(long, value_name = "DIR", requires = "emit")]
     pub out: Option<PathBuf>,
+    /// Replace the --out folder when it holds an earlier compaction-sim output.
+    #[arg(long, requires = "out")]
+    pub force: bool,
     /// Make bad files fatal (exit 2) instead of listing and skipping them.
     #[arg(long)]
     pub strict: bool,
@@ -451,7 +454,9 @@ pub fn render_table(rows: &[SessionRow], t: &Totals, tok: Tokenizer) -> String {
         .iter()
         .map(|r| {
             vec![
-                r.source.clone(),
+                // File names and ids come from the user's disk and transcripts: escaped so
+                // a newline or escape sequence cannot forge rows or drive the terminal.
+                super::term(&r.source).into_owned(),
                 r.format.clone(),
                 r.events.to_string(),
                 r.invocations.to_string(),
@@ -575,20 +580,22 @@ pub fn emit_names(sessions: &[Session]) -> Vec<String> {
         .collect()
 }
 
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
-    let path = dir.join(name);
-    crate::atomic::write_atomic(&path, bytes)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-}
-
-fn emit_jsonl(sessions: &[Session], dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("{}: cannot create output folder: {e}", dir.display()))?;
+/// Write every session into a new folder (or an empty one, or with --force an earlier
+/// output of this command), built aside and moved into place whole, like a run folder.
+fn emit_jsonl(
+    sessions: &[Session],
+    dir: &Path,
+    inputs: &[PathBuf],
+    force: bool,
+) -> anyhow::Result<()> {
+    use crate::table::publish;
+    let target = publish::check_target(dir, inputs, publish::Chosen::ByUser { force })?;
+    let build = publish::build_dir_for(&target)?;
     for (s, name) in sessions.iter().zip(emit_names(sessions)) {
         let text = crate::transcript::write_canonical(s);
-        write_atomic(dir, &name, text.as_bytes())
-            .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(&name).display()))?;
+        crate::atomic::write_atomic(&build.path().join(&name), text.as_bytes())?;
     }
+    publish::publish(build, &target)?;
     Ok(())
 }
 
@@ -622,15 +629,20 @@ struct InspectJson<'a> {
 
 pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
     let loaded = crate::transcript::load_paths(&args.paths, args.format);
-    for e in &loaded.skipped {
-        eprintln!("skipped: {e}");
-    }
     // Bad files are fatal with --strict, for a single file given alone, and when nothing at
-    // all could be read (an empty table would hide the problem).
+    // all could be read (an empty table would hide the problem). One bad file is one line.
     let single_file = args.paths.len() == 1 && Path::new(&args.paths[0]).is_file();
     let nothing_read = loaded.sessions.is_empty();
-    if !loaded.skipped.is_empty() && (args.strict || single_file || nothing_read) {
-        eprintln!("error: {} bad file(s)", loaded.skipped.len());
+    let fatal = !loaded.skipped.is_empty() && (args.strict || single_file || nothing_read);
+    if fatal && loaded.skipped.len() == 1 {
+        errln!("error: {}", super::term(&loaded.skipped[0].to_string()));
+        return Ok(EXIT_BAD_INPUT);
+    }
+    for e in &loaded.skipped {
+        errln!("skipped: {}", super::term(&e.to_string()));
+    }
+    if fatal {
+        errln!("error: {} bad files", loaded.skipped.len());
         return Ok(EXIT_BAD_INPUT);
     }
     let mut sessions = loaded.sessions;
@@ -639,9 +651,12 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
     let cache = CacheOpts::resolve(args.cache_dir.clone(), args.no_cache);
     let (counts, stats): (Vec<Vec<u32>>, CountStats) =
         count_sessions_with_stats(&sessions, args.tokenizer, &cache)?;
-    eprintln!(
+    errln!(
         "tokens ({}): {} events, {} tokenized, {} from cache",
-        args.tokenizer, stats.events, stats.tokenized, stats.cached
+        args.tokenizer,
+        stats.events,
+        stats.tokenized,
+        stats.cached
     );
 
     let rows: Vec<SessionRow> = sessions
@@ -655,15 +670,15 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
         .then(|| calibrate(&sessions, &counts, args.tokenizer));
 
     if let (Some(_), Some(dir)) = (&args.emit, &args.out) {
-        emit_jsonl(&sessions, dir)?;
-        eprintln!(
+        let inputs: Vec<PathBuf> = args.paths.iter().map(PathBuf::from).collect();
+        emit_jsonl(&sessions, dir, &inputs, args.force)?;
+        errln!(
             "wrote {} canonical JSONL file(s) to {}",
             sessions.len(),
             dir.display()
         );
     }
 
-    let mut stdout = std::io::stdout().lock();
     if args.json {
         let doc = InspectJson {
             tokenizer: args.tokenizer.name(),
@@ -686,16 +701,17 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
             },
             calibration: calibration.as_ref(),
         };
-        serde_json::to_writer_pretty(&mut stdout, &doc)?;
-        writeln!(stdout)?;
+        let mut text = serde_json::to_vec_pretty(&doc)?;
+        text.push(b'\n');
+        super::out_bytes(&text)?;
     } else {
-        stdout.write_all(render_table(&rows, &tot, args.tokenizer).as_bytes())?;
+        super::out_bytes(render_table(&rows, &tot, args.tokenizer).as_bytes())?;
         if let Some(c) = &calibration {
-            stdout.write_all(render_calibration(c).as_bytes())?;
+            super::out_bytes(render_calibration(c).as_bytes())?;
         }
     }
     if !loaded.skipped.is_empty() {
-        eprintln!(
+        errln!(
             "{} warning(s): bad files listed above were skipped",
             loaded.skipped.len()
         );

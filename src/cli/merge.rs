@@ -17,9 +17,13 @@ pub struct MergeArgs {
     /// Partial folders written by `sweep --shard K/N` (all N of them).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
-    /// Run folder [default: <reports>/<date>-<hash>, the name the unsharded run would get].
+    /// Run folder [default: <reports>/<date>-<hash>, the name the unsharded run would get]:
+    /// a new path, an empty folder, or (with --force) an earlier compaction-sim output.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the --out folder when it holds an earlier compaction-sim output.
+    #[arg(long)]
+    pub force: bool,
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
     /// Token-count cache folder.
@@ -32,6 +36,12 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs) -> Result<u8> {
+    // Never write over a shard folder (or a folder holding one), checked before any work.
+    let chosen = crate::table::publish::Chosen::ByUser { force: args.force };
+    if let Some(out) = &args.out {
+        crate::table::publish::check_target(out, &args.dirs, chosen)?;
+    }
+    super::install_signal_handler();
     let (inputs, _shard, rows) = rundir::read_partials(&args.dirs)?;
     let costing = Costing::from_texts(
         "pricing.toml",
@@ -100,9 +110,11 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     let name = inputs.default_name(&chrono::Utc::now().format("%Y-%m-%d").to_string());
     super::sweep::finish_run(
         &args.out,
+        args.force,
         &args.reports,
         &name,
         &inputs,
+        &args.dirs,
         &grid,
         &rows,
         &eval,

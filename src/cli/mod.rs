@@ -1,10 +1,42 @@
-//! The command-line edge: clap definitions, and mapping library errors to exit codes
-//! (0 ok, 1 refused or disagreement, 2 bad input or usage).
+//! The command-line edge: clap definitions, printing, and mapping library errors to exit
+//! codes by kind (README "Exit codes"): 0 ok, 1 refused or disagreement, 2 bad input or
+//! usage, 3 an I/O or environment failure, 130 interrupted.
 //!
 //! Each subcommand lives in its own file with its `Args` struct and a `run` function.
+//! Nothing printed can panic: stdout goes through [`outln!`] (a closed pipe ends the command
+//! quietly with exit 0, as ripgrep does; any other write error is one line and exit 3), and
+//! stderr through [`errln!`] (whose write errors are ignored: there is nowhere left to say
+//! them).
 
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::process::ExitCode;
+
+/// `println!` for the subcommands: returns early with a [`StdoutError`] instead of
+/// panicking when stdout is closed or full. Needs a function returning `anyhow::Result`.
+macro_rules! outln {
+    () => {
+        $crate::cli::out(format_args!("\n"))?
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::out(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `print!` for the subcommands (see [`outln!`]).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::out(format_args!($($arg)*))?
+    };
+}
+
+/// `eprintln!` that never panics (a closed stderr is ignored).
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
 
 pub mod calibrate;
 pub mod check;
@@ -52,9 +84,76 @@ pub enum Command {
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_REFUSED: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_ENVIRONMENT: u8 = 3;
+/// After Ctrl-C, SIGTERM or SIGHUP (the shell convention for SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Set by SIGINT, SIGTERM or SIGHUP (what Ctrl-C, `timeout` and Kubernetes send): every
+/// phase of a command that writes outputs checks it and stops, and its build folder is
+/// removed on the way out.
+pub static CANCEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Install the one handler for SIGINT, SIGTERM and SIGHUP (ctrlc's `termination` feature).
+pub fn install_signal_handler() {
+    // Fails only if a handler is already installed (then it is ours).
+    let _ = ctrlc::set_handler(|| CANCEL.store(true, std::sync::atomic::Ordering::SeqCst));
+}
+
+/// Standard output could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write to standard output")]
+pub struct StdoutError(#[source] pub std::io::Error);
+
+/// Write to stdout, mapping failure to [`StdoutError`] (used by [`outln!`] and [`out!`]).
+pub fn out(args: std::fmt::Arguments<'_>) -> Result<(), StdoutError> {
+    std::io::stdout()
+        .lock()
+        .write_fmt(args)
+        .map_err(StdoutError)
+}
+
+/// Write bytes to stdout (tables rendered whole), mapping failure to [`StdoutError`].
+pub fn out_bytes(bytes: &[u8]) -> Result<(), StdoutError> {
+    std::io::stdout()
+        .lock()
+        .write_all(bytes)
+        .map_err(StdoutError)
+}
+
+/// Text from transcripts or file names as the terminal should see it: control characters
+/// (escape sequences, newlines) escaped, so no input can move the cursor, retitle the window
+/// or forge an output line.
+pub fn term(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::transcript::util::escape_control(s)
+}
+
+/// The exit code for an error that reached the edge, and whether to say anything: a closed
+/// pipe on stdout ends quietly with 0.
+fn exit_for(e: &anyhow::Error) -> (u8, bool) {
+    for cause in e.chain() {
+        if let Some(StdoutError(io)) = cause.downcast_ref::<StdoutError>() {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return (EXIT_OK, false);
+            }
+            return (EXIT_ENVIRONMENT, true);
+        }
+    }
+    (crate::error::kind_of(e.as_ref()).code(), true)
+}
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // Help and version go to stdout; a closed pipe there is not an error.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_OK
+            });
+        }
+    };
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(a),
         Command::Check(a) => check::run(a),
@@ -66,11 +165,46 @@ pub fn main() -> ExitCode {
         Command::Report(a) => report::run(a),
         Command::Synth(a) => synth::run(a),
     };
+    // What is still buffered must reach stdout before the code says it did.
+    let result = result.and_then(|code| {
+        std::io::stdout().lock().flush().map_err(StdoutError)?;
+        Ok(code)
+    });
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(EXIT_BAD_INPUT)
+            let (code, say) = exit_for(&e);
+            if say {
+                errln!(
+                    "error: {}",
+                    crate::transcript::util::one_line(&format!("{e:#}"), 2000)
+                );
+            }
+            ExitCode::from(code)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_never_reach_the_terminal() {
+        let id = "abc\u{1b}]0;title\u{7}\u{1b}[2J\nforged line";
+        let shown = term(id);
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+        assert!(shown.contains("\\u{1b}]0;title"), "{shown}");
+        assert_eq!(term("plain 'id' \"x\""), "plain 'id' \"x\"");
+    }
+
+    #[test]
+    fn a_closed_pipe_is_quiet_and_a_full_stdout_is_an_environment_failure() {
+        let pipe = anyhow::Error::new(StdoutError(std::io::ErrorKind::BrokenPipe.into()));
+        assert_eq!(exit_for(&pipe), (EXIT_OK, false));
+        let full = anyhow::Error::new(StdoutError(std::io::ErrorKind::StorageFull.into()));
+        assert_eq!(exit_for(&full), (EXIT_ENVIRONMENT, true));
+        let cancelled = anyhow::Error::new(crate::sweep::run::Cancelled);
+        assert_eq!(exit_for(&cancelled).0, EXIT_INTERRUPTED);
     }
 }

@@ -64,7 +64,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
     let setting = match written.validate() {
         Ok(s) => s,
         Err(r) => {
-            eprintln!("refused: --{}: {}", r.field.replace('_', "-"), r.message);
+            errln!("refused: --{}: {}", r.field.replace('_', "-"), r.message);
             return Ok(super::EXIT_REFUSED);
         }
     };
@@ -128,7 +128,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         let e = evaluate(session, &sizes, &inputs, &cost_model, &cs, None, &run)
             .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))?;
         for w in &e.summarizer_errors {
-            eprintln!("warning: {w}");
+            errln!("warning: {w}");
         }
         let r = &e.replay;
         if args.json {
@@ -138,7 +138,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
             }
             out_json.push(v);
         } else {
-            print_table(session, &sizes, r, &setting.normalised(), &args, tok);
+            print_table(session, &sizes, r, &setting.normalised(), &args, tok)?;
             let ms = MetricsSetting {
                 agent_model: Some(agent_model),
                 summarizer: &spec,
@@ -146,8 +146,8 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                 attachment_tokens: &inputs.attachments,
                 event_facts: None,
             };
-            println!();
-            print!("{}", render_metrics(&e.metrics, &cost_model, &ms));
+            outln!();
+            out!("{}", render_metrics(&e.metrics, &cost_model, &ms));
         }
     }
     if args.json {
@@ -156,7 +156,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         } else {
             Value::Array(out_json)
         };
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     }
     Ok(super::EXIT_OK)
 }
@@ -179,19 +179,20 @@ fn print_table(
     setting: &str,
     args: &ReplayArgs,
     tok: Tokenizer,
-) {
-    println!(
+) -> Result<()> {
+    // Ids, paths and agent names come from the transcript: escaped for the terminal.
+    outln!(
         "session {} ({}), {} events, {} invocations",
-        session.id,
-        session.source,
+        super::term(&session.id),
+        super::term(&session.source),
         sizes.n,
         sizes.blocks()
     );
-    println!(
+    outln!(
         "setting {setting}; summarizer {}; usage {}; tokens: {} (recorded prompt_token_count when present, else history only)",
         args.cost.summarizer, args.usage, tok
     );
-    println!(
+    outln!(
         "{:>4} {:>6} {:>4} {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}  {:<14} fired before",
         "req",
         "event",
@@ -227,17 +228,17 @@ fn print_table(
                 .authors
                 .get(q.author as usize)
                 .map_or("?", String::as_str);
-            println!(
+            outln!(
                 "{:>4} {:>6} {:>4} {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}  {:<14} {}",
                 req_i + 1,
                 q.event_index,
                 q.invocation_index,
-                agent.chars().take(18).collect::<String>(),
+                super::term(&agent.chars().take(18).collect::<String>()),
                 q.measured_prompt_tokens
                     .map_or("-".into(), |m| m.to_string()),
                 q.baseline_prompt_tokens,
                 q.prompt_tokens,
-                q.baseline_prompt_tokens as i64 - q.prompt_tokens as i64,
+                i128::from(q.baseline_prompt_tokens) - i128::from(q.prompt_tokens),
                 q.hidden_tokens,
                 ordinals(r.carried(q)),
                 fired.join("; ")
@@ -245,7 +246,7 @@ fn print_table(
             req_i += 1;
         }
         if let Some(c) = inv.post_compaction.and_then(|o| r.compaction(o)) {
-            println!(
+            outln!(
                 "     after invocation {}: #{} post_invocation {} over events {}-{} ({} raw events, summary {} chars)",
                 inv.index,
                 c.ordinal,
@@ -258,15 +259,21 @@ fn print_table(
         }
     }
     let t = &r.totals;
-    let base: u64 = r.requests.iter().map(|q| q.baseline_prompt_tokens).sum();
-    let comp: u64 = r.requests.iter().map(|q| q.prompt_tokens).sum();
-    println!(
+    let base = r
+        .requests
+        .iter()
+        .fold(0u64, |a, q| a.saturating_add(q.baseline_prompt_tokens));
+    let comp = r
+        .requests
+        .iter()
+        .fold(0u64, |a, q| a.saturating_add(q.prompt_tokens));
+    outln!(
         "{} model requests; prompt tokens {} -> {} (saved {}); {} summarizer calls ({} failed or empty), {} compactions \
          ({} pre-request, {} post-invocation token, {} sliding); summarizer read {} tokens, wrote {}; final summaries {}",
         r.requests.len(),
         base,
         comp,
-        base as i64 - comp as i64,
+        i128::from(base) - i128::from(comp),
         t.summarizer_calls,
         t.failed_or_empty_summaries,
         t.compactions,
@@ -277,7 +284,8 @@ fn print_table(
         t.summarizer_output_tokens,
         ordinals(&t.final_retained_summaries)
     );
-    println!();
+    outln!();
+    Ok(())
 }
 
 fn sizes_json(contents: u32, adk: u64, json_chars: u64) -> Value {

@@ -12,24 +12,21 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
     if !args.run_dir.is_dir() {
-        eprintln!("error: {}: not a run folder", args.run_dir.display());
+        errln!(
+            "error: {}: not a run folder",
+            super::term(&args.run_dir.display().to_string())
+        );
         return Ok(super::EXIT_BAD_INPUT);
     }
-    match crate::report::render_run(&args.run_dir) {
-        Ok(r) => {
-            for (stem, reason) in &r.charts_skipped {
-                eprintln!("note: chart {stem} not drawn: {reason}");
-            }
-            println!(
-                "wrote {} (and report.md, {} charts as SVG and PNG)",
-                args.run_dir.join("report.html").display(),
-                r.charts_drawn
-            );
-            Ok(super::EXIT_OK)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            Ok(super::EXIT_BAD_INPUT)
-        }
+    super::install_signal_handler();
+    let r = crate::report::render_run(&args.run_dir, &super::CANCEL)?;
+    for (stem, reason) in &r.charts_skipped {
+        errln!("note: chart {stem} not drawn: {}", super::term(reason));
     }
+    outln!(
+        "wrote {} (and report.md, {} charts as SVG and PNG)",
+        super::term(&args.run_dir.join("report.html").display().to_string()),
+        r.charts_drawn
+    );
+    Ok(super::EXIT_OK)
 }

@@ -5,15 +5,13 @@ use crate::sweep::grid::{AxisItem, AxisSpec, Budgets, GridSpec, Known, ResolvedG
 use crate::sweep::pipeline::{self, Costing};
 use crate::sweep::run::{run_pairs, shard_sessions, Cancelled, Failure, RunRow};
 use crate::sweep::shard::Shard;
+use crate::table::publish::{self, Chosen, Target};
 use crate::table::rundir::{self, RunInputs, Skipped};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Exit code after Ctrl-C (the shell convention for SIGINT).
-pub const EXIT_INTERRUPTED: u8 = 130;
+use std::sync::atomic::Ordering;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -24,9 +22,13 @@ pub struct SweepArgs {
     pub grid: Option<PathBuf>,
     #[command(flatten)]
     pub axes: Box<AxisFlags>,
-    /// Run folder [default: <reports>/<date>-<hash>].
+    /// Run folder [default: <reports>/<date>-<hash>]: a new path, an empty folder, or (with
+    /// --force) an earlier compaction-sim output; anything else is refused untouched.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the --out folder when it holds an earlier compaction-sim output.
+    #[arg(long)]
+    pub force: bool,
     /// Folder holding runs and the `latest` link.
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
@@ -51,7 +53,8 @@ pub struct SweepArgs {
     /// Do not read or write the token-count cache.
     #[arg(long)]
     pub no_cache: bool,
-    /// No progress bar and no summary lines.
+    /// No progress bar, no summary lines and no recommendation on stdout (errors still go to
+    /// stderr; the run folder holds everything).
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -158,12 +161,7 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
     .map_err(|e| e.0)
 }
 
-static CANCEL: AtomicBool = AtomicBool::new(false);
-
-fn install_ctrlc() {
-    // Fails only if a handler is already installed (then it is ours).
-    let _ = ctrlc::set_handler(|| CANCEL.store(true, Ordering::SeqCst));
-}
+use super::{install_signal_handler, CANCEL};
 
 fn progress(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
@@ -210,21 +208,28 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     let grid = match resolve_grid(&args, &costing) {
         Ok(g) => g,
         Err(msg) => {
-            eprintln!("error: {msg}");
+            errln!("error: {}", super::term(&msg));
             return Ok(super::EXIT_BAD_INPUT);
         }
     };
     if args.show_grid {
-        print!("{}", grid.describe());
+        out!("{}", grid.describe());
         return Ok(super::EXIT_OK);
     }
-    install_ctrlc();
+    install_signal_handler();
     let paths = if args.paths.is_empty() {
         vec!["transcripts".to_string()]
     } else {
         args.paths.clone()
     };
+    // An --out the run may not write is refused before any work.
+    let mut input_paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+    let chosen = Chosen::ByUser { force: args.force };
+    if let Some(out) = &args.out {
+        publish::check_target(out, &input_paths, chosen)?;
+    }
     let loaded = pipeline::load_sessions(&paths, args.format.as_deref())?;
+    input_paths.extend(loaded.inputs.iter().map(|i| PathBuf::from(&i.path)));
     if loaded.sessions.is_empty() {
         let why = loaded
             .skipped
@@ -234,9 +239,12 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         anyhow::bail!("no sessions found in {}{why}", paths.join(" "));
     }
     for s in &loaded.skipped {
-        if !args.quiet {
-            eprintln!("skipped {}: {}", s.path, s.reason);
-        }
+        // Always said, even with -q: a bad file is reported and skipped, never dropped.
+        errln!(
+            "skipped {}: {}",
+            super::term(&s.path),
+            super::term(&s.reason)
+        );
     }
     let mut inputs = RunInputs {
         sessions: pipeline::session_infos(&loaded.sessions, &grid.tokenizer),
@@ -248,13 +256,27 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         latency_toml: costing.latency_text.clone(),
         pricing_date: costing.pricing_date.clone(),
     };
+    let name = inputs.default_name(&today());
+    let target = match args.shard {
+        Some(shard) => {
+            let (dir, chosen) = match &args.out {
+                Some(d) => (d.clone(), chosen),
+                None => (
+                    args.reports
+                        .join(format!("{name}-shard-{}-of-{}", shard.k, shard.n)),
+                    Chosen::Default,
+                ),
+            };
+            publish::check_target(&dir, &input_paths, chosen)?
+        }
+        None => run_target(&args.out, &args.reports, &name, &input_paths, chosen)?.0,
+    };
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
     let eval =
         pipeline::PipelineEval::build(loaded.sessions, &mine, &grid.tokenizer, &costing, &cache)?;
     if CANCEL.load(Ordering::SeqCst) {
-        eprintln!("interrupted: no run folder written");
-        return Ok(EXIT_INTERRUPTED);
+        return Err(Cancelled.into());
     }
     let pb = progress((mine.len() * grid.settings.len()) as u64, args.quiet);
     let tick = || {
@@ -268,42 +290,35 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     }
     let (mut rows, failed) = match result {
         Ok(r) => r,
-        Err(Cancelled) => {
-            eprintln!("interrupted: no run folder written");
-            return Ok(EXIT_INTERRUPTED);
-        }
+        Err(Cancelled) => return Err(Cancelled.into()),
     };
     if !failed.is_empty() {
         drop_failed(&mut inputs, &mut rows, failed);
-        if !args.quiet {
-            for s in inputs
-                .skipped
-                .iter()
-                .filter(|s| s.reason.starts_with("replay failed"))
-            {
-                eprintln!("skipped {}: {}", s.path, s.reason);
-            }
+        for s in inputs
+            .skipped
+            .iter()
+            .filter(|s| s.reason.starts_with("replay failed"))
+        {
+            errln!(
+                "skipped {}: {}",
+                super::term(&s.path),
+                super::term(&s.reason)
+            );
         }
     }
     rows.sort_by_key(|r| (r.session, r.setting));
 
-    let name = inputs.default_name(&today());
     if let Some(shard) = args.shard {
-        let dir = args.out.clone().unwrap_or_else(|| {
-            args.reports
-                .join(format!("{name}-shard-{}-of-{}", shard.k, shard.n))
-        });
-        let tmp = rundir::temp_dir_for(&dir)?;
-        rundir::write_partial_files(tmp.path(), shard, &inputs, &grid, &rows)?;
+        let build = publish::build_dir_for(&target)?;
+        rundir::write_partial_files(build.path(), shard, &inputs, &grid, &rows, &CANCEL)?;
         if CANCEL.load(Ordering::SeqCst) {
-            eprintln!("interrupted: no run folder written");
-            return Ok(EXIT_INTERRUPTED);
+            return Err(Cancelled.into());
         }
-        rundir::publish(tmp, &dir)?;
+        publish::publish(build, &target)?;
         if !args.quiet {
-            println!(
+            outln!(
                 "wrote partial run {} (shard {shard}: {} sessions × {} settings)",
-                dir.display(),
+                super::term(&target.dir.display().to_string()),
                 mine.len(),
                 grid.settings.len()
             );
@@ -312,9 +327,11 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     }
     finish_run(
         &args.out,
+        args.force,
         &args.reports,
         &name,
         &inputs,
+        &input_paths,
         &grid,
         &rows,
         &eval,
@@ -323,20 +340,51 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     )
 }
 
-/// Aggregate, draw timelines, write the folder, move it into place, point `latest` at it,
-/// print the recommendation. Shared by `sweep` and `merge`.
-#[allow(clippy::too_many_arguments)]
-pub fn finish_run(
+/// Where a full run goes, checked (see [`publish::check_target`]), and whether `latest` is to
+/// point at it (the default place, or an `--out` inside the reports folder). `latest` is
+/// checked here too, so a run that could not move it is refused before any work.
+pub fn run_target(
     out: &Option<PathBuf>,
     reports: &Path,
     name: &str,
+    inputs: &[PathBuf],
+    chosen: Chosen,
+) -> Result<(Target, bool)> {
+    let (dir, chosen) = match out {
+        Some(d) => (d.clone(), chosen),
+        None => (reports.join(name), Chosen::Default),
+    };
+    let target = publish::check_target(&dir, inputs, chosen)?;
+    let parent = target
+        .dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let latest = out.is_none() || same_dir(parent, reports);
+    if latest {
+        publish::check_latest(parent)?;
+    }
+    Ok((target, latest))
+}
+
+/// Aggregate, draw timelines, write the folder and its report, move it into place, point
+/// `latest` at it, print the recommendation. Shared by `sweep` and `merge`. Any failure
+/// (disk full, a chart that cannot be drawn, a signal) leaves the earlier state as it was.
+#[allow(clippy::too_many_arguments)]
+pub fn finish_run(
+    out: &Option<PathBuf>,
+    force: bool,
+    reports: &Path,
+    name: &str,
     inputs: &RunInputs,
+    input_paths: &[PathBuf],
     grid: &ResolvedGrid,
     rows: &[RunRow],
     eval: &dyn crate::sweep::run::Evaluator,
     shards: Option<u32>,
     quiet: bool,
 ) -> Result<u8> {
+    let (target, latest) = run_target(out, reports, name, input_paths, Chosen::ByUser { force })?;
     let outcome = rundir::outcome(&grid.settings, rows, &grid.budget);
     let live = rundir::live_sessions(inputs);
     let timelines = rundir::timelines_json(
@@ -346,18 +394,15 @@ pub fn finish_run(
         &live,
         &outcome,
     )?;
-    let (dir, is_default) = match out {
-        Some(d) => (d.clone(), false),
-        None => (reports.join(name), true),
-    };
-    let run_name = dir
+    let run_name = target
+        .dir
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or(name)
         .to_string();
-    let tmp = rundir::temp_dir_for(&dir)?;
+    let build = publish::build_dir_for(&target)?;
     rundir::write_run_files(
-        tmp.path(),
+        build.path(),
         &run_name,
         inputs,
         grid,
@@ -365,37 +410,38 @@ pub fn finish_run(
         &outcome,
         &timelines,
         shards,
+        &CANCEL,
     )?;
-    // The report (charts, report.md, report.html) goes into the same folder before it is
-    // moved into place; a run whose report cannot be drawn still keeps its data.
-    if let Err(e) = crate::report::render_run(tmp.path()) {
-        eprintln!("note: report not written: {e}");
-    }
     if CANCEL.load(Ordering::SeqCst) {
-        eprintln!("interrupted: no run folder written");
-        return Ok(EXIT_INTERRUPTED);
+        return Err(Cancelled.into());
     }
-    rundir::publish(tmp, &dir)?;
-    let parent = dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if is_default || same_dir(parent, reports) {
-        rundir::update_latest(parent, &run_name).with_context(|| "updating the `latest` link")?;
+    // The report is part of the run: a folder without it is never published.
+    crate::report::render_run(build.path(), &CANCEL)?;
+    if CANCEL.load(Ordering::SeqCst) {
+        return Err(Cancelled.into());
+    }
+    publish::publish(build, &target)?;
+    if latest {
+        let parent = target
+            .dir
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        publish::update_latest(parent, &run_name)?;
     }
     if !quiet {
-        println!(
+        outln!(
             "wrote {} ({} sessions × {} settings)",
-            dir.display(),
+            super::term(&target.dir.display().to_string()),
             live.len(),
             grid.settings.len()
         );
     }
     for line in rundir::recommendation_lines(&outcome) {
-        if outcome.recommendation.is_ok() {
-            println!("{line}");
-        } else {
-            eprintln!("error: {line}");
+        if outcome.recommendation.is_err() {
+            errln!("error: {}", super::term(&line));
+        } else if !quiet {
+            outln!("{}", super::term(&line));
         }
     }
     Ok(if outcome.recommendation.is_ok() {

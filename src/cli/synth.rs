@@ -1,8 +1,7 @@
 //! `compaction-sim synth`: write realistic sample sessions as ADK session JSON.
 
-use anyhow::Context;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct SynthArgs {
@@ -12,31 +11,35 @@ pub struct SynthArgs {
     /// PRNG seed; the same seed always writes the same bytes.
     #[arg(long, default_value_t = 6)]
     pub seed: u64,
-    /// Folder to write `NN-kind-INVOCATIONS.session.json` files into (created if missing).
+    /// Folder to write `NN-kind-INVOCATIONS.session.json` files into: a new path, an empty
+    /// folder, or (with --force) an earlier output of synth.
     #[arg(long)]
     pub out: PathBuf,
+    /// Replace the --out folder when it holds an earlier compaction-sim output.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("{}: cannot create folder", args.out.display()))?;
+    use crate::table::publish;
+    let target = publish::check_target(
+        &args.out,
+        &[],
+        publish::Chosen::ByUser { force: args.force },
+    )?;
     let files = crate::synth::generate(args.sessions, args.seed);
+    let build = publish::build_dir_for(&target)?;
     let mut bytes = 0usize;
     for f in &files {
-        write_atomic(&args.out.join(&f.file_name), f.json.as_bytes())?;
+        crate::atomic::write_atomic(&build.path().join(&f.file_name), f.json.as_bytes())?;
         bytes += f.json.len();
     }
-    eprintln!(
+    publish::publish(build, &target)?;
+    errln!(
         "wrote {} sessions ({:.2} MB) to {}",
         files.len(),
         bytes as f64 / 1e6,
-        args.out.display()
+        super::term(&args.out.display().to_string())
     );
     Ok(super::EXIT_OK)
-}
-
-/// Temp file in the same folder, then rename: readers never see half a file.
-fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    crate::atomic::write_atomic(path, data)
-        .with_context(|| format!("{}: write failed", path.display()))
 }

@@ -206,6 +206,81 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
     b
 }
 
+/// When no setting meets the budgets: the compacting settings closest to them (smallest
+/// relative excess over a budget, then cheapest) and by how much each misses.
+fn closest_settings(d: &RunData, b: &mut Vec<Block>) {
+    let budget = |k: &str| {
+        d.run
+            .get("budgets")
+            .and_then(|o| o.get(k))
+            .and_then(Value::as_f64)
+    };
+    let (detail_budget, wait_budget) = (budget("detail_lost"), budget("latency_s"));
+    let wait = |r: &SettingRow| {
+        r.end_of_run_latency_p95()
+            .unwrap_or(0.0)
+            .max(r.pre_request_latency_p95().unwrap_or(0.0))
+    };
+    let excess = |r: &SettingRow| {
+        let dl = detail_budget.map_or(0.0, |x| r.detail_lost().unwrap_or(0.0) / x.max(1e-12));
+        let w = wait_budget.map_or(0.0, |x| wait(r) / x.max(1e-12));
+        dl.max(w)
+    };
+    let mut rows: Vec<&SettingRow> = d
+        .settings
+        .iter()
+        .filter(|r| !r.is_baseline() && !r.never_compacts())
+        .collect();
+    rows.sort_by(|x, y| {
+        excess(x)
+            .total_cmp(&excess(y))
+            .then(
+                x.cost_usd()
+                    .unwrap_or(0.0)
+                    .total_cmp(&y.cost_usd().unwrap_or(0.0)),
+            )
+            .then(x.setting_id.cmp(&y.setting_id))
+    });
+    rows.truncate(3);
+    if rows.is_empty() {
+        b.push(Block::Para(t(
+            "No compacting setting fired on these sessions, so there is nothing to compare with the budgets.",
+        )));
+        return;
+    }
+    let usd = money(d);
+    let miss = |v: f64, limit: Option<f64>, show: &dyn Fn(f64) -> String| match limit {
+        Some(l) if v > l => format!("{} (over by {})", show(v), show(v - l)),
+        Some(_) => format!("{} (within)", show(v)),
+        None => show(v),
+    };
+    b.push(Block::Para(t(
+        "The settings closest to the budgets, and what each misses by (loosen a budget by at least that much, or widen the grid, to get a recommendation):",
+    )));
+    b.push(Block::Table {
+        head: vec![
+            "setting".into(),
+            "detail lost (mean)".into(),
+            "summary wait p95".into(),
+            "cost".into(),
+        ],
+        rows: rows
+            .iter()
+            .map(|r| {
+                vec![
+                    vec![Inline::Code(r.label.clone())],
+                    t(miss(r.detail_lost().unwrap_or(0.0), detail_budget, &|v| {
+                        fmt_pct(v)
+                    })),
+                    t(miss(wait(r), wait_budget, &secs)),
+                    t(r.cost_usd().map(usd).unwrap_or_else(|| "n/a".into())),
+                ]
+            })
+            .collect(),
+        numeric: vec![false, true, true, true],
+    });
+}
+
 fn recommendation(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Heading(2, "Recommendation".into()));
     let base = d.baseline();
@@ -213,9 +288,11 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
         let why = s(d.run.get("recommendation_note"))
             .or_else(|| s(d.run.get("recommendation").and_then(|r| r.get("reason"))))
             .unwrap_or_else(|| "no setting met the run's budgets".to_string());
-        b.push(Block::Para(t(format!(
-            "No setting is recommended: {why}. See the frontier below for the trade-offs."
-        ))));
+        b.push(Block::Para(vec![
+            Inline::Strong("No setting meets the run's budgets, so none is recommended.".into()),
+            Inline::Text(format!(" {why}.")),
+        ]));
+        closest_settings(d, b);
         return;
     };
     b.push(Block::Para(t(

@@ -56,13 +56,40 @@ pub struct Rendered {
     pub charts_skipped: Vec<(String, String)>,
 }
 
-/// Renders the charts, report.md and report.html into `dir` from `dir`'s data files.
-pub fn render_run(dir: &Path) -> Result<Rendered, String> {
-    let data = RunData::load(dir).map_err(|e| e.to_string())?;
-    let charts = chart::render_all(&data, dir)?;
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Data(#[from] chart::DataError),
+    #[error(transparent)]
+    Chart(#[from] chart::ChartError),
+    #[error(transparent)]
+    Write(#[from] crate::atomic::AtomicError),
+}
+
+impl crate::error::Classify for ReportError {
+    fn exit_kind(&self) -> crate::error::ExitKind {
+        use crate::error::{io_kind, ExitKind};
+        match self {
+            ReportError::Data(chart::DataError::Io { source, .. }) => io_kind(source),
+            ReportError::Data(_) => ExitKind::BadInput,
+            ReportError::Chart(c) => c.exit_kind(),
+            ReportError::Write(_) => ExitKind::Environment,
+        }
+    }
+}
+
+/// Renders the charts, report.md and report.html into `dir` from `dir`'s data files,
+/// stopping between charts once `cancel` is set (a signal).
+pub fn render_run(
+    dir: &Path,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Result<Rendered, ReportError> {
+    let data = RunData::load(dir)?;
+    let charts = chart::render_all(&data, dir, cancel)?;
     let blocks = build(&data, &charts);
-    chart::write_atomic(&dir.join("report.md"), to_markdown(&blocks).as_bytes())?;
-    chart::write_atomic(
+    crate::atomic::write_atomic(&dir.join("report.md"), to_markdown(&blocks).as_bytes())?;
+    crate::atomic::write_atomic(
         &dir.join("report.html"),
         to_html(&blocks, &title(&data)).as_bytes(),
     )?;

@@ -132,8 +132,9 @@ pub fn round_metrics(m: &mut SessionMetrics) {
     m.facts_dropped = m.facts_dropped.map(round_fixed);
 }
 
-/// Ctrl-C: the run stopped early and nothing is written.
-#[derive(Debug, Clone, PartialEq)]
+/// Ctrl-C, SIGTERM or SIGHUP: the run stopped early and nothing is written.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("interrupted: no run folder written")]
 pub struct Cancelled;
 
 /// A failed replay: (session index, setting id, message).

@@ -371,12 +371,6 @@ pub fn read_parquet(path: &Path) -> Result<DataFrame> {
         .map_err(|e| anyhow!("{}: not a readable Parquet file: {e}", path.display()))
 }
 
-/// Write `bytes` to `dir/name` atomically (temp file in the same folder, then rename).
-pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
-    let path = dir.join(name);
-    crate::atomic::write_atomic(&path, bytes).map_err(|e| anyhow!("{}: {e}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,5 +2,6 @@
 
 pub mod columns;
 pub mod frames;
+pub mod publish;
 pub mod rundir;
 pub mod summary;

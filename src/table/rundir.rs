@@ -6,16 +6,17 @@
 
 use super::frames::{
     csv_bytes, parquet_bytes, read_parquet, rows_from_runs_frame, runs_frame, settings_frame,
-    settings_json, write_atomic,
+    settings_json,
 };
 use super::summary::{baseline_for, budget_error, recommended, summarize, SettingSummary};
 use crate::sweep::grid::{Budgets, ResolvedGrid, Setting};
-use crate::sweep::run::{Evaluator, RunRow, SessionInfo};
+use crate::sweep::run::{Cancelled, Evaluator, RunRow, SessionInfo};
 pub use crate::sweep::run::{InputInfo, Skipped};
 use crate::sweep::shard::Shard;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub const ADK_SEMANTICS: &str = "google-adk 2.13.0";
 /// Sessions drawn in timelines.json (the longest by model requests).
@@ -280,6 +281,23 @@ pub fn live_sessions(inputs: &RunInputs) -> Vec<u32> {
         .collect()
 }
 
+/// Writes the files of one output folder, each atomically, stopping between files as soon
+/// as `cancel` is set (a signal), so an interrupted write phase ends at once.
+struct Files<'a> {
+    dir: &'a Path,
+    cancel: &'a AtomicBool,
+}
+
+impl Files<'_> {
+    fn put(&self, name: &str, bytes: impl FnOnce() -> Result<Vec<u8>>) -> Result<()> {
+        if self.cancel.load(Ordering::SeqCst) {
+            return Err(Cancelled.into());
+        }
+        crate::atomic::write_atomic(&self.dir.join(name), &bytes()?)?;
+        Ok(())
+    }
+}
+
 /// Write every file of a full run folder into `dir` (which must exist).
 #[allow(clippy::too_many_arguments)]
 pub fn write_run_files(
@@ -291,28 +309,30 @@ pub fn write_run_files(
     out: &Outcome,
     timelines: &serde_json::Value,
     shards: Option<u32>,
+    cancel: &AtomicBool,
 ) -> Result<()> {
+    let files = Files { dir, cancel };
     let mut runs = runs_frame(&inputs.sessions, &grid.settings, rows)?;
-    write_atomic(dir, "runs.parquet", &parquet_bytes(&mut runs)?)?;
-    write_atomic(dir, "runs.csv", &csv_bytes(&mut runs)?)?;
+    files.put("runs.parquet", || parquet_bytes(&mut runs))?;
+    files.put("runs.csv", || csv_bytes(&mut runs))?;
     drop(runs);
     let mut set = settings_frame(&out.summaries)?;
-    write_atomic(dir, "settings.parquet", &parquet_bytes(&mut set)?)?;
-    write_atomic(dir, "settings.csv", &csv_bytes(&mut set)?)?;
-    write_atomic(
-        dir,
-        "settings.json",
-        settings_json(&out.summaries)?.as_bytes(),
-    )?;
-    write_atomic(
-        dir,
-        "run.json",
-        &pretty(&run_json(name, inputs, grid, out, shards)?)?,
-    )?;
-    write_atomic(dir, "grid.toml", inputs.grid_toml.as_bytes())?;
-    write_atomic(dir, "pricing.toml", inputs.pricing_toml.as_bytes())?;
-    write_atomic(dir, "latency.toml", inputs.latency_toml.as_bytes())?;
-    write_atomic(dir, "timelines.json", &pretty(timelines)?)?;
+    files.put("settings.parquet", || parquet_bytes(&mut set))?;
+    files.put("settings.csv", || csv_bytes(&mut set))?;
+    files.put("settings.json", || {
+        Ok(settings_json(&out.summaries)?.into_bytes())
+    })?;
+    files.put("run.json", || {
+        pretty(&run_json(name, inputs, grid, out, shards)?)
+    })?;
+    files.put("grid.toml", || Ok(inputs.grid_toml.clone().into_bytes()))?;
+    files.put("pricing.toml", || {
+        Ok(inputs.pricing_toml.clone().into_bytes())
+    })?;
+    files.put("latency.toml", || {
+        Ok(inputs.latency_toml.clone().into_bytes())
+    })?;
+    files.put("timelines.json", || pretty(timelines))?;
     Ok(())
 }
 
@@ -331,18 +351,24 @@ pub fn write_partial_files(
     inputs: &RunInputs,
     grid: &ResolvedGrid,
     rows: &[RunRow],
+    cancel: &AtomicBool,
 ) -> Result<()> {
+    let files = Files { dir, cancel };
     let mut runs = runs_frame(&inputs.sessions, &grid.settings, rows)?;
-    write_atomic(dir, "runs.parquet", &parquet_bytes(&mut runs)?)?;
+    files.put("runs.parquet", || parquet_bytes(&mut runs))?;
     let info = ShardInfo {
         shard,
         compaction_sim_version: env!("CARGO_PKG_VERSION").into(),
         inputs: inputs.clone(),
     };
-    write_atomic(dir, "shard.json", &pretty(&serde_json::to_value(&info)?)?)?;
-    write_atomic(dir, "grid.toml", inputs.grid_toml.as_bytes())?;
-    write_atomic(dir, "pricing.toml", inputs.pricing_toml.as_bytes())?;
-    write_atomic(dir, "latency.toml", inputs.latency_toml.as_bytes())?;
+    files.put("shard.json", || pretty(&serde_json::to_value(&info)?))?;
+    files.put("grid.toml", || Ok(inputs.grid_toml.clone().into_bytes()))?;
+    files.put("pricing.toml", || {
+        Ok(inputs.pricing_toml.clone().into_bytes())
+    })?;
+    files.put("latency.toml", || {
+        Ok(inputs.latency_toml.clone().into_bytes())
+    })?;
     Ok(())
 }
 
@@ -437,77 +463,6 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<RunRow>)
     Ok((inputs, first.shard, rows))
 }
 
-/// A hidden build folder next to `final_dir`.
-pub fn temp_dir_for(final_dir: &Path) -> Result<tempfile::TempDir> {
-    let parent = final_dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)
-        .with_context(|| format!("{}: cannot create folder", parent.display()))?;
-    tempfile::Builder::new()
-        .prefix(".building-")
-        .tempdir_in(parent)
-        .with_context(|| format!("{}: cannot create a build folder", parent.display()))
-}
-
-/// Move the finished build folder into place, replacing an older run of the same name.
-pub fn publish(tmp: tempfile::TempDir, final_dir: &Path) -> Result<()> {
-    let built = tmp.keep();
-    crate::atomic::make_readable_dir(&built)
-        .with_context(|| format!("{}: cannot set permissions", built.display()))?;
-    if final_dir.exists() {
-        let old = final_dir.with_file_name(format!(
-            ".replaced-{}-{}",
-            final_dir
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("run"),
-            std::process::id()
-        ));
-        std::fs::rename(final_dir, &old).with_context(|| {
-            format!(
-                "{}: cannot replace the existing folder",
-                final_dir.display()
-            )
-        })?;
-        std::fs::rename(&built, final_dir)
-            .with_context(|| format!("{}: cannot move the run into place", final_dir.display()))?;
-        let _ = std::fs::remove_dir_all(&old);
-    } else {
-        std::fs::rename(&built, final_dir)
-            .with_context(|| format!("{}: cannot move the run into place", final_dir.display()))?;
-    }
-    Ok(())
-}
-
-/// Point `<reports>/latest` at `run_name` (a relative symlink; a text file naming the run
-/// where symlinks are unavailable).
-pub fn update_latest(reports: &Path, run_name: &str) -> Result<()> {
-    let latest = reports.join("latest");
-    let tmp = reports.join(format!(".latest-{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::symlink(run_name, &tmp)
-            .with_context(|| format!("{}: cannot create symlink", tmp.display()))?;
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::write(&tmp, format!("{run_name}\n"))
-            .with_context(|| format!("{}: cannot write", tmp.display()))?;
-    }
-    if latest.is_dir() && !latest.is_symlink() {
-        bail!(
-            "{}: is a real folder; remove it so it can point at the newest run",
-            latest.display()
-        );
-    }
-    std::fs::rename(&tmp, &latest)
-        .with_context(|| format!("{}: cannot update", latest.display()))?;
-    Ok(())
-}
-
 /// The paste-ready end-of-run lines.
 pub fn recommendation_lines(out: &Outcome) -> Vec<String> {
     let mut lines = Vec::new();
@@ -598,7 +553,18 @@ mod tests {
         let tl =
             timelines_json(fake, &|i| Some(i as usize), &inputs.sessions, &live, &out).unwrap();
         std::fs::create_dir_all(dir).unwrap();
-        write_run_files(dir, "run", inputs, grid, rows, &out, &tl, None).unwrap();
+        write_run_files(
+            dir,
+            "run",
+            inputs,
+            grid,
+            rows,
+            &out,
+            &tl,
+            None,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -627,7 +593,7 @@ mod tests {
             .0;
             let d = root.path().join(format!("part{k}"));
             std::fs::create_dir_all(&d).unwrap();
-            write_partial_files(&d, shard, &inputs, &grid, &r).unwrap();
+            write_partial_files(&d, shard, &inputs, &grid, &r, &AtomicBool::new(false)).unwrap();
             parts.push(d);
         }
         parts.reverse(); // order of arguments must not matter
@@ -667,7 +633,7 @@ mod tests {
             .0;
             let d = root.path().join(format!("p{k}"));
             std::fs::create_dir_all(&d).unwrap();
-            write_partial_files(&d, shard, &inputs, &grid, &r).unwrap();
+            write_partial_files(&d, shard, &inputs, &grid, &r, &AtomicBool::new(false)).unwrap();
             parts.push(d);
         }
         let e = read_partials(&parts).unwrap_err().to_string();
@@ -680,33 +646,18 @@ mod tests {
         other.grid_toml.push('#');
         let d = root.path().join("p3");
         std::fs::create_dir_all(&d).unwrap();
-        write_partial_files(&d, Shard { k: 3, n: 3 }, &other, &grid, &[]).unwrap();
+        write_partial_files(
+            &d,
+            Shard { k: 3, n: 3 },
+            &other,
+            &grid,
+            &[],
+            &AtomicBool::new(false),
+        )
+        .unwrap();
         parts.push(d);
         let e = read_partials(&parts).unwrap_err().to_string();
         assert!(e.contains("other inputs"), "{e}");
-    }
-
-    #[test]
-    fn publish_replaces_and_latest_points_at_newest() {
-        let root = tempfile::tempdir().unwrap();
-        let fin = root.path().join("r1");
-        for round in 0..2 {
-            let tmp = temp_dir_for(&fin).unwrap();
-            std::fs::write(tmp.path().join("x"), format!("{round}")).unwrap();
-            publish(tmp, &fin).unwrap();
-            update_latest(root.path(), "r1").unwrap();
-        }
-        assert_eq!(
-            std::fs::read_to_string(root.path().join("latest/x")).unwrap(),
-            "1"
-        );
-        let leftovers: Vec<_> = std::fs::read_dir(root.path())
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .filter(|n| n.starts_with('.'))
-            .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 
     #[test]

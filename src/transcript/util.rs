@@ -53,22 +53,31 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
-/// Make an error one short line whatever the input put in it: control characters (a newline
-/// in an id or a path) are escaped and the text is cut at `max` characters.
-pub fn one_line(s: &str, max: usize) -> String {
-    let mut out = String::with_capacity(s.len().min(max + 8));
-    for (n, c) in s.chars().enumerate() {
-        if n >= max {
-            out.push('…');
-            break;
-        }
+/// `s` with its control characters (escape sequences, newlines, NUL) written as Rust
+/// escapes (`\u{1b}`, `\n`) and everything else, non-ASCII text included, as it is: what
+/// may reach a terminal or a one-line message from untrusted input.
+pub fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
         if c.is_control() {
             out.extend(c.escape_default());
         } else {
             out.push(c);
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
+}
+
+/// Make an error one short line whatever the input put in it: control characters (a newline
+/// in an id or a path) are escaped and the text is cut at `max` characters.
+pub fn one_line(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", escape_control(&s[..i])),
+        None => escape_control(s).into_owned(),
+    }
 }
 
 /// [`one_line`] applied to every field of an error (messages up to 400 characters).

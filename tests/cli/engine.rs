@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -521,7 +520,7 @@ fn replay_prints_a_timeline_and_refuses_half_pairs() {
 }
 
 /// Replay throughput on the longest fixtures (not a pass/fail test; run with
-/// `cargo test --release --test engine -- --ignored replay_throughput --nocapture`).
+/// `cargo test --release --test cli -- --ignored replay_throughput --nocapture`).
 /// Event-steps = events x model requests of each replay.
 #[test]
 #[ignore]

@@ -1,10 +1,8 @@
 //! `compaction-sim inspect`: table and JSON over small fixtures, the token count cache, bad
 //! files, `--emit jsonl`, and the calibration view over a corpus subset.
 
-use assert_cmd::Command;
 use compaction_sim::tokens::{count_text, Tokenizer};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/inspect");
 
@@ -296,8 +294,16 @@ fn emit_jsonl_round_trips() {
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
         .collect();
     names.sort();
-    // The id `fixture/weather 2` is sanitized into a plain file name.
-    assert_eq!(names, ["fixture-travel.jsonl", "fixture_weather_2.jsonl"]);
+    // The id `fixture/weather 2` is sanitized into a plain file name; the marker says the
+    // folder is compaction-sim's (README "Where outputs go").
+    assert_eq!(
+        names,
+        [
+            ".compaction-sim-run",
+            "fixture-travel.jsonl",
+            "fixture_weather_2.jsonl"
+        ]
+    );
     let (back, _) = run_json(&[o, "--no-cache", "--format", "canonical"]);
     let pick = |doc: &Value, id: &str, field: &str| -> Value {
         doc["sessions"]

@@ -10,4 +10,5 @@ mod inspect;
 mod readers;
 mod readers_more;
 mod report;
+mod safety;
 mod sweep;

@@ -1,0 +1,542 @@
+//! Where an output folder may go, and how it is put in place without ever touching what the
+//! user did not ask the tool to touch (README "Where outputs go").
+//!
+//! - `--out` takes a new path, an empty folder, or a folder compaction-sim wrote (it holds the
+//!   [`MARKER`] file), the last only with `--force` (or when it is the default run name, which
+//!   only a rerun of the same inputs on the same day can reach). A file, a device, a link to
+//!   anything else, a folder the tool did not write, an input of the run or a folder holding
+//!   one is refused before any work, and nothing is touched.
+//! - The folder is built in a hidden `.building-<pid>-*` folder beside its final place and
+//!   renamed into place only when every file in it is complete; on any failure or signal the
+//!   build folder is removed and the previous state stays as it was. A build folder left by a
+//!   killed process (SIGKILL, power loss) is removed by the next run once that process is gone.
+//! - `latest` moves last, and only when it is a link (never a real folder).
+
+use crate::error::{Classify, ExitKind};
+use std::path::{Path, PathBuf};
+
+/// The file that marks a folder as written by compaction-sim (and so replaceable by it).
+pub const MARKER: &str = ".compaction-sim-run";
+const MARKER_TEXT: &str =
+    "This folder was written by compaction-sim; `--force` may replace it as a whole.\n";
+const BUILDING: &str = ".building-";
+const REPLACED: &str = ".replaced-";
+const LATEST_TMP: &str = ".latest-";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    #[error("{}: exists and is not a folder; give a new path for the output (nothing was touched)", .0.display())]
+    NotAFolder(PathBuf),
+    #[error("{}: is a folder compaction-sim did not write and is not empty; give a new path for the output (nothing was touched)", .0.display())]
+    Foreign(PathBuf),
+    #[error("{}: holds an earlier compaction-sim output; add --force to replace it (nothing was touched)", .0.display())]
+    NeedsForce(PathBuf),
+    #[error("{}: is an input of this run or holds one ({}); give another output path (nothing was touched)", .out.display(), .input.display())]
+    HoldsInput { out: PathBuf, input: PathBuf },
+    #[error("{}: names no folder of its own (`.`, `..` or a root); give a new folder such as reports/my-run (nothing was touched)", .0.display())]
+    NoName(PathBuf),
+    #[error("{}: is a file compaction-sim did not write; give a new path for the output (nothing was touched)", .0.display())]
+    ForeignFile(PathBuf),
+    #[error("{}: is a real folder, not a link; remove or rename it so it can point at the newest run (nothing was touched)", .0.display())]
+    LatestIsFolder(PathBuf),
+    #[error("{}: {what}", path.display())]
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Classify for PublishError {
+    fn exit_kind(&self) -> ExitKind {
+        match self {
+            PublishError::Io { source, .. } => match source.kind() {
+                // A path component that is a file (`--out notes.txt/run`) is the user's path.
+                std::io::ErrorKind::NotADirectory => ExitKind::BadInput,
+                _ => ExitKind::Environment,
+            },
+            _ => ExitKind::BadInput,
+        }
+    }
+}
+
+fn io(path: &Path, what: &'static str) -> impl FnOnce(std::io::Error) -> PublishError {
+    let path = path.to_path_buf();
+    move |source| PublishError::Io { path, what, source }
+}
+
+/// Where an output will go, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The final folder (a link given as `--out` resolved to the folder it points at).
+    pub dir: PathBuf,
+    /// An existing folder (an earlier run, or an empty folder) will be replaced whole.
+    pub replaces: bool,
+}
+
+/// How an output path was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chosen {
+    /// Given by the user (`--out`): replacing an earlier run needs `--force`.
+    ByUser { force: bool },
+    /// The tool's own default name (`reports/<date>-<hash>`): a same-day rerun of the same
+    /// inputs replaces its own earlier run.
+    Default,
+}
+
+/// Check `out` before any work: see the module doc for the rules. `inputs` are the paths the
+/// run reads (files, folders, globs already expanded or not: missing ones are ignored).
+pub fn check_target(
+    out: &Path,
+    inputs: &[PathBuf],
+    chosen: Chosen,
+) -> Result<Target, PublishError> {
+    if out.as_os_str().is_empty()
+        || !matches!(
+            out.components().next_back(),
+            Some(std::path::Component::Normal(_))
+        )
+    {
+        return Err(PublishError::NoName(out.to_path_buf()));
+    }
+    let meta = match std::fs::symlink_metadata(out) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Target {
+                dir: out.to_path_buf(),
+                replaces: false,
+            })
+        }
+        Err(e) => return Err(io(out, "cannot look at the output path")(e)),
+    };
+    // A link is followed once: the folder it names is what would be replaced, and the link
+    // keeps pointing at the new run.
+    let dir = if meta.file_type().is_symlink() {
+        match std::fs::canonicalize(out) {
+            Ok(p) if p.is_dir() => p,
+            _ => return Err(PublishError::NotAFolder(out.to_path_buf())),
+        }
+    } else if meta.is_dir() {
+        out.to_path_buf()
+    } else {
+        return Err(PublishError::NotAFolder(out.to_path_buf()));
+    };
+    if dir.parent().is_none() {
+        return Err(PublishError::NoName(out.to_path_buf()));
+    }
+    if let Some(input) = input_inside(&dir, inputs) {
+        return Err(PublishError::HoldsInput {
+            out: out.to_path_buf(),
+            input,
+        });
+    }
+    if is_ours(&dir) {
+        return match chosen {
+            Chosen::ByUser { force: false } => Err(PublishError::NeedsForce(out.to_path_buf())),
+            _ => Ok(Target {
+                dir,
+                replaces: true,
+            }),
+        };
+    }
+    let empty = std::fs::read_dir(&dir)
+        .map_err(io(&dir, "cannot read the output folder"))?
+        .next()
+        .is_none();
+    if empty {
+        Ok(Target {
+            dir,
+            replaces: true,
+        })
+    } else {
+        Err(PublishError::Foreign(out.to_path_buf()))
+    }
+}
+
+/// Check an output *file* (`calibrate --out`) by the same rules: a new path, or a regular
+/// file whose first bytes say compaction-sim wrote it (`ours`), replaced only with `--force`
+/// or at the default path. Written with [`crate::atomic::write_atomic`].
+pub fn check_file_target(
+    out: &Path,
+    chosen: Chosen,
+    ours: impl Fn(&[u8]) -> bool,
+) -> Result<(), PublishError> {
+    if out.file_name().is_none() {
+        return Err(PublishError::NoName(out.to_path_buf()));
+    }
+    let meta = match std::fs::metadata(out) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return match std::fs::symlink_metadata(out) {
+                // A dangling link: writing would replace the link, not a file.
+                Ok(_) => Err(PublishError::NotAFolder(out.to_path_buf())),
+                Err(_) => Ok(()),
+            };
+        }
+        Err(e) => return Err(io(out, "cannot look at the output path")(e)),
+    };
+    if !meta.is_file() || std::fs::symlink_metadata(out).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(PublishError::ForeignFile(out.to_path_buf()));
+    }
+    let mut head = [0u8; 256];
+    let n = {
+        use std::io::Read;
+        std::fs::File::open(out)
+            .and_then(|mut f| f.read(&mut head))
+            .map_err(io(out, "cannot read"))?
+    };
+    if !ours(&head[..n]) {
+        return Err(PublishError::ForeignFile(out.to_path_buf()));
+    }
+    match chosen {
+        Chosen::ByUser { force: false } => Err(PublishError::NeedsForce(out.to_path_buf())),
+        _ => Ok(()),
+    }
+}
+
+/// The first input that is `dir` or lies inside it.
+fn input_inside(dir: &Path, inputs: &[PathBuf]) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    inputs.iter().find_map(|i| {
+        let c = std::fs::canonicalize(i).ok()?;
+        c.starts_with(&dir).then(|| i.clone())
+    })
+}
+
+/// A folder compaction-sim wrote: it holds the marker file (a regular file, not a link).
+pub fn is_ours(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(MARKER)).is_ok_and(|m| m.is_file())
+}
+
+/// Mark a folder as the tool's (written first, so a build folder is recognisable as ours even
+/// when the process dies before anything else is written).
+pub fn mark(dir: &Path) -> Result<(), PublishError> {
+    crate::atomic::write_atomic(&dir.join(MARKER), MARKER_TEXT.as_bytes()).map_err(|e| {
+        PublishError::Io {
+            path: e.path,
+            what: "cannot write",
+            source: e.source,
+        }
+    })
+}
+
+/// The hidden folder a run is built in, next to its final place. Dropping it (an error, a
+/// signal) removes it with everything in it.
+#[derive(Debug)]
+pub struct BuildDir {
+    tmp: tempfile::TempDir,
+}
+
+impl BuildDir {
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+}
+
+/// Create the build folder for `target` (creating the parent folders it needs), after
+/// removing the leftovers of killed runs beside it.
+pub fn build_dir_for(target: &Target) -> Result<BuildDir, PublishError> {
+    let parent = parent_of(&target.dir);
+    std::fs::create_dir_all(parent).map_err(io(parent, "cannot create folder"))?;
+    remove_stale(parent);
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("{BUILDING}{}-", std::process::id()))
+        .tempdir_in(parent)
+        .map_err(io(parent, "cannot create a build folder"))?;
+    let b = BuildDir { tmp };
+    mark(b.path())?;
+    Ok(b)
+}
+
+fn parent_of(p: &Path) -> &Path {
+    p.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Whether process `pid` is still running. Where that cannot be told, it is taken as
+/// running, so nothing of a live run is ever removed.
+fn alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
+    }
+}
+
+/// The pid in `.building-<pid>-…`, `.replaced-<pid>-…` or `.latest-<pid>`.
+fn leftover_pid(name: &str) -> Option<(u32, &'static str)> {
+    for prefix in [BUILDING, REPLACED, LATEST_TMP] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            let digits: &str = rest.split('-').next().unwrap_or("");
+            return digits.parse().ok().map(|p| (p, prefix));
+        }
+    }
+    None
+}
+
+/// Remove what killed runs left in `parent`: build and replaced folders that hold the
+/// marker, and `latest` temp links, whose process is gone. Anything else is left alone.
+pub fn remove_stale(parent: &Path) {
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in rd.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((pid, kind)) = leftover_pid(name) else {
+            continue;
+        };
+        if pid == std::process::id() || alive(pid) {
+            continue;
+        }
+        let p = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        if kind == LATEST_TMP {
+            if meta.file_type().is_symlink() {
+                let _ = std::fs::remove_file(&p);
+            }
+        } else if meta.is_dir() && is_ours(&p) {
+            let _ = std::fs::remove_dir_all(&p);
+        }
+    }
+}
+
+/// Move the finished build folder into place, replacing the earlier folder when the target
+/// says so. If anything fails, the earlier folder is put back and the build folder removed.
+pub fn publish(build: BuildDir, target: &Target) -> Result<(), PublishError> {
+    crate::atomic::make_readable_dir(build.path())
+        .map_err(io(build.path(), "cannot set permissions"))?;
+    let fin = &target.dir;
+    let exists = std::fs::symlink_metadata(fin).is_ok();
+    if target.replaces && exists && is_ours(fin) {
+        let name = fin.file_name().and_then(|n| n.to_str()).unwrap_or("run");
+        let old = fin.with_file_name(format!("{REPLACED}{}-{name}", std::process::id()));
+        std::fs::rename(fin, &old).map_err(io(fin, "cannot move the earlier folder aside"))?;
+        if let Err(e) = std::fs::rename(build.path(), fin) {
+            let _ = std::fs::rename(&old, fin);
+            return Err(io(fin, "cannot move the new folder into place")(e));
+        }
+        let _ = build.tmp.keep();
+        let _ = std::fs::remove_dir_all(&old);
+    } else if exists && !(target.replaces && is_empty_dir(fin)) {
+        // Something appeared at the path while the run was working: leave it alone.
+        return Err(PublishError::Foreign(fin.clone()));
+    } else {
+        // A new path, or an empty folder (which rename replaces atomically).
+        std::fs::rename(build.path(), fin)
+            .map_err(io(fin, "cannot move the new folder into place"))?;
+        let _ = build.tmp.keep();
+    }
+    Ok(())
+}
+
+fn is_empty_dir(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+        && std::fs::read_dir(p).is_ok_and(|mut rd| rd.next().is_none())
+}
+
+/// Check before a run that `<reports>/latest` can be pointed at it: absent, or a link.
+pub fn check_latest(reports: &Path) -> Result<(), PublishError> {
+    let latest = reports.join("latest");
+    match std::fs::symlink_metadata(&latest) {
+        Ok(m) if m.file_type().is_symlink() => Ok(()),
+        Ok(m) if m.is_dir() => Err(PublishError::LatestIsFolder(latest)),
+        Ok(_) => Err(PublishError::NotAFolder(latest)),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Point `<reports>/latest` at `run_name` (a relative link), replacing the old link in one
+/// rename. Refuses, touching nothing, when `latest` is anything but a link.
+pub fn update_latest(reports: &Path, run_name: &str) -> Result<(), PublishError> {
+    check_latest(reports)?;
+    let latest = reports.join("latest");
+    let tmp = reports.join(format!("{LATEST_TMP}{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(run_name, &tmp).map_err(io(&tmp, "cannot create a link"))?;
+    #[cfg(not(unix))]
+    std::fs::write(&tmp, format!("{run_name}\n")).map_err(io(&tmp, "cannot write"))?;
+    std::fs::rename(&tmp, &latest).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io(&latest, "cannot update")(e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(force: bool) -> Chosen {
+        Chosen::ByUser { force }
+    }
+
+    #[test]
+    fn a_folder_the_tool_did_not_write_is_refused_and_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let keep = root.path().join("keep");
+        std::fs::create_dir(&keep).unwrap();
+        std::fs::write(keep.join("notes.txt"), "p").unwrap();
+        for force in [false, true] {
+            let e = check_target(&keep, &[], user(force)).unwrap_err();
+            assert!(matches!(e, PublishError::Foreign(_)), "{e}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(keep.join("notes.txt")).unwrap(),
+            "p"
+        );
+    }
+
+    #[test]
+    fn files_devices_and_dot_paths_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let f = root.path().join("file");
+        std::fs::write(&f, "x").unwrap();
+        assert!(matches!(
+            check_target(&f, &[], user(true)),
+            Err(PublishError::NotAFolder(_))
+        ));
+        if Path::new("/dev/full").exists() {
+            assert!(matches!(
+                check_target(Path::new("/dev/full"), &[], user(true)),
+                Err(PublishError::NotAFolder(_))
+            ));
+        }
+        for p in [".", "..", "../..", "/", "a/.."] {
+            assert!(
+                matches!(
+                    check_target(Path::new(p), &[], user(true)),
+                    Err(PublishError::NoName(_))
+                ),
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_earlier_run_needs_force_and_inputs_are_never_outputs() {
+        let root = tempfile::tempdir().unwrap();
+        let run = root.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        mark(&run).unwrap();
+        assert!(matches!(
+            check_target(&run, &[], user(false)),
+            Err(PublishError::NeedsForce(_))
+        ));
+        let t = check_target(&run, &[], user(true)).unwrap();
+        assert!(t.replaces);
+        assert!(check_target(&run, &[], Chosen::Default).unwrap().replaces);
+        let input = run.join("in.json");
+        std::fs::write(&input, "{}").unwrap();
+        assert!(matches!(
+            check_target(&run, std::slice::from_ref(&input), user(true)),
+            Err(PublishError::HoldsInput { .. })
+        ));
+        assert!(matches!(
+            check_target(root.path(), &[input], user(true)),
+            Err(PublishError::Foreign(_) | PublishError::HoldsInput { .. })
+        ));
+    }
+
+    #[test]
+    fn publish_replaces_an_earlier_run_whole_and_leaves_nothing_behind() {
+        let root = tempfile::tempdir().unwrap();
+        let fin = root.path().join("r1");
+        for round in 0..2 {
+            let target = check_target(&fin, &[], user(true)).unwrap();
+            let b = build_dir_for(&target).unwrap();
+            std::fs::write(b.path().join("x"), format!("{round}")).unwrap();
+            publish(b, &target).unwrap();
+            update_latest(root.path(), "r1").unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("latest/x")).unwrap(),
+            "1"
+        );
+        let hidden: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(hidden.is_empty(), "{hidden:?}");
+    }
+
+    #[test]
+    fn a_dropped_build_folder_is_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let target = check_target(&root.path().join("r"), &[], user(false)).unwrap();
+        let b = build_dir_for(&target).unwrap();
+        let p = b.path().to_path_buf();
+        std::fs::write(p.join("big"), vec![0u8; 1024]).unwrap();
+        drop(b);
+        assert!(!p.exists());
+        assert!(!root.path().join("r").exists());
+    }
+
+    #[test]
+    fn leftovers_of_dead_processes_are_removed_and_foreign_ones_kept() {
+        let root = tempfile::tempdir().unwrap();
+        // No process has a pid this large (Linux caps them at 2^22).
+        let dead = root.path().join(".building-4000000000-abc");
+        std::fs::create_dir(&dead).unwrap();
+        mark(&dead).unwrap();
+        let foreign = root.path().join(".building-4000000000-user");
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::write(foreign.join("mine.txt"), "x").unwrap();
+        let live = root
+            .path()
+            .join(format!(".building-{}-x", std::process::id()));
+        std::fs::create_dir(&live).unwrap();
+        mark(&live).unwrap();
+        remove_stale(root.path());
+        if cfg!(target_os = "linux") {
+            assert!(!dead.exists());
+        }
+        assert!(foreign.join("mine.txt").exists());
+        assert!(live.exists());
+    }
+
+    #[test]
+    fn an_output_file_is_replaced_only_when_ours_and_forced() {
+        let root = tempfile::tempdir().unwrap();
+        let ours = |b: &[u8]| b.starts_with(b"# ours");
+        let f = root.path().join("lat.toml");
+        assert!(check_file_target(&f, user(false), ours).is_ok());
+        std::fs::write(&f, "# ours\n").unwrap();
+        assert!(matches!(
+            check_file_target(&f, user(false), ours),
+            Err(PublishError::NeedsForce(_))
+        ));
+        assert!(check_file_target(&f, user(true), ours).is_ok());
+        assert!(check_file_target(&f, Chosen::Default, ours).is_ok());
+        std::fs::write(&f, "user notes").unwrap();
+        for c in [user(true), Chosen::Default] {
+            assert!(matches!(
+                check_file_target(&f, c, ours),
+                Err(PublishError::ForeignFile(_))
+            ));
+        }
+        assert!(check_file_target(root.path(), user(true), ours).is_err());
+    }
+
+    #[test]
+    fn a_real_latest_folder_is_refused_without_leftovers() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("latest")).unwrap();
+        assert!(matches!(
+            update_latest(root.path(), "r1"),
+            Err(PublishError::LatestIsFolder(_))
+        ));
+        let names: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(names, vec!["latest".to_string()]);
+    }
+}

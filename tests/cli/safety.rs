@@ -1,0 +1,651 @@
+//! Output safety (README "Where outputs go", "Exit codes"): the tool never touches what it
+//! did not write, never publishes half a run, never panics on stdout, and escapes what it
+//! prints. Each test is named after the failure it guards against.
+
+use crate::common::{bin, root};
+use std::path::{Path, PathBuf};
+use std::process::{Command as Std, Stdio};
+use std::time::{Duration, Instant};
+
+fn exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_compaction-sim"))
+}
+
+/// One small sample session and a one-setting grid: a complete sweep in about a second.
+fn one_session() -> PathBuf {
+    root().join("transcripts/01-support-3.session.json")
+}
+
+const SMALL: &[&str] = &[
+    "--trigger",
+    "invocations",
+    "--after-invocations",
+    "1",
+    "--overlap",
+    "0",
+    "--summarizer",
+    "terse",
+    "--budget-detail-lost",
+    "1",
+    "--no-cache",
+];
+
+fn run(cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = bin().current_dir(cwd).args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn sweep_small(cwd: &Path, extra: &[&str]) -> (i32, String, String) {
+    let input = one_session();
+    let mut args = vec!["sweep", input.to_str().unwrap()];
+    args.extend_from_slice(SMALL);
+    args.extend_from_slice(extra);
+    run(cwd, &args)
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn assert_no_panic(stderr: &str) {
+    assert!(
+        !stderr.contains("panicked"),
+        "the binary panicked: {stderr}"
+    );
+}
+
+mod out_paths {
+    use super::*;
+
+    #[test]
+    fn the_file_holding_notes_txt_survives_sweep_out() {
+        let cwd = tempfile::tempdir().unwrap();
+        let keep = cwd.path().join("x/keep");
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::write(keep.join("notes.txt"), "p\n").unwrap();
+        for force in [false, true] {
+            let mut extra = vec!["--out", "x/keep", "-q"];
+            if force {
+                extra.push("--force");
+            }
+            let (code, _, err) = sweep_small(cwd.path(), &extra);
+            assert_eq!(code, 2, "force={force}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.contains("x/keep") && err.contains("did not write"),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(keep.join("notes.txt")).unwrap(),
+            "p\n"
+        );
+        assert_eq!(names(&keep), vec!["notes.txt"]);
+        assert_eq!(names(&cwd.path().join("x")), vec!["keep"]);
+    }
+
+    #[test]
+    fn sweep_never_writes_over_its_inputs() {
+        let cwd = tempfile::tempdir().unwrap();
+        let input = cwd.path().join("in");
+        std::fs::create_dir(&input).unwrap();
+        std::fs::copy(one_session(), input.join("s.session.json")).unwrap();
+        for out in ["in", "."] {
+            let mut args = vec!["sweep", "in", "--out", out, "--force"];
+            args.extend_from_slice(SMALL);
+            let (code, _, err) = run(cwd.path(), &args);
+            assert_eq!(code, 2, "--out {out}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+        assert_eq!(names(&input), vec!["s.session.json"]);
+        assert_eq!(names(cwd.path()), vec!["in"]);
+    }
+
+    #[test]
+    fn files_devices_dot_paths_and_home_are_refused_untouched() {
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(cwd.path().join("a-file"), "mine").unwrap();
+        std::fs::create_dir(cwd.path().join("sub")).unwrap();
+        let mut outs = vec!["a-file", ".", "..", "../..", "sub/.."];
+        if Path::new("/dev/full").exists() {
+            outs.push("/dev/full");
+        }
+        for out in outs {
+            let (code, _, err) = sweep_small(cwd.path(), &["--out", out, "--force"]);
+            assert_eq!(code, 2, "--out {out}: {err}");
+            assert_eq!(err.lines().count(), 1, "--out {out}: {err}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(cwd.path().join("a-file")).unwrap(),
+            "mine"
+        );
+        assert_eq!(names(cwd.path()), vec!["a-file", "sub"]);
+        if Path::new("/dev/full").exists() {
+            use std::os::unix::fs::FileTypeExt;
+            let m = std::fs::metadata("/dev/full").unwrap();
+            assert!(m.file_type().is_char_device(), "/dev/full was replaced");
+        }
+    }
+
+    #[test]
+    fn an_earlier_run_is_replaced_only_with_force() {
+        let cwd = tempfile::tempdir().unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "runs/a", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        let first = std::fs::read(cwd.path().join("runs/a/settings.csv")).unwrap();
+        std::fs::write(cwd.path().join("runs/a/settings.csv"), "changed").unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "runs/a", "-q"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("--force"), "{err}");
+        assert_eq!(
+            std::fs::read(cwd.path().join("runs/a/settings.csv")).unwrap(),
+            b"changed"
+        );
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "runs/a", "-q", "--force"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            std::fs::read(cwd.path().join("runs/a/settings.csv")).unwrap(),
+            first
+        );
+        // Nothing hidden is left beside it.
+        assert_eq!(names(&cwd.path().join("runs")), vec!["a"]);
+    }
+
+    #[test]
+    fn a_link_to_an_earlier_run_is_followed_and_leaves_nothing() {
+        let cwd = tempfile::tempdir().unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "runs/a", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        std::os::unix::fs::symlink("runs/a", cwd.path().join("link")).unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "link", "-q", "--force"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(cwd.path().join("link/report.html").exists());
+        assert!(std::fs::symlink_metadata(cwd.path().join("link"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(names(&cwd.path().join("runs")), vec!["a"]);
+        assert_eq!(names(cwd.path()), vec!["link", "runs"]);
+        // A link to a folder the tool did not write is refused.
+        std::fs::create_dir(cwd.path().join("mine")).unwrap();
+        std::fs::write(cwd.path().join("mine/x"), "x").unwrap();
+        std::os::unix::fs::symlink("mine", cwd.path().join("link2")).unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "link2", "--force"]);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(names(&cwd.path().join("mine")), vec!["x"]);
+    }
+
+    #[test]
+    fn merge_never_writes_over_a_shard() {
+        let cwd = tempfile::tempdir().unwrap();
+        for k in 1..=2 {
+            let shard = format!("{k}/2");
+            let out = format!("p{k}");
+            let (code, _, err) = sweep_small(cwd.path(), &["--shard", &shard, "--out", &out, "-q"]);
+            assert_eq!(code, 0, "{err}");
+        }
+        let before = std::fs::read(cwd.path().join("p1/shard.json")).unwrap();
+        let (code, _, err) = run(
+            cwd.path(),
+            &["merge", "p1", "p2", "--out", "p1", "--force", "--no-cache"],
+        );
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(
+            std::fs::read(cwd.path().join("p1/shard.json")).unwrap(),
+            before
+        );
+        let (code, _, err) = run(
+            cwd.path(),
+            &["merge", "p1", "p2", "--out", "merged", "--no-cache", "-q"],
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(cwd.path().join("merged/report.html").exists());
+    }
+
+    #[test]
+    fn a_real_latest_folder_is_refused_before_the_run_and_leaves_no_link() {
+        let cwd = tempfile::tempdir().unwrap();
+        let latest = cwd.path().join("reports/latest");
+        std::fs::create_dir_all(&latest).unwrap();
+        std::fs::write(latest.join("mine.txt"), "x").unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["-q"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("latest"), "{err}");
+        assert_eq!(names(&cwd.path().join("reports")), vec!["latest"]);
+        assert_eq!(names(&latest), vec!["mine.txt"]);
+    }
+
+    #[test]
+    fn calibrate_never_replaces_a_users_file() {
+        let cwd = tempfile::tempdir().unwrap();
+        let input = root().join("tests/fixtures/cost/openhands_latency.jsonl");
+        let input = input.to_str().unwrap();
+        std::fs::write(cwd.path().join("mine.toml"), "# my notes\n").unwrap();
+        for extra in [&[][..], &["--force"][..]] {
+            let mut args = vec!["calibrate", input, "--out", "mine.toml"];
+            args.extend_from_slice(extra);
+            let (code, _, err) = run(cwd.path(), &args);
+            assert_eq!(code, 2, "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(cwd.path().join("mine.toml")).unwrap(),
+            "# my notes\n"
+        );
+        // Its own earlier output: replaced with --force, refused without.
+        let (code, _, err) = run(cwd.path(), &["calibrate", input, "--out", "fit.toml"]);
+        assert_eq!(code, 0, "{err}");
+        let (code, _, err) = run(cwd.path(), &["calibrate", input, "--out", "fit.toml"]);
+        assert_eq!(code, 2, "{err}");
+        let (code, _, err) = run(
+            cwd.path(),
+            &["calibrate", input, "--out", "fit.toml", "--force"],
+        );
+        assert_eq!(code, 0, "{err}");
+        // The default path is the tool's own: a rerun replaces it.
+        for _ in 0..2 {
+            let (code, _, err) = run(cwd.path(), &["calibrate", input]);
+            assert_eq!(code, 0, "{err}");
+        }
+    }
+
+    #[test]
+    fn synth_never_writes_into_a_users_folder() {
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::create_dir(cwd.path().join("mine")).unwrap();
+        std::fs::write(cwd.path().join("mine/01-support-3.session.json"), "keep").unwrap();
+        let (code, _, err) = run(
+            cwd.path(),
+            &["synth", "--sessions", "2", "--out", "mine", "--force"],
+        );
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(
+            std::fs::read_to_string(cwd.path().join("mine/01-support-3.session.json")).unwrap(),
+            "keep"
+        );
+    }
+
+    #[test]
+    fn inspect_emit_never_writes_into_a_users_folder() {
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::create_dir(cwd.path().join("mine")).unwrap();
+        std::fs::write(cwd.path().join("mine/a.jsonl"), "keep").unwrap();
+        let s = one_session();
+        let (code, _, err) = run(
+            cwd.path(),
+            &[
+                "inspect",
+                s.to_str().unwrap(),
+                "--emit",
+                "jsonl",
+                "--out",
+                "mine",
+                "--no-cache",
+            ],
+        );
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(names(&cwd.path().join("mine")), vec!["a.jsonl"]);
+        let (code, _, err) = run(
+            cwd.path(),
+            &[
+                "inspect",
+                s.to_str().unwrap(),
+                "--emit",
+                "jsonl",
+                "--out",
+                "new",
+                "--no-cache",
+            ],
+        );
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            names(&cwd.path().join("new")).len(),
+            2,
+            "one session + the marker"
+        );
+    }
+}
+
+mod publishing {
+    use super::*;
+
+    #[test]
+    fn the_no_budget_run_has_a_report() {
+        let cwd = tempfile::tempdir().unwrap();
+        let args = [
+            "sweep",
+            root().join("transcripts").to_str().unwrap(),
+            "--trigger",
+            "tokens",
+            "--after-tokens",
+            "1k",
+            "--keep-recent-events",
+            "0",
+            "--summarizer",
+            "terse",
+            "--budget-detail-lost",
+            "0.01",
+            "--out",
+            "nb",
+            "--no-cache",
+        ]
+        .map(String::from);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = run(cwd.path(), &args);
+        assert_eq!(code, 1, "{err}");
+        assert!(!err.contains("report not written"), "{err}");
+        let md = std::fs::read_to_string(cwd.path().join("nb/report.md")).expect("report.md");
+        let top: String = md.lines().take(12).collect::<Vec<_>>().join("\n");
+        assert!(top.contains("No setting meets the run's budgets"), "{top}");
+        assert!(
+            md.contains("over by"),
+            "the closest settings and what they miss by: {md}"
+        );
+        assert!(cwd.path().join("nb/report.html").exists());
+        // And `report` re-renders it.
+        let (code, _, err) = run(cwd.path(), &["report", "nb"]);
+        assert_eq!(code, 0, "{err}");
+    }
+
+    /// A 200 KB disk: the run fails with exit 3, and nothing is published or left behind.
+    /// Needs a private mount namespace (`unshare`, as CI has as root); without one the test
+    /// fails saying so rather than passing.
+    #[test]
+    fn a_full_disk_publishes_nothing_and_exits_3() {
+        let cwd = tempfile::tempdir().unwrap();
+        let small = cwd.path().join("small");
+        std::fs::create_dir(&small).unwrap();
+        let script = format!(
+            "mount -t tmpfs -o size=200k tmpfs '{small}' && cd '{small}' && \
+             '{exe}' sweep '{input}' {grid} --reports reports; code=$?; \
+             echo \"exit=$code\"; ls -A reports 2>/dev/null | sed 's/^/left: /'; exit 0",
+            small = small.display(),
+            exe = exe().display(),
+            input = one_session().display(),
+            grid = SMALL.join(" "),
+        );
+        let out = Std::new("unshare")
+            .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+            .output()
+            .expect("unshare runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stdout.contains("exit="),
+            "could not mount a small disk (unshare/tmpfs unavailable): {stderr}"
+        );
+        assert_no_panic(&stderr);
+        assert!(stdout.contains("exit=3"), "{stdout} {stderr}");
+        let left: Vec<&str> = stdout.lines().filter(|l| l.starts_with("left: ")).collect();
+        assert!(left.is_empty(), "left behind on a full disk: {left:?}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{stderr}");
+        assert!(errors[0].contains("No space left"), "{stderr}");
+    }
+
+    #[test]
+    fn a_killed_runs_build_folder_is_removed_by_the_next_run() {
+        let cwd = tempfile::tempdir().unwrap();
+        let reports = cwd.path().join("reports");
+        std::fs::create_dir(&reports).unwrap();
+        // What a SIGKILLed run leaves: a marked build folder of a process that is gone.
+        let dead = reports.join(".building-4000000000-x1");
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(".compaction-sim-run"), "x").unwrap();
+        std::fs::write(dead.join("runs.csv"), vec![b'x'; 4096]).unwrap();
+        // Not ours: never removed, whatever its name.
+        let foreign = reports.join(".building-4000000000-x2");
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::write(foreign.join("notes.txt"), "p").unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["-q"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(!dead.exists(), "the dead run's build folder is still there");
+        assert!(foreign.join("notes.txt").exists());
+    }
+}
+
+mod signals {
+    use super::*;
+
+    /// Sends `sig` to a default sweep over the sample transcripts once `when` says so, and
+    /// checks the outcome: exit 130 and nothing left, or (if it finished first) a whole run.
+    fn signal_leaves_nothing(sig: &str, when: &dyn Fn(&Path, Duration) -> bool) {
+        let cwd = tempfile::tempdir().unwrap();
+        let mut child = Std::new(exe())
+            .current_dir(cwd.path())
+            .env("RAYON_NUM_THREADS", "1")
+            .arg("sweep")
+            .arg(root().join("transcripts"))
+            .args(["--no-cache", "--quiet"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        let reports = cwd.path().join("reports");
+        let start = Instant::now();
+        while !when(&reports, start.elapsed()) {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(300), "never reached");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = Std::new("kill")
+            .args([&format!("-{sig}"), &child.id().to_string()])
+            .status();
+        let t = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "sweep ignored SIG{sig}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stderr = {
+            use std::io::Read;
+            let mut s = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut s);
+            s
+        };
+        assert_no_panic(&stderr);
+        let left = names(&reports);
+        if status.code() == Some(0) {
+            assert!(reports.join("latest/report.html").exists(), "{left:?}");
+        } else {
+            assert_eq!(status.code(), Some(130), "SIG{sig}: {status:?} {stderr}");
+            assert!(left.is_empty(), "left behind after SIG{sig}: {left:?}");
+        }
+    }
+
+    #[test]
+    fn sigterm_during_the_replays_leaves_nothing() {
+        signal_leaves_nothing("TERM", &|_, t| t > Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn sighup_during_the_replays_leaves_nothing() {
+        signal_leaves_nothing("HUP", &|_, t| t > Duration::from_millis(800));
+    }
+
+    /// The write phase: the signal lands once the build folder exists.
+    #[test]
+    fn sigterm_during_the_write_phase_leaves_nothing() {
+        signal_leaves_nothing("TERM", &|reports, _| {
+            names(reports).iter().any(|n| n.starts_with(".building-"))
+        });
+    }
+
+    #[test]
+    fn sigint_leaves_no_partial_run_folder() {
+        signal_leaves_nothing("INT", &|_, t| t > Duration::from_millis(1500));
+    }
+}
+
+mod stdout {
+    use super::*;
+
+    /// Runs `args`, reads one line of stdout and closes the pipe: the command must end
+    /// quietly with exit 0, never panic (exit 101).
+    fn head_1(args: &[&str]) {
+        use std::io::{BufRead, BufReader};
+        let mut child = Std::new(exe())
+            .args(args)
+            .env_remove("COMPACTION_SIM_CACHE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        let mut first = String::new();
+        {
+            let mut r = BufReader::new(child.stdout.take().unwrap());
+            r.read_line(&mut first).unwrap();
+        } // the read end is closed here
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!first.is_empty(), "{args:?} printed nothing: {err}");
+        assert_no_panic(&err);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
+    }
+
+    #[test]
+    fn replay_piped_to_head_exits_0() {
+        let f = one_session();
+        let f = f.to_str().unwrap();
+        head_1(&[
+            "replay",
+            f,
+            "--after-tokens",
+            "2000",
+            "--keep-recent-events",
+            "2",
+        ]);
+        head_1(&[
+            "replay",
+            f,
+            "--after-tokens",
+            "2000",
+            "--keep-recent-events",
+            "2",
+            "--json",
+        ]);
+    }
+
+    #[test]
+    fn inspect_sweep_and_conform_piped_to_head_exit_0() {
+        let t = root().join("transcripts");
+        head_1(&["inspect", t.to_str().unwrap(), "--no-cache"]);
+        head_1(&["sweep", "--show-grid"]);
+        let goldens = root().join("tests/fixtures/oracle/goldens");
+        head_1(&["conform", goldens.to_str().unwrap()]);
+    }
+
+    /// stdout on a full device: one line, exit 3 (an I/O failure, not bad input), no panic.
+    #[test]
+    fn a_full_stdout_is_one_line_and_exit_3() {
+        if !Path::new("/dev/full").exists() {
+            panic!("/dev/full is missing: this test needs it");
+        }
+        let run_dir = {
+            let tmp = tempfile::tempdir().unwrap().keep();
+            let dir = tmp.join("run");
+            std::fs::create_dir(&dir).unwrap();
+            let src = root().join("tests/fixtures/report/run");
+            for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
+                std::fs::copy(src.join(f), dir.join(f)).unwrap();
+            }
+            dir
+        };
+        let cases: Vec<Vec<String>> = vec![
+            vec![
+                "check".into(),
+                "Compaction(after_tokens=80_000, keep_recent_events=20)".into(),
+            ],
+            vec!["report".into(), run_dir.display().to_string()],
+            vec!["sweep".into(), "--show-grid".into()],
+        ];
+        for args in cases {
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            let out = Std::new(exe()).args(&args).stdout(full).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_no_panic(&err);
+            assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+            let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+            assert_eq!(errors.len(), 1, "{args:?}: {err}");
+            assert!(errors[0].contains("standard output"), "{err}");
+        }
+        let _ = std::fs::remove_dir_all(run_dir.parent().unwrap());
+    }
+}
+
+mod terminal {
+    use super::*;
+
+    /// A session id holding escape sequences (retitle the window, clear the screen) and a
+    /// file name holding a newline reach the terminal escaped.
+    #[test]
+    fn ids_and_file_names_are_escaped_in_terminal_output() {
+        let cwd = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(one_session()).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["id"] = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J".into();
+        let name = "bad\nname.session.json";
+        std::fs::write(cwd.path().join(name), v.to_string()).unwrap();
+        let path = cwd.path().join(name);
+        let path = path.to_str().unwrap();
+        let out = bin()
+            .args([
+                "replay",
+                path,
+                "--after-tokens",
+                "2000",
+                "--keep-recent-events",
+                "2",
+            ])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(shown.contains("evil\\u{1b}]0;pwned"), "{shown}");
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+            "{shown}"
+        );
+        let out = bin()
+            .current_dir(cwd.path())
+            .args(["inspect", ".", "--no-cache"])
+            .output()
+            .unwrap();
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert!(table.contains("bad\\nname.session.json"), "{table}");
+        assert!(!table.contains('\u{1b}'), "{table}");
+        // The newline forged no row of its own.
+        assert!(
+            !table.lines().any(|l| l.starts_with("name.session.json")),
+            "{table}"
+        );
+    }
+}
