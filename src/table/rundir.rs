@@ -296,6 +296,18 @@ impl Files<'_> {
         crate::atomic::write_atomic(&self.dir.join(name), &bytes()?)?;
         Ok(())
     }
+
+    /// The grid, price and latency tables the run used, as given.
+    fn tables(&self, inputs: &RunInputs) -> Result<()> {
+        for (name, text) in [
+            ("grid.toml", &inputs.grid_toml),
+            ("pricing.toml", &inputs.pricing_toml),
+            ("latency.toml", &inputs.latency_toml),
+        ] {
+            self.put(name, || Ok(text.as_bytes().to_vec()))?;
+        }
+        Ok(())
+    }
 }
 
 /// Write every file of a full run folder into `dir` (which must exist).
@@ -325,13 +337,7 @@ pub fn write_run_files(
     files.put("run.json", || {
         pretty(&run_json(name, inputs, grid, out, shards)?)
     })?;
-    files.put("grid.toml", || Ok(inputs.grid_toml.clone().into_bytes()))?;
-    files.put("pricing.toml", || {
-        Ok(inputs.pricing_toml.clone().into_bytes())
-    })?;
-    files.put("latency.toml", || {
-        Ok(inputs.latency_toml.clone().into_bytes())
-    })?;
+    files.tables(inputs)?;
     files.put("timelines.json", || pretty(timelines))?;
     Ok(())
 }
@@ -362,13 +368,7 @@ pub fn write_partial_files(
         inputs: inputs.clone(),
     };
     files.put("shard.json", || pretty(&serde_json::to_value(&info)?))?;
-    files.put("grid.toml", || Ok(inputs.grid_toml.clone().into_bytes()))?;
-    files.put("pricing.toml", || {
-        Ok(inputs.pricing_toml.clone().into_bytes())
-    })?;
-    files.put("latency.toml", || {
-        Ok(inputs.latency_toml.clone().into_bytes())
-    })?;
+    files.tables(inputs)?;
     Ok(())
 }
 

@@ -283,32 +283,24 @@ mod out_paths {
         std::fs::create_dir(cwd.path().join("mine")).unwrap();
         std::fs::write(cwd.path().join("mine/a.jsonl"), "keep").unwrap();
         let s = one_session();
-        let (code, _, err) = run(
-            cwd.path(),
-            &[
-                "inspect",
-                s.to_str().unwrap(),
-                "--emit",
-                "jsonl",
-                "--out",
-                "mine",
-                "--no-cache",
-            ],
-        );
+        let emit = |out: &str| {
+            run(
+                cwd.path(),
+                &[
+                    "inspect",
+                    s.to_str().unwrap(),
+                    "--emit",
+                    "jsonl",
+                    "--out",
+                    out,
+                    "--no-cache",
+                ],
+            )
+        };
+        let (code, _, err) = emit("mine");
         assert_eq!(code, 2, "{err}");
         assert_eq!(names(&cwd.path().join("mine")), vec!["a.jsonl"]);
-        let (code, _, err) = run(
-            cwd.path(),
-            &[
-                "inspect",
-                s.to_str().unwrap(),
-                "--emit",
-                "jsonl",
-                "--out",
-                "new",
-                "--no-cache",
-            ],
-        );
+        let (code, _, err) = emit("new");
         assert_eq!(code, 0, "{err}");
         assert_eq!(
             names(&cwd.path().join("new")).len(),
