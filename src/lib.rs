@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod report;
 pub mod settings;
+pub mod stats;
 pub mod sweep;
 pub mod synth;
 pub mod table;

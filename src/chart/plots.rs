@@ -741,18 +741,6 @@ impl Chart for InvocationsOverlap<'_> {
 /// End-of-run latency distribution per summarizer (× client when swept).
 pub struct Latency<'a>(pub &'a RunData);
 
-/// Linear-interpolated quantile of sorted values.
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    let t = pos - lo as f64;
-    sorted[lo] + (sorted[hi.min(sorted.len() - 1)] - sorted[lo]) * t
-}
-
 impl Latency<'_> {
     /// Per group: values of `end_of_run_latency_max_s` over (session, setting) rows that
     /// compacted at least once.
@@ -861,7 +849,7 @@ impl Chart for Latency<'_> {
             .map_err(e)?;
         for (i, (_, vals)) in groups.iter().enumerate() {
             let c = PALETTE[i % PALETTE.len()];
-            let q = |p| quantile(vals, p);
+            let q = |p| crate::stats::percentile(vals, p);
             let (p5, p25, p50, p75, p95) = (q(0.05), q(0.25), q(0.5), q(0.75), q(0.95));
             draw_box(&mut chart, i, (p5, p25, p50, p75, p95), c)?;
             chart
@@ -1397,7 +1385,5 @@ mod tests {
         let d = data();
         let f: Vec<&str> = frontier(&d).iter().map(|s| s.setting_id.as_str()).collect();
         assert_eq!(f, ["3", "1", "0"]);
-        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
-        assert_eq!(quantile(&[], 0.5), 0.0);
     }
 }

@@ -6,6 +6,7 @@
 //! counted history lands from what the provider recorded.
 
 use crate::cli::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::stats::{percentile, percentile_of};
 use crate::tokens::{count_sessions_with_stats, CacheOpts, CountStats, Tokenizer};
 use crate::transcript::{Format, Part, Session};
 use clap::Args;
@@ -252,22 +253,6 @@ requests with recorded usage; requests marked post_compaction_usage are excluded
 size is after a compaction, not raw history); error = |recorded - (counted + overhead)| / recorded; scale = least-squares slope of recorded \
 on counted (1.000 when both counters grow alike)";
 
-/// Percentile with linear interpolation between closest ranks (numpy's default) over sorted
-/// values; 0 for an empty slice.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (p / 100.0) * (sorted.len() - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    let (a, b) = (
-        sorted[lo.min(sorted.len() - 1)],
-        sorted[hi.min(sorted.len() - 1)],
-    );
-    a + (b - a) * (rank - lo as f64)
-}
-
 fn median_i64(v: &mut [i64]) -> i64 {
     v.sort_unstable();
     if v.is_empty() {
@@ -316,7 +301,7 @@ fn ols_slope(pairs: &[(u64, u64)]) -> Option<f64> {
 
 fn median_f64(v: &mut [f64]) -> Option<f64> {
     sort_f64(v);
-    (!v.is_empty()).then(|| percentile(v, 50.0))
+    (!v.is_empty()).then(|| percentile(v, 0.5))
 }
 
 pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> Calibration {
@@ -365,8 +350,8 @@ pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> C
             excluded_post_compaction: excluded,
             overhead_tokens: overhead,
             scale: scale.map(round3),
-            p50_abs_error_pct: round3(percentile(&errs, 50.0)),
-            p95_abs_error_pct: round3(percentile(&errs, 95.0)),
+            p50_abs_error_pct: round3(percentile_of(&errs, 0.5)),
+            p95_abs_error_pct: round3(percentile_of(&errs, 0.95)),
         });
     }
     let formats = by_format
@@ -381,8 +366,8 @@ pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> C
                 sessions_too_short: a.short,
                 median_overhead_tokens: median_i64(&mut a.overheads),
                 median_scale: median_f64(&mut a.scales).map(round3),
-                p50_abs_error_pct: round3(percentile(&a.errors, 50.0)),
-                p95_abs_error_pct: round3(percentile(&a.errors, 95.0)),
+                p50_abs_error_pct: round3(percentile_of(&a.errors, 0.5)),
+                p95_abs_error_pct: round3(percentile_of(&a.errors, 0.95)),
             }
         })
         .collect();
@@ -822,7 +807,7 @@ mod tests {
         assert_eq!(sc.requests, 3);
         assert_eq!(sc.excluded_post_compaction, 1);
         assert_eq!(sc.p50_abs_error_pct, 0.0);
-        let p95 = round3(percentile(&[0.0, 0.0, 10.0 / 1210.0 * 100.0], 95.0));
+        let p95 = round3(percentile(&[0.0, 0.0, 10.0 / 1210.0 * 100.0], 0.95));
         assert_eq!(sc.p95_abs_error_pct, p95);
         assert!(p95 > 0.7 && p95 < 0.8);
         // Slope of (0,1000),(100,1100),(200,1210): cov/var = 21000/20000.
@@ -830,14 +815,6 @@ mod tests {
         assert_eq!(c.formats[0].median_scale, Some(1.05));
         assert_eq!(c.formats[0].format, "codex");
         assert_eq!(c.formats[0].requests, 3);
-    }
-
-    #[test]
-    fn percentile_interpolates() {
-        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), 2.5);
-        assert_eq!(percentile(&[5.0], 95.0), 5.0);
-        assert_eq!(percentile(&[], 50.0), 0.0);
-        assert!((percentile(&[0.0, 10.0], 95.0) - 9.5).abs() < 1e-9);
     }
 
     #[test]

@@ -17,11 +17,12 @@
 use super::caching::{price_requests, price_single, total_usd, CacheMode, Charge, PricedRequest};
 use super::client::{summary_discarded, ClientMode};
 use super::facts::{tally, tally_found, FactTally};
-use super::latency::{percentile, LatencyParams, LatencyTable};
+use super::latency::{LatencyParams, LatencyTable};
 use super::metrics::SessionMetrics;
 use super::pricing::{ModelPrice, PriceTable, PricingError, ProviderCache};
 use super::summarizers::{Billed, Harness, SummarizerSpec};
 use crate::engine::{CallResult, Phase, Replay, Summarizer, SummarizerCall, Summary};
+use crate::stats::percentile_of;
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::Session;
 use std::collections::{BTreeMap, BTreeSet};
@@ -259,7 +260,12 @@ fn stats(values: &[f64]) -> (f64, f64, f64, f64) {
     // fold from +0.0: `Sum` for f64 starts at -0.0, which would print as "-0.00 s".
     let sum = values.iter().fold(0.0, |a, b| a + b);
     let max = values.iter().copied().fold(0.0, f64::max);
-    (sum, percentile(values, 50.0), percentile(values, 95.0), max)
+    (
+        sum,
+        percentile_of(values, 0.5),
+        percentile_of(values, 0.95),
+        max,
+    )
 }
 
 /// Every metrics.md column for one replay. `baseline` is the same session replayed with no

@@ -2,6 +2,7 @@
 //! length model of modelled summarizers, their defaults (`src/data/latency.toml`), and the
 //! least-squares fits `calibrate` uses.
 
+use crate::stats::percentile_of;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -314,8 +315,8 @@ pub fn fit_latency(samples: &[LatencySample], prior: &LatencyParams) -> Option<L
         params,
         samples: clean.len(),
         r2,
-        residual_p50_s: percentile(&abs_res, 50.0),
-        residual_p95_s: percentile(&abs_res, 95.0),
+        residual_p50_s: percentile_of(&abs_res, 0.5),
+        residual_p95_s: percentile_of(&abs_res, 0.95),
         held: (0..3).filter(|&i| !free[i]).map(|i| names[i]).collect(),
     })
 }
@@ -348,22 +349,6 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     Some(x)
 }
 
-/// Percentile with linear interpolation between closest ranks (numpy's default); 0 for an
-/// empty list.
-pub fn percentile(values: &[f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let rank = (p / 100.0).clamp(0.0, 1.0) * (v.len() - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    let lo_v = v.get(lo).copied().unwrap_or(0.0);
-    let hi_v = v.get(hi).copied().unwrap_or(lo_v);
-    lo_v + (hi_v - lo_v) * (rank - lo as f64)
-}
-
 /// One recorded summary: tokens of the history it replaced and of the summary text.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LengthSample {
@@ -388,7 +373,7 @@ pub fn fit_length(samples: &[LengthSample], prior: &LengthModel) -> Option<Lengt
         .max()
         .unwrap_or(prior.cap_tokens);
     Some(LengthModel {
-        ratio: percentile(&ratios, 50.0),
+        ratio: percentile_of(&ratios, 0.5),
         cap_tokens: cap.max(prior.min_tokens),
         min_tokens: prior.min_tokens,
     })
@@ -518,14 +503,6 @@ mod tests {
             decode_tokens_per_s: 1.0,
         };
         assert!(fit_latency(&[], &prior).is_none());
-    }
-
-    #[test]
-    fn percentile_interpolates() {
-        // ranks 0..3 of [1,2,3,4]: p50 -> rank 1.5 -> 2.5; p95 -> rank 2.85 -> 3.85.
-        assert!((percentile(&[4.0, 1.0, 3.0, 2.0], 50.0) - 2.5).abs() < 1e-12);
-        assert!((percentile(&[1.0, 2.0, 3.0, 4.0], 95.0) - 3.85).abs() < 1e-12);
-        assert_eq!(percentile(&[], 50.0), 0.0);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! of the rows alone: a merged run and an unsharded run agree to the byte.
 
 use super::columns::{metric_defs, Agg, Kind};
+use crate::stats::percentile;
 use crate::sweep::grid::{Budgets, Setting};
 use crate::sweep::run::{round_fixed, RunRow};
 use serde::Serialize;
@@ -65,21 +66,6 @@ impl SettingSummary {
         let b = self.get("pre_request_latency_max_s_p95").unwrap_or(0.0);
         a.max(b)
     }
-}
-
-/// Linear-interpolated percentile (numpy's default) of sorted values.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = p * (sorted.len() - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    let (a, b) = (
-        sorted[lo.min(sorted.len() - 1)],
-        sorted[hi.min(sorted.len() - 1)],
-    );
-    a + (b - a) * (rank - lo as f64)
 }
 
 /// One aggregate; percentiles sort `values` in place (sums and means are taken first, in
@@ -294,14 +280,6 @@ mod tests {
                 ..Default::default()
             },
         }
-    }
-
-    #[test]
-    fn percentile_matches_numpy_linear() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&v, 0.5), 2.5);
-        assert!((percentile(&v, 0.95) - 3.85).abs() < 1e-12);
-        assert_eq!(percentile(&[7.0], 0.95), 7.0);
     }
 
     #[test]
