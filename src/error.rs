@@ -86,6 +86,9 @@ fn classify_one(e: &(dyn std::error::Error + 'static)) -> Option<ExitKind> {
     if let Some(x) = e.downcast_ref::<crate::chart::ChartError>() {
         return Some(x.exit_kind());
     }
+    if let Some(x) = e.downcast_ref::<crate::table::TableError>() {
+        return Some(x.exit_kind());
+    }
     if let Some(x) = e.downcast_ref::<crate::atomic::AtomicError>() {
         return Some(x.exit_kind());
     }

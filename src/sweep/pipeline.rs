@@ -70,12 +70,10 @@ impl Costing {
         let mut model = CostModel::default();
         model
             .prices
-            .apply_file(pricing_file, pricing)
-            .map_err(|e| anyhow!("{e}"))?;
+            .apply_file(pricing_file, pricing)?;
         model
             .latency
-            .apply_file(latency_file, latency)
-            .map_err(|e| anyhow!("{e}"))?;
+            .apply_file(latency_file, latency)?;
         let pricing_date = model.prices.pricing_date.clone();
         Ok(Costing {
             model,

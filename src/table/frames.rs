@@ -7,11 +7,11 @@
 
 use super::columns::{metric_defs, Agg, Kind};
 use super::summary::{AggValue, SettingSummary};
+use super::{bad, Result, TableError};
 use crate::cost::metrics::SessionMetrics;
 use crate::for_each_metric;
 use crate::sweep::grid::Setting;
 use crate::sweep::run::{RunRow, SessionInfo, FLOAT_DECIMALS};
-use anyhow::{anyhow, Context, Result};
 use polars::prelude::*;
 use std::path::Path;
 
@@ -92,7 +92,7 @@ pub fn runs_frame(
         .map(|r| {
             settings
                 .get(r.setting as usize)
-                .ok_or_else(|| anyhow!("row refers to unknown setting_id {}", r.setting))
+                .ok_or(TableError::UnknownSetting(r.setting))
         })
         .collect::<Result<_>>()?;
     cols.extend(setting_columns(set_refs));
@@ -113,7 +113,10 @@ pub fn runs_frame(
         };
     }
     for_each_metric!(col);
-    DataFrame::new_infer_height(cols).map_err(|e| anyhow!("building the runs frame: {e}"))
+    DataFrame::new_infer_height(cols).map_err(|source| TableError::Polars {
+        what: "building the runs frame",
+        source,
+    })
 }
 
 /// Rows back from a runs frame (what `merge` reads), with `session_index` mapping
@@ -125,35 +128,38 @@ pub fn rows_from_runs_frame(
 ) -> Result<Vec<RunRow>> {
     let col = |name: &str| {
         df.column(name)
-            .map_err(|_| anyhow!("{file}: column `{name}` is missing"))
+            .map_err(|_| bad(file, format!("column `{name}` is missing")))
     };
     let ids = col("session_id")?
         .str()
-        .map_err(|_| anyhow!("{file}: column `session_id` is not text"))?
+        .map_err(|_| bad(file, "column `session_id` is not text"))?
         .clone();
     let srcs = col("source")?
         .str()
-        .map_err(|_| anyhow!("{file}: column `source` is not text"))?
+        .map_err(|_| bad(file, "column `source` is not text"))?
         .clone();
     let set = col("setting_id")?
         .u32()
-        .map_err(|_| anyhow!("{file}: column `setting_id` is not UInt32"))?
+        .map_err(|_| bad(file, "column `setting_id` is not UInt32"))?
         .clone();
     let n = df.height();
     let mut rows: Vec<RunRow> = Vec::with_capacity(n);
     for i in 0..n {
         let id = ids
             .get(i)
-            .ok_or_else(|| anyhow!("{file}: row {i}: session_id is empty"))?;
+            .ok_or_else(|| bad(file, format!("row {i}: session_id is empty")))?;
         let src = srcs
             .get(i)
-            .ok_or_else(|| anyhow!("{file}: row {i}: source is empty"))?;
+            .ok_or_else(|| bad(file, format!("row {i}: source is empty")))?;
         let session = session_index(src, id).ok_or_else(|| {
-            anyhow!("{file}: row {i}: session `{id}` from `{src}` is not in the run's session list")
+            bad(
+                file,
+                format!("row {i}: session `{id}` from `{src}` is not in the run's session list"),
+            )
         })?;
         let setting = set
             .get(i)
-            .ok_or_else(|| anyhow!("{file}: row {i}: setting_id is empty"))?;
+            .ok_or_else(|| bad(file, format!("row {i}: setting_id is empty")))?;
         rows.push(RunRow {
             session,
             setting,
@@ -164,40 +170,40 @@ pub fn rows_from_runs_frame(
         ($f:ident, Count, $u:expr, $a:ident) => {{
             let c = col(stringify!($f))?
                 .u64()
-                .map_err(|_| anyhow!("{file}: column `{}` is not UInt64", stringify!($f)))?
+                .map_err(|_| bad(file, format!("column `{}` is not UInt64", stringify!($f))))?
                 .clone();
             for (i, r) in rows.iter_mut().enumerate() {
                 r.metrics.$f = c
                     .get(i)
-                    .ok_or_else(|| anyhow!("{file}: row {i}: `{}` is empty", stringify!($f)))?;
+                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
             }
         }};
         ($f:ident, Signed, $u:expr, $a:ident) => {{
             let c = col(stringify!($f))?
                 .i64()
-                .map_err(|_| anyhow!("{file}: column `{}` is not Int64", stringify!($f)))?
+                .map_err(|_| bad(file, format!("column `{}` is not Int64", stringify!($f))))?
                 .clone();
             for (i, r) in rows.iter_mut().enumerate() {
                 r.metrics.$f = c
                     .get(i)
-                    .ok_or_else(|| anyhow!("{file}: row {i}: `{}` is empty", stringify!($f)))?;
+                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
             }
         }};
         ($f:ident, Float, $u:expr, $a:ident) => {{
             let c = col(stringify!($f))?
                 .f64()
-                .map_err(|_| anyhow!("{file}: column `{}` is not Float64", stringify!($f)))?
+                .map_err(|_| bad(file, format!("column `{}` is not Float64", stringify!($f))))?
                 .clone();
             for (i, r) in rows.iter_mut().enumerate() {
                 r.metrics.$f = c
                     .get(i)
-                    .ok_or_else(|| anyhow!("{file}: row {i}: `{}` is empty", stringify!($f)))?;
+                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
             }
         }};
         ($f:ident, OptFloat, $u:expr, $a:ident) => {{
             let c = col(stringify!($f))?
                 .f64()
-                .map_err(|_| anyhow!("{file}: column `{}` is not Float64", stringify!($f)))?
+                .map_err(|_| bad(file, format!("column `{}` is not Float64", stringify!($f))))?
                 .clone();
             for (i, r) in rows.iter_mut().enumerate() {
                 r.metrics.$f = c.get(i);
@@ -206,12 +212,12 @@ pub fn rows_from_runs_frame(
         ($f:ident, Bool, $u:expr, $a:ident) => {{
             let c = col(stringify!($f))?
                 .bool()
-                .map_err(|_| anyhow!("{file}: column `{}` is not Boolean", stringify!($f)))?
+                .map_err(|_| bad(file, format!("column `{}` is not Boolean", stringify!($f))))?
                 .clone();
             for (i, r) in rows.iter_mut().enumerate() {
                 r.metrics.$f = c
                     .get(i)
-                    .ok_or_else(|| anyhow!("{file}: row {i}: `{}` is empty", stringify!($f)))?;
+                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
             }
         }};
     }
@@ -277,7 +283,10 @@ pub fn settings_frame(summaries: &[SettingSummary]) -> Result<DataFrame> {
         "recommended".into(),
         summaries.iter().map(|s| s.recommended).collect::<Vec<_>>(),
     ));
-    DataFrame::new_infer_height(cols).map_err(|e| anyhow!("building the settings frame: {e}"))
+    DataFrame::new_infer_height(cols).map_err(|source| TableError::Polars {
+        what: "building the settings frame",
+        source,
+    })
 }
 
 /// `<metric>_<agg>` names in column order, and whether the column holds integers (sum and
@@ -347,7 +356,10 @@ pub fn parquet_bytes(df: &mut DataFrame) -> Result<Vec<u8>> {
         .with_row_group_size(Some(ROW_GROUP_ROWS))
         .with_data_page_size(Some(1024 * 1024))
         .finish(df)
-        .map_err(|e| anyhow!("writing Parquet: {e}"))?;
+        .map_err(|source| TableError::Polars {
+            what: "encoding Parquet",
+            source,
+        })?;
     Ok(buf)
 }
 
@@ -359,16 +371,24 @@ pub fn csv_bytes(df: &mut DataFrame) -> Result<Vec<u8>> {
         .with_float_scientific(Some(false))
         .with_line_terminator("\n".into())
         .finish(df)
-        .map_err(|e| anyhow!("writing CSV: {e}"))?;
+        .map_err(|source| TableError::Polars {
+            what: "encoding CSV",
+            source,
+        })?;
     Ok(buf)
 }
 
 pub fn read_parquet(path: &Path) -> Result<DataFrame> {
-    let f =
-        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    ParquetReader::new(f)
-        .finish()
-        .map_err(|e| anyhow!("{}: not a readable Parquet file: {e}", path.display()))
+    let f = std::fs::File::open(path).map_err(|source| TableError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    ParquetReader::new(f).finish().map_err(|e| {
+        bad(
+            &path.display().to_string(),
+            format!("not a readable Parquet file: {e}"),
+        )
+    })
 }
 
 #[cfg(test)]

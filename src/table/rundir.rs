@@ -9,11 +9,11 @@ use super::frames::{
     settings_json,
 };
 use super::summary::{baseline_for, budget_error, recommended, summarize, SettingSummary};
+use super::{Result, TableError};
 use crate::sweep::grid::{Budgets, ResolvedGrid, Setting};
 use crate::sweep::run::{Cancelled, Evaluator, RunRow, SessionInfo};
 pub use crate::sweep::run::{InputInfo, Skipped};
 use crate::sweep::shard::Shard;
-use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -157,11 +157,10 @@ pub fn timelines_json(
     for &i in &longest {
         let info = &sessions[i as usize];
         let e = eval_index(i).ok_or_else(|| {
-            anyhow!(
+            TableError::Input(format!(
                 "timelines: session `{}` from `{}` was not loaded",
-                info.session_id,
-                info.source
-            )
+                info.session_id, info.source
+            ))
         })?;
         let mut o = serde_json::Map::new();
         o.insert("session_id".into(), info.session_id.clone().into());
@@ -170,13 +169,13 @@ pub fn timelines_json(
         if let Some(b) = &out.baseline {
             let t = eval
                 .timeline(e, &b.setting)
-                .map_err(|m| anyhow!("timelines: {}: {m}", info.source))?;
+                .map_err(|m| TableError::Input(format!("timelines: {}: {m}", info.source)))?;
             o.insert("baseline".into(), serde_json::to_value(&t.requests)?);
         }
         if let Some(r) = rec {
             let t = eval
                 .timeline(e, &r.setting)
-                .map_err(|m| anyhow!("timelines: {}: {m}", info.source))?;
+                .map_err(|m| TableError::Input(format!("timelines: {}: {m}", info.source)))?;
             o.insert("recommended".into(), serde_json::to_value(&t.requests)?);
             o.insert("compactions".into(), serde_json::to_value(&t.compactions)?);
         }
@@ -376,19 +375,26 @@ pub fn write_partial_files(
 /// same inputs and grid. Returns the combined inputs and rows in (session, setting) order.
 pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<RunRow>)> {
     if dirs.is_empty() {
-        bail!("merge: give the partial folders written by `sweep --shard K/N`");
+        return Err(TableError::Input(
+            "merge: give the partial folders written by `sweep --shard K/N`".into(),
+        ));
     }
     let mut infos: Vec<(PathBuf, ShardInfo)> = Vec::new();
     for d in dirs {
         let p = d.join("shard.json");
-        let text = std::fs::read_to_string(&p).with_context(|| {
-            format!(
-                "{}: cannot read (is this a partial folder from `sweep --shard`?)",
-                p.display()
-            )
+        let text = std::fs::read_to_string(&p).map_err(|source| TableError::NotAPartial {
+            path: p.clone(),
+            source,
         })?;
-        let info: ShardInfo =
-            serde_json::from_str(&text).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        let info: ShardInfo = serde_json::from_str(&text)
+            .map_err(|e| TableError::Input(format!("{}: {e}", p.display())))?;
+        let Shard { k, n } = info.shard;
+        if n == 0 || k == 0 || k > n {
+            return Err(TableError::Input(format!(
+                "{}: shard {k}/{n} is not a slice of a sharded run",
+                p.display()
+            )));
+        }
         infos.push((d.clone(), info));
     }
     let (first_dir, first) = (&infos[0].0, &infos[0].1);
@@ -398,13 +404,13 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<RunRow>)
     let mut skipped = first.inputs.skipped.clone();
     for (d, info) in &infos {
         if info.shard.n != n {
-            bail!(
+            return Err(TableError::Input(format!(
                 "{}: shard {} does not match {} (shard {})",
                 d.display(),
                 info.shard,
                 first_dir.display(),
                 first.shard
-            );
+            )));
         }
         let mut a = info.inputs.clone();
         let mut b = first.inputs.clone();
@@ -413,16 +419,20 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<RunRow>)
         a.skipped.clear();
         b.skipped.clear();
         if a != b {
-            bail!(
+            return Err(TableError::Input(format!(
                 "{}: shard {} was run on other inputs, grid or prices than {}",
                 d.display(),
                 info.shard,
                 first_dir.display()
-            );
+            )));
         }
         let k = info.shard.k as usize - 1;
         if seen[k] {
-            bail!("{}: shard {} is given twice", d.display(), info.shard);
+            return Err(TableError::Input(format!(
+                "{}: shard {} is given twice",
+                d.display(),
+                info.shard
+            )));
         }
         seen[k] = true;
         failed.extend(&info.inputs.failed_sessions);
@@ -433,7 +443,10 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<RunRow>)
         }
     }
     if let Some(k) = seen.iter().position(|s| !s) {
-        bail!("merge: shard {}/{n} is missing", k + 1);
+        return Err(TableError::Input(format!(
+            "merge: shard {}/{n} is missing",
+            k + 1
+        )));
     }
     failed.sort_unstable();
     failed.dedup();
@@ -658,6 +671,34 @@ mod tests {
         parts.push(d);
         let e = read_partials(&parts).unwrap_err().to_string();
         assert!(e.contains("other inputs"), "{e}");
+    }
+
+    #[test]
+    fn a_forged_shard_number_is_an_error_not_a_panic() {
+        let (inputs, grid) = setup(2);
+        let root = tempfile::tempdir().unwrap();
+        let d = root.path().join("p");
+        std::fs::create_dir_all(&d).unwrap();
+        write_partial_files(
+            &d,
+            Shard { k: 1, n: 1 },
+            &inputs,
+            &grid,
+            &[],
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let p = d.join("shard.json");
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (k, n) in [(0, 1), (3, 2), (0, 0)] {
+            let forged = text
+                .replacen("\"k\": 1", &format!("\"k\": {k}"), 1)
+                .replacen("\"n\": 1", &format!("\"n\": {n}"), 1);
+            assert_ne!(forged, text);
+            std::fs::write(&p, forged).unwrap();
+            let e = read_partials(std::slice::from_ref(&d)).unwrap_err();
+            assert!(e.to_string().contains("is not a slice"), "{e}");
+        }
     }
 
     #[test]
