@@ -149,10 +149,9 @@ fn conform_strict_agrees_with_every_extra_case() {
 #[test]
 fn rewound_sessions_report_the_prompt_size_adk_reads() {
     let dir = extra_dir().join("rewind-usage");
-    let manifest: Value = serde_json::from_str(&crate::common::read_text(
-        &dir.join("manifest.json"),
-    ))
-    .expect("manifest.json");
+    let manifest: Value =
+        serde_json::from_str(&crate::common::read_text(&dir.join("manifest.json")))
+            .expect("manifest.json");
     let entries = manifest.as_array().expect("manifest is a list");
     assert!(entries.len() >= 20, "expected the rewind-usage cases");
     let mut sides = std::collections::BTreeSet::new();
@@ -180,7 +179,10 @@ fn rewound_sessions_report_the_prompt_size_adk_reads() {
             ));
         }
         let differ = e["differing_checks"].as_array().expect("differing_checks");
-        assert!(!differ.is_empty(), "{name}: no check where the readings differ");
+        assert!(
+            !differ.is_empty(),
+            "{name}: no check where the readings differ"
+        );
         for d in differ {
             let at = d["at"].as_u64().expect("at") as u32;
             let engine = match d["check"].as_str() {
@@ -216,6 +218,9 @@ fn rewound_sessions_report_the_prompt_size_adk_reads() {
     );
     assert!(checked >= 40, "only {checked} differing checks");
     for s in ["below", "between", "above"] {
-        assert!(sides.contains(s), "no case with the threshold {s} both readings");
+        assert!(
+            sides.contains(s),
+            "no case with the threshold {s} both readings"
+        );
     }
 }
