@@ -1,6 +1,5 @@
 //! `compaction-sim sweep` and `merge`, driven through the binary.
 
-use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
 use crate::common::bin;
@@ -169,7 +168,8 @@ fn inputs() -> Vec<String> {
             .to_string()
     })
     .collect();
-    let adk = crate::common::corpus_dir("adk/adk-python/tests/integration/fixture/home_automation_agent");
+    let adk =
+        crate::common::corpus_dir("adk/adk-python/tests/integration/fixture/home_automation_agent");
     v.push(adk.display().to_string());
     v
 }
