@@ -41,6 +41,13 @@ pub struct Diff {
 /// Compare one oracle output (already parsed) against a replay of its transcript.
 /// `dir` is the folder of the JSON file (the transcript path is relative to it).
 pub fn check_case(oracle: &Value, dir: &Path) -> Result<Vec<Diff>> {
+    let (cfg, r) = replay_case(oracle, dir)?;
+    Ok(compare(oracle, &r, cfg.token.is_some()))
+}
+
+/// Replay an oracle output's transcript with its setting, summary policy, failing calls and
+/// usage mode: the engine's side of [`check_case`].
+pub fn replay_case(oracle: &Value, dir: &Path) -> Result<(Config, Replay)> {
     let tpath = oracle
         .pointer("/transcript/path")
         .and_then(Value::as_str)
@@ -95,7 +102,7 @@ pub fn check_case(oracle: &Value, dir: &Path) -> Result<Vec<Diff>> {
         sizes.main_agent = sizes.author_index(agent);
     }
     let r = engine::replay(&sizes, &cfg, &summ);
-    Ok(compare(oracle, &r, cfg.token.is_some()))
+    Ok((cfg, r))
 }
 
 fn num_eq(a: &Value, b: &Value) -> bool {

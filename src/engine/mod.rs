@@ -145,18 +145,14 @@ impl<'a> State<'a> {
         self.inv_last[inv] = k as u32;
     }
 
-    /// ADK `_latest_prompt_token_count`: newest recorded count (of `agent`, or of anyone when
-    /// `agent` is `u32::MAX`) among events of isolation scope `scope`, stopping at the latest
-    /// compaction of that scope; else the chars/4 estimate of the request `agent` would
-    /// assemble. `rewinds`: scan only live events (ADK's token path passes
-    /// `_apply_rewinds(events)`; the oracle reports the count over `session.events`).
-    pub fn measured(
-        &mut self,
-        agent: u32,
-        branch: Option<u32>,
-        scope: u32,
-        rewinds: bool,
-    ) -> Option<u64> {
+    /// ADK `_latest_prompt_token_count(_apply_rewinds(events), ...)`, the prompt size ADK's
+    /// token check reads (pre-request and post-invocation alike): the newest replayed count (of
+    /// `agent`, or of anyone when `agent` is `u32::MAX`) among the live events of isolation
+    /// scope `scope`, stopping at the latest live compaction of that scope; else the chars/4
+    /// estimate of the request `agent` would assemble from the live events. The one source of
+    /// both the token decision and the reported `measured_prompt_tokens`: callers read it once
+    /// and hand the same value to `pre_request::token_path` and to the report.
+    pub fn measured(&mut self, agent: u32, branch: Option<u32>, scope: u32) -> Option<u64> {
         if !self.special {
             let stop = self.comps.last().map_or(0, |c| c.after_raw as usize);
             for i in (stop..self.n).rev() {
@@ -169,16 +165,14 @@ impl<'a> State<'a> {
             let m = self.measure(agent, branch, scope);
             return (m.adk_chars > 0).then_some(m.adk_chars / 4);
         }
+        // `_apply_rewinds` first: a rewound compaction no longer stops the scan, a rewound
+        // count is no longer read.
         let stop = (0..self.comps.len())
             .rev()
-            .find(|&k| {
-                self.comp_scope[k] == scope && (!rewinds || self.comp_live(self.comps[k].after_raw))
-            })
+            .find(|&k| self.comp_scope[k] == scope && self.comp_live(self.comps[k].after_raw))
             .map_or(0, |k| self.comps[k].after_raw as usize);
         for i in (stop..self.n).rev() {
-            if self.s.scope[i] != scope
-                || (rewinds && crate::tokens::sizes::in_spans(&self.spans, i))
-            {
+            if self.s.scope[i] != scope || crate::tokens::sizes::in_spans(&self.spans, i) {
                 continue;
             }
             if let Some(v) = self.replayed[i] {
@@ -187,7 +181,7 @@ impl<'a> State<'a> {
                 }
             }
         }
-        self.sc.lead_after_rewinds = rewinds;
+        self.sc.lead_after_rewinds = true;
         let m = self.measure(agent, branch, scope);
         self.sc.lead_after_rewinds = false;
         (m.adk_chars > 0).then_some(m.adk_chars / 4)

@@ -157,18 +157,14 @@ pub(crate) fn run(
 ) {
     let s = st.s;
     let inv = b as u32;
-    let mut measured = None;
     let before = st.out.compactions.len();
-    let mut live = None;
-    if st.cfg.token.is_some() {
-        // The oracle reports the count over all events; ADK's check reads live ones.
-        measured = st.measured(u32::MAX, None, 0, false);
-        live = if s.rewinds.is_empty() {
-            measured
-        } else {
-            st.measured(u32::MAX, None, 0, true)
-        };
-    }
+    // One reading: what the check compares with the threshold is what is reported (the oracle
+    // reports it even when the entry returns before the token path).
+    let measured = if st.cfg.token.is_some() {
+        st.measured(u32::MAX, None, 0)
+    } else {
+        None
+    };
     // `_run_compaction_for_sliding_window` (the post-invocation entry, token path included)
     // returns at once when no live unscoped event remains.
     let any = !st.special
@@ -177,7 +173,7 @@ pub(crate) fn run(
             .any(|k| st.comp_scope[k] == 0 && st.comp_live(st.comps[k].after_raw));
     let mut done = !any;
     if any && st.cfg.token.is_some() {
-        done = token_path(st, live, Phase::PostInvocation, inv, None, 0);
+        done = token_path(st, measured, Phase::PostInvocation, inv, None, 0);
     }
     if !done {
         if st.special {

@@ -270,15 +270,10 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     let mut measured = None;
     let pre_start = st.out.pre_request.len() as u32;
     if st.cfg.token.is_some() && st.cfg.pre_request {
-        // The oracle reports the count over all events; ADK's check reads live ones.
-        measured = st.measured(author, branch, scope, false);
-        let live = if st.s.rewinds.is_empty() {
-            measured
-        } else {
-            st.measured(author, branch, scope, true)
-        };
+        // One reading: what the check compares with the threshold is what is reported.
+        measured = st.measured(author, branch, scope);
         let before = st.out.compactions.len();
-        token_path(st, live, Phase::PreRequest, inv, Some(k as u32), scope);
+        token_path(st, measured, Phase::PreRequest, inv, Some(k as u32), scope);
         for c in before..st.out.compactions.len() {
             st.out.pre_request.push(c as u32 + 1);
         }

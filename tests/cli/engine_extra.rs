@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use compaction_sim::cli::conform::check_case;
+use compaction_sim::cli::conform::{check_case, compare, replay_case};
 
 fn extra_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle-extra")
@@ -114,4 +114,113 @@ fn extra_oracle_cases_agree_with_the_engine() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// `conform --strict` over every extra case: secondary fields too (the post-invocation
+/// `measured_prompt_tokens` among them), so a case may not agree only on the primary ones.
+#[test]
+fn conform_strict_agrees_with_every_extra_case() {
+    let mut cases = Vec::new();
+    oracle_cases(&extra_dir(), &mut cases);
+    let n = cases.iter().filter(|p| load(p).is_some()).count();
+    assert!(n >= 10, "expected the extra oracle cases, found {n}");
+    // `conform` reads the folders it is given, not their subfolders: name each one.
+    let dirs: std::collections::BTreeSet<PathBuf> = cases
+        .iter()
+        .filter_map(|p| p.parent().map(Path::to_path_buf))
+        .collect();
+    let out = crate::common::bin()
+        .args(["conform", "--strict", "--quiet"])
+        .args(&dirs)
+        .output()
+        .expect("run conform");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(&format!("{n}/{n} agree")),
+        "{stdout}"
+    );
+}
+
+/// Issue #16: in sessions with rewinds and recorded usage, the prompt size ADK's token check
+/// reads (`_latest_prompt_token_count` over `_apply_rewinds(events)`) differs from the one
+/// over the raw events. The engine reports the one ADK reads, pre-request and
+/// post-invocation, at every check the manifest lists (thresholds below, between and above
+/// the two readings), with every field of every case agreeing.
+#[test]
+fn rewound_sessions_report_the_prompt_size_adk_reads() {
+    let dir = extra_dir().join("rewind-usage");
+    let manifest: Value =
+        serde_json::from_str(&crate::common::read_text(&dir.join("manifest.json")))
+            .expect("manifest.json");
+    let entries = manifest.as_array().expect("manifest is a list");
+    assert!(entries.len() >= 20, "expected the rewind-usage cases");
+    let mut sides = std::collections::BTreeSet::new();
+    let mut checked = 0usize;
+    let mut failures = Vec::new();
+    for e in entries {
+        let name = e["case"].as_str().expect("case name");
+        let p = dir.join(name);
+        let v = load(&p).unwrap_or_else(|| panic!("{name}: not an oracle case"));
+        let (cfg, r) = match replay_case(&v, &dir) {
+            Ok(x) => x,
+            Err(err) => {
+                failures.push(format!("{name}: engine error: {err:#}"));
+                continue;
+            }
+        };
+        let diffs = compare(&v, &r, cfg.token.is_some());
+        if let Some(d) = diffs.first() {
+            failures.push(format!(
+                "{name}: {} differ(s); first {}: oracle {} engine {}",
+                diffs.len(),
+                d.path,
+                d.oracle,
+                d.engine
+            ));
+        }
+        let differ = e["differing_checks"].as_array().expect("differing_checks");
+        assert!(
+            !differ.is_empty(),
+            "{name}: no check where the readings differ"
+        );
+        for d in differ {
+            let at = d["at"].as_u64().expect("at") as u32;
+            let engine = match d["check"].as_str() {
+                Some("pre_request") => r
+                    .requests
+                    .iter()
+                    .find(|q| q.event_index == at)
+                    .and_then(|q| q.measured_prompt_tokens),
+                Some("post_invocation") => r
+                    .invocations
+                    .get(at as usize)
+                    .and_then(|i| i.post_measured_prompt_tokens),
+                other => panic!("{name}: unknown check {other:?}"),
+            };
+            let want = d["adk"].as_u64();
+            if engine != want {
+                failures.push(format!(
+                    "{name}: {} at {at}: engine reports {engine:?}, ADK reads {want:?} \
+                     (raw events: {})",
+                    d["check"], d["raw_events"]
+                ));
+            }
+            sides.insert(d["side"].as_str().unwrap_or("").to_string());
+            checked += 1;
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} disagreement(s) over {} cases:\n{}",
+        failures.len(),
+        entries.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 40, "only {checked} differing checks");
+    for s in ["below", "between", "above"] {
+        assert!(
+            sides.contains(s),
+            "no case with the threshold {s} both readings"
+        );
+    }
 }
