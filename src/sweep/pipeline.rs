@@ -68,12 +68,8 @@ impl Costing {
         latency: &str,
     ) -> Result<Costing> {
         let mut model = CostModel::default();
-        model
-            .prices
-            .apply_file(pricing_file, pricing)?;
-        model
-            .latency
-            .apply_file(latency_file, latency)?;
+        model.prices.apply_file(pricing_file, pricing)?;
+        model.latency.apply_file(latency_file, latency)?;
         let pricing_date = model.prices.pricing_date.clone();
         Ok(Costing {
             model,
