@@ -46,6 +46,9 @@ impl CostFlags {
             let name = p.display().to_string();
             let text = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
             prices.apply_file(&name, &text)?;
+            for w in &prices.warnings {
+                eprintln!("warning: {w}");
+            }
         }
         let mut latency = LatencyTable::builtin();
         if let Some(p) = &self.latency {
