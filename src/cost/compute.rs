@@ -1299,4 +1299,26 @@ mod tests {
         assert_eq!(r.calls[0].result, CallResult::Summary);
         assert!(log.discarded.is_empty());
     }
+
+    #[test]
+    fn one_hour_write_share_comes_from_recorded_writes_and_carries_over() {
+        // Event 1 recorded 1,000 writes of which 250 with the 1-hour lifetime (share 0.25);
+        // event 3 recorded no writes, so it keeps 0.25; event 5 recorded 400, all 1-hour.
+        let mut s = session();
+        s.events[1].usage = Some(Usage {
+            prompt_tokens: 3000,
+            cache_write_tokens: 1000,
+            ..Default::default()
+        });
+        s.events[1].cache_write_1h_tokens = 250;
+        s.events[5].usage = Some(Usage {
+            prompt_tokens: 2500,
+            cache_write_tokens: 400,
+            ..Default::default()
+        });
+        s.events[5].cache_write_1h_tokens = 400;
+        assert_eq!(write_1h_shares(&s), [0.0, 0.25, 0.25, 0.25, 0.25, 1.0]);
+        // No recorded 1-hour writes: every share is 0 (the 5-minute cache).
+        assert!(write_1h_shares(&session()).iter().all(|&x| x == 0.0));
+    }
 }

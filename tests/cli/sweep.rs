@@ -309,6 +309,20 @@ mod run_folder {
         assert_eq!(settings.len(), 57);
         assert_eq!(run["settings"], 57);
         assert_eq!(run["adk_semantics"], "google-adk 2.13.0");
+        // Prices: their date and source (the LiteLLM pin) are stated where numbers are shown.
+        assert_eq!(run["pricing_date"], "2026-11-20");
+        assert!(
+            run["pricing_source"]
+                .as_str()
+                .unwrap()
+                .starts_with("LiteLLM 1.110.2 (PyPI litellm==1.110.2"),
+            "{run}"
+        );
+        // Models timed with the `default` latency figures are named, and only those.
+        let lat = compaction_sim::cost::latency::LatencyTable::builtin();
+        for m in run["latency_default_models"].as_array().unwrap() {
+            assert_eq!(lat.family_of(m.as_str().unwrap()), None, "{m}");
+        }
         let sessions = run["sessions"].as_u64().unwrap();
         assert!(sessions >= 6, "{run}");
         let counted: u64 = run["inputs"]
