@@ -101,7 +101,8 @@ pub fn price_requests(
         } else {
             0
         };
-        let writes_1h = ((writes as f64 * r.write_1h_share.clamp(0.0, 1.0)).round() as u64).min(writes);
+        let writes_1h =
+            ((writes as f64 * r.write_1h_share.clamp(0.0, 1.0)).round() as u64).min(writes);
         let uncached = r.prompt_tokens - cached - writes;
         let usd_and_tier = price.rates_for(r.prompt_tokens).map(|(rates, tier)| {
             let cached_rate = rates.cached_input.unwrap_or(rates.input);
@@ -403,9 +404,15 @@ mod tests {
             &rules,
             CacheMode::On,
         );
-        assert_eq!((c[0].cache_write_tokens, c[0].uncached_input_tokens), (10_000, 0));
+        assert_eq!(
+            (c[0].cache_write_tokens, c[0].uncached_input_tokens),
+            (10_000, 0)
+        );
         assert!((c[0].usd.unwrap() - 0.05).abs() < 1e-12);
-        assert_eq!((c[1].cached_read_tokens, c[1].cache_write_tokens), (9_984, 2_016));
+        assert_eq!(
+            (c[1].cached_read_tokens, c[1].cache_write_tokens),
+            (9_984, 2_016)
+        );
         assert!((c[1].usd.unwrap() - 0.0140736).abs() < 1e-12);
         // Without a write price the same rules bill those tokens at input: 10,000 * $4/M.
         let plain = ModelPrice {
@@ -434,14 +441,22 @@ mod tests {
         );
         assert_eq!(c[0].cache_write_1h_tokens, 10_000);
         assert!((c[0].usd.unwrap() - 0.06).abs() < 1e-12);
-        assert_eq!((c[1].cached_read_tokens, c[1].cache_write_1h_tokens), (10_000, 2_000));
+        assert_eq!(
+            (c[1].cached_read_tokens, c[1].cache_write_1h_tokens),
+            (10_000, 2_000)
+        );
         assert!((c[1].usd.unwrap() - 0.015).abs() < 1e-12);
         // The entry's own 1-hour price wins over 2x input: $10/M -> 10,000 * $10/M = $0.10.
         let priced = ModelPrice {
             cache_write_1h: Some(10.0),
             ..sonnet()
         };
-        let c = price_requests(&[one_hour(0.0, 10_000, 0)], &priced, &anthropic(), CacheMode::On);
+        let c = price_requests(
+            &[one_hour(0.0, 10_000, 0)],
+            &priced,
+            &anthropic(),
+            CacheMode::On,
+        );
         assert!((c[0].usd.unwrap() - 0.10).abs() < 1e-12);
         // 5-minute writes 1,800 s apart: the cache has expired, all 12,000 are written.
         let c = price_requests(
@@ -450,6 +465,9 @@ mod tests {
             &anthropic(),
             CacheMode::On,
         );
-        assert_eq!((c[1].cached_read_tokens, c[1].cache_write_1h_tokens), (0, 0));
+        assert_eq!(
+            (c[1].cached_read_tokens, c[1].cache_write_1h_tokens),
+            (0, 0)
+        );
     }
 }

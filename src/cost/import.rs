@@ -171,7 +171,8 @@ pub fn import(
     for (name, entry) in obj {
         let provider = entry.get("litellm_provider").and_then(|v| v.as_str());
         let mode = entry.get("mode").and_then(|v| v.as_str());
-        let of_kept_provider = provider.is_some_and(|p| overlay.keep_providers.iter().any(|k| k == p));
+        let of_kept_provider =
+            provider.is_some_and(|p| overlay.keep_providers.iter().any(|k| k == p));
         let request_mode = mode.is_some_and(|m| LITELLM_MODES.contains(&m));
         if (of_kept_provider && request_mode) || wanted_from.contains(&name.as_str()) {
             kept.insert(name.clone(), entry.clone());
@@ -452,7 +453,11 @@ mod tests {
         // No max_tokens fallback.
         assert_eq!(t.models["gpt-x-2024-01-01"].context_window, None);
         assert_eq!(t.pricing_date, "2026-01-02");
-        assert!(t.source.starts_with("LiteLLM 9.9.9 (PyPI litellm==9.9.9"), "{}", t.source);
+        assert!(
+            t.source.starts_with("LiteLLM 9.9.9 (PyPI litellm==9.9.9"),
+            "{}",
+            t.source
+        );
         // The filtered copy holds exactly the kept entries.
         let f: serde_json::Value = serde_json::from_str(&got.filtered_json).unwrap();
         assert_eq!(
@@ -486,10 +491,18 @@ mod tests {
 
     #[test]
     fn overlay_naming_a_missing_model_is_an_error_naming_it() {
-        let e = import("f.json", FILE, "o.toml", &overlay("[models.\"gpt-y\"]\ninput = 1.0\n"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("o.toml: models.\"gpt-y\": not a kept entry of f.json"), "{e}");
+        let e = import(
+            "f.json",
+            FILE,
+            "o.toml",
+            &overlay("[models.\"gpt-y\"]\ninput = 1.0\n"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("o.toml: models.\"gpt-y\": not a kept entry of f.json"),
+            "{e}"
+        );
         let e = import(
             "f.json",
             FILE,
@@ -498,6 +511,9 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.starts_with("o.toml: models.\"gpt-y\".from: `nope`"), "{e}");
+        assert!(
+            e.starts_with("o.toml: models.\"gpt-y\".from: `nope`"),
+            "{e}"
+        );
     }
 }

@@ -302,8 +302,8 @@ impl PriceTable {
                     t.cache_write_1h,
                     Some(t.output),
                 ]
-                    .into_iter()
-                    .flatten()
+                .into_iter()
+                .flatten()
                 {
                     if !v.is_finite() || v < 0.0 {
                         return Err(bad("tier price"));
@@ -410,7 +410,8 @@ impl PriceTable {
         self.models
             .iter()
             .find(|(k, m)| {
-                k.eq_ignore_ascii_case(name) || m.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+                k.eq_ignore_ascii_case(name)
+                    || m.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
             })
             .map(|(k, _)| k.clone())
     }
@@ -496,9 +497,11 @@ pub fn provider_of(name: &str, litellm_provider: Option<&str>) -> Option<String>
     // Bedrock ids put the vendor first: `us.anthropic.claude-...-v1:0`.
     let family = if last.contains("claude") {
         Some("anthropic")
-    } else if ["gpt-", "chatgpt", "o1", "o3", "o4", "davinci", "babbage", "ft:gpt", "codex-"]
-        .iter()
-        .any(|p| last.starts_with(p))
+    } else if [
+        "gpt-", "chatgpt", "o1", "o3", "o4", "davinci", "babbage", "ft:gpt", "codex-",
+    ]
+    .iter()
+    .any(|p| last.starts_with(p))
     {
         Some("openai")
     } else if ["gemini", "gemma", "learnlm"]
@@ -516,7 +519,10 @@ pub fn provider_of(name: &str, litellm_provider: Option<&str>) -> Option<String>
     Some(match p.as_str() {
         "anthropic" => "anthropic".to_string(),
         "openai" | "text-completion-openai" => "openai".to_string(),
-        _ if p == "gemini" || p.starts_with("vertex_ai-language") || p == "vertex_ai-text-models" => {
+        _ if p == "gemini"
+            || p.starts_with("vertex_ai-language")
+            || p == "vertex_ai-text-models" =>
+        {
             "google".to_string()
         }
         _ => p,
@@ -608,7 +614,9 @@ fn litellm_entry(
             input,
             cached_input: per_m(&format!("cache_read_input_token_cost_{suffix}"))?,
             cache_write: per_m(&format!("cache_creation_input_token_cost_{suffix}"))?,
-            cache_write_1h: per_m(&format!("cache_creation_input_token_cost_above_1hr_{suffix}"))?,
+            cache_write_1h: per_m(&format!(
+                "cache_creation_input_token_cost_above_1hr_{suffix}"
+            ))?,
             output,
         });
     }
@@ -899,7 +907,8 @@ mod tests {
 
     fn with_litellm() -> PriceTable {
         let mut t = PriceTable::builtin();
-        t.apply_file("prices.json", LITELLM).expect("bad entries do not abort");
+        t.apply_file("prices.json", LITELLM)
+            .expect("bad entries do not abort");
         t
     }
 
@@ -970,14 +979,21 @@ mod tests {
         assert!(!t.models.contains_key("claude-haiku-4-5-20251001"));
         let (_, m) = t.find("claude-haiku-4-5").unwrap();
         assert_eq!((m.input, m.output), (Some(9.0), old.output));
-        assert!(t.source.ends_with("overrides: LiteLLM file p.json"), "{}", t.source);
+        assert!(
+            t.source.ends_with("overrides: LiteLLM file p.json"),
+            "{}",
+            t.source
+        );
     }
 
     #[test]
     fn provider_follows_the_model_family() {
         let t = with_litellm();
         let p = |n: &str| t.find(n).unwrap().1.provider.clone();
-        assert_eq!(p("bedrock/anthropic.claude-x-v1:0").as_deref(), Some("anthropic"));
+        assert_eq!(
+            p("bedrock/anthropic.claude-x-v1:0").as_deref(),
+            Some("anthropic")
+        );
         assert_eq!(p("azure_ai/claude-y").as_deref(), Some("anthropic"));
         assert_eq!(p("azure/gpt-w").as_deref(), Some("openai"));
         assert_eq!(p("bedrock/meta.llama-z").as_deref(), Some("bedrock"));

@@ -108,7 +108,12 @@ pub fn latency_default_models(
     for m in agent_models {
         if m == "recorded" {
             for s in sessions {
-                models.insert(s.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL).to_string());
+                models.insert(
+                    s.model
+                        .as_deref()
+                        .unwrap_or(FALLBACK_AGENT_MODEL)
+                        .to_string(),
+                );
             }
         } else {
             models.insert(m.clone());

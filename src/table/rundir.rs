@@ -228,7 +228,10 @@ pub fn run_json(
     o.insert("grid".into(), serde_json::to_value(grid)?);
     o.insert("tokenizer".into(), serde_json::to_value(&grid.tokenizer)?);
     o.insert("pricing_date".into(), inputs.pricing_date.clone().into());
-    o.insert("pricing_source".into(), inputs.pricing_source.clone().into());
+    o.insert(
+        "pricing_source".into(),
+        inputs.pricing_source.clone().into(),
+    );
     o.insert(
         "latency_default_models".into(),
         serde_json::to_value(&inputs.latency_default_models)?,

@@ -368,9 +368,9 @@ impl<'a> Reader<'a> {
             }
         });
         // Of those writes, the ones with the 1-hour lifetime (priced at the 1-hour rate).
-        let write_1h = msg.get("usage").map(|u| {
-            readutil::u64_field(u.get("cache_creation"), "ephemeral_1h_input_tokens")
-        });
+        let write_1h = msg
+            .get("usage")
+            .map(|u| readutil::u64_field(u.get("cache_creation"), "ephemeral_1h_input_tokens"));
         let Some(group) = self.groups.get_mut(g) else {
             return Ok(());
         };

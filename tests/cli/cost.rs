@@ -478,7 +478,10 @@ mod pricing {
             "src/data/pricing.toml differs from what `pricing import` makes of {PINNED}"
         );
         // The fixture is the import's own filtered copy, small enough to keep in the repo.
-        assert_eq!(read_text(&filtered), read_text(std::path::Path::new(&fixture)));
+        assert_eq!(
+            read_text(&filtered),
+            read_text(std::path::Path::new(&fixture))
+        );
         assert!(std::fs::metadata(&fixture).unwrap().len() < 400_000);
     }
 
@@ -524,15 +527,31 @@ mod pricing {
                 .output()
                 .unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
-            assert!(out.status.success(), "{}: {}", f.display(), String::from_utf8_lossy(&out.stderr));
-            assert!(text.contains("prices of 2026-11-20"), "{}: {text}", f.display());
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                f.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                text.contains("prices of 2026-11-20"),
+                "{}: {text}",
+                f.display()
+            );
             assert!(!text.contains("INCOMPLETE"), "{}: {text}", f.display());
             let cost = text
                 .lines()
                 .find(|l| l.trim_start().starts_with("cost "))
                 .unwrap_or_else(|| panic!("{}: no cost line", f.display()));
-            assert!(!cost.contains("baseline $0.0000"), "{}: {cost}", f.display());
-            assert!(text.contains("price source             LiteLLM 1.110.2"), "{text}");
+            assert!(
+                !cost.contains("baseline $0.0000"),
+                "{}: {cost}",
+                f.display()
+            );
+            assert!(
+                text.contains("price source             LiteLLM 1.110.2"),
+                "{text}"
+            );
         }
     }
 
@@ -577,7 +596,13 @@ mod pricing {
         let out = bin()
             .arg("replay")
             .arg(corpus_dir("claude_code_spotter").join("short.jsonl"))
-            .args(["--after-tokens", "6000", "--keep-recent-events", "2", "--pricing"])
+            .args([
+                "--after-tokens",
+                "6000",
+                "--keep-recent-events",
+                "2",
+                "--pricing",
+            ])
             .arg(&p)
             .assert()
             .success()
