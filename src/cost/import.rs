@@ -16,7 +16,8 @@
 //! 4. Write the table with `source` and `pricing_date` from the overlay's pin.
 
 use super::pricing::{
-    strip_date_suffix, ModelPrice, PriceTable, PricingError, ProviderCache, Tier, LITELLM_MODES,
+    litellm_object, strip_date_suffix, toml_error_location, ModelPrice, PriceTable, PricingError,
+    ProviderCache, LITELLM_MODES,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -39,8 +40,7 @@ pub enum ImportError {
 }
 
 /// The hand-written part: the pin, what to keep, caching rules, and per-model judgement.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub struct Overlay {
     /// The LiteLLM release the table comes from (PyPI `litellm==VERSION`).
     pub litellm_version: String,
@@ -48,75 +48,64 @@ pub struct Overlay {
     pub file_date: String,
     /// `litellm_provider` values whose entries are kept.
     pub keep_providers: Vec<String>,
-    #[serde(default)]
     pub providers: BTreeMap<String, ProviderCache>,
-    #[serde(default)]
     pub models: BTreeMap<String, OverlayModel>,
 }
 
-/// One model's judgement: any field of a table entry, plus `from`.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The overlay file as written; each model is a table entry's fields plus `from`.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct OverlayFile {
+    litellm_version: String,
+    file_date: String,
+    keep_providers: Vec<String>,
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderCache>,
+    #[serde(default)]
+    models: BTreeMap<String, toml::Table>,
+}
+
+/// One model's judgement.
+#[derive(Debug, Clone, Default)]
 pub struct OverlayModel {
     /// The LiteLLM entry this model is built from, when its own name is not a kept entry
     /// (a retired model still priced on Bedrock, a long-context variant).
-    #[serde(default)]
     pub from: Option<String>,
-    #[serde(default)]
-    pub provider: Option<String>,
-    #[serde(default)]
-    pub input: Option<f64>,
-    #[serde(default)]
-    pub cached_input: Option<f64>,
-    #[serde(default)]
-    pub cache_write: Option<f64>,
-    #[serde(default)]
-    pub cache_write_1h: Option<f64>,
-    #[serde(default)]
-    pub output: Option<f64>,
-    #[serde(default)]
-    pub context_window: Option<u64>,
-    #[serde(default)]
-    pub tiers: Vec<Tier>,
-    #[serde(default)]
-    pub aliases: Vec<String>,
-    #[serde(default)]
-    pub min_cache_tokens: Option<u64>,
-}
-
-impl OverlayModel {
-    fn fields(&self) -> ModelPrice {
-        ModelPrice {
-            provider: self.provider.clone(),
-            input: self.input,
-            cached_input: self.cached_input,
-            cache_write: self.cache_write,
-            cache_write_1h: self.cache_write_1h,
-            output: self.output,
-            context_window: self.context_window,
-            tiers: self.tiers.clone(),
-            aliases: self.aliases.clone(),
-            min_cache_tokens: self.min_cache_tokens,
-        }
-    }
+    /// The fields it sets, merged over the imported entry.
+    pub fields: ModelPrice,
 }
 
 impl Overlay {
     pub fn parse(file: &str, text: &str) -> Result<Overlay, ImportError> {
-        toml::from_str(text).map_err(|e| ImportError::Overlay {
+        let raw: OverlayFile = toml::from_str(text).map_err(|e| ImportError::Overlay {
             file: file.to_string(),
-            location: match e.span() {
-                Some(span) => format!(
-                    "line {}",
-                    text.get(..span.start)
-                        .unwrap_or(text)
-                        .lines()
-                        .count()
-                        .max(1)
-                ),
-                None => "toml".to_string(),
-            },
+            location: toml_error_location(text, &e),
             message: e.message().to_string(),
+        })?;
+        let mut models = BTreeMap::new();
+        for (name, mut t) in raw.models {
+            let bad = |message: String| ImportError::Overlay {
+                file: file.to_string(),
+                location: format!("models.\"{name}\""),
+                message,
+            };
+            let from = match t.remove("from") {
+                None => None,
+                Some(toml::Value::String(f)) => Some(f),
+                Some(_) => return Err(bad("`from` must be a string".to_string())),
+            };
+            // A misspelled field is an error (`ModelPrice` denies unknown fields).
+            let fields: ModelPrice = toml::Value::Table(t)
+                .try_into()
+                .map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
+            models.insert(name, OverlayModel { from, fields });
+        }
+        Ok(Overlay {
+            litellm_version: raw.litellm_version,
+            file_date: raw.file_date,
+            keep_providers: raw.keep_providers,
+            providers: raw.providers,
+            models,
         })
     }
 
@@ -150,17 +139,7 @@ pub fn import(
     overlay_file: &str,
     overlay: &Overlay,
 ) -> Result<Imported, ImportError> {
-    let value: serde_json::Value =
-        serde_json::from_str(litellm_text).map_err(|e| PricingError::BadFile {
-            file: litellm_file.to_string(),
-            location: format!("line {}", e.line()),
-            message: e.to_string(),
-        })?;
-    let obj = value.as_object().ok_or_else(|| PricingError::BadFile {
-        file: litellm_file.to_string(),
-        location: "$".to_string(),
-        message: "expected an object of model name -> prices".to_string(),
-    })?;
+    let obj = litellm_object(litellm_file, litellm_text)?;
     let wanted_from: Vec<&str> = overlay
         .models
         .values()
@@ -233,7 +212,7 @@ pub fn import(
                 })?,
         };
         let mut m = base;
-        m.merge_over(o.fields());
+        m.merge_over(o.fields.clone());
         models.insert(name.clone(), m);
     }
     for m in models.values_mut() {
@@ -336,13 +315,7 @@ fn render_table(t: &PriceTable, version: &str) -> String {
         if let Some(p) = &m.provider {
             let _ = writeln!(s, "provider = {}", toml_str(p));
         }
-        for (k, v) in [
-            ("input", m.input),
-            ("cached_input", m.cached_input),
-            ("cache_write", m.cache_write),
-            ("cache_write_1h", m.cache_write_1h),
-            ("output", m.output),
-        ] {
+        for (k, v) in m.named_prices() {
             if let Some(v) = v {
                 let _ = writeln!(s, "{k} = {}", toml_f64(v));
             }
@@ -513,6 +486,18 @@ mod tests {
         .to_string();
         assert!(
             e.starts_with("o.toml: models.\"gpt-y\".from: `nope`"),
+            "{e}"
+        );
+        // A misspelled field is an error, not silently ignored judgement.
+        let e = Overlay::parse(
+            "o.toml",
+            "litellm_version = \"1\"\nfile_date = \"d\"\nkeep_providers = []\n\
+             [models.\"gpt-x\"]\ninptu = 1.0\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("o.toml: models.\"gpt-x\": unknown field `inptu`"),
             "{e}"
         );
     }

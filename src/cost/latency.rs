@@ -133,17 +133,7 @@ impl LatencyTable {
     pub fn apply_file(&mut self, file: &str, text: &str) -> Result<(), LatencyFileError> {
         let parsed: LatencyFile = toml::from_str(text).map_err(|e| LatencyFileError {
             file: file.to_string(),
-            location: match e.span() {
-                Some(span) => format!(
-                    "line {}",
-                    text.get(..span.start)
-                        .unwrap_or(text)
-                        .lines()
-                        .count()
-                        .max(1)
-                ),
-                None => "toml".to_string(),
-            },
+            location: super::pricing::toml_error_location(text, &e),
             message: e.message().to_string(),
         })?;
         for (name, e) in &parsed.models {

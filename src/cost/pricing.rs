@@ -155,6 +155,17 @@ impl ModelPrice {
         }
     }
 
+    /// The per-token prices with their field names, in the table's order.
+    pub fn named_prices(&self) -> [(&'static str, Option<f64>); 5] {
+        [
+            ("input", self.input),
+            ("cached_input", self.cached_input),
+            ("cache_write", self.cache_write),
+            ("cache_write_1h", self.cache_write_1h),
+            ("output", self.output),
+        ]
+    }
+
     /// True when both input and output prices are known.
     pub fn is_priced(&self) -> bool {
         self.input.is_some() && self.output.is_some()
@@ -245,23 +256,10 @@ impl PriceTable {
 
     /// Parse our TOML shape; returns the table and whether it asks to replace.
     pub fn parse_toml(file: &str, text: &str) -> Result<(PriceTable, bool), PricingError> {
-        let raw: TomlTable = toml::from_str(text).map_err(|e| {
-            let location = match e.span() {
-                Some(span) => format!(
-                    "line {}",
-                    text.get(..span.start)
-                        .unwrap_or(text)
-                        .lines()
-                        .count()
-                        .max(1)
-                ),
-                None => "toml".to_string(),
-            };
-            PricingError::BadFile {
-                file: file.to_string(),
-                location,
-                message: e.message().to_string(),
-            }
+        let raw: TomlTable = toml::from_str(text).map_err(|e| PricingError::BadFile {
+            file: file.to_string(),
+            location: toml_error_location(text, &e),
+            message: e.message().to_string(),
         })?;
         let table = PriceTable {
             pricing_date: raw.pricing_date.unwrap_or_default(),
@@ -281,13 +279,7 @@ impl PriceTable {
                 location: format!("models.\"{name}\""),
                 message: format!("{what} must be a finite number >= 0"),
             };
-            for (what, v) in [
-                ("input", m.input),
-                ("cached_input", m.cached_input),
-                ("cache_write", m.cache_write),
-                ("cache_write_1h", m.cache_write_1h),
-                ("output", m.output),
-            ] {
+            for (what, v) in m.named_prices() {
                 if let Some(v) = v {
                     if !v.is_finite() || v < 0.0 {
                         return Err(bad(what));
@@ -328,19 +320,9 @@ impl PriceTable {
     /// shape. A malformed entry is skipped with a warning naming it (a 2,600-entry file is not
     /// lost to one bad entry); only a file that is not a JSON object is an error.
     pub fn parse_litellm(file: &str, text: &str) -> Result<LiteLlmModels, PricingError> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| PricingError::BadFile {
-                file: file.to_string(),
-                location: format!("line {}", e.line()),
-                message: e.to_string(),
-            })?;
-        let obj = value.as_object().ok_or_else(|| PricingError::BadFile {
-            file: file.to_string(),
-            location: "$".to_string(),
-            message: "expected an object of model name -> prices".to_string(),
-        })?;
+        let obj = litellm_object(file, text)?;
         let mut out = LiteLlmModels::default();
-        for (name, entry) in obj {
+        for (name, entry) in &obj {
             if name == "sample_spec" {
                 continue;
             }
@@ -480,6 +462,43 @@ impl PriceTable {
             .take(3)
             .map(|(_, k)| k.clone())
             .collect()
+    }
+}
+
+/// Where a TOML error is: `line N` (1-based) of `text`, else `toml`.
+pub(crate) fn toml_error_location(text: &str, e: &toml::de::Error) -> String {
+    match e.span() {
+        Some(span) => format!(
+            "line {}",
+            text.get(..span.start)
+                .unwrap_or(text)
+                .lines()
+                .count()
+                .max(1)
+        ),
+        None => "toml".to_string(),
+    }
+}
+
+/// A LiteLLM file's top-level object (model name -> entry); a file that is not JSON or not an
+/// object is an error naming the file and the place.
+pub(crate) fn litellm_object(
+    file: &str,
+    text: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, PricingError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| PricingError::BadFile {
+            file: file.to_string(),
+            location: format!("line {}", e.line()),
+            message: e.to_string(),
+        })?;
+    match value {
+        serde_json::Value::Object(o) => Ok(o),
+        _ => Err(PricingError::BadFile {
+            file: file.to_string(),
+            location: "$".to_string(),
+            message: "expected an object of model name -> prices".to_string(),
+        }),
     }
 }
 
