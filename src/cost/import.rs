@@ -383,6 +383,21 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_pinned_file_as_pricing_file_changes_no_builtin_entry() {
+        // `--pricing` and the import read LiteLLM the same way: bringing the very file the
+        // table was made from changes no price, window, minimum, tier or alias.
+        let overlay = Overlay::parse("overlay", BUILTIN_OVERLAY).unwrap();
+        let name = format!("litellm-{}-kept.json", overlay.litellm_version);
+        let before = PriceTable::builtin();
+        let mut after = before.clone();
+        after.apply_file(&name, &fixture(&name)).unwrap();
+        assert!(after.warnings.is_empty(), "{:?}", after.warnings);
+        for (k, m) in &before.models {
+            assert_eq!(&after.models[k], m, "{k}");
+        }
+    }
+
     fn overlay(extra: &str) -> Overlay {
         Overlay::parse(
             "o.toml",
