@@ -380,6 +380,11 @@ impl PriceTable {
     }
 
     fn add_source(&mut self, source: String) {
+        // The built-in text applied over the built-in table (a run without `--pricing`)
+        // overrides nothing.
+        if source == self.source {
+            return;
+        }
         self.source = if self.source.is_empty() {
             source
         } else {

@@ -433,7 +433,7 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
         rows.push((
             "latency".into(),
             format!(
-                "{}: no latency family of their own; timed with the `default` planning figures (latency.toml in this folder)",
+                "{}: timed with the `default` planning figures, as no family of latency.toml (in this folder) matches",
                 names.join(", ")
             ),
         ));

@@ -319,6 +319,19 @@ mod run_folder {
                 .starts_with("LiteLLM 1.110.2 (PyPI litellm==1.110.2"),
             "{run}"
         );
+        // No `--pricing`: the built-in table overrides nothing.
+        assert!(
+            !run["pricing_source"]
+                .as_str()
+                .unwrap()
+                .contains("overrides"),
+            "{run}"
+        );
+        let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(
+            report.contains("| pricing date | 2026-11-20: list prices as of that date (pricing.toml in this folder; source: LiteLLM 1.110.2"),
+            "{report}"
+        );
         // Models timed with the `default` latency figures are named, and only those.
         let lat = compaction_sim::cost::latency::LatencyTable::builtin();
         for m in run["latency_default_models"].as_array().unwrap() {
@@ -524,4 +537,39 @@ mod interrupt {
             assert!(left.is_empty(), "left behind after Ctrl-C: {left:?}");
         }
     }
+}
+
+/// Issue #14: a model with no latency family of its own is named in the run's assumptions.
+#[test]
+fn a_model_without_latency_family_is_named_in_run_json_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = bin()
+        .current_dir(dir.path())
+        .arg("sweep")
+        .arg(crate::common::corpus_dir("claude_code_spotter").join("short.jsonl"))
+        // Priced in the table, but no latency family matches it.
+        .args([
+            "--agent-model",
+            "claude-fable-5",
+            "--no-cache",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        run["latency_default_models"],
+        serde_json::json!(["claude-fable-5"])
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report
+            .contains("| latency | claude-fable-5: timed with the \\`default\\` planning figures"),
+        "{report}"
+    );
 }
