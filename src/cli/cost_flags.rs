@@ -27,7 +27,9 @@ pub struct CostFlags {
     /// a summary still being written then is discarded).
     #[arg(long, default_value = "waits")]
     pub client: String,
-    /// Extra or replacement prices: our TOML shape or LiteLLM's JSON.
+    /// Extra or replacement prices: our TOML shape, or LiteLLM's
+    /// model_prices_and_context_window.json (its entries merge over the built-in ones;
+    /// malformed entries are skipped with a warning).
     #[arg(long, value_name = "FILE")]
     pub pricing: Option<PathBuf>,
     /// Latency parameters (the file `calibrate` writes, or the same shape by hand).
