@@ -3,7 +3,7 @@
 //! and garbled corpus files must give `Ok` or a one-line error naming the file, never a panic.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use compaction_sim::transcript::detect::{detect, load_file, load_paths, read_as};
 use compaction_sim::transcript::{canonical, Critical, Format, Part, Role, Session};
