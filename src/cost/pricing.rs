@@ -317,8 +317,8 @@ impl PriceTable {
 
     /// Read LiteLLM's `model_prices_and_context_window.json` shape (per-token USD prices):
     /// the entries of `mode` chat, responses or completion (or no mode), converted to our
-    /// shape. A malformed entry is skipped with a warning naming it (a 2,600-entry file is not
-    /// lost to one bad entry); only a file that is not a JSON object is an error.
+    /// shape. A malformed entry is skipped with a warning naming it (a file of thousands of
+    /// entries is not lost to one bad entry); only a file that is not a JSON object is an error.
     pub fn parse_litellm(file: &str, text: &str) -> Result<LiteLlmModels, PricingError> {
         let obj = litellm_object(file, text)?;
         let mut out = LiteLlmModels::default();
