@@ -27,7 +27,9 @@ pub struct CostFlags {
     /// a summary still being written then is discarded).
     #[arg(long, default_value = "waits")]
     pub client: String,
-    /// Extra or replacement prices: our TOML shape or LiteLLM's JSON.
+    /// Extra or replacement prices: our TOML shape, or LiteLLM's
+    /// model_prices_and_context_window.json (its entries merge over the built-in ones;
+    /// malformed entries are skipped with a warning).
     #[arg(long, value_name = "FILE")]
     pub pricing: Option<PathBuf>,
     /// Latency parameters (the file `calibrate` writes, or the same shape by hand).
@@ -46,6 +48,9 @@ impl CostFlags {
             let name = p.display().to_string();
             let text = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
             prices.apply_file(&name, &text)?;
+            for w in &prices.warnings {
+                eprintln!("warning: {w}");
+            }
         }
         let mut latency = LatencyTable::builtin();
         if let Some(p) = &self.latency {

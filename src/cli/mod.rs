@@ -44,6 +44,7 @@ pub mod conform;
 pub mod cost_flags;
 pub mod inspect;
 pub mod merge;
+pub mod pricing;
 pub mod replay;
 pub mod report;
 pub mod sweep;
@@ -78,6 +79,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Generate realistic sample sessions as ADK session JSON.
     Synth(synth::SynthArgs),
+    /// Price table maintenance: `pricing import` derives the built-in table from LiteLLM's.
+    Pricing(pricing::PricingArgs),
 }
 
 /// Exit codes shared by every subcommand.
@@ -164,6 +167,7 @@ pub fn main() -> ExitCode {
         Command::Merge(a) => merge::run(a),
         Command::Report(a) => report::run(a),
         Command::Synth(a) => synth::run(a),
+        Command::Pricing(a) => pricing::run(a),
     };
     // What is still buffered must reach stdout before the code says it did.
     let result = result.and_then(|code| {

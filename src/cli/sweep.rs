@@ -205,6 +205,9 @@ pub fn drop_failed(inputs: &mut RunInputs, rows: &mut Vec<RunRow>, failed: Vec<F
 
 pub fn run(args: SweepArgs) -> Result<u8> {
     let costing = Costing::load(args.pricing.as_deref(), args.latency.as_deref())?;
+    for w in &costing.model.prices.warnings {
+        eprintln!("warning: {w}");
+    }
     let grid = match resolve_grid(&args, &costing) {
         Ok(g) => g,
         Err(msg) => {
@@ -255,6 +258,13 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         pricing_toml: costing.pricing_text.clone(),
         latency_toml: costing.latency_text.clone(),
         pricing_date: costing.pricing_date.clone(),
+        pricing_source: costing.pricing_source.clone(),
+        latency_default_models: pipeline::latency_default_models(
+            &costing.model.latency,
+            &grid.agent_model,
+            &grid.summarizer,
+            &loaded.sessions,
+        ),
     };
     let name = inputs.default_name(&today());
     let target = match args.shard {

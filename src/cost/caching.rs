@@ -7,9 +7,14 @@
 //!   of that request and the prefix is at least the provider's minimum cacheable size.
 //!   A compaction rewrites the prompt from the summary's position on, so the shared prefix
 //!   stops there.
-//! - Providers that charge cache writes (Anthropic) bill the rest of a cacheable prompt at the
-//!   cache-write rate (the client marks the end of the prompt as a breakpoint, as Claude Code
-//!   does); the others bill it at the input rate.
+//! - Models with a cache-write price (Anthropic's, and OpenAI's that have one, such as
+//!   gpt-5.6), and providers whose rules say writes are charged, bill the rest of a cacheable
+//!   prompt at the cache-write rate (the client marks the end of the prompt as a breakpoint,
+//!   as Claude Code does); the others bill it at the input rate.
+//! - Anthropic's 1-hour cache: where the transcript records that a request's writes had the
+//!   1-hour lifetime (Claude Code `ephemeral_1h_input_tokens`), that share of the writes costs
+//!   the 1-hour write rate (2x input unless the table says otherwise) and the prefix it wrote
+//!   stays readable for an hour.
 //! - Tiers: a request whose prompt is above a tier's threshold pays that tier's rates for all
 //!   its tokens (input, cached, writes and output).
 
@@ -26,13 +31,21 @@ pub struct PricedRequest {
     /// prompt (0 for the first request).
     pub shared_prefix_tokens: u64,
     pub output_tokens: u64,
+    /// Share (0..=1) of this request's cache writes made with the 1-hour lifetime, as the
+    /// transcript recorded for it; 0 for the usual 5-minute cache.
+    pub write_1h_share: f64,
 }
+
+/// Lifetime of a prefix written with Anthropic's 1-hour cache.
+pub const ONE_HOUR_TTL_S: f64 = 3600.0;
 
 /// How one request was billed.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Charge {
     pub cached_read_tokens: u64,
     pub cache_write_tokens: u64,
+    /// Of `cache_write_tokens`, those written with the 1-hour lifetime.
+    pub cache_write_1h_tokens: u64,
     pub uncached_input_tokens: u64,
     pub output_tokens: u64,
     /// The tier threshold this request crossed, if any.
@@ -58,6 +71,7 @@ pub fn price_requests(
     mode: CacheMode,
 ) -> Vec<Charge> {
     let caching = mode == CacheMode::On && price.cached_input.is_some();
+    let writes_charged = rules.cache_write_charged || price.cache_write.is_some();
     let mut out = Vec::with_capacity(reqs.len());
     let mut prev: Option<&PricedRequest> = None;
     for r in reqs {
@@ -66,7 +80,7 @@ pub fn price_requests(
             Some(p)
                 if cacheable
                     && p.prompt_tokens >= rules.min_cache_tokens
-                    && r.time_s - p.time_s <= rules.cache_ttl_s =>
+                    && r.time_s - p.time_s <= ttl_after(p, rules) =>
             {
                 let shared = r
                     .shared_prefix_tokens
@@ -82,18 +96,22 @@ pub fn price_requests(
             }
             _ => 0,
         };
-        let writes = if cacheable && rules.cache_write_charged {
+        let writes = if cacheable && writes_charged {
             r.prompt_tokens - cached
         } else {
             0
         };
+        let writes_1h =
+            ((writes as f64 * r.write_1h_share.clamp(0.0, 1.0)).round() as u64).min(writes);
         let uncached = r.prompt_tokens - cached - writes;
         let usd_and_tier = price.rates_for(r.prompt_tokens).map(|(rates, tier)| {
             let cached_rate = rates.cached_input.unwrap_or(rates.input);
             let write_rate = rates.cache_write.unwrap_or(rates.input);
+            let write_1h_rate = rates.cache_write_1h.unwrap_or(2.0 * rates.input);
             let usd = (uncached as f64 * rates.input
                 + cached as f64 * cached_rate
-                + writes as f64 * write_rate
+                + (writes - writes_1h) as f64 * write_rate
+                + writes_1h as f64 * write_1h_rate
                 + r.output_tokens as f64 * rates.output)
                 / 1e6;
             (usd, tier)
@@ -101,6 +119,7 @@ pub fn price_requests(
         out.push(Charge {
             cached_read_tokens: cached,
             cache_write_tokens: writes,
+            cache_write_1h_tokens: writes_1h,
             uncached_input_tokens: uncached,
             output_tokens: r.output_tokens,
             tier_above: usd_and_tier.and_then(|(_, t)| t),
@@ -109,6 +128,16 @@ pub fn price_requests(
         prev = Some(r);
     }
     out
+}
+
+/// How long the prefix `p` wrote stays readable: an hour when it was written (even in part)
+/// with the 1-hour lifetime, else the provider's lifetime.
+fn ttl_after(p: &PricedRequest, rules: &ProviderCache) -> f64 {
+    if p.write_1h_share > 0.0 {
+        rules.cache_ttl_s.max(ONE_HOUR_TTL_S)
+    } else {
+        rules.cache_ttl_s
+    }
 }
 
 /// Price one standalone call (a summarizer call: a fresh prompt, nothing cached).
@@ -149,6 +178,7 @@ mod tests {
             input: Some(3.0),
             cached_input: Some(0.3),
             cache_write: Some(3.75),
+            cache_write_1h: None,
             output: Some(15.0),
             context_window: Some(1_000_000),
             tiers: vec![super::super::pricing::Tier {
@@ -156,6 +186,7 @@ mod tests {
                 input: 6.0,
                 cached_input: Some(0.6),
                 cache_write: Some(7.5),
+                cache_write_1h: None,
                 output: 22.5,
             }],
             aliases: vec![],
@@ -168,6 +199,7 @@ mod tests {
             prompt_tokens: p,
             shared_prefix_tokens: s,
             output_tokens: o,
+            write_1h_share: 0.0,
         }
     }
 
@@ -347,5 +379,95 @@ mod tests {
             CacheMode::On,
         );
         assert!((total_usd(&c).unwrap() - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn writes_are_charged_whenever_the_model_has_a_write_price() {
+        // gpt-5.6-like: OpenAI rules (writes not charged by the provider rule, blocks of 128)
+        // but a write price of $5/M beside $4/M input. r0: 10,000 written at $5/M = $0.05.
+        // r1 60 s later shares 10,000 (78 blocks = 9,984): 9,984 read at $0.40/M = $0.0039936
+        // and 2,016 written at $5/M = $0.01008 -> $0.0140736.
+        let m = ModelPrice {
+            input: Some(4.0),
+            cached_input: Some(0.4),
+            cache_write: Some(5.0),
+            output: Some(24.0),
+            ..Default::default()
+        };
+        let rules = ProviderCache {
+            cache_block_tokens: 128,
+            ..implicit()
+        };
+        let c = price_requests(
+            &[req(0.0, 10_000, 0, 0), req(60.0, 12_000, 10_000, 0)],
+            &m,
+            &rules,
+            CacheMode::On,
+        );
+        assert_eq!(
+            (c[0].cache_write_tokens, c[0].uncached_input_tokens),
+            (10_000, 0)
+        );
+        assert!((c[0].usd.unwrap() - 0.05).abs() < 1e-12);
+        assert_eq!(
+            (c[1].cached_read_tokens, c[1].cache_write_tokens),
+            (9_984, 2_016)
+        );
+        assert!((c[1].usd.unwrap() - 0.0140736).abs() < 1e-12);
+        // Without a write price the same rules bill those tokens at input: 10,000 * $4/M.
+        let plain = ModelPrice {
+            cache_write: None,
+            ..m
+        };
+        let c = price_requests(&[req(0.0, 10_000, 0, 0)], &plain, &rules, CacheMode::On);
+        assert_eq!(c[0].cache_write_tokens, 0);
+        assert!((c[0].usd.unwrap() - 0.04).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_hour_writes_cost_the_one_hour_rate_and_live_an_hour() {
+        // Sonnet ($3 input, no 1-hour price in the entry: 2x input = $6/M). r0 writes 10,000
+        // with the 1-hour lifetime: $0.06. r1 comes 1,800 s later, past the 5-minute lifetime
+        // but within the hour: reads 10,000 ($0.003) and writes 2,000 at $6/M ($0.012).
+        let one_hour = |t, p, s| PricedRequest {
+            write_1h_share: 1.0,
+            ..req(t, p, s, 0)
+        };
+        let c = price_requests(
+            &[one_hour(0.0, 10_000, 0), one_hour(1_800.0, 12_000, 10_000)],
+            &sonnet(),
+            &anthropic(),
+            CacheMode::On,
+        );
+        assert_eq!(c[0].cache_write_1h_tokens, 10_000);
+        assert!((c[0].usd.unwrap() - 0.06).abs() < 1e-12);
+        assert_eq!(
+            (c[1].cached_read_tokens, c[1].cache_write_1h_tokens),
+            (10_000, 2_000)
+        );
+        assert!((c[1].usd.unwrap() - 0.015).abs() < 1e-12);
+        // The entry's own 1-hour price wins over 2x input: $10/M -> 10,000 * $10/M = $0.10.
+        let priced = ModelPrice {
+            cache_write_1h: Some(10.0),
+            ..sonnet()
+        };
+        let c = price_requests(
+            &[one_hour(0.0, 10_000, 0)],
+            &priced,
+            &anthropic(),
+            CacheMode::On,
+        );
+        assert!((c[0].usd.unwrap() - 0.10).abs() < 1e-12);
+        // 5-minute writes 1,800 s apart: the cache has expired, all 12,000 are written.
+        let c = price_requests(
+            &[req(0.0, 10_000, 0, 0), req(1_800.0, 12_000, 10_000, 0)],
+            &sonnet(),
+            &anthropic(),
+            CacheMode::On,
+        );
+        assert_eq!(
+            (c[1].cached_read_tokens, c[1].cache_write_1h_tokens),
+            (0, 0)
+        );
     }
 }

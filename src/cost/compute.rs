@@ -248,6 +248,23 @@ fn output_tokens(sizes: &SessionSizes, event: usize) -> u64 {
     }
 }
 
+/// Per event, the share of its recorded cache writes made with the 1-hour lifetime; a request
+/// that recorded no writes keeps the share of the request before it (the client's choice of
+/// lifetime does not change between requests).
+fn write_1h_shares(session: &Session) -> Vec<f64> {
+    let mut last = 0.0;
+    session
+        .events
+        .iter()
+        .map(|e| {
+            if let Some(u) = e.usage.filter(|u| u.cache_write_tokens > 0) {
+                last = (e.cache_write_1h_tokens as f64 / u.cache_write_tokens as f64).min(1.0);
+            }
+            last
+        })
+        .collect()
+}
+
 /// Per-call summarizer numbers after the client race: (input, output) tokens actually spent.
 fn call_tokens(c: &SummarizerCall, log: &ReplayLog) -> (u64, u64) {
     match log.discarded.get(&c.call) {
@@ -286,6 +303,8 @@ pub fn compute_metrics(
     };
     let agent = model.resolve(setting.agent_model);
     let time = |event: u32| sizes.timestamp.get(event as usize).copied().unwrap_or(0.0);
+    let shares_1h = write_1h_shares(session);
+    let share_1h = |event: u32| shares_1h.get(event as usize).copied().unwrap_or(0.0);
 
     // Tokens.
     m.prompt_tokens = replay.requests.iter().map(|r| r.prompt_tokens).sum();
@@ -336,6 +355,7 @@ pub fn compute_metrics(
                 prompt_tokens: r.prompt_tokens,
                 shared_prefix_tokens: shared,
                 output_tokens: output_tokens(sizes, r.event_index as usize),
+                write_1h_share: share_1h(r.event_index),
             }
         })
         .collect();
@@ -350,6 +370,7 @@ pub fn compute_metrics(
                 prompt_tokens: p,
                 shared_prefix_tokens: shared,
                 output_tokens: output_tokens(sizes, e as usize),
+                write_1h_share: share_1h(e),
             }
         })
         .collect();
@@ -648,6 +669,30 @@ pub fn render_metrics(
         },
     );
     row(&mut s, "seams", m.seams.to_string());
+    if !model.prices.source.is_empty() {
+        row(&mut s, "price source", model.prices.source.clone());
+    }
+    // Models timed with the `default` figures are named (a stated assumption, not silent).
+    let mut defaulted: Vec<&str> = Vec::new();
+    let summarizer = match setting.summarizer.billed_model(setting.agent_model) {
+        Billed::Model(m) => m,
+        Billed::Free => None,
+    };
+    for m in [setting.agent_model, summarizer].into_iter().flatten() {
+        if model.latency.family_of(m).is_none() && !defaulted.contains(&m) {
+            defaulted.push(m);
+        }
+    }
+    if !defaulted.is_empty() {
+        row(
+            &mut s,
+            "latency assumption",
+            format!(
+                "{} has no latency family: timed with the `default` planning figures",
+                defaulted.join(", ")
+            ),
+        );
+    }
     s
 }
 
@@ -1026,12 +1071,17 @@ mod tests {
             &replay(true),
             None,
             &model,
-            &setting(&spec, Some("claude-opus-4-6")),
+            &setting(&spec, Some("llama-4-maverick")),
             &ReplayLog::default(),
         );
         assert!(!m.cost_complete);
-        let text = render_metrics(&m, &model, &setting(&spec, Some("claude-opus-4-6")));
+        let text = render_metrics(&m, &model, &setting(&spec, Some("llama-4-maverick")));
         assert!(text.contains("INCOMPLETE"), "{text}");
+        // It has no latency family either: the assumption is named.
+        assert!(
+            text.contains("llama-4-maverick has no latency family"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -1254,5 +1304,27 @@ mod tests {
         let (r, log) = replay_with_client(&inner, &model, &waits, &late);
         assert_eq!(r.calls[0].result, CallResult::Summary);
         assert!(log.discarded.is_empty());
+    }
+
+    #[test]
+    fn one_hour_write_share_comes_from_recorded_writes_and_carries_over() {
+        // Event 1 recorded 1,000 writes of which 250 with the 1-hour lifetime (share 0.25);
+        // event 3 recorded no writes, so it keeps 0.25; event 5 recorded 400, all 1-hour.
+        let mut s = session();
+        s.events[1].usage = Some(Usage {
+            prompt_tokens: 3000,
+            cache_write_tokens: 1000,
+            ..Default::default()
+        });
+        s.events[1].cache_write_1h_tokens = 250;
+        s.events[5].usage = Some(Usage {
+            prompt_tokens: 2500,
+            cache_write_tokens: 400,
+            ..Default::default()
+        });
+        s.events[5].cache_write_1h_tokens = 400;
+        assert_eq!(write_1h_shares(&s), [0.0, 0.25, 0.25, 0.25, 0.25, 1.0]);
+        // No recorded 1-hour writes: every share is 0 (the 5-minute cache).
+        assert!(write_1h_shares(&session()).iter().all(|&x| x == 0.0));
     }
 }

@@ -134,17 +134,7 @@ impl LatencyTable {
     pub fn apply_file(&mut self, file: &str, text: &str) -> Result<(), LatencyFileError> {
         let parsed: LatencyFile = toml::from_str(text).map_err(|e| LatencyFileError {
             file: file.to_string(),
-            location: match e.span() {
-                Some(span) => format!(
-                    "line {}",
-                    text.get(..span.start)
-                        .unwrap_or(text)
-                        .lines()
-                        .count()
-                        .max(1)
-                ),
-                None => "toml".to_string(),
-            },
+            location: super::pricing::toml_error_location(text, &e),
             message: e.message().to_string(),
         })?;
         for (name, e) in &parsed.models {
@@ -178,19 +168,27 @@ impl LatencyTable {
         Ok(())
     }
 
-    /// Parameters for a model: the longest family key that prefixes the name (provider prefix
-    /// like `openai/` ignored), else `default`, else a built-in fallback.
-    pub fn for_model(&self, model: &str) -> LatencyParams {
+    /// The family key a model's parameters come from (the longest key that prefixes the name,
+    /// provider prefix ignored); `None`: the `default` figures apply, which a run states in
+    /// its assumptions.
+    pub fn family_of(&self, model: &str) -> Option<&str> {
         let full = model.trim().to_ascii_lowercase();
-        let short = full.rsplit('/').next().unwrap_or(&full).to_string();
+        let short = full.rsplit('/').next().unwrap_or(&full);
         self.families
-            .iter()
-            .filter(|(k, _)| {
+            .keys()
+            .filter(|k| {
                 k.as_str() != "default"
                     && (full.starts_with(k.as_str()) || short.starts_with(k.as_str()))
             })
-            .max_by_key(|(k, _)| k.len())
-            .map(|(_, p)| *p)
+            .max_by_key(|k| k.len())
+            .map(String::as_str)
+    }
+
+    /// Parameters for a model: the longest family key that prefixes the name (provider prefix
+    /// like `openai/` ignored), else `default`, else a built-in fallback.
+    pub fn for_model(&self, model: &str) -> LatencyParams {
+        self.family_of(model)
+            .and_then(|k| self.families.get(k).copied())
             .or_else(|| self.families.get("default").copied())
             .unwrap_or(LatencyParams {
                 ttft_s: 1.0,
@@ -415,6 +413,38 @@ mod tests {
         assert_eq!(t.for_model("openai/gpt-4.1"), t.families["gpt-4.1"]);
         assert_eq!(t.for_model("claude-opus-4-6"), t.families["claude-opus-4"]);
         assert_eq!(t.for_model("llama-4-maverick"), t.families["default"]);
+        assert_eq!(t.family_of("llama-4-maverick"), None);
+        assert_eq!(t.family_of("openai/gpt-4.1-mini"), Some("gpt-4.1-mini"));
+    }
+
+    #[test]
+    fn current_models_have_their_own_latency_family() {
+        // Issue #14: the current families must not fall back to `default` (or to an older
+        // family by prefix: `gpt-5` prefixes `gpt-5.1`) silently.
+        let t = LatencyTable::builtin();
+        for (model, family) in [
+            ("claude-opus-4-6", "claude-opus-4"),
+            ("claude-opus-4-8", "claude-opus-4"),
+            ("claude-sonnet-4-6", "claude-sonnet-4"),
+            ("claude-haiku-4-5-20251001", "claude-haiku-4"),
+            ("claude-opus-5", "claude-opus-5"),
+            ("claude-sonnet-5-5", "claude-sonnet-5"),
+            ("gemini-3.1-pro-preview", "gemini-3.1-pro"),
+            ("gemini-3-flash-preview", "gemini-3-flash"),
+            ("gemini/gemini-3.5-flash-lite", "gemini-3.5-flash-lite"),
+            ("gemini-3.8-flash", "gemini-3.8-flash"),
+            ("gpt-5.1-codex", "gpt-5.1"),
+            ("gpt-5.1-codex-mini", "gpt-5.1-codex-mini"),
+            ("gpt-5.2", "gpt-5.2"),
+            ("gpt-5.3-codex", "gpt-5.3"),
+            ("gpt-5.4-mini", "gpt-5.4-mini"),
+            ("gpt-5.5", "gpt-5.5"),
+            ("gpt-5.6", "gpt-5.6"),
+            ("gpt-6-sol", "gpt-6"),
+            ("o3", "o3"),
+        ] {
+            assert_eq!(t.family_of(model), Some(family), "{model}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod client;
 pub mod compute;
 pub mod evaluate;
 pub mod facts;
+pub mod import;
 pub mod latency;
 pub mod metrics;
 pub mod pricing;

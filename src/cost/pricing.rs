@@ -77,6 +77,8 @@ pub struct Rates {
     pub cached_input: Option<f64>,
     /// `None`: writes are charged at `input` when the provider charges writes.
     pub cache_write: Option<f64>,
+    /// Writes with Anthropic's 1-hour lifetime; `None`: 2x `input` (Anthropic's rule).
+    pub cache_write_1h: Option<f64>,
     pub output: f64,
 }
 
@@ -91,6 +93,8 @@ pub struct Tier {
     pub cached_input: Option<f64>,
     #[serde(default)]
     pub cache_write: Option<f64>,
+    #[serde(default)]
+    pub cache_write_1h: Option<f64>,
     pub output: f64,
 }
 
@@ -106,6 +110,10 @@ pub struct ModelPrice {
     pub cached_input: Option<f64>,
     #[serde(default)]
     pub cache_write: Option<f64>,
+    /// Cache writes with Anthropic's 1-hour lifetime (Claude Code records them apart);
+    /// `None`: 2x `input`.
+    #[serde(default)]
+    pub cache_write_1h: Option<f64>,
     #[serde(default)]
     pub output: Option<f64>,
     /// Largest prompt accepted, tokens.
@@ -121,6 +129,43 @@ pub struct ModelPrice {
 }
 
 impl ModelPrice {
+    /// Take every field `other` gives (tiers when it lists any), keep the rest; aliases are
+    /// the union. How a LiteLLM entry lands on the table's entry of the same model.
+    pub fn merge_over(&mut self, other: ModelPrice) {
+        fn take<T>(mine: &mut Option<T>, theirs: Option<T>) {
+            if theirs.is_some() {
+                *mine = theirs;
+            }
+        }
+        take(&mut self.provider, other.provider);
+        take(&mut self.input, other.input);
+        take(&mut self.cached_input, other.cached_input);
+        take(&mut self.cache_write, other.cache_write);
+        take(&mut self.cache_write_1h, other.cache_write_1h);
+        take(&mut self.output, other.output);
+        take(&mut self.context_window, other.context_window);
+        take(&mut self.min_cache_tokens, other.min_cache_tokens);
+        if !other.tiers.is_empty() {
+            self.tiers = other.tiers;
+        }
+        for a in other.aliases {
+            if !self.aliases.iter().any(|x| x.eq_ignore_ascii_case(&a)) {
+                self.aliases.push(a);
+            }
+        }
+    }
+
+    /// The per-token prices with their field names, in the table's order.
+    pub fn named_prices(&self) -> [(&'static str, Option<f64>); 5] {
+        [
+            ("input", self.input),
+            ("cached_input", self.cached_input),
+            ("cache_write", self.cache_write),
+            ("cache_write_1h", self.cache_write_1h),
+            ("output", self.output),
+        ]
+    }
+
     /// True when both input and output prices are known.
     pub fn is_priced(&self) -> bool {
         self.input.is_some() && self.output.is_some()
@@ -133,6 +178,7 @@ impl ModelPrice {
             input: self.input?,
             cached_input: self.cached_input,
             cache_write: self.cache_write,
+            cache_write_1h: self.cache_write_1h,
             output: self.output?,
         };
         let tier = self
@@ -152,6 +198,9 @@ impl ModelPrice {
                     cache_write: t.cache_write.or(base
                         .cache_write
                         .map(|c| c * t.input / base.input.max(f64::MIN_POSITIVE))),
+                    cache_write_1h: t.cache_write_1h.or(base
+                        .cache_write_1h
+                        .map(|c| c * t.input / base.input.max(f64::MIN_POSITIVE))),
                     output: t.output,
                 },
                 Some(t.above_prompt_tokens),
@@ -167,6 +216,17 @@ pub struct PriceTable {
     pub source: String,
     pub providers: BTreeMap<String, ProviderCache>,
     pub models: BTreeMap<String, ModelPrice>,
+    /// Entries of a `--pricing` file that were skipped, one line each (the CLI prints them).
+    pub warnings: Vec<String>,
+}
+
+/// The models of a LiteLLM file, converted; `warnings` name the entries skipped as malformed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LiteLlmModels {
+    pub models: BTreeMap<String, ModelPrice>,
+    pub warnings: Vec<String>,
+    /// Entries of other modes (embedding, image, audio, ...) left out.
+    pub skipped_modes: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -196,29 +256,17 @@ impl PriceTable {
 
     /// Parse our TOML shape; returns the table and whether it asks to replace.
     pub fn parse_toml(file: &str, text: &str) -> Result<(PriceTable, bool), PricingError> {
-        let raw: TomlTable = toml::from_str(text).map_err(|e| {
-            let location = match e.span() {
-                Some(span) => format!(
-                    "line {}",
-                    text.get(..span.start)
-                        .unwrap_or(text)
-                        .lines()
-                        .count()
-                        .max(1)
-                ),
-                None => "toml".to_string(),
-            };
-            PricingError::BadFile {
-                file: file.to_string(),
-                location,
-                message: e.message().to_string(),
-            }
+        let raw: TomlTable = toml::from_str(text).map_err(|e| PricingError::BadFile {
+            file: file.to_string(),
+            location: toml_error_location(text, &e),
+            message: e.message().to_string(),
         })?;
         let table = PriceTable {
             pricing_date: raw.pricing_date.unwrap_or_default(),
             source: raw.source.unwrap_or_default(),
             providers: raw.providers,
             models: raw.models,
+            warnings: Vec::new(),
         };
         table.validate(file)?;
         Ok((table, raw.replace))
@@ -231,12 +279,7 @@ impl PriceTable {
                 location: format!("models.\"{name}\""),
                 message: format!("{what} must be a finite number >= 0"),
             };
-            for (what, v) in [
-                ("input", m.input),
-                ("cached_input", m.cached_input),
-                ("cache_write", m.cache_write),
-                ("output", m.output),
-            ] {
+            for (what, v) in m.named_prices() {
                 if let Some(v) = v {
                     if !v.is_finite() || v < 0.0 {
                         return Err(bad(what));
@@ -244,9 +287,15 @@ impl PriceTable {
                 }
             }
             for t in &m.tiers {
-                for v in [Some(t.input), t.cached_input, t.cache_write, Some(t.output)]
-                    .into_iter()
-                    .flatten()
+                for v in [
+                    Some(t.input),
+                    t.cached_input,
+                    t.cache_write,
+                    t.cache_write_1h,
+                    Some(t.output),
+                ]
+                .into_iter()
+                .flatten()
                 {
                     if !v.is_finite() || v < 0.0 {
                         return Err(bad("tier price"));
@@ -266,112 +315,56 @@ impl PriceTable {
         Ok(())
     }
 
-    /// Parse LiteLLM's `model_prices_and_context_window.json` shape (per-token USD prices).
-    pub fn parse_litellm(file: &str, text: &str) -> Result<PriceTable, PricingError> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| PricingError::BadFile {
-                file: file.to_string(),
-                location: format!("line {}", e.line()),
-                message: e.to_string(),
-            })?;
-        let obj = value.as_object().ok_or_else(|| PricingError::BadFile {
-            file: file.to_string(),
-            location: "$".to_string(),
-            message: "expected an object of model name -> prices".to_string(),
-        })?;
-        let mut models = BTreeMap::new();
-        for (name, entry) in obj {
+    /// Read LiteLLM's `model_prices_and_context_window.json` shape (per-token USD prices):
+    /// the entries of `mode` chat, responses or completion (or no mode), converted to our
+    /// shape. A malformed entry is skipped with a warning naming it (a file of thousands of
+    /// entries is not lost to one bad entry); only a file that is not a JSON object is an error.
+    pub fn parse_litellm(file: &str, text: &str) -> Result<LiteLlmModels, PricingError> {
+        let obj = litellm_object(file, text)?;
+        let mut out = LiteLlmModels::default();
+        for (name, entry) in &obj {
             if name == "sample_spec" {
                 continue;
             }
-            let Some(e) = entry.as_object() else {
-                return Err(PricingError::BadFile {
-                    file: file.to_string(),
-                    location: format!("$[\"{name}\"]"),
-                    message: "expected an object".to_string(),
-                });
-            };
-            let per_m = |key: &str| -> Result<Option<f64>, PricingError> {
-                match e.get(key) {
-                    None | Some(serde_json::Value::Null) => Ok(None),
-                    Some(v) => match v.as_f64() {
-                        Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x * 1e6)),
-                        _ => Err(PricingError::BadFile {
-                            file: file.to_string(),
-                            location: format!("$[\"{name}\"].{key}"),
-                            message: "expected a number >= 0 (USD per token)".to_string(),
-                        }),
-                    },
+            match litellm_entry(name, entry) {
+                Ok(Some(m)) => {
+                    out.models.insert(name.clone(), m);
                 }
-            };
-            let provider = e
-                .get("litellm_provider")
-                .and_then(|v| v.as_str())
-                .map(litellm_provider);
-            let mut tiers = Vec::new();
-            // `input_cost_per_token_above_200k_tokens` and friends, any threshold.
-            for key in e.keys() {
-                if let Some(k) = key
-                    .strip_prefix("input_cost_per_token_above_")
-                    .and_then(|r| r.strip_suffix("k_tokens"))
-                {
-                    let Ok(thousands) = k.parse::<u64>() else {
-                        continue;
-                    };
-                    let suffix = format!("above_{k}k_tokens");
-                    let (Some(input), Some(output)) = (
-                        per_m(&format!("input_cost_per_token_{suffix}"))?,
-                        per_m(&format!("output_cost_per_token_{suffix}"))?,
-                    ) else {
-                        continue;
-                    };
-                    tiers.push(Tier {
-                        above_prompt_tokens: thousands * 1000,
-                        input,
-                        cached_input: per_m(&format!("cache_read_input_token_cost_{suffix}"))?,
-                        cache_write: per_m(&format!("cache_creation_input_token_cost_{suffix}"))?,
-                        output,
-                    });
-                }
+                Ok(None) => out.skipped_modes += 1,
+                Err((location, message)) => out.warnings.push(format!(
+                    "{file}: {location}: {message}; entry `{name}` skipped"
+                )),
             }
-            tiers.sort_by_key(|t| t.above_prompt_tokens);
-            let context_window = e
-                .get("max_input_tokens")
-                .and_then(|v| v.as_u64())
-                .or_else(|| e.get("max_tokens").and_then(|v| v.as_u64()));
-            models.insert(
-                name.clone(),
-                ModelPrice {
-                    provider,
-                    input: per_m("input_cost_per_token")?,
-                    cached_input: per_m("cache_read_input_token_cost")?,
-                    cache_write: per_m("cache_creation_input_token_cost")?,
-                    output: per_m("output_cost_per_token")?,
-                    context_window,
-                    tiers,
-                    aliases: Vec::new(),
-                    min_cache_tokens: None,
-                },
-            );
         }
-        Ok(PriceTable {
-            pricing_date: String::new(),
-            source: format!("LiteLLM file {file}"),
-            providers: BTreeMap::new(),
-            models,
-        })
+        Ok(out)
     }
 
     /// Apply a `--pricing FILE` (already read): JSON is taken as LiteLLM's shape, anything else
-    /// as our TOML. Entries of the file win over the table's; `replace = true` (TOML) drops the
-    /// built-in models first.
+    /// as our TOML. A LiteLLM entry merges field by field over the table's entry of that name
+    /// or alias (aliases, cache minimums and tiers it does not give survive); a TOML entry
+    /// replaces the table's; `replace = true` (TOML) drops the built-in models first. Skipped
+    /// LiteLLM entries are added to [`PriceTable::warnings`].
     pub fn apply_file(&mut self, file: &str, text: &str) -> Result<(), PricingError> {
         let trimmed = text.trim_start();
-        let (other, replace) = if trimmed.starts_with('{') {
-            (PriceTable::parse_litellm(file, text)?, false)
-        } else {
-            PriceTable::parse_toml(file, text)?
-        };
+        if trimmed.starts_with('{') {
+            let read = PriceTable::parse_litellm(file, text)?;
+            for (name, m) in read.models {
+                match self.key_of(&name) {
+                    Some(key) => {
+                        if let Some(old) = self.models.get_mut(&key) {
+                            old.merge_over(m);
+                        }
+                    }
+                    None => {
+                        self.models.insert(name, m);
+                    }
+                }
+            }
+            self.warnings.extend(read.warnings);
+            self.add_source(format!("LiteLLM file {file}"));
+            return Ok(());
+        }
+        let (other, replace) = PriceTable::parse_toml(file, text)?;
         if replace {
             self.models.clear();
         }
@@ -379,15 +372,35 @@ impl PriceTable {
             self.pricing_date = other.pricing_date;
         }
         if !other.source.is_empty() {
-            self.source = if self.source.is_empty() {
-                other.source
-            } else {
-                format!("{}; overrides: {}", self.source, other.source)
-            };
+            self.add_source(other.source);
         }
         self.providers.extend(other.providers);
         self.models.extend(other.models);
         Ok(())
+    }
+
+    fn add_source(&mut self, source: String) {
+        // The built-in text applied over the built-in table (a run without `--pricing`)
+        // overrides nothing.
+        if source == self.source {
+            return;
+        }
+        self.source = if self.source.is_empty() {
+            source
+        } else {
+            format!("{}; overrides: {}", self.source, source)
+        };
+    }
+
+    /// The table key a name is, or is an alias of (exact spelling, any case).
+    pub fn key_of(&self, name: &str) -> Option<String> {
+        self.models
+            .iter()
+            .find(|(k, m)| {
+                k.eq_ignore_ascii_case(name)
+                    || m.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+            })
+            .map(|(k, _)| k.clone())
     }
 
     /// Caching rules for a model's provider.
@@ -457,22 +470,200 @@ impl PriceTable {
     }
 }
 
-fn litellm_provider(p: &str) -> String {
-    let p = p.to_ascii_lowercase();
-    if p.contains("anthropic") || p == "bedrock" || p == "bedrock_converse" {
-        "anthropic".to_string()
-    } else if p.contains("openai") || p == "azure" || p == "text-completion-openai" {
-        "openai".to_string()
-    } else if p.contains("gemini") || p.contains("vertex") {
-        "google".to_string()
-    } else {
-        p
+/// Where a TOML error is: `line N` (1-based) of `text`, else `toml`.
+pub(crate) fn toml_error_location(text: &str, e: &toml::de::Error) -> String {
+    match e.span() {
+        Some(span) => format!(
+            "line {}",
+            text.get(..span.start)
+                .unwrap_or(text)
+                .lines()
+                .count()
+                .max(1)
+        ),
+        None => "toml".to_string(),
     }
+}
+
+/// A LiteLLM file's top-level object (model name -> entry); a file that is not JSON or not an
+/// object is an error naming the file and the place.
+pub(crate) fn litellm_object(
+    file: &str,
+    text: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, PricingError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| PricingError::BadFile {
+            file: file.to_string(),
+            location: format!("line {}", e.line()),
+            message: e.to_string(),
+        })?;
+    match value {
+        serde_json::Value::Object(o) => Ok(o),
+        _ => Err(PricingError::BadFile {
+            file: file.to_string(),
+            location: "$".to_string(),
+            message: "expected an object of model name -> prices".to_string(),
+        }),
+    }
+}
+
+/// LiteLLM modes that are model requests an agent makes; embedding, image, audio, rerank
+/// and the like are left out.
+pub const LITELLM_MODES: [&str; 3] = ["chat", "responses", "completion"];
+
+/// The provider whose caching rules apply, by model family first: `bedrock/anthropic.claude-*`
+/// and `azure_ai/claude-*` are Claude models with Anthropic's rules, `azure/gpt-4o` is an
+/// OpenAI model; a model of no known family keeps LiteLLM's provider name (Bedrock's Llama:
+/// `bedrock`, which has no rules of its own, so the implicit-caching fallback applies).
+pub fn provider_of(name: &str, litellm_provider: Option<&str>) -> Option<String> {
+    let lower = name.to_ascii_lowercase();
+    let last = lower.rsplit('/').next().unwrap_or(&lower);
+    // Bedrock ids put the vendor first: `us.anthropic.claude-...-v1:0`.
+    let family = if last.contains("claude") {
+        Some("anthropic")
+    } else if [
+        "gpt-", "chatgpt", "o1", "o3", "o4", "davinci", "babbage", "ft:gpt", "codex-",
+    ]
+    .iter()
+    .any(|p| last.starts_with(p))
+    {
+        Some("openai")
+    } else if ["gemini", "gemma", "learnlm"]
+        .iter()
+        .any(|p| last.starts_with(p))
+    {
+        Some("google")
+    } else {
+        None
+    };
+    if let Some(f) = family {
+        return Some(f.to_string());
+    }
+    let p = litellm_provider?.to_ascii_lowercase();
+    Some(match p.as_str() {
+        "anthropic" => "anthropic".to_string(),
+        "openai" | "text-completion-openai" => "openai".to_string(),
+        _ if p == "gemini"
+            || p.starts_with("vertex_ai-language")
+            || p == "vertex_ai-text-models" =>
+        {
+            "google".to_string()
+        }
+        _ => p,
+    })
+}
+
+/// USD per token -> USD per 1M tokens, rounded to 1e-6 USD per 1M (LiteLLM's decimals, without
+/// the binary noise of the multiplication: 1.25e-06 * 1e6 reads 1.25).
+fn per_million(per_token: f64) -> f64 {
+    (per_token * 1e12).round() / 1e6
+}
+
+/// One LiteLLM entry in our shape; `Ok(None)` for a mode that is not a model request;
+/// `Err((JSON path, what is wrong))` for a malformed entry.
+fn litellm_entry(
+    name: &str,
+    entry: &serde_json::Value,
+) -> Result<Option<ModelPrice>, (String, String)> {
+    let path = |key: &str| {
+        if key.is_empty() {
+            format!("$[\"{name}\"]")
+        } else {
+            format!("$[\"{name}\"].{key}")
+        }
+    };
+    let Some(e) = entry.as_object() else {
+        return Err((path(""), "expected an object".to_string()));
+    };
+    match e.get("mode") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::String(m)) if LITELLM_MODES.contains(&m.as_str()) => {}
+        Some(serde_json::Value::String(_)) => return Ok(None),
+        Some(_) => return Err((path("mode"), "expected a string".to_string())),
+    }
+    let per_m = |key: &str| -> Result<Option<f64>, (String, String)> {
+        match e.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(per_million(x))),
+                _ => Err((
+                    path(key),
+                    "expected a number >= 0 (USD per token)".to_string(),
+                )),
+            },
+        }
+    };
+    let tokens = |key: &str| -> Result<Option<u64>, (String, String)> {
+        match e.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) => Ok(Some(n)),
+                // LiteLLM writes some counts as 1e6 or 200000.0.
+                None => match v.as_f64() {
+                    Some(x) if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x < 1e15 => {
+                        Ok(Some(x as u64))
+                    }
+                    _ => Err((path(key), "expected a whole number of tokens".to_string())),
+                },
+            },
+        }
+    };
+    let litellm_provider = match e.get("litellm_provider") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(p)) => Some(p.as_str()),
+        Some(_) => return Err((path("litellm_provider"), "expected a string".to_string())),
+    };
+    let mut tiers = Vec::new();
+    // `input_cost_per_token_above_200k_tokens` and friends, any threshold (service-tier
+    // variants such as `..._above_272k_tokens_priority` are not the standard tier: ignored).
+    for key in e.keys() {
+        let Some(k) = key
+            .strip_prefix("input_cost_per_token_above_")
+            .and_then(|r| r.strip_suffix("k_tokens"))
+        else {
+            continue;
+        };
+        let Ok(thousands) = k.parse::<u64>() else {
+            continue;
+        };
+        let suffix = format!("above_{k}k_tokens");
+        let (Some(input), Some(output)) = (
+            per_m(&format!("input_cost_per_token_{suffix}"))?,
+            per_m(&format!("output_cost_per_token_{suffix}"))?,
+        ) else {
+            continue;
+        };
+        tiers.push(Tier {
+            above_prompt_tokens: thousands * 1000,
+            input,
+            cached_input: per_m(&format!("cache_read_input_token_cost_{suffix}"))?,
+            cache_write: per_m(&format!("cache_creation_input_token_cost_{suffix}"))?,
+            cache_write_1h: per_m(&format!(
+                "cache_creation_input_token_cost_above_1hr_{suffix}"
+            ))?,
+            output,
+        });
+    }
+    tiers.sort_by_key(|t| t.above_prompt_tokens);
+    Ok(Some(ModelPrice {
+        provider: provider_of(name, litellm_provider),
+        input: per_m("input_cost_per_token")?,
+        cached_input: per_m("cache_read_input_token_cost")?,
+        cache_write: per_m("cache_creation_input_token_cost")?,
+        cache_write_1h: per_m("cache_creation_input_token_cost_above_1hr")?,
+        output: per_m("output_cost_per_token")?,
+        // Only `max_input_tokens`: LiteLLM's `max_tokens` is a legacy field that usually holds
+        // the output limit, and read as a window it causes false overflows.
+        context_window: tokens("max_input_tokens")?,
+        tiers,
+        aliases: Vec::new(),
+        min_cache_tokens: tokens("prompt_cache_min_tokens")?,
+    }))
 }
 
 /// `claude-sonnet-4-5-20250929` -> `claude-sonnet-4-5`; `gpt-4o-2024-08-06` -> `gpt-4o`;
 /// also drops `@20250514` and `-latest`.
-fn strip_date_suffix(name: &str) -> String {
+pub(crate) fn strip_date_suffix(name: &str) -> String {
     let mut s = name.to_string();
     if let Some(x) = s.strip_suffix("-latest") {
         s = x.to_string();
@@ -554,6 +745,17 @@ mod tests {
             "claude-opus-4-1",
             "claude-sonnet-4-5",
             "claude-haiku-4-5",
+            // current models (issue #14): the Claude Code corpus runs claude-opus-4-6
+            "claude-opus-4-6",
+            "claude-opus-4-7",
+            "claude-opus-4-8",
+            "claude-sonnet-4-6",
+            "gemini-3.1-pro-preview",
+            "gemini-3-flash-preview",
+            "gpt-5.1",
+            "gpt-5.1-codex",
+            "gpt-5.2",
+            "gpt-5.6",
         ] {
             let (_, p) = t.lookup(m).unwrap_or_else(|e| panic!("{e}"));
             assert!(p.is_priced(), "{m} priced");
@@ -569,7 +771,15 @@ mod tests {
             t.lookup("claude-sonnet-4-5-20250929").unwrap().0,
             "claude-sonnet-4-5"
         );
-        assert_eq!(t.lookup("openai/gpt-4o-2024-05-13").unwrap().0, "gpt-4o");
+        assert_eq!(t.lookup("openai/gpt-4o-2024-08-06").unwrap().0, "gpt-4o");
+        // A snapshot priced unlike its model is its own entry (LiteLLM: $5 vs $2.50 input).
+        let (k, old) = t.lookup("openai/gpt-4o-2024-05-13").unwrap();
+        assert_eq!((k, old.input), ("gpt-4o-2024-05-13", Some(5.0)));
+        assert_eq!(t.lookup("claude-opus-4-6").unwrap().0, "claude-opus-4-6");
+        assert_eq!(
+            t.lookup("claude-sonnet-4-5-20250929[1m]").unwrap().0,
+            "claude-sonnet-4-5[1m]"
+        );
         assert_eq!(t.lookup("GPT-4.1").unwrap().0, "gpt-4.1");
         assert_eq!(
             t.lookup("gemini/gemini-2.5-flash").unwrap().0,
@@ -683,18 +893,145 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("p.toml: line 2"), "{e}");
-        let e = t
-            .apply_file("p.json", "{\"m\": {\"input_cost_per_token\": -1}}")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "p.json: $[\"m\"].input_cost_per_token: expected a number >= 0 (USD per token)"
-        );
+        let e = t.apply_file("p.json", "{\"m\": ").unwrap_err().to_string();
+        assert!(e.starts_with("p.json: line 1: "), "{e}");
         let e = t
             .apply_file("p.toml", "[models.\"x\"]\ninput = -1.0\n")
             .unwrap_err()
             .to_string();
         assert!(e.contains("models.\"x\""), "{e}");
+    }
+
+    /// A LiteLLM-shaped file with one entry per rule of issue #14.
+    const LITELLM: &str = r#"{
+      "claude-haiku-4-5": {"litellm_provider": "anthropic", "mode": "chat",
+          "input_cost_per_token": 1e-06, "output_cost_per_token": 5e-06,
+          "cache_read_input_token_cost": 1e-07, "cache_creation_input_token_cost": 1.25e-06,
+          "cache_creation_input_token_cost_above_1hr": 2e-06},
+      "gpt-new": {"litellm_provider": "openai", "mode": "responses",
+          "input_cost_per_token": 4e-06, "output_cost_per_token": 2.4e-05,
+          "cache_read_input_token_cost": 4e-07, "cache_creation_input_token_cost": 5e-06,
+          "max_tokens": 8192, "prompt_cache_min_tokens": 2048},
+      "old-style": {"litellm_provider": "openai", "mode": "chat", "max_tokens": 8192,
+          "input_cost_per_token": 1e-06, "output_cost_per_token": 1e-06},
+      "text-embedding-x": {"litellm_provider": "openai", "mode": "embedding",
+          "input_cost_per_token": 1e-08, "output_cost_per_token": 0},
+      "dall-e-x": {"litellm_provider": "openai", "mode": "image_generation"},
+      "broken": {"litellm_provider": "openai", "mode": "chat", "input_cost_per_token": "cheap"},
+      "also-broken": {"litellm_provider": "openai", "max_input_tokens": -5},
+      "bedrock/anthropic.claude-x-v1:0": {"litellm_provider": "bedrock", "mode": "chat",
+          "input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05},
+      "azure_ai/claude-y": {"litellm_provider": "azure_ai", "mode": "chat",
+          "input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05},
+      "bedrock/meta.llama-z": {"litellm_provider": "bedrock", "mode": "chat",
+          "input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05},
+      "azure/gpt-w": {"litellm_provider": "azure", "mode": "chat",
+          "input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05}
+    }"#;
+
+    fn with_litellm() -> PriceTable {
+        let mut t = PriceTable::builtin();
+        t.apply_file("prices.json", LITELLM)
+            .expect("bad entries do not abort");
+        t
+    }
+
+    #[test]
+    fn litellm_bad_entries_are_warnings_naming_them_and_are_skipped() {
+        let t = with_litellm();
+        assert_eq!(
+            t.warnings,
+            [
+                "prices.json: $[\"broken\"].input_cost_per_token: expected a number >= 0 (USD per \
+                 token); entry `broken` skipped",
+                "prices.json: $[\"also-broken\"].max_input_tokens: expected a whole number of \
+                 tokens; entry `also-broken` skipped",
+            ]
+        );
+        assert!(t.find("broken").is_none() && t.find("also-broken").is_none());
+        // The good entries around them are loaded.
+        assert!(t.find("gpt-new").is_some());
+    }
+
+    #[test]
+    fn litellm_loads_only_request_modes() {
+        let t = with_litellm();
+        assert!(t.find("text-embedding-x").is_none());
+        assert!(t.find("dall-e-x").is_none());
+        let read = PriceTable::parse_litellm("p.json", LITELLM).unwrap();
+        assert_eq!(read.skipped_modes, 2);
+    }
+
+    #[test]
+    fn litellm_context_window_is_max_input_tokens_never_max_tokens() {
+        let t = with_litellm();
+        assert_eq!(t.find("old-style").unwrap().1.context_window, None);
+        assert_eq!(t.find("gpt-new").unwrap().1.context_window, None);
+    }
+
+    #[test]
+    fn litellm_reads_cache_minimum_and_one_hour_writes() {
+        let t = with_litellm();
+        let (_, m) = t.find("gpt-new").unwrap();
+        assert_eq!(m.min_cache_tokens, Some(2048));
+        assert_eq!(t.cache_rules(m).min_cache_tokens, 2048);
+        assert_eq!(m.cache_write, Some(5.0));
+        let (_, h) = t.find("claude-haiku-4-5").unwrap();
+        assert_eq!(h.cache_write_1h, Some(2.0));
+    }
+
+    #[test]
+    fn litellm_entry_merges_over_the_builtin_field_by_field() {
+        let before = PriceTable::builtin();
+        let (_, old) = before.find("claude-haiku-4-5").unwrap();
+        assert!(old.aliases.iter().any(|a| a == "haiku"));
+        let t = with_litellm();
+        let (key, m) = t.find("claude-haiku-4-5").unwrap();
+        assert_eq!(key, "claude-haiku-4-5");
+        // The file gives prices, not aliases, a window or a cache minimum: those survive.
+        assert_eq!(m.aliases, old.aliases);
+        assert_eq!(m.min_cache_tokens, old.min_cache_tokens);
+        assert_eq!(m.context_window, old.context_window);
+        assert_eq!(m.provider.as_deref(), Some("anthropic"));
+        // A dated name of the file lands on the entry it is an alias of.
+        let mut t = PriceTable::builtin();
+        t.apply_file(
+            "p.json",
+            r#"{"claude-haiku-4-5-20251001": {"input_cost_per_token": 9e-06}}"#,
+        )
+        .unwrap();
+        assert!(!t.models.contains_key("claude-haiku-4-5-20251001"));
+        let (_, m) = t.find("claude-haiku-4-5").unwrap();
+        assert_eq!((m.input, m.output), (Some(9.0), old.output));
+        assert!(
+            t.source.ends_with("overrides: LiteLLM file p.json"),
+            "{}",
+            t.source
+        );
+    }
+
+    #[test]
+    fn provider_follows_the_model_family() {
+        let t = with_litellm();
+        let p = |n: &str| t.find(n).unwrap().1.provider.clone();
+        assert_eq!(
+            p("bedrock/anthropic.claude-x-v1:0").as_deref(),
+            Some("anthropic")
+        );
+        assert_eq!(p("azure_ai/claude-y").as_deref(), Some("anthropic"));
+        assert_eq!(p("azure/gpt-w").as_deref(), Some("openai"));
+        assert_eq!(p("bedrock/meta.llama-z").as_deref(), Some("bedrock"));
+        let (_, claude) = t.find("azure_ai/claude-y").unwrap();
+        assert!(t.cache_rules(claude).cache_write_charged);
+        let (_, llama) = t.find("bedrock/meta.llama-z").unwrap();
+        assert!(!t.cache_rules(llama).cache_write_charged);
+        assert_eq!(
+            provider_of("us.anthropic.claude-opus-4-6-v1", Some("bedrock_converse")).as_deref(),
+            Some("anthropic")
+        );
+        assert_eq!(
+            provider_of("gemini-3.1-pro-preview", Some("vertex_ai-language-models")).as_deref(),
+            Some("google")
+        );
     }
 }

@@ -491,10 +491,30 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
     rows.push((
         "pricing date".into(),
         match first("pricing_date", &["pricing.date", "pricing"]) {
-            Some(date) => format!("{date}: list prices as of that date (pricing.toml in this folder); check current prices before relying on absolute dollars"),
+            Some(date) => {
+                let source = first("pricing_source", &[])
+                    .filter(|s| !s.is_empty())
+                    .map(|s| format!("; source: {s}"))
+                    .unwrap_or_default();
+                format!("{date}: list prices as of that date (pricing.toml in this folder{source}); check current prices before relying on absolute dollars")
+            }
             None => "n/a".into(),
         },
     ));
+    if let Some(list) = run
+        .get("latency_default_models")
+        .and_then(|v| v.as_array())
+        .filter(|a| !a.is_empty())
+    {
+        let names: Vec<String> = list.iter().map(flat).collect();
+        rows.push((
+            "latency".into(),
+            format!(
+                "{}: timed with the `default` planning figures, as no family of latency.toml (in this folder) matches",
+                names.join(", ")
+            ),
+        ));
+    }
     rows.push((
         "ADK semantics".into(),
         format!(

@@ -36,6 +36,8 @@ pub struct Costing {
     pub pricing_text: String,
     pub latency_text: String,
     pub pricing_date: String,
+    /// Where the prices come from (the table's `source`, plus any `--pricing` file).
+    pub pricing_source: String,
 }
 
 impl Costing {
@@ -71,7 +73,9 @@ impl Costing {
         model.prices.apply_file(pricing_file, pricing)?;
         model.latency.apply_file(latency_file, latency)?;
         let pricing_date = model.prices.pricing_date.clone();
+        let pricing_source = model.prices.source.clone();
         Ok(Costing {
+            pricing_source,
             model,
             pricing_text: pricing.to_string(),
             latency_text: latency.to_string(),
@@ -82,6 +86,42 @@ impl Costing {
     pub fn knows_model(&self, name: &str) -> bool {
         self.model.check_model(name).is_ok()
     }
+}
+
+/// The run's models (its agent models, each session's recorded one for `recorded`, and
+/// `model:NAME` summarizers) that match no latency family: they are timed with the `default`
+/// figures, which run.json and the report state as an assumption.
+pub fn latency_default_models(
+    latency: &crate::cost::latency::LatencyTable,
+    agent_models: &[String],
+    summarizers: &[String],
+    sessions: &[crate::transcript::Session],
+) -> Vec<String> {
+    use crate::cost::summarizers::SummarizerSpec;
+    let mut models = std::collections::BTreeSet::new();
+    for m in agent_models {
+        if m == "recorded" {
+            for s in sessions {
+                models.insert(
+                    s.model
+                        .as_deref()
+                        .unwrap_or(FALLBACK_AGENT_MODEL)
+                        .to_string(),
+                );
+            }
+        } else {
+            models.insert(m.clone());
+        }
+    }
+    for s in summarizers {
+        if let Ok(SummarizerSpec::Model(m)) = SummarizerSpec::parse(s) {
+            models.insert(m);
+        }
+    }
+    models
+        .into_iter()
+        .filter(|m| latency.family_of(m).is_none())
+        .collect()
 }
 
 pub fn tokenizer_names() -> Vec<&'static str> {

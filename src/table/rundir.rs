@@ -36,6 +36,12 @@ pub struct RunInputs {
     pub pricing_toml: String,
     pub latency_toml: String,
     pub pricing_date: String,
+    /// The price table's `source` (LiteLLM version and file date, overrides).
+    #[serde(default)]
+    pub pricing_source: String,
+    /// Models of the run timed with the `default` latency figures (no family of their own).
+    #[serde(default)]
+    pub latency_default_models: Vec<String>,
 }
 
 impl RunInputs {
@@ -222,6 +228,14 @@ pub fn run_json(
     o.insert("grid".into(), serde_json::to_value(grid)?);
     o.insert("tokenizer".into(), serde_json::to_value(&grid.tokenizer)?);
     o.insert("pricing_date".into(), inputs.pricing_date.clone().into());
+    o.insert(
+        "pricing_source".into(),
+        inputs.pricing_source.clone().into(),
+    );
+    o.insert(
+        "latency_default_models".into(),
+        serde_json::to_value(&inputs.latency_default_models)?,
+    );
     o.insert(
         "client_modes".into(),
         serde_json::to_value(grid.client.iter().map(|c| c.name()).collect::<Vec<_>>())?,
@@ -556,6 +570,8 @@ mod tests {
             pricing_toml: "p".into(),
             latency_toml: "l".into(),
             pricing_date: "2026-11-01".into(),
+            pricing_source: "test prices".into(),
+            latency_default_models: vec![],
         };
         (inputs, grid)
     }

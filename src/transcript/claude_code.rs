@@ -367,6 +367,10 @@ impl<'a> Reader<'a> {
                 output_tokens: readutil::u64_field(Some(u), "output_tokens"),
             }
         });
+        // Of those writes, the ones with the 1-hour lifetime (priced at the 1-hour rate).
+        let write_1h = msg
+            .get("usage")
+            .map(|u| readutil::u64_field(u.get("cache_creation"), "ephemeral_1h_input_tokens"));
         let Some(group) = self.groups.get_mut(g) else {
             return Ok(());
         };
@@ -402,6 +406,9 @@ impl<'a> Reader<'a> {
                     output_tokens: output,
                     ..u
                 });
+            }
+            if let Some(w) = write_1h {
+                ev.cache_write_1h_tokens = w;
             }
         }
         Ok(())

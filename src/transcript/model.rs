@@ -166,6 +166,11 @@ pub struct Event {
     /// Model name when recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Of `usage.cache_write_tokens`, those written with Anthropic's 1-hour cache lifetime
+    /// (Claude Code `cache_creation.ephemeral_1h_input_tokens`), which cost more and live
+    /// longer. Kept beside `usage` so only the readers that record it set it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_1h_tokens: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub critical: Vec<Critical>,
     /// The recorded prompt size was measured after a compaction the transcript already
@@ -261,6 +266,7 @@ impl Event {
             usage: None,
             model_request: false,
             model: None,
+            cache_write_1h_tokens: 0,
             critical: Vec::new(),
             post_compaction_usage: false,
             long_running_tool_ids: Vec::new(),

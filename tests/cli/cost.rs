@@ -449,3 +449,170 @@ mod replay_metrics {
         }
     }
 }
+
+/// Issue #14: prices derived from LiteLLM's pinned file, the LiteLLM reader, the corpus costed.
+mod pricing {
+    use crate::common::{bin, corpus_dir, read_text, root};
+    use predicates::prelude::*;
+
+    const PINNED: &str = "litellm-1.110.2-kept.json";
+
+    #[test]
+    fn pricing_import_reproduces_the_shipped_table_from_the_pinned_file() {
+        let fixture = super::fixture(PINNED);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("pricing.toml");
+        let filtered = dir.path().join("kept.json");
+        bin()
+            .args(["pricing", "import", &fixture, "--out"])
+            .arg(&out)
+            .arg("--write-filtered")
+            .arg(&filtered)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(
+                "models (LiteLLM 1.110.2, 2026-11-20)",
+            ));
+        assert!(
+            read_text(&out) == read_text(&root().join("src/data/pricing.toml")),
+            "src/data/pricing.toml differs from what `pricing import` makes of {PINNED}"
+        );
+        // The fixture is the import's own filtered copy, small enough to keep in the repo.
+        assert_eq!(
+            read_text(&filtered),
+            read_text(std::path::Path::new(&fixture))
+        );
+        assert!(std::fs::metadata(&fixture).unwrap().len() < 400_000);
+    }
+
+    #[test]
+    fn pricing_import_bad_overlay_is_a_one_line_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let overlay = dir.path().join("overlay.toml");
+        std::fs::write(
+            &overlay,
+            "litellm_version = \"1\"\nfile_date = \"d\"\nkeep_providers = [\"openai\"]\n\
+             [models.\"no-such-model\"]\ninput = 1.0\n",
+        )
+        .unwrap();
+        bin()
+            .args(["pricing", "import", &super::fixture(PINNED), "--overlay"])
+            .arg(&overlay)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(format!(
+                "{}: models.\"no-such-model\": not a kept entry of",
+                overlay.display()
+            )));
+    }
+
+    /// Every Claude Code session of the corpus (claude-opus-4-6, which the old table lacked)
+    /// is costed completely at the dated prices.
+    #[test]
+    fn claude_code_corpus_sessions_are_costed_completely() {
+        let dir = corpus_dir("claude_code_spotter");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 5, "{files:?}");
+        for f in files {
+            let out = bin()
+                .arg("replay")
+                .arg(&f)
+                .args(["--after-tokens", "60000", "--keep-recent-events", "10"])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                f.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                text.contains("prices of 2026-11-20"),
+                "{}: {text}",
+                f.display()
+            );
+            assert!(!text.contains("INCOMPLETE"), "{}: {text}", f.display());
+            let cost = text
+                .lines()
+                .find(|l| l.trim_start().starts_with("cost "))
+                .unwrap_or_else(|| panic!("{}: no cost line", f.display()));
+            assert!(
+                !cost.contains("baseline $0.0000"),
+                "{}: {cost}",
+                f.display()
+            );
+            assert!(
+                text.contains("price source             LiteLLM 1.110.2"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_hour_cache_writes_are_priced_at_the_one_hour_rate() {
+        // short.jsonl: one claude-opus-4-6 request of 25,353 prompt tokens, all written to
+        // the cache with the 1-hour lifetime (ephemeral_1h_input_tokens), 13 output tokens.
+        // Baseline: 25,353 * $10/M (1-hour writes, 2x the $5 input) + 13 * $25/M
+        // = $0.25353 + $0.000325 = $0.253855. At the 5-minute rate it would be
+        // 25,353 * $6.25/M + $0.000325 = $0.1588.
+        let out = bin()
+            .arg("replay")
+            .arg(corpus_dir("claude_code_spotter").join("short.jsonl"))
+            .args(["--after-tokens", "6000", "--keep-recent-events", "2"])
+            .assert()
+            .success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        assert!(text.contains("baseline $0.2539;"), "{text}");
+    }
+
+    #[test]
+    fn a_litellm_file_with_bad_entries_warns_and_still_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("model_prices_and_context_window.json");
+        std::fs::write(
+            &p,
+            r#"{
+              "sample_spec": {"mode": "one of: chat"},
+              "claude-opus-4-6": {"litellm_provider": "anthropic", "mode": "chat",
+                "input_cost_per_token": 1e-05, "output_cost_per_token": 5e-05},
+              "broken-model": {"litellm_provider": "openai", "mode": "chat",
+                "input_cost_per_token": "free"},
+              "text-embedding-3-small": {"litellm_provider": "openai", "mode": "embedding",
+                "input_cost_per_token": 2e-08}
+            }"#,
+        )
+        .unwrap();
+        // Doubled input price over the built-in entry; its 1-hour write price (still $10/M
+        // from the built-in entry: the file does not give one) and its output price apply:
+        // the same $0.2539 baseline as above with 13 output tokens at $50/M instead of $25/M:
+        // $0.25353 + $0.00065 = $0.25418.
+        let out = bin()
+            .arg("replay")
+            .arg(corpus_dir("claude_code_spotter").join("short.jsonl"))
+            .args([
+                "--after-tokens",
+                "6000",
+                "--keep-recent-events",
+                "2",
+                "--pricing",
+            ])
+            .arg(&p)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(format!(
+                "warning: {}: $[\"broken-model\"].input_cost_per_token: expected a number >= 0 \
+                 (USD per token); entry `broken-model` skipped",
+                p.display()
+            )));
+        let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        assert!(text.contains("baseline $0.2542;"), "{text}");
+        assert!(text.contains("overrides: LiteLLM file"), "{text}");
+    }
+}

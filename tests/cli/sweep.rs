@@ -309,6 +309,33 @@ mod run_folder {
         assert_eq!(settings.len(), 57);
         assert_eq!(run["settings"], 57);
         assert_eq!(run["adk_semantics"], "google-adk 2.13.0");
+        // Prices: their date and source (the LiteLLM pin) are stated where numbers are shown.
+        assert_eq!(run["pricing_date"], "2026-11-20");
+        assert!(
+            run["pricing_source"]
+                .as_str()
+                .unwrap()
+                .starts_with("LiteLLM 1.110.2 (PyPI litellm==1.110.2"),
+            "{run}"
+        );
+        // No `--pricing`: the built-in table overrides nothing.
+        assert!(
+            !run["pricing_source"]
+                .as_str()
+                .unwrap()
+                .contains("overrides"),
+            "{run}"
+        );
+        let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(
+            report.contains("| pricing date | 2026-11-20: list prices as of that date (pricing.toml in this folder; source: LiteLLM 1.110.2"),
+            "{report}"
+        );
+        // Models timed with the `default` latency figures are named, and only those.
+        let lat = compaction_sim::cost::latency::LatencyTable::builtin();
+        for m in run["latency_default_models"].as_array().unwrap() {
+            assert_eq!(lat.family_of(m.as_str().unwrap()), None, "{m}");
+        }
         let sessions = run["sessions"].as_u64().unwrap();
         assert!(sessions >= 6, "{run}");
         let counted: u64 = run["inputs"]
@@ -452,4 +479,39 @@ mod run_folder {
             .unwrap()
             .contains("no setting meets it"));
     }
+}
+
+/// Issue #14: a model with no latency family of its own is named in the run's assumptions.
+#[test]
+fn a_model_without_latency_family_is_named_in_run_json_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = bin()
+        .current_dir(dir.path())
+        .arg("sweep")
+        .arg(crate::common::corpus_dir("claude_code_spotter").join("short.jsonl"))
+        // Priced in the table, but no latency family matches it.
+        .args([
+            "--agent-model",
+            "claude-fable-5",
+            "--no-cache",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        run["latency_default_models"],
+        serde_json::json!(["claude-fable-5"])
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report
+            .contains("| latency | claude-fable-5: timed with the \\`default\\` planning figures"),
+        "{report}"
+    );
 }
