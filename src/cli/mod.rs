@@ -30,12 +30,12 @@ macro_rules! out {
     };
 }
 
-/// `eprintln!` that never panics (a closed stderr is ignored).
+/// `eprintln!` that never panics (a closed stderr is ignored) and never passes an escape
+/// sequence to the terminal (see [`out`]).
 macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::cli::err_line(format_args!($($arg)*))
+    };
 }
 
 pub mod calibrate;
@@ -108,11 +108,38 @@ pub fn install_signal_handler() {
 pub struct StdoutError(#[source] pub std::io::Error);
 
 /// Write to stdout, mapping failure to [`StdoutError`] (used by [`outln!`] and [`out!`]).
+/// A safety net under the per-field [`term`] escaping: control characters other than the
+/// line breaks and tabs of the output's own layout (escape sequences, carriage returns, bells)
+/// are escaped whatever string carried them.
 pub fn out(args: std::fmt::Arguments<'_>) -> Result<(), StdoutError> {
+    let text = std::fmt::format(args);
     std::io::stdout()
         .lock()
-        .write_fmt(args)
+        .write_all(layout_only(&text).as_bytes())
         .map_err(StdoutError)
+}
+
+/// One line to stderr (see [`errln!`]); write errors are ignored: there is nowhere left to
+/// report them.
+pub fn err_line(args: std::fmt::Arguments<'_>) {
+    let mut text = std::fmt::format(args);
+    text.push('\n');
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(layout_only(&text).as_bytes());
+}
+
+/// `s` with every control character but `\n` and `\t` escaped.
+fn layout_only(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.split('\n')
+            .map(|line| line.split('\t').map(term).collect::<Vec<_>>().join("\t"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
 }
 
 /// Write bytes to stdout (tables rendered whole), mapping failure to [`StdoutError`].
@@ -200,6 +227,14 @@ mod tests {
         assert!(!shown.chars().any(char::is_control), "{shown}");
         assert!(shown.contains("\\u{1b}]0;title"), "{shown}");
         assert_eq!(term("plain 'id' \"x\""), "plain 'id' \"x\"");
+    }
+
+    #[test]
+    fn no_escape_sequence_reaches_stdout_whatever_carries_it() {
+        let s = "row\tcell\nnext \u{1b}[2J\r\u{7}";
+        let shown = layout_only(s);
+        assert_eq!(shown, "row\tcell\nnext \\u{1b}[2J\\r\\u{7}");
+        assert_eq!(layout_only("plain\n"), "plain\n");
     }
 
     #[test]
