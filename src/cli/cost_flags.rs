@@ -49,7 +49,7 @@ impl CostFlags {
             let text = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
             prices.apply_file(&name, &text)?;
             for w in &prices.warnings {
-                eprintln!("warning: {w}");
+                errln!("warning: {w}");
             }
         }
         let mut latency = LatencyTable::builtin();

@@ -206,7 +206,7 @@ pub fn drop_failed(inputs: &mut RunInputs, rows: &mut Vec<RunRow>, failed: Vec<F
 pub fn run(args: SweepArgs) -> Result<u8> {
     let costing = Costing::load(args.pricing.as_deref(), args.latency.as_deref())?;
     for w in &costing.model.prices.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     let grid = match resolve_grid(&args, &costing) {
         Ok(g) => g,
