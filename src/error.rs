@@ -95,7 +95,7 @@ mod tests {
             path: "x".into(),
             source: missing,
         })
-            .context("writing the run folder");
+        .context("writing the run folder");
         assert_eq!(kind_of(e.as_ref()), ExitKind::Environment);
         let e = anyhow::Error::new(full).context("reading");
         assert_eq!(kind_of(e.as_ref()), ExitKind::Environment);

@@ -622,16 +622,22 @@ struct InspectJson<'a> {
 
 pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
     let loaded = crate::transcript::load_paths(&args.paths, args.format);
-    for e in &loaded.skipped {
-        eprintln!("skipped: {e}");
-    }
     // Bad files are fatal with --strict, for a single file given alone, and when nothing at
-    // all could be read (an empty table would hide the problem).
+    // all could be read (an empty table would hide the problem). Each bad file is one line;
+    // a count follows only when there are several.
     let single_file = args.paths.len() == 1 && Path::new(&args.paths[0]).is_file();
     let nothing_read = loaded.sessions.is_empty();
     if !loaded.skipped.is_empty() && (args.strict || single_file || nothing_read) {
-        eprintln!("error: {} bad file(s)", loaded.skipped.len());
+        for e in &loaded.skipped {
+            eprintln!("error: {e}");
+        }
+        if loaded.skipped.len() > 1 {
+            eprintln!("error: {} bad files", loaded.skipped.len());
+        }
         return Ok(EXIT_BAD_INPUT);
+    }
+    for e in &loaded.skipped {
+        eprintln!("skipped: {e}");
     }
     let mut sessions = loaded.sessions;
     sessions.sort_by(|a, b| (&a.source, &a.id).cmp(&(&b.source, &b.id)));

@@ -8,7 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{util, Event, Format, ReadError, RecordedCompaction, Session};
+use super::{
+    readutil, util, Event, Format, ReadError, RecordedCompaction, Session, Usage, MAX_TOKENS,
+};
 
 /// The schema version written in every header.
 pub const VERSION: u64 = 1;
@@ -134,6 +136,16 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
             ));
         };
         let e: Event = serde_json::from_str(t).map_err(|e| line_error(file, n, &e))?;
+        if let Some((key, v)) = e.usage.as_ref().and_then(Usage::over_limit) {
+            return Err(ReadError::new(
+                file,
+                format!("line {n}"),
+                format!(
+                    "usage.{key}: expected a token count (a whole number from 0 to 2^53), \
+                     found {v}, over the limit of 2^53 = {MAX_TOKENS}"
+                ),
+            ));
+        }
         p.session.events.push(e);
         p.lines.push(n);
     }
@@ -173,6 +185,9 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
 }
 
 fn line_error(file: &str, n: usize, e: &serde_json::Error) -> ReadError {
+    if e.is_eof() {
+        return ReadError::new(file, format!("line {n}"), readutil::json_error(e));
+    }
     let mut r = util::json_error(file, e);
     r.location = format!("line {n} column {}", e.column());
     r

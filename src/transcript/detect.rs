@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::{
     adk, adk_legacy_eval, canonical, claude_code, codex, gemini_cli, openai_chat, openhands,
-    pyjson, swe_agent, tau2, util, Format, ReadError, Session,
+    pyjson, readutil, swe_agent, tau2, util, Format, ReadError, Session,
 };
 
 /// Largest file read: 512 MiB (the whole corpus is 30 MB; larger inputs are almost surely
@@ -248,17 +248,10 @@ fn load_checked(
     }
     let f = match format {
         Some(f) => f,
-        None => detect(&text).ok_or_else(|| {
-            let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-            ReadError::new(
-                &file,
-                "",
-                format!(
-                    "unknown format (not one of: {}; use --format)",
-                    names.join(", ")
-                ),
-            )
-        })?,
+        None => match detect(&text) {
+            Some(f) => f,
+            None => return Err(unrecognised(&file, &text)),
+        },
     };
     let sessions = read_as(f, &file, &text)?;
     for s in &sessions {
@@ -272,6 +265,50 @@ fn load_checked(
         })?;
     }
     Ok(sessions)
+}
+
+/// Why no reader recognised `text`. A damaged file of a known format usually fails its
+/// sniffer, so JSON that does not parse gets its line and column (truncated, or the first
+/// bad JSONL line); only well-formed JSON, or text that is not JSON at all, is an
+/// "unknown format".
+fn unrecognised(file: &str, text: &str) -> ReadError {
+    let unknown = || {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        ReadError::new(
+            file,
+            "",
+            format!(
+                "unknown format (not one of: {}; use --format)",
+                names.join(", ")
+            ),
+        )
+    };
+    if !text.trim_start().starts_with(['{', '[']) {
+        return unknown();
+    }
+    let text = match pyjson::normalize(file, text) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let whole = match serde_json::from_str::<serde::de::IgnoredAny>(&text) {
+        Ok(_) => return unknown(),
+        Err(e) => e,
+    };
+    let lines = match readutil::lines(file, &text) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    let alone = |l: &str| serde_json::from_str::<serde::de::IgnoredAny>(l);
+    // JSONL: a first line that is a JSON value by itself, and more lines after it.
+    if lines.len() > 1 && lines.first().is_some_and(|(_, l)| alone(l).is_ok()) {
+        for (n, l) in &lines {
+            if let Err(e) = alone(l) {
+                return ReadError::new(file, format!("line {n}"), readutil::json_error(&e));
+            }
+        }
+        return unknown();
+    }
+    util::json_error(file, &whole)
 }
 
 /// Sessions loaded from many paths, plus the files that could not be read.

@@ -169,7 +169,8 @@ fn inputs() -> Vec<String> {
             .to_string()
     })
     .collect();
-    let adk = crate::common::corpus_dir("adk/adk-python/tests/integration/fixture/home_automation_agent");
+    let adk =
+        crate::common::corpus_dir("adk/adk-python/tests/integration/fixture/home_automation_agent");
     v.push(adk.display().to_string());
     v
 }
