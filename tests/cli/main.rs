@@ -3,6 +3,7 @@
 
 mod common;
 
+mod bad_input;
 mod cost;
 mod engine;
 mod engine_extra;

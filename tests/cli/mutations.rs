@@ -16,15 +16,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use compaction_sim::transcript::detect::{detect, expand_paths, load_file};
-use compaction_sim::transcript::Format;
+use compaction_sim::transcript::{write_canonical, Format};
 use rayon::prelude::*;
 
-use crate::common::{bin, corpus};
+use crate::common::{bin, corpus, read_text};
 
 /// Library-level cases in a plain `cargo test` (debug build: about 20 s on 2 cores).
 const DEFAULT_CASES: usize = 3000;
-/// Seed files larger than this are left out: each case parses its whole file.
+/// Seed files larger than this are left out (each case parses its whole file), unless a
+/// format has no smaller file: then its smallest one up to [`MAX_ONLY_SEED_BYTES`] is used.
 const MAX_SEED_BYTES: u64 = 160 * 1024;
+const MAX_ONLY_SEED_BYTES: u64 = 1024 * 1024;
 /// Seed files per format, spread over the sizes available.
 const SEEDS_PER_FORMAT: usize = 4;
 
@@ -58,14 +60,16 @@ struct Seed {
 }
 
 /// Small and medium corpus files of every format the corpus holds, a few per format spread
-/// over their sizes, each one that loads as it is.
+/// over their sizes, each one that loads as it is; plus the τ-bench file cut to its first
+/// two sessions (4 MB whole) and a canonical JSONL file written from a corpus session (the
+/// corpus holds none).
 fn seeds() -> Vec<Seed> {
     let root = corpus().to_string_lossy().into_owned();
     let (files, _) = expand_paths(&[root]);
     let mut by_format: Vec<(Format, Vec<(u64, PathBuf)>)> = Vec::new();
     for p in files {
         let len = std::fs::metadata(&p).map_or(u64::MAX, |m| m.len());
-        if len > MAX_SEED_BYTES {
+        if len > MAX_ONLY_SEED_BYTES {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(&p) else {
@@ -83,6 +87,8 @@ fn seeds() -> Vec<Seed> {
     let mut out = Vec::new();
     for (format, mut v) in by_format {
         v.sort();
+        let small = v.iter().filter(|(len, _)| *len <= MAX_SEED_BYTES).count();
+        v.truncate(small.max(1));
         let n = v.len();
         let mut picked: Vec<usize> = (0..SEEDS_PER_FORMAT.min(n))
             .map(|k| (k * (n - 1)) / (SEEDS_PER_FORMAT - 1).max(1))
@@ -100,6 +106,29 @@ fn seeds() -> Vec<Seed> {
             });
         }
     }
+    let tb = corpus().join("tau_bench/historical_trajectories/gpt-4o-airline.json");
+    let v: serde_json::Value = serde_json::from_str(&read_text(&tb)).expect("τ-bench parses");
+    let few = serde_json::Value::Array(v.as_array().expect("a list")[..2].to_vec());
+    let bytes = serde_json::to_vec_pretty(&few).expect("serialises");
+    let format = detect(&String::from_utf8_lossy(&bytes)).expect("τ-bench cut detects");
+    out.push(Seed {
+        name: "tau_bench.json".to_string(),
+        format,
+        bytes,
+    });
+    let codex = out
+        .iter()
+        .find(|s| s.format == Format::Codex)
+        .expect("a codex seed");
+    let dir = tempfile::tempdir().expect("temp folder");
+    let p = dir.path().join(&codex.name);
+    std::fs::write(&p, &codex.bytes).expect("written");
+    let sessions = load_file(&p, None).expect("the codex seed loads");
+    out.push(Seed {
+        name: "canonical.jsonl".to_string(),
+        format: Format::Canonical,
+        bytes: write_canonical(&sessions[0]).into_bytes(),
+    });
     out
 }
 
@@ -360,7 +389,7 @@ fn mutated_corpus_files_load_or_fail_with_one_line_naming_the_file() {
     let seeds = seeds();
     let formats: std::collections::BTreeSet<&str> = seeds.iter().map(|s| s.format.name()).collect();
     assert!(
-        formats.len() >= 8 && seeds.len() >= 25,
+        formats.len() >= 9 && seeds.len() >= 30,
         "too few seed files: {} over {formats:?}",
         seeds.len()
     );
@@ -412,6 +441,10 @@ fn mutated_corpus_files_load_or_fail_with_one_line_naming_the_file() {
             .join("\n")
     );
     let (oks, errs) = (oks.into_inner(), errs.into_inner());
+    eprintln!(
+        "mutations: {n} cases over {} seed files ({formats:?}): {oks} loaded, {errs} refused",
+        seeds.len()
+    );
     // Both outcomes occur: the damage reaches the error paths and the readers behind them.
     assert!(
         oks > n / 20 && errs > n / 5,
