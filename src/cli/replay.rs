@@ -237,7 +237,7 @@ fn print_table(
                     .map_or("-".into(), |m| m.to_string()),
                 q.baseline_prompt_tokens,
                 q.prompt_tokens,
-                q.baseline_prompt_tokens as i64 - q.prompt_tokens as i64,
+                i128::from(q.baseline_prompt_tokens) - i128::from(q.prompt_tokens),
                 q.hidden_tokens,
                 ordinals(r.carried(q)),
                 fired.join("; ")
@@ -258,15 +258,19 @@ fn print_table(
         }
     }
     let t = &r.totals;
-    let base: u64 = r.requests.iter().map(|q| q.baseline_prompt_tokens).sum();
-    let comp: u64 = r.requests.iter().map(|q| q.prompt_tokens).sum();
+    // Saturating: recorded counts are at most 2^53 each, but nothing bounds how many.
+    let total = |f: fn(&crate::engine::Request) -> u64| {
+        r.requests.iter().map(f).fold(0u64, u64::saturating_add)
+    };
+    let base = total(|q| q.baseline_prompt_tokens);
+    let comp = total(|q| q.prompt_tokens);
     println!(
         "{} model requests; prompt tokens {} -> {} (saved {}); {} summarizer calls ({} failed or empty), {} compactions \
          ({} pre-request, {} post-invocation token, {} sliding); summarizer read {} tokens, wrote {}; final summaries {}",
         r.requests.len(),
         base,
         comp,
-        base as i64 - comp as i64,
+        i128::from(base) - i128::from(comp),
         t.summarizer_calls,
         t.failed_or_empty_summaries,
         t.compactions,

@@ -30,7 +30,7 @@
 //!   (legacy rows) get synthetic ones.
 
 use super::readutil::{self, Clock};
-use super::util;
+use super::{pyjson, util};
 use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -190,6 +190,9 @@ impl Built {
     }
 }
 
+/// Longest recorded response latency accepted, seconds (a day).
+const MAX_LATENCY_S: f64 = 86_400.0;
+
 /// Builds one session from its event list. `base` is the JSON path of the list, for errors.
 fn build(
     file: &str,
@@ -197,17 +200,42 @@ fn build(
     list: &[Value],
     metrics: Option<&Value>,
 ) -> Result<Built, ReadError> {
-    let latency: HashMap<&str, f64> = metrics
+    let mut latency: HashMap<&str, f64> = HashMap::new();
+    let recorded = metrics
         .and_then(|m| m.get("response_latencies"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| {
-                    Some((x.get("response_id")?.as_str()?, x.get("latency")?.as_f64()?))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+        .and_then(Value::as_array);
+    for (k, x) in recorded.into_iter().flatten().enumerate() {
+        let (Some(id), Some(v)) = (
+            x.get("response_id").and_then(Value::as_str),
+            x.get("latency"),
+        ) else {
+            continue;
+        };
+        // Seconds: finite, not negative, under a day (a measured call, not a typo).
+        match pyjson::as_f64(v) {
+            Some(s) if s.is_finite() && (0.0..=MAX_LATENCY_S).contains(&s) => {
+                latency.insert(id, s);
+            }
+            _ if v.is_null() => {}
+            _ => {
+                return Err(ReadError::new(
+                    file,
+                    // `metrics` sits beside the row's `history` (the path `base` names).
+                    format!(
+                        "{}.metrics.response_latencies[{k}].latency",
+                        base.strip_suffix(".history").unwrap_or(base)
+                    ),
+                    format!(
+                        "expected seconds from 0 to {MAX_LATENCY_S}, found {}",
+                        match v {
+                            Value::Number(n) => n.to_string(),
+                            other => util::kind(other).to_string(),
+                        }
+                    ),
+                ));
+            }
+        }
+    }
     let mut events: Vec<Event> = Vec::new();
     let mut clock = Clock::new(0.0);
     let mut model: Option<String> = None;
@@ -723,6 +751,27 @@ mod tests {
             },
         );
         assert_eq!(compared, 9);
+    }
+
+    #[test]
+    fn negative_or_nan_latency_is_refused_with_its_path() {
+        let rel = "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl";
+        let text = read_corpus(rel);
+        let at = text
+            .find("\"latency\": ")
+            .or_else(|| text.find("\"latency\":"));
+        let at = at.expect("the file records latencies");
+        let start = at + text[at..].find(':').unwrap_or(0) + 1;
+        let end = start + text[start..].find([',', '}']).expect("a value");
+        for bad in [" -1.5", " NaN", " 1e309"] {
+            let t = format!("{}{bad}{}", &text[..start], &text[end..]);
+            let e = crate::transcript::detect::read_as(Format::Openhands, rel, &t).expect_err(bad);
+            assert!(
+                e.location.ends_with("].latency")
+                    && e.location.contains("$.metrics.response_latencies["),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -718,6 +718,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn token_counts_are_whole_numbers_up_to_2_pow_53() {
+        let v = |t: &str| -> Value {
+            let n = pyjson::normalize("f", t).expect("normalizes");
+            serde_json::from_str(&n).expect("parses")
+        };
+        assert_eq!(token_count(&v("12")), Ok(12));
+        assert_eq!(token_count(&v("12.0")), Ok(12));
+        assert_eq!(token_count(&v("9007199254740992")), Ok(MAX_TOKENS));
+        for (t, says) in [
+            ("9007199254740993", "9007199254740993, over the limit"),
+            (
+                "18446744073709551615",
+                "18446744073709551615, over the limit",
+            ),
+            (
+                "18446744073709551616",
+                "18446744073709551616, an integer beyond 64 bits",
+            ),
+            ("-1", "-1, a negative number"),
+            ("-99999999999999999999", "a negative number"),
+            ("1.5", "1.5, not a whole number"),
+            ("NaN", "the number NaN"),
+            ("1e309", "beyond the 64-bit float range"),
+            ("-Infinity", "beyond the 64-bit float range"),
+            ("\"12\"", "a string"),
+            ("null", "null"),
+        ] {
+            let e = token_count(&v(t)).expect_err(t).0;
+            assert!(e.contains(says), "{t}: {e}");
+        }
+    }
+
+    #[test]
+    fn tagged_numbers_are_not_called_strings() {
+        let v = |t: &str| -> Value {
+            serde_json::from_str(&pyjson::normalize("f", t).expect("normalizes")).expect("parses")
+        };
+        assert_eq!(kind(&v("NaN")), "the number NaN");
+        assert!(kind(&v("1e309")).contains("1e309"));
+        assert_eq!(
+            kind(&v("123456789012345678901234")),
+            "an integer beyond 64 bits"
+        );
+        assert_eq!(kind(&v("\"x\"")), "a string");
+    }
+
+    #[test]
     fn timestamps_parse_with_and_without_zone() {
         assert_eq!(parse_timestamp("1970-01-01T00:00:01Z"), Some(1.0));
         assert_eq!(parse_timestamp("1970-01-01T00:00:01.5+00:00"), Some(1.5));
