@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use proptest::prelude::*;
 use serde_json::Value;

@@ -1,10 +1,8 @@
 //! `compaction-sim inspect`: table and JSON over small fixtures, the token count cache, bad
 //! files, `--emit jsonl`, and the calibration view over a corpus subset.
 
-use assert_cmd::Command;
 use compaction_sim::tokens::{count_text, Tokenizer};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/inspect");
 

@@ -292,7 +292,7 @@ fn mutate(b: &[u8], rng: &mut Rng, kind: usize) -> Vec<u8> {
             }
         }
         8 => {
-            let bad: &[u8] = *rng.pick::<&[u8]>(&[
+            let bad: &[u8] = rng.pick::<&[u8]>(&[
                 &b"\xff"[..],
                 &b"\xc3"[..],
                 &b"\xed\xa0\x80"[..],

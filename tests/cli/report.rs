@@ -1,6 +1,5 @@
 //! The `report` and `synth` commands, driven through the binary.
 
-use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
 const CHARTS: [&str; 7] = [

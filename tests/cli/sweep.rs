@@ -1,6 +1,5 @@
 //! `compaction-sim sweep` and `merge`, driven through the binary.
 
-use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
 use crate::common::bin;
