@@ -1,7 +1,8 @@
 //! The mutation test: damaged versions of real corpus files (truncated, bytes flipped, lines
 //! deleted, duplicated or swapped, extreme numbers, deep nesting, invalid UTF-8, a BOM, CRLF
 //! line ends, values of the wrong type) must load or fail with one line naming the file;
-//! never a panic, never the internal `pyjson` tag.
+//! never a panic, never the internal `pyjson` tag; and no damage makes a Claude Code, Codex
+//! or OpenHands file readable by two of those readers.
 //!
 //! Two passes: the library (`detect::load_file` under `catch_unwind`, in parallel) takes the
 //! bulk, `COMPACTION_SIM_MUTATIONS` cases (default [`DEFAULT_CASES`]; set it to 1000000 or
@@ -16,7 +17,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use compaction_sim::transcript::detect::{detect, expand_paths, load_file};
-use compaction_sim::transcript::{write_canonical, Format};
+use compaction_sim::transcript::{
+    claude_code, codex, openhands, write_canonical, Format, ReadError,
+};
 use rayon::prelude::*;
 
 use crate::common::{bin, corpus, read_text};
@@ -377,6 +380,27 @@ fn outcome(path: &Path, format: Option<Format>) -> Result<bool, String> {
     }
 }
 
+/// How many of the Claude Code, Codex and OpenHands readers accept `text` (their formats
+/// are all JSONL-ish, so damage must never make a file readable by two of them); `Err` if
+/// one panics.
+fn jsonl_readers_accepting(name: &str, text: &str) -> Result<usize, String> {
+    type Reader = fn(&str, &str) -> Result<Vec<compaction_sim::transcript::Session>, ReadError>;
+    let readers: [(&str, Reader); 3] = [
+        ("claude-code", claude_code::read),
+        ("codex", codex::read),
+        ("openhands", openhands::read),
+    ];
+    let mut n = 0;
+    for (what, read) in readers {
+        match catch_unwind(AssertUnwindSafe(|| read(name, text))) {
+            Err(_) => return Err(format!("the {what} reader panicked")),
+            Ok(Ok(_)) => n += 1,
+            Ok(Err(_)) => {}
+        }
+    }
+    Ok(n)
+}
+
 fn cases() -> usize {
     std::env::var("COMPACTION_SIM_MUTATIONS")
         .ok()
@@ -411,6 +435,20 @@ fn mutated_corpus_files_load_or_fail_with_one_line_naming_the_file() {
             let mut runs = vec![None];
             if i % 4 == 0 {
                 runs.push(Some(seed.format));
+            }
+            // Every fourth case of the three JSONL formats: at most one of them reads it.
+            let jsonl = [Format::ClaudeCode, Format::Codex, Format::Openhands];
+            if i % 4 == 1 && jsonl.contains(&seed.format) {
+                let text = String::from_utf8_lossy(&bytes);
+                let verdict = match jsonl_readers_accepting(&seed.name, &text) {
+                    Ok(n) if n > 1 => Some(format!("read by {n} of the JSONL readers")),
+                    Ok(_) => None,
+                    Err(why) => Some(why),
+                };
+                if let Some(why) = verdict {
+                    let mut fl = failures.lock().unwrap_or_else(|p| p.into_inner());
+                    fl.push(format!("case {i} ({}, {}): {why}", seed.name, KINDS[kind]));
+                }
             }
             for f in runs {
                 match outcome(&path, f) {
