@@ -90,7 +90,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         })
         .collect::<Result<_>>()?;
     let cfg = Config::from_setting(&setting, usage);
-    let sessions = detect::load_file(&args.file, None).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sessions = detect::load_file(&args.file, None).map_err(anyhow::Error::new)?;
     let sessions: Vec<Session> = match &args.session {
         Some(id) => sessions.into_iter().filter(|s| &s.id == id).collect(),
         None => sessions,

@@ -139,11 +139,10 @@ pub fn read_as(f: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadEr
 /// Read a file into a string, refusing files over `lim.max_file_bytes`, lines over
 /// `lim.max_line_bytes` and invalid UTF-8, without ever holding more than the file limit.
 pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadError> {
-    let f = std::fs::File::open(path)
-        .map_err(|e| ReadError::new(file, "", format!("cannot open: {e}")))?;
+    let f = std::fs::File::open(path).map_err(|e| ReadError::io(file, "", "cannot open", &e))?;
     let meta = f
         .metadata()
-        .map_err(|e| ReadError::new(file, "", format!("cannot stat: {e}")))?;
+        .map_err(|e| ReadError::io(file, "", "cannot stat", &e))?;
     if meta.is_dir() {
         return Err(ReadError::new(file, "", "is a directory"));
     }
@@ -164,9 +163,9 @@ pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadErr
     let mut line: u64 = 1;
     let mut line_len: u64 = 0;
     loop {
-        let buf = r.fill_buf().map_err(|e| {
-            ReadError::new(file, format!("line {line}"), format!("read error: {e}"))
-        })?;
+        let buf = r
+            .fill_buf()
+            .map_err(|e| ReadError::io(file, format!("line {line}"), "read error", &e))?;
         if buf.is_empty() {
             break;
         }
@@ -337,10 +336,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<ReadError>) {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
-            skipped.push(ReadError::new(
+            skipped.push(ReadError::io(
                 dir.to_string_lossy(),
                 "",
-                format!("cannot read folder: {e}"),
+                "cannot read folder",
+                &e,
             ));
             return;
         }
@@ -442,6 +442,21 @@ mod tests {
         let e = load_file(&odd, None).unwrap_err();
         assert!(e.to_string().contains("odd.json: unknown format"), "{e}");
         assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn unreadable_files_are_the_environments_fault_missing_ones_bad_input() {
+        use crate::error::{kind_of, ExitKind};
+        let dir = tempfile::tempdir().unwrap();
+        let e = load_file(dir.path().join("missing.json"), None).unwrap_err();
+        assert_eq!(kind_of(&e), ExitKind::BadInput, "{e}");
+        let e = load_file(dir.path(), None).unwrap_err();
+        assert_eq!(kind_of(&e), ExitKind::BadInput, "{e}");
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let e = ReadError::io("f.json", "", "cannot open", &denied);
+        assert_eq!(kind_of(&util::tidy(e)), ExitKind::Environment);
+        let e = anyhow::Error::new(ReadError::new("f.json", "line 2", "malformed JSON"));
+        assert_eq!(kind_of(e.as_ref()), ExitKind::BadInput);
     }
 
     #[test]

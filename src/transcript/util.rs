@@ -92,6 +92,7 @@ pub fn tidy(e: ReadError) -> ReadError {
         file: one_line(&e.file, 4096),
         location: one_line(&pyjson::untag_message(&e.location), 200),
         message: one_line(&pyjson::untag_message(&e.message), 400),
+        kind: e.kind,
     }
 }
 
