@@ -300,6 +300,27 @@ fn as_string(v: Option<&Value>) -> String {
     }
 }
 
+/// Largest magnitude of a number in a run folder's tables. The sweep writes USD, seconds,
+/// token counts and shares, all far below it; a larger one is a damaged or hand-edited file.
+pub const MAX_TABLE_NUMBER: f64 = 1e15;
+
+/// What is wrong with the number `v` of column `name`, if anything: not finite, beyond
+/// [`MAX_TABLE_NUMBER`], or a `detail_lost` share (not a `_sum` of shares) outside 0..1.
+fn out_of_range(name: &str, v: f64) -> Option<String> {
+    if !v.is_finite() || v.abs() > MAX_TABLE_NUMBER {
+        Some(format!(
+            "{v:e} is out of range (expected a finite number of magnitude at most {MAX_TABLE_NUMBER:e})"
+        ))
+    } else if name.starts_with("detail_lost")
+        && !name.ends_with("_sum")
+        && !(0.0..=1.0).contains(&v)
+    {
+        Some(format!("{v} is not a share (expected 0 to 1)"))
+    } else {
+        None
+    }
+}
+
 /// Parses `settings.json` (an array of objects, or `{"settings": [...]}`).
 pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataError> {
     let arr = v
@@ -318,9 +339,10 @@ pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataErr
         let mut numbers = BTreeMap::new();
         for (k, val) in obj {
             if let Some(f) = val.as_f64() {
-                if f.is_finite() {
-                    numbers.insert(k.clone(), f);
+                if let Some(what) = out_of_range(k, f) {
+                    return Err(bad(path, format!("$[{i}].{k}: {what}")));
                 }
+                numbers.insert(k.clone(), f);
             } else if let Some(b) = val.as_bool() {
                 // Flags such as cost_complete, as 1/0.
                 numbers.insert(k.clone(), if b { 1.0 } else { 0.0 });
@@ -449,9 +471,10 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
                 }
                 _ => {
                     if let Ok(f) = cell.parse::<f64>() {
-                        if f.is_finite() {
-                            numbers.insert(h.clone(), f);
+                        if let Some(what) = out_of_range(h, f) {
+                            return Err(bad(path, format!("line {line}: column {h}: {what}")));
                         }
+                        numbers.insert(h.clone(), f);
                     }
                 }
             }

@@ -55,6 +55,30 @@ fn padded(lo: f64, hi: f64) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
+/// Largest magnitude an axis spans. plotters' tick search never ends on an infinite span
+/// (a value near f64::MAX padded by 8 % overflows), so every numeric axis goes through
+/// [`axis`]: clamped to this, finite and never empty. Real data (USD, seconds, tokens,
+/// percentages) are far below it; a larger value is drawn at the frame.
+const AXIS_LIMIT: f64 = 1e15;
+
+/// A finite, non-empty axis range from `lo` to `hi` whatever their values.
+fn axis(lo: f64, hi: f64) -> std::ops::Range<f64> {
+    let fit = |v: f64| {
+        if v.is_nan() {
+            0.0
+        } else {
+            v.clamp(-AXIS_LIMIT, AXIS_LIMIT)
+        }
+    };
+    let (lo, hi) = (fit(lo), fit(hi));
+    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    if hi > lo {
+        lo..hi
+    } else {
+        lo..lo + lo.abs().max(1.0)
+    }
+}
+
 fn min_max(v: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     v.fold(None, |acc, x| match acc {
         None => Some((x, x)),
@@ -143,7 +167,7 @@ impl Chart for CostVsDetail<'_> {
             .margin_right(20)
             .x_label_area_size(60)
             .y_label_area_size(110)
-            .build_cartesian_2d(x0..x1, y0..y1)
+            .build_cartesian_2d(axis(x0, x1), axis(y0, y1))
             .map_err(e)?;
         chart
             .configure_mesh()
@@ -676,7 +700,7 @@ impl Chart for InvocationsOverlap<'_> {
                 .margin(10)
                 .x_label_area_size(60)
                 .y_label_area_size(80)
-                .build_cartesian_2d(ix0..ix1, 0.0..y1)
+                .build_cartesian_2d(axis(ix0, ix1), axis(0.0, y1))
                 .map_err(e)?;
             chart
                 .configure_mesh()
@@ -816,7 +840,7 @@ impl Chart for Latency<'_> {
             .margin_right(20)
             .x_label_area_size(60)
             .y_label_area_size(90)
-            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..ymax)
+            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), axis(0.0, ymax))
             .map_err(e)?;
         let plot_w = chart.plotting_area().dim_in_pixel().0;
         let names: Vec<String> = groups
@@ -1035,7 +1059,7 @@ impl Chart for Timelines<'_> {
                 )
                 .x_label_area_size(if last { 55 } else { 28 })
                 .y_label_area_size(90)
-                .build_cartesian_2d(0f64..(n.max(2) - 1) as f64, 0f64..ymax.max(1.0))
+                .build_cartesian_2d(0f64..(n.max(2) - 1) as f64, axis(0.0, ymax.max(1.0)))
                 .map_err(e)?;
             let mut mesh = chart.configure_mesh();
             mesh.label_style(font(TICK))
@@ -1215,7 +1239,7 @@ impl Chart for Summarizers<'_> {
                 .caption(desc, font(NOTE + 1.0))
                 .x_label_area_size(40)
                 .y_label_area_size(90)
-                .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..ymax)
+                .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), axis(0.0, ymax))
                 .map_err(e)?;
             let plot_w = chart.plotting_area().dim_in_pixel().0;
             let names: Vec<String> = rows
@@ -1312,6 +1336,50 @@ mod tests {
             runs: parse_runs(Path::new("runs.csv"), runs).expect("runs"),
             timelines: Vec::new(),
         }
+    }
+
+    #[test]
+    fn axes_are_finite_and_never_empty() {
+        for (lo, hi) in [
+            (0.0, f64::INFINITY),
+            (f64::NEG_INFINITY, 1e308),
+            (f64::NAN, 1.0),
+            (5.0, 5.0),
+            (1e300, -1e300),
+            (0.0, f64::MAX * 1.08),
+        ] {
+            let r = axis(lo, hi);
+            assert!(
+                r.start.is_finite() && r.end.is_finite() && r.end > r.start,
+                "{lo}..{hi}: {r:?}"
+            );
+            assert!(r.end - r.start <= 2.0 * AXIS_LIMIT, "{r:?}");
+        }
+        assert_eq!(axis(1.0, 2.0), 1.0..2.0);
+    }
+
+    /// Every chart draws (and so ends) with values near f64::MAX in every column it plots.
+    #[test]
+    fn charts_with_huge_values_terminate() {
+        crate::chart::register_fonts();
+        let mut d = data();
+        for s in &mut d.settings {
+            for v in s.numbers.values_mut() {
+                *v = 1e308;
+            }
+        }
+        for r in &mut d.runs {
+            for v in r.numbers.values_mut() {
+                *v = 1e308;
+            }
+        }
+        let r = crate::chart::render_svg(&CostVsDetail(&d));
+        assert!(r.is_ok(), "{:?}", r.err());
+        assert!(crate::chart::render_svg(&Heatmap::net_saved(&d)).is_ok());
+        assert!(crate::chart::render_svg(&Heatmap::detail_lost(&d)).is_ok());
+        let _ = crate::chart::render_svg(&InvocationsOverlap(&d));
+        let _ = crate::chart::render_svg(&Latency(&d));
+        let _ = crate::chart::render_svg(&Summarizers(&d));
     }
 
     #[test]

@@ -20,8 +20,9 @@ pub struct CostFlags {
     /// ratio:R, echo[:N] or none.
     #[arg(long, default_value = "agent")]
     pub summarizer: String,
-    /// Seconds a `command:` summarizer may run before the call counts as failed.
-    #[arg(long, default_value_t = 60.0)]
+    /// Seconds a `command:` summarizer may run before the call counts as failed (above 0,
+    /// at most a day).
+    #[arg(long, default_value_t = 60.0, value_parser = parse_timeout_seconds)]
     pub summarizer_timeout: f64,
     /// `waits` (the next turn starts after the summary) or `streams` (at its recorded time;
     /// a summary still being written then is discarded).
@@ -88,16 +89,45 @@ impl CostFlags {
     }
 
     pub fn command_timeout(&self) -> anyhow::Result<Duration> {
-        if !(self.summarizer_timeout.is_finite() && self.summarizer_timeout > 0.0) {
-            anyhow::bail!("--summarizer-timeout: must be a positive number of seconds");
-        }
-        Ok(Duration::from_secs_f64(self.summarizer_timeout))
+        check_timeout(self.summarizer_timeout)
+            .map_err(|e| anyhow::anyhow!("--summarizer-timeout: {e}"))
     }
 
     /// The agent model of a session: `--model`, else the one the transcript names.
     pub fn agent_model<'a>(&'a self, session_model: Option<&'a str>) -> Option<&'a str> {
         self.model.as_deref().or(session_model)
     }
+}
+
+/// Longest timeout a duration flag accepts: a day. Longer waits are typos (`1e20`), and
+/// a bound keeps deadline arithmetic (`Instant + Duration`) far from overflow.
+pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+
+/// A duration flag's value that is not a usable number of seconds.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationFlagError {
+    #[error("`{0}` is not a number of seconds")]
+    NotANumber(String),
+    #[error("{0} s is out of range: expected a finite number of seconds above 0 and at most {MAX_TIMEOUT_S} (a day)")]
+    OutOfRange(f64),
+}
+
+/// A timeout in seconds: finite, above 0, at most [`MAX_TIMEOUT_S`].
+pub fn check_timeout(s: f64) -> Result<Duration, DurationFlagError> {
+    if !(s.is_finite() && s > 0.0 && s <= MAX_TIMEOUT_S) {
+        return Err(DurationFlagError::OutOfRange(s));
+    }
+    Duration::try_from_secs_f64(s).map_err(|_| DurationFlagError::OutOfRange(s))
+}
+
+/// clap value parser for timeout flags (a usage error naming the flag when out of range).
+pub fn parse_timeout_seconds(text: &str) -> Result<f64, DurationFlagError> {
+    let s: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| DurationFlagError::NotANumber(text.to_string()))?;
+    check_timeout(s)?;
+    Ok(s)
 }
 
 #[cfg(test)]
@@ -183,9 +213,27 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("--summarizer: unknown summarizer `gpt`"));
-        assert!(flags(&["--summarizer-timeout", "0"])
-            .command_timeout()
-            .is_err());
+    }
+
+    #[test]
+    fn timeout_flag_range_is_checked_by_clap() {
+        for bad in ["0", "-1", "1e20", "NaN", "inf", "86401", "soon"] {
+            let e = T::try_parse_from(["t", &format!("--summarizer-timeout={bad}")])
+                .err()
+                .map(|e| e.to_string());
+            assert!(
+                e.as_deref()
+                    .is_some_and(|e| e.contains("--summarizer-timeout")
+                        && e.lines().next().is_some_and(|l| l.contains(bad))),
+                "{bad}: {e:?}"
+            );
+        }
+        let f = flags(&["--summarizer-timeout", "86400"]);
+        assert_eq!(f.command_timeout().unwrap(), Duration::from_secs(86_400));
+        // Set without clap (as a library caller may), the range check still holds.
+        let mut f = flags(&[]);
+        f.summarizer_timeout = 1e20;
+        assert!(f.command_timeout().is_err());
     }
 
     #[test]

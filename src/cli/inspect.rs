@@ -615,20 +615,21 @@ struct InspectJson<'a> {
 pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
     let loaded = crate::transcript::load_paths(&args.paths, args.format);
     // Bad files are fatal with --strict, for a single file given alone, and when nothing at
-    // all could be read (an empty table would hide the problem). One bad file is one line.
+    // all could be read (an empty table would hide the problem). Each bad file is one line;
+    // a count follows only when there are several.
     let single_file = args.paths.len() == 1 && Path::new(&args.paths[0]).is_file();
     let nothing_read = loaded.sessions.is_empty();
-    let fatal = !loaded.skipped.is_empty() && (args.strict || single_file || nothing_read);
-    if fatal && loaded.skipped.len() == 1 {
-        errln!("error: {}", super::term(&loaded.skipped[0].to_string()));
+    if !loaded.skipped.is_empty() && (args.strict || single_file || nothing_read) {
+        for e in &loaded.skipped {
+            errln!("error: {}", super::term(&e.to_string()));
+        }
+        if loaded.skipped.len() > 1 {
+            errln!("error: {} bad files", loaded.skipped.len());
+        }
         return Ok(EXIT_BAD_INPUT);
     }
     for e in &loaded.skipped {
         errln!("skipped: {}", super::term(&e.to_string()));
-    }
-    if fatal {
-        errln!("error: {} bad files", loaded.skipped.len());
-        return Ok(EXIT_BAD_INPUT);
     }
     let mut sessions = loaded.sessions;
     sessions.sort_by(|a, b| (&a.source, &a.id).cmp(&(&b.source, &b.id)));

@@ -90,7 +90,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         })
         .collect::<Result<_>>()?;
     let cfg = Config::from_setting(&setting, usage);
-    let sessions = detect::load_file(&args.file, None).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sessions = detect::load_file(&args.file, None).map_err(anyhow::Error::new)?;
     let sessions: Vec<Session> = match &args.session {
         Some(id) => sessions.into_iter().filter(|s| &s.id == id).collect(),
         None => sessions,
@@ -259,14 +259,12 @@ fn print_table(
         }
     }
     let t = &r.totals;
-    let base = r
-        .requests
-        .iter()
-        .fold(0u64, |a, q| a.saturating_add(q.baseline_prompt_tokens));
-    let comp = r
-        .requests
-        .iter()
-        .fold(0u64, |a, q| a.saturating_add(q.prompt_tokens));
+    // Saturating: recorded counts are at most 2^53 each, but nothing bounds how many.
+    let total = |f: fn(&crate::engine::Request) -> u64| {
+        r.requests.iter().map(f).fold(0u64, u64::saturating_add)
+    };
+    let base = total(|q| q.baseline_prompt_tokens);
+    let comp = total(|q| q.prompt_tokens);
     outln!(
         "{} model requests; prompt tokens {} -> {} (saved {}); {} summarizer calls ({} failed or empty), {} compactions \
          ({} pre-request, {} post-invocation token, {} sliding); summarizer read {} tokens, wrote {}; final summaries {}",

@@ -3,8 +3,18 @@
 //! least-squares fits `calibrate` uses.
 
 use crate::stats::percentile_of;
+use crate::transcript::MAX_TOKENS;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// Bounds on latency-file numbers: beyond them a value is a typo, and inside them every
+/// sum of seconds or tokens stays finite and exact enough. A first token after an hour, a
+/// rate under 0.001 or over 10^9 tokens/s, or a summary over 1000 times its input is not a
+/// model anyone measured.
+pub const MAX_TTFT_S: f64 = 3600.0;
+pub const MIN_RATE: f64 = 1e-3;
+pub const MAX_RATE: f64 = 1e9;
+pub const MAX_SUMMARY_RATIO: f64 = 1000.0;
 
 /// The defaults shipped with the binary.
 pub const BUILTIN_LATENCY: &str = include_str!("../data/latency.toml");
@@ -137,6 +147,11 @@ impl LatencyTable {
             location: super::pricing::toml_error_location(text, &e),
             message: e.message().to_string(),
         })?;
+        let bad = |location: String, message: String| LatencyFileError {
+            file: file.to_string(),
+            location,
+            message,
+        };
         for (name, e) in &parsed.models {
             let ok = e.ttft_s.is_finite()
                 && e.ttft_s >= 0.0
@@ -145,20 +160,42 @@ impl LatencyTable {
                 && e.decode_tokens_per_s.is_finite()
                 && e.decode_tokens_per_s > 0.0;
             if !ok {
-                return Err(LatencyFileError {
-                    file: file.to_string(),
-                    location: format!("models.\"{name}\""),
-                    message: "ttft_s must be >= 0 and the rates > 0".to_string(),
-                });
+                return Err(bad(
+                    format!("models.\"{name}\""),
+                    "ttft_s must be >= 0 and the rates > 0".to_string(),
+                ));
+            }
+            // Upper bounds: a value past them is a typo, and keeps sums of seconds finite.
+            let ok = e.ttft_s <= MAX_TTFT_S
+                && e.prefill_tokens_per_s <= MAX_RATE
+                && e.decode_tokens_per_s <= MAX_RATE
+                && e.prefill_tokens_per_s >= MIN_RATE
+                && e.decode_tokens_per_s >= MIN_RATE;
+            if !ok {
+                return Err(bad(
+                    format!("models.\"{name}\""),
+                    format!(
+                        "out of range: ttft_s must be at most {MAX_TTFT_S} s and the rates \
+                         between {MIN_RATE} and {MAX_RATE:e} tokens/s"
+                    ),
+                ));
             }
         }
         if let Some(l) = parsed.summary_length {
             if !(l.ratio.is_finite() && l.ratio >= 0.0) || l.min_tokens > l.cap_tokens {
-                return Err(LatencyFileError {
-                    file: file.to_string(),
-                    location: "summary_length".to_string(),
-                    message: "ratio must be >= 0 and min_tokens <= cap_tokens".to_string(),
-                });
+                return Err(bad(
+                    "summary_length".to_string(),
+                    "ratio must be >= 0 and min_tokens <= cap_tokens".to_string(),
+                ));
+            }
+            if l.cap_tokens > MAX_TOKENS || l.ratio > MAX_SUMMARY_RATIO {
+                return Err(bad(
+                    "summary_length".to_string(),
+                    format!(
+                        "out of range: cap_tokens must be at most 2^53 = {MAX_TOKENS} and \
+                         ratio at most {MAX_SUMMARY_RATIO}"
+                    ),
+                ));
             }
             self.length = l;
         }
@@ -390,6 +427,46 @@ mod tests {
         t.apply_file("builtin", BUILTIN_LATENCY).expect("parses");
         assert!(t.families.contains_key("default"));
         assert!(t.families.len() > 10);
+    }
+
+    #[test]
+    fn huge_latency_numbers_are_refused() {
+        let mut t = LatencyTable::builtin();
+        let before = t.length;
+        for (text, place) in [
+            (
+                "[summary_length]\nratio = 0.1\ncap_tokens = 9223372036854775807\n",
+                "summary_length",
+            ),
+            (
+                "[summary_length]\nratio = 1e300\ncap_tokens = 10\n",
+                "summary_length",
+            ),
+            (
+                "[models.x]\nttft_s = 1e300\nprefill_tokens_per_s = 1.0\ndecode_tokens_per_s = 1.0\n",
+                "models.\"x\"",
+            ),
+            (
+                "[models.x]\nttft_s = 1.0\nprefill_tokens_per_s = 1e-300\ndecode_tokens_per_s = 1.0\n",
+                "models.\"x\"",
+            ),
+        ] {
+            let e = t.apply_file("lat.toml", text).unwrap_err();
+            assert_eq!((e.file.as_str(), e.location.as_str()), ("lat.toml", place), "{e}");
+            assert!(e.message.contains("out of range"), "{e}");
+        }
+        // u64::MAX: refused with the place named, never wrapped.
+        let e = t
+            .apply_file(
+                "lat.toml",
+                "[summary_length]\nratio = 0.1\ncap_tokens = 18446744073709551615\n",
+            )
+            .unwrap_err();
+        assert!(
+            e.location == "line 3" || e.location == "summary_length",
+            "{e}"
+        );
+        assert_eq!(t.length, before);
     }
 
     #[test]

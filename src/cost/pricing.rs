@@ -5,6 +5,7 @@
 //! kept in the table (its context window still matters) but is never costed at $0: callers
 //! get `None` and mark totals incomplete.
 
+use crate::transcript::MAX_TOKENS;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -34,6 +35,16 @@ fn near_list(near: &[String]) -> String {
             near.join(", ")
         )
     }
+}
+
+/// Highest price accepted, USD per 1M tokens: a thousand times the dearest model, so a
+/// typo (`1e300`) is refused rather than turned into an infinite cost.
+pub const MAX_PRICE_PER_M: f64 = 1e6;
+/// Longest cache lifetime accepted: 30 days.
+pub const MAX_CACHE_TTL_S: f64 = 30.0 * 86_400.0;
+
+fn price_ok(v: f64) -> bool {
+    v.is_finite() && (0.0..=MAX_PRICE_PER_M).contains(&v)
 }
 
 /// Caching rules of one provider ("Prompt caching" in metrics.md).
@@ -274,14 +285,29 @@ impl PriceTable {
 
     fn validate(&self, file: &str) -> Result<(), PricingError> {
         for (name, m) in &self.models {
-            let bad = |what: &str| PricingError::BadFile {
+            let bad = |what: &str| {
+                PricingError::BadFile {
                 file: file.to_string(),
                 location: format!("models.\"{name}\""),
-                message: format!("{what} must be a finite number >= 0"),
+                message: format!(
+                    "{what} must be a finite number >= 0 and at most {MAX_PRICE_PER_M:e} USD per 1M tokens"
+                ),
+            }
             };
+            let tokens = [m.context_window, m.min_cache_tokens]
+                .into_iter()
+                .flatten()
+                .chain(m.tiers.iter().map(|t| t.above_prompt_tokens));
+            if tokens.into_iter().any(|t| t > MAX_TOKENS) {
+                return Err(PricingError::BadFile {
+                    file: file.to_string(),
+                    location: format!("models.\"{name}\""),
+                    message: format!("token counts must be at most 2^53 = {MAX_TOKENS}"),
+                });
+            }
             for (what, v) in m.named_prices() {
                 if let Some(v) = v {
-                    if !v.is_finite() || v < 0.0 {
+                    if !price_ok(v) {
                         return Err(bad(what));
                     }
                 }
@@ -297,18 +323,27 @@ impl PriceTable {
                 .into_iter()
                 .flatten()
                 {
-                    if !v.is_finite() || v < 0.0 {
+                    if !price_ok(v) {
                         return Err(bad("tier price"));
                     }
                 }
             }
         }
         for (name, p) in &self.providers {
-            if !p.cache_ttl_s.is_finite() || p.cache_ttl_s < 0.0 || p.cache_block_tokens == 0 {
+            if !p.cache_ttl_s.is_finite()
+                || p.cache_ttl_s < 0.0
+                || p.cache_ttl_s > MAX_CACHE_TTL_S
+                || p.cache_block_tokens == 0
+                || p.cache_block_tokens > MAX_TOKENS
+                || p.min_cache_tokens > MAX_TOKENS
+            {
                 return Err(PricingError::BadFile {
                     file: file.to_string(),
                     location: format!("providers.{name}"),
-                    message: "cache_ttl_s must be >= 0 and cache_block_tokens > 0".to_string(),
+                    message: format!(
+                        "cache_ttl_s must be from 0 to {MAX_CACHE_TTL_S} s, cache_block_tokens \
+                         above 0, and token counts at most 2^53"
+                    ),
                 });
             }
         }
@@ -1033,5 +1068,17 @@ mod tests {
             provider_of("gemini-3.1-pro-preview", Some("vertex_ai-language-models")).as_deref(),
             Some("google")
         );
+    #[test]
+    fn huge_prices_and_token_counts_are_refused() {
+        let mut t = PriceTable::builtin();
+        for (text, place) in [
+            ("[models.\"x\"]\ninput = 1e300\noutput = 1.0\n", "models.\"x\""),
+            ("[models.\"x\"]\ninput = 1.0\noutput = 1.0\ncontext_window = 9007199254740993\n", "models.\"x\""),
+            ("{\"m\": {\"input_cost_per_token\": 1e300}}", "models.\"m\""),
+            ("{\"m\": {\"input_cost_per_token\": 1e-6, \"max_input_tokens\": 18446744073709551615}}", "models.\"m\""),
+        ] {
+            let e = t.apply_file("p", text).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("p: {place}: ")), "{text}: {e}");
+        }
     }
 }

@@ -507,10 +507,11 @@ pub fn count_parts(tok: Tokenizer, parts: &[Part]) -> u32 {
     }
     let mut n: u64 = 0;
     for p in pieces(parts) {
-        n += match p {
+        // Saturating: an attachment's recorded size is the file's word, not a bounded count.
+        n = n.saturating_add(match p {
             Piece::Text(t) => count_text(tok, &t) as u64,
             Piece::Tokens(k) => k,
-        };
+        });
     }
     saturate(n.min(u32::MAX as u64) as usize)
 }

@@ -11,8 +11,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    pyjson, readutil, AdkPartExtra, Critical, Event, Format, Part, ReadError, RecordedCompaction,
-    Role, Session, Usage,
+    pyjson, readutil, util, AdkPartExtra, Critical, Event, Format, Part, ReadError,
+    RecordedCompaction, Role, Session, Usage,
 };
 
 const SYNTHETIC_T0: f64 = 1_700_000_000.0;
@@ -226,11 +226,19 @@ fn num(v: Option<&Value>) -> Option<f64> {
     v.and_then(pyjson::as_f64)
 }
 
-fn uint(v: Option<&Value>) -> Option<u64> {
-    v.and_then(|x| {
-        x.as_u64()
-            .or_else(|| pyjson::as_f64(x).filter(|f| *f >= 0.0).map(|f| f as u64))
-    })
+/// A token count of `usage_metadata` (absent or null: `None`); anything but a whole number
+/// from 0 to 2^53 is an error naming `path.key`.
+fn tokens(
+    file: &str,
+    path: &str,
+    m: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<u64>, ReadError> {
+    non_null(m, key)
+        .map(|v| {
+            util::token_count(v).map_err(|m| ReadError::new(file, format!("{path}.{key}"), m.0))
+        })
+        .transpose()
 }
 
 fn str_list(v: Option<&Value>) -> Vec<String> {
@@ -684,14 +692,18 @@ fn build_session(
         e.adk_parts = cp.extras;
         let um = non_null(o, "usage_metadata").and_then(Value::as_object);
         if let Some(um) = um {
-            if let Some(p) = uint(non_null(um, "prompt_token_count")) {
+            let up = format!("{path}.usage_metadata");
+            let get = |k: &str| tokens(file, &up, um, k);
+            let cached = get("cached_content_token_count")?.unwrap_or(0);
+            let output = get("candidates_token_count")?
+                .unwrap_or(0)
+                .saturating_add(get("thoughts_token_count")?.unwrap_or(0));
+            if let Some(p) = get("prompt_token_count")? {
                 e.usage = Some(Usage {
                     prompt_tokens: p,
-                    cached_read_tokens: uint(non_null(um, "cached_content_token_count"))
-                        .unwrap_or(0),
+                    cached_read_tokens: cached,
                     cache_write_tokens: 0,
-                    output_tokens: uint(non_null(um, "candidates_token_count")).unwrap_or(0)
-                        + uint(non_null(um, "thoughts_token_count")).unwrap_or(0),
+                    output_tokens: output,
                 });
             }
         }

@@ -229,7 +229,9 @@ fn file_stem(file: &str) -> String {
 mod tests {
     use super::*;
     use crate::transcript::detect;
-    use crate::transcript::readutil::testutil::{corpus, num, read_corpus, stats_sessions};
+    use crate::transcript::readutil::testutil::{
+        assert_counts_match_stats, corpus, num, read_corpus,
+    };
 
     /// The 13 corpus files in the legacy shape (found as "unknown format" before this reader).
     const LEGACY: [&str; 13] = [
@@ -264,29 +266,33 @@ mod tests {
     /// (shared/corpus/stats.json, computed with python from the files).
     #[test]
     fn corpus_files_match_stats_json() {
-        let stats = stats_sessions("adk");
-        let mut n_sessions = 0;
-        let (mut turns, mut calls) = (0, 0);
         for rel in LEGACY {
-            let path = corpus().join(rel);
-            let text = read_corpus(rel);
-            assert_eq!(detect::detect(&text), Some(Format::AdkEvalSet), "{rel}");
-            let sessions = detect::load_file(&path, None).unwrap_or_else(|e| panic!("{e}"));
-            assert!(!sessions.is_empty(), "{rel}");
-            for s in &sessions {
-                n_sessions += 1;
-                let key = match s.source.split_once('#') {
-                    Some((_, frag)) => format!("{rel}#{frag}"),
-                    None => rel.to_string(),
-                };
-                let st = stats
-                    .iter()
-                    .find(|v| v.get("session").and_then(Value::as_str) == Some(key.as_str()))
-                    .unwrap_or_else(|| panic!("stats.json has no session {key}"));
-                assert_eq!(s.format, Format::AdkEvalSet);
-                assert!(s.synthetic_timestamps);
-                assert_eq!(user_turns(s) as u64, num(st, "user_turns"), "{key}");
-                assert_eq!(tool_calls(s) as u64, num(st, "tool_calls"), "{key}");
+            assert_eq!(
+                detect::detect(&read_corpus(rel)),
+                Some(Format::AdkEvalSet),
+                "{rel}"
+            );
+        }
+        let (mut turns, mut calls) = (0, 0);
+        let compared = assert_counts_match_stats(
+            "adk",
+            |rel| LEGACY.contains(&rel),
+            |rel, _text| {
+                // Through the loader, as users read them (detection, then session checks).
+                let sessions = detect::load_file(corpus().join(rel), None)?;
+                // Sources as stats.json names them: relative to the corpus.
+                Ok(sessions
+                    .into_iter()
+                    .map(|mut s| {
+                        let frag = s.source.split_once('#').map(|(_, f)| f.to_string());
+                        s.source = frag.map_or(rel.to_string(), |f| format!("{rel}#{f}"));
+                        s
+                    })
+                    .collect())
+            },
+            |st, s| {
+                turns += user_turns(s);
+                calls += tool_calls(s);
                 // stats.json counts one assistant turn per turn answered by the agent.
                 let answered: std::collections::BTreeSet<&str> = s
                     .events
@@ -294,20 +300,37 @@ mod tests {
                     .filter(|e| e.role == Role::Model)
                     .map(|e| e.invocation_id.as_str())
                     .collect();
-                assert_eq!(answered.len() as u64, num(st, "assistant_turns"), "{key}");
-                for w in s.events.windows(2) {
-                    assert!(
-                        w[0].timestamp < w[1].timestamp,
-                        "{key}: not strictly increasing"
-                    );
-                }
-                turns += user_turns(s);
-                calls += tool_calls(s);
-            }
-        }
+                let strictly_increasing =
+                    s.events.windows(2).all(|w| w[0].timestamp < w[1].timestamp);
+                vec![
+                    ("user turns", user_turns(s) as u64, num(st, "user_turns")),
+                    ("tool calls", tool_calls(s) as u64, num(st, "tool_calls")),
+                    (
+                        "assistant turns",
+                        answered.len() as u64,
+                        num(st, "assistant_turns"),
+                    ),
+                    (
+                        "eval-set format (1 = yes)",
+                        u64::from(s.format == Format::AdkEvalSet),
+                        1,
+                    ),
+                    (
+                        "synthetic timestamps (1 = yes)",
+                        u64::from(s.synthetic_timestamps),
+                        1,
+                    ),
+                    (
+                        "strictly increasing times (1 = yes)",
+                        u64::from(strictly_increasing),
+                        1,
+                    ),
+                ]
+            },
+        );
         // SOURCE.md: 32 sessions and 112 tool calls in the folder; the 19 sessions adk.rs reads
         // hold 71 calls, so these files hold 13 sessions and 41 calls.
-        assert_eq!((n_sessions, calls), (13, 41));
+        assert_eq!((compared, calls), (13, 41));
         assert_eq!(turns, 51);
     }
 

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{util, Event, Format, ReadError, RecordedCompaction, Session};
+use super::{readutil, util, Event, Format, ReadError, RecordedCompaction, Session, Usage};
 
 /// The schema version written in every header.
 pub const VERSION: u64 = 1;
@@ -133,7 +133,13 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                 "wrong shape: expected a {\"compaction_sim\":1,…} header before the first event",
             ));
         };
-        let e: Event = serde_json::from_str(t).map_err(|e| line_error(file, n, &e))?;
+        let e: Event = serde_json::from_str(t)
+            .map_err(|e| usage_error(file, n, t).unwrap_or_else(|| line_error(file, n, &e)))?;
+        if e.usage.as_ref().and_then(Usage::over_limit).is_some() {
+            if let Some(err) = usage_error(file, n, t) {
+                return Err(err);
+            }
+        }
         p.session.events.push(e);
         p.lines.push(n);
     }
@@ -172,7 +178,22 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     Ok(out)
 }
 
+/// The first `usage` field of event line `t` that is not a token count, as an error naming
+/// it (serde's own message names only the column).
+fn usage_error(file: &str, n: usize, t: &str) -> Option<ReadError> {
+    let v: serde_json::Value = serde_json::from_str(t).ok()?;
+    let usage = v.get("usage")?.as_object()?;
+    usage.iter().find_map(|(k, x)| {
+        util::token_count(x)
+            .err()
+            .map(|m| ReadError::new(file, format!("line {n}"), format!("usage.{k}: {}", m.0)))
+    })
+}
+
 fn line_error(file: &str, n: usize, e: &serde_json::Error) -> ReadError {
+    if e.is_eof() {
+        return ReadError::new(file, format!("line {n}"), readutil::json_error(e));
+    }
     let mut r = util::json_error(file, e);
     r.location = format!("line {n} column {}", e.column());
     r

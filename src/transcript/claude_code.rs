@@ -356,21 +356,36 @@ impl<'a> Reader<'a> {
                 _ => {}
             }
         }
-        let usage = msg.get("usage").filter(|u| u.is_object()).map(|u| {
-            let input = readutil::u64_field(Some(u), "input_tokens");
-            let read = readutil::u64_field(Some(u), "cache_read_input_tokens");
-            let write = readutil::u64_field(Some(u), "cache_creation_input_tokens");
-            Usage {
-                prompt_tokens: input.saturating_add(read).saturating_add(write),
-                cached_read_tokens: read,
-                cache_write_tokens: write,
-                output_tokens: readutil::u64_field(Some(u), "output_tokens"),
+        let usage = match msg.get("usage").filter(|u| u.is_object()) {
+            None => None,
+            Some(u) => {
+                let get = |k: &str| {
+                    readutil::tokens_field(Some(u), "message.usage", k)
+                        .map_err(|m| self.err(line_no, m.0))
+                };
+                let input = get("input_tokens")?;
+                let read = get("cache_read_input_tokens")?;
+                let write = get("cache_creation_input_tokens")?;
+                Some(Usage {
+                    prompt_tokens: input.saturating_add(read).saturating_add(write),
+                    cached_read_tokens: read,
+                    cache_write_tokens: write,
+                    output_tokens: get("output_tokens")?,
+                })
             }
-        });
+        };
         // Of those writes, the ones with the 1-hour lifetime (priced at the 1-hour rate).
-        let write_1h = msg
-            .get("usage")
-            .map(|u| readutil::u64_field(u.get("cache_creation"), "ephemeral_1h_input_tokens"));
+        let write_1h = match msg.get("usage").filter(|u| u.is_object()) {
+            Some(u) => Some(
+                readutil::tokens_field(
+                    u.get("cache_creation"),
+                    "message.usage.cache_creation",
+                    "ephemeral_1h_input_tokens",
+                )
+                .map_err(|m| self.err(line_no, m.0))?,
+            ),
+            None => None,
+        };
         let Some(group) = self.groups.get_mut(g) else {
             return Ok(());
         };
@@ -574,15 +589,10 @@ impl<'a> Reader<'a> {
             .map(str::to_string);
         let pre_tokens = match meta.and_then(|m| m.get("preTokens")) {
             None | Some(Value::Null) => None,
-            Some(v) => match v.as_u64() {
-                Some(n) => Some(n),
-                None => {
-                    return Err(self.err(
-                        line_no,
-                        "compactMetadata.preTokens is not a non-negative integer",
-                    ))
-                }
-            },
+            Some(v) => Some(
+                util::token_count(v)
+                    .map_err(|m| self.err(line_no, format!("compactMetadata.preTokens: {m}")))?,
+            ),
         };
         let Some(group) = self.groups.get_mut(g) else {
             return Ok(());
@@ -759,12 +769,10 @@ fn file_stem(file: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::readutil::testutil::{count_parts, num, read_corpus, stats_sessions};
+    use crate::transcript::readutil::testutil::{
+        assert_counts_match_stats, count_flag, count_parts, num, read_corpus, usage_checks,
+    };
     use std::collections::BTreeSet;
-
-    fn count_flag(s: &Session, c: Critical) -> u64 {
-        s.events.iter().filter(|e| e.critical.contains(&c)).count() as u64
-    }
 
     /// Interrupts and rejections stats.json attributes to a file by text search, but which
     /// are text inside a tool result (8463… reads other transcripts with `Read`), not events.
@@ -778,118 +786,72 @@ mod tests {
 
     #[test]
     fn corpus_counts_match_stats_json() {
-        let mut problems = Vec::new();
-        let mut checked = 0;
+        let mut compared = 0;
         for folder in ["claude_code_spotter", "agentcmd_cli_sessions/claude"] {
-            for st in stats_sessions(folder) {
-                let rel = st
-                    .get("session")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                let sessions = match read(&rel, &read_corpus(&rel)) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        problems.push(format!("{e}"));
-                        continue;
-                    }
-                };
-                checked += 1;
-                if sessions.len() != 1 {
-                    problems.push(format!("{rel}: {} sessions, expected 1", sessions.len()));
-                    continue;
-                }
-                let s = &sessions[0];
-                let model_requests = s.events.iter().filter(|e| e.model_request).count() as u64;
-                let with_usage: Vec<&Usage> =
-                    s.events.iter().filter_map(|e| e.usage.as_ref()).collect();
-                let invocations: BTreeSet<&str> =
-                    s.events.iter().map(|e| e.invocation_id.as_str()).collect();
-                let (fp_int, fp_rej) = text_search_false_positives(&rel);
-                let pre: Vec<u64> = s
-                    .recorded_compactions
-                    .iter()
-                    .filter_map(|c| c.pre_tokens)
-                    .collect();
-                let want_pre: Vec<u64> = st
-                    .get("compaction_pre_tokens")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_u64).collect())
-                    .unwrap_or_default();
-                let checks: [(&str, u64, u64); 11] = [
-                    (
-                        "model requests",
-                        model_requests,
-                        num(&st, "assistant_turns"),
-                    ),
-                    (
-                        "tool calls",
-                        count_parts(s, |p| matches!(p, Part::ToolCall { .. })),
-                        num(&st, "tool_calls"),
-                    ),
-                    (
-                        "tool results",
-                        count_parts(s, |p| matches!(p, Part::ToolResponse { .. })),
-                        num(&st, "tool_results"),
-                    ),
-                    (
-                        "invocations",
-                        invocations.len() as u64,
-                        num(&st, "user_turns"),
-                    ),
-                    (
-                        "usage records",
-                        with_usage.len() as u64,
-                        num(&st, "usage_records"),
-                    ),
-                    (
-                        "max prompt",
-                        with_usage
-                            .iter()
-                            .map(|u| u.prompt_tokens)
-                            .max()
-                            .unwrap_or(0),
-                        num(&st, "max_input_tokens"),
-                    ),
-                    (
-                        "sum prompt",
-                        with_usage.iter().map(|u| u.prompt_tokens).sum(),
-                        num(&st, "sum_input_tokens"),
-                    ),
-                    (
-                        "compactions",
-                        s.recorded_compactions.len() as u64,
-                        num(&st, "compactions"),
-                    ),
-                    (
-                        "interrupts",
-                        count_flag(s, Critical::Interruption),
-                        num(&st, "interrupts") - fp_int,
-                    ),
-                    (
-                        "refusals",
-                        count_flag(s, Critical::Refusal),
-                        num(&st, "rejections_or_refusals") - fp_rej,
-                    ),
-                    ("pre tokens", pre.iter().sum(), want_pre.iter().sum()),
-                ];
-                if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
-                    problems.push(format!("{}: event times go backwards", s.source));
-                }
-                let approvals =
-                    count_flag(s, Critical::Approval) + count_flag(s, Critical::Confirmation);
-                if approvals != num(&st, "approvals_or_confirmations") {
-                    problems.push(format!("{rel}: {approvals} approvals/confirmations"));
-                }
-                for (what, got, want) in checks {
-                    if got != want {
-                        problems.push(format!("{rel}: {what} {got}, stats.json says {want}"));
-                    }
-                }
-            }
+            compared += assert_counts_match_stats(
+                folder,
+                |_| true,
+                read,
+                |st, s| {
+                    let (fp_int, fp_rej) = text_search_false_positives(&s.source);
+                    let invocations: BTreeSet<&str> =
+                        s.events.iter().map(|e| e.invocation_id.as_str()).collect();
+                    let pre = s.recorded_compactions.iter().filter_map(|c| c.pre_tokens);
+                    let want_pre = st
+                        .get("compaction_pre_tokens")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_u64).sum())
+                        .unwrap_or(0);
+                    let mut checks = vec![
+                        (
+                            "model requests",
+                            s.events.iter().filter(|e| e.model_request).count() as u64,
+                            num(st, "assistant_turns"),
+                        ),
+                        (
+                            "tool calls",
+                            count_parts(s, |p| matches!(p, Part::ToolCall { .. })),
+                            num(st, "tool_calls"),
+                        ),
+                        (
+                            "tool results",
+                            count_parts(s, |p| matches!(p, Part::ToolResponse { .. })),
+                            num(st, "tool_results"),
+                        ),
+                        (
+                            "invocations",
+                            invocations.len() as u64,
+                            num(st, "user_turns"),
+                        ),
+                        (
+                            "compactions",
+                            s.recorded_compactions.len() as u64,
+                            num(st, "compactions"),
+                        ),
+                        (
+                            "interrupts",
+                            count_flag(s, Critical::Interruption),
+                            num(st, "interrupts") - fp_int,
+                        ),
+                        (
+                            "refusals",
+                            count_flag(s, Critical::Refusal),
+                            num(st, "rejections_or_refusals") - fp_rej,
+                        ),
+                        ("pre tokens", pre.sum(), want_pre),
+                        (
+                            "approvals/confirmations",
+                            count_flag(s, Critical::Approval)
+                                + count_flag(s, Critical::Confirmation),
+                            num(st, "approvals_or_confirmations"),
+                        ),
+                    ];
+                    checks.extend(usage_checks(s, st));
+                    checks
+                },
+            );
         }
-        assert_eq!(checked, 25, "{problems:#?}");
-        assert!(problems.is_empty(), "{problems:#?}");
+        assert_eq!(compared, 25);
     }
 
     fn fixture(name: &str) -> String {

@@ -25,7 +25,7 @@
 //! Timestamps must not go backwards (the corpus rollouts never do).
 
 use super::readutil::{self, Clock};
-use super::util;
+use super::util::{self, BadNumber};
 use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -401,14 +401,19 @@ impl<'a> Rollout<'a> {
                         ))
                     }
                     // Older rollouts: the request's usage is the growth of the running total.
-                    _ => diff_usage(total.as_ref(), self.last_total.as_ref()),
+                    _ => diff_usage(total.as_ref(), self.last_total.as_ref())
+                        .map_err(|m| self.err(line_no, m.0))?,
                 };
                 self.last_total = total;
+                let get = |k: &str| {
+                    readutil::tokens_field(Some(&last), "payload.info.last_token_usage", k)
+                        .map_err(|m| self.err(line_no, m.0))
+                };
                 let usage = Usage {
-                    prompt_tokens: readutil::u64_field(Some(&last), "input_tokens"),
-                    cached_read_tokens: readutil::u64_field(Some(&last), "cached_input_tokens"),
+                    prompt_tokens: get("input_tokens")?,
+                    cached_read_tokens: get("cached_input_tokens")?,
                     cache_write_tokens: 0,
-                    output_tokens: readutil::u64_field(Some(&last), "output_tokens"),
+                    output_tokens: get("output_tokens")?,
                 };
                 self.open_request = None;
                 let i = self.request(t);
@@ -504,8 +509,9 @@ fn output_flags(output: &str) -> Vec<Critical> {
     Vec::new()
 }
 
-/// `now - before` for the usage counters, for rollouts without `last_token_usage`.
-fn diff_usage(now: Option<&Value>, before: Option<&Value>) -> Value {
+/// `now - before` for the usage counters, for rollouts without `last_token_usage`. Err: a
+/// counter that is not a token count (the earlier total was checked when it was `now`).
+fn diff_usage(now: Option<&Value>, before: Option<&Value>) -> Result<Value, BadNumber> {
     let mut out = Map::new();
     for key in [
         "input_tokens",
@@ -513,136 +519,98 @@ fn diff_usage(now: Option<&Value>, before: Option<&Value>) -> Value {
         "output_tokens",
         "reasoning_output_tokens",
     ] {
-        let a = readutil::u64_field(now, key);
-        let b = readutil::u64_field(before, key);
+        let a = readutil::tokens_field(now, "payload.info.total_token_usage", key)?;
+        let b = readutil::tokens_field(before, "payload.info.total_token_usage", key)?;
         out.insert(key.to_string(), Value::from(a.saturating_sub(b)));
     }
-    Value::Object(out)
+    Ok(Value::Object(out))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::readutil::testutil::{count_parts, num, read_corpus, stats_sessions};
+    use crate::transcript::readutil::testutil::{
+        assert_counts_match_stats, count_flag, count_parts, num, read_corpus, usage_checks,
+    };
     use std::collections::BTreeSet;
-
-    fn count_flag(s: &Session, c: Critical) -> u64 {
-        s.events.iter().filter(|e| e.critical.contains(&c)).count() as u64
-    }
 
     #[test]
     fn corpus_counts_match_stats_json() {
-        let mut problems = Vec::new();
-        let entries = stats_sessions("agentcmd_cli_sessions/codex");
-        assert_eq!(entries.len(), 5);
-        for st in entries {
-            let rel = st
-                .get("session")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let sessions = match read(&rel, &read_corpus(&rel)) {
-                Ok(s) => s,
-                Err(e) => {
-                    problems.push(e.to_string());
-                    continue;
-                }
-            };
-            let s = &sessions[0];
-            let usages: Vec<Usage> = s.events.iter().filter_map(|e| e.usage).collect();
-            let requests = s.events.iter().filter(|e| e.model_request).count() as u64;
-            let invocations: BTreeSet<&str> =
-                s.events.iter().map(|e| e.invocation_id.as_str()).collect();
-            // stats.json's "assistant turns" are assistant text messages.
-            let answers = s
-                .events
-                .iter()
-                .filter(|e| {
-                    e.model_request && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
-                })
-                .count() as u64;
-            let checks: [(&str, u64, u64); 11] = [
-                ("model requests", requests, num(&st, "usage_records")),
-                (
-                    "usage records",
-                    usages.len() as u64,
-                    num(&st, "usage_records"),
-                ),
-                ("answers", answers, num(&st, "assistant_turns")),
-                (
-                    "tool calls",
-                    count_parts(s, |p| matches!(p, Part::ToolCall { .. })),
-                    num(&st, "tool_calls"),
-                ),
-                (
-                    "tool results",
-                    count_parts(s, |p| matches!(p, Part::ToolResponse { .. })),
-                    num(&st, "tool_results"),
-                ),
-                (
-                    "invocations",
-                    invocations.len() as u64,
-                    num(&st, "user_turns"),
-                ),
-                (
-                    "max prompt",
-                    usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0),
-                    num(&st, "max_input_tokens"),
-                ),
-                (
-                    "sum prompt",
-                    usages.iter().map(|u| u.prompt_tokens).sum(),
-                    num(&st, "sum_input_tokens"),
-                ),
-                (
-                    "sum output",
-                    usages.iter().map(|u| u.output_tokens).sum(),
-                    num(&st, "sum_output_tokens"),
-                ),
-                (
-                    "interrupts",
-                    count_flag(s, Critical::Interruption),
-                    num(&st, "interrupts"),
-                ),
-                (
-                    "refusals",
-                    count_flag(s, Critical::Refusal),
-                    num(&st, "rejections_or_refusals"),
-                ),
-            ];
-            if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
-                problems.push(format!("{}: event times go backwards", s.source));
-            }
-            let approvals =
-                count_flag(s, Critical::Approval) + count_flag(s, Critical::Confirmation);
-            if approvals != num(&st, "approvals_or_confirmations") {
-                problems.push(format!("{rel}: {approvals} approvals/confirmations"));
-            }
-            for (what, got, want) in checks {
-                if got != want {
-                    problems.push(format!("{rel}: {what} {got}, stats.json says {want}"));
-                }
-            }
-            let mut want_policies: Vec<String> = st
-                .get("approval_policies")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut got_policies = s.approval_policies.clone();
-            want_policies.sort();
-            got_policies.sort();
-            if got_policies != want_policies {
-                problems.push(format!(
-                    "{rel}: approval policies {got_policies:?} vs {want_policies:?}"
-                ));
-            }
-        }
-        assert!(problems.is_empty(), "{problems:#?}");
+        let compared = assert_counts_match_stats(
+            "agentcmd_cli_sessions/codex",
+            |_| true,
+            read,
+            |st, s| {
+                let requests = s.events.iter().filter(|e| e.model_request).count() as u64;
+                let invocations: BTreeSet<&str> =
+                    s.events.iter().map(|e| e.invocation_id.as_str()).collect();
+                // stats.json's "assistant turns" are assistant text messages.
+                let answers = s
+                    .events
+                    .iter()
+                    .filter(|e| {
+                        e.model_request && e.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+                    })
+                    .count() as u64;
+                let sum_output = s
+                    .events
+                    .iter()
+                    .filter_map(|e| e.usage)
+                    .map(|u| u.output_tokens);
+                let mut want_policies: Vec<&str> = st
+                    .get("approval_policies")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let mut got_policies: Vec<&str> =
+                    s.approval_policies.iter().map(String::as_str).collect();
+                want_policies.sort_unstable();
+                got_policies.sort_unstable();
+                let mut checks = vec![
+                    ("model requests", requests, num(st, "usage_records")),
+                    ("answers", answers, num(st, "assistant_turns")),
+                    (
+                        "tool calls",
+                        count_parts(s, |p| matches!(p, Part::ToolCall { .. })),
+                        num(st, "tool_calls"),
+                    ),
+                    (
+                        "tool results",
+                        count_parts(s, |p| matches!(p, Part::ToolResponse { .. })),
+                        num(st, "tool_results"),
+                    ),
+                    (
+                        "invocations",
+                        invocations.len() as u64,
+                        num(st, "user_turns"),
+                    ),
+                    ("sum output", sum_output.sum(), num(st, "sum_output_tokens")),
+                    (
+                        "interrupts",
+                        count_flag(s, Critical::Interruption),
+                        num(st, "interrupts"),
+                    ),
+                    (
+                        "refusals",
+                        count_flag(s, Critical::Refusal),
+                        num(st, "rejections_or_refusals"),
+                    ),
+                    (
+                        "approvals/confirmations",
+                        count_flag(s, Critical::Approval) + count_flag(s, Critical::Confirmation),
+                        num(st, "approvals_or_confirmations"),
+                    ),
+                    (
+                        "approval policies differ (1 = yes)",
+                        u64::from(got_policies != want_policies),
+                        0,
+                    ),
+                ];
+                checks.extend(usage_checks(s, st));
+                checks
+            },
+        );
+        assert_eq!(compared, 5);
     }
 
     /// Lines 5–10 of this rollout: turn_context, reasoning, token_count, then the reasoning

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::{
     adk, adk_legacy_eval, canonical, claude_code, codex, gemini_cli, openai_chat, openhands,
-    pyjson, swe_agent, tau2, util, Format, ReadError, Session,
+    pyjson, readutil, swe_agent, tau2, util, Format, ReadError, Session,
 };
 
 /// Largest file read: 512 MiB (the whole corpus is 30 MB; larger inputs are almost surely
@@ -139,11 +139,10 @@ pub fn read_as(f: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadEr
 /// Read a file into a string, refusing files over `lim.max_file_bytes`, lines over
 /// `lim.max_line_bytes` and invalid UTF-8, without ever holding more than the file limit.
 pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadError> {
-    let f = std::fs::File::open(path)
-        .map_err(|e| ReadError::new(file, "", format!("cannot open: {e}")))?;
+    let f = std::fs::File::open(path).map_err(|e| ReadError::io(file, "", "cannot open", &e))?;
     let meta = f
         .metadata()
-        .map_err(|e| ReadError::new(file, "", format!("cannot stat: {e}")))?;
+        .map_err(|e| ReadError::io(file, "", "cannot stat", &e))?;
     if meta.is_dir() {
         return Err(ReadError::new(file, "", "is a directory"));
     }
@@ -164,9 +163,9 @@ pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadErr
     let mut line: u64 = 1;
     let mut line_len: u64 = 0;
     loop {
-        let buf = r.fill_buf().map_err(|e| {
-            ReadError::new(file, format!("line {line}"), format!("read error: {e}"))
-        })?;
+        let buf = r
+            .fill_buf()
+            .map_err(|e| ReadError::io(file, format!("line {line}"), "read error", &e))?;
         if buf.is_empty() {
             break;
         }
@@ -248,17 +247,10 @@ fn load_checked(
     }
     let f = match format {
         Some(f) => f,
-        None => detect(&text).ok_or_else(|| {
-            let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-            ReadError::new(
-                &file,
-                "",
-                format!(
-                    "unknown format (not one of: {}; use --format)",
-                    names.join(", ")
-                ),
-            )
-        })?,
+        None => match detect(&text) {
+            Some(f) => f,
+            None => return Err(unrecognised(&file, &text)),
+        },
     };
     let sessions = read_as(f, &file, &text)?;
     for s in &sessions {
@@ -272,6 +264,50 @@ fn load_checked(
         })?;
     }
     Ok(sessions)
+}
+
+/// Why no reader recognised `text`. A damaged file of a known format usually fails its
+/// sniffer, so JSON that does not parse gets its line and column (truncated, or the first
+/// bad JSONL line); only well-formed JSON, or text that is not JSON at all, is an
+/// "unknown format".
+fn unrecognised(file: &str, text: &str) -> ReadError {
+    let unknown = || {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        ReadError::new(
+            file,
+            "",
+            format!(
+                "unknown format (not one of: {}; use --format)",
+                names.join(", ")
+            ),
+        )
+    };
+    if !text.trim_start().starts_with(['{', '[']) {
+        return unknown();
+    }
+    let text = match pyjson::normalize(file, text) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let whole = match serde_json::from_str::<serde::de::IgnoredAny>(&text) {
+        Ok(_) => return unknown(),
+        Err(e) => e,
+    };
+    let lines = match readutil::lines(file, &text) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    let alone = |l: &str| serde_json::from_str::<serde::de::IgnoredAny>(l);
+    // JSONL: a first line that is a JSON value by itself, and more lines after it.
+    if lines.len() > 1 && lines.first().is_some_and(|(_, l)| alone(l).is_ok()) {
+        for (n, l) in &lines {
+            if let Err(e) = alone(l) {
+                return ReadError::new(file, format!("line {n}"), readutil::json_error(&e));
+            }
+        }
+        return unknown();
+    }
+    util::json_error(file, &whole)
 }
 
 /// Sessions loaded from many paths, plus the files that could not be read.
@@ -300,10 +336,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<ReadError>) {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
-            skipped.push(ReadError::new(
+            skipped.push(ReadError::io(
                 dir.to_string_lossy(),
                 "",
-                format!("cannot read folder: {e}"),
+                "cannot read folder",
+                &e,
             ));
             return;
         }
@@ -405,6 +442,21 @@ mod tests {
         let e = load_file(&odd, None).unwrap_err();
         assert!(e.to_string().contains("odd.json: unknown format"), "{e}");
         assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn unreadable_files_are_the_environments_fault_missing_ones_bad_input() {
+        use crate::error::{kind_of, ExitKind};
+        let dir = tempfile::tempdir().unwrap();
+        let e = load_file(dir.path().join("missing.json"), None).unwrap_err();
+        assert_eq!(kind_of(&e), ExitKind::BadInput, "{e}");
+        let e = load_file(dir.path(), None).unwrap_err();
+        assert_eq!(kind_of(&e), ExitKind::BadInput, "{e}");
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let e = ReadError::io("f.json", "", "cannot open", &denied);
+        assert_eq!(kind_of(&util::tidy(e)), ExitKind::Environment);
+        let e = anyhow::Error::new(ReadError::new("f.json", "line 2", "malformed JSON"));
+        assert_eq!(kind_of(e.as_ref()), ExitKind::BadInput);
     }
 
     #[test]

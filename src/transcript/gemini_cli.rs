@@ -265,7 +265,7 @@ fn usage(cx: &Ctx, m: &Map<String, Value>, mp: &str) -> Result<Option<Usage>, Re
     };
     let tp = format!("{mp}.tokens");
     let tm = cx.obj(t, &tp)?;
-    let get = |k: &str| cx.opt_u64(tm, k, &tp).map(|v| v.unwrap_or(0));
+    let get = |k: &str| cx.opt_tokens(tm, k, &tp).map(|v| v.unwrap_or(0));
     Ok(Some(Usage {
         prompt_tokens: get("input")?.saturating_add(get("tool")?),
         cached_read_tokens: get("cached")?,

@@ -117,6 +117,12 @@ pub enum Part {
     },
 }
 
+/// Largest token count read from a transcript, price or latency file: 2^53, the largest
+/// integer an f64 (and so a JSON reader in JavaScript or Python's float) holds exactly.
+/// Real prompts are below 10^7 tokens; anything near this bound is a broken file, and
+/// keeping every count below it leaves room to add and multiply without overflow.
+pub const MAX_TOKENS: u64 = 1 << 53;
+
 /// Token usage recorded for one model request, normalised so `prompt_tokens` includes
 /// cached tokens (Anthropic logs count cache reads outside `input_tokens`; OpenAI and Gemini
 /// count them inside).
@@ -328,6 +334,21 @@ pub struct Session {
     /// `turn_context.approval_policy`: `never`, `on-request`, ...); empty when not recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approval_policies: Vec<String>,
+}
+
+impl Usage {
+    /// The first count above [`MAX_TOKENS`], as (field name, value): readers that build a
+    /// usage from typed structs (canonical JSONL) check it with this.
+    pub fn over_limit(&self) -> Option<(&'static str, u64)> {
+        [
+            ("prompt_tokens", self.prompt_tokens),
+            ("cached_read_tokens", self.cached_read_tokens),
+            ("cache_write_tokens", self.cache_write_tokens),
+            ("output_tokens", self.output_tokens),
+        ]
+        .into_iter()
+        .find(|(_, v)| *v > MAX_TOKENS)
+    }
 }
 
 impl Event {

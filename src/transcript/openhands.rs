@@ -30,7 +30,7 @@
 //!   (legacy rows) get synthetic ones.
 
 use super::readutil::{self, Clock};
-use super::util;
+use super::{pyjson, util};
 use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -88,9 +88,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         .or_else(|| stem.strip_suffix(".json"))
         .unwrap_or(stem);
     if trimmed.starts_with('[') {
-        let v: Value = serde_json::from_str(text).map_err(|e| {
-            ReadError::new(file, format!("line {}", e.line()), readutil::json_error(&e))
-        })?;
+        let v: Value = util::parse_json(file, text)?;
         let Value::Array(events) = v else {
             return Err(ReadError::new(file, "$", "expected an array of events"));
         };
@@ -192,6 +190,9 @@ impl Built {
     }
 }
 
+/// Longest recorded response latency accepted, seconds (a day).
+const MAX_LATENCY_S: f64 = 86_400.0;
+
 /// Builds one session from its event list. `base` is the JSON path of the list, for errors.
 fn build(
     file: &str,
@@ -199,17 +200,42 @@ fn build(
     list: &[Value],
     metrics: Option<&Value>,
 ) -> Result<Built, ReadError> {
-    let latency: HashMap<&str, f64> = metrics
+    let mut latency: HashMap<&str, f64> = HashMap::new();
+    let recorded = metrics
         .and_then(|m| m.get("response_latencies"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| {
-                    Some((x.get("response_id")?.as_str()?, x.get("latency")?.as_f64()?))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+        .and_then(Value::as_array);
+    for (k, x) in recorded.into_iter().flatten().enumerate() {
+        let (Some(id), Some(v)) = (
+            x.get("response_id").and_then(Value::as_str),
+            x.get("latency"),
+        ) else {
+            continue;
+        };
+        // Seconds: finite, not negative, under a day (a measured call, not a typo).
+        match pyjson::as_f64(v) {
+            Some(s) if s.is_finite() && (0.0..=MAX_LATENCY_S).contains(&s) => {
+                latency.insert(id, s);
+            }
+            _ if v.is_null() => {}
+            _ => {
+                return Err(ReadError::new(
+                    file,
+                    // `metrics` sits beside the row's `history` (the path `base` names).
+                    format!(
+                        "{}.metrics.response_latencies[{k}].latency",
+                        base.strip_suffix(".history").unwrap_or(base)
+                    ),
+                    format!(
+                        "expected seconds from 0 to {MAX_LATENCY_S}, found {}",
+                        match v {
+                            Value::Number(n) => n.to_string(),
+                            other => util::kind(other).to_string(),
+                        }
+                    ),
+                ));
+            }
+        }
+    }
     let mut events: Vec<Event> = Vec::new();
     let mut clock = Clock::new(0.0);
     let mut model: Option<String> = None;
@@ -338,10 +364,15 @@ fn build(
                                 model.clone_from(&mname);
                             }
                             ev.model = mname;
-                            ev.usage = response
+                            ev.usage = match response
                                 .and_then(|r| r.get("usage"))
                                 .filter(|u| u.is_object())
-                                .map(usage_of);
+                            {
+                                Some(u) => Some(usage_of(u).map_err(|m| {
+                                    err(i, ".tool_call_metadata.model_response", m.0)
+                                })?),
+                                None => None,
+                            };
                             ev.latency_s =
                                 response_id.as_deref().and_then(|r| latency.get(r).copied());
                             let text = response
@@ -556,18 +587,22 @@ fn build(
     })
 }
 
-/// Usage in OpenAI convention: `prompt_tokens` already includes cached tokens.
-fn usage_of(u: &Value) -> Usage {
-    let cached = match readutil::u64_field(u.get("prompt_tokens_details"), "cached_tokens") {
-        0 => readutil::u64_field(Some(u), "cache_read_input_tokens"),
-        n => n,
-    };
-    Usage {
-        prompt_tokens: readutil::u64_field(Some(u), "prompt_tokens"),
+/// Usage in OpenAI convention: `prompt_tokens` already includes cached tokens. Err names
+/// the bad field by its path under the response (`usage.prompt_tokens: ...`).
+fn usage_of(u: &Value) -> Result<Usage, util::BadNumber> {
+    let get = |k: &str| readutil::tokens_field(Some(u), "usage", k);
+    let details = u.get("prompt_tokens_details");
+    let cached =
+        match readutil::tokens_field(details, "usage.prompt_tokens_details", "cached_tokens")? {
+            0 => get("cache_read_input_tokens")?,
+            n => n,
+        };
+    Ok(Usage {
+        prompt_tokens: get("prompt_tokens")?,
         cached_read_tokens: cached,
-        cache_write_tokens: readutil::u64_field(Some(u), "cache_creation_input_tokens"),
-        output_tokens: readutil::u64_field(Some(u), "completion_tokens"),
-    }
+        cache_write_tokens: get("cache_creation_input_tokens")?,
+        output_tokens: get("completion_tokens")?,
+    })
 }
 
 /// A legacy action's arguments: its fields minus bookkeeping.
@@ -627,7 +662,9 @@ fn recall_text(content: &str, extras: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::readutil::testutil::{count_parts, num, read_corpus, stats_sessions};
+    use crate::transcript::readutil::testutil::{
+        assert_counts_match_stats, count_flag, count_parts, num, read_corpus, usage_checks,
+    };
     use std::collections::BTreeSet;
 
     /// Events of one kind in the raw history, counted straight from the JSON.
@@ -647,126 +684,94 @@ mod tests {
 
     #[test]
     fn corpus_counts_match_stats_json() {
-        let mut problems = Vec::new();
-        let mut by_file: HashMap<String, Vec<Session>> = HashMap::new();
-        let entries = stats_sessions("openhands");
-        assert_eq!(entries.len(), 9);
-        for st in entries {
-            let name = st
-                .get("session")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let (rel, frag) = name
-                .split_once('#')
-                .map_or((name.as_str(), ""), |(a, b)| (a, b));
-            if !by_file.contains_key(rel) {
-                match read(rel, &read_corpus(rel)) {
-                    Ok(s) => {
-                        by_file.insert(rel.to_string(), s);
-                    }
-                    Err(e) => {
-                        problems.push(e.to_string());
-                        continue;
-                    }
-                }
-            }
-            let Some(s) = by_file
-                .get(rel)
-                .and_then(|v| v.iter().find(|s| s.source == name))
-            else {
-                problems.push(format!("{name}: no such session"));
-                continue;
-            };
-            // stats.json does not count the `think` tool as a tool call, and counts an
-            // `error` observation (a malformed call answered without a call id) as a tool
-            // result; here `think` is a call and such errors are user-role messages.
-            let thinks = raw_count(rel, frag, |e| {
-                e.get("action").and_then(Value::as_str) == Some("think")
-            });
-            let loose_errors = raw_count(rel, frag, |e| {
-                e.get("observation").and_then(Value::as_str) == Some("error")
-                    && e.get("tool_call_metadata").is_none()
-            });
-            let usages: Vec<Usage> = s.events.iter().filter_map(|e| e.usage).collect();
-            let invocations: BTreeSet<&str> = s
-                .events
-                .iter()
-                .filter(|e| e.role == Role::User && e.author == "user")
-                .map(|e| e.invocation_id.as_str())
-                .collect();
-            let checks: [(&str, u64, u64); 9] = [
-                (
-                    "model requests",
-                    s.events.iter().filter(|e| e.model_request).count() as u64,
-                    num(&st, "assistant_turns"),
-                ),
-                (
-                    "tool calls",
-                    count_parts(s, |p| matches!(p, Part::ToolCall { .. })),
-                    num(&st, "tool_calls") + thinks,
-                ),
-                (
-                    "tool results",
-                    count_parts(s, |p| matches!(p, Part::ToolResponse { .. })),
-                    num(&st, "tool_results") - loose_errors,
-                ),
-                (
-                    "invocations",
-                    invocations.len() as u64,
-                    num(&st, "user_turns"),
-                ),
-                (
-                    "usage records",
-                    usages.len() as u64,
-                    num(&st, "usage_records"),
-                ),
-                (
-                    "max prompt",
-                    usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0),
-                    num(&st, "max_input_tokens"),
-                ),
-                (
-                    "sum prompt",
-                    usages.iter().map(|u| u.prompt_tokens).sum(),
-                    num(&st, "sum_input_tokens"),
-                ),
-                (
-                    "confirmations",
-                    s.events
-                        .iter()
-                        .filter(|e| e.critical.contains(&Critical::Confirmation))
-                        .count() as u64,
-                    num(&st, "approvals_or_confirmations"),
-                ),
-                (
-                    "synthetic timestamps",
-                    u64::from(s.synthetic_timestamps),
-                    u64::from(num(&st, "timestamps") == 0),
-                ),
-            ];
-            if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
-                problems.push(format!("{}: event times go backwards", s.source));
-            }
-            for (what, got, want) in checks {
-                if got != want {
-                    problems.push(format!("{name}: {what} {got}, stats.json says {want}"));
-                }
-            }
-            if let Some(lat) = st.get("response_latency_s") {
-                let got: Vec<f64> = s.events.iter().filter_map(|e| e.latency_s).collect();
-                let max = got.iter().copied().fold(0.0, f64::max);
-                let want_max = lat.get("max").and_then(Value::as_f64).unwrap_or(-1.0);
-                // stats.json rounds to 3 decimals; one response per run has no action.
-                if (max - want_max).abs() > 5e-4 || got.len() as u64 + 1 < num(lat, "n") {
-                    problems.push(format!(
-                        "{name}: latencies n={} max={max}, stats.json {lat}",
-                        got.len()
-                    ));
-                }
-            }
+        let compared = assert_counts_match_stats(
+            "openhands",
+            |_| true,
+            read,
+            |st, s| {
+                let (rel, frag) = s.source.split_once('#').unwrap_or((s.source.as_str(), ""));
+                // stats.json does not count the `think` tool as a tool call, and counts an
+                // `error` observation (a malformed call answered without a call id) as a tool
+                // result; here `think` is a call and such errors are user-role messages.
+                let thinks = raw_count(rel, frag, |e| {
+                    e.get("action").and_then(Value::as_str) == Some("think")
+                });
+                let loose_errors = raw_count(rel, frag, |e| {
+                    e.get("observation").and_then(Value::as_str) == Some("error")
+                        && e.get("tool_call_metadata").is_none()
+                });
+                let invocations: BTreeSet<&str> = s
+                    .events
+                    .iter()
+                    .filter(|e| e.role == Role::User && e.author == "user")
+                    .map(|e| e.invocation_id.as_str())
+                    .collect();
+                // stats.json rounds latencies to 3 decimals; one response per run has no action.
+                let latencies: Vec<f64> = s.events.iter().filter_map(|e| e.latency_s).collect();
+                let latency_ok = st.get("response_latency_s").is_none_or(|lat| {
+                    let max = latencies.iter().copied().fold(0.0, f64::max);
+                    let want_max = lat.get("max").and_then(Value::as_f64).unwrap_or(-1.0);
+                    (max - want_max).abs() <= 5e-4 && latencies.len() as u64 + 1 >= num(lat, "n")
+                });
+                let mut checks = vec![
+                    (
+                        "model requests",
+                        s.events.iter().filter(|e| e.model_request).count() as u64,
+                        num(st, "assistant_turns"),
+                    ),
+                    (
+                        "tool calls",
+                        count_parts(s, |p| matches!(p, Part::ToolCall { .. })),
+                        num(st, "tool_calls") + thinks,
+                    ),
+                    (
+                        "tool results",
+                        count_parts(s, |p| matches!(p, Part::ToolResponse { .. })),
+                        num(st, "tool_results") - loose_errors,
+                    ),
+                    (
+                        "invocations",
+                        invocations.len() as u64,
+                        num(st, "user_turns"),
+                    ),
+                    (
+                        "confirmations",
+                        count_flag(s, Critical::Confirmation),
+                        num(st, "approvals_or_confirmations"),
+                    ),
+                    (
+                        "synthetic timestamps",
+                        u64::from(s.synthetic_timestamps),
+                        u64::from(num(st, "timestamps") == 0),
+                    ),
+                    ("latencies differ (1 = yes)", u64::from(!latency_ok), 0),
+                ];
+                checks.extend(usage_checks(s, st));
+                checks
+            },
+        );
+        assert_eq!(compared, 9);
+    }
+
+    #[test]
+    fn negative_or_nan_latency_is_refused_with_its_path() {
+        let rel = "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl";
+        let text = read_corpus(rel);
+        let at = text
+            .find("\"latency\": ")
+            .or_else(|| text.find("\"latency\":"));
+        let at = at.expect("the file records latencies");
+        let start = at + text[at..].find(':').unwrap_or(0) + 1;
+        let end = start + text[start..].find([',', '}']).expect("a value");
+        for bad in [" -1.5", " NaN", " 1e309"] {
+            let t = format!("{}{bad}{}", &text[..start], &text[end..]);
+            let e = crate::transcript::detect::read_as(Format::Openhands, rel, &t).expect_err(bad);
+            assert!(
+                e.location.ends_with("].latency")
+                    && e.location.contains("$.metrics.response_latencies["),
+                "{bad}: {e}"
+            );
         }
-        assert!(problems.is_empty(), "{problems:#?}");
     }
 
     #[test]
@@ -860,7 +865,11 @@ mod tests {
         let e = read("t.json", &format!("{ok}42]")).expect_err("not an object");
         assert_eq!(e.location, "$[1]");
         let e = read("t.json", "[{\"id\":0,").expect_err("malformed");
-        assert!(e.location.starts_with("line 1"));
+        assert!(
+            e.to_string()
+                .starts_with("t.json: truncated at line 1 column 9"),
+            "{e}"
+        );
         let e = read("o.jsonl", "{\"history\":[{\"action\":\"message\",\"content\":\"hi\"},{\"observation\":\"run\",\"content\":\"x\"}]}\n")
             .expect_err("legacy observation with nothing to answer");
         assert_eq!(e.location, "line 1, $.history[1]");

@@ -152,6 +152,41 @@ pub fn untag_json_text(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// An error message with every tag a parser quoted shown as the number it stands for:
+/// serde's `string "\u{fdd0}NaN"` (Debug-escaped or raw) reads `number NaN`, and a bare
+/// tagged literal reads as the literal. Users never see the tag.
+pub fn untag_message(msg: &str) -> Cow<'_, str> {
+    const ESCAPES: [&str; 4] = ["\\u{fdd0}", "\\u{FDD0}", "\\uFDD0", "\\ufdd0"];
+    if !msg.contains(TAG) && !ESCAPES.iter().any(|e| msg.contains(e)) {
+        return Cow::Borrowed(msg);
+    }
+    let mut s = msg.to_string();
+    for e in ESCAPES {
+        s = s.replace(e, "\u{FDD0}");
+    }
+    let s = s.replace(&format!("string \"{TAG}"), &format!("number \"{TAG}"));
+    // `"<TAG>literal"` → `literal` (literals hold no quote); then any stray tag goes.
+    let quoted = format!("\"{TAG}");
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s.as_str();
+    while let Some(i) = rest.find(&quoted) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + quoted.len()..];
+        match after.find('"') {
+            Some(j) => {
+                out.push_str(&after[..j]);
+                rest = &after[j + 1..];
+            }
+            None => {
+                out.push_str(after);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out.replace(TAG, ""))
+}
+
 /// True when the bytes at `b[i..]` (just after one or more backslashes) spell `ufdd0`,
 /// case-insensitively.
 fn is_tag_escape(b: &[u8], i: usize) -> bool {
@@ -441,6 +476,29 @@ mod tests {
         assert_eq!(tagged("\u{FDD0}12x"), None);
         assert_eq!(tagged("NaN"), None);
         assert_eq!(tagged("\u{FDD0}-"), None);
+    }
+
+    #[test]
+    fn error_messages_never_show_the_tag() {
+        let v: Value = serde_json::from_str(&norm("{\"x\": NaN}")).unwrap();
+        let e = serde_json::from_value::<u64>(v["x"].clone())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains('\u{FDD0}') || e.to_lowercase().contains("fdd0"),
+            "{e}"
+        );
+        let shown = untag_message(&e);
+        assert!(
+            !shown.contains(TAG) && !shown.to_lowercase().contains("fdd0"),
+            "{shown}"
+        );
+        assert!(shown.contains("number NaN"), "{shown}");
+        assert_eq!(
+            untag_message("found \"\u{FDD0}123456789012345678901\" here"),
+            "found 123456789012345678901 here"
+        );
+        assert!(matches!(untag_message("plain"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Small helpers the line-oriented readers share: line splitting with a size cap, RFC 3339
 //! timestamps, and the clock that keeps event times in order.
 
-use super::util::{SYNTHETIC_EPOCH_S, SYNTHETIC_STEP_S};
+use super::util::{BadNumber, SYNTHETIC_EPOCH_S, SYNTHETIC_STEP_S};
 use super::ReadError;
 use serde_json::Value;
 
@@ -56,13 +56,18 @@ pub(crate) fn parse_object_line(
     }
 }
 
-/// serde_json's message without its own "at line L column C" (the caller names the line).
+/// serde_json's message without its own "at line L column C" (the caller names the line);
+/// a line that ends before its JSON does says "truncated".
 pub(crate) fn json_error(e: &serde_json::Error) -> String {
     let mut msg = e.to_string();
     if let Some(i) = msg.rfind(" at line ") {
         msg.truncate(i);
     }
-    format!("malformed JSON at column {}: {msg}", e.column())
+    if e.is_eof() {
+        format!("truncated at column {}: {msg}", e.column())
+    } else {
+        format!("malformed JSON at column {}: {msg}", e.column())
+    }
 }
 
 /// Hands out event times in file order: recorded times must not go backwards (beyond a
@@ -130,14 +135,18 @@ pub(crate) fn str_field<'a>(m: &'a serde_json::Map<String, Value>, key: &str) ->
     m.get(key).and_then(Value::as_str)
 }
 
-/// A non-negative integer field (missing, null or negative → 0; floats are truncated).
-pub(crate) fn u64_field(v: Option<&Value>, key: &str) -> u64 {
-    match v.and_then(|o| o.get(key)) {
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .or_else(|| n.as_f64().filter(|f| *f > 0.0).map(|f| f as u64))
-            .unwrap_or(0),
-        _ => 0,
+/// A token-count field of `parent` (missing or null: 0). Err names the field by its JSON
+/// path (`parent_path.key`) and says what is wrong ([`super::util::token_count`]); the
+/// caller adds the file and line.
+pub(crate) fn tokens_field(
+    parent: Option<&Value>,
+    parent_path: &str,
+    key: &str,
+) -> Result<u64, BadNumber> {
+    match parent.and_then(|o| o.get(key)) {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => super::util::token_count(v)
+            .map_err(|m| BadNumber(format!("{parent_path}.{key}: {}", m.0))),
     }
 }
 
@@ -189,8 +198,9 @@ mod tests {
 /// Corpus access for the readers' unit tests.
 #[cfg(test)]
 pub(crate) mod testutil {
-    use crate::transcript::{Part, Session};
+    use crate::transcript::{Critical, Part, ReadError, Session, Usage};
     use serde_json::Value;
+    use std::collections::HashMap;
     use std::path::PathBuf;
 
     /// Parts of a session that match `f` (tool calls, responses...), for checks against
@@ -234,5 +244,101 @@ pub(crate) mod testutil {
         v.get(key)
             .and_then(Value::as_u64)
             .unwrap_or_else(|| panic!("stats entry lacks {key}: {v}"))
+    }
+
+    /// Events of a session carrying critical flag `c`.
+    pub fn count_flag(s: &Session, c: Critical) -> u64 {
+        s.events.iter().filter(|e| e.critical.contains(&c)).count() as u64
+    }
+
+    /// One comparison with stats.json: what, the reader's count, stats.json's count.
+    pub type Check = (&'static str, u64, u64);
+
+    /// The usage checks every format with recorded usage shares: how many requests carry
+    /// usage, the largest and the summed prompt.
+    pub fn usage_checks(s: &Session, st: &Value) -> [Check; 3] {
+        let usages: Vec<Usage> = s.events.iter().filter_map(|e| e.usage).collect();
+        [
+            (
+                "usage records",
+                usages.len() as u64,
+                num(st, "usage_records"),
+            ),
+            (
+                "max prompt",
+                usages.iter().map(|u| u.prompt_tokens).max().unwrap_or(0),
+                num(st, "max_input_tokens"),
+            ),
+            (
+                "sum prompt",
+                usages.iter().map(|u| u.prompt_tokens).sum(),
+                num(st, "sum_input_tokens"),
+            ),
+        ]
+    }
+
+    /// The one corpus-counts comparison the readers share: every stats.json session entry of
+    /// `folder` that `include` accepts is read with `read` (each file once), its session found
+    /// (by source `file#fragment`, or the file's only session), checked for event times that
+    /// go backwards, and compared with the counts `checks` returns for it. Panics listing every
+    /// mismatch; returns how many sessions were compared (callers assert it, so a renamed
+    /// folder cannot pass by checking nothing).
+    pub fn assert_counts_match_stats(
+        folder: &str,
+        include: impl Fn(&str) -> bool,
+        read: impl Fn(&str, &str) -> Result<Vec<Session>, ReadError>,
+        mut checks: impl FnMut(&Value, &Session) -> Vec<Check>,
+    ) -> usize {
+        let mut problems = Vec::new();
+        let mut files: HashMap<String, Vec<Session>> = HashMap::new();
+        let mut compared = 0;
+        for st in stats_sessions(folder) {
+            let name = st
+                .get("session")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let rel = name.split_once('#').map_or(name.as_str(), |(r, _)| r);
+            if !include(rel) {
+                continue;
+            }
+            if !files.contains_key(rel) {
+                match read(rel, &read_corpus(rel)) {
+                    Ok(s) => {
+                        files.insert(rel.to_string(), s);
+                    }
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        continue;
+                    }
+                }
+            }
+            let sessions = files.get(rel).map(Vec::as_slice).unwrap_or_default();
+            let found = sessions
+                .iter()
+                .find(|s| s.source == name)
+                .or(match sessions {
+                    [only] if !name.contains('#') => Some(only),
+                    _ => None,
+                });
+            let Some(s) = found else {
+                problems.push(format!(
+                    "{name}: no such session among the file's {}",
+                    sessions.len()
+                ));
+                continue;
+            };
+            compared += 1;
+            if s.events.windows(2).any(|w| w[1].timestamp < w[0].timestamp) {
+                problems.push(format!("{name}: event times go backwards"));
+            }
+            for (what, got, want) in checks(&st, s) {
+                if got != want {
+                    problems.push(format!("{name}: {what} {got}, stats.json says {want}"));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+        compared
     }
 }

@@ -215,16 +215,17 @@ fn usage(cx: &Ctx, m: &Map<String, Value>, mp: &str) -> Result<Option<Usage>, Re
     };
     let up = format!("{mp}.usage");
     let um = cx.obj(u, &up)?;
-    let cached = um
-        .get("prompt_tokens_details")
-        .and_then(|d| d.get("cached_tokens"))
-        .and_then(util::as_u64)
-        .unwrap_or(0);
+    let cached = match um.get("prompt_tokens_details").and_then(Value::as_object) {
+        Some(d) => cx
+            .opt_tokens(d, "cached_tokens", &format!("{up}.prompt_tokens_details"))?
+            .unwrap_or(0),
+        None => 0,
+    };
     Ok(Some(Usage {
-        prompt_tokens: cx.opt_u64(um, "prompt_tokens", &up)?.unwrap_or(0),
+        prompt_tokens: cx.opt_tokens(um, "prompt_tokens", &up)?.unwrap_or(0),
         cached_read_tokens: cached,
         cache_write_tokens: 0,
-        output_tokens: cx.opt_u64(um, "completion_tokens", &up)?.unwrap_or(0),
+        output_tokens: cx.opt_tokens(um, "completion_tokens", &up)?.unwrap_or(0),
     }))
 }
 

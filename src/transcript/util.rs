@@ -23,7 +23,8 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{Critical, Event, Part, ReadError, Role};
+use super::pyjson::{self, PyNumber};
+use super::{Critical, Event, Part, ReadError, Role, MAX_TOKENS};
 
 /// Parse a whole file as one JSON document; the error names the line and column.
 pub fn parse_json(file: &str, text: &str) -> Result<Value, ReadError> {
@@ -36,7 +37,19 @@ pub fn json_error(file: &str, e: &serde_json::Error) -> ReadError {
         serde_json::error::Category::Io => "I/O error",
         serde_json::error::Category::Syntax => "malformed JSON",
         serde_json::error::Category::Data => "wrong shape",
-        serde_json::error::Category::Eof => "malformed JSON (truncated)",
+        serde_json::error::Category::Eof => {
+            // The place a cut-off file ends is the useful fact; say it first.
+            return ReadError::new(
+                file,
+                "",
+                format!(
+                    "truncated at line {} column {}: {}",
+                    e.line(),
+                    e.column(),
+                    strip_position(&e.to_string())
+                ),
+            );
+        }
     };
     ReadError::new(
         file,
@@ -80,25 +93,71 @@ pub fn one_line(s: &str, max: usize) -> String {
     }
 }
 
-/// [`one_line`] applied to every field of an error (messages up to 400 characters).
+/// [`one_line`] applied to every field of an error (messages up to 400 characters), with
+/// any `pyjson` tag a parser quoted (`string "\u{fdd0}NaN"`) shown as the number it stands
+/// for: the tag is internal and never reaches users.
 pub fn tidy(e: ReadError) -> ReadError {
     ReadError {
         file: one_line(&e.file, 4096),
-        location: one_line(&e.location, 200),
-        message: one_line(&e.message, 400),
+        location: one_line(&pyjson::untag_message(&e.location), 200),
+        message: one_line(&pyjson::untag_message(&e.message), 400),
+        kind: e.kind,
     }
 }
 
-/// A short description of a JSON value's kind, for "expected X, found Y" messages.
+/// A short description of a JSON value's kind, for "expected X, found Y" messages. A
+/// Python-only number (a `pyjson` tag) is described as the number it is, not as a string.
 pub fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(_) => "a number",
-        Value::String(_) => "a string",
+        Value::String(s) => match pyjson::tagged(s) {
+            None => "a string",
+            Some(PyNumber::NaN) => "the number NaN",
+            Some(PyNumber::Infinity | PyNumber::NegInfinity) => {
+                "a number beyond the 64-bit float range (Infinity, or a literal like 1e309)"
+            }
+            Some(PyNumber::Int(_)) => "an integer beyond 64 bits",
+        },
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// What is wrong with a number read from a file (the caller adds the file and place).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadNumber(pub String);
+
+/// A recorded token count: a whole number from 0 to [`MAX_TOKENS`] (2^53; an integral float
+/// such as `12.0` is accepted). Err says what was found, for the caller to place (file and
+/// JSON path): negative, fractional, non-finite, too large, or not a number.
+pub fn token_count(v: &Value) -> Result<u64, BadNumber> {
+    let found = match v {
+        Value::Number(n) => match (n.as_u64(), n.as_f64()) {
+            (Some(u), _) if u <= MAX_TOKENS => return Ok(u),
+            (Some(u), _) => format!("{u}, over the limit of 2^53 = {MAX_TOKENS}"),
+            (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f <= MAX_TOKENS as f64 => {
+                return Ok(f as u64)
+            }
+            (None, Some(f)) if f > MAX_TOKENS as f64 => {
+                format!("{n}, over the limit of 2^53 = {MAX_TOKENS}")
+            }
+            (None, Some(f)) if f < 0.0 => format!("{n}, a negative number"),
+            _ => format!("{n}, not a whole number"),
+        },
+        Value::String(s) => match pyjson::tagged(s) {
+            Some(PyNumber::Int(d)) if d.starts_with('-') => format!("{d}, a negative number"),
+            Some(PyNumber::Int(d)) => format!("{d}, an integer beyond 64 bits"),
+            Some(_) => kind(v).to_string(),
+            None => "a string".to_string(),
+        },
+        other => kind(other).to_string(),
+    };
+    Err(BadNumber(format!(
+        "expected a token count (a whole number from 0 to 2^53), found {found}"
+    )))
 }
 
 /// Typed access to JSON values that reports errors as `FILE: $.json.path: what is wrong`.
@@ -190,8 +249,8 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// An optional non-negative integer field (floats with no fraction are accepted).
-    pub fn opt_u64(
+    /// An optional token-count field (see [`token_count`]): absent or null gives `None`.
+    pub fn opt_tokens(
         &self,
         m: &Map<String, Value>,
         key: &str,
@@ -199,15 +258,9 @@ impl<'a> Ctx<'a> {
     ) -> Result<Option<u64>, ReadError> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(v) => as_u64(v).map(Some).ok_or_else(|| {
-                self.err(
-                    format!("{path}.{key}"),
-                    format!(
-                        "wrong shape: expected a non-negative integer, found {}",
-                        kind(v)
-                    ),
-                )
-            }),
+            Some(v) => token_count(v)
+                .map(Some)
+                .map_err(|m| self.err(format!("{path}.{key}"), m.0)),
         }
     }
 
@@ -227,19 +280,6 @@ impl<'a> Ctx<'a> {
                 )
             }),
         }
-    }
-}
-
-/// A JSON number as u64 when it is a non-negative integer (or integral float).
-pub fn as_u64(v: &Value) -> Option<u64> {
-    if let Some(n) = v.as_u64() {
-        return Some(n);
-    }
-    let f = v.as_f64()?;
-    if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 {
-        Some(f as u64)
-    } else {
-        None
     }
 }
 
@@ -686,6 +726,53 @@ pub mod scan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_counts_are_whole_numbers_up_to_2_pow_53() {
+        let v = |t: &str| -> Value {
+            let n = pyjson::normalize("f", t).expect("normalizes");
+            serde_json::from_str(&n).expect("parses")
+        };
+        assert_eq!(token_count(&v("12")), Ok(12));
+        assert_eq!(token_count(&v("12.0")), Ok(12));
+        assert_eq!(token_count(&v("9007199254740992")), Ok(MAX_TOKENS));
+        for (t, says) in [
+            ("9007199254740993", "9007199254740993, over the limit"),
+            (
+                "18446744073709551615",
+                "18446744073709551615, over the limit",
+            ),
+            (
+                "18446744073709551616",
+                "18446744073709551616, an integer beyond 64 bits",
+            ),
+            ("-1", "-1, a negative number"),
+            ("-99999999999999999999", "a negative number"),
+            ("1.5", "1.5, not a whole number"),
+            ("NaN", "the number NaN"),
+            ("1e309", "beyond the 64-bit float range"),
+            ("-Infinity", "beyond the 64-bit float range"),
+            ("\"12\"", "a string"),
+            ("null", "null"),
+        ] {
+            let e = token_count(&v(t)).expect_err(t).0;
+            assert!(e.contains(says), "{t}: {e}");
+        }
+    }
+
+    #[test]
+    fn tagged_numbers_are_not_called_strings() {
+        let v = |t: &str| -> Value {
+            serde_json::from_str(&pyjson::normalize("f", t).expect("normalizes")).expect("parses")
+        };
+        assert_eq!(kind(&v("NaN")), "the number NaN");
+        assert!(kind(&v("1e309")).contains("1e309"));
+        assert_eq!(
+            kind(&v("123456789012345678901234")),
+            "an integer beyond 64 bits"
+        );
+        assert_eq!(kind(&v("\"x\"")), "a string");
+    }
 
     #[test]
     fn timestamps_parse_with_and_without_zone() {

@@ -3,10 +3,12 @@
 
 mod common;
 
+mod bad_input;
 mod cost;
 mod engine;
 mod engine_extra;
 mod inspect;
+mod mutations;
 mod readers;
 mod readers_more;
 mod report;
