@@ -283,51 +283,51 @@ impl PriceTable {
         Ok((table, raw.replace))
     }
 
+    /// Range checks of one model's entry: finite prices within [`MAX_PRICE_PER_M`], token
+    /// counts within 2^53.
+    fn validate_model(file: &str, name: &str, m: &ModelPrice) -> Result<(), PricingError> {
+        let bad = |message: String| PricingError::BadFile {
+            file: file.to_string(),
+            location: format!("models.\"{name}\""),
+            message,
+        };
+        let price = |what: &str| {
+            bad(format!(
+                "{what} must be a finite number >= 0 and at most {MAX_PRICE_PER_M:e} USD per 1M tokens"
+            ))
+        };
+        let tokens = [m.context_window, m.min_cache_tokens]
+            .into_iter()
+            .flatten()
+            .chain(m.tiers.iter().map(|t| t.above_prompt_tokens));
+        if tokens.into_iter().any(|t| t > MAX_TOKENS) {
+            return Err(bad(format!(
+                "token counts must be at most 2^53 = {MAX_TOKENS}"
+            )));
+        }
+        for (what, v) in m.named_prices() {
+            if v.is_some_and(|v| !price_ok(v)) {
+                return Err(price(what));
+            }
+        }
+        for t in &m.tiers {
+            let tier = [
+                Some(t.input),
+                t.cached_input,
+                t.cache_write,
+                t.cache_write_1h,
+                Some(t.output),
+            ];
+            if tier.into_iter().flatten().any(|v| !price_ok(v)) {
+                return Err(price("tier price"));
+            }
+        }
+        Ok(())
+    }
+
     fn validate(&self, file: &str) -> Result<(), PricingError> {
         for (name, m) in &self.models {
-            let bad = |what: &str| {
-                PricingError::BadFile {
-                file: file.to_string(),
-                location: format!("models.\"{name}\""),
-                message: format!(
-                    "{what} must be a finite number >= 0 and at most {MAX_PRICE_PER_M:e} USD per 1M tokens"
-                ),
-            }
-            };
-            let tokens = [m.context_window, m.min_cache_tokens]
-                .into_iter()
-                .flatten()
-                .chain(m.tiers.iter().map(|t| t.above_prompt_tokens));
-            if tokens.into_iter().any(|t| t > MAX_TOKENS) {
-                return Err(PricingError::BadFile {
-                    file: file.to_string(),
-                    location: format!("models.\"{name}\""),
-                    message: format!("token counts must be at most 2^53 = {MAX_TOKENS}"),
-                });
-            }
-            for (what, v) in m.named_prices() {
-                if let Some(v) = v {
-                    if !price_ok(v) {
-                        return Err(bad(what));
-                    }
-                }
-            }
-            for t in &m.tiers {
-                for v in [
-                    Some(t.input),
-                    t.cached_input,
-                    t.cache_write,
-                    t.cache_write_1h,
-                    Some(t.output),
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    if !price_ok(v) {
-                        return Err(bad("tier price"));
-                    }
-                }
-            }
+            Self::validate_model(file, name, m)?;
         }
         for (name, p) in &self.providers {
             if !p.cache_ttl_s.is_finite()
@@ -384,6 +384,11 @@ impl PriceTable {
         if trimmed.starts_with('{') {
             let read = PriceTable::parse_litellm(file, text)?;
             for (name, m) in read.models {
+                // Out of range is a bad entry like any other: named, skipped, not fatal.
+                if let Err(e) = Self::validate_model(file, &name, &m) {
+                    self.warnings.push(format!("{e}; entry `{name}` skipped"));
+                    continue;
+                }
                 match self.key_of(&name) {
                     Some(key) => {
                         if let Some(old) = self.models.get_mut(&key) {
@@ -1068,17 +1073,38 @@ mod tests {
             provider_of("gemini-3.1-pro-preview", Some("vertex_ai-language-models")).as_deref(),
             Some("google")
         );
+    }
+
     #[test]
     fn huge_prices_and_token_counts_are_refused() {
         let mut t = PriceTable::builtin();
         for (text, place) in [
-            ("[models.\"x\"]\ninput = 1e300\noutput = 1.0\n", "models.\"x\""),
-            ("[models.\"x\"]\ninput = 1.0\noutput = 1.0\ncontext_window = 9007199254740993\n", "models.\"x\""),
-            ("{\"m\": {\"input_cost_per_token\": 1e300}}", "models.\"m\""),
-            ("{\"m\": {\"input_cost_per_token\": 1e-6, \"max_input_tokens\": 18446744073709551615}}", "models.\"m\""),
+            (
+                "[models.\"x\"]\ninput = 1e300\noutput = 1.0\n",
+                "models.\"x\"",
+            ),
+            (
+                "[models.\"x\"]\ninput = 1.0\noutput = 1.0\ncontext_window = 9007199254740993\n",
+                "models.\"x\"",
+            ),
         ] {
             let e = t.apply_file("p", text).unwrap_err().to_string();
             assert!(e.starts_with(&format!("p: {place}: ")), "{text}: {e}");
+        }
+        // In a LiteLLM file such an entry is skipped with a warning naming it (issue #14: a
+        // bad entry never aborts a 2,600-entry file).
+        for text in [
+            "{\"m\": {\"mode\": \"chat\", \"input_cost_per_token\": 1e300, \"output_cost_per_token\": 1e-6}}",
+            "{\"m\": {\"mode\": \"chat\", \"input_cost_per_token\": 1e-6, \"output_cost_per_token\": 1e-6, \"max_input_tokens\": 18446744073709551615}}",
+        ] {
+            let mut t = PriceTable::builtin();
+            t.apply_file("p", text).unwrap();
+            assert!(t.find("m").is_none(), "{text}");
+            assert!(
+                t.warnings.iter().any(|w| w.starts_with("p: ") && w.contains("`m` skipped")),
+                "{text}: {:?}",
+                t.warnings
+            );
         }
     }
 }
