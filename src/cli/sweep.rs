@@ -17,8 +17,12 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// Transcript files, folders or globs [default: transcripts/].
+    /// Transcript files, folders or globs, or ADK session database URLs (sqlite:///FILE.db,
+    /// postgresql://USER@HOST:PORT/DB) [default: transcripts/].
     pub paths: Vec<String>,
+    /// Filters for database inputs.
+    #[command(flatten)]
+    pub db: crate::cli::db_flags::DbFlags,
     /// Grid file (TOML, same keys as the axis flags); without it the default grid is the base.
     #[arg(long, value_name = "FILE.toml")]
     pub grid: Option<PathBuf>,
@@ -224,14 +228,19 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     } else {
         args.paths.clone()
     };
-    let loaded = pipeline::load_sessions(&paths, args.format.as_deref())?;
+    let filter = args.db.filter(&paths, false)?;
+    let loaded = pipeline::load_sessions_filtered(&paths, args.format.as_deref(), &filter)?;
     if loaded.sessions.is_empty() {
         let why = loaded
             .skipped
             .first()
             .map(|s| format!(" (first problem: {}: {})", s.path, s.reason))
             .unwrap_or_default();
-        anyhow::bail!("no sessions found in {}{why}", paths.join(" "));
+        let shown: Vec<String> = paths
+            .iter()
+            .map(|p| crate::transcript::db::url::redact(p))
+            .collect();
+        anyhow::bail!("no sessions found in {}{why}", shown.join(" "));
     }
     for s in &loaded.skipped {
         if !args.quiet {

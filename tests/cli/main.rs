@@ -4,6 +4,7 @@
 mod common;
 
 mod cost;
+mod db;
 mod engine;
 mod engine_extra;
 mod inspect;
