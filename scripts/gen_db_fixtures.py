@@ -5,7 +5,7 @@ Writes, under tests/fixtures/db/:
   sqlite_service.db    SqliteSessionService          (sqlite:///...)
   database_service.db  DatabaseSessionService, v1    (sqlite+aiosqlite:///...)
   v0.db                DatabaseSessionService on ADK's old v0 tables (pickled actions)
-  exports/<service>/<session id>.session.json   each session as ADK reads it back
+  exports/<service>/<app>/<user>/<session id>.session.json   each session as ADK reads it back
                        (get_session(...).model_dump_json), for the equality tests
 and, with --pg-url, fills that PostgreSQL database through DatabaseSessionService and
 writes exports/postgres/ (the shell wrapper then pg_dumps it to postgres.sql).
@@ -64,10 +64,12 @@ async def fill(service, samples):
 
 
 async def export(service, samples, folder: pathlib.Path):
-    folder.mkdir(parents=True, exist_ok=True)
     for s in samples:
         got = await service.get_session(app_name=s["app"], user_id=s["user"], session_id=s["id"])
-        (folder / f"{s['id']}.session.json").write_text(
+        # <app>/<user>/<id>: the files sort as the database's URL#app/user/id sources do.
+        where = folder / s["app"] / s["user"]
+        where.mkdir(parents=True, exist_ok=True)
+        (where / f"{s['id']}.session.json").write_text(
             got.model_dump_json(indent=1, exclude_none=True) + "\n"
         )
 

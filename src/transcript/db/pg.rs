@@ -295,7 +295,7 @@ mod tests {
             )
         });
         let u = DbUrl::parse(&url).unwrap();
-        let super::Target::Postgres(t) = &u.target else {
+        let crate::transcript::db::Target::Postgres(t) = &u.target else {
             panic!("{u} is not a PostgreSQL URL")
         };
         let (mut client, _) = connect(&u, t).unwrap_or_else(|e| panic!("{e}"));

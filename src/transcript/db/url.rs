@@ -26,8 +26,8 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// Where a PostgreSQL server listens and who logs in.
-#[derive(Clone, PartialEq, Eq)]
+/// Where a PostgreSQL server listens and who logs in (`Debug` shows no password).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PgTarget {
     /// A host name, an IP address, or a socket folder (starting with `/`).
     pub host: String,
@@ -39,7 +39,7 @@ pub struct PgTarget {
 }
 
 /// What a URL points at.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// A SQLite file (relative to the working folder, or absolute).
     Sqlite(PathBuf),
