@@ -57,7 +57,10 @@ fn samples(dir: &Path) -> Result<Vec<Sample>, String> {
         });
     }
     if out.is_empty() {
-        return Err(format!("{}: no ADK session exports (*.session.json)", dir.display()));
+        return Err(format!(
+            "{}: no ADK session exports (*.session.json)",
+            dir.display()
+        ));
     }
     Ok(out)
 }
@@ -131,7 +134,11 @@ fn time_read(input: &str, repeat: usize) -> (f64, Vec<(String, usize)>, usize) {
         let t = Instant::now();
         let l = load_paths(&[input.to_string()], None);
         best = best.min(t.elapsed().as_secs_f64());
-        got = l.sessions.iter().map(|s| (s.id.clone(), s.events.len())).collect();
+        got = l
+            .sessions
+            .iter()
+            .map(|s| (s.id.clone(), s.events.len()))
+            .collect();
         bad = l.skipped.len();
     }
     got.sort();
@@ -148,7 +155,11 @@ fn run() -> Result<(), String> {
     while let Some(a) = args.next() {
         let mut val = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match a.as_str() {
-            "--sessions" => n = val("--sessions")?.parse().map_err(|_| "--sessions: a number")?,
+            "--sessions" => {
+                n = val("--sessions")?
+                    .parse()
+                    .map_err(|_| "--sessions: a number")?
+            }
             "--from" => from = PathBuf::from(val("--from")?),
             "--repeat" => repeat = val("--repeat")?.parse().map_err(|_| "--repeat: a number")?,
             "--keep" => keep = Some(PathBuf::from(val("--keep")?)),

@@ -32,10 +32,7 @@ impl DbFlags {
             for (flag, set) in [
                 ("--app", self.app.is_some()),
                 ("--user", self.user.is_some()),
-                (
-                    "--session",
-                    self.session.is_some() && !files_take_session,
-                ),
+                ("--session", self.session.is_some() && !files_take_session),
                 ("--since", self.since.is_some()),
             ] {
                 if set {

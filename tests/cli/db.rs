@@ -39,7 +39,10 @@ fn pg_url() -> String {
 /// The test server's password (its URL's), which no output may contain.
 fn pg_password(url: &str) -> String {
     let auth = url.split("://").nth(1).unwrap().split('@').next().unwrap();
-    auth.split_once(':').expect("the test URL has a password").1.to_string()
+    auth.split_once(':')
+        .expect("the test URL has a password")
+        .1
+        .to_string()
 }
 
 fn run(args: &[&str], cwd: &Path) -> (i32, String, String) {
@@ -172,7 +175,10 @@ fn assert_same_sweep(url: &str, exports: &str, secret: Option<&str>) {
             assert_eq!(strip(&xs), strip(&ys), "run.json");
         } else {
             assert!(xs == ys, "{f} differs beyond the source names");
-            assert!(xs.contains("SRC:") || !f.contains("runs"), "{f}: sources replaced");
+            assert!(
+                xs.contains("SRC:") || !f.contains("runs"),
+                "{f}: sources replaced"
+            );
         }
     }
     assert_eq!(
@@ -231,7 +237,10 @@ mod sqlite {
             let url = fixture_url(name);
             let all = ids(&url, &DbFilter::default());
             assert_eq!(all.len(), 6, "{name}");
-            let f = |app: Option<&str>, user: Option<&str>, session: Option<&str>, since: Option<&str>| {
+            let f = |app: Option<&str>,
+                     user: Option<&str>,
+                     session: Option<&str>,
+                     since: Option<&str>| {
                 DbFilter {
                     app: app.map(str::to_string),
                     user: user.map(str::to_string),
@@ -239,8 +248,16 @@ mod sqlite {
                     since: since.map(|s| DbFilter::parse_since(s).unwrap()),
                 }
             };
-            assert_eq!(ids(&url, &f(Some("support_app"), None, None, None)).len(), 4, "{name}");
-            assert_eq!(ids(&url, &f(Some("coding_app"), None, None, None)).len(), 2, "{name}");
+            assert_eq!(
+                ids(&url, &f(Some("support_app"), None, None, None)).len(),
+                4,
+                "{name}"
+            );
+            assert_eq!(
+                ids(&url, &f(Some("coding_app"), None, None, None)).len(),
+                2,
+                "{name}"
+            );
             assert_eq!(
                 ids(&url, &f(None, Some("user-2089"), None, None)),
                 [
@@ -250,26 +267,46 @@ mod sqlite {
                 "{name}"
             );
             assert_eq!(
-                ids(&url, &f(None, None, Some("449f343b-7040-4c76-a266-e3627918b977"), None)),
+                ids(
+                    &url,
+                    &f(
+                        None,
+                        None,
+                        Some("449f343b-7040-4c76-a266-e3627918b977"),
+                        None
+                    )
+                ),
                 ["449f343b-7040-4c76-a266-e3627918b977"],
                 "{name}"
             );
             // Last updated 2026-12-25 (two), 12-22, 12-17, 12-07, 12-06.
-            assert_eq!(ids(&url, &f(None, None, None, Some("2026-12-20"))).len(), 3, "{name}");
+            assert_eq!(
+                ids(&url, &f(None, None, None, Some("2026-12-20"))).len(),
+                3,
+                "{name}"
+            );
             assert_eq!(
                 ids(&url, &f(None, None, None, Some("2026-12-25T09:00"))),
                 ["0f674e41-19af-4818-a478-44f6b7fee505"],
                 "{name}"
             );
             assert_eq!(
-                ids(&url, &f(Some("support_app"), None, None, Some("2026-12-20"))).len(),
+                ids(
+                    &url,
+                    &f(Some("support_app"), None, None, Some("2026-12-20"))
+                )
+                .len(),
                 2,
                 "{name}"
             );
             // Nothing selected is said, naming the filter.
             let (s, bad) = db::load_arg(&url, &f(Some("nope"), None, None, None));
             assert!(s.is_empty());
-            assert!(bad[0].to_string().contains("no session matches --app nope"), "{}", bad[0]);
+            assert!(
+                bad[0].to_string().contains("no session matches --app nope"),
+                "{}",
+                bad[0]
+            );
         }
     }
 
@@ -278,7 +315,15 @@ mod sqlite {
         let url = fixture_url("database_service.db");
         let dir = tempfile::tempdir().unwrap();
         let (code, out, err) = run(
-            &["inspect", &url, "--app", "support_app", "--user", "user-2089", "--json"],
+            &[
+                "inspect",
+                &url,
+                "--app",
+                "support_app",
+                "--user",
+                "user-2089",
+                "--json",
+            ],
             dir.path(),
         );
         assert_eq!(code, 0, "{err}");
@@ -308,7 +353,10 @@ mod sqlite {
             dir.path(),
         );
         assert_eq!(code, 0, "{err}");
-        assert!(out.contains("0f674e41-19af-4818-a478-44f6b7fee505"), "{out}");
+        assert!(
+            out.contains("0f674e41-19af-4818-a478-44f6b7fee505"),
+            "{out}"
+        );
         let (code, _o, err) = run(
             &[
                 "replay",
@@ -368,9 +416,12 @@ mod sqlite {
         )
         .unwrap();
         drop(c);
-        let e = db::load(&DbUrl::parse(&sqlite_url(&p2)).unwrap(), &DbFilter::default())
-            .unwrap_err()
-            .to_string();
+        let e = db::load(
+            &DbUrl::parse(&sqlite_url(&p2)).unwrap(),
+            &DbFilter::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("table adk_internal_metadata: unknown schema") && e.contains("`7`"),
             "{e}"
@@ -378,11 +429,17 @@ mod sqlite {
         assert_eq!(e.lines().count(), 1);
         // Not a database at all, and no file.
         let p3 = dir.path().join("text.db");
-        std::fs::write(&p3, "hello, this is not SQLite, but long enough to have a header....")
-            .unwrap();
-        let e = db::load(&DbUrl::parse(&sqlite_url(&p3)).unwrap(), &DbFilter::default())
-            .unwrap_err()
-            .to_string();
+        std::fs::write(
+            &p3,
+            "hello, this is not SQLite, but long enough to have a header....",
+        )
+        .unwrap();
+        let e = db::load(
+            &DbUrl::parse(&sqlite_url(&p3)).unwrap(),
+            &DbFilter::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with(&sqlite_url(&p3)), "{e}");
         let e = db::load(
             &DbUrl::parse(&sqlite_url(&dir.path().join("none.db"))).unwrap(),
@@ -506,7 +563,10 @@ mod sqlite {
             }
         }
         let written = writer.join().expect("the writer was never refused");
-        assert!(written >= 20 && reads >= 3, "{written} written, {reads} reads");
+        assert!(
+            written >= 20 && reads >= 3,
+            "{written} written, {reads} reads"
+        );
         assert!(seen_live > 0, "the reads overlapped the writes");
     }
 
@@ -518,7 +578,14 @@ mod sqlite {
         for args in [
             vec!["inspect", url],
             vec!["sweep", url, "--out", "x"],
-            vec!["replay", url, "--after-tokens", "1000", "--keep-recent-events", "2"],
+            vec![
+                "replay",
+                url,
+                "--after-tokens",
+                "1000",
+                "--keep-recent-events",
+                "2",
+            ],
             vec!["calibrate", url, "--out", "lat.toml"],
         ] {
             let (code, out, err) = run(&args, dir.path());
@@ -641,6 +708,9 @@ mod postgres {
         let (code, out) = inspect(&[], &wrong);
         assert_eq!(code, 2, "{out}");
         assert!(out.contains("password authentication failed"), "{out}");
-        assert!(!out.contains("wrong-Pa55word") && !out.contains(&pw), "{out}");
+        assert!(
+            !out.contains("wrong-Pa55word") && !out.contains(&pw),
+            "{out}"
+        );
     }
 }

@@ -116,13 +116,19 @@ impl DbFilter {
         let dt = if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
             d.and_hms_opt(0, 0, 0)
         } else {
-            ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S%.f"]
-                .iter()
-                .find_map(|f| NaiveDateTime::parse_from_str(t, f).ok())
+            [
+                "%Y-%m-%dT%H:%M:%S%.f",
+                "%Y-%m-%dT%H:%M",
+                "%Y-%m-%d %H:%M:%S%.f",
+            ]
+            .iter()
+            .find_map(|f| NaiveDateTime::parse_from_str(t, f).ok())
         };
         dt.map(|d| d.and_utc().timestamp_micros() as f64 / 1e6)
             .ok_or_else(|| {
-                format!("--since `{s}`: expected a date (2026-12-01) or a UTC time (2026-12-01T09:30)")
+                format!(
+                    "--since `{s}`: expected a date (2026-12-01) or a UTC time (2026-12-01T09:30)"
+                )
             })
     }
 
@@ -397,10 +403,7 @@ mod tests {
     #[test]
     fn since_accepts_dates_and_utc_times() {
         assert_eq!(DbFilter::parse_since("1970-01-02").unwrap(), 86400.0);
-        assert_eq!(
-            DbFilter::parse_since("1970-01-01T00:01:30Z").unwrap(),
-            90.0
-        );
+        assert_eq!(DbFilter::parse_since("1970-01-01T00:01:30Z").unwrap(), 90.0);
         assert_eq!(DbFilter::parse_since("1970-01-01T01:00").unwrap(), 3600.0);
         assert!(DbFilter::parse_since("yesterday").is_err());
     }

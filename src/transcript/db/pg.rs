@@ -69,11 +69,7 @@ fn pgpass_lookup(text: &str, t: &PgTarget) -> Option<String> {
         if fields.len() != 5 {
             continue;
         }
-        if want
-            .iter()
-            .zip(&fields)
-            .all(|(w, f)| f == "*" || f == w)
-        {
+        if want.iter().zip(&fields).all(|(w, f)| f == "*" || f == w) {
             return Some(fields.pop().expect("five fields"));
         }
     }
@@ -147,8 +143,7 @@ fn layout(url: &DbUrl, tx: &mut Transaction<'_>, pw: Option<&Secret>) -> Result<
         table: table.into(),
         message: scrub(error_text(&e), pw),
     };
-    let mut l = Layout::default();
-    l.tables = tx
+    let tables = tx
         .query(
             "SELECT table_name::text FROM information_schema.tables \
              WHERE table_schema = current_schema()",
@@ -158,6 +153,10 @@ fn layout(url: &DbUrl, tx: &mut Transaction<'_>, pw: Option<&Secret>) -> Result<
         .iter()
         .map(|r| r.get(0))
         .collect();
+    let mut l = Layout {
+        tables,
+        ..Layout::default()
+    };
     for (table, cols) in [
         ("events", &mut l.events_columns),
         ("sessions", &mut l.sessions_columns),
@@ -276,7 +275,8 @@ mod tests {
 
     #[test]
     fn pgpass_lines_match_like_libpq() {
-        let text = "# comment\nother:5432:adk:ann:nope\n*:5432:adk:ann:pa\\:ss\\\\w\n*:*:*:*:last\n";
+        let text =
+            "# comment\nother:5432:adk:ann:nope\n*:5432:adk:ann:pa\\:ss\\\\w\n*:*:*:*:last\n";
         assert_eq!(pgpass_lookup(text, &target()).as_deref(), Some("pa:ss\\w"));
         let mut t = target();
         t.port = 6000;
@@ -300,7 +300,10 @@ mod tests {
         };
         let (mut client, _) = connect(&u, t).unwrap_or_else(|e| panic!("{e}"));
         let mut tx = read_only(&mut client).unwrap();
-        let ro: String = tx.query_one("SHOW transaction_read_only", &[]).unwrap().get(0);
+        let ro: String = tx
+            .query_one("SHOW transaction_read_only", &[])
+            .unwrap()
+            .get(0);
         assert_eq!(ro, "on");
         let e = tx.execute("DELETE FROM events", &[]).unwrap_err();
         assert!(error_text(&e).contains("read-only transaction"), "{e}");

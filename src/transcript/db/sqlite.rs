@@ -41,7 +41,8 @@ pub(crate) fn open(url: &DbUrl, path: &Path) -> Result<Connection, DbError> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(connect)?;
-    conn.busy_timeout(Duration::from_secs(30)).map_err(connect)?;
+    conn.busy_timeout(Duration::from_secs(30))
+        .map_err(connect)?;
     conn.pragma_update(None, "query_only", true)
         .map_err(connect)?;
     Ok(conn)

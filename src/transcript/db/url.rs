@@ -193,7 +193,9 @@ impl DbUrl {
             }),
             other => Err(DbError::Unsupported {
                 url: shown,
-                what: format!("`{other}` session databases are not read (SQLite and PostgreSQL are)"),
+                what: format!(
+                    "`{other}` session databases are not read (SQLite and PostgreSQL are)"
+                ),
             }),
         }
     }
@@ -297,7 +299,12 @@ mod tests {
         let u = DbUrl::parse("sqlite+aiosqlite:////abs/s%20p.db").unwrap();
         assert_eq!(u.target, Target::Sqlite("/abs/s p.db".into()));
         assert_eq!(u.to_string(), "sqlite+aiosqlite:////abs/s%20p.db");
-        for bad in ["sqlite://", "sqlite:///", "sqlite:///:memory:", "sqlite://host/x.db"] {
+        for bad in [
+            "sqlite://",
+            "sqlite:///",
+            "sqlite:///:memory:",
+            "sqlite://host/x.db",
+        ] {
             assert!(DbUrl::parse(bad).is_err(), "{bad}");
         }
         assert!(DbUrl::parse("sqlite:///x.db?mode=rw").is_err());
