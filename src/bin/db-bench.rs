@@ -1,7 +1,7 @@
 //! Session-database read benchmark (README "Benchmark" → "Session databases"):
 //!
 //! ```text
-//! cargo run --release --bin db-bench -- [--sessions N] [--from DIR] [--repeat R] [--keep DIR]
+//! cargo run --release --bin db-bench -- [--sessions N] [--from DIR] [--repeat R] [--keep DIR [--reuse]]
 //! ```
 //!
 //! Builds N sessions (default 10,000) by cycling the ADK session exports in `--from`
@@ -11,7 +11,8 @@
 //! compact JSON, as pydantic's `model_dump_json` writes it). Then it times reading all N
 //! sessions both ways through the library (`load_paths` on the folder, `load_paths` on the
 //! `sqlite:///` URL), best of R runs (default 3) after one warm-up each (so both read from the
-//! page cache), and checks that both give the same sessions (ids, event counts).
+//! page cache), and checks that both give the same sessions (ids, event counts). `--keep DIR`
+//! writes the inputs there and leaves them; `--reuse` reads the ones a `--keep` run left.
 
 use compaction_sim::transcript::load_paths;
 use rusqlite::params;
@@ -151,6 +152,7 @@ fn run() -> Result<(), String> {
     let mut from = root.join("transcripts");
     let mut repeat = 3usize;
     let mut keep: Option<PathBuf> = None;
+    let mut reuse = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -163,8 +165,11 @@ fn run() -> Result<(), String> {
             "--from" => from = PathBuf::from(val("--from")?),
             "--repeat" => repeat = val("--repeat")?.parse().map_err(|_| "--repeat: a number")?,
             "--keep" => keep = Some(PathBuf::from(val("--keep")?)),
+            "--reuse" => reuse = true,
             "-h" | "--help" => {
-                println!("db-bench [--sessions N] [--from DIR] [--repeat R] [--keep DIR]");
+                println!(
+                    "db-bench [--sessions N] [--from DIR] [--repeat R] [--keep DIR [--reuse]]"
+                );
                 return Ok(());
             }
             other => return Err(format!("unknown argument `{other}`")),
@@ -172,16 +177,21 @@ fn run() -> Result<(), String> {
     }
     let samples = samples(&from)?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    if reuse && keep.is_none() {
+        return Err("--reuse needs --keep DIR".into());
+    }
     let dir = keep.unwrap_or_else(|| tmp.path().to_path_buf());
     let t = Instant::now();
-    let (json_bytes, db_bytes) = write_inputs(&samples, n, &dir)?;
-    eprintln!(
+    if !reuse {
+        let (json_bytes, db_bytes) = write_inputs(&samples, n, &dir)?;
+        eprintln!(
         "wrote {n} sessions from {} exports in {:.1} s: JSON {:.1} MB in {n} files, SQLite {:.1} MB",
         samples.len(),
         t.elapsed().as_secs_f64(),
         json_bytes as f64 / 1e6,
         db_bytes as f64 / 1e6
-    );
+        );
+    }
     let json_in = dir.join("json").display().to_string();
     let db_in = format!("sqlite:///{}", dir.join("sessions.db").display());
     let (tj, gj, bj) = time_read(&json_in, repeat.max(1));

@@ -374,6 +374,91 @@ mod sqlite {
         assert!(err.contains("no session matches --session nope"), "{err}");
     }
 
+    /// Events with equal timestamps come back as ADK reads them: `SqliteSessionService` in
+    /// insertion (rowid) order, `DatabaseSessionService` by event id; and a v1 row's own id
+    /// and invocation id win over `event_data`'s.
+    #[test]
+    fn tied_timestamps_keep_each_services_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let ev = |id: &str, text: &str| {
+            serde_json::json!({"id": id, "invocation_id": "inv", "author": "user",
+                "timestamp": 1_800_000_000.5,
+                "content": {"role": "user", "parts": [{"text": text}]}})
+            .to_string()
+        };
+        let texts = |url: &str| -> Vec<String> {
+            let l = db::load(&DbUrl::parse(url).unwrap(), &DbFilter::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(l.skipped.is_empty(), "{:?}", l.skipped);
+            l.sessions[0]
+                .events
+                .iter()
+                .map(|e| format!("{}:{:?}", e.id.clone().unwrap_or_default(), e.parts))
+                .collect()
+        };
+        // SqliteSessionService's tables (from the ADK-written fixture), rows b then a.
+        let p = dir.path().join("svc.db");
+        std::fs::copy(fixtures().join("sqlite_service.db"), &p).unwrap();
+        let c = rusqlite::Connection::open(&p).unwrap();
+        c.execute_batch("DELETE FROM events; DELETE FROM sessions;")
+            .unwrap();
+        c.execute(
+            "INSERT INTO sessions VALUES ('a', 'u', 's', '{}', 1, 1)",
+            [],
+        )
+        .unwrap();
+        for (id, text) in [("b", "first written"), ("a", "second written")] {
+            c.execute(
+                "INSERT INTO events VALUES (?1, 'a', 'u', 's', 'inv', 1800000000.5, ?2)",
+                [id, &ev(id, text)],
+            )
+            .unwrap();
+        }
+        drop(c);
+        let got = texts(&sqlite_url(&p));
+        assert!(
+            got[0].starts_with("b:") && got[1].starts_with("a:"),
+            "{got:?}"
+        );
+        // DatabaseSessionService v1 (the ADK-written fixture's tables), same rows: by id.
+        let p = dir.path().join("dbsvc.db");
+        std::fs::copy(fixtures().join("database_service.db"), &p).unwrap();
+        let c = rusqlite::Connection::open(&p).unwrap();
+        c.execute_batch("DELETE FROM events; DELETE FROM sessions;")
+            .unwrap();
+        c.execute(
+            "INSERT INTO sessions VALUES ('a', 'u', 's', '{}', '2027-01-15 08:00:00.500000', \
+             '2027-01-15 08:00:00.500000')",
+            [],
+        )
+        .unwrap();
+        for (id, text) in [("b", "first written"), ("a", "second written")] {
+            // event_data names another id and no timestamp: the row's id and the
+            // `timestamp` column win, as in `StorageEvent.to_event`.
+            let mut data: serde_json::Value = serde_json::from_str(&ev("ignored", text)).unwrap();
+            data.as_object_mut().unwrap().remove("timestamp");
+            c.execute(
+                "INSERT INTO events VALUES (?1, 'a', 'u', 's', 'inv', \
+                 '2027-01-15 08:00:00.500000', ?2)",
+                [id, &data.to_string()],
+            )
+            .unwrap();
+        }
+        drop(c);
+        let got = texts(&sqlite_url(&p));
+        assert!(
+            got[0].starts_with("a:") && got[1].starts_with("b:"),
+            "{got:?}"
+        );
+        let l = db::load(
+            &DbUrl::parse(&sqlite_url(&p)).unwrap(),
+            &DbFilter::default(),
+        )
+        .unwrap();
+        // 2027-01-15T08:00:00.5Z
+        assert_eq!(l.sessions[0].events[0].timestamp, 1_800_000_000.5);
+    }
+
     #[test]
     fn v0_schema_is_refused_naming_the_migration_command() {
         let url = fixture_url("v0.db");
