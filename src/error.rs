@@ -95,6 +95,9 @@ fn classify_one(e: &(dyn std::error::Error + 'static)) -> Option<ExitKind> {
     if let Some(x) = e.downcast_ref::<crate::transcript::ReadError>() {
         return Some(x.exit_kind());
     }
+    if let Some(x) = e.downcast_ref::<crate::transcript::db::DbError>() {
+        return Some(x.exit_kind());
+    }
     if let Some(x) = e.downcast_ref::<std::io::Error>() {
         return Some(io_kind(x));
     }

@@ -10,6 +10,7 @@ use crate::cost::latency::{
     fit_latency, fit_length, LatencyEntry, LatencyFile, LatencySample, LatencyTable, LengthSample,
 };
 use crate::cost::pricing::PriceTable;
+use crate::transcript::db::is_db_url;
 use crate::transcript::detect::{expand_paths, load_file};
 use anyhow::Context;
 use clap::Args;
@@ -18,9 +19,13 @@ use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
-    /// Transcript files or folders (searched recursively for .json / .jsonl).
+    /// Transcript files or folders (searched recursively for .json / .jsonl), or ADK session
+    /// database URLs (sqlite:///FILE.db, postgresql://USER@HOST:PORT/DB).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    /// Filters for database inputs.
+    #[command(flatten)]
+    pub db: super::db_flags::DbFlags,
     /// Where to write the fitted parameters (TOML, read by `--latency FILE`) [default:
     /// latency.toml]. An existing file is replaced only when calibrate wrote it, and (unless
     /// it is the default path) only with --force.
@@ -60,7 +65,16 @@ fn round(x: f64, digits: i32) -> f64 {
 pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     let out = out_path(&args)?;
     let paths: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
-    let (files, skipped) = expand_paths(&paths);
+    let filter = args.db.filter(&paths, false)?;
+    let (urls, paths): (Vec<String>, Vec<String>) = paths.into_iter().partition(|p| is_db_url(p));
+    let (files, mut skipped) = expand_paths(&paths);
+    // Database sessions: only the reader's timings (no OpenHands evaluation rows there).
+    let mut db_sessions = Vec::new();
+    for u in &urls {
+        let (sessions, bad) = crate::transcript::db::load_arg(u, &filter);
+        db_sessions.extend(sessions);
+        skipped.extend(bad);
+    }
     for e in &skipped {
         errln!("warning: {e}; skipped");
     }
@@ -70,6 +84,25 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     let mut by_model: BTreeMap<String, Vec<LatencySample>> = BTreeMap::new();
     let mut lengths: Vec<LengthSample> = Vec::new();
     let mut measured = 0usize;
+    let family_of = |model: &str| {
+        prices
+            .lookup(model)
+            .map(|(k, _)| k.to_string())
+            .unwrap_or_else(|_| {
+                model
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(model)
+                    .to_ascii_lowercase()
+            })
+    };
+    for s in &db_sessions {
+        for (model, x) in latency_samples(s) {
+            by_model.entry(family_of(&model)).or_default().push(x);
+        }
+        lengths.extend(length_samples(s, &count));
+        measured += s.events.iter().filter(|e| e.latency_s.is_some()).count();
+    }
     for f in &files {
         let name = f.display().to_string();
         let text = match std::fs::read_to_string(f) {
@@ -117,17 +150,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
             }
         }
         for (model, s) in samples {
-            let family = prices
-                .lookup(&model)
-                .map(|(k, _)| k.to_string())
-                .unwrap_or_else(|_| {
-                    model
-                        .rsplit('/')
-                        .next()
-                        .unwrap_or(&model)
-                        .to_ascii_lowercase()
-                });
-            by_model.entry(family).or_default().push(s);
+            by_model.entry(family_of(&model)).or_default().push(s);
         }
     }
 

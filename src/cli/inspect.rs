@@ -16,9 +16,13 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// Transcript files, folders (read recursively) or glob patterns.
+    /// Transcript files, folders (read recursively) or glob patterns, or ADK session
+    /// database URLs (sqlite:///FILE.db, postgresql://USER@HOST:PORT/DB).
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<String>,
+    /// Filters for database inputs.
+    #[command(flatten)]
+    pub db: super::db_flags::DbFlags,
     /// Read every file as this format instead of detecting it from content
     /// (adk, adk-eval-set, openai-chat, claude-code, codex, gemini-cli, openhands, swe-agent,
     /// tau2, canonical).
@@ -613,7 +617,8 @@ struct InspectJson<'a> {
 }
 
 pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
-    let loaded = crate::transcript::load_paths(&args.paths, args.format);
+    let filter = args.db.filter(&args.paths, false)?;
+    let loaded = crate::transcript::load_inputs(&args.paths, args.format, &filter);
     // Bad files are fatal with --strict, for a single file given alone, and when nothing at
     // all could be read (an empty table would hide the problem). Each bad file is one line;
     // a count follows only when there are several.

@@ -42,6 +42,7 @@ pub mod calibrate;
 pub mod check;
 pub mod conform;
 pub mod cost_flags;
+pub mod db_flags;
 pub mod inspect;
 pub mod merge;
 pub mod pricing;

@@ -17,7 +17,8 @@ use crate::transcript::{detect, Session};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// Transcript file (any supported format).
+    /// Transcript file (any supported format), or an ADK session database URL
+    /// (sqlite:///FILE.db, postgresql://USER@HOST:PORT/DB; with --session, --app, --user).
     #[arg(value_name = "FILE")]
     pub file: String,
     /// Compact once the last request's prompt reaches this many tokens (needs --keep-recent-events).
@@ -44,9 +45,10 @@ pub struct ReplayArgs {
     /// Recorded usage: adjust (default), recorded or strip.
     #[arg(long, value_name = "MODE", default_value = "adjust")]
     pub usage: String,
-    /// Only this session (files holding several sessions).
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
+    /// Which sessions (`--session` in files and databases; `--app`, `--user`, `--since` in
+    /// databases).
+    #[command(flatten)]
+    pub db: super::db_flags::DbFlags,
     /// JSON with the oracle's field names instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -90,16 +92,28 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         })
         .collect::<Result<_>>()?;
     let cfg = Config::from_setting(&setting, usage);
-    let sessions = detect::load_file(&args.file, None).map_err(anyhow::Error::new)?;
-    let sessions: Vec<Session> = match &args.session {
+    let filter = args.db.filter(std::slice::from_ref(&args.file), true)?;
+    let sessions = if crate::transcript::db::is_db_url(&args.file) {
+        // A database: the filter selects in SQL; any session that cannot be read is fatal,
+        // as a bad file is.
+        let (sessions, skipped) = crate::transcript::db::load_arg(&args.file, &filter);
+        if let Some(e) = skipped.into_iter().next() {
+            anyhow::bail!("{e}");
+        }
+        sessions
+    } else {
+        detect::load_file(&args.file, None).map_err(anyhow::Error::new)?
+    };
+    let sessions: Vec<Session> = match &args.db.session {
         Some(id) => sessions.into_iter().filter(|s| &s.id == id).collect(),
         None => sessions,
     };
     if sessions.is_empty() {
         anyhow::bail!(
             "{}: no session{}",
-            args.file,
-            args.session
+            crate::transcript::db::url::redact(&args.file),
+            args.db
+                .session
                 .as_ref()
                 .map_or(String::new(), |s| format!(" `{s}`"))
         );
@@ -414,7 +428,7 @@ pub fn to_json(
         })
         .collect();
     json!({
-        "transcript": {"path": args.file, "session": session.id, "events": sizes.n, "invocations": sizes.blocks()},
+        "transcript": {"path": crate::transcript::db::url::redact(&args.file), "session": session.id, "events": sizes.n, "invocations": sizes.blocks()},
         "config": {
             "compaction_interval": cfg.sliding.map(|s| s.0), "overlap_size": cfg.sliding.map(|s| s.1),
             "token_threshold": cfg.token.map(|t| t.0), "event_retention_size": cfg.token.map(|t| t.1),

@@ -15,8 +15,12 @@ use std::sync::atomic::Ordering;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// Transcript files, folders or globs [default: transcripts/].
+    /// Transcript files, folders or globs, or ADK session database URLs (sqlite:///FILE.db,
+    /// postgresql://USER@HOST:PORT/DB) [default: transcripts/].
     pub paths: Vec<String>,
+    /// Filters for database inputs.
+    #[command(flatten)]
+    pub db: crate::cli::db_flags::DbFlags,
     /// Grid file (TOML, same keys as the axis flags); without it the default grid is the base.
     #[arg(long, value_name = "FILE.toml")]
     pub grid: Option<PathBuf>,
@@ -231,7 +235,8 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     if let Some(out) = &args.out {
         publish::check_target(out, &input_paths, chosen)?;
     }
-    let loaded = pipeline::load_sessions(&paths, args.format.as_deref())?;
+    let filter = args.db.filter(&paths, false)?;
+    let loaded = pipeline::load_sessions_filtered(&paths, args.format.as_deref(), &filter)?;
     input_paths.extend(loaded.inputs.iter().map(|i| PathBuf::from(&i.path)));
     if loaded.sessions.is_empty() {
         let why = loaded
@@ -239,7 +244,11 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             .first()
             .map(|s| format!(" (first problem: {}: {})", s.path, s.reason))
             .unwrap_or_default();
-        anyhow::bail!("no sessions found in {}{why}", paths.join(" "));
+        let shown: Vec<String> = paths
+            .iter()
+            .map(|p| crate::transcript::db::url::redact(p))
+            .collect();
+        anyhow::bail!("no sessions found in {}{why}", shown.join(" "));
     }
     for s in &loaded.skipped {
         // Always said, even with -q: a bad file is reported and skipped, never dropped.

@@ -18,6 +18,7 @@ use crate::cost::summarizers::SummarizerSpec;
 use crate::engine::{Config, Phase, Replay, Summarizer, UsageMode};
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::{count_sessions, Tokenizer};
+use crate::transcript::db::DbFilter;
 use crate::transcript::{detect, Format, Session};
 use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
@@ -149,6 +150,15 @@ pub fn source_file(source: &str) -> &str {
 
 /// Read every input once. Bad files are reported in `skipped`, never fatal.
 pub fn load_sessions(paths: &[String], format: Option<&str>) -> Result<Loaded> {
+    load_sessions_filtered(paths, format, &DbFilter::default())
+}
+
+/// [`load_sessions`], with `filter` selecting the sessions of database inputs.
+pub fn load_sessions_filtered(
+    paths: &[String],
+    format: Option<&str>,
+    filter: &DbFilter,
+) -> Result<Loaded> {
     let format = match format {
         Some(f) => Some(Format::from_name(f).ok_or_else(|| {
             anyhow!(
@@ -158,7 +168,7 @@ pub fn load_sessions(paths: &[String], format: Option<&str>) -> Result<Loaded> {
         })?),
         None => None,
     };
-    let loaded = detect::load_paths(paths, format);
+    let loaded = detect::load_inputs(paths, format, filter);
     let mut sessions = loaded.sessions;
     // Sorted by (source, id) so the run does not depend on the order paths were given.
     sessions.sort_by(|a, b| (&a.source, &a.id).cmp(&(&b.source, &b.id)));

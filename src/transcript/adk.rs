@@ -556,6 +556,17 @@ fn content_parts(
     })
 }
 
+/// One ADK session from its events (JSON values, each with the path errors name): the reader
+/// the database readers share with exports (`transcript::db`).
+pub(crate) fn session_from_events(
+    file: &str,
+    id: String,
+    source: String,
+    items: &[(String, &Value)],
+) -> Result<Session, ReadError> {
+    build_session(file, id, source, Format::Adk, items)
+}
+
 fn build_session(
     file: &str,
     id: String,

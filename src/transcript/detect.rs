@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::{
-    adk, adk_legacy_eval, canonical, claude_code, codex, gemini_cli, openai_chat, openhands,
+    adk, adk_legacy_eval, canonical, claude_code, codex, db, gemini_cli, openai_chat, openhands,
     pyjson, readutil, swe_agent, tau2, util, Format, ReadError, Session,
 };
 
@@ -408,9 +408,32 @@ pub fn expand_paths(paths: &[String]) -> (Vec<PathBuf>, Vec<ReadError>) {
     (files, skipped)
 }
 
-/// Load every session under `paths` (files, folders, globs), in a deterministic order (the
-/// expanded file order, then each file's own session order), reading files in parallel.
+/// Load every session under `paths` (files, folders, globs, and database URLs, which are
+/// read whole), in a deterministic order (the expanded file order, then each file's own
+/// session order), reading files in parallel.
 pub fn load_paths(paths: &[String], format: Option<Format>) -> Loaded {
+    load_inputs(paths, format, &db::DbFilter::default())
+}
+
+/// [`load_paths`] with the sessions of database URLs (`sqlite:///…`, `postgresql://…`, see
+/// [`db`]) selected by `filter`. Database sessions come after the files', in argument order;
+/// `format` applies to files only (a database holds ADK sessions).
+pub fn load_inputs(paths: &[String], format: Option<Format>, filter: &db::DbFilter) -> Loaded {
+    let (urls, paths): (Vec<String>, Vec<String>) =
+        paths.iter().cloned().partition(|p| db::is_db_url(p));
+    let mut loaded = load_files(&paths, format);
+    for u in &urls {
+        let (sessions, skipped) = db::load_arg(u, filter);
+        loaded.sessions.extend(sessions);
+        loaded.skipped.extend(skipped);
+    }
+    loaded
+}
+
+fn load_files(paths: &[String], format: Option<Format>) -> Loaded {
+    if paths.is_empty() {
+        return Loaded::default();
+    }
     let (files, skipped) = expand_paths(paths);
     let mut skipped: Vec<ReadError> = skipped.into_iter().map(util::tidy).collect();
     let results: Vec<Result<Vec<Session>, ReadError>> =

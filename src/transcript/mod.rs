@@ -8,6 +8,8 @@ pub mod adk_legacy_eval;
 pub mod canonical;
 pub mod claude_code;
 pub mod codex;
+/// ADK's session databases (SQLite, PostgreSQL), read directly.
+pub mod db;
 pub mod detect;
 pub mod error;
 pub mod gemini_cli;
@@ -23,6 +25,6 @@ pub mod tau2;
 pub mod util;
 
 pub use canonical::write_canonical;
-pub use detect::{detect, load_file, load_paths, Loaded};
+pub use detect::{detect, load_file, load_inputs, load_paths, Loaded};
 pub use error::ReadError;
 pub use model::*;

@@ -5,6 +5,7 @@ mod common;
 
 mod bad_input;
 mod cost;
+mod db;
 mod engine;
 mod engine_extra;
 mod inspect;
