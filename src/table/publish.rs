@@ -19,6 +19,10 @@ use std::path::{Path, PathBuf};
 pub const MARKER: &str = ".compaction-sim-run";
 const MARKER_TEXT: &str =
     "This folder was written by compaction-sim; `--force` may replace it as a whole.\n";
+/// Inside a build folder only: `<host> <pid>` of the process building it, so a later run
+/// removes it only when that process is gone from this very machine (a shared filesystem may
+/// hold other machines' live builds). Removed before the folder is published.
+const OWNER: &str = ".compaction-sim-owner";
 const BUILDING: &str = ".building-";
 const REPLACED: &str = ".replaced-";
 const LATEST_TMP: &str = ".latest-";
@@ -246,7 +250,37 @@ pub fn build_dir_for(target: &Target) -> Result<BuildDir, PublishError> {
         .map_err(io(parent, "cannot create a build folder"))?;
     let b = BuildDir { tmp };
     mark(b.path())?;
+    crate::atomic::write_atomic(
+        &b.path().join(OWNER),
+        format!("{} {}\n", host(), std::process::id()).as_bytes(),
+    )
+    .map_err(|e| PublishError::Io {
+        path: e.path,
+        what: "cannot write",
+        source: e.source,
+    })?;
     Ok(b)
+}
+
+/// This machine's name ("" where it cannot be read: then no leftover is ever judged dead).
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Whether the build folder `dir` was made on this machine by a process that is gone.
+fn owner_gone(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join(OWNER)) else {
+        return false;
+    };
+    let mut it = text.split_whitespace();
+    let (Some(h), Some(pid)) = (it.next(), it.next().and_then(|p| p.parse::<u32>().ok())) else {
+        return false;
+    };
+    let here = host();
+    !here.is_empty() && h == here && pid != std::process::id() && !alive(pid)
 }
 
 fn parent_of(p: &Path) -> &Path {
@@ -299,7 +333,13 @@ pub fn remove_stale(parent: &Path) {
             if meta.file_type().is_symlink() {
                 let _ = std::fs::remove_file(&p);
             }
+        } else if kind == BUILDING {
+            if meta.is_dir() && is_ours(&p) && owner_gone(&p) {
+                let _ = std::fs::remove_dir_all(&p);
+            }
         } else if meta.is_dir() && is_ours(&p) {
+            // `.replaced-<pid>-…`: an earlier run moved aside by a process that died before
+            // removing it; its pid is only ever of this machine's processes at rename time.
             let _ = std::fs::remove_dir_all(&p);
         }
     }
@@ -308,6 +348,8 @@ pub fn remove_stale(parent: &Path) {
 /// Move the finished build folder into place, replacing the earlier folder when the target
 /// says so. If anything fails, the earlier folder is put back and the build folder removed.
 pub fn publish(build: BuildDir, target: &Target) -> Result<(), PublishError> {
+    std::fs::remove_file(build.path().join(OWNER))
+        .map_err(io(build.path(), "cannot finish the build folder"))?;
     crate::atomic::make_readable_dir(build.path())
         .map_err(io(build.path(), "cannot set permissions"))?;
     let fin = &target.dir;
@@ -485,6 +527,12 @@ mod tests {
         let dead = root.path().join(".building-4000000000-abc");
         std::fs::create_dir(&dead).unwrap();
         mark(&dead).unwrap();
+        std::fs::write(dead.join(OWNER), format!("{} 4000000000\n", host())).unwrap();
+        // Another machine's build on a shared filesystem: never judged from here.
+        let remote = root.path().join(".building-4000000000-remote");
+        std::fs::create_dir(&remote).unwrap();
+        mark(&remote).unwrap();
+        std::fs::write(remote.join(OWNER), "some-other-host 4000000000\n").unwrap();
         let foreign = root.path().join(".building-4000000000-user");
         std::fs::create_dir(&foreign).unwrap();
         std::fs::write(foreign.join("mine.txt"), "x").unwrap();
@@ -497,6 +545,7 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert!(!dead.exists());
         }
+        assert!(remote.exists(), "another machine's live build was removed");
         assert!(foreign.join("mine.txt").exists());
         assert!(live.exists());
     }

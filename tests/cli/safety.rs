@@ -396,6 +396,12 @@ mod publishing {
         let dead = reports.join(".building-4000000000-x1");
         std::fs::create_dir(&dead).unwrap();
         std::fs::write(dead.join(".compaction-sim-run"), "x").unwrap();
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        std::fs::write(
+            dead.join(".compaction-sim-owner"),
+            format!("{} 4000000000\n", host.trim()),
+        )
+        .unwrap();
         std::fs::write(dead.join("runs.csv"), vec![b'x'; 4096]).unwrap();
         // Not ours: never removed, whatever its name.
         let foreign = reports.join(".building-4000000000-x2");
