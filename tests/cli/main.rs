@@ -4,6 +4,7 @@
 mod common;
 
 mod cost;
+mod deploy;
 mod engine;
 mod engine_extra;
 mod inspect;
