@@ -1465,8 +1465,10 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
 
 /// The uncompacted measures of every model request and every invocation end (for the main
 /// agent): setting-independent, so computed once per session and shared by all replays.
+/// Each request is the last one of the same asker extended by the events since, when
+/// [`extend`] allows it (ordinary sessions), so a long plain session costs O(events) rather
+/// than O(requests × events); debug builds check every extension against a fresh build.
 pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
-    let mut sc = Scratch::default();
     let words = s.n.div_ceil(64);
     let mut out = crate::tokens::sizes::BaselineCache {
         words,
@@ -1487,6 +1489,9 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
         let t = out.tok_prefix[i] + s.tokens[i] as u64;
         out.tok_prefix.push(t);
     }
+    // Requests and invocation ends are two chains of builds, each extended from its own last.
+    let mut req = Chain::default();
+    let mut end = Chain::default();
     let main = s.main_agent.unwrap_or(u32::MAX);
     for b in 0..s.blocks() {
         let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
@@ -1494,8 +1499,7 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             if !s.model_request[k] {
                 continue;
             }
-            sc.scope = s.scope[k];
-            let m = build(s, k, &[], &[], s.author[k], s.branch[k], &mut sc);
+            let (m, extended) = req.measure(s, &out, k, s.author[k], s.branch[k], s.scope[k]);
             out.request_event.push(k as u32);
             out.request.push([
                 m.contents as u64,
@@ -1503,16 +1507,28 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
                 m.json_chars,
                 m.history_tokens,
             ]);
-            let base = out.seen.len();
-            out.seen.resize(base + words, 0);
-            for i in 0..k {
-                if sc.was_seen(i) {
-                    out.seen[base + i / 64] |= 1u64 << (i % 64);
+            let row = out.seen.len();
+            if extended && row >= words {
+                // The previous row (this chain's last build) plus the events just added.
+                out.seen.extend_from_within(row - words..row);
+                for &i in &req.sc.extended {
+                    out.seen[row + i as usize / 64] |= 1u64 << (i % 64);
+                }
+            } else {
+                out.seen.resize(row + words, 0);
+                for &i in &req.sc.seen_list {
+                    if (i as usize) < k {
+                        out.seen[row + i as usize / 64] |= 1u64 << (i % 64);
+                    }
                 }
             }
+            #[cfg(debug_assertions)]
+            for i in 0..s.n {
+                let bit = out.seen[row + i / 64] >> (i % 64) & 1 == 1;
+                assert_eq!(bit, i < k && req.sc.was_seen(i), "baseline seen row {row}");
+            }
         }
-        sc.scope = 0;
-        let m = build(s, hi, &[], &[], main, None, &mut sc);
+        let (m, _) = end.measure(s, &out, hi, main, None, 0);
         out.block_end.push([
             m.contents as u64,
             m.adk_chars,
@@ -1521,6 +1537,74 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
         ]);
     }
     out
+}
+
+/// One chain of uncompacted builds for [`baseline`]: the scratch of its last build and what
+/// that build was (asker, branch, raw events, measure).
+#[derive(Default)]
+struct Chain {
+    sc: Scratch,
+    last: Option<(u32, Option<u32>, usize)>,
+    m: Measure,
+}
+
+impl Chain {
+    /// The uncompacted request `viewer` (of `scope`) assembles over raw events `0..n`, and
+    /// whether it extended the chain's last build.
+    fn measure(
+        &mut self,
+        s: &SessionSizes,
+        base: &crate::tokens::sizes::BaselineCache,
+        n: usize,
+        viewer: u32,
+        branch: Option<u32>,
+        scope: u32,
+    ) -> (Measure, bool) {
+        if let Some((v, b, n0)) = self.last.filter(|_| !s.has_scopes_or_rewinds()) {
+            if (v, b) == (viewer, branch) {
+                if let Some(m) = extend(s, base, n0, n, &[], viewer, branch, &mut self.sc, self.m) {
+                    #[cfg(debug_assertions)]
+                    assert_same_as_fresh(s, n, &[], &[], viewer, branch, &self.sc, m);
+                    self.last = Some((viewer, branch, n));
+                    self.m = m;
+                    return (m, true);
+                }
+            }
+        }
+        self.sc.scope = scope;
+        let m = build(s, n, &[], &[], viewer, branch, &mut self.sc);
+        self.last = Some((viewer, branch, n));
+        self.m = m;
+        (m, false)
+    }
+}
+
+/// Debug builds: an extended request equals the request built from scratch, down to the
+/// items present and their order.
+#[cfg(debug_assertions)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn assert_same_as_fresh(
+    s: &SessionSizes,
+    n: usize,
+    comps: &[Comp],
+    cov: &[(f64, f64)],
+    viewer: u32,
+    branch: Option<u32>,
+    sc: &Scratch,
+    m: Measure,
+) {
+    let mut fresh = Scratch {
+        scope: sc.scope,
+        ..Scratch::default()
+    };
+    let f = build(s, n, comps, cov, viewer, branch, &mut fresh);
+    assert_eq!(f, m, "extended request differs from a fresh build");
+    assert_eq!(fresh.seq, sc.seq, "extended request lists other items");
+    let mut a = fresh.seen_list.clone();
+    let mut b = sc.seen_list.clone();
+    a.sort_unstable();
+    b.sort_unstable();
+    assert_eq!(a, b, "extended request carries other raw events");
 }
 
 impl Measure {
