@@ -1507,24 +1507,30 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
                 m.json_chars,
                 m.history_tokens,
             ]);
-            let row = out.seen.len();
-            if extended && row >= words {
-                // The previous row (this chain's last build) plus the events just added.
-                out.seen.extend_from_within(row - words..row);
-                for &i in &req.sc.extended {
-                    out.seen[row + i as usize / 64] |= 1u64 << (i % 64);
+            let row = out.seen_rows.len();
+            let at = out.seen_added.len() as u32;
+            match out.seen_rows.last().copied() {
+                // The previous request (this chain's last build) plus the events just added.
+                Some((bits, start, end)) if extended && end == at => {
+                    out.seen_added.extend_from_slice(&req.sc.extended);
+                    out.seen_rows
+                        .push((bits, start, out.seen_added.len() as u32));
                 }
-            } else {
-                out.seen.resize(row + words, 0);
-                for &i in &req.sc.seen_list {
-                    if (i as usize) < k {
-                        out.seen[row + i as usize / 64] |= 1u64 << (i % 64);
+                _ => {
+                    let bits = out.seen.len() / words.max(1);
+                    out.seen.resize(out.seen.len() + words, 0);
+                    let base = bits * words;
+                    for &i in &req.sc.seen_list {
+                        if (i as usize) < k {
+                            out.seen[base + i as usize / 64] |= 1u64 << (i % 64);
+                        }
                     }
+                    out.seen_rows.push((bits as u32, at, at));
                 }
             }
             #[cfg(debug_assertions)]
             for i in 0..s.n {
-                let bit = out.seen[row + i / 64] >> (i % 64) & 1 == 1;
+                let bit = out.seen_word(row, i / 64) >> (i % 64) & 1 == 1;
                 assert_eq!(bit, i < k && req.sc.was_seen(i), "baseline seen row {row}");
             }
         }

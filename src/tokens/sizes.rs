@@ -42,9 +42,15 @@ pub struct BaselineCache {
     /// measures `[contents, adk_chars, json_chars, history_tokens]`.
     pub request_event: Vec<u32>,
     pub request: Vec<[u64; 4]>,
-    /// Per model request, a bitset over events (`words` u64 each): events present verbatim.
+    /// The raw events each model request carries verbatim ([`BaselineCache::seen_word`]): a
+    /// request built from scratch has a bitset over events (`words` u64 each) in `seen`; a
+    /// request extended from the one before adds the events `seen_added[start..end]` (in
+    /// event order) to that bitset. Memory stays O(events) on sessions that extend.
     pub seen: Vec<u64>,
     pub words: usize,
+    /// Per model request: (bitset index in `seen`, start, end in `seen_added`).
+    pub seen_rows: Vec<(u32, u32, u32)>,
+    pub seen_added: Vec<u32>,
     /// Per invocation block: the next request's history for the main agent.
     pub block_end: Vec<[u64; 4]>,
     /// The main agent the block measures were computed for.
@@ -53,6 +59,23 @@ pub struct BaselineCache {
     pub tok_prefix: Vec<u64>,
     /// Per call id: the first visible event calling it (`u32::MAX`: none).
     pub call_first: Vec<u32>,
+}
+
+impl BaselineCache {
+    /// Word `w` (events `64w..64w+64`) of the events model request `row` carries verbatim.
+    pub fn seen_word(&self, row: usize, w: usize) -> u64 {
+        let (bits, start, end) = self.seen_rows[row];
+        let mut m = self.seen[bits as usize * self.words + w];
+        let added = &self.seen_added[start as usize..end as usize];
+        let lo = added.partition_point(|&i| (i as usize) < w * 64);
+        for &i in added[lo..]
+            .iter()
+            .take_while(|&&i| (i as usize) < w * 64 + 64)
+        {
+            m |= 1u64 << (i % 64);
+        }
+        m
+    }
 }
 
 /// The per-event arrays of one session.
