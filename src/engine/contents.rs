@@ -1625,3 +1625,43 @@ impl Measure {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 13: the baseline built every request from scratch and kept a bitset over all
+    /// events per request (requests × events). On a plain session each request now extends
+    /// the one before: one bitset in all, and every request still carries exactly the
+    /// events before it (debug builds also check each extension against a fresh build).
+    #[test]
+    fn a_plain_session_baseline_extends_and_keeps_one_bitset() {
+        let mut text = String::from(r#"{"compaction_sim":1,"session":{"id":"long"}}"#);
+        text.push('\n');
+        let turns = 300;
+        for i in 0..turns {
+            let t = 1_770_000_000 + 2 * i;
+            text.push_str(&format!(
+                "{{\"author\":\"user\",\"role\":\"user\",\"invocation_id\":\"i{i}\",\"timestamp\":{t},\"parts\":[{{\"type\":\"text\",\"text\":\"question {i}\"}}]}}\n\
+                 {{\"author\":\"agent\",\"role\":\"model\",\"invocation_id\":\"i{i}\",\"timestamp\":{},\"parts\":[{{\"type\":\"text\",\"text\":\"answer {i}\"}}],\"model_request\":true}}\n",
+                t + 1
+            ));
+        }
+        let sessions = crate::transcript::canonical::read("long.jsonl", &text).unwrap();
+        let s = SessionSizes::new(&sessions[0], None);
+        let b = baseline(&s);
+        assert_eq!(b.request.len(), turns as usize);
+        assert_eq!(b.seen.len(), b.words, "one bitset, not one per request");
+        for (row, &k) in b.request_event.iter().enumerate() {
+            let k = k as usize;
+            assert_eq!(
+                b.request[row][0], k as u64,
+                "request {row} carries events 0..{k}"
+            );
+            for i in 0..s.n {
+                let bit = b.seen_word(row, i / 64) >> (i % 64) & 1 == 1;
+                assert_eq!(bit, i < k, "request {row}, event {i}");
+            }
+        }
+    }
+}
