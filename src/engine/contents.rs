@@ -330,6 +330,34 @@ pub fn update_retained(comps: &mut [Comp]) {
     }
 }
 
+/// [`update_retained`] after one compaction was appended to `comps` whose `retained` flags
+/// were up to date: containment never ends (compactions are only appended), so only the new
+/// range can be contained, by an earlier range strictly containing it, or contain earlier ones
+/// (identical ones included: the later is kept). O(compactions) instead of O(compactions²).
+pub fn update_retained_after_append(comps: &mut [Comp]) {
+    let Some((new, earlier)) = comps.split_last_mut() else {
+        return;
+    };
+    let (s, e) = (new.start, new.end);
+    if s.is_nan() || e.is_nan() {
+        new.retained = true;
+        return;
+    }
+    let mut kept = true;
+    for q in earlier.iter_mut() {
+        if q.start.is_nan() || q.end.is_nan() {
+            continue;
+        }
+        if q.start <= s && q.end >= e && (q.start < s || q.end > e) {
+            kept = false;
+        }
+        if s <= q.start && e >= q.end {
+            q.retained = false;
+        }
+    }
+    new.retained = kept;
+}
+
 struct Ctx<'a> {
     s: &'a SessionSizes,
     viewer: u32,
@@ -1507,7 +1535,6 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
                 m.json_chars,
                 m.history_tokens,
             ]);
-            let row = out.seen_rows.len();
             let at = out.seen_added.len() as u32;
             match out.seen_rows.last().copied() {
                 // The previous request (this chain's last build) plus the events just added.
@@ -1530,6 +1557,7 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             }
             #[cfg(debug_assertions)]
             for i in 0..s.n {
+                let row = out.seen_rows.len() - 1;
                 let bit = out.seen_word(row, i / 64) >> (i % 64) & 1 == 1;
                 assert_eq!(bit, i < k && req.sc.was_seen(i), "baseline seen row {row}");
             }

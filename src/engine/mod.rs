@@ -443,7 +443,18 @@ impl<'a> State<'a> {
         });
         self.comp_scope.push(scope);
         let before_retained: Vec<bool> = self.comps.iter().map(|c| c.retained).collect();
-        contents::update_retained(&mut self.comps);
+        contents::update_retained_after_append(&mut self.comps);
+        #[cfg(debug_assertions)]
+        {
+            let mut full = self.comps.clone();
+            contents::update_retained(&mut full);
+            let flags = |c: &[Comp]| c.iter().map(|c| c.retained).collect::<Vec<_>>();
+            assert_eq!(
+                flags(&full),
+                flags(&self.comps),
+                "retained after append vs recomputed"
+            );
+        }
         for (k, was) in before_retained.iter().enumerate() {
             if *was && !self.comps[k].retained {
                 if let Some(c) = self.out.compactions.get_mut(k) {
