@@ -161,6 +161,7 @@ fn hidden(st: &mut State<'_>, row: usize) -> u64 {
     #[cfg(debug_assertions)]
     let check_from = st.out.hidden.len();
     let prefix = &st.base.tok_prefix;
+    let mut seen = st.base.seen_words(row);
     // the requesting agent's view of the summaries (isolation scopes, rewinds)
     let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
     // Compacted events the request still carries (recovered calls) are not hidden.
@@ -180,7 +181,7 @@ fn hidden(st: &mut State<'_>, row: usize) -> u64 {
         while w * 64 < hi {
             let at = w * 64;
             let (a, b) = (lo.max(at) - at, hi.min(at + 64) - at);
-            let mut m = st.base.seen_word(row, w) & low(b) & !low(a);
+            let mut m = seen.word(w) & low(b) & !low(a);
             let p0 = present.partition_point(|&p| (p as usize) < at);
             for &p in present[p0..]
                 .iter()

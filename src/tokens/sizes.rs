@@ -64,13 +64,42 @@ pub struct BaselineCache {
 impl BaselineCache {
     /// Word `w` (events `64w..64w+64`) of the events model request `row` carries verbatim.
     pub fn seen_word(&self, row: usize, w: usize) -> u64 {
+        let mut words = self.seen_words(row);
+        words.pos = words.added.partition_point(|&i| (i as usize) < w * 64);
+        words.word(w)
+    }
+
+    /// The words of request `row`'s events, read in increasing order without a search each.
+    pub fn seen_words(&self, row: usize) -> SeenWords<'_> {
         let (bits, start, end) = self.seen_rows[row];
-        let mut m = self.seen[bits as usize * self.words + w];
-        let added = &self.seen_added[start as usize..end as usize];
-        let lo = added.partition_point(|&i| (i as usize) < w * 64);
-        for &i in added[lo..]
+        let at = bits as usize * self.words;
+        SeenWords {
+            bits: &self.seen[at..at + self.words],
+            added: &self.seen_added[start as usize..end as usize],
+            pos: 0,
+        }
+    }
+}
+
+/// A cursor over one request's seen words ([`BaselineCache::seen_words`]).
+pub struct SeenWords<'a> {
+    bits: &'a [u64],
+    added: &'a [u32],
+    /// First added event not below the last word read.
+    pos: usize,
+}
+
+impl SeenWords<'_> {
+    /// Word `w`; `w` must not be below the previous call's.
+    pub fn word(&mut self, w: usize) -> u64 {
+        let (lo, hi) = (w * 64, w * 64 + 64);
+        while self.added.get(self.pos).is_some_and(|&i| (i as usize) < lo) {
+            self.pos += 1;
+        }
+        let mut m = self.bits[w];
+        for &i in self.added[self.pos..]
             .iter()
-            .take_while(|&&i| (i as usize) < w * 64 + 64)
+            .take_while(|&&i| (i as usize) < hi)
         {
             m |= 1u64 << (i % 64);
         }
