@@ -330,6 +330,34 @@ pub fn update_retained(comps: &mut [Comp]) {
     }
 }
 
+/// [`update_retained`] after one compaction was appended to `comps` whose `retained` flags
+/// were up to date: containment never ends (compactions are only appended), so only the new
+/// range can be contained, by an earlier range strictly containing it, or contain earlier ones
+/// (identical ones included: the later is kept). O(compactions) instead of O(compactions²).
+pub fn update_retained_after_append(comps: &mut [Comp]) {
+    let Some((new, earlier)) = comps.split_last_mut() else {
+        return;
+    };
+    let (s, e) = (new.start, new.end);
+    if s.is_nan() || e.is_nan() {
+        new.retained = true;
+        return;
+    }
+    let mut kept = true;
+    for q in earlier.iter_mut() {
+        if q.start.is_nan() || q.end.is_nan() {
+            continue;
+        }
+        if q.start <= s && q.end >= e && (q.start < s || q.end > e) {
+            kept = false;
+        }
+        if s <= q.start && e >= q.end {
+            q.retained = false;
+        }
+    }
+    new.retained = kept;
+}
+
 struct Ctx<'a> {
     s: &'a SessionSizes,
     viewer: u32,
@@ -1465,8 +1493,10 @@ fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
 
 /// The uncompacted measures of every model request and every invocation end (for the main
 /// agent): setting-independent, so computed once per session and shared by all replays.
+/// Each request is the last one of the same asker extended by the events since, when
+/// [`extend`] allows it (ordinary sessions), so a long plain session costs O(events) rather
+/// than O(requests × events); debug builds check every extension against a fresh build.
 pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
-    let mut sc = Scratch::default();
     let words = s.n.div_ceil(64);
     let mut out = crate::tokens::sizes::BaselineCache {
         words,
@@ -1487,6 +1517,9 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
         let t = out.tok_prefix[i] + s.tokens[i] as u64;
         out.tok_prefix.push(t);
     }
+    // Requests and invocation ends are two chains of builds, each extended from its own last.
+    let mut req = Chain::default();
+    let mut end = Chain::default();
     let main = s.main_agent.unwrap_or(u32::MAX);
     for b in 0..s.blocks() {
         let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
@@ -1494,8 +1527,7 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
             if !s.model_request[k] {
                 continue;
             }
-            sc.scope = s.scope[k];
-            let m = build(s, k, &[], &[], s.author[k], s.branch[k], &mut sc);
+            let (m, extended) = req.measure(s, &out, k, s.author[k], s.branch[k], s.scope[k]);
             out.request_event.push(k as u32);
             out.request.push([
                 m.contents as u64,
@@ -1503,16 +1535,34 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
                 m.json_chars,
                 m.history_tokens,
             ]);
-            let base = out.seen.len();
-            out.seen.resize(base + words, 0);
-            for i in 0..k {
-                if sc.was_seen(i) {
-                    out.seen[base + i / 64] |= 1u64 << (i % 64);
+            let at = out.seen_added.len() as u32;
+            match out.seen_rows.last().copied() {
+                // The previous request (this chain's last build) plus the events just added.
+                Some((bits, start, end)) if extended && end == at => {
+                    out.seen_added.extend_from_slice(&req.sc.extended);
+                    out.seen_rows
+                        .push((bits, start, out.seen_added.len() as u32));
+                }
+                _ => {
+                    let bits = out.seen.len() / words.max(1);
+                    out.seen.resize(out.seen.len() + words, 0);
+                    let base = bits * words;
+                    for &i in &req.sc.seen_list {
+                        if (i as usize) < k {
+                            out.seen[base + i as usize / 64] |= 1u64 << (i % 64);
+                        }
+                    }
+                    out.seen_rows.push((bits as u32, at, at));
                 }
             }
+            #[cfg(debug_assertions)]
+            for i in 0..s.n {
+                let row = out.seen_rows.len() - 1;
+                let bit = out.seen_word(row, i / 64) >> (i % 64) & 1 == 1;
+                assert_eq!(bit, i < k && req.sc.was_seen(i), "baseline seen row {row}");
+            }
         }
-        sc.scope = 0;
-        let m = build(s, hi, &[], &[], main, None, &mut sc);
+        let (m, _) = end.measure(s, &out, hi, main, None, 0);
         out.block_end.push([
             m.contents as u64,
             m.adk_chars,
@@ -1521,6 +1571,74 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
         ]);
     }
     out
+}
+
+/// One chain of uncompacted builds for [`baseline`]: the scratch of its last build and what
+/// that build was (asker, branch, raw events, measure).
+#[derive(Default)]
+struct Chain {
+    sc: Scratch,
+    last: Option<(u32, Option<u32>, usize)>,
+    m: Measure,
+}
+
+impl Chain {
+    /// The uncompacted request `viewer` (of `scope`) assembles over raw events `0..n`, and
+    /// whether it extended the chain's last build.
+    fn measure(
+        &mut self,
+        s: &SessionSizes,
+        base: &crate::tokens::sizes::BaselineCache,
+        n: usize,
+        viewer: u32,
+        branch: Option<u32>,
+        scope: u32,
+    ) -> (Measure, bool) {
+        if let Some((v, b, n0)) = self.last.filter(|_| !s.has_scopes_or_rewinds()) {
+            if (v, b) == (viewer, branch) {
+                if let Some(m) = extend(s, base, n0, n, &[], viewer, branch, &mut self.sc, self.m) {
+                    #[cfg(debug_assertions)]
+                    assert_same_as_fresh(s, n, &[], &[], viewer, branch, &self.sc, m);
+                    self.last = Some((viewer, branch, n));
+                    self.m = m;
+                    return (m, true);
+                }
+            }
+        }
+        self.sc.scope = scope;
+        let m = build(s, n, &[], &[], viewer, branch, &mut self.sc);
+        self.last = Some((viewer, branch, n));
+        self.m = m;
+        (m, false)
+    }
+}
+
+/// Debug builds: an extended request equals the request built from scratch, down to the
+/// items present and their order.
+#[cfg(debug_assertions)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn assert_same_as_fresh(
+    s: &SessionSizes,
+    n: usize,
+    comps: &[Comp],
+    cov: &[(f64, f64)],
+    viewer: u32,
+    branch: Option<u32>,
+    sc: &Scratch,
+    m: Measure,
+) {
+    let mut fresh = Scratch {
+        scope: sc.scope,
+        ..Scratch::default()
+    };
+    let f = build(s, n, comps, cov, viewer, branch, &mut fresh);
+    assert_eq!(f, m, "extended request differs from a fresh build");
+    assert_eq!(fresh.seq, sc.seq, "extended request lists other items");
+    let mut a = fresh.seen_list.clone();
+    let mut b = sc.seen_list.clone();
+    a.sort_unstable();
+    b.sort_unstable();
+    assert_eq!(a, b, "extended request carries other raw events");
 }
 
 impl Measure {
@@ -1532,6 +1650,46 @@ impl Measure {
             json_chars: r[2],
             history_tokens: r[3],
             summary_tokens: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 13: the baseline built every request from scratch and kept a bitset over all
+    /// events per request (requests × events). On a plain session each request now extends
+    /// the one before: one bitset in all, and every request still carries exactly the
+    /// events before it (debug builds also check each extension against a fresh build).
+    #[test]
+    fn a_plain_session_baseline_extends_and_keeps_one_bitset() {
+        let mut text = String::from(r#"{"compaction_sim":1,"session":{"id":"long"}}"#);
+        text.push('\n');
+        let turns = 300;
+        for i in 0..turns {
+            let t = 1_770_000_000 + 2 * i;
+            text.push_str(&format!(
+                "{{\"author\":\"user\",\"role\":\"user\",\"invocation_id\":\"i{i}\",\"timestamp\":{t},\"parts\":[{{\"type\":\"text\",\"text\":\"question {i}\"}}]}}\n\
+                 {{\"author\":\"agent\",\"role\":\"model\",\"invocation_id\":\"i{i}\",\"timestamp\":{},\"parts\":[{{\"type\":\"text\",\"text\":\"answer {i}\"}}],\"model_request\":true}}\n",
+                t + 1
+            ));
+        }
+        let sessions = crate::transcript::canonical::read("long.jsonl", &text).unwrap();
+        let s = SessionSizes::new(&sessions[0], None);
+        let b = baseline(&s);
+        assert_eq!(b.request.len(), turns as usize);
+        assert_eq!(b.seen.len(), b.words, "one bitset, not one per request");
+        for (row, &k) in b.request_event.iter().enumerate() {
+            let k = k as usize;
+            assert_eq!(
+                b.request[row][0], k as u64,
+                "request {row} carries events 0..{k}"
+            );
+            for i in 0..s.n {
+                let bit = b.seen_word(row, i / 64) >> (i % 64) & 1 == 1;
+                assert_eq!(bit, i < k, "request {row}, event {i}");
+            }
         }
     }
 }

@@ -160,9 +160,8 @@ fn hidden(st: &mut State<'_>, row: usize) -> u64 {
     }
     #[cfg(debug_assertions)]
     let check_from = st.out.hidden.len();
-    let words = st.base.words;
-    let base = &st.base.seen[row * words..(row + 1) * words];
     let prefix = &st.base.tok_prefix;
+    let mut seen = st.base.seen_words(row);
     // the requesting agent's view of the summaries (isolation scopes, rewinds)
     let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
     // Compacted events the request still carries (recovered calls) are not hidden.
@@ -182,7 +181,7 @@ fn hidden(st: &mut State<'_>, row: usize) -> u64 {
         while w * 64 < hi {
             let at = w * 64;
             let (a, b) = (lo.max(at) - at, hi.min(at + 64) - at);
-            let mut m = base[w] & low(b) & !low(a);
+            let mut m = seen.word(w) & low(b) & !low(a);
             let p0 = present.partition_point(|&p| (p as usize) < at);
             for &p in present[p0..]
                 .iter()
@@ -228,13 +227,15 @@ fn hidden(st: &mut State<'_>, row: usize) -> u64 {
 /// [`hidden`] one event at a time (unsorted timestamps; the debug cross-check).
 fn hidden_by_event(st: &mut State<'_>, row: usize) -> u64 {
     let s = st.s;
-    let words = st.base.words;
-    let seen = &st.base.seen[row * words..(row + 1) * words];
     let mut tokens = 0u64;
     let mut run: Option<(u32, u32)> = None;
     let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
+    let mut word = 0u64;
     for i in 0..st.n {
-        let in_base = seen[i / 64] >> (i % 64) & 1 == 1;
+        if i % 64 == 0 {
+            word = st.base.seen_word(row, i / 64);
+        }
+        let in_base = word >> (i % 64) & 1 == 1;
         if in_base && !st.sc.was_seen(i) && contents::covered(cov, s.timestamp[i]) {
             tokens += s.tokens[i] as u64;
             run = Some(match run {

@@ -497,6 +497,35 @@ fn check_summarizer(name: &str, known: &Known) -> Result<(), String> {
     }
 }
 
+/// Most settings a grid may resolve to (README "Sweeps"): far above any sweep that finishes,
+/// low enough that the settings list itself (a few hundred bytes each) fits in memory.
+pub const MAX_SETTINGS: u64 = 2_000_000;
+
+/// How many settings the axes give, without building them (saturating, so an absurd grid
+/// cannot overflow): per (tokenizer, agent model) one baseline plus, per trigger kind, its
+/// pairs × summarizers × clients.
+fn settings_count(
+    triggers: &[TriggerKind],
+    tok_pair: [usize; 2],
+    inv_pair: [usize; 2],
+    [summarizers, clients, models, tokenizers]: [usize; 4],
+) -> u128 {
+    let prod = |v: &[usize]| {
+        v.iter()
+            .fold(1u128, |acc, &n| acc.saturating_mul(n as u128))
+    };
+    let per_kind = triggers.iter().fold(0u128, |acc, k| {
+        let tok = if k.uses_tokens() { prod(&tok_pair) } else { 1 };
+        let inv = if k.uses_invocations() {
+            prod(&inv_pair)
+        } else {
+            1
+        };
+        acc.saturating_add(prod(&[summarizers, clients]).saturating_mul(tok.saturating_mul(inv)))
+    });
+    prod(&[models, tokenizers]).saturating_mul(per_kind.saturating_add(1))
+}
+
 /// The manifest's words for a half pair (platform guide, "Both, and half of one").
 pub fn half_pair_message(written: &str) -> String {
     match written {
@@ -506,9 +535,18 @@ pub fn half_pair_message(written: &str) -> String {
 }
 
 impl GridSpec {
-    /// Resolve axes into settings. `explicit_trigger` is false when the trigger axis came
-    /// from the default grid, so unused default axes are not an error.
+    /// Resolve axes into settings, refusing grids over [`MAX_SETTINGS`].
     pub fn resolve(&self, known: &Known) -> Result<ResolvedGrid, GridError> {
+        self.resolve_with_limit(known, MAX_SETTINGS)
+    }
+
+    /// [`GridSpec::resolve`] with another ceiling on the number of settings (checked before
+    /// the settings are built).
+    pub fn resolve_with_limit(
+        &self,
+        known: &Known,
+        max_settings: u64,
+    ) -> Result<ResolvedGrid, GridError> {
         // Trigger kinds: written, or inferred from which pairs are present.
         let triggers: Vec<TriggerKind> = match &self.trigger {
             Some(spec) => {
@@ -658,7 +696,48 @@ impl GridSpec {
             }
         }
 
-        let mut settings = Vec::new();
+        // Counted before anything is materialized: a grid of 10^12 settings is refused in
+        // microseconds instead of aborting on a failed allocation.
+        let axes: [(&str, usize); 9] = [
+            ("trigger", triggers.len()),
+            ("after_tokens", after_tokens.len()),
+            ("keep_recent_events", keep_recent.len()),
+            ("after_invocations", after_inv.len()),
+            ("overlap", overlap.len()),
+            ("summarizer", summarizers.len()),
+            ("agent_model", agent_models.len()),
+            ("client", clients.len()),
+            ("tokenizer", tokenizers.len()),
+        ];
+        let count = settings_count(
+            &triggers,
+            [after_tokens.len(), keep_recent.len()],
+            [after_inv.len(), overlap.len()],
+            [
+                summarizers.len(),
+                clients.len(),
+                agent_models.len(),
+                tokenizers.len(),
+            ],
+        );
+        if count > max_settings as u128 {
+            let sizes: Vec<String> = axes
+                .iter()
+                .filter(|(_, n)| *n > 1)
+                .map(|(a, n)| format!("{a} {}", py_int(*n as u64)))
+                .collect();
+            let count = match u64::try_from(count) {
+                Ok(n) => py_int(n),
+                Err(_) => format!("more than {}", py_int(u64::MAX)),
+            };
+            return err(format!(
+                "grid: {count} settings is over the limit of {} (values per axis: {}); narrow an axis",
+                py_int(max_settings),
+                sizes.join(", ")
+            ));
+        }
+
+        let mut settings = Vec::with_capacity(count as usize);
         let mut push = |s: Setting| {
             let mut s = s;
             s.setting_id = settings.len() as u32;
@@ -723,12 +802,6 @@ impl GridSpec {
                     }
                 }
             }
-        }
-        if settings.len() > 2_000_000 {
-            return err(format!(
-                "grid: {} settings is more than 2,000,000; narrow an axis",
-                settings.len()
-            ));
         }
         Ok(ResolvedGrid {
             trigger: triggers,
@@ -1006,6 +1079,74 @@ mod tests {
             .0;
         assert!(
             e.contains("after_invocations") && e.contains("no trigger kind uses"),
+            "{e}"
+        );
+    }
+
+    /// The count taken before building the settings is the number built, for every trigger
+    /// kind and with every multi-valued axis.
+    #[test]
+    fn settings_are_counted_exactly_before_they_are_built() {
+        let g = GridSpec::from_toml(
+            "g.toml",
+            "trigger = ['tokens','invocations','both']\nafter_tokens = [1000, 2000, 3000]\nkeep_recent_events = [3, 4]\nafter_invocations = [2, 5]\noverlap = [0, 1, 2]\nsummarizer = ['agent', 'terse']\nclient = ['waits', 'streams']\nagent_model = ['recorded', 'gpt-4o']\ntokenizer = ['o200k', 'cl100k']\n",
+        )
+        .unwrap()
+        .resolve(&known())
+        .unwrap();
+        let n = settings_count(
+            &g.trigger,
+            [g.after_tokens.len(), g.keep_recent_events.len()],
+            [g.after_invocations.len(), g.overlap.len()],
+            [
+                g.summarizer.len(),
+                g.client.len(),
+                g.agent_model.len(),
+                g.tokenizer.len(),
+            ],
+        );
+        // 4 (model, tokenizer) × (1 baseline + 4 × (6 + 6 + 36)).
+        assert_eq!(g.settings.len(), 4 * (1 + 4 * (6 + 6 + 36)));
+        assert_eq!(n, g.settings.len() as u128);
+        // The limit is inclusive: exactly at it resolves, one below refuses.
+        let spec =
+            GridSpec::from_toml("g", "after_tokens=[1000, 2000]\nkeep_recent_events=[1]").unwrap();
+        assert_eq!(
+            spec.resolve_with_limit(&known(), 3).unwrap().settings.len(),
+            3
+        );
+        let e = spec.resolve_with_limit(&known(), 2).unwrap_err().0;
+        assert!(e.contains("3 settings") && e.contains("limit of 2"), "{e}");
+    }
+
+    /// `1..1000000:1 × 0..999999:1` aborted with "memory allocation failed" while the
+    /// settings were built; it is now refused from the axis sizes alone.
+    #[test]
+    fn a_trillion_setting_grid_is_refused_before_it_is_built() {
+        let e = GridSpec::from_toml(
+            "g",
+            "after_tokens='1..1000000:1'\nkeep_recent_events='0..999999:1'",
+        )
+        .unwrap()
+        .resolve(&known())
+        .unwrap_err()
+        .0;
+        assert_eq!(
+            e,
+            "grid: 1_000_000_000_001 settings is over the limit of 2_000_000 (values per axis: \
+             after_tokens 1_000_000, keep_recent_events 1_000_000); narrow an axis"
+        );
+        // Four axes of a million values overflow u64: still a count, never a wrap-around.
+        let e = GridSpec::from_toml(
+            "g",
+            "trigger='both'\nafter_tokens='1..1M:1'\nkeep_recent_events='0..999999:1'\nafter_invocations='1..1M:1'\noverlap='0..999999:1'",
+        )
+        .unwrap()
+        .resolve(&known())
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("grid: more than 18_446_744_073_709_551_615 settings"),
             "{e}"
         );
     }

@@ -42,9 +42,15 @@ pub struct BaselineCache {
     /// measures `[contents, adk_chars, json_chars, history_tokens]`.
     pub request_event: Vec<u32>,
     pub request: Vec<[u64; 4]>,
-    /// Per model request, a bitset over events (`words` u64 each): events present verbatim.
+    /// The raw events each model request carries verbatim ([`BaselineCache::seen_word`]): a
+    /// request built from scratch has a bitset over events (`words` u64 each) in `seen`; a
+    /// request extended from the one before adds the events `seen_added[start..end]` (in
+    /// event order) to that bitset. Memory stays O(events) on sessions that extend.
     pub seen: Vec<u64>,
     pub words: usize,
+    /// Per model request: (bitset index in `seen`, start, end in `seen_added`).
+    pub seen_rows: Vec<(u32, u32, u32)>,
+    pub seen_added: Vec<u32>,
     /// Per invocation block: the next request's history for the main agent.
     pub block_end: Vec<[u64; 4]>,
     /// The main agent the block measures were computed for.
@@ -53,6 +59,52 @@ pub struct BaselineCache {
     pub tok_prefix: Vec<u64>,
     /// Per call id: the first visible event calling it (`u32::MAX`: none).
     pub call_first: Vec<u32>,
+}
+
+impl BaselineCache {
+    /// Word `w` (events `64w..64w+64`) of the events model request `row` carries verbatim.
+    pub fn seen_word(&self, row: usize, w: usize) -> u64 {
+        let mut words = self.seen_words(row);
+        words.pos = words.added.partition_point(|&i| (i as usize) < w * 64);
+        words.word(w)
+    }
+
+    /// The words of request `row`'s events, read in increasing order without a search each.
+    pub fn seen_words(&self, row: usize) -> SeenWords<'_> {
+        let (bits, start, end) = self.seen_rows[row];
+        let at = bits as usize * self.words;
+        SeenWords {
+            bits: &self.seen[at..at + self.words],
+            added: &self.seen_added[start as usize..end as usize],
+            pos: 0,
+        }
+    }
+}
+
+/// A cursor over one request's seen words ([`BaselineCache::seen_words`]).
+pub struct SeenWords<'a> {
+    bits: &'a [u64],
+    added: &'a [u32],
+    /// First added event not below the last word read.
+    pos: usize,
+}
+
+impl SeenWords<'_> {
+    /// Word `w`; `w` must not be below the previous call's.
+    pub fn word(&mut self, w: usize) -> u64 {
+        let (lo, hi) = (w * 64, w * 64 + 64);
+        while self.added.get(self.pos).is_some_and(|&i| (i as usize) < lo) {
+            self.pos += 1;
+        }
+        let mut m = self.bits[w];
+        for &i in self.added[self.pos..]
+            .iter()
+            .take_while(|&&i| (i as usize) < hi)
+        {
+            m |= 1u64 << (i % 64);
+        }
+        m
+    }
 }
 
 /// The per-event arrays of one session.

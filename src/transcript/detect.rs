@@ -1,7 +1,9 @@
 //! Format detection from content, and loading files, folders and globs.
 //!
 //! Files are read with a streaming guard first, so a huge file or a 1 GB line is refused with
-//! a one-line error before it is held in memory ([`MAX_FILE_BYTES`], [`MAX_LINE_BYTES`]).
+//! a one-line error before it is held in memory ([`MAX_FILE_BYTES`], [`MAX_LINE_BYTES`]). The
+//! line limit is for line-per-record files: a file that is one JSON document (a compact
+//! one-line ADK export) may have lines of any length within the file limit.
 
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read};
@@ -17,7 +19,8 @@ use super::{
 /// Largest file read: 512 MiB (the whole corpus is 30 MB; larger inputs are almost surely
 /// not transcripts, and each file is held in memory while parsed).
 pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
-/// Longest line read: 64 MiB (single-line JSON files in the corpus reach 4 MB).
+/// Longest line read in a line-per-record file (JSONL): 64 MiB. A file holding one JSON
+/// document is exempt (see [`OneDocument`]); only the file limit applies to it.
 pub const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Limits used by [`load_file_with_limits`]; [`load_file`] uses the defaults.
@@ -136,8 +139,62 @@ pub fn read_as(f: Format, file: &str, text: &str) -> Result<Vec<Session>, ReadEr
     }
 }
 
+/// Follows the JSON structure of a file as it streams in, far enough to tell whether the
+/// file is one document: a single top-level object or list, then only whitespace. Fed only
+/// once a line is over the limit, so ordinary files never pay for it.
+#[derive(Debug, Default)]
+struct OneDocument {
+    depth: u64,
+    in_str: bool,
+    escaped: bool,
+    /// The top-level value has started (at byte 0 after whitespace and a BOM).
+    started: bool,
+    /// Something besides one object or list is at the top level: not one document.
+    other: bool,
+    /// Bytes fed so far (a BOM is only skipped at the very start).
+    seen: u64,
+}
+
+impl OneDocument {
+    fn feed(&mut self, chunk: &[u8]) {
+        let mut i = 0;
+        while i < chunk.len() && !self.other {
+            let c = chunk[i];
+            i += 1;
+            self.seen += 1;
+            if self.in_str {
+                if self.escaped {
+                    self.escaped = false;
+                } else if c == b'\\' {
+                    self.escaped = true;
+                } else if c == b'"' {
+                    self.in_str = false;
+                }
+                continue;
+            }
+            match c {
+                b' ' | b'\t' | b'\r' | b'\n' => {}
+                0xEF | 0xBB | 0xBF if self.seen <= 3 => {}
+                _ if self.depth == 0 => {
+                    if self.started || !matches!(c, b'{' | b'[') {
+                        self.other = true;
+                    } else {
+                        self.started = true;
+                        self.depth = 1;
+                    }
+                }
+                b'"' => self.in_str = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => self.depth -= 1,
+                _ => {}
+            }
+        }
+    }
+}
+
 /// Read a file into a string, refusing files over `lim.max_file_bytes`, lines over
-/// `lim.max_line_bytes` and invalid UTF-8, without ever holding more than the file limit.
+/// `lim.max_line_bytes` (unless the file is one JSON document) and invalid UTF-8, without
+/// ever holding more than the file limit.
 pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadError> {
     let f = std::fs::File::open(path).map_err(|e| ReadError::io(file, "", "cannot open", &e))?;
     let meta = f
@@ -162,6 +219,9 @@ pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadErr
     let mut bytes: Vec<u8> = Vec::with_capacity(meta.len().min(64 << 20) as usize);
     let mut line: u64 = 1;
     let mut line_len: u64 = 0;
+    // The first line over the limit, and the structure tracker started when it was found.
+    let mut long_line: Option<u64> = None;
+    let mut shape: Option<OneDocument> = None;
     loop {
         let buf = r
             .fill_buf()
@@ -176,11 +236,26 @@ pub fn read_text(path: &Path, file: &str, lim: Limits) -> Result<String, ReadErr
                 line_len = 0;
             }
             line_len += seg.len() as u64;
-            if line_len > lim.max_line_bytes {
+            if line_len > lim.max_line_bytes && long_line.is_none() {
+                long_line = Some(line);
+            }
+        }
+        if let Some(long) = long_line {
+            let doc = shape.get_or_insert_with(|| {
+                let mut d = OneDocument::default();
+                d.feed(&bytes);
+                d
+            });
+            doc.feed(buf);
+            if doc.other {
                 return Err(ReadError::new(
                     file,
-                    format!("line {line}"),
-                    format!("line too long: over {} bytes", lim.max_line_bytes),
+                    format!("line {long}"),
+                    format!(
+                        "line too long: over {} bytes (only a file holding one JSON document \
+                         may have longer lines)",
+                        lim.max_line_bytes
+                    ),
                 ));
             }
         }
@@ -503,6 +578,66 @@ mod tests {
         };
         let e = load_file_with_limits(&p, None, lim).unwrap_err();
         assert!(e.message.contains("file too large"), "{e}");
+    }
+
+    /// Issue 13: a compact one-line ADK export over the line limit was refused as "line too
+    /// long". One JSON document may have lines of any length; JSONL may not.
+    #[test]
+    fn one_json_document_is_read_whatever_its_line_lengths() {
+        let dir = tempfile::tempdir().unwrap();
+        let event = |i: usize| {
+            format!(
+                r#"{{"author": "user", "invocation_id": "inv-{i}", "content": {{"role": "user", "parts": [{{"text": "turn {i} with \"quotes\" and }}] brackets"}}]}}}}"#
+            )
+        };
+        let events: Vec<String> = (0..40).map(event).collect();
+        let compact = format!(
+            "\u{feff}{{\"id\": \"s1\", \"app_name\": \"a\", \"events\": [{}]}}\n\n",
+            events.join(", ")
+        );
+        let lim = Limits {
+            max_file_bytes: 1 << 20,
+            max_line_bytes: 1000,
+        };
+        assert!(
+            compact.len() > 4 * 1000,
+            "the test line must be over the limit"
+        );
+        let p = dir.path().join("compact.json");
+        std::fs::write(&p, &compact).unwrap();
+        let s = load_file_with_limits(&p, None, lim).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].events.len(), 40);
+        // A long line inside a pretty-printed document is no different.
+        let pretty = format!(
+            "{{\n  \"id\": \"s1\",\n  \"events\": [\n    {}\n  ]\n}}\n",
+            events.join(", ")
+        );
+        std::fs::write(&p, &pretty).unwrap();
+        let s = load_file_with_limits(&p, None, lim).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s[0].events.len(), 40);
+        // JSONL whose first record is over the limit: refused, naming that line, though the
+        // second record is what shows it is not one document.
+        let jsonl = format!(
+            "{}\n{}\n",
+            compact.trim().trim_start_matches('\u{feff}'),
+            event(1)
+        );
+        std::fs::write(&p, &jsonl).unwrap();
+        let e = load_file_with_limits(&p, None, lim).unwrap_err();
+        assert_eq!(e.location, "line 1", "{e}");
+        assert!(
+            e.message.starts_with("line too long: over 1000 bytes"),
+            "{e}"
+        );
+        // Anything after the document (here a stray `]`) makes the long line refused too.
+        std::fs::write(&p, format!("{}]\n", compact.trim_end())).unwrap();
+        let e = load_file_with_limits(&p, None, lim).unwrap_err();
+        assert_eq!(e.location, "line 1", "{e}");
+        // A long line of something else than JSON is refused as before.
+        std::fs::write(&p, format!("hello {}\n", "x".repeat(2000))).unwrap();
+        let e = load_file_with_limits(&p, None, lim).unwrap_err();
+        assert!(e.message.contains("line too long"), "{e}");
     }
 
     #[test]

@@ -387,3 +387,62 @@ fn same_bytes_whatever_the_thread_count() {
     assert!(!one.is_empty());
     assert_eq!(one, run("4"));
 }
+
+/// Issue 13: a compact one-line ADK export over 64 MiB was refused as "line too long". One
+/// JSON document is read whatever its line lengths; JSONL with such a line still is not.
+#[test]
+fn a_compact_adk_export_over_64_mib_is_read() {
+    const MIB: usize = 1024 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let big = "flood ".repeat(65 * MIB / 6 + 1);
+    let event = |inv: u32, author: &str, role: &str, text: &str| {
+        serde_json::json!({
+            "invocation_id": format!("inv-{inv}"),
+            "author": author,
+            "content": {"role": role, "parts": [{"text": text}]},
+        })
+    };
+    let events = vec![
+        event(1, "user", "user", "Summarise the flood report."),
+        event(1, "agent", "model", &big),
+        event(2, "user", "user", "Shorter, please."),
+        event(2, "agent", "model", "Floods."),
+    ];
+    let doc = serde_json::json!({"id": "one-line", "app_name": "a", "events": events});
+    let text = serde_json::to_string(&doc).unwrap();
+    assert!(text.len() > 64 * MIB && !text.contains('\n'));
+    let p = dir.path().join("one-line.session.json");
+    std::fs::write(&p, &text).unwrap();
+    let (v, _) = run_json(&[
+        p.to_str().unwrap(),
+        "--no-cache",
+        "--tokenizer",
+        "adk-chars",
+    ]);
+    let row = &v["sessions"][0];
+    assert_eq!(row["id"], "one-line");
+    assert_eq!(row["events"], 4);
+    assert_eq!(row["invocations"], 2);
+    // Before the last request: both user turns and the big answer, floor(chars/4) each.
+    let counted = ("Summarise the flood report.".len() / 4
+        + big.len() / 4
+        + "Shorter, please.".len() / 4) as u64;
+    assert_eq!(row["counted_max_prompt_tokens"], counted);
+
+    // The same events as JSONL: the big event's line is over the limit, so it is refused.
+    drop(text);
+    let jsonl: Vec<String> = events.iter().map(|e| e.to_string()).collect();
+    let p = dir.path().join("events.jsonl");
+    std::fs::write(&p, jsonl.join("\n")).unwrap();
+    let out = bin()
+        .args(["inspect", "--no-cache", "--strict"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("events.jsonl: line 2: line too long: over 67108864 bytes"),
+        "{err}"
+    );
+}

@@ -6,6 +6,7 @@ mod common;
 mod bad_input;
 mod cost;
 mod db;
+mod deploy;
 mod engine;
 mod engine_extra;
 mod inspect;

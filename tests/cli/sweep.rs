@@ -85,6 +85,39 @@ mod grid_errors {
         );
     }
 
+    /// Issue 13: this grid aborted with "memory allocation failed" (exit 134) while its
+    /// settings were built; it is counted first and refused in one line.
+    #[test]
+    fn a_trillion_setting_grid_is_refused_not_an_allocation_abort() {
+        refused(
+            &[
+                "--trigger",
+                "tokens",
+                "--after-tokens",
+                "1..1000000:1",
+                "--keep-recent-events",
+                "0..999999:1",
+                "--show-grid",
+            ],
+            &[
+                "grid: 2_000_000_000_001 settings is over the limit of 2_000_000",
+                "after_tokens 1_000_000",
+                "keep_recent_events 1_000_000",
+            ],
+        );
+        // The issue's exact command line (the default grid's turn triggers stay in).
+        refused(
+            &[
+                "--after-tokens",
+                "1..1000000:1",
+                "--keep-recent-events",
+                "0..999999:1",
+                "--show-grid",
+            ],
+            &["grid: 2_000_000_000_025 settings", "after_invocations 4"],
+        );
+    }
+
     #[test]
     fn half_pair_in_grid_file() {
         let dir = tempfile::tempdir().unwrap();
