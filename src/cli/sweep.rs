@@ -22,6 +22,8 @@ pub struct SweepArgs {
     pub grid: Option<PathBuf>,
     #[command(flatten)]
     pub axes: Box<AxisFlags>,
+    #[command(flatten)]
+    pub python: super::cost_flags::PythonFlags,
     /// Run folder [default: <reports>/<date>-<hash>]: a new path, an empty folder, or (with
     /// --force) an earlier compaction-sim output; anything else is refused untouched.
     #[arg(long, value_name = "DIR")]
@@ -218,6 +220,12 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     if args.show_grid {
         out!("{}", grid.describe());
         return Ok(super::EXIT_OK);
+    }
+    for s in &grid.summarizer {
+        let spec =
+            crate::cost::summarizers::SummarizerSpec::parse(s).map_err(anyhow::Error::msg)?;
+        let timeout = crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT;
+        args.python.start(&spec, timeout)?;
     }
     install_signal_handler();
     let paths = if args.paths.is_empty() {

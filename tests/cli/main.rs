@@ -7,6 +7,7 @@ mod cost;
 mod engine;
 mod engine_extra;
 mod inspect;
+mod python;
 mod readers;
 mod readers_more;
 mod report;
