@@ -526,3 +526,64 @@ fn a_python_call_that_fails_is_counted_as_a_failed_summarizer_call() {
     assert_eq!(e.summarizer_errors.len(), e.replay.calls.len());
     assert!(e.summarizer_errors.iter().all(|l| !l.contains('\n')));
 }
+
+/// A sweep may put the user's class beside `terse`: with the guide's class, every row of
+/// runs.csv is the built-in `terse`'s, the summarizer's name aside.
+#[test]
+fn a_sweep_with_the_guides_class_writes_the_rows_of_builtin_terse() {
+    let py = test_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let files: Vec<PathBuf> = transcripts().into_iter().take(6).collect();
+    let run = bin()
+        .arg("sweep")
+        .args(&files)
+        .args([
+            "--summarizer",
+            "terse,python:.summarizers.terse",
+            "--after-tokens",
+            "20000",
+            "--keep-recent-events",
+            "6",
+            "--python",
+            &py,
+            "--no-cache",
+            "--quiet",
+            "--package",
+        ])
+        .arg(package())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let csv = read_text(&out.join("runs.csv"));
+    assert!(!csv.contains('"'), "plain fields only: {csv}");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (summ, id) = (col("summarizer"), col("setting_id"));
+    let mut rows: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let rest: Vec<&str> = f
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != summ && *i != id)
+            .map(|(_, v)| *v)
+            .collect();
+        rows.entry(f[summ]).or_default().push(rest.join(","));
+    }
+    let mut terse = rows.remove("terse").expect("terse rows");
+    let mut user = rows
+        .remove("python:.summarizers.terse")
+        .expect("python rows");
+    terse.sort();
+    user.sort();
+    assert!(terse.len() >= 6, "at least one row per session");
+    assert_eq!(terse, user);
+}
