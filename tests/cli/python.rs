@@ -8,13 +8,13 @@
 use crate::common::{bin, read_text, root};
 use compaction_sim::cost::client::ClientMode;
 use compaction_sim::cost::compute::CostModel;
-use compaction_sim::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
+use compaction_sim::cost::evaluate::{evaluate, CostSetting, Evaluation, SessionCostInputs};
 use compaction_sim::cost::python::{self, PythonOptions};
 use compaction_sim::cost::summarizers::SummarizerSpec;
 use compaction_sim::engine::{self, CallResult, Config, Summarizer, UsageMode};
 use compaction_sim::tokens::sizes::SessionSizes;
 use compaction_sim::tokens::Tokenizer;
-use compaction_sim::transcript::detect;
+use compaction_sim::transcript::{detect, Session};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -82,6 +82,37 @@ fn transcripts() -> Vec<PathBuf> {
     v
 }
 
+/// Start the workers of `python:{reference}` with the test interpreter; its spec.
+fn start_user_summarizer(reference: &str) -> SummarizerSpec {
+    python::start(
+        reference,
+        &PythonOptions {
+            python: test_python(),
+            package: None,
+            timeout: Duration::from_secs(60),
+        },
+    )
+    .unwrap();
+    SummarizerSpec::parse(&format!("python:{reference}")).unwrap()
+}
+
+/// One session under `cfg` and `spec`, with the default cost model.
+fn evaluate_session(session: &Session, cfg: &Config, spec: &SummarizerSpec) -> Evaluation {
+    let sizes = SessionSizes::new(session, None);
+    let inputs = SessionCostInputs::new(session, Tokenizer::AdkChars);
+    let run = |s: &dyn Summarizer| engine::replay(&sizes, cfg, s);
+    evaluate(
+        session,
+        &sizes,
+        &inputs,
+        &CostModel::default(),
+        &CostSetting::new(spec, Some("gemini-2.5-flash"), ClientMode::Waits),
+        None,
+        &run,
+    )
+    .unwrap()
+}
+
 #[test]
 fn the_guides_terse_class_is_copied_verbatim() {
     // The fixture must be the guide's code, byte for byte: the comparison below is only
@@ -101,39 +132,15 @@ fn the_guides_terse_class_is_copied_verbatim() {
 /// summaries (text, sizes, tokens) and so the same metrics, on every sample transcript.
 #[test]
 fn the_guides_terse_class_matches_the_builtin_terse_on_the_sample_transcripts() {
-    let py = test_python();
     let reference = format!("{}:terse", package().join("summarizers.py").display());
-    python::start(
-        &reference,
-        &PythonOptions {
-            python: py,
-            package: None,
-            timeout: Duration::from_secs(60),
-        },
-    )
-    .unwrap();
+    let user = start_user_summarizer(&reference);
     let builtin = SummarizerSpec::Terse;
-    let user = SummarizerSpec::parse(&format!("python:{reference}")).unwrap();
     let cfg = config();
     let (mut summaries, mut seeded) = (0, 0);
     for path in transcripts() {
         let name = path.display().to_string();
         for session in detect::load_file(&name, None).unwrap() {
-            let sizes = SessionSizes::new(&session, None);
-            let inputs = SessionCostInputs::new(&session, Tokenizer::AdkChars);
-            let run = |s: &dyn Summarizer| engine::replay(&sizes, &cfg, s);
-            let eval = |spec| {
-                evaluate(
-                    &session,
-                    &sizes,
-                    &inputs,
-                    &CostModel::default(),
-                    &CostSetting::new(spec, Some("gemini-2.5-flash"), ClientMode::Waits),
-                    None,
-                    &run,
-                )
-                .unwrap()
-            };
+            let eval = |spec| evaluate_session(&session, &cfg, spec);
             let (a, b) = (eval(&builtin), eval(&user));
             assert!(
                 b.summarizer_errors.is_empty(),
@@ -482,41 +489,19 @@ mod check {
 #[test]
 fn a_python_call_that_fails_is_counted_as_a_failed_summarizer_call() {
     // Library level: the engine sees Failed, no compaction, and the error is one line.
-    let py = test_python();
     let reference = format!("{}:Raises", fixtures().join("behaviours.py").display());
-    python::start(
-        &reference,
-        &PythonOptions {
-            python: py,
-            package: None,
-            timeout: Duration::from_secs(60),
-        },
-    )
-    .unwrap();
-    let spec = SummarizerSpec::parse(&format!("python:{reference}")).unwrap();
+    let spec = start_user_summarizer(&reference);
     let path = root().join("transcripts/01-support-3.session.json");
     let session = detect::load_file(path.display().to_string(), None)
         .unwrap()
         .remove(0);
-    let sizes = SessionSizes::new(&session, None);
-    let inputs = SessionCostInputs::new(&session, Tokenizer::AdkChars);
     let cfg = Config {
         token: None,
         sliding: Some((1, 0)),
         usage: UsageMode::Adjust,
         pre_request: true,
     };
-    let run = |s: &dyn Summarizer| engine::replay(&sizes, &cfg, s);
-    let e = evaluate(
-        &session,
-        &sizes,
-        &inputs,
-        &CostModel::default(),
-        &CostSetting::new(&spec, None, ClientMode::Waits),
-        None,
-        &run,
-    )
-    .unwrap();
+    let e = evaluate_session(&session, &cfg, &spec);
     assert!(!e.replay.calls.is_empty());
     assert!(e
         .replay
