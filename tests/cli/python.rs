@@ -572,3 +572,57 @@ fn a_sweep_with_the_guides_class_writes_the_rows_of_builtin_terse() {
     assert!(terse.len() >= 6, "at least one row per session");
     assert_eq!(terse, user);
 }
+
+/// Sharded sweeps with a `python:` summarizer merge into the single run's rows (`merge`
+/// replays the timelines, so it starts the workers too).
+#[test]
+fn sharded_sweeps_with_a_python_summarizer_merge_like_the_single_run() {
+    let py = test_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = transcripts().into_iter().take(4).collect();
+    let sweep = |out: &std::path::Path, shard: Option<&str>| {
+        let mut c = bin();
+        c.arg("sweep").args(&files).args([
+            "--summarizer",
+            "python:.summarizers.terse",
+            "--after-tokens",
+            "20000",
+            "--keep-recent-events",
+            "6",
+            "--python",
+            &py,
+            "--no-cache",
+            "--quiet",
+            "--package",
+        ]);
+        c.arg(package()).arg("--out").arg(out);
+        if let Some(s) = shard {
+            c.args(["--shard", s]);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let single = tmp.path().join("single");
+    sweep(&single, None);
+    let parts = [tmp.path().join("p1"), tmp.path().join("p2")];
+    sweep(&parts[0], Some("1/2"));
+    sweep(&parts[1], Some("2/2"));
+    let merged = tmp.path().join("merged");
+    let o = bin()
+        .arg("merge")
+        .args(&parts)
+        .args(["--no-cache", "--quiet", "--python", &py, "--package"])
+        .arg(package())
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["runs.csv", "settings.csv", "timelines.json"] {
+        assert_eq!(
+            read_text(&single.join(f)),
+            read_text(&merged.join(f)),
+            "{f}"
+        );
+    }
+}
