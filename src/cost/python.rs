@@ -773,4 +773,85 @@ mod tests {
         );
         assert!(msg.contains("pip install google-adk==2.13.0"), "{msg}");
     }
+
+    /// A fake interpreter: a shell script that ignores its arguments and runs `body`.
+    #[cfg(unix)]
+    fn fake_python(dir: &std::path::Path, body: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("fake-python");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p.display().to_string()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn another_protocol_version_is_refused_at_startup() {
+        let dir = tempfile::tempdir().unwrap();
+        let py = fake_python(dir.path(), r#"echo '{"protocol": 2, "ok": true}'"#);
+        let opts = PythonOptions {
+            python: py,
+            package: None,
+            timeout: Duration::from_secs(5),
+        };
+        let e = Pool::start("x.py:Y", opts).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "summarizer `python:x.py:Y`: the Python worker failed to start: protocol 2 where 1 was expected"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_worker_that_breaks_the_protocol_is_a_failed_call_and_is_replaced() {
+        // Handshakes, then answers every request with text that is not protocol JSON.
+        let dir = tempfile::tempdir().unwrap();
+        let py = fake_python(
+            dir.path(),
+            r#"echo '{"protocol": 1, "ok": true, "adk_version": "2.13.0", "summarizer": "m.C"}'
+while read line; do echo 'hello from print()'; done"#,
+        );
+        let opts = PythonOptions {
+            python: py,
+            package: None,
+            timeout: Duration::from_secs(5),
+        };
+        let pool = Pool::start("m:C", opts).unwrap();
+        assert_eq!(pool.handshake.summarizer, "m.C");
+        let e = pool.summarize("[]").unwrap_err();
+        assert_eq!(
+            e,
+            "failed: the worker broke protocol 1: `hello from print()`"
+        );
+        // The broken worker was dropped, not put back.
+        assert_eq!(pool.idle.lock().unwrap().len(), 0);
+        // A well-behaved answer for the right id is read back.
+        let dir2 = tempfile::tempdir().unwrap();
+        let py = fake_python(
+            dir2.path(),
+            r#"echo '{"protocol": 1, "ok": true}'
+read line; echo '{"id": 1, "ok": true, "text": "said", "json_chars": 44}'
+read line; echo '{"id": 2, "ok": true, "text": null}'
+read line; echo '{"id": 3, "ok": false, "error": "KeyError: x"}'"#,
+        );
+        let pool = Pool::start(
+            "m:C",
+            PythonOptions {
+                python: py,
+                package: None,
+                timeout: Duration::from_secs(5),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            pool.summarize("[]"),
+            Ok(Some(PyText {
+                text: "said".into(),
+                json_chars: 44
+            }))
+        );
+        assert_eq!(pool.summarize("[]"), Ok(None));
+        assert_eq!(pool.summarize("[]"), Err("raised KeyError: x".into()));
+        assert_eq!(pool.idle.lock().unwrap().len(), 1);
+    }
 }
