@@ -1,11 +1,15 @@
-//! `compaction-sim check SPEC [--manifest FILE.py]`: validate a `Compaction(...)` setting the
-//! way the platform manifest does (shared/spec/platform-compaction-guide.txt). Exit 0 when
-//! accepted, 1 when refused, 2 when the text is not a setting at all.
+//! `compaction-sim check SPEC [--manifest FILE.py] [--package DIR]`: validate a
+//! `Compaction(...)` setting the way the platform manifest does
+//! (shared/spec/platform-compaction-guide.txt), and import its `summarizer` path the way the
+//! pod would (with google-adk, in a Python worker). Exit 0 when accepted, 1 when refused, 2
+//! when the text is not a setting at all.
 
 use anyhow::{Context, Result};
 use clap::Args;
 
+use crate::cost::python::{self, PythonError, PythonOptions};
 use crate::settings::{self, ManifestCompaction};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -16,6 +20,14 @@ pub struct CheckArgs {
     /// Read the `compaction=Compaction(...)` of a manifest file instead.
     #[arg(long, value_name = "FILE.py", conflicts_with = "spec")]
     pub manifest: Option<String>,
+    /// The target's package folder, which a leading-dot `summarizer` path is relative to
+    /// (default: the manifest's folder).
+    #[arg(long, value_name = "DIR")]
+    pub package: Option<PathBuf>,
+    /// Python with google-adk to import the summarizer path with (default:
+    /// $COMPACTION_SIM_PYTHON, else python3).
+    #[arg(long, value_name = "PY")]
+    pub python: Option<String>,
 }
 
 pub fn run(args: CheckArgs) -> Result<u8> {
@@ -45,9 +57,62 @@ pub fn run(args: CheckArgs) -> Result<u8> {
     let written = settings::parse(&text).map_err(|e| anyhow::anyhow!("{origin}{e}"))?;
     match written.validate() {
         Ok(c) => {
-            outln!("ok: {origin}{}", c.normalised());
-            outln!("    ADK: {}", c.adk());
-            Ok(super::EXIT_OK)
+            let Some(reference) = &c.summarizer else {
+                outln!("ok: {origin}{}", c.normalised());
+                outln!("    ADK: {}", c.adk());
+                return Ok(super::EXIT_OK);
+            };
+            let package = args.package.clone().or_else(|| {
+                args.manifest.as_ref().map(|m| {
+                    let dir = std::path::Path::new(m)
+                        .parent()
+                        .unwrap_or(std::path::Path::new(""));
+                    if dir.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        dir.to_path_buf()
+                    }
+                })
+            });
+            let opts = PythonOptions {
+                python: python::interpreter(args.python.as_deref()),
+                package,
+                timeout: crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT,
+            };
+            if reference.starts_with('.') && opts.package.is_none() {
+                outln!("ok: {origin}{}", c.normalised());
+                outln!("    ADK: {}", c.adk());
+                outln!("    summarizer path not checked: `{reference}` is relative to the target's package: give --package DIR");
+                return Ok(super::EXIT_OK);
+            }
+            match python::Pool::start(reference, opts) {
+                Ok(pool) => {
+                    outln!("ok: {origin}{}", c.normalised());
+                    outln!("    ADK: {}", c.adk());
+                    outln!(
+                        "    summarizer: `{reference}` imports: {}, a BaseEventsSummarizer (google-adk {})",
+                        super::term(&pool.handshake.summarizer),
+                        super::term(&pool.handshake.adk_version)
+                    );
+                    Ok(super::EXIT_OK)
+                }
+                Err(PythonError::Reference { detail, .. }) => {
+                    outln!(
+                        "refused: {origin}summarizer: {}: it would fail when the pod starts",
+                        super::term(&detail)
+                    );
+                    Ok(super::EXIT_REFUSED)
+                }
+                Err(e) => {
+                    outln!("ok: {origin}{}", c.normalised());
+                    outln!("    ADK: {}", c.adk());
+                    outln!(
+                        "    summarizer path not checked: {}",
+                        crate::transcript::util::one_line(&e.to_string(), 2000)
+                    );
+                    Ok(super::EXIT_OK)
+                }
+            }
         }
         Err(r) => {
             outln!("refused: {origin}{}: {}", r.field, r.message);

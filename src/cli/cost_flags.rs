@@ -6,24 +6,66 @@ use crate::cost::client::ClientMode;
 use crate::cost::compute::CostModel;
 use crate::cost::latency::LatencyTable;
 use crate::cost::pricing::PriceTable;
+use crate::cost::python::{self, PythonOptions};
 use crate::cost::summarizers::SummarizerSpec;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// Where `python:` summarizers run (`replay`, `sweep`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct PythonFlags {
+    /// Python with google-adk for `python:` summarizers (default: $COMPACTION_SIM_PYTHON,
+    /// else python3).
+    #[arg(long, value_name = "PY")]
+    pub python: Option<String>,
+    /// The target's package folder: a `python:.dotted.path` is relative to it, as in the
+    /// manifest's `summarizer=".summarizers.terse"`.
+    #[arg(long, value_name = "DIR")]
+    pub package: Option<PathBuf>,
+}
+
+impl PythonFlags {
+    /// Start the Python workers of a `python:` summarizer, so a missing interpreter, a
+    /// missing google-adk or a reference that does not import is one line before any replay.
+    pub fn start(&self, spec: &SummarizerSpec, timeout: Duration) -> anyhow::Result<()> {
+        let SummarizerSpec::Python(reference) = spec else {
+            return Ok(());
+        };
+        let opts = PythonOptions {
+            python: python::interpreter(self.python.as_deref()),
+            package: self.package.clone(),
+            timeout,
+        };
+        let pool = python::start(reference, &opts)?;
+        let v = &pool.handshake.adk_version;
+        if format!("google-adk=={v}") != python::ADK_REQUIREMENT {
+            errln!(
+                "warning: {} has google-adk {v}; the simulator follows {}",
+                opts.python,
+                python::ADK_REQUIREMENT
+            );
+        }
+        Ok(())
+    }
+}
 
 #[derive(Debug, Clone, Args)]
 pub struct CostFlags {
     /// The agent's model for pricing and latency (default: the model the transcript names).
     #[arg(long)]
     pub model: Option<String>,
-    /// Who writes summaries: agent, model:NAME, terse, command:PROGRAM [ARGS], fixed:N,
-    /// ratio:R, echo[:N] or none.
+    /// Who writes summaries: agent, model:NAME, terse, command:PROGRAM [ARGS], python:REF
+    /// (your BaseEventsSummarizer: path/file.py:NAME, package.module:NAME or .dotted.path),
+    /// fixed:N, ratio:R, echo[:N] or none.
     #[arg(long, default_value = "agent")]
     pub summarizer: String,
-    /// Seconds a `command:` summarizer may run before the call counts as failed (above 0,
-    /// at most a day).
+    /// Seconds a `command:` or `python:` summarizer call may run before it counts as failed
+    /// (above 0, at most a day).
     #[arg(long, default_value_t = 60.0, value_parser = parse_timeout_seconds)]
     pub summarizer_timeout: f64,
+    #[command(flatten)]
+    pub python: PythonFlags,
     /// `waits` (the next turn starts after the summary) or `streams` (at its recorded time;
     /// a summary still being written then is discarded).
     #[arg(long, default_value = "waits")]
@@ -91,6 +133,11 @@ impl CostFlags {
     pub fn command_timeout(&self) -> anyhow::Result<Duration> {
         check_timeout(self.summarizer_timeout)
             .map_err(|e| anyhow::anyhow!("--summarizer-timeout: {e}"))
+    }
+
+    /// Start the Python workers of a `python:` summarizer (see [`PythonFlags::start`]).
+    pub fn start_python(&self, spec: &SummarizerSpec) -> anyhow::Result<()> {
+        self.python.start(spec, self.command_timeout()?)
     }
 
     /// The agent model of a session: `--model`, else the one the transcript names.

@@ -33,6 +33,9 @@ pub struct MergeArgs {
     pub no_cache: bool,
     #[arg(long, short)]
     pub quiet: bool,
+    /// Where `python:` summarizers run (the timelines replay them).
+    #[command(flatten)]
+    pub python: super::cost_flags::PythonFlags,
 }
 
 pub fn run(args: MergeArgs) -> Result<u8> {
@@ -104,6 +107,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
             anyhow::bail!("{}: session `{}` is needed for timelines.json but could not be read again (run merge where the shards' input paths resolve)", s.source, s.session_id);
         }
     }
+    super::sweep::start_python_summarizers(&grid.summarizer, &args.python)?;
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
     let (eval, _) =
         pipeline::PipelineEval::build_placed(placed, &grid.tokenizer, &costing, &cache)?;

@@ -125,6 +125,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
     let cost_model = args.cost.cost_model()?;
     let client = args.cost.client_mode()?;
     let timeout = args.cost.command_timeout()?;
+    args.cost.start_python(&spec)?;
     let mut out_json = Vec::new();
     for (si, session) in sessions.iter().enumerate() {
         let per_event = counts.as_ref().and_then(|c| c.get(si)).map(Vec::as_slice);

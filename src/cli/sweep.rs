@@ -26,6 +26,8 @@ pub struct SweepArgs {
     pub grid: Option<PathBuf>,
     #[command(flatten)]
     pub axes: Box<AxisFlags>,
+    #[command(flatten)]
+    pub python: super::cost_flags::PythonFlags,
     /// Run folder [default: <reports>/<date>-<hash>]: a new path, an empty folder, or (with
     /// --force) an earlier compaction-sim output; anything else is refused untouched.
     #[arg(long, value_name = "DIR")]
@@ -207,6 +209,19 @@ pub fn drop_failed(inputs: &mut RunInputs, rows: &mut Vec<RunRow>, failed: Vec<F
     rows.retain(|r| !inputs.failed_sessions.contains(&r.session));
 }
 
+/// Start the workers of the grid's `python:` summarizers (60 s per call), before any replay.
+pub fn start_python_summarizers(
+    summarizers: &[String],
+    python: &super::cost_flags::PythonFlags,
+) -> Result<()> {
+    for s in summarizers {
+        let spec =
+            crate::cost::summarizers::SummarizerSpec::parse(s).map_err(anyhow::Error::msg)?;
+        python.start(&spec, crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT)?;
+    }
+    Ok(())
+}
+
 pub fn run(args: SweepArgs) -> Result<u8> {
     let costing = Costing::load(args.pricing.as_deref(), args.latency.as_deref())?;
     for w in &costing.model.prices.warnings {
@@ -223,6 +238,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         out!("{}", grid.describe());
         return Ok(super::EXIT_OK);
     }
+    start_python_summarizers(&grid.summarizer, &args.python)?;
     install_signal_handler();
     let paths = if args.paths.is_empty() {
         vec!["transcripts".to_string()]

@@ -39,6 +39,8 @@ pub struct SessionMemo {
     facts: OnceLock<Vec<Vec<String>>>,
     /// Summary token counts by the text's 128-bit hash.
     counted: Mutex<HashMap<u128, u64>>,
+    /// `python:` summaries by (summarizer, span).
+    spans: super::python::SpanMemo,
 }
 
 impl Clone for SessionMemo {
@@ -122,7 +124,7 @@ pub struct Evaluation {
     pub replay: Replay,
     pub log: ReplayLog,
     pub metrics: SessionMetrics,
-    /// One line per failed `command:` call (they count as failed summarizer calls).
+    /// One line per failed `command:` or `python:` call (they count as failed summarizer calls).
     pub summarizer_errors: Vec<String>,
 }
 
@@ -158,6 +160,7 @@ pub fn evaluate(
                 Billed::Model(name) => model.context_window(name),
                 Billed::Free => None,
             },
+            spans: Some(&inputs.memo.spans),
         },
     )?;
     let ms = MetricsSetting {

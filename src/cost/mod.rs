@@ -10,6 +10,7 @@ pub mod import;
 pub mod latency;
 pub mod metrics;
 pub mod pricing;
+pub mod python;
 pub mod summarizers;
 
 pub use compute::{

@@ -13,6 +13,8 @@
 //!   as JSON on stdin; its stdout (trailing whitespace trimmed) is the summary, empty stdout
 //!   means "nothing". A non-zero exit, a spawn error or a timeout is a failed call (ADK 2.12+:
 //!   logged, no compaction, trigger stays armed) and is recorded in [`Command::errors`].
+//! - `python:REF`: the user's own `BaseEventsSummarizer`, run by google-adk in a pool of
+//!   Python workers ([`super::python`]); exceptions, hangs and crashes are failed calls.
 //! - `fixed:N | ratio:R | echo[:N] | none`: the oracle's deterministic summarizer (engine).
 //!
 //! [`Harness`] wraps any of them for a replay: it keeps the texts written (for
@@ -21,6 +23,7 @@
 //! re-evaluates), while their real outcome is kept for cost.
 
 use super::latency::LengthModel;
+use super::python::{PythonSummarizer, SpanMemo};
 use crate::engine::summarizer::{summary_json_chars, Deterministic, Policy};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
 use crate::transcript::{Event, Part, Session};
@@ -51,13 +54,16 @@ pub enum SummarizerSpec {
         program: String,
         args: Vec<String>,
     },
+    /// The user's own ADK summarizer: `path/file.py:NAME`, `package.module:NAME` or a dotted
+    /// path (`.summarizers.terse`, relative to `--package DIR`).
+    Python(String),
     /// The oracle's deterministic summaries (conformance); priced and timed as the agent model.
     Deterministic(Policy),
 }
 
 impl SummarizerSpec {
-    /// Parse `agent | model:NAME | terse | command:PROGRAM [ARGS] | fixed:N | ratio:R |
-    /// echo[:N] | none`.
+    /// Parse `agent | model:NAME | terse | command:PROGRAM [ARGS] | python:REF | fixed:N |
+    /// ratio:R | echo[:N] | none`.
     pub fn parse(s: &str) -> Result<SummarizerSpec, String> {
         let s = s.trim();
         match s {
@@ -88,9 +94,19 @@ impl SummarizerSpec {
                 args: words.collect(),
             });
         }
+        if let Some(r) = s.strip_prefix("python:") {
+            let r = r.trim();
+            if r.is_empty() {
+                return Err(
+                    "summarizer `python:` needs a reference, e.g. python:summarizers.py:Terse or python:.summarizers.terse"
+                        .to_string(),
+                );
+            }
+            return Ok(SummarizerSpec::Python(r.to_string()));
+        }
         Policy::parse(s).map(SummarizerSpec::Deterministic).map_err(|_| {
             format!(
-                "unknown summarizer `{s}` (expected agent, model:NAME, terse, command:PROGRAM, fixed:N, ratio:R, echo[:N] or none)"
+                "unknown summarizer `{s}` (expected agent, model:NAME, terse, command:PROGRAM, python:REF, fixed:N, ratio:R, echo[:N] or none)"
             )
         })
     }
@@ -109,6 +125,7 @@ impl SummarizerSpec {
                 }
                 s
             }
+            SummarizerSpec::Python(r) => format!("python:{r}"),
             SummarizerSpec::Deterministic(p) => match p {
                 Policy::Fixed(n) => format!("fixed:{n}"),
                 Policy::Ratio(r) => format!("ratio:{r}"),
@@ -121,14 +138,20 @@ impl SummarizerSpec {
 
     /// True for summarizers whose text is real (facts can be checked against it).
     pub fn writes_real_text(&self) -> bool {
-        matches!(self, SummarizerSpec::Terse | SummarizerSpec::Command { .. })
+        matches!(
+            self,
+            SummarizerSpec::Terse | SummarizerSpec::Command { .. } | SummarizerSpec::Python(_)
+        )
     }
 
     /// The model a call is priced and timed at: `None` for the free ones (`terse`,
-    /// `command`), else the named model or the agent's.
+    /// `command`, `python`: what they call, if anything, is not known here), else the named
+    /// model or the agent's.
     pub fn billed_model<'a>(&'a self, agent_model: Option<&'a str>) -> Billed<'a> {
         match self {
-            SummarizerSpec::Terse | SummarizerSpec::Command { .. } => Billed::Free,
+            SummarizerSpec::Terse | SummarizerSpec::Command { .. } | SummarizerSpec::Python(_) => {
+                Billed::Free
+            }
             SummarizerSpec::Model(m) => Billed::Model(Some(m.as_str())),
             SummarizerSpec::Agent | SummarizerSpec::Deterministic(_) => Billed::Model(agent_model),
         }
@@ -452,6 +475,8 @@ pub struct BuildContext<'a> {
     /// Context window of the summarizer model: a modelled call whose prompt is larger fails
     /// (the provider rejects it; ADK 2.12+ logs it, compacts nothing, stays armed).
     pub context_window: Option<u64>,
+    /// The session's memo of `python:` summaries (shared by every setting of the session).
+    pub spans: Option<&'a SpanMemo>,
 }
 
 /// A summarizer built from its spec, ready for the engine.
@@ -460,6 +485,7 @@ pub enum Built<'a> {
     Modelled(Modelled<'a>, Option<u64>),
     Terse(Terse<'a>),
     Command(Command<'a>),
+    Python(PythonSummarizer<'a>),
     Deterministic(Deterministic),
 }
 
@@ -468,6 +494,7 @@ impl Built<'_> {
     pub fn errors(&self) -> Vec<String> {
         match self {
             Built::Command(c) => c.errors(),
+            Built::Python(p) => p.errors(),
             _ => Vec::new(),
         }
     }
@@ -486,12 +513,14 @@ impl Summarizer for Built<'_> {
             },
             Built::Terse(t) => t.summarize(req),
             Built::Command(c) => c.summarize(req),
+            Built::Python(p) => p.summarize(req),
             Built::Deterministic(d) => d.summarize(req),
         }
     }
 }
 
-/// Build the summarizer a spec names. Fails only for a `command:` program that is missing.
+/// Build the summarizer a spec names. Fails only for a `command:` program that is missing, or
+/// a `python:` summarizer whose workers were not started (see [`super::python::start`]).
 pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'a>, String> {
     Ok(match spec {
         SummarizerSpec::Agent | SummarizerSpec::Model(_) => Built::Modelled(
@@ -513,6 +542,14 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
             ctx.session,
             ctx.count,
         )?),
+        SummarizerSpec::Python(r) => Built::Python(PythonSummarizer::new(
+            super::python::registered(r).ok_or_else(|| {
+                format!("summarizer `python:{r}`: its Python workers were not started")
+            })?,
+            ctx.session,
+            ctx.count,
+            ctx.spans,
+        )),
         SummarizerSpec::Deterministic(p) => Built::Deterministic(Deterministic::new(
             p.clone(),
             ctx.fail_calls,
@@ -659,8 +696,17 @@ mod tests {
             SummarizerSpec::parse("none"),
             Ok(SummarizerSpec::Deterministic(Policy::None))
         );
+        assert_eq!(
+            SummarizerSpec::parse("python:.summarizers.terse"),
+            Ok(SummarizerSpec::Python(".summarizers.terse".into()))
+        );
+        assert_eq!(
+            SummarizerSpec::parse("python: mine.py:Brief"),
+            Ok(SummarizerSpec::Python("mine.py:Brief".into()))
+        );
         assert!(SummarizerSpec::parse("model:").is_err());
         assert!(SummarizerSpec::parse("command:").is_err());
+        assert!(SummarizerSpec::parse("python:").is_err());
         let e = SummarizerSpec::parse("gpt").unwrap_err();
         assert!(e.starts_with("unknown summarizer `gpt`"), "{e}");
         for s in [
@@ -668,6 +714,7 @@ mod tests {
             "terse",
             "model:x",
             "command:p a b",
+            "python:pkg.mod:Terse",
             "fixed:3",
             "echo",
             "none",
@@ -719,6 +766,7 @@ mod tests {
         r.seed = Some(crate::engine::Seed {
             ordinal: 1,
             chars: 5,
+            start_timestamp: 0.0,
             text: Some("older"),
         });
         assert_eq!(t.text(&r), "model: older\nagent: done\nagent: Booked.");
@@ -749,6 +797,7 @@ mod tests {
         r.seed = Some(crate::engine::Seed {
             ordinal: 1,
             chars: 40,
+            start_timestamp: 0.0,
             text: None,
         });
         let Outcome::Summary(s) = m.summarize(&r) else {
@@ -774,6 +823,7 @@ mod tests {
             timeout: DEFAULT_COMMAND_TIMEOUT,
             fail_calls: vec![],
             context_window: Some(w),
+            spans: None,
         };
         let small = build(&SummarizerSpec::Agent, ctx(5_000)).unwrap();
         assert_eq!(

@@ -375,6 +375,7 @@ impl<'a> State<'a> {
         let seed_info = seed.map(|k| Seed {
             ordinal: k as u32 + 1,
             chars: self.comps[k].chars,
+            start_timestamp: self.comps[k].start,
             text: self.comps[k].text.as_deref(),
         });
         let req = SummarizeRequest {

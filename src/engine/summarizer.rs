@@ -12,6 +12,8 @@ pub struct Seed<'a> {
     /// Ordinal of the summary used as the seed.
     pub ordinal: u32,
     pub chars: u64,
+    /// Start of its range: ADK's seed event carries it as its timestamp.
+    pub start_timestamp: f64,
     /// Its text, when the summarizer that wrote it produced text.
     pub text: Option<&'a str>,
 }

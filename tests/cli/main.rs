@@ -11,6 +11,7 @@ mod engine;
 mod engine_extra;
 mod inspect;
 mod mutations;
+mod python;
 mod readers;
 mod readers_more;
 mod report;
