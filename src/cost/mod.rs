@@ -10,6 +10,7 @@ pub mod import;
 pub mod latency;
 pub mod metrics;
 pub mod pricing;
+pub mod references;
 pub mod summarizers;
 
 pub use compute::{

@@ -5,6 +5,7 @@
 //! of the rows alone: a merged run and an unsharded run agree to the byte.
 
 use super::columns::{metric_defs, Agg, Kind};
+use crate::cost::references::Basis;
 use crate::stats::percentile;
 use crate::sweep::grid::{Budgets, Setting};
 use crate::sweep::run::{round_fixed, RunRow};
@@ -37,6 +38,8 @@ pub struct SettingSummary {
     pub sessions: u64,
     /// True when every session's cost had prices for every model.
     pub cost_complete: bool,
+    /// How the sessions' `references_broken` were obtained (estimated if any session's was).
+    pub references_broken_basis: Basis,
     /// `(column name, value)` in column order: `<metric>_<agg>`.
     pub aggs: Vec<(String, AggValue)>,
     pub pareto: bool,
@@ -130,6 +133,10 @@ pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Ve
                 label: set.label(),
                 sessions: rs.len() as u64,
                 cost_complete: rs.iter().all(|r| r.metrics.cost_complete),
+                references_broken_basis: rs
+                    .iter()
+                    .map(|r| r.metrics.references_broken_basis)
+                    .fold(Basis::None, Basis::combine),
                 aggs,
                 pareto: false,
                 within_budget: false,
