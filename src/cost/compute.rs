@@ -525,7 +525,14 @@ pub fn compute_metrics(
         }
         m.facts_dropped = Some(t.share());
     }
-    references(session, replay, setting, log, None, &mut m);
+    references(
+        session,
+        replay,
+        setting,
+        log,
+        model.latency.retention.as_ref(),
+        &mut m,
+    );
     let mut seams = 0;
     for w in replay.compactions.windows(2) {
         let (a, b) = (&w[0], &w[1]);
@@ -756,13 +763,25 @@ pub fn render_metrics(
                 m.references_at_risk
             ),
             Basis::Estimated => format!(
-                "{:.1} of {} ({:.1}%; {} at risk; estimated, bounds {} to {})",
+                "{:.1} of {} ({:.1}%; {} at risk; estimated, bounds {} to {}; {})",
                 m.references_broken,
                 m.references,
                 m.references_broken_share * 100.0,
                 m.references_at_risk,
                 m.references_broken_low,
-                m.references_broken_high
+                m.references_broken_high,
+                match &model.latency.retention {
+                    Some(r) => format!(
+                        "retention of {} summaries by {}{}",
+                        r.summaries,
+                        r.models.join(", "),
+                        match r.missing_kinds() {
+                            k if k.is_empty() => String::new(),
+                            k => format!(", upper bound for {}", k.join(", ")),
+                        }
+                    ),
+                    None => "no retention known: upper bound".to_string(),
+                }
             ),
         },
     );

@@ -103,7 +103,11 @@ pub fn extract_fact_kinds(text: &str) -> BTreeMap<String, FactKind> {
         let mut spans = Vec::new();
         for caps in re.captures_iter(&masked) {
             let Some(m) = caps.get(*group) else { continue };
-            let mut fact = m.as_str();
+            // The fact as the original text spells it: a match may span a masked earlier fact
+            // (a backticked `f("x")` after "x" was taken), and the masked copy is in no text.
+            let Some(mut fact) = text.get(m.start()..m.end()) else {
+                continue;
+            };
             if *group == 0 && fact.starts_with("http") {
                 fact = fact.trim_end_matches(['.', ',', ';', ':', '!', '?']);
             }
@@ -275,6 +279,15 @@ mod tests {
                 "src/cost/mod.rs"
             ])
         );
+    }
+
+    #[test]
+    fn a_fact_spanning_an_earlier_one_is_spelled_as_in_the_text() {
+        // "1.4" is taken first (quoted); the backticked fact around it keeps its real text.
+        let t = "add `{:dialyxir, \"~> 1.4\", only: :dev}` to mix.exs";
+        let f = extract_facts(t);
+        assert!(f.contains("{:dialyxir, \"~> 1.4\", only: :dev}"), "{f:?}");
+        assert!(f.iter().all(|x| t.contains(x.as_str())), "{f:?}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod engine_extra;
 mod inspect;
 mod readers;
 mod readers_more;
+mod references;
 mod report;
 mod safety;
 mod sweep;
