@@ -394,7 +394,21 @@ impl<'a> Heatmap<'a> {
         }
     }
 
+    /// The detail heatmap: broken references, or `detail_lost` for runs made before them
+    /// (the title says which). The file keeps its name, `heatmap_detail_lost`.
     pub fn detail_lost(d: &'a RunData) -> Self {
+        if d.settings.iter().any(|s| s.broken_references().is_some()) {
+            return Heatmap {
+                d,
+                stem: "heatmap_detail_lost",
+                title: "Broken references by after_tokens and keep_recent_events",
+                how: "Each cell is one size-triggered setting; darker cells lose more of the facts the agent used later (no text it could still read held them), so a higher threshold, more retained events or a summarizer that keeps more moves you toward the lighter corner; — marks a threshold no session reached (nothing summarized).",
+                value: |s, _| s.broken_references(),
+                fmt: fmt_pct,
+                diverging: false,
+                unit: "broken references (mean per session)",
+            };
+        }
         Heatmap {
             d,
             stem: "heatmap_detail_lost",
@@ -1395,6 +1409,22 @@ mod tests {
         let (xs, ys, _) = h.cells();
         assert_eq!(xs, vec![80_000, 160_000]);
         assert_eq!(h.idle_cells(&xs, &ys), vec![(1, 0)]);
+    }
+
+    #[test]
+    fn detail_charts_use_broken_references_when_the_run_has_them() {
+        let mut d = data();
+        // A run made before the column: detail_lost, said so in the title.
+        assert!(Heatmap::detail_lost(&d).title.starts_with("Detail lost"));
+        assert_eq!(DetailAxis::of(&d).budget_key, "detail_lost");
+        d.settings[1]
+            .numbers
+            .insert("references_broken_share_mean".into(), 0.375);
+        let h = Heatmap::detail_lost(&d);
+        assert!(h.title.starts_with("Broken references"));
+        let (_, _, cells) = h.cells();
+        assert_eq!(cells, vec![(0, 0, 0.375)]);
+        assert_eq!(DetailAxis::of(&d).budget_key, "broken_references");
     }
 
     #[test]
