@@ -51,6 +51,9 @@ pub struct SettingRow {
     pub recommended: bool,
     /// Every numeric column (`cost_usd_sum`, `detail_lost_mean`, ...).
     pub numbers: BTreeMap<String, f64>,
+    /// `references_broken_basis`: `measured`, `estimated`, `none`; empty for runs made
+    /// before the column.
+    pub references_basis: String,
 }
 
 impl SettingRow {
@@ -83,6 +86,12 @@ impl SettingRow {
     /// Mean share (0..1) of history read only through a summary.
     pub fn detail_lost(&self) -> Option<f64> {
         self.num(&["detail_lost_mean", "detail_lost_p50", "detail_lost_max"])
+    }
+
+    /// Mean share (0..1) of the references the agent used later that no text it could
+    /// still read held (metrics.md "References"); `None` for runs made before the column.
+    pub fn broken_references(&self) -> Option<f64> {
+        self.num(&["references_broken_share_mean"])
     }
 
     pub fn summarizer_calls(&self) -> Option<f64> {
@@ -368,6 +377,7 @@ pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataErr
             rank: obj.get("rank").and_then(as_u64),
             recommended: obj.get("recommended").is_some_and(as_bool),
             numbers,
+            references_basis: as_string(obj.get("references_broken_basis")),
         });
     }
     Ok(out)

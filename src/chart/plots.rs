@@ -124,6 +124,36 @@ fn title<DB: DrawingBackend>(
 /// Cost against detail lost, one point per setting.
 pub struct CostVsDetail<'a>(pub &'a RunData);
 
+/// The detail axis of the first chart: broken references (what summaries failed to keep of
+/// what the agent used later); runs made before that column fall back to `detail_lost`, and
+/// the labels say which one is drawn.
+struct DetailAxis {
+    value: fn(&SettingRow) -> Option<f64>,
+    subtitle: &'static str,
+    x_desc: &'static str,
+    budget_key: &'static str,
+}
+
+impl DetailAxis {
+    fn of(d: &RunData) -> DetailAxis {
+        if d.settings.iter().any(|s| s.broken_references().is_some()) {
+            DetailAxis {
+                value: SettingRow::broken_references,
+                subtitle: "detail lost = mean share of the references the agent used later that no text it could still read held",
+                x_desc: "broken references (% of the facts the agent used later, mean per session)",
+                budget_key: "broken_references",
+            }
+        } else {
+            DetailAxis {
+                value: SettingRow::detail_lost,
+                subtitle: "detail lost = mean share of history read only through a summary (run made before broken references)",
+                x_desc: "detail lost (% of history read only through a summary, mean per session)",
+                budget_key: "detail_lost",
+            }
+        }
+    }
+}
+
 impl Chart for CostVsDetail<'_> {
     fn info(&self) -> ChartInfo {
         ChartInfo {
@@ -138,26 +168,30 @@ impl Chart for CostVsDetail<'_> {
             .0
             .settings
             .iter()
-            .filter(|s| s.cost_usd().is_some() && s.detail_lost().is_some())
+            .filter(|s| s.cost_usd().is_some() && (DetailAxis::of(self.0).value)(s).is_some())
             .count();
         if n == 0 {
-            return Err("no setting has both cost_usd and detail_lost aggregates".into());
+            return Err("no setting has both cost_usd and a detail aggregate".into());
         }
         Ok(format!("{n} settings"))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let d = self.0;
+        let axis = DetailAxis::of(d);
         let pts: Vec<(&SettingRow, f64, f64)> = d
             .settings
             .iter()
-            .filter_map(|s| Some((s, s.detail_lost()? * 100.0, s.cost_usd()?)))
+            .filter_map(|s| Some((s, (axis.value)(s)? * 100.0, s.cost_usd()?)))
             .collect();
         let sessions = distinct_sessions(d);
         let area = title(
             root,
             "Cost against detail lost, one point per setting",
-            &format!("cost = agent + summarizer calls over {sessions} sessions; detail lost = mean share of history read only through a summary"),
+            &format!(
+                "cost = agent + summarizer calls over {sessions} sessions; {}",
+                axis.subtitle
+            ),
         )?;
         let (x0, x1) = min_max(pts.iter().map(|p| p.1)).unwrap_or((0.0, 1.0));
         let (y0, y1) = min_max(pts.iter().map(|p| p.2)).unwrap_or((0.0, 1.0));
@@ -171,7 +205,7 @@ impl Chart for CostVsDetail<'_> {
             .map_err(e)?;
         chart
             .configure_mesh()
-            .x_desc("detail lost (% of history read only through a summary, mean per session)")
+            .x_desc(axis.x_desc)
             .y_desc("cost (USD, total over sessions)")
             .axis_desc_style(font(AXIS))
             .label_style(font(TICK))
@@ -203,7 +237,7 @@ impl Chart for CostVsDetail<'_> {
         let budget = d
             .run
             .get("budgets")
-            .and_then(|b| b.get("detail_lost"))
+            .and_then(|b| b.get(axis.budget_key))
             .and_then(serde_json::Value::as_f64)
             .map(|v| v * 100.0)
             .filter(|x| *x >= x0 && *x <= x1);
@@ -300,7 +334,7 @@ impl Chart for CostVsDetail<'_> {
                 continue;
             }
             if !f.recommended && !f.is_baseline() {
-                if let (Some(x), Some(y)) = (f.detail_lost(), f.cost_usd()) {
+                if let (Some(x), Some(y)) = ((axis.value)(f), f.cost_usd()) {
                     labels.push((format!("F{}", i + 1), (x * 100.0, y), FRONT_C));
                 }
             }
@@ -384,7 +418,21 @@ impl<'a> Heatmap<'a> {
         }
     }
 
+    /// The detail heatmap: broken references, or `detail_lost` for runs made before them
+    /// (the title says which). The file keeps its name, `heatmap_detail_lost`.
     pub fn detail_lost(d: &'a RunData) -> Self {
+        if d.settings.iter().any(|s| s.broken_references().is_some()) {
+            return Heatmap {
+                d,
+                stem: "heatmap_detail_lost",
+                title: "Broken references by after_tokens and keep_recent_events",
+                how: "Each cell is one size-triggered setting; darker cells lose more of the facts the agent used later (no text it could still read held them), so a higher threshold, more retained events or a summarizer that keeps more moves you toward the lighter corner; — marks a threshold no session reached (nothing summarized).",
+                value: |s, _| s.broken_references(),
+                fmt: fmt_pct,
+                diverging: false,
+                unit: "broken references (mean per session)",
+            };
+        }
         Heatmap {
             d,
             stem: "heatmap_detail_lost",
@@ -1429,6 +1477,22 @@ mod tests {
         let (xs, ys, _) = h.cells();
         assert_eq!(xs, vec![80_000, 160_000]);
         assert_eq!(h.idle_cells(&xs, &ys), vec![(1, 0)]);
+    }
+
+    #[test]
+    fn detail_charts_use_broken_references_when_the_run_has_them() {
+        let mut d = data();
+        // A run made before the column: detail_lost, said so in the title.
+        assert!(Heatmap::detail_lost(&d).title.starts_with("Detail lost"));
+        assert_eq!(DetailAxis::of(&d).budget_key, "detail_lost");
+        d.settings[1]
+            .numbers
+            .insert("references_broken_share_mean".into(), 0.375);
+        let h = Heatmap::detail_lost(&d);
+        assert!(h.title.starts_with("Broken references"));
+        let (_, _, cells) = h.cells();
+        assert_eq!(cells, vec![(0, 0, 0.375)]);
+        assert_eq!(DetailAxis::of(&d).budget_key, "broken_references");
     }
 
     #[test]

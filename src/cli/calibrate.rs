@@ -4,7 +4,8 @@
 //! Prints the fit quality and writes a TOML file that `--latency FILE` reads.
 
 use crate::cost::calibrate::{
-    has_measured_latency, latency_samples, length_samples, openhands_latency_samples,
+    fit_retention, has_measured_latency, latency_samples, length_samples,
+    openhands_latency_samples, retention_samples, RetentionSample,
 };
 use crate::cost::latency::{
     fit_latency, fit_length, LatencyEntry, LatencyFile, LatencySample, LatencyTable, LengthSample,
@@ -83,6 +84,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     let count = |t: &str| crate::tokens::count_text(crate::tokens::Tokenizer::O200k, t) as u64;
     let mut by_model: BTreeMap<String, Vec<LatencySample>> = BTreeMap::new();
     let mut lengths: Vec<LengthSample> = Vec::new();
+    let mut kept: Vec<RetentionSample> = Vec::new();
     let mut measured = 0usize;
     let family_of = |model: &str| {
         prices
@@ -128,6 +130,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
                         samples.extend(latency_samples(s));
                     }
                     lengths.extend(length_samples(s, &count));
+                    kept.extend(retention_samples(s));
                 }
                 if !reader_measured {
                     samples.extend(raw.iter().cloned());
@@ -225,7 +228,35 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
             outln!("summary length: no recorded summaries with a pre-compaction size; default kept")
         }
     }
-    if file.models.is_empty() && file.summary_length.is_none() {
+    if kept.is_empty() {
+        outln!("fact retention: no recorded summaries with a text; built-in retention kept");
+    } else {
+        let r = fit_retention(&kept, &format!("calibrate over {}", paths.join(", ")));
+        outln!(
+            "fact retention: {} recorded summaries (written by {}); per kind: kept/facts = rate [95% interval over summaries]",
+            r.summaries,
+            r.models.join(", ")
+        );
+        for (name, k) in &r.kinds {
+            match (k.rate, k.rate_low, k.rate_high) {
+                (Some(rate), Some(lo), Some(hi)) => outln!(
+                    "  {name:<7} {:>6}/{:<6} = {rate:.4} [{lo:.4}, {hi:.4}] over {} summaries",
+                    k.kept,
+                    k.facts,
+                    k.summaries
+                ),
+                _ => outln!(
+                    "  {name:<7} {:>6}/{:<6} too few summaries ({} of {} needed): estimates use the upper bound",
+                    k.kept,
+                    k.facts,
+                    k.summaries,
+                    crate::cost::references::MIN_SUMMARIES_PER_KIND
+                ),
+            }
+        }
+        file.retention = Some(r);
+    }
+    if file.models.is_empty() && file.summary_length.is_none() && file.retention.is_none() {
         anyhow::bail!("no timed model requests or recorded summaries found in the given paths");
     }
     let text = format!(

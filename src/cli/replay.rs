@@ -160,6 +160,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                 client,
                 attachment_tokens: &inputs.attachments,
                 event_facts: None,
+                references: None,
             };
             outln!();
             out!("{}", render_metrics(&e.metrics, &cost_model, &ms));

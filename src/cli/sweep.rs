@@ -92,7 +92,11 @@ pub struct AxisFlags {
     /// Token counter(s): o200k, cl100k, adk-chars.
     #[arg(long, value_name = "LIST")]
     pub tokenizer: Option<String>,
-    /// Largest acceptable mean detail lost (0..1) for the recommendation.
+    /// Largest acceptable share of broken references (0..1, mean per session) for the
+    /// recommendation [default grid: 0.2].
+    #[arg(long, value_name = "X")]
+    pub budget_broken_references: Option<f64>,
+    /// Largest acceptable mean detail lost (0..1: history read only through summaries).
     #[arg(long, value_name = "X")]
     pub budget_detail_lost: Option<f64>,
     /// Largest acceptable summary wait, seconds (p95 over sessions of the longest wait).
@@ -135,8 +139,12 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         agent_model: text_axis(&args.axes.agent_model),
         client: text_axis(&args.axes.client),
         tokenizer: text_axis(&args.axes.tokenizer),
-        budget: if args.axes.budget_detail_lost.is_some() || args.axes.budget_latency.is_some() {
+        budget: if args.axes.budget_broken_references.is_some()
+            || args.axes.budget_detail_lost.is_some()
+            || args.axes.budget_latency.is_some()
+        {
             Some(Budgets {
+                broken_references: args.axes.budget_broken_references,
                 detail_lost: args.axes.budget_detail_lost,
                 latency_s: args.axes.budget_latency,
             })

@@ -20,7 +20,9 @@ use super::facts::{tally, tally_found, FactTally};
 use super::latency::{LatencyParams, LatencyTable};
 use super::metrics::SessionMetrics;
 use super::pricing::{ModelPrice, PriceTable, PricingError, ProviderCache};
+use super::references::{self as refs, Basis, Retention, SessionReferences};
 use super::summarizers::{Billed, Harness, SummarizerSpec};
+use crate::engine::summarizer::{filler_text, Policy};
 use crate::engine::{CallResult, Phase, Replay, Summarizer, SummarizerCall, Summary};
 use crate::stats::percentile_of;
 use crate::tokens::sizes::SessionSizes;
@@ -138,6 +140,9 @@ pub struct MetricsSetting<'a> {
     /// Each event's facts when found beforehand ([`super::facts::event_facts`]); `None`:
     /// found here, per summary.
     pub event_facts: Option<&'a [Vec<String>]>,
+    /// The session's references when found beforehand ([`SessionReferences::new`]); `None`:
+    /// found here.
+    pub references: Option<&'a SessionReferences>,
 }
 
 /// Per event, the tokens of its attached files (the guide: a file a user message names
@@ -520,6 +525,14 @@ pub fn compute_metrics(
         }
         m.facts_dropped = Some(t.share());
     }
+    references(
+        session,
+        replay,
+        setting,
+        log,
+        model.latency.retention.as_ref(),
+        &mut m,
+    );
     let mut seams = 0;
     for w in replay.compactions.windows(2) {
         let (a, b) = (&w[0], &w[1]);
@@ -530,6 +543,72 @@ pub fn compute_metrics(
     }
     m.seams = seams;
     m
+}
+
+/// The `references*` columns (metrics.md "References").
+fn references(
+    session: &Session,
+    replay: &Replay,
+    setting: &MetricsSetting<'_>,
+    log: &ReplayLog,
+    retention: Option<&Retention>,
+    m: &mut SessionMetrics,
+) {
+    let owned;
+    let found = match setting.references {
+        Some(r) => r,
+        None => {
+            let facts = super::facts::event_facts(session);
+            let lines: Vec<String> = session
+                .events
+                .iter()
+                .map(crate::tokens::adk::summarizer_text)
+                .collect();
+            owned = SessionReferences::new(session, &facts, &lines);
+            &owned
+        }
+    };
+    // The summary texts, by compaction ordinal, when the summarizer writes text: terse,
+    // command and echo texts as written; fixed and ratio write the oracle's filler.
+    let texts: Option<Vec<Option<String>>> = match setting.summarizer {
+        SummarizerSpec::Agent | SummarizerSpec::Model(_) => None,
+        SummarizerSpec::Deterministic(Policy::Fixed(_) | Policy::Ratio(_)) => Some(
+            replay
+                .compactions
+                .iter()
+                .map(|c| Some(filler_text(c.summary_chars, c.summarizer_call)))
+                .collect(),
+        ),
+        _ => Some(
+            replay
+                .compactions
+                .iter()
+                .map(|c| log.texts.get(&c.summarizer_call).cloned())
+                .collect(),
+        ),
+    };
+    let t = refs::tally(found, replay, texts.as_deref());
+    m.references = t.references;
+    m.references_at_risk = t.at_risk_total();
+    if m.references_at_risk == 0 {
+        m.references_broken_basis = Basis::None;
+    } else if texts.is_some() {
+        let b = t.broken_total();
+        m.references_broken = b as f64;
+        m.references_broken_low = b;
+        m.references_broken_high = b;
+        m.references_broken_basis = Basis::Measured;
+    } else {
+        m.references_broken = refs::estimate(&t, retention);
+        m.references_broken_low = t.unseen_total();
+        m.references_broken_high = m.references_at_risk;
+        m.references_broken_basis = Basis::Estimated;
+    }
+    m.references_broken_share = if m.references == 0 {
+        0.0
+    } else {
+        m.references_broken / m.references as f64
+    };
 }
 
 /// The metrics block `replay` prints under its timeline. Numbers carry units; the
@@ -666,6 +745,44 @@ pub fn render_metrics(
         match m.facts_dropped {
             Some(f) => format!("{:.1}% of facts in compacted spans", f * 100.0),
             None => "n/a (modelled summarizer writes no text)".to_string(),
+        },
+    );
+    row(
+        &mut s,
+        "references broken",
+        match m.references_broken_basis {
+            Basis::None => format!(
+                "0 of {} ({} at risk; nothing a summary had to keep)",
+                m.references, m.references_at_risk
+            ),
+            Basis::Measured => format!(
+                "{} of {} ({:.1}%; {} at risk; measured on the summary texts)",
+                m.references_broken,
+                m.references,
+                m.references_broken_share * 100.0,
+                m.references_at_risk
+            ),
+            Basis::Estimated => format!(
+                "{:.1} of {} ({:.1}%; {} at risk; estimated, bounds {} to {}; {})",
+                m.references_broken,
+                m.references,
+                m.references_broken_share * 100.0,
+                m.references_at_risk,
+                m.references_broken_low,
+                m.references_broken_high,
+                match &model.latency.retention {
+                    Some(r) => format!(
+                        "retention of {} summaries by {}{}",
+                        r.summaries,
+                        r.models.join(", "),
+                        match r.missing_kinds() {
+                            k if k.is_empty() => String::new(),
+                            k => format!(", upper bound for {}", k.join(", ")),
+                        }
+                    ),
+                    None => "no retention known: upper bound".to_string(),
+                }
+            ),
         },
     );
     row(&mut s, "seams", m.seams.to_string());
@@ -913,6 +1030,7 @@ mod tests {
             client: ClientMode::Waits,
             attachment_tokens: &[],
             event_facts: None,
+            references: None,
         }
     }
 
@@ -1273,6 +1391,7 @@ mod tests {
             client: ClientMode::Streams,
             attachment_tokens: &[],
             event_facts: None,
+            references: None,
         };
         let (r, log) = replay_with_client(&inner, &model, &streams, &fake_engine);
         assert_eq!(r.calls[0].result, CallResult::Summary);

@@ -8,6 +8,7 @@ use super::compute::{
 };
 use super::facts::event_facts;
 use super::metrics::SessionMetrics;
+use super::references::SessionReferences;
 use super::summarizers::{
     build, Billed, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
 };
@@ -37,6 +38,7 @@ pub struct SessionCostInputs {
 #[derive(Debug, Default)]
 pub struct SessionMemo {
     facts: OnceLock<Vec<Vec<String>>>,
+    references: OnceLock<SessionReferences>,
     /// Summary token counts by the text's 128-bit hash.
     counted: Mutex<HashMap<u128, u64>>,
     /// `python:` summaries by (summarizer, span).
@@ -53,6 +55,12 @@ impl SessionMemo {
     /// Each event's facts, found on first use.
     pub fn event_facts(&self, session: &Session) -> &[Vec<String>] {
         self.facts.get_or_init(|| event_facts(session))
+    }
+
+    /// The session's references (metrics.md "References"), found on first use.
+    pub fn references(&self, session: &Session, lines: &EventLines) -> &SessionReferences {
+        self.references
+            .get_or_init(|| SessionReferences::new(session, self.event_facts(session), &lines.text))
     }
 
     /// `count(text)`, once per distinct text.
@@ -172,6 +180,7 @@ pub fn evaluate(
             .summarizer
             .writes_real_text()
             .then(|| inputs.memo.event_facts(session)),
+        references: Some(inputs.memo.references(session, &inputs.lines)),
     };
     let (replay, log) = replay_with_client(&summarizer, model, &ms, run);
     let metrics = compute_metrics(session, sizes, &replay, baseline, model, &ms, &log);

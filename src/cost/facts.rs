@@ -9,11 +9,53 @@
 
 use crate::transcript::{Event, Part};
 use regex::Regex;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 struct Patterns {
-    ordered: Vec<(Regex, usize)>,
+    ordered: Vec<(Regex, usize, FactKind)>,
+}
+
+/// The kind of a fact: which pattern found it first (retention is fitted per kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FactKind {
+    Url,
+    Email,
+    Quoted,
+    Path,
+    Id,
+    Number,
+}
+
+impl FactKind {
+    pub const ALL: [FactKind; 6] = [
+        FactKind::Url,
+        FactKind::Email,
+        FactKind::Quoted,
+        FactKind::Path,
+        FactKind::Id,
+        FactKind::Number,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FactKind::Url => "url",
+            FactKind::Email => "email",
+            FactKind::Quoted => "quoted",
+            FactKind::Path => "path",
+            FactKind::Id => "id",
+            FactKind::Number => "number",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FactKind> {
+        FactKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// Position in [`FactKind::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
 }
 
 fn patterns() -> &'static Patterns {
@@ -23,20 +65,26 @@ fn patterns() -> &'static Patterns {
         let r = |s: &str| Regex::new(s).expect("valid fact pattern");
         Patterns {
             ordered: vec![
-                (r(r#"https?://[^\s"'<>`)\]}]+"#), 0),
+                (r(r#"https?://[^\s"'<>`)\]}]+"#), 0, FactKind::Url),
                 (
                     r(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"),
                     0,
+                    FactKind::Email,
                 ),
-                (r(r#""([^"\n]{2,120})""#), 1),
-                (r(r"`([^`\n]{2,120})`"), 1),
+                (r(r#""([^"\n]{2,120})""#), 1, FactKind::Quoted),
+                (r(r"`([^`\n]{2,120})`"), 1, FactKind::Quoted),
                 (
                     r(r#"(?:^|[\s"'(=:\[,])((?:~|\.\.?)?/[\w.\-]+(?:/[\w.\-]+)*/?)"#),
                     1,
+                    FactKind::Path,
                 ),
-                (r(r"\b([\w\-]+(?:/[\w.\-]+)+\.[A-Za-z0-9]{1,8})\b"), 1),
-                (r(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b"), 0),
-                (r(r"\d+(?:[.,]\d+)*"), 0),
+                (
+                    r(r"\b([\w\-]+(?:/[\w.\-]+)+\.[A-Za-z0-9]{1,8})\b"),
+                    1,
+                    FactKind::Path,
+                ),
+                (r(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b"), 0, FactKind::Id),
+                (r(r"\d+(?:[.,]\d+)*"), 0, FactKind::Number),
             ],
         }
     })
@@ -44,13 +92,22 @@ fn patterns() -> &'static Patterns {
 
 /// The distinct facts in a text.
 pub fn extract_facts(text: &str) -> BTreeSet<String> {
-    let mut facts = BTreeSet::new();
+    extract_fact_kinds(text).into_keys().collect()
+}
+
+/// The distinct facts in a text with their kind (the first pattern that found each).
+pub fn extract_fact_kinds(text: &str) -> BTreeMap<String, FactKind> {
+    let mut facts = BTreeMap::new();
     let mut masked = text.to_string();
-    for (re, group) in &patterns().ordered {
+    for (re, group, kind) in &patterns().ordered {
         let mut spans = Vec::new();
         for caps in re.captures_iter(&masked) {
             let Some(m) = caps.get(*group) else { continue };
-            let mut fact = m.as_str();
+            // The fact as the original text spells it: a match may span a masked earlier fact
+            // (a backticked `f("x")` after "x" was taken), and the masked copy is in no text.
+            let Some(mut fact) = text.get(m.start()..m.end()) else {
+                continue;
+            };
             if *group == 0 && fact.starts_with("http") {
                 fact = fact.trim_end_matches(['.', ',', ';', ':', '!', '?']);
             }
@@ -63,7 +120,7 @@ pub fn extract_facts(text: &str) -> BTreeSet<String> {
             if fact.trim().is_empty() {
                 continue;
             }
-            facts.insert(fact.to_string());
+            facts.entry(fact.to_string()).or_insert(*kind);
             spans.push((m.start(), m.start() + fact.len()));
         }
         for (s, e) in spans {
@@ -89,6 +146,23 @@ pub fn event_fact_text(event: &Event) -> String {
             Part::ToolCall { args, .. } => json_values(args, &mut out),
             Part::ToolResponse { response, .. } => json_values(response, &mut out),
             Part::Attachment { .. } => {}
+        }
+    }
+    out
+}
+
+/// The text of a model event the agent *used*: its text and its tool calls' arguments
+/// (metrics.md "References"); thoughts and tool responses are not the agent's use of a fact.
+pub fn model_use_text(event: &Event) -> String {
+    let mut out = String::new();
+    for part in &event.parts {
+        match part {
+            Part::Text { text } => {
+                out.push_str(text);
+                out.push('\n');
+            }
+            Part::ToolCall { args, .. } => json_values(args, &mut out),
+            _ => {}
         }
     }
     out
@@ -205,6 +279,15 @@ mod tests {
                 "src/cost/mod.rs"
             ])
         );
+    }
+
+    #[test]
+    fn a_fact_spanning_an_earlier_one_is_spelled_as_in_the_text() {
+        // "1.4" is taken first (quoted); the backticked fact around it keeps its real text.
+        let t = "add `{:dialyxir, \"~> 1.4\", only: :dev}` to mix.exs";
+        let f = extract_facts(t);
+        assert!(f.contains("{:dialyxir, \"~> 1.4\", only: :dev}"), "{f:?}");
+        assert!(f.iter().all(|x| t.contains(x.as_str())), "{f:?}");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! length model of modelled summarizers, their defaults (`src/data/latency.toml`), and the
 //! least-squares fits `calibrate` uses.
 
+use super::facts::FactKind;
+use super::references::Retention;
 use crate::stats::percentile_of;
 use crate::transcript::MAX_TOKENS;
 use serde::{Deserialize, Serialize};
@@ -113,6 +115,10 @@ pub struct LatencyFile {
     pub summary_length: Option<LengthModel>,
     #[serde(default)]
     pub models: BTreeMap<String, LatencyEntry>,
+    /// Fact retention per kind of recorded summaries (metrics.md "References"), for the
+    /// `references_broken` estimate of modelled summarizers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Retention>,
 }
 
 /// Latency parameters per model family and the summary length model.
@@ -120,6 +126,8 @@ pub struct LatencyFile {
 pub struct LatencyTable {
     pub families: BTreeMap<String, LatencyParams>,
     pub length: LengthModel,
+    /// `None`: no retention known, the estimate is the upper bound.
+    pub retention: Option<Retention>,
 }
 
 impl Default for LatencyTable {
@@ -133,6 +141,7 @@ impl LatencyTable {
         let mut t = LatencyTable {
             families: BTreeMap::new(),
             length: LengthModel::default(),
+            retention: None,
         };
         // Tested by `builtin_latency_parses`; an error here is a build bug.
         let _ = t.apply_file("<builtin latency.toml>", BUILTIN_LATENCY);
@@ -198,6 +207,31 @@ impl LatencyTable {
                 ));
             }
             self.length = l;
+        }
+        if let Some(r) = parsed.retention {
+            let bad = r.kinds.iter().find(|(_, k)| {
+                [k.rate, k.rate_low, k.rate_high]
+                    .into_iter()
+                    .flatten()
+                    .any(|x| !(0.0..=1.0).contains(&x))
+                    || k.kept > k.facts
+            });
+            if let Some((name, _)) = bad {
+                return Err(LatencyFileError {
+                    file: file.to_string(),
+                    location: format!("retention.kinds.{name}"),
+                    message: "rates must lie in 0..1 and kept <= facts".to_string(),
+                });
+            }
+            if let Some(name) = r.kinds.keys().find(|n| FactKind::parse(n).is_none()) {
+                return Err(LatencyFileError {
+                    file: file.to_string(),
+                    location: format!("retention.kinds.{name}"),
+                    message: "unknown fact kind (expected url, email, quoted, path, id or number)"
+                        .to_string(),
+                });
+            }
+            self.retention = Some(r);
         }
         for (name, e) in parsed.models {
             self.families.insert(name.to_ascii_lowercase(), e.params());
@@ -423,9 +457,13 @@ mod tests {
         let mut t = LatencyTable {
             families: BTreeMap::new(),
             length: LengthModel::default(),
+            retention: None,
         };
         t.apply_file("builtin", BUILTIN_LATENCY).expect("parses");
         assert!(t.families.contains_key("default"));
+        // The built-in fact retention (metrics.md "References") says what it rests on.
+        let r = t.retention.expect("built-in [retention]");
+        assert!(r.summaries > 0 && !r.models.is_empty());
         assert!(t.families.len() > 10);
     }
 

@@ -1,6 +1,7 @@
 //! The per (session, setting) numbers of shared/spec/metrics.md. Field names are the column
 //! names of `runs.csv` / `runs.parquet`; keep them and metrics.md in step.
 
+use super::references::Basis;
 use serde::{Deserialize, Serialize};
 
 /// Every column of metrics.md for one session replayed under one setting.
@@ -75,4 +76,27 @@ pub struct SessionMetrics {
     pub attachment_prompt_tokens: u64,
     #[serde(default)]
     pub attachment_share: f64,
+    /// Distinct (request, fact) pairs where the model event answering the request uses a
+    /// fact its uncompacted history holds (metrics.md "References").
+    #[serde(default)]
+    pub references: u64,
+    /// Of those, the ones whose every holding event the request sees only through a summary.
+    #[serde(default)]
+    pub references_at_risk: u64,
+    /// Of those, the ones no carried summary text holds: counted when the texts are known,
+    /// estimated (a fraction) for modelled summarizers.
+    #[serde(default)]
+    pub references_broken: f64,
+    /// `references_broken / references`, 0 when there are none: the headline detail measure.
+    #[serde(default)]
+    pub references_broken_share: f64,
+    #[serde(default)]
+    pub references_broken_basis: Basis,
+    /// Bounds of `references_broken`: low = at-risk references only held beyond the
+    /// summarizer's 2,000-char tool payload cut, high = every at-risk reference; both equal
+    /// `references_broken` when measured.
+    #[serde(default)]
+    pub references_broken_low: u64,
+    #[serde(default)]
+    pub references_broken_high: u64,
 }

@@ -11,6 +11,7 @@ pub mod latency;
 pub mod metrics;
 pub mod pricing;
 pub mod python;
+pub mod references;
 pub mod summarizers;
 
 pub use compute::{

@@ -75,7 +75,14 @@ fn budgets_words(v: Option<&Value>) -> Option<String> {
             continue;
         };
         parts.push(match k.as_str() {
-            "detail_lost" => format!("detail lost at most {} (mean per session)", fmt_pct(n)),
+            "broken_references" => format!(
+                "broken references at most {} (share of the facts the agent used later that no text it could still read held, mean per session)",
+                fmt_pct(n)
+            ),
+            "detail_lost" => format!(
+                "history read only through summaries at most {} (mean per session)",
+                fmt_pct(n)
+            ),
             "latency_s" => format!(
                 "longest summarizer wait at most {} (p95 over sessions, end of run and before a request)",
                 secs(n)
@@ -216,6 +223,7 @@ fn closest_settings(d: &RunData, b: &mut Vec<Block>) {
             .and_then(Value::as_f64)
     };
     let (detail_budget, wait_budget) = (budget("detail_lost"), budget("latency_s"));
+    let broken_budget = budget("broken_references");
     let wait = |r: &SettingRow| {
         r.end_of_run_latency_p95()
             .unwrap_or(0.0)
@@ -223,8 +231,9 @@ fn closest_settings(d: &RunData, b: &mut Vec<Block>) {
     };
     let excess = |r: &SettingRow| {
         let dl = detail_budget.map_or(0.0, |x| r.detail_lost().unwrap_or(0.0) / x.max(1e-12));
+        let br = broken_budget.map_or(0.0, |x| r.broken_references().unwrap_or(0.0) / x.max(1e-12));
         let w = wait_budget.map_or(0.0, |x| wait(r) / x.max(1e-12));
-        dl.max(w)
+        dl.max(br).max(w)
     };
     let mut rows: Vec<&SettingRow> = d
         .settings
@@ -304,6 +313,8 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
     let flags = |lead: String, tail: &str| {
         vec![
             Inline::Text(lead),
+            Inline::Code("--budget-broken-references".into()),
+            Inline::Text(", ".into()),
             Inline::Code("--budget-detail-lost".into()),
             Inline::Text(" and ".into()),
             Inline::Code("--budget-latency".into()),
@@ -340,14 +351,45 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
             .map(|n| format!("{} critical {} (approvals, refusals, confirmations, tool errors)", int(n), if n.round() == 1.0 { "event" } else { "events" }))
             .unwrap_or_else(|| "an unknown number of critical events".into())
     )));
+    if let Some(br) = r.broken_references() {
+        why.push(Inline::Text(format!(
+            " Of the facts the agent used later, its summaries fail to keep {} (broken references, mean per session; {}).",
+            fmt_pct(br),
+            match r.references_basis.as_str() {
+                "estimated" => format!(
+                    "estimated, as {} writes no text: between {} and {} references of {} over the run",
+                    r.summarizer,
+                    opt(r.num(&["references_broken_low_sum"]), int),
+                    opt(r.num(&["references_broken_high_sum"]), int),
+                    opt(r.num(&["references_sum"]), int)
+                ),
+                "measured" => "measured on the summary texts".to_string(),
+                _ => "nothing was at risk".to_string(),
+            }
+        )));
+    }
+    let bases: std::collections::BTreeSet<&str> = d
+        .settings
+        .iter()
+        .filter(|s| !s.is_baseline() && !s.references_basis.is_empty())
+        .map(|s| s.references_basis.as_str())
+        .filter(|b| *b != "none")
+        .collect();
+    if bases.len() > 1 {
+        why.push(Inline::Text(
+            " Summarizers here rest on different bases: broken references are measured on the texts of summarizers that write one and estimated (retention of recorded summaries, with bounds) for modelled ones, so compare them with the bounds in the summarizer comparison.".into(),
+        ));
+    }
     b.push(Block::Para(why));
     // The next frontier step toward less detail lost, so a reader who finds the loss too high
     // sees what keeping more costs.
-    if let (Some(rc), Some(rd)) = (r.cost_usd(), r.detail_lost()) {
+    // The frontier's detail axis: broken references, or detail lost for older runs.
+    let axis = |x: &SettingRow| x.broken_references().or_else(|| x.detail_lost());
+    if let (Some(rc), Some(rd)) = (r.cost_usd(), axis(r)) {
         let safer = frontier(d)
             .into_iter()
             .filter(|f| !f.is_baseline() && f.setting_id != r.setting_id)
-            .filter_map(|f| Some((f, f.cost_usd()?, f.detail_lost()?)))
+            .filter_map(|f| Some((f, f.cost_usd()?, axis(f)?)))
             .filter(|(_, _, fd)| *fd < rd)
             .min_by(|a, c| a.1.total_cmp(&c.1));
         if let Some((f, fc, fd)) = safer {
@@ -382,7 +424,12 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
         ),
         ("summarizer calls", |x| x.summarizer_calls(), int),
         (
-            "detail lost (mean per session)",
+            "broken references (mean per session)",
+            |x| x.broken_references(),
+            fmt_pct,
+        ),
+        (
+            "history read only through summaries (mean per session)",
             |x| x.detail_lost(),
             fmt_pct,
         ),
@@ -1005,7 +1052,7 @@ mod tests {
         let v = serde_json::json!({"detail_lost": 0.2, "latency_s": 5});
         let w = budgets_words(Some(&v)).expect("words");
         assert!(
-            w.contains("detail lost at most 20.0 % (mean per session)"),
+            w.contains("history read only through summaries at most 20.0 % (mean per session)"),
             "{w}"
         );
         assert!(w.contains("longest summarizer wait at most 5.0 s"), "{w}");

@@ -229,7 +229,12 @@ pub struct GridSpec {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Budgets {
-    /// Ceiling on `detail_lost_mean` (0..1).
+    /// Ceiling on `references_broken_share_mean` (0..1): the share of the facts the agent
+    /// used later that no text it could still read held (metrics.md "References").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broken_references: Option<f64>,
+    /// Ceiling on `detail_lost_mean` (0..1), the share of history read only through
+    /// summaries (how much is compacted, not what is lost).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail_lost: Option<f64>,
     /// Ceiling, seconds, on the p95 over sessions of the longest single summarizer wait
@@ -253,7 +258,7 @@ client = ["waits"]
 tokenizer = ["o200k"]
 
 [budget]
-detail_lost = 0.2
+broken_references = 0.2
 "#;
 
 impl GridSpec {
@@ -286,6 +291,9 @@ impl GridSpec {
         );
         if let Some(b) = other.budget {
             let mut mine = self.budget.unwrap_or_default();
+            if b.broken_references.is_some() {
+                mine.broken_references = b.broken_references;
+            }
             if b.detail_lost.is_some() {
                 mine.detail_lost = b.detail_lost;
             }
@@ -683,6 +691,13 @@ impl GridSpec {
             }
         }
         let budget = self.budget.unwrap_or_default();
+        if let Some(d) = budget.broken_references {
+            if !(0.0..=1.0).contains(&d) {
+                return err(format!(
+                    "budget broken_references: value `{d}` is outside 0..1"
+                ));
+            }
+        }
         if let Some(d) = budget.detail_lost {
             if !(0.0..=1.0).contains(&d) {
                 return err(format!("budget detail_lost: value `{d}` is outside 0..1"));
@@ -880,8 +895,14 @@ impl ResolvedGrid {
             )
         ));
         out.push_str(&format!("tokenizer = {}\n", strs(&self.tokenizer)));
-        if self.budget.detail_lost.is_some() || self.budget.latency_s.is_some() {
+        if self.budget.broken_references.is_some()
+            || self.budget.detail_lost.is_some()
+            || self.budget.latency_s.is_some()
+        {
             out.push_str("\n[budget]\n");
+            if let Some(d) = self.budget.broken_references {
+                out.push_str(&format!("broken_references = {}\n", toml::Value::Float(d)));
+            }
             if let Some(d) = self.budget.detail_lost {
                 out.push_str(&format!("detail_lost = {}\n", toml::Value::Float(d)));
             }

@@ -126,6 +126,8 @@ pub fn round_metrics(m: &mut SessionMetrics) {
         &mut m.detail_lost,
         &mut m.summarizer_cost_usd,
         &mut m.attachment_share,
+        &mut m.references_broken,
+        &mut m.references_broken_share,
     ] {
         *f = round_fixed(*f);
     }

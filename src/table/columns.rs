@@ -16,6 +16,8 @@ pub enum Kind {
     OptFloat,
     /// Boolean.
     Bool,
+    /// A `references_broken_basis` word (text); not aggregated, combined per setting instead.
+    Basis,
 }
 
 /// One aggregate over a setting's sessions.
@@ -44,6 +46,8 @@ impl Agg {
 pub const TOTAL: &[Agg] = &[Agg::Sum, Agg::Mean, Agg::P50, Agg::P95, Agg::Max];
 /// Ratios and per-session percentiles: summing them would mean nothing.
 pub const SHARE: &[Agg] = &[Agg::Mean, Agg::P50, Agg::P95, Agg::Max];
+/// Not aggregated (text columns).
+pub const NONE: &[Agg] = &[];
 
 pub struct MetricDef {
     pub name: &'static str,
@@ -94,6 +98,18 @@ macro_rules! for_each_metric {
         $m!(baseline_requests_over_tier, Count, "requests", TOTAL);
         $m!(attachment_prompt_tokens, Count, "tokens", TOTAL);
         $m!(attachment_share, Float, "share 0..1", SHARE);
+        $m!(references, Count, "references", TOTAL);
+        $m!(references_at_risk, Count, "references", TOTAL);
+        $m!(references_broken, Float, "references", TOTAL);
+        $m!(references_broken_share, Float, "share 0..1", SHARE);
+        $m!(
+            references_broken_basis,
+            Basis,
+            "measured/estimated/none",
+            NONE
+        );
+        $m!(references_broken_low, Count, "references", TOTAL);
+        $m!(references_broken_high, Count, "references", TOTAL);
     };
 }
 
@@ -105,6 +121,9 @@ pub fn metric_defs() -> Vec<MetricDef> {
         };
         ($f:ident, Bool) => {
             |m: &SessionMetrics| Some(if m.$f { 1.0 } else { 0.0 })
+        };
+        ($f:ident, Basis) => {
+            |_: &SessionMetrics| None
         };
         ($f:ident, $k:ident) => {
             |m: &SessionMetrics| Some(m.$f as f64)

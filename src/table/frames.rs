@@ -9,6 +9,7 @@ use super::columns::{metric_defs, Agg, Kind};
 use super::summary::{AggValue, SettingSummary};
 use super::{bad, Result, TableError};
 use crate::cost::metrics::SessionMetrics;
+use crate::cost::references::Basis;
 use crate::for_each_metric;
 use crate::sweep::grid::Setting;
 use crate::sweep::run::{RunRow, SessionInfo, FLOAT_DECIMALS};
@@ -103,6 +104,12 @@ pub fn runs_frame(
                 rows.iter()
                     .map(|r| r.metrics.$f)
                     .collect::<Vec<Option<f64>>>(),
+            ));
+        };
+        ($f:ident, Basis, $u:expr, $a:ident) => {
+            cols.push(Column::new(
+                stringify!($f).into(),
+                rows.iter().map(|r| r.metrics.$f.name()).collect::<Vec<_>>(),
             ));
         };
         ($f:ident, $k:ident, $u:expr, $a:ident) => {
@@ -220,6 +227,26 @@ pub fn rows_from_runs_frame(
                     .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
             }
         }};
+        ($f:ident, Basis, $u:expr, $a:ident) => {{
+            let c = col(stringify!($f))?
+                .str()
+                .map_err(|_| bad(file, format!("column `{}` is not text", stringify!($f))))?
+                .clone();
+            for (i, r) in rows.iter_mut().enumerate() {
+                let word = c
+                    .get(i)
+                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
+                r.metrics.$f = Basis::parse(word).ok_or_else(|| {
+                    bad(
+                        file,
+                        format!(
+                            "row {i}: `{}` is `{word}`, expected measured, estimated or none",
+                            stringify!($f)
+                        ),
+                    )
+                })?;
+            }
+        }};
     }
     for_each_metric!(read);
     Ok(rows)
@@ -244,6 +271,13 @@ pub fn settings_frame(summaries: &[SettingSummary]) -> Result<DataFrame> {
         summaries
             .iter()
             .map(|s| s.cost_complete)
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
+        "references_broken_basis".into(),
+        summaries
+            .iter()
+            .map(|s| s.references_broken_basis.name())
             .collect::<Vec<_>>(),
     ));
     for (k, (name, integer)) in agg_columns().iter().enumerate() {
@@ -334,6 +368,10 @@ pub fn settings_json(summaries: &[SettingSummary]) -> Result<String> {
         o.insert("label".into(), s.label.clone().into());
         o.insert("sessions".into(), s.sessions.into());
         o.insert("cost_complete".into(), s.cost_complete.into());
+        o.insert(
+            "references_broken_basis".into(),
+            s.references_broken_basis.name().into(),
+        );
         for (n, v) in &s.aggs {
             o.insert(n.clone(), serde_json::to_value(v)?);
         }

@@ -1,10 +1,12 @@
 //! Per-setting aggregates over sessions, the Pareto frontier (cost_usd against
-//! detail_lost), budgets, rank and the recommendation.
+//! references_broken_share, the detail measure that sees the summary), budgets, rank and the
+//! recommendation.
 //!
 //! Computed in plain Rust over the rounded rows in session order, so the result is a function
 //! of the rows alone: a merged run and an unsharded run agree to the byte.
 
 use super::columns::{metric_defs, Agg, Kind};
+use crate::cost::references::Basis;
 use crate::stats::percentile;
 use crate::sweep::grid::{Budgets, Setting};
 use crate::sweep::run::{round_fixed, RunRow};
@@ -37,6 +39,8 @@ pub struct SettingSummary {
     pub sessions: u64,
     /// True when every session's cost had prices for every model.
     pub cost_complete: bool,
+    /// How the sessions' `references_broken` were obtained (estimated if any session's was).
+    pub references_broken_basis: Basis,
     /// `(column name, value)` in column order: `<metric>_<agg>`.
     pub aggs: Vec<(String, AggValue)>,
     pub pareto: bool,
@@ -57,6 +61,11 @@ impl SettingSummary {
     pub fn cost(&self) -> f64 {
         self.get("cost_usd_sum").unwrap_or(0.0)
     }
+    /// The detail axis of the trade-off: mean per session of `references_broken_share`.
+    pub fn broken_references(&self) -> f64 {
+        self.get("references_broken_share_mean").unwrap_or(0.0)
+    }
+    /// Mean share of history read only through summaries (how much is compacted).
     pub fn detail_lost(&self) -> f64 {
         self.get("detail_lost_mean").unwrap_or(0.0)
     }
@@ -130,6 +139,10 @@ pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Ve
                 label: set.label(),
                 sessions: rs.len() as u64,
                 cost_complete: rs.iter().all(|r| r.metrics.cost_complete),
+                references_broken_basis: rs
+                    .iter()
+                    .map(|r| r.metrics.references_broken_basis)
+                    .fold(Basis::None, Basis::combine),
                 aggs,
                 pareto: false,
                 within_budget: false,
@@ -140,7 +153,10 @@ pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Ve
         .collect();
 
     // Pareto: no other setting is at most as costly and at most as lossy, and better in one.
-    let points: Vec<(f64, f64)> = out.iter().map(|s| (s.cost(), s.detail_lost())).collect();
+    let points: Vec<(f64, f64)> = out
+        .iter()
+        .map(|s| (s.cost(), s.broken_references()))
+        .collect();
     for (i, s) in out.iter_mut().enumerate() {
         let (c, d) = points[i];
         s.pareto = !points
@@ -165,7 +181,7 @@ pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Ve
         group(x)
             .cmp(&group(y))
             .then(x.cost().total_cmp(&y.cost()))
-            .then(x.detail_lost().total_cmp(&y.detail_lost()))
+            .then(x.broken_references().total_cmp(&y.broken_references()))
             .then(x.setting.setting_id.cmp(&y.setting.setting_id))
     });
     for (r, &i) in order.iter().enumerate() {
@@ -180,7 +196,9 @@ pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Ve
 }
 
 fn meets(s: &SettingSummary, b: &Budgets) -> bool {
-    b.detail_lost.is_none_or(|x| s.detail_lost() <= x)
+    b.broken_references
+        .is_none_or(|x| s.broken_references() <= x)
+        && b.detail_lost.is_none_or(|x| s.detail_lost() <= x)
         && b.latency_s.is_none_or(|x| s.wait_p95() <= x)
 }
 
@@ -195,9 +213,13 @@ pub fn closest_to_budget<'a>(
     b: &Budgets,
 ) -> Option<&'a SettingSummary> {
     let excess = |s: &SettingSummary| {
+        let r = b
+            .broken_references
+            .map_or(0.0, |x| s.broken_references() / x.max(1e-12));
         let d = b
             .detail_lost
-            .map_or(0.0, |x| s.detail_lost() / x.max(1e-12));
+            .map_or(0.0, |x| s.detail_lost() / x.max(1e-12))
+            .max(r);
         let l = b.latency_s.map_or(0.0, |x| s.wait_p95() / x.max(1e-12));
         d.max(l)
     };
@@ -227,6 +249,9 @@ pub fn baseline_for<'a>(
 /// The one-line message when budgets rule out every setting.
 pub fn budget_error(summaries: &[SettingSummary], b: &Budgets) -> String {
     let mut limits = Vec::new();
+    if let Some(d) = b.broken_references {
+        limits.push(format!("--budget-broken-references {d}"));
+    }
     if let Some(d) = b.detail_lost {
         limits.push(format!("--budget-detail-lost {d}"));
     }
@@ -236,8 +261,9 @@ pub fn budget_error(summaries: &[SettingSummary], b: &Budgets) -> String {
     let closest = closest_to_budget(summaries, b)
         .map(|s| {
             format!(
-                "; closest: {} (detail_lost_mean {:.4}, summary wait p95 {:.2} s, cost ${:.4})",
+                "; closest: {} (references_broken_share_mean {:.4}, detail_lost_mean {:.4}, summary wait p95 {:.2} s, cost ${:.4})",
                 s.label,
+                s.broken_references(),
                 s.detail_lost(),
                 s.wait_p95(),
                 s.cost()
@@ -274,7 +300,9 @@ mod tests {
             setting,
             metrics: SessionMetrics {
                 cost_usd: cost,
-                detail_lost: lost,
+                references_broken_share: lost,
+                // Opposite order to the broken share: the trade-off must not follow it.
+                detail_lost: 0.9 - lost,
                 summarizer_calls: calls,
                 cost_complete: true,
                 ..Default::default()
@@ -318,22 +346,32 @@ mod tests {
         assert_eq!(out[0].rank, 4);
 
         let b = Budgets {
-            detail_lost: Some(0.25),
-            latency_s: None,
+            broken_references: Some(0.25),
+            ..Default::default()
         };
         let out = summarize(&set, &rows, &b);
-        assert!(out[2].recommended, "cheapest within detail budget");
+        assert!(
+            out[2].recommended,
+            "cheapest within the broken-references budget"
+        );
         assert!(!out[1].within_budget && out[1].rank == 2 && out[3].rank == 3);
 
+        // A detail_lost budget still limits how much is compacted: only setting 1 (0.4).
         let b = Budgets {
-            detail_lost: Some(0.1),
-            latency_s: None,
+            detail_lost: Some(0.45),
+            ..Default::default()
+        };
+        assert!(summarize(&set, &rows, &b)[1].recommended);
+
+        let b = Budgets {
+            broken_references: Some(0.1),
+            ..Default::default()
         };
         let out = summarize(&set, &rows, &b);
         assert!(recommended(&out).is_none());
         let msg = budget_error(&out, &b);
         assert!(
-            msg.contains("--budget-detail-lost 0.1") && msg.contains("no setting meets it"),
+            msg.contains("--budget-broken-references 0.1") && msg.contains("no setting meets it"),
             "{msg}"
         );
         assert!(

@@ -279,6 +279,7 @@ mod with_engine {
             client: st.client,
             attachment_tokens: &inputs.attachments,
             event_facts: None,
+            references: None,
         };
         insta::assert_snapshot!(compaction_sim::cost::render_metrics(
             &e.metrics, &model, &ms
@@ -614,5 +615,44 @@ mod pricing {
         let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
         assert!(text.contains("baseline $0.2542;"), "{text}");
         assert!(text.contains("overrides: LiteLLM file"), "{text}");
+    }
+}
+
+mod retention {
+    use crate::common::*;
+
+    /// The built-in retention (src/data/latency.toml `[retention]`) is what `calibrate` fits
+    /// from the corpus' recorded Claude Code compactions: same summaries, models and per-kind
+    /// counts and rates.
+    #[test]
+    fn builtin_retention_is_reproducible_from_calibrate_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("fit.toml");
+        let o = bin()
+            .args(["calibrate"])
+            .arg(corpus().join("claude_code_spotter"))
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            stdout.contains("fact retention: 5 recorded summaries"),
+            "{stdout}"
+        );
+        let mut fitted = compaction_sim::cost::latency::LatencyTable::builtin();
+        fitted.retention = None;
+        fitted
+            .apply_file("fit.toml", &std::fs::read_to_string(&out).unwrap())
+            .unwrap();
+        let fitted = fitted.retention.expect("calibrate wrote [retention]");
+        let builtin = compaction_sim::cost::latency::LatencyTable::builtin()
+            .retention
+            .expect("built-in retention");
+        assert_eq!(fitted.summaries, builtin.summaries);
+        assert_eq!(fitted.models, builtin.models);
+        assert_eq!(fitted.kinds, builtin.kinds);
+        assert!(fitted.summaries > 0);
     }
 }

@@ -14,6 +14,7 @@ mod mutations;
 mod python;
 mod readers;
 mod readers_more;
+mod references;
 mod report;
 mod safety;
 mod sweep;

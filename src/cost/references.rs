@@ -1,0 +1,453 @@
+//! References (metrics.md "References"): the facts a recorded model event used (its text and
+//! its tool calls' arguments) that its request's history already held, and, under a setting,
+//! which of them only a summary could still support (at risk) and which no carried summary
+//! text supports (broken).
+//!
+//! "An event contains a fact" means the fact is among the event's facts as `facts_dropped`
+//! finds them ([`super::facts::event_facts`]); a summary contains a fact when its text holds
+//! it verbatim. A request's history is every event before its model event (the convention of
+//! `attachment_share`). The session-level part ([`SessionReferences`]) is found once per
+//! session and shared by every setting; [`tally`] is the per-setting walk over the requests.
+
+use super::facts::{extract_fact_kinds, model_use_text, FactKind};
+use crate::engine::Replay;
+use crate::transcript::{Part, Role, Session};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+
+/// Marker `LlmEventSummarizer._truncate` appends to a tool payload cut at 2,000 chars.
+const CUT_MARKER: &str = "... [truncated ";
+
+/// The setting-independent part of the references of one session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionReferences {
+    facts: Vec<String>,
+    /// Per fact: the events holding it, ascending, each with "ADK's summarizer sees the fact
+    /// in this event" (false when it lies beyond the 2,000-char tool payload cut, or the
+    /// event gives the summarizer no line at all).
+    holders: Vec<Vec<(u32, bool)>>,
+    /// Per event: range into `refs`.
+    by_event: Vec<Range<u32>>,
+    /// `(fact, holders before the event, kind in the model event)`: the support of one
+    /// reference is `holders[fact][..n]`.
+    refs: Vec<(u32, u32, FactKind)>,
+}
+
+impl SessionReferences {
+    /// `event_facts[i]`: event i's facts; `summarizer_text[i]`: the lines ADK's summarizer
+    /// writes for event i (`tokens::adk::summarizer_text`).
+    pub fn new(session: &Session, event_facts: &[Vec<String>], summarizer_text: &[String]) -> Self {
+        let mut out = SessionReferences::default();
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        for (i, e) in session.events.iter().enumerate() {
+            let start = out.refs.len() as u32;
+            if e.role == Role::Model {
+                for (fact, kind) in extract_fact_kinds(&model_use_text(e)) {
+                    if let Some(&id) = ids.get(fact.as_str()) {
+                        let n = out.holders[id as usize].len() as u32;
+                        out.refs.push((id, n, kind));
+                    }
+                }
+            }
+            out.by_event.push(start..out.refs.len() as u32);
+            let Some(found) = event_facts.get(i) else {
+                continue;
+            };
+            let text = summarizer_text.get(i).map_or("", String::as_str);
+            let has_tool = e
+                .parts
+                .iter()
+                .any(|p| matches!(p, Part::ToolCall { .. } | Part::ToolResponse { .. }));
+            let cut = has_tool && text.contains(CUT_MARKER);
+            for f in found {
+                // Seen unless the event gives the summarizer no line, or a payload was cut and
+                // the fact is not in what is left.
+                let seen = !text.is_empty() && (!cut || text.contains(f.as_str()));
+                let id = *ids.entry(f.as_str()).or_insert_with(|| {
+                    out.facts.push(f.clone());
+                    out.holders.push(Vec::new());
+                    out.facts.len() as u32 - 1
+                });
+                out.holders[id as usize].push((i as u32, seen));
+            }
+        }
+        out
+    }
+
+    /// References in the session (over every model event), whatever the setting.
+    pub fn len(&self) -> usize {
+        self.refs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.refs.is_empty()
+    }
+}
+
+/// References of one (session, setting) by fact kind.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RefTally {
+    pub references: u64,
+    pub at_risk: [u64; 6],
+    /// At risk, and every supporting event holds the fact where ADK's summarizer cannot see
+    /// it: broken whatever a model writes.
+    pub unseen: [u64; 6],
+    /// At risk and in no carried summary text (only when the texts are known).
+    pub broken: [u64; 6],
+}
+
+impl RefTally {
+    pub fn at_risk_total(&self) -> u64 {
+        self.at_risk.iter().sum()
+    }
+    pub fn unseen_total(&self) -> u64 {
+        self.unseen.iter().sum()
+    }
+    pub fn broken_total(&self) -> u64 {
+        self.broken.iter().sum()
+    }
+}
+
+/// Walk the requests of `replay`. `texts[ordinal - 1]` is the text of a summary, `None` when
+/// the summarizer wrote no text (then `broken` stays 0).
+pub fn tally(
+    refs: &SessionReferences,
+    replay: &Replay,
+    texts: Option<&[Option<String>]>,
+) -> RefTally {
+    let mut t = RefTally::default();
+    // A carried summary is checked for a fact once per setting.
+    let mut holds: HashMap<(u32, u32), bool> = HashMap::new();
+    for r in &replay.requests {
+        let Some(range) = refs.by_event.get(r.event_index as usize) else {
+            continue;
+        };
+        let list = refs
+            .refs
+            .get(range.start as usize..range.end as usize)
+            .unwrap_or(&[]);
+        t.references += list.len() as u64;
+        let hidden = replay.hidden(r);
+        if hidden.is_empty() {
+            continue;
+        }
+        let is_hidden = |e: u32| hidden.iter().any(|&(a, b)| a <= e && e <= b);
+        let carried = replay.carried(r);
+        for &(fact, n, kind) in list {
+            let support = &refs.holders[fact as usize][..n as usize];
+            // The latest holder is the likeliest to be kept verbatim: test it first.
+            if !support.iter().rev().all(|&(e, _)| is_hidden(e)) {
+                continue;
+            }
+            let k = kind.index();
+            t.at_risk[k] += 1;
+            if support.iter().all(|&(_, seen)| !seen) {
+                t.unseen[k] += 1;
+            }
+            if let Some(texts) = texts {
+                let f = refs.facts[fact as usize].as_str();
+                let kept = carried.iter().any(|&o| {
+                    *holds.entry((o, fact)).or_insert_with(|| {
+                        let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
+                        text.and_then(|t| t.as_deref())
+                            .is_some_and(|s| s.contains(f))
+                    })
+                });
+                if !kept {
+                    t.broken[k] += 1;
+                }
+            }
+        }
+    }
+    t
+}
+
+/// How `references_broken` was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// Checked against the summary texts the summarizer wrote.
+    Measured,
+    /// A modelled summarizer wrote no text: at-risk references × (1 − retention).
+    Estimated,
+    /// Nothing was at risk: no summary had to support a reference.
+    #[default]
+    None,
+}
+
+impl Basis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Basis::Measured => "measured",
+            Basis::Estimated => "estimated",
+            Basis::None => "none",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Basis> {
+        [Basis::Measured, Basis::Estimated, Basis::None]
+            .into_iter()
+            .find(|b| b.name() == s)
+    }
+
+    /// The basis of an aggregate over sessions: estimated if any session's is, else
+    /// measured if any is, else none.
+    pub fn combine(a: Basis, b: Basis) -> Basis {
+        match (a, b) {
+            (Basis::Estimated, _) | (_, Basis::Estimated) => Basis::Estimated,
+            (Basis::Measured, _) | (_, Basis::Measured) => Basis::Measured,
+            _ => Basis::None,
+        }
+    }
+}
+
+/// Fewest summaries that must hold facts of a kind before its retention rate is used; below
+/// it the estimate for that kind is the upper bound (every at-risk reference broken).
+pub const MIN_SUMMARIES_PER_KIND: u64 = 5;
+
+/// Retention of one fact kind: of the facts of that kind in compacted spans, the share the
+/// summary kept verbatim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KindRetention {
+    /// Summaries whose span held facts of this kind.
+    pub summaries: u64,
+    pub facts: u64,
+    pub kept: u64,
+    /// `kept / facts`; `None` when fewer than [`MIN_SUMMARIES_PER_KIND`] summaries.
+    pub rate: Option<f64>,
+    /// 95 % interval of the rate over summaries (bootstrap-free: Wilson on facts, widened
+    /// by the between-summary spread); `None` with the rate.
+    pub rate_low: Option<f64>,
+    pub rate_high: Option<f64>,
+}
+
+/// Per fact kind retention, fitted by `calibrate` from recorded compactions that carry their
+/// summary text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Retention {
+    /// Where the rates come from (built-in corpus sample, or the calibrated transcripts).
+    pub source: String,
+    /// Summaries fitted.
+    pub summaries: u64,
+    /// Models that wrote them (as the transcripts name them), sorted.
+    pub models: Vec<String>,
+    /// By kind name (`url`, `email`, `quoted`, `path`, `id`, `number`).
+    pub kinds: BTreeMap<String, KindRetention>,
+}
+
+impl Retention {
+    /// The rate for a kind, `None` when too few summaries held it.
+    pub fn rate(&self, kind: FactKind) -> Option<f64> {
+        self.kinds.get(kind.name()).and_then(|k| k.rate)
+    }
+
+    /// Kinds that fall back to the upper bound.
+    pub fn missing_kinds(&self) -> Vec<&'static str> {
+        FactKind::ALL
+            .into_iter()
+            .filter(|k| self.rate(*k).is_none())
+            .map(FactKind::name)
+            .collect()
+    }
+}
+
+/// The estimate for a modelled summarizer: the references beyond the summarizer's sight are
+/// broken; of the other at-risk ones, `1 - retention` of each kind (all of a kind with no
+/// rate). Lies within `[unseen, at_risk]` by construction.
+pub fn estimate(t: &RefTally, retention: Option<&Retention>) -> f64 {
+    let mut sum = 0.0;
+    for k in FactKind::ALL {
+        let i = k.index();
+        let certain = t.unseen[i] as f64;
+        let open = (t.at_risk[i] - t.unseen[i]) as f64;
+        let rate = retention.and_then(|r| r.rate(k)).unwrap_or(0.0);
+        sum += certain + open * (1.0 - rate.clamp(0.0, 1.0));
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Request;
+    use crate::transcript::{Event, Format};
+
+    fn request(event: u32, hidden: Range<u32>, carried: Range<u32>) -> Request {
+        Request {
+            event_index: event,
+            invocation_index: 0,
+            author: 0,
+            measured_prompt_tokens: None,
+            adk_chars: 0,
+            adk_chars_uncompacted: 0,
+            contents: 0,
+            contents_uncompacted: 0,
+            json_chars: 0,
+            json_chars_uncompacted: 0,
+            history_tokens: 0,
+            baseline_history_tokens: 0,
+            summary_tokens: 0,
+            hidden_tokens: 0,
+            shared_prefix_tokens: 0,
+            pre_request_compacted: false,
+            pre_request_compactions: 0..0,
+            recorded_prompt_tokens: None,
+            replayed_prompt_tokens: None,
+            baseline_prompt_tokens: 0,
+            prompt_tokens: 0,
+            carried,
+            hidden,
+        }
+    }
+
+    /// The agent lists files (e1), a tool result names `src/app/config.rs` at the end of a
+    /// `pad`-char listing (e2), the user says go on (e3), the agent edits that path (e4).
+    fn session(pad: usize) -> Session {
+        let mut e0 = Event::new("user", Role::User, "i1", 1.0);
+        e0.parts.push(Part::Text {
+            text: "fix the config loader".into(),
+        });
+        let mut e1 = Event::new("agent", Role::Model, "i1", 2.0);
+        e1.parts.push(Part::ToolCall {
+            id: Some("c1".into()),
+            name: "ls".into(),
+            args: serde_json::json!({"dir": "."}),
+        });
+        let mut e2 = Event::new("agent", Role::User, "i1", 3.0);
+        e2.parts.push(Part::ToolResponse {
+            id: Some("c1".into()),
+            name: "ls".into(),
+            response: serde_json::json!({"out": format!("{} src/app/config.rs", "x".repeat(pad))}),
+        });
+        let mut e3 = Event::new("user", Role::User, "i2", 4.0);
+        e3.parts.push(Part::Text {
+            text: "go on".into(),
+        });
+        let mut e4 = Event::new("agent", Role::Model, "i2", 5.0);
+        e4.parts.push(Part::Text {
+            text: "Editing it now.".into(),
+        });
+        e4.parts.push(Part::ToolCall {
+            id: Some("c2".into()),
+            name: "edit".into(),
+            args: serde_json::json!({"path": "src/app/config.rs"}),
+        });
+        Session {
+            id: "s".into(),
+            source: "mem".into(),
+            format: Format::Canonical,
+            events: vec![e0, e1, e2, e3, e4],
+            recorded_compactions: vec![],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        }
+    }
+
+    fn found(s: &Session) -> SessionReferences {
+        let facts = super::super::facts::event_facts(s);
+        let lines: Vec<String> = s
+            .events
+            .iter()
+            .map(crate::tokens::adk::summarizer_text)
+            .collect();
+        SessionReferences::new(s, &facts, &lines)
+    }
+
+    /// e1 is answered with nothing hidden; e4 sees events 0..=2 only through summary 1.
+    fn compacted() -> Replay {
+        Replay {
+            requests: vec![request(1, 0..0, 0..0), request(4, 0..1, 0..1)],
+            carried: vec![1],
+            hidden: vec![(0, 2)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_path_read_only_in_a_tool_result_is_a_reference_at_risk_after_compaction() {
+        let s = session(10);
+        let r = found(&s);
+        // The one reference: e4 uses the path e2 holds ("." in e1 is no fact).
+        assert_eq!(r.len(), 1);
+        let none = Replay {
+            requests: vec![request(1, 0..0, 0..0), request(4, 0..0, 0..0)],
+            ..Default::default()
+        };
+        let t = tally(&r, &none, Some(&[]));
+        assert_eq!(
+            (t.references, t.at_risk_total(), t.broken_total()),
+            (1, 0, 0)
+        );
+
+        // Summary without the path: broken. With it: kept.
+        let lost = [Some("user: fix the config loader".to_string())];
+        let t = tally(&r, &compacted(), Some(&lost));
+        assert_eq!((t.at_risk_total(), t.broken_total()), (1, 1));
+        assert_eq!(t.at_risk[FactKind::Path.index()], 1);
+        let kept = [Some("ls printed src/app/config.rs".to_string())];
+        let t = tally(&r, &compacted(), Some(&kept));
+        assert_eq!((t.at_risk_total(), t.broken_total()), (1, 0));
+        // No text (modelled): at risk, not certainly broken (ADK's summarizer sees it).
+        let t = tally(&r, &compacted(), None);
+        assert_eq!(
+            (t.at_risk_total(), t.unseen_total(), t.broken_total()),
+            (1, 0, 0)
+        );
+        assert_eq!(estimate(&t, None), 1.0);
+    }
+
+    #[test]
+    fn a_fact_beyond_the_2000_char_cut_is_broken_for_certain() {
+        let r = found(&session(2500));
+        let t = tally(&r, &compacted(), None);
+        assert_eq!((t.at_risk_total(), t.unseen_total()), (1, 1));
+        // Whatever the retention, the estimate cannot drop below the certain part.
+        let mut kinds = BTreeMap::new();
+        kinds.insert(
+            "path".to_string(),
+            KindRetention {
+                summaries: 9,
+                facts: 10,
+                kept: 10,
+                rate: Some(1.0),
+                rate_low: Some(0.7),
+                rate_high: Some(1.0),
+            },
+        );
+        let ret = Retention {
+            source: "test".into(),
+            summaries: 9,
+            models: vec![],
+            kinds,
+        };
+        assert_eq!(estimate(&t, Some(&ret)), 1.0);
+        // Short payload: the same retention keeps the reference.
+        let t = tally(&found(&session(10)), &compacted(), None);
+        assert_eq!(estimate(&t, Some(&ret)), 0.0);
+    }
+
+    #[test]
+    fn a_reference_still_held_by_a_visible_event_is_not_at_risk() {
+        // The path also appears in e3 (kept verbatim): not at risk even though e2 is hidden.
+        let mut s = session(10);
+        s.events[3].parts.push(Part::Text {
+            text: "see src/app/config.rs".into(),
+        });
+        let r = found(&s);
+        let t = tally(&r, &compacted(), Some(&[Some(String::new())]));
+        assert_eq!((t.references, t.at_risk_total()), (1, 0));
+    }
+
+    #[test]
+    fn basis_of_an_aggregate() {
+        use Basis::*;
+        assert_eq!(Basis::combine(None, Measured), Measured);
+        assert_eq!(Basis::combine(Measured, Estimated), Estimated);
+        assert_eq!(Basis::combine(None, None), None);
+        for b in [Measured, Estimated, None] {
+            assert_eq!(Basis::parse(b.name()), Some(b));
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! References (metrics.md "References", issue #11): what a summary must keep for the agent's
+//! later requests, measured on the summary texts or bounded for modelled summarizers.
+
+use crate::common::*;
+use compaction_sim::cost::client::ClientMode;
+use compaction_sim::cost::references::Basis;
+use compaction_sim::cost::summarizers::SummarizerSpec;
+use compaction_sim::cost::{evaluate, CostModel, CostSetting, SessionCostInputs};
+use compaction_sim::engine::{self, Config, Summarizer, UsageMode};
+use compaction_sim::tokens::sizes::SessionSizes;
+use compaction_sim::tokens::Tokenizer;
+use compaction_sim::transcript::{Event, Format, Part, Role, Session};
+use serde_json::Value;
+use std::path::Path;
+
+/// A `command:` summarizer printing every string and number of its stdin JSON (the span's
+/// events and the seed summary), one per line.
+const ECHO_PY: &str = r#"import json, sys
+def walk(v, out):
+    if isinstance(v, str): out.append(v)
+    elif isinstance(v, bool) or v is None: pass
+    elif isinstance(v, (int, float)): out.append(json.dumps(v))
+    elif isinstance(v, list):
+        for x in v: walk(x, out)
+    elif isinstance(v, dict):
+        for x in v.values(): walk(x, out)
+out = []
+walk(json.load(sys.stdin), out)
+print("\n".join(out))
+"#;
+
+fn echo_script(dir: &Path) -> String {
+    let p = dir.join("echo_all.py");
+    std::fs::write(&p, ECHO_PY).unwrap();
+    format!("command:python3 {}", p.display())
+}
+
+fn replay_metrics(file: &Path, summarizer: &str) -> Value {
+    let out = bin()
+        .arg("replay")
+        .arg(file)
+        .args([
+            "--after-tokens",
+            "20000",
+            "--keep-recent-events",
+            "5",
+            "--json",
+        ])
+        .args(["--summarizer", summarizer])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = if v.is_array() { v[0].clone() } else { v };
+    v["metrics"].clone()
+}
+
+fn n(m: &Value, k: &str) -> f64 {
+    m[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {m}"))
+}
+
+#[test]
+fn an_echo_command_breaks_no_reference_and_x_breaks_every_one_at_risk() {
+    // A recorded Claude Code coding session (a sub-agent run), compacted at 20k tokens.
+    let file = corpus_dir("claude_code_spotter").join("subagent.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let echo = replay_metrics(&file, &echo_script(dir.path()));
+    assert!(n(&echo, "references_at_risk") > 0.0, "{echo}");
+    assert_eq!(n(&echo, "references_broken"), 0.0, "{echo}");
+    assert_eq!(echo["references_broken_basis"], "measured");
+    let x = replay_metrics(&file, "command:echo x");
+    assert!(n(&x, "references_at_risk") > 0.0, "{x}");
+    assert_eq!(
+        n(&x, "references_broken"),
+        n(&x, "references_at_risk"),
+        "{x}"
+    );
+    assert_eq!(n(&x, "references_broken_low"), n(&x, "references_broken"));
+    let share = n(&x, "references_broken") / n(&x, "references");
+    assert!(
+        (n(&x, "references_broken_share") - share).abs() < 1e-9,
+        "{x}"
+    );
+    // A modelled summarizer: estimated, within its bounds.
+    let agent = replay_metrics(&file, "agent");
+    assert_eq!(agent["references_broken_basis"], "estimated");
+    let (lo, est, hi) = (
+        n(&agent, "references_broken_low"),
+        n(&agent, "references_broken"),
+        n(&agent, "references_broken_high"),
+    );
+    assert!(lo <= est && est <= hi && hi > 0.0, "{agent}");
+    assert_eq!(hi, n(&agent, "references_at_risk"));
+}
+
+fn event(author: &str, role: Role, inv: &str, t: f64, part: Part) -> Event {
+    let mut e = Event::new(author, role, inv, t);
+    e.model_request = role == Role::Model;
+    e.parts.push(part);
+    e
+}
+
+/// Invocation 0: the user asks, the agent lists files, the tool result names
+/// `src/app/config.rs` after `pad` chars of other output, the agent answers without naming it.
+/// Invocation 1: the user says go on, the agent edits that path.
+fn path_session(pad: usize) -> Session {
+    let listing = format!("{} src/app/config.rs", "x".repeat(pad));
+    let events = vec![
+        event(
+            "user",
+            Role::User,
+            "i0",
+            1.0,
+            Part::Text {
+                text: "the loader crashes; find its config".into(),
+            },
+        ),
+        event(
+            "agent",
+            Role::Model,
+            "i0",
+            2.0,
+            Part::ToolCall {
+                id: Some("c1".into()),
+                name: "ls".into(),
+                args: serde_json::json!({"dir": "."}),
+            },
+        ),
+        event(
+            "agent",
+            Role::User,
+            "i0",
+            3.0,
+            Part::ToolResponse {
+                id: Some("c1".into()),
+                name: "ls".into(),
+                response: serde_json::json!({ "out": listing }),
+            },
+        ),
+        event(
+            "agent",
+            Role::Model,
+            "i0",
+            4.0,
+            Part::Text {
+                text: "Found the config file.".into(),
+            },
+        ),
+        event(
+            "user",
+            Role::User,
+            "i1",
+            5.0,
+            Part::Text {
+                text: "go on, fix it".into(),
+            },
+        ),
+        event(
+            "agent",
+            Role::Model,
+            "i1",
+            6.0,
+            Part::ToolCall {
+                id: Some("c2".into()),
+                name: "edit".into(),
+                args: serde_json::json!({"path": "src/app/config.rs", "line": 7}),
+            },
+        ),
+    ];
+    Session {
+        id: "path".into(),
+        source: "mem".into(),
+        format: Format::Canonical,
+        events,
+        recorded_compactions: vec![],
+        model: Some("claude-sonnet-4-5".into()),
+        synthetic_timestamps: false,
+        approval_policies: vec![],
+    }
+}
+
+/// References of the session under a sliding window after every invocation.
+fn refs_under(s: &Session, summarizer: &str) -> compaction_sim::cost::metrics::SessionMetrics {
+    let sizes = SessionSizes::new(s, None);
+    let inputs = SessionCostInputs::new(s, Tokenizer::AdkChars);
+    let spec = SummarizerSpec::parse(summarizer).unwrap();
+    let cfg = Config {
+        token: None,
+        sliding: Some((1, 0)),
+        usage: UsageMode::default(),
+        pre_request: true,
+    };
+    let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
+    let st = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
+    let e = evaluate(s, &sizes, &inputs, &CostModel::default(), &st, None, &run).unwrap();
+    assert!(
+        !e.replay.compactions.is_empty(),
+        "{summarizer}: nothing compacted"
+    );
+    e.metrics
+}
+
+#[test]
+fn a_path_read_only_in_a_tool_result_and_edited_after_compaction() {
+    let s = path_session(10);
+    // The edit's path is the one reference (`.` and the single digit 7 are no facts).
+    let terse = refs_under(&s, "terse");
+    assert_eq!(terse.references, 1);
+    assert_eq!(terse.references_at_risk, 1);
+    // terse keeps `author: text` only: the tool result's path is gone.
+    assert_eq!(terse.references_broken, 1.0);
+    assert_eq!(terse.references_broken_share, 1.0);
+    assert_eq!(terse.references_broken_basis, Basis::Measured);
+
+    let dir = tempfile::tempdir().unwrap();
+    let echo = refs_under(&s, &echo_script(dir.path()));
+    assert_eq!((echo.references_at_risk, echo.references_broken), (1, 0.0));
+
+    // The agent's own model: at risk, not broken for certain (ADK's summarizer sees the path).
+    let agent = refs_under(&s, "agent");
+    assert_eq!(agent.references_at_risk, 1);
+    assert_eq!(agent.references_broken_basis, Basis::Estimated);
+    assert_eq!(
+        (agent.references_broken_low, agent.references_broken_high),
+        (0, 1)
+    );
+    assert!(agent.references_broken > 0.0 && agent.references_broken < 1.0);
+
+    // The same path 2,500 chars into the tool result: beyond LlmEventSummarizer's 2,000-char
+    // cut, so broken whatever the model writes.
+    let far = refs_under(&path_session(2500), "agent");
+    assert_eq!(
+        (far.references_broken_low, far.references_broken_high),
+        (1, 1)
+    );
+    assert_eq!(far.references_broken, 1.0);
+}
