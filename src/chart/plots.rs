@@ -178,11 +178,11 @@ impl Chart for CostVsDetail<'_> {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let d = self.0;
-        let axis = DetailAxis::of(d);
+        let detail = DetailAxis::of(d);
         let pts: Vec<(&SettingRow, f64, f64)> = d
             .settings
             .iter()
-            .filter_map(|s| Some((s, (axis.value)(s)? * 100.0, s.cost_usd()?)))
+            .filter_map(|s| Some((s, (detail.value)(s)? * 100.0, s.cost_usd()?)))
             .collect();
         let sessions = distinct_sessions(d);
         let area = title(
@@ -190,7 +190,7 @@ impl Chart for CostVsDetail<'_> {
             "Cost against detail lost, one point per setting",
             &format!(
                 "cost = agent + summarizer calls over {sessions} sessions; {}",
-                axis.subtitle
+                detail.subtitle
             ),
         )?;
         let (x0, x1) = min_max(pts.iter().map(|p| p.1)).unwrap_or((0.0, 1.0));
@@ -205,7 +205,7 @@ impl Chart for CostVsDetail<'_> {
             .map_err(e)?;
         chart
             .configure_mesh()
-            .x_desc(axis.x_desc)
+            .x_desc(detail.x_desc)
             .y_desc("cost (USD, total over sessions)")
             .axis_desc_style(font(AXIS))
             .label_style(font(TICK))
@@ -237,7 +237,7 @@ impl Chart for CostVsDetail<'_> {
         let budget = d
             .run
             .get("budgets")
-            .and_then(|b| b.get(axis.budget_key))
+            .and_then(|b| b.get(detail.budget_key))
             .and_then(serde_json::Value::as_f64)
             .map(|v| v * 100.0)
             .filter(|x| *x >= x0 && *x <= x1);
@@ -334,7 +334,7 @@ impl Chart for CostVsDetail<'_> {
                 continue;
             }
             if !f.recommended && !f.is_baseline() {
-                if let (Some(x), Some(y)) = ((axis.value)(f), f.cost_usd()) {
+                if let (Some(x), Some(y)) = ((detail.value)(f), f.cost_usd()) {
                     labels.push((format!("F{}", i + 1), (x * 100.0, y), FRONT_C));
                 }
             }
