@@ -498,9 +498,11 @@ pub fn recommendation_lines(out: &Outcome) -> Vec<String> {
             lines.push(r.label.clone());
             let wait = r.wait_p95();
             let mut nums = format!(
-                "  with it: ${:.4} over {} sessions, detail lost {:.1}% (mean), {} summarizer calls, summary wait p95 {:.2} s",
+                "  with it: ${:.4} over {} sessions, references broken {:.1}% (mean, {}), history read only through summaries {:.1}%, {} summarizer calls, summary wait p95 {:.2} s",
                 r.cost(),
                 r.sessions,
+                100.0 * r.broken_references(),
+                r.references_broken_basis.name(),
                 100.0 * r.detail_lost(),
                 r.get("summarizer_calls_sum").unwrap_or(0.0),
                 wait
@@ -511,7 +513,7 @@ pub fn recommendation_lines(out: &Outcome) -> Vec<String> {
             lines.push(nums);
             if let Some(b) = &out.baseline {
                 lines.push(format!(
-                    "  no compaction: ${:.4}, detail lost 0.0%, no summary wait; saves ${:.4} ({:.1}%)",
+                    "  no compaction: ${:.4}, nothing broken or summarized, no summary wait; saves ${:.4} ({:.1}%)",
                     b.cost(),
                     b.cost() - r.cost(),
                     if b.cost() > 0.0 { 100.0 * (b.cost() - r.cost()) / b.cost() } else { 0.0 }

@@ -27,6 +27,8 @@ const SMALL: &[&str] = &[
     "terse",
     "--budget-detail-lost",
     "1",
+    "--budget-broken-references",
+    "1",
     "--no-cache",
 ];
 
@@ -349,6 +351,21 @@ mod publishing {
         // And `report` re-renders it.
         let (code, _, err) = run(cwd.path(), &["report", "nb"]);
         assert_eq!(code, 0, "{err}");
+    }
+
+    /// The paste-ready lines name the trade-off's detail measure and its basis (`terse`
+    /// writes text, so its broken references are measured); `-q` prints none of them.
+    #[test]
+    fn the_recommendation_names_broken_references_and_their_basis() {
+        let cwd = tempfile::tempdir().unwrap();
+        let (code, out, err) = sweep_small(cwd.path(), &["--out", "r1"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("compaction=Compaction("), "{out}");
+        assert!(out.contains("references broken"), "{out}");
+        assert!(out.contains("(mean, measured)"), "{out}");
+        let (code, out, err) = sweep_small(cwd.path(), &["--out", "r2", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out, "", "-q prints nothing on stdout");
     }
 
     /// A 200 KB disk: the run fails with exit 3, and nothing is published or left behind.
