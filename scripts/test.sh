@@ -1,19 +1,7 @@
 #!/usr/bin/env bash
-# The test suite, with what it needs started first (a PostgreSQL server, a Python venv with
-# google-adk): the README's test command, and what
-# .ci/run calls. Safe to run again: each step is idempotent and caches under ~/.cache.
+# The README's test command: start what the tests need (a PostgreSQL server, a Python venv
+# with google-adk; scripts/test-env.sh), then run the suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The PostgreSQL server the session-database tests read (tests/cli/db.rs): Debian's package,
-# a cluster under ~/.cache, the ADK-written fixture loaded (scripts/start-postgres.sh).
-COMPACTION_SIM_TEST_POSTGRES="$(scripts/start-postgres.sh | tail -1)"
-export COMPACTION_SIM_TEST_POSTGRES
-# A Python with google-adk for the `python:` summarizer tests (tests/cli/python.rs), kept under
-# ~/.cache; made once, reused while it still imports the pinned google-adk.
-VENV="$HOME/.cache/compaction-sim-venv"
-if ! "$VENV/bin/python" -c 'import google.adk, sys; sys.exit(google.adk.__version__ != "2.13.0")' 2>/dev/null; then
-  python3 -m venv --clear "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check 'google-adk==2.13.0'
-fi
-export COMPACTION_SIM_TEST_PYTHON="$VENV/bin/python"
+. scripts/test-env.sh
 cargo test --locked "$@"

@@ -39,13 +39,14 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs) -> Result<u8> {
-    // Never write over a shard folder (or a folder holding one), checked before any work.
-    let chosen = crate::table::publish::Chosen::ByUser { force: args.force };
-    if let Some(out) = &args.out {
-        crate::table::publish::check_target(out, &args.dirs, chosen)?;
-    }
     super::install_signal_handler();
     let (inputs, _shard, rows) = rundir::read_partials(&args.dirs)?;
+    // Where the run goes, checked before the transcripts are read again: never over a shard
+    // folder (or a folder holding one), nor over anything the tool did not write.
+    let name = inputs.default_name(&chrono::Utc::now().format("%Y-%m-%d").to_string());
+    let chosen = crate::table::publish::Chosen::ByUser { force: args.force };
+    let (target, latest) =
+        super::sweep::run_target(&args.out, &args.reports, &name, &args.dirs, chosen)?;
     let costing = Costing::from_texts(
         "pricing.toml",
         &inputs.pricing_toml,
@@ -111,18 +112,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
     let (eval, _) =
         pipeline::PipelineEval::build_placed(placed, &grid.tokenizer, &costing, &cache)?;
-    let name = inputs.default_name(&chrono::Utc::now().format("%Y-%m-%d").to_string());
     super::sweep::finish_run(
-        &args.out,
-        args.force,
-        &args.reports,
-        &name,
-        &inputs,
-        &args.dirs,
-        &grid,
-        &rows,
-        &eval,
-        None,
-        args.quiet,
+        &target, latest, &name, &inputs, &grid, &rows, &eval, None, args.quiet,
     )
 }

@@ -300,7 +300,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         ),
     };
     let name = inputs.default_name(&today());
-    let target = match args.shard {
+    // Checked once, before any replay; `publish` itself refuses anything that appears at the
+    // path meanwhile.
+    let (target, latest) = match args.shard {
         Some(shard) => {
             let (dir, chosen) = match &args.out {
                 Some(d) => (d.clone(), chosen),
@@ -310,9 +312,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
                     Chosen::Default,
                 ),
             };
-            publish::check_target(&dir, &input_paths, chosen)?
+            (publish::check_target(&dir, &input_paths, chosen)?, false)
         }
-        None => run_target(&args.out, &args.reports, &name, &input_paths, chosen)?.0,
+        None => run_target(&args.out, &args.reports, &name, &input_paths, chosen)?,
     };
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
@@ -369,17 +371,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         return Ok(super::EXIT_OK);
     }
     finish_run(
-        &args.out,
-        args.force,
-        &args.reports,
-        &name,
-        &inputs,
-        &input_paths,
-        &grid,
-        &rows,
-        &eval,
-        None,
-        args.quiet,
+        &target, latest, &name, &inputs, &grid, &rows, &eval, None, args.quiet,
     )
 }
 
@@ -411,23 +403,21 @@ pub fn run_target(
 }
 
 /// Aggregate, draw timelines, write the folder and its report, move it into place, point
-/// `latest` at it, print the recommendation. Shared by `sweep` and `merge`. Any failure
-/// (disk full, a chart that cannot be drawn, a signal) leaves the earlier state as it was.
+/// `latest` at it when `latest` (see [`run_target`], which the caller ran before any work),
+/// print the recommendation. Shared by `sweep` and `merge`. Any failure (disk full, a chart
+/// that cannot be drawn, a signal) leaves the earlier state as it was.
 #[allow(clippy::too_many_arguments)]
 pub fn finish_run(
-    out: &Option<PathBuf>,
-    force: bool,
-    reports: &Path,
+    target: &Target,
+    latest: bool,
     name: &str,
     inputs: &RunInputs,
-    input_paths: &[PathBuf],
     grid: &ResolvedGrid,
     rows: &[RunRow],
     eval: &dyn crate::sweep::run::Evaluator,
     shards: Option<u32>,
     quiet: bool,
 ) -> Result<u8> {
-    let (target, latest) = run_target(out, reports, name, input_paths, Chosen::ByUser { force })?;
     let outcome = rundir::outcome(&grid.settings, rows, &grid.budget);
     let live = rundir::live_sessions(inputs);
     let timelines = rundir::timelines_json(
@@ -443,7 +433,7 @@ pub fn finish_run(
         .and_then(|n| n.to_str())
         .unwrap_or(name)
         .to_string();
-    let build = publish::build_dir_for(&target)?;
+    let build = publish::build_dir_for(target)?;
     rundir::write_run_files(
         build.path(),
         &run_name,
@@ -463,7 +453,7 @@ pub fn finish_run(
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
-    publish::publish(build, &target)?;
+    publish::publish(build, target)?;
     if latest {
         let parent = target
             .dir
