@@ -33,6 +33,10 @@ pub struct MergeArgs {
     pub no_cache: bool,
     #[arg(long, short)]
     pub quiet: bool,
+    /// Largest grid accepted, in settings: give the sweep's own `--max-settings` when it
+    /// raised the limit.
+    #[arg(long, value_name = "N", default_value_t = crate::sweep::grid::MAX_SETTINGS)]
+    pub max_settings: u64,
     /// Where `python:` summarizers run (the timelines replay them).
     #[command(flatten)]
     pub python: super::cost_flags::PythonFlags,
@@ -57,10 +61,13 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     let tokenizers = pipeline::tokenizer_names();
     let grid = GridSpec::from_toml("grid.toml", &inputs.grid_toml)
         .and_then(|g| {
-            g.resolve(&Known {
-                model: &known_model,
-                tokenizers: &tokenizers,
-            })
+            g.resolve_with_limit(
+                &Known {
+                    model: &known_model,
+                    tokenizers: &tokenizers,
+                },
+                args.max_settings,
+            )
         })
         .map_err(|e| anyhow!("{}: {e}", args.dirs[0].join("grid.toml").display()))?;
 

@@ -44,6 +44,9 @@ pub struct SweepArgs {
     /// Print the resolved grid and exit.
     #[arg(long)]
     pub show_grid: bool,
+    /// Largest grid accepted, in settings (counted before any is built).
+    #[arg(long, value_name = "N", default_value_t = crate::sweep::grid::MAX_SETTINGS)]
+    pub max_settings: u64,
     /// Price table replacing or extending the built-in one (TOML or LiteLLM JSON).
     #[arg(long, value_name = "FILE")]
     pub pricing: Option<PathBuf>,
@@ -168,10 +171,13 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
     spec.overlay(flags);
     let known_model = |m: &str| costing.knows_model(m);
     let tokenizers = pipeline::tokenizer_names();
-    spec.resolve(&Known {
-        model: &known_model,
-        tokenizers: &tokenizers,
-    })
+    spec.resolve_with_limit(
+        &Known {
+            model: &known_model,
+            tokenizers: &tokenizers,
+        },
+        args.max_settings,
+    )
     .map_err(|e| e.0)
 }
 

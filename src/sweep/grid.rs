@@ -505,9 +505,10 @@ fn check_summarizer(name: &str, known: &Known) -> Result<(), String> {
     }
 }
 
-/// Most settings a grid may resolve to (README "Sweeps"): far above any sweep that finishes,
-/// low enough that the settings list itself (a few hundred bytes each) fits in memory.
-pub const MAX_SETTINGS: u64 = 2_000_000;
+/// Most settings a grid may resolve to unless `--max-settings` raises it (README "Sweeps"):
+/// far above any sweep that finishes in a day, so a larger grid is almost always a typo in a
+/// range; the settings list itself (a few hundred bytes each) stays small.
+pub const MAX_SETTINGS: u64 = 100_000;
 
 /// How many settings the axes give, without building them (saturating, so an absurd grid
 /// cannot overflow): per (tokenizer, agent model) one baseline plus, per trigger kind, its
@@ -746,7 +747,7 @@ impl GridSpec {
                 Err(_) => format!("more than {}", py_int(u64::MAX)),
             };
             return err(format!(
-                "grid: {count} settings is over the limit of {} (values per axis: {}); narrow an axis",
+                "grid: {count} settings is over the limit of {} (values per axis: {}); narrow an axis or raise the limit with --max-settings N",
                 py_int(max_settings),
                 sizes.join(", ")
             ));
@@ -1154,8 +1155,9 @@ mod tests {
         .0;
         assert_eq!(
             e,
-            "grid: 1_000_000_000_001 settings is over the limit of 2_000_000 (values per axis: \
-             after_tokens 1_000_000, keep_recent_events 1_000_000); narrow an axis"
+            "grid: 1_000_000_000_001 settings is over the limit of 100_000 (values per axis: \
+             after_tokens 1_000_000, keep_recent_events 1_000_000); narrow an axis or raise the \
+             limit with --max-settings N"
         );
         // Four axes of a million values overflow u64: still a count, never a wrap-around.
         let e = GridSpec::from_toml(

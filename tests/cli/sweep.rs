@@ -100,7 +100,8 @@ mod grid_errors {
                 "--show-grid",
             ],
             &[
-                "grid: 2_000_000_000_001 settings is over the limit of 2_000_000",
+                "grid: 2_000_000_000_001 settings is over the limit of 100_000",
+                "--max-settings N",
                 "after_tokens 1_000_000",
                 "keep_recent_events 1_000_000",
             ],
@@ -115,6 +116,47 @@ mod grid_errors {
                 "--show-grid",
             ],
             &["grid: 2_000_000_000_025 settings", "after_invocations 4"],
+        );
+    }
+
+    /// Issue 13: the default limit is 100,000 settings, refused with the count before the
+    /// grid is built; `--max-settings N` raises it (and is itself a limit).
+    #[test]
+    fn max_settings_raises_the_grid_limit() {
+        let grid = [
+            "--trigger",
+            "tokens",
+            "--after-tokens",
+            "1..50000:1",
+            "--keep-recent-events",
+            "0",
+            "--summarizer",
+            "agent,terse",
+            "--show-grid",
+        ];
+        refused(
+            &grid,
+            &[
+                "grid: 100_001 settings is over the limit of 100_000",
+                "after_tokens 50_000",
+                "--max-settings N",
+            ],
+        );
+        let mut raised = grid.to_vec();
+        raised.extend(["--max-settings", "100001"]);
+        let dir = tempfile::tempdir().unwrap();
+        let (code, out, err) = sweep(&raised, dir.path());
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("# 100001 settings (100000 compaction + 1 no-compaction baseline)"),
+            "{}",
+            out.lines().last().unwrap_or("")
+        );
+        let mut short = grid.to_vec();
+        short.extend(["--max-settings", "100000"]);
+        refused(
+            &short,
+            &["grid: 100_001 settings is over the limit of 100_000"],
         );
     }
 
