@@ -23,31 +23,82 @@ impl Classify for AtomicError {
 
 /// Write `bytes` to `path` atomically, as an ordinary readable file (0644 on Unix: temp
 /// files are created 0600, but reports are meant to be shared). The one implementation of
-/// atomic writes in the project: every output file goes through here.
+/// atomic writes in the project: every output file goes through here or [`AtomicFile`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicError> {
-    let err = |source| AtomicError {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(err)?;
-    tmp.write_all(bytes).map_err(err)?;
-    tmp.as_file().sync_all().map_err(err)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(err)?;
+    let mut f = AtomicFile::create(path)?;
+    f.file().write_all(bytes).map_err(|e| f.error(e))?;
+    f.commit()
+}
+
+/// A file written piece by piece (a table streamed row group by row group) and put in place
+/// whole by [`AtomicFile::commit`]; dropped uncommitted, it leaves nothing behind.
+#[derive(Debug)]
+pub struct AtomicFile {
+    path: PathBuf,
+    tmp: tempfile::NamedTempFile,
+}
+
+impl AtomicFile {
+    /// A temp file beside `path`.
+    pub fn create(path: &Path) -> Result<AtomicFile, AtomicError> {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let tmp = tempfile::Builder::new()
+            .prefix(".tmp-")
+            .tempfile_in(dir)
+            .map_err(|source| AtomicError {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            tmp,
+        })
     }
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
+
+    /// The temp file, to write to.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        self.tmp.as_file_mut()
+    }
+
+    /// A second handle on the temp file (for writers that take theirs by value); it shares
+    /// the file position, so write through one handle only.
+    pub fn handle(&self) -> Result<std::fs::File, AtomicError> {
+        self.tmp.as_file().try_clone().map_err(|e| self.error(e))
+    }
+
+    /// An I/O failure on this file, named by its final path.
+    pub fn error(&self, source: std::io::Error) -> AtomicError {
+        AtomicError {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Flush to disk and rename into place.
+    pub fn commit(self) -> Result<(), AtomicError> {
+        let err = |source| AtomicError {
+            path: self.path.clone(),
+            source,
+        };
+        self.tmp.as_file().sync_all().map_err(err)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            self.tmp
+                .as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))
+                .map_err(err)?;
+        }
+        let path = self.path.clone();
+        self.tmp.persist(&path).map_err(|e| AtomicError {
+            path,
+            source: e.error,
+        })?;
+        Ok(())
+    }
 }
 
 /// Make a finished output folder readable like one made by `mkdir` (temp dirs are 0700).

@@ -7,6 +7,7 @@
 
 use crate::sweep::grid::{GridSpec, Known};
 use crate::sweep::pipeline::{self, Costing};
+use crate::table::frames::RunsWriter;
 use crate::table::rundir::{self, TIMELINE_SESSIONS};
 use anyhow::{anyhow, Result};
 use clap::Args;
@@ -33,6 +34,9 @@ pub struct MergeArgs {
     pub no_cache: bool,
     #[arg(long, short)]
     pub quiet: bool,
+    /// Write runs.csv whatever the run's size (by default only up to 500,000 rows).
+    #[arg(long)]
+    pub runs_csv: bool,
     /// Largest grid accepted, in settings: give the sweep's own `--max-settings` when it
     /// raised the limit.
     #[arg(long, value_name = "N", default_value_t = crate::sweep::grid::MAX_SETTINGS)]
@@ -44,7 +48,7 @@ pub struct MergeArgs {
 
 pub fn run(args: MergeArgs) -> Result<u8> {
     super::install_signal_handler();
-    let (inputs, _shard, rows) = rundir::read_partials(&args.dirs)?;
+    let (inputs, _shard, parts) = rundir::read_partials(&args.dirs)?;
     // Where the run goes, checked before the transcripts are read again: never over a shard
     // folder (or a folder holding one), nor over anything the tool did not write.
     let name = inputs.default_name(&chrono::Utc::now().format("%Y-%m-%d").to_string());
@@ -73,15 +77,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
 
     // Load only the sessions the timelines draw.
     let live = rundir::live_sessions(&inputs);
-    let mut longest = live.clone();
-    longest.sort_by(|&a, &b| {
-        let (x, y) = (&inputs.sessions[a as usize], &inputs.sessions[b as usize]);
-        y.model_requests
-            .cmp(&x.model_requests)
-            .then(y.events.cmp(&x.events))
-            .then(a.cmp(&b))
-    });
-    longest.truncate(TIMELINE_SESSIONS);
+    let longest = rundir::longest_sessions(&inputs.sessions, &live, TIMELINE_SESSIONS);
     // Each file read again with the format its sessions were read as.
     let mut files: Vec<(String, String)> = longest
         .iter()
@@ -119,7 +115,18 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
     let (eval, _) =
         pipeline::PipelineEval::build_placed(placed, &grid.tokenizer, &costing, &cache)?;
+    // The shards' rows, merged into the run's runs.parquet a row group per shard at a time.
+    let build = crate::table::publish::build_dir_for(&target)?;
+    let rows = inputs.sessions.len() as u64 * grid.settings.len() as u64;
+    let mut w = RunsWriter::create(
+        build.path(),
+        &inputs.sessions,
+        &grid.settings,
+        rundir::wants_runs_csv(rows, args.runs_csv),
+    )?;
+    rundir::merge_runs(&parts, &inputs, &mut w)?;
+    w.finish()?;
     super::sweep::finish_run(
-        &target, latest, &name, &inputs, &grid, &rows, &eval, None, args.quiet,
+        &target, latest, &name, &inputs, &grid, build, &eval, None, args.quiet,
     )
 }

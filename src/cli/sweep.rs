@@ -3,8 +3,9 @@
 
 use crate::sweep::grid::{AxisItem, AxisSpec, Budgets, GridSpec, Known, ResolvedGrid};
 use crate::sweep::pipeline::{self, Costing};
-use crate::sweep::run::{run_pairs, shard_sessions, Cancelled, Failure, RunRow};
+use crate::sweep::run::{run_windows, shard_sessions, Cancelled, Failure, RunRow};
 use crate::sweep::shard::Shard;
+use crate::table::frames::RunsWriter;
 use crate::table::publish::{self, Chosen, Target};
 use crate::table::rundir::{self, RunInputs, Skipped};
 use anyhow::Result;
@@ -44,6 +45,10 @@ pub struct SweepArgs {
     /// Print the resolved grid and exit.
     #[arg(long)]
     pub show_grid: bool,
+    /// Write runs.csv whatever the run's size (by default only up to 500,000 rows;
+    /// runs.parquet always holds every row).
+    #[arg(long)]
+    pub runs_csv: bool,
     /// Largest grid accepted, in settings (counted before any is built).
     #[arg(long, value_name = "N", default_value_t = crate::sweep::grid::MAX_SETTINGS)]
     pub max_settings: u64,
@@ -324,27 +329,55 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     };
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    let eval =
-        pipeline::PipelineEval::build(loaded.sessions, &mine, &grid.tokenizer, &costing, &cache)?;
+    // Sessions are sized and replayed a window at a time and their rows streamed into
+    // runs.parquet; the longest few are kept for timelines.json.
+    let keep = match args.shard {
+        Some(_) => Vec::new(),
+        None => rundir::longest_sessions(&inputs.sessions, &mine, TIMELINE_KEEP),
+    };
+    let mut counted = pipeline::Counted::new(
+        loaded.sessions,
+        &mine,
+        &keep,
+        &grid.tokenizer,
+        &costing,
+        &cache,
+    )?;
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
-    let pb = progress((mine.len() * grid.settings.len()) as u64, args.quiet);
+    let build = publish::build_dir_for(&target)?;
+    let planned = mine.len() as u64 * grid.settings.len() as u64;
+    let csv = args.shard.is_none() && rundir::wants_runs_csv(planned, args.runs_csv);
+    let pb = progress(planned, args.quiet);
     let tick = || {
         if let Some(p) = &pb {
             p.inc(1)
         }
     };
-    let result = run_pairs(&eval, &mine, &grid.settings, &CANCEL, &tick);
+    let mut failed: Vec<Failure> = Vec::new();
+    let mut writer = RunsWriter::create(build.path(), &inputs.sessions, &grid.settings, csv)?;
+    let events = |s: u32| inputs.sessions.get(s as usize).map_or(0, |i| i.events);
+    let result = run_windows(
+        &mine,
+        &events,
+        &grid.settings,
+        &mut |w: &[u32]| counted.window(w),
+        &CANCEL,
+        &tick,
+        &mut |rows, f| {
+            writer.push(rows)?;
+            failed.extend(f);
+            Ok(())
+        },
+    );
     if let Some(p) = &pb {
         p.finish_and_clear();
     }
-    let (mut rows, failed) = match result {
-        Ok(r) => r,
-        Err(Cancelled) => return Err(Cancelled.into()),
-    };
+    result?;
+    writer.finish()?;
     if !failed.is_empty() {
-        drop_failed(&mut inputs, &mut rows, failed);
+        drop_failed(&mut inputs, &mut Vec::new(), failed);
         for s in inputs
             .skipped
             .iter()
@@ -357,11 +390,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             );
         }
     }
-    rows.sort_by_key(|r| (r.session, r.setting));
 
     if let Some(shard) = args.shard {
-        let build = publish::build_dir_for(&target)?;
-        rundir::write_partial_files(build.path(), shard, &inputs, &grid, &rows, &CANCEL)?;
+        rundir::write_partial_files(build.path(), shard, &inputs, &CANCEL)?;
         if CANCEL.load(Ordering::SeqCst) {
             return Err(Cancelled.into());
         }
@@ -376,10 +407,18 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         }
         return Ok(super::EXIT_OK);
     }
+    let live = rundir::live_sessions(&inputs);
+    let mut drawn = rundir::longest_sessions(&inputs.sessions, &live, rundir::TIMELINE_SESSIONS);
+    drawn.sort_unstable();
+    let eval = counted.window(&drawn)?;
     finish_run(
-        &target, latest, &name, &inputs, &grid, &rows, &eval, None, args.quiet,
+        &target, latest, &name, &inputs, &grid, build, &eval, None, args.quiet,
     )
 }
+
+/// Sessions kept in memory for timelines.json: its 5 plus spares for sessions whose replay
+/// fails (the 5 longest among those that did not fail are drawn).
+const TIMELINE_KEEP: usize = 64;
 
 /// Where a full run goes, checked (see [`publish::check_target`]), and whether `latest` is to
 /// point at it (the default place, or an `--out` inside the reports folder). `latest` is
@@ -408,7 +447,8 @@ pub fn run_target(
     Ok((target, latest))
 }
 
-/// Aggregate, draw timelines, write the folder and its report, move it into place, point
+/// Aggregate (from the rows streamed into `build`'s runs.parquet), draw timelines, write the
+/// rest of the folder and its report, move it into place, point
 /// `latest` at it when `latest` (see [`run_target`], which the caller ran before any work),
 /// print the recommendation. Shared by `sweep` and `merge`. Any failure (disk full, a chart
 /// that cannot be drawn, a signal) leaves the earlier state as it was.
@@ -419,12 +459,16 @@ pub fn finish_run(
     name: &str,
     inputs: &RunInputs,
     grid: &ResolvedGrid,
-    rows: &[RunRow],
+    build: publish::BuildDir,
     eval: &dyn crate::sweep::run::Evaluator,
     shards: Option<u32>,
     quiet: bool,
 ) -> Result<u8> {
-    let outcome = rundir::outcome(&grid.settings, rows, &grid.budget);
+    let outcome = rundir::outcome_parquet(
+        &grid.settings,
+        &build.path().join("runs.parquet"),
+        &grid.budget,
+    )?;
     let live = rundir::live_sessions(inputs);
     let timelines = rundir::timelines_json(
         eval,
@@ -439,13 +483,11 @@ pub fn finish_run(
         .and_then(|n| n.to_str())
         .unwrap_or(name)
         .to_string();
-    let build = publish::build_dir_for(target)?;
     rundir::write_run_files(
         build.path(),
         &run_name,
         inputs,
         grid,
-        rows,
         &outcome,
         &timelines,
         shards,

@@ -259,10 +259,13 @@ struct Prepared {
     sized: Vec<Sized>,
 }
 
-/// Sessions counted and sized once; each `evaluate` is one engine replay (two or more
-/// under `streams` when a summary loses the race) plus the metrics.
+/// Prepared sessions, ready to replay: each `evaluate` is one engine replay (two or more
+/// under `streams` when a summary loses the race) plus the metrics. A sweep prepares one
+/// window of sessions at a time (see [`Counted::window`]).
 pub struct PipelineEval {
-    items: Vec<Option<Prepared>>,
+    /// Session indices of `items`, ascending.
+    ids: Vec<u32>,
+    items: Vec<Prepared>,
     cost: CostModel,
     specs: std::sync::Mutex<HashMap<String, SummarizerSpec>>,
 }
@@ -274,8 +277,129 @@ pub struct PrepTimes {
     pub size_s: f64,
 }
 
+/// Sessions read and counted once per tokenizer (4 bytes an event), then sized a window at
+/// a time: the per-event arrays and cost inputs of a session exist only while its window
+/// replays, so they do not grow with the run.
+pub struct Counted {
+    /// Session indices held, ascending.
+    ids: Vec<u32>,
+    sessions: Vec<Option<Session>>,
+    /// `counts[t][k]`: per-event counts of `sessions[k]` under `toks[t]`.
+    counts: Vec<Vec<Vec<u32>>>,
+    toks: Vec<Tokenizer>,
+    /// Sessions kept after their window (see [`Counted::new`]).
+    keep: Vec<u32>,
+    cost: CostModel,
+    pub times: PrepTimes,
+}
+
+impl Counted {
+    /// Count the sessions at `which` (indices into `sessions`, ascending) for every tokenizer;
+    /// the others are dropped. Sessions in `keep` stay after their window (for
+    /// `timelines.json`); the rest are freed as their window ends.
+    pub fn new(
+        sessions: Vec<Session>,
+        which: &[u32],
+        keep: &[u32],
+        tokenizers: &[String],
+        costing: &Costing,
+        cache: &CacheOpts,
+    ) -> Result<Self> {
+        let toks: Vec<Tokenizer> = tokenizers
+            .iter()
+            .map(|t| t.parse::<Tokenizer>().map_err(|e| anyhow!(e)))
+            .collect::<Result<_>>()?;
+        let mut ids = which.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut owned: Vec<Session> = Vec::with_capacity(ids.len());
+        let mut next = ids.iter().peekable();
+        for (i, s) in sessions.into_iter().enumerate() {
+            if next.peek().is_some_and(|&&k| k as usize == i) {
+                owned.push(s);
+                next.next();
+            }
+        }
+        ids.truncate(owned.len());
+        let mut times = PrepTimes::default();
+        let mut counts = Vec::with_capacity(toks.len());
+        for &tok in &toks {
+            let t0 = std::time::Instant::now();
+            counts.push(count_sessions(&owned, tok, cache)?);
+            times.count_s += t0.elapsed().as_secs_f64();
+        }
+        let mut keep = keep.to_vec();
+        keep.sort_unstable();
+        Ok(Counted {
+            ids,
+            sessions: owned.into_iter().map(Some).collect(),
+            counts,
+            toks,
+            keep,
+            cost: costing.model.clone(),
+            times,
+        })
+    }
+
+    /// Size the sessions `which` (ascending) for replay. A session prepared once is gone from
+    /// here unless it is one to keep.
+    pub fn window(&mut self, which: &[u32]) -> Result<PipelineEval> {
+        let t1 = std::time::Instant::now();
+        let mut picked: Vec<(u32, Session, Vec<Vec<u32>>)> = Vec::with_capacity(which.len());
+        for &id in which {
+            let k = self
+                .ids
+                .binary_search(&id)
+                .map_err(|_| anyhow!("session {id} was not read"))?;
+            let keep = self.keep.binary_search(&id).is_ok();
+            let session = if keep {
+                self.sessions[k].clone()
+            } else {
+                self.sessions[k].take()
+            }
+            .ok_or_else(|| anyhow!("session {id} was already replayed"))?;
+            let counts: Vec<Vec<u32>> = self
+                .counts
+                .iter_mut()
+                .map(|c| {
+                    if keep {
+                        c[k].clone()
+                    } else {
+                        std::mem::take(&mut c[k])
+                    }
+                })
+                .collect();
+            picked.push((id, session, counts));
+        }
+        let toks = self.toks.clone();
+        let items: Vec<Prepared> = picked
+            .into_par_iter()
+            .map(|(_, session, counts)| {
+                let sized = toks
+                    .iter()
+                    .zip(&counts)
+                    .map(|(&tok, c)| Sized {
+                        tok,
+                        sizes: SessionSizes::new(&session, Some(c)),
+                        inputs: SessionCostInputs::new(&session, tok),
+                    })
+                    .collect();
+                Prepared { session, sized }
+            })
+            .collect();
+        self.times.size_s += t1.elapsed().as_secs_f64();
+        Ok(PipelineEval {
+            ids: which.to_vec(),
+            items,
+            cost: self.cost.clone(),
+            specs: std::sync::Mutex::new(HashMap::new()),
+        })
+    }
+}
+
 impl PipelineEval {
-    /// Prepare the sessions at `which` (indices into `sessions`) for every tokenizer.
+    /// Prepare the sessions at `which` (indices into `sessions`) for every tokenizer, all at
+    /// once (a few sessions, or a benchmark that replays them several times).
     pub fn build(
         sessions: Vec<Session>,
         which: &[u32],
@@ -283,13 +407,9 @@ impl PipelineEval {
         costing: &Costing,
         cache: &CacheOpts,
     ) -> Result<Self> {
-        let mut placed: Vec<Option<Session>> = sessions.into_iter().map(Some).collect();
-        for (i, p) in placed.iter_mut().enumerate() {
-            if !which.contains(&(i as u32)) {
-                *p = None;
-            }
-        }
-        Self::build_placed(placed, tokenizers, costing, cache).map(|(e, _)| e)
+        let mut c = Counted::new(sessions, which, &[], tokenizers, costing, cache)?;
+        let ids = c.ids.clone();
+        c.window(&ids)
     }
 
     /// Prepare every `Some` session, keeping positions (what `merge` uses for timelines).
@@ -299,59 +419,24 @@ impl PipelineEval {
         costing: &Costing,
         cache: &CacheOpts,
     ) -> Result<(Self, PrepTimes)> {
-        let toks: Vec<Tokenizer> = tokenizers
-            .iter()
-            .map(|t| t.parse::<Tokenizer>().map_err(|e| anyhow!(e)))
-            .collect::<Result<_>>()?;
-        let positions: Vec<usize> = placed
+        let which: Vec<u32> = placed
             .iter()
             .enumerate()
             .filter(|(_, s)| s.is_some())
-            .map(|(i, _)| i)
+            .map(|(i, _)| i as u32)
             .collect();
-        let mut owned: Vec<Session> = Vec::with_capacity(positions.len());
-        let mut items: Vec<Option<Prepared>> = Vec::with_capacity(placed.len());
-        for s in placed {
-            if let Some(s) = s {
-                owned.push(s);
-            }
-            items.push(None);
-        }
-        let mut times = PrepTimes::default();
-        let mut per_tok: Vec<Vec<Sized>> = (0..owned.len()).map(|_| Vec::new()).collect();
-        for &tok in &toks {
-            let t0 = std::time::Instant::now();
-            let counts = count_sessions(&owned, tok, cache)?;
-            times.count_s += t0.elapsed().as_secs_f64();
-            let t1 = std::time::Instant::now();
-            let sized: Vec<Sized> = owned
-                .par_iter()
-                .zip(counts.par_iter())
-                .map(|(s, c)| {
-                    let sizes = SessionSizes::new(s, Some(c));
-                    Sized {
-                        tok,
-                        sizes,
-                        inputs: SessionCostInputs::new(s, tok),
-                    }
-                })
-                .collect();
-            times.size_s += t1.elapsed().as_secs_f64();
-            for (k, s) in sized.into_iter().enumerate() {
-                per_tok[k].push(s);
-            }
-        }
-        for ((pos, session), sized) in positions.into_iter().zip(owned).zip(per_tok) {
-            items[pos] = Some(Prepared { session, sized });
-        }
-        Ok((
-            PipelineEval {
-                items,
-                cost: costing.model.clone(),
-                specs: std::sync::Mutex::new(HashMap::new()),
-            },
-            times,
-        ))
+        let sessions: Vec<Session> = placed.into_iter().flatten().collect();
+        // Renumber: `Counted` takes indices into the list it is given.
+        let local: Vec<u32> = (0..sessions.len() as u32).collect();
+        let mut c = Counted::new(sessions, &local, &[], tokenizers, costing, cache)?;
+        let mut e = c.window(&local)?;
+        e.ids = which;
+        Ok((e, c.times))
+    }
+
+    fn item(&self, session: usize) -> Option<&Prepared> {
+        let k = self.ids.binary_search(&(session as u32)).ok()?;
+        self.items.get(k)
     }
 
     fn spec(&self, name: &str) -> Result<SummarizerSpec, String> {
@@ -374,9 +459,7 @@ impl PipelineEval {
         setting: &Setting,
     ) -> Result<(Replay, SessionMetrics), String> {
         let p = self
-            .items
-            .get(session)
-            .and_then(|p| p.as_ref())
+            .item(session)
             .ok_or_else(|| format!("session {session} was not prepared"))?;
         let sized = p
             .sized
@@ -457,9 +540,7 @@ impl Evaluator for PipelineEval {
     }
 
     fn event_steps(&self, session: usize) -> u64 {
-        self.items
-            .get(session)
-            .and_then(|p| p.as_ref())
+        self.item(session)
             .map_or(0, |p| p.session.events.len() as u64)
     }
 }

@@ -202,6 +202,61 @@ pub fn run_pairs(
     Ok((rows, failed))
 }
 
+/// A streamed sweep prepares and replays this many sessions at a time at most...
+pub const WINDOW_SESSIONS: usize = 256;
+/// ...and closes a window early at this many events, so a window of long sessions stays
+/// small too: the prepared sessions in memory are bounded whatever the run's size.
+pub const WINDOW_EVENTS: u64 = 250_000;
+
+/// `sessions` cut, in order, into windows of at most [`WINDOW_SESSIONS`] sessions and
+/// (unless one session alone is longer) [`WINDOW_EVENTS`] events. Depends on the inputs
+/// only, never on the thread count.
+pub fn windows(sessions: &[u32], events: &dyn Fn(u32) -> u64) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut held) = (0usize, 0u64);
+    for (i, &s) in sessions.iter().enumerate() {
+        let e = events(s);
+        if i > start && (i - start == WINDOW_SESSIONS || held + e > WINDOW_EVENTS) {
+            out.push(start..i);
+            start = i;
+            held = 0;
+        }
+        held += e;
+    }
+    if start < sessions.len() {
+        out.push(start..sessions.len());
+    }
+    out
+}
+
+/// [`run_pairs`] a window of sessions at a time (see [`windows`]): `prepare` readies a
+/// window, its pairs run in parallel, and `sink` gets the window's rows in (session, setting)
+/// order, without the sessions that failed under any setting, and the failures. Only one
+/// window's prepared sessions and rows are held at once.
+#[allow(clippy::too_many_arguments)]
+pub fn run_windows<E: Evaluator, X: From<Cancelled>>(
+    sessions: &[u32],
+    events: &dyn Fn(u32) -> u64,
+    settings: &[Setting],
+    prepare: &mut dyn FnMut(&[u32]) -> Result<E, X>,
+    cancel: &AtomicBool,
+    tick: &(dyn Fn() + Sync),
+    sink: &mut dyn FnMut(Vec<RunRow>, Vec<Failure>) -> Result<(), X>,
+) -> Result<(), X> {
+    for w in windows(sessions, events) {
+        let chunk = &sessions[w];
+        let eval = prepare(chunk)?;
+        let (mut rows, failed) = run_pairs(&eval, chunk, settings, cancel, tick)?;
+        drop(eval);
+        if !failed.is_empty() {
+            let bad: std::collections::HashSet<u32> = failed.iter().map(|f| f.0).collect();
+            rows.retain(|r| !bad.contains(&r.session));
+        }
+        sink(rows, failed)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 //! default level, min/max/null-count statistics, one row group per 65,536 rows, fixed float
 //! precision in CSV, and nothing time- or path-dependent inside the files.
 
-use super::columns::{metric_defs, Agg, Kind};
+use super::columns::{metric_defs, Agg, Kind, MetricDef};
 use super::summary::{AggValue, SettingSummary};
 use super::{bad, Result, TableError};
 use crate::cost::metrics::SessionMetrics;
@@ -386,13 +386,281 @@ pub fn settings_json(summaries: &[SettingSummary]) -> Result<String> {
     Ok(text)
 }
 
-pub fn parquet_bytes(df: &mut DataFrame) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    ParquetWriter::new(&mut buf)
+/// `runs.csv` is written for runs of at most this many (session, setting) rows, unless asked
+/// for (`--runs-csv`): above it the CSV (~400 bytes a row) outgrows what a spreadsheet opens,
+/// and `runs.parquet` holds the same rows (README "Sweeps").
+pub const RUNS_CSV_MAX_ROWS: u64 = 500_000;
+
+fn parquet_writer<W: std::io::Write>(w: W) -> ParquetWriter<W> {
+    ParquetWriter::new(w)
         .with_compression(ParquetCompression::Zstd(None))
         .with_statistics(StatisticsOptions::default())
         .with_row_group_size(Some(ROW_GROUP_ROWS))
         .with_data_page_size(Some(1024 * 1024))
+}
+
+fn csv_writer<W: std::io::Write>(w: W) -> CsvWriter<W> {
+    CsvWriter::new(w)
+        .include_header(true)
+        .with_float_precision(Some(FLOAT_DECIMALS as usize))
+        .with_float_scientific(Some(false))
+        .with_line_terminator("\n".into())
+}
+
+fn polars(what: &'static str) -> impl FnOnce(PolarsError) -> TableError {
+    move |source| TableError::Polars { what, source }
+}
+
+/// Written unbuffered: both writers hand over whole encoded pages or batches of lines.
+type FileOut = std::fs::File;
+
+/// `runs.parquet` (and `runs.csv` when asked) written as rows come, a row group of
+/// [`ROW_GROUP_ROWS`] at a time, so a sweep holds one row group of rows, not all of them.
+/// Rows must be pushed in (session, setting) order; the files appear (atomically) only at
+/// [`RunsWriter::finish`].
+pub struct RunsWriter<'a> {
+    sessions: &'a [SessionInfo],
+    settings: &'a [Setting],
+    buf: Vec<RunRow>,
+    rows: u64,
+    parquet: (
+        crate::atomic::AtomicFile,
+        polars::io::parquet::write::BatchedWriter<FileOut>,
+    ),
+    csv: Option<(
+        crate::atomic::AtomicFile,
+        polars::io::csv::write::BatchedWriter<FileOut>,
+    )>,
+}
+
+impl<'a> RunsWriter<'a> {
+    /// Start `runs.parquet` (and `runs.csv` when `csv`) in `dir`.
+    pub fn create(
+        dir: &Path,
+        sessions: &'a [SessionInfo],
+        settings: &'a [Setting],
+        csv: bool,
+    ) -> Result<RunsWriter<'a>> {
+        let schema = runs_frame(sessions, settings, &[])?
+            .schema()
+            .as_ref()
+            .clone();
+        let open = |name: &str| -> Result<(crate::atomic::AtomicFile, FileOut)> {
+            let f = crate::atomic::AtomicFile::create(&dir.join(name))?;
+            let h = f.handle()?;
+            Ok((f, h))
+        };
+        let (pf, pw) = open("runs.parquet")?;
+        let parquet = (
+            pf,
+            parquet_writer(pw)
+                .batched(&schema)
+                .map_err(polars("starting runs.parquet"))?,
+        );
+        let csv = if csv {
+            let (cf, cw) = open("runs.csv")?;
+            Some((
+                cf,
+                csv_writer(cw)
+                    .batched(&schema)
+                    .map_err(polars("starting runs.csv"))?,
+            ))
+        } else {
+            None
+        };
+        Ok(RunsWriter {
+            sessions,
+            settings,
+            buf: Vec::with_capacity(ROW_GROUP_ROWS),
+            rows: 0,
+            parquet,
+            csv,
+        })
+    }
+
+    /// Append rows; every full row group is encoded and written at once.
+    pub fn push(&mut self, rows: impl IntoIterator<Item = RunRow>) -> Result<()> {
+        for r in rows {
+            self.buf.push(r);
+            if self.buf.len() == ROW_GROUP_ROWS {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let df = runs_frame(self.sessions, self.settings, &self.buf)?;
+        self.parquet
+            .1
+            .write_batch(&df)
+            .map_err(polars("encoding runs.parquet"))?;
+        if let Some((_, w)) = &mut self.csv {
+            w.write_batch(&df).map_err(polars("encoding runs.csv"))?;
+        }
+        self.rows += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Write the last rows and the footers, and put the files in place. Returns the rows
+    /// written.
+    pub fn finish(mut self) -> Result<u64> {
+        self.flush()?;
+        let RunsWriter { parquet, csv, .. } = self;
+        let (pf, pw) = parquet;
+        pw.finish().map_err(polars("finishing runs.parquet"))?;
+        drop(pw);
+        pf.commit()?;
+        if let Some((cf, mut cw)) = csv {
+            cw.finish().map_err(polars("finishing runs.csv"))?;
+            drop(cw);
+            cf.commit()?;
+        }
+        Ok(self.rows)
+    }
+}
+
+/// A Parquet file opened for reading one row group at a time (each a frame of at most
+/// [`ROW_GROUP_ROWS`] rows, in file order), so a table of any length is read in bounded
+/// memory.
+pub struct RowGroups {
+    path: std::path::PathBuf,
+    file: String,
+    columns: Vec<String>,
+    metadata: std::sync::Arc<polars::io::parquet::read::FileMetadata>,
+    /// (first row, rows) of each row group.
+    groups: Vec<(usize, usize)>,
+}
+
+impl RowGroups {
+    pub fn open(path: &Path) -> Result<RowGroups> {
+        let file = path.display().to_string();
+        let mut head = ParquetReader::new(Self::file(path)?);
+        let unreadable = |e: PolarsError| bad(&file, format!("not a readable Parquet file: {e}"));
+        let columns = head
+            .schema()
+            .map_err(unreadable)?
+            .iter_names()
+            .map(|n| n.to_string())
+            .collect();
+        let metadata = head.get_metadata().map_err(unreadable)?.clone();
+        let mut start = 0usize;
+        let groups = metadata
+            .row_groups
+            .iter()
+            .map(|g| {
+                let r = (start, g.num_rows());
+                start += g.num_rows();
+                r
+            })
+            .collect();
+        Ok(RowGroups {
+            path: path.to_path_buf(),
+            file,
+            columns,
+            metadata,
+            groups,
+        })
+    }
+
+    fn file(path: &Path) -> Result<std::fs::File> {
+        std::fs::File::open(path).map_err(|source| TableError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Row group `i`, `columns` only (all of them when empty). A missing column is an error
+    /// naming the file.
+    pub fn read(&self, i: usize, columns: &[&str]) -> Result<DataFrame> {
+        for c in columns {
+            if !self.columns.iter().any(|n| n == c) {
+                return Err(bad(&self.file, format!("column `{c}` is missing")));
+            }
+        }
+        let Some(&(start, n)) = self.groups.get(i) else {
+            return Err(bad(&self.file, format!("no row group {i}")));
+        };
+        let mut r = ParquetReader::new(Self::file(&self.path)?);
+        r.set_metadata(self.metadata.clone());
+        let cols: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        r.with_columns((!cols.is_empty()).then_some(cols))
+            .with_slice(Some((start, n)))
+            .finish()
+            .map_err(|e| bad(&self.file, format!("not a readable Parquet file: {e}")))
+    }
+}
+
+/// Read `columns` (all of them when empty) of a Parquet file one row group at a time.
+pub fn for_each_row_group(
+    path: &Path,
+    columns: &[&str],
+    f: &mut dyn FnMut(&DataFrame) -> Result<()>,
+) -> Result<()> {
+    let groups = RowGroups::open(path)?;
+    for i in 0..groups.len() {
+        f(&groups.read(i, columns)?)?;
+    }
+    Ok(())
+}
+
+/// A metric column of a runs frame as [`MetricDef::get`] would give it per row (counts as
+/// floats, booleans as 1/0, nulls and text as `None`).
+pub fn metric_column(df: &DataFrame, d: &MetricDef, file: &str) -> Result<Vec<Option<f64>>> {
+    let c = df
+        .column(d.name)
+        .map_err(|_| bad(file, format!("column `{}` is missing", d.name)))?;
+    let wrong = |t: &str| bad(file, format!("column `{}` is not {t}", d.name));
+    Ok(match d.kind {
+        Kind::Count => c
+            .u64()
+            .map_err(|_| wrong("UInt64"))?
+            .iter()
+            .map(|v| v.map(|v| v as f64))
+            .collect(),
+        Kind::Signed => c
+            .i64()
+            .map_err(|_| wrong("Int64"))?
+            .iter()
+            .map(|v| v.map(|v| v as f64))
+            .collect(),
+        Kind::Float | Kind::OptFloat => c.f64().map_err(|_| wrong("Float64"))?.iter().collect(),
+        Kind::Bool => c
+            .bool()
+            .map_err(|_| wrong("Boolean"))?
+            .iter()
+            .map(|v| v.map(|b| if b { 1.0 } else { 0.0 }))
+            .collect(),
+        Kind::Basis => vec![None; df.height()],
+    })
+}
+
+/// The `setting_id` column of a runs frame.
+pub fn setting_ids(df: &DataFrame, file: &str) -> Result<Vec<Option<u32>>> {
+    Ok(df
+        .column("setting_id")
+        .map_err(|_| bad(file, "column `setting_id` is missing"))?
+        .u32()
+        .map_err(|_| bad(file, "column `setting_id` is not UInt32"))?
+        .iter()
+        .collect())
+}
+
+pub fn parquet_bytes(df: &mut DataFrame) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    parquet_writer(&mut buf)
         .finish(df)
         .map_err(|source| TableError::Polars {
             what: "encoding Parquet",
@@ -403,11 +671,7 @@ pub fn parquet_bytes(df: &mut DataFrame) -> Result<Vec<u8>> {
 
 pub fn csv_bytes(df: &mut DataFrame) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
-    CsvWriter::new(&mut buf)
-        .include_header(true)
-        .with_float_precision(Some(FLOAT_DECIMALS as usize))
-        .with_float_scientific(Some(false))
-        .with_line_terminator("\n".into())
+    csv_writer(&mut buf)
         .finish(df)
         .map_err(|source| TableError::Polars {
             what: "encoding CSV",
@@ -499,6 +763,44 @@ mod tests {
         };
         let again = rows_from_runs_frame(&back, "runs.parquet", &idx).unwrap();
         assert_eq!(again, rows);
+    }
+
+    /// Issue 13: the streamed writer gives the bytes the whole-frame writer gave (a run
+    /// under one row group is byte-identical to the runs written before streaming).
+    #[test]
+    fn streamed_runs_equal_the_whole_frame() {
+        let (sessions, settings, rows) = fixture();
+        let d = tempfile::tempdir().unwrap();
+        let mut w = RunsWriter::create(d.path(), &sessions, &settings, true).unwrap();
+        for r in &rows {
+            w.push([r.clone()]).unwrap();
+        }
+        assert_eq!(w.finish().unwrap(), rows.len() as u64);
+        let mut df = runs_frame(&sessions, &settings, &rows).unwrap();
+        assert!(
+            std::fs::read(d.path().join("runs.parquet")).unwrap()
+                == parquet_bytes(&mut df).unwrap()
+        );
+        assert!(std::fs::read(d.path().join("runs.csv")).unwrap() == csv_bytes(&mut df).unwrap());
+        // No rows: the header and the schema alone, as before.
+        let e = tempfile::tempdir().unwrap();
+        RunsWriter::create(e.path(), &sessions, &settings, true)
+            .unwrap()
+            .finish()
+            .unwrap();
+        let mut empty = runs_frame(&sessions, &settings, &[]).unwrap();
+        assert!(
+            std::fs::read(e.path().join("runs.parquet")).unwrap()
+                == parquet_bytes(&mut empty).unwrap()
+        );
+        assert!(
+            std::fs::read(e.path().join("runs.csv")).unwrap() == csv_bytes(&mut empty).unwrap()
+        );
+        let names: Vec<_> = std::fs::read_dir(e.path())
+            .unwrap()
+            .map(|f| f.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(names.len(), 2, "no temp files left: {names:?}");
     }
 
     #[test]

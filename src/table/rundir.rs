@@ -5,10 +5,12 @@
 //! into place at the end, so an interrupted run leaves nothing that looks like a run.
 
 use super::frames::{
-    csv_bytes, parquet_bytes, read_parquet, rows_from_runs_frame, runs_frame, settings_frame,
-    settings_json,
+    csv_bytes, parquet_bytes, rows_from_runs_frame, settings_frame, settings_json, RowGroups,
+    RunsWriter,
 };
-use super::summary::{baseline_for, budget_error, recommended, summarize, SettingSummary};
+use super::summary::{
+    baseline_for, budget_error, recommended, summarize, summarize_parquet, SettingSummary,
+};
 use super::{Result, TableError};
 use crate::sweep::grid::{Budgets, ResolvedGrid, Setting};
 use crate::sweep::run::{Cancelled, Evaluator, RunRow, SessionInfo};
@@ -121,7 +123,18 @@ fn key_numbers(s: &SettingSummary) -> serde_json::Value {
 
 /// Aggregate, rank and pick the recommendation.
 pub fn outcome(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Outcome {
-    let summaries = summarize(settings, rows, budgets);
+    outcome_of(summarize(settings, rows, budgets), budgets)
+}
+
+/// [`outcome`] from the rows of a written `runs.parquet` (read a column at a time).
+pub fn outcome_parquet(settings: &[Setting], runs: &Path, budgets: &Budgets) -> Result<Outcome> {
+    Ok(outcome_of(
+        summarize_parquet(settings, runs, budgets)?,
+        budgets,
+    ))
+}
+
+fn outcome_of(summaries: Vec<SettingSummary>, budgets: &Budgets) -> Outcome {
     let recommendation = match recommended(&summaries) {
         Some(s) => Ok(s.clone()),
         None if summaries.iter().all(|s| s.setting.is_baseline()) => {
@@ -140,6 +153,21 @@ pub fn outcome(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Outc
     }
 }
 
+/// The `n` sessions of `among` with the most model requests (then events, then the lower
+/// index): the ones timelines.json draws, in its order.
+pub fn longest_sessions(sessions: &[SessionInfo], among: &[u32], n: usize) -> Vec<u32> {
+    let mut longest: Vec<u32> = among.to_vec();
+    longest.sort_by(|&a, &b| {
+        let (x, y) = (&sessions[a as usize], &sessions[b as usize]);
+        y.model_requests
+            .cmp(&x.model_requests)
+            .then(y.events.cmp(&x.events))
+            .then(a.cmp(&b))
+    });
+    longest.truncate(n);
+    longest
+}
+
 /// timelines.json: for the longest sessions, each model request's prompt with no
 /// compaction and under the recommended setting, and where the compactions happened.
 pub fn timelines_json(
@@ -149,15 +177,7 @@ pub fn timelines_json(
     live: &[u32],
     out: &Outcome,
 ) -> Result<serde_json::Value> {
-    let mut longest: Vec<u32> = live.to_vec();
-    longest.sort_by(|&a, &b| {
-        let (x, y) = (&sessions[a as usize], &sessions[b as usize]);
-        y.model_requests
-            .cmp(&x.model_requests)
-            .then(y.events.cmp(&x.events))
-            .then(a.cmp(&b))
-    });
-    longest.truncate(TIMELINE_SESSIONS);
+    let longest = longest_sessions(sessions, live, TIMELINE_SESSIONS);
     let rec = out.recommendation.as_ref().ok();
     let mut list = Vec::new();
     for &i in &longest {
@@ -323,24 +343,25 @@ impl Files<'_> {
     }
 }
 
-/// Write every file of a full run folder into `dir` (which must exist).
+/// Whether a run of `rows` (session, setting) pairs gets `runs.csv` (`forced`: asked for).
+pub fn wants_runs_csv(rows: u64, forced: bool) -> bool {
+    forced || rows <= super::frames::RUNS_CSV_MAX_ROWS
+}
+
+/// Write every file of a full run folder but the runs tables (streamed there before, see
+/// [`RunsWriter`]) into `dir` (which must exist).
 #[allow(clippy::too_many_arguments)]
 pub fn write_run_files(
     dir: &Path,
     name: &str,
     inputs: &RunInputs,
     grid: &ResolvedGrid,
-    rows: &[RunRow],
     out: &Outcome,
     timelines: &serde_json::Value,
     shards: Option<u32>,
     cancel: &AtomicBool,
 ) -> Result<()> {
     let files = Files { dir, cancel };
-    let mut runs = runs_frame(&inputs.sessions, &grid.settings, rows)?;
-    files.put("runs.parquet", || parquet_bytes(&mut runs))?;
-    files.put("runs.csv", || csv_bytes(&mut runs))?;
-    drop(runs);
     let mut set = settings_frame(&out.summaries)?;
     files.put("settings.parquet", || parquet_bytes(&mut set))?;
     files.put("settings.csv", || csv_bytes(&mut set))?;
@@ -363,18 +384,15 @@ pub struct ShardInfo {
     pub inputs: RunInputs,
 }
 
-/// Write a partial folder: this shard's rows plus what `merge` needs to rebuild the run.
+/// Write a partial folder: what `merge` needs to rebuild the run, beside this shard's rows
+/// (`runs.parquet`, streamed there before by a [`RunsWriter`]).
 pub fn write_partial_files(
     dir: &Path,
     shard: Shard,
     inputs: &RunInputs,
-    grid: &ResolvedGrid,
-    rows: &[RunRow],
     cancel: &AtomicBool,
 ) -> Result<()> {
     let files = Files { dir, cancel };
-    let mut runs = runs_frame(&inputs.sessions, &grid.settings, rows)?;
-    files.put("runs.parquet", || parquet_bytes(&mut runs))?;
     let info = ShardInfo {
         shard,
         compaction_sim_version: env!("CARGO_PKG_VERSION").into(),
@@ -385,9 +403,10 @@ pub fn write_partial_files(
     Ok(())
 }
 
-/// Read partial folders and combine them: the shards must be 1..N of the same N, over the
-/// same inputs and grid. Returns the combined inputs and rows in (session, setting) order.
-pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<RunRow>)> {
+/// Read partial folders and check they fit: the shards must be 1..N of the same N, over the
+/// same inputs and grid. Returns the combined inputs and the folders in shard order (their
+/// rows are combined by [`merge_runs`]).
+pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<PathBuf>)> {
     if dirs.is_empty() {
         return Err(TableError::Input(
             "merge: give the partial folders written by `sweep --shard K/N`".into(),
@@ -469,6 +488,22 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<RunRow>)
     inputs.failed_sessions = failed;
     inputs.skipped = skipped;
 
+    let shard = first.shard;
+    infos.sort_by_key(|(_, i)| i.shard.k);
+    Ok((inputs, shard, infos.into_iter().map(|(d, _)| d).collect()))
+}
+
+/// One shard's rows, read a row group at a time.
+struct ShardRows {
+    groups: RowGroups,
+    next: usize,
+    rows: std::collections::VecDeque<RunRow>,
+}
+
+/// Append the rows of the partial folders `dirs` to `out` in (session, setting) order, as
+/// the unsharded run writes them: each shard's rows are already in that order, so they are
+/// merged holding one row group per shard.
+pub fn merge_runs(dirs: &[PathBuf], inputs: &RunInputs, out: &mut RunsWriter) -> Result<()> {
     let index: std::collections::HashMap<(&str, &str), u32> = inputs
         .sessions
         .iter()
@@ -476,18 +511,57 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<RunRow>)
         .map(|(i, s)| ((s.source.as_str(), s.session_id.as_str()), i as u32))
         .collect();
     let lookup = |src: &str, id: &str| index.get(&(src, id)).copied();
-    let mut rows = Vec::new();
-    for (d, _) in &infos {
-        let p = d.join("runs.parquet");
-        let df = read_parquet(&p)?;
-        rows.extend(rows_from_runs_frame(
-            &df,
-            &p.display().to_string(),
-            &lookup,
-        )?);
+    let mut shards: Vec<(String, ShardRows)> = Vec::new();
+    for d in dirs {
+        let file = d.join("runs.parquet");
+        let groups = RowGroups::open(&file)?;
+        shards.push((
+            file.display().to_string(),
+            ShardRows {
+                groups,
+                next: 0,
+                rows: Default::default(),
+            },
+        ));
     }
-    rows.sort_by_key(|r| (r.session, r.setting));
-    Ok((inputs, first.shard, rows))
+    loop {
+        for (file, s) in shards.iter_mut() {
+            if s.rows.is_empty() && s.next < s.groups.len() {
+                let df = s.groups.read(s.next, &[])?;
+                s.rows = rows_from_runs_frame(&df, file, &lookup)?.into();
+                s.next += 1;
+            }
+        }
+        let fronts: Vec<Option<(u32, u32)>> = shards
+            .iter()
+            .map(|(_, s)| s.rows.front().map(|r| (r.session, r.setting)))
+            .collect();
+        let Some((i, _)) = fronts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.map(|k| (i, k)))
+            .min_by_key(|&(_, k)| k)
+        else {
+            break;
+        };
+        // This shard's rows, while they come before every other shard's next row.
+        let limit = fronts
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+            .filter_map(|(_, f)| *f)
+            .min();
+        let s = &mut shards[i].1;
+        let mut batch = Vec::new();
+        while let Some(r) = s.rows.front() {
+            if limit.is_some_and(|l| (r.session, r.setting) > l) {
+                break;
+            }
+            batch.extend(s.rows.pop_front());
+        }
+        out.push(batch)?;
+    }
+    Ok(())
 }
 
 /// The paste-ready end-of-run lines.
@@ -578,18 +652,45 @@ mod tests {
         (inputs, grid)
     }
 
-    fn full_run(dir: &Path, inputs: &RunInputs, grid: &ResolvedGrid, rows: &[RunRow], fake: &Fake) {
-        let out = outcome(&grid.settings, rows, &grid.budget);
+    /// A partial folder of `rows`, as `sweep --shard` writes it.
+    fn partial(d: &Path, shard: Shard, inputs: &RunInputs, grid: &ResolvedGrid, rows: &[RunRow]) {
+        std::fs::create_dir_all(d).unwrap();
+        let mut w = RunsWriter::create(d, &inputs.sessions, &grid.settings, false).unwrap();
+        w.push(rows.iter().cloned()).unwrap();
+        w.finish().unwrap();
+        write_partial_files(d, shard, inputs, &AtomicBool::new(false)).unwrap();
+    }
+
+    /// A full run folder (no report) of `rows`, or of the rows merged from `parts`; checks
+    /// the aggregates read back from runs.parquet equal those of the rows in memory.
+    fn full_run(
+        dir: &Path,
+        inputs: &RunInputs,
+        grid: &ResolvedGrid,
+        rows: &[RunRow],
+        parts: Option<&[PathBuf]>,
+        fake: &Fake,
+    ) {
+        std::fs::create_dir_all(dir).unwrap();
+        let mut w = RunsWriter::create(dir, &inputs.sessions, &grid.settings, true).unwrap();
+        match parts {
+            Some(p) => merge_runs(p, inputs, &mut w).unwrap(),
+            None => w.push(rows.iter().cloned()).unwrap(),
+        }
+        assert_eq!(w.finish().unwrap(), rows.len() as u64);
+        let out = outcome_parquet(&grid.settings, &dir.join("runs.parquet"), &grid.budget).unwrap();
+        assert_eq!(
+            out.summaries,
+            outcome(&grid.settings, rows, &grid.budget).summaries
+        );
         let live = live_sessions(inputs);
         let tl =
             timelines_json(fake, &|i| Some(i as usize), &inputs.sessions, &live, &out).unwrap();
-        std::fs::create_dir_all(dir).unwrap();
         write_run_files(
             dir,
             "run",
             inputs,
             grid,
-            rows,
             &out,
             &tl,
             None,
@@ -598,21 +699,28 @@ mod tests {
         .unwrap();
     }
 
-    #[test]
-    fn merged_shards_equal_the_single_run() {
-        let (inputs, grid) = setup(7);
-        let fake = Fake { n: 7 };
+    /// Rows → single run and rows → 3 shards → merge give the same bytes in every file.
+    fn single_equals_merged(n: usize) {
+        let (inputs, grid) = setup(n);
+        let fake = Fake { n };
         let root = tempfile::tempdir().unwrap();
-        let all: Vec<u32> = (0..7).collect();
+        let all: Vec<u32> = (0..n as u32).collect();
         let rows = run_pairs(&fake, &all, &grid.settings, &AtomicBool::new(false), &|| {})
             .unwrap()
             .0;
-        full_run(&root.path().join("single"), &inputs, &grid, &rows, &fake);
+        full_run(
+            &root.path().join("single"),
+            &inputs,
+            &grid,
+            &rows,
+            None,
+            &fake,
+        );
 
         let mut parts = Vec::new();
         for k in 1..=3 {
             let shard = Shard { k, n: 3 };
-            let mine = shard_sessions(7, Some(shard));
+            let mine = shard_sessions(n, Some(shard));
             let r = run_pairs(
                 &fake,
                 &mine,
@@ -623,19 +731,18 @@ mod tests {
             .unwrap()
             .0;
             let d = root.path().join(format!("part{k}"));
-            std::fs::create_dir_all(&d).unwrap();
-            write_partial_files(&d, shard, &inputs, &grid, &r, &AtomicBool::new(false)).unwrap();
+            partial(&d, shard, &inputs, &grid, &r);
             parts.push(d);
         }
         parts.reverse(); // order of arguments must not matter
-        let (m_inputs, shard, m_rows) = read_partials(&parts).unwrap();
+        let (m_inputs, shard, dirs) = read_partials(&parts).unwrap();
         assert_eq!(shard.n, 3);
-        assert_eq!(m_rows, rows);
         full_run(
             &root.path().join("merged"),
             &m_inputs,
             &grid,
-            &m_rows,
+            &rows,
+            Some(&dirs),
             &fake,
         );
         for f in RUN_FILES {
@@ -643,6 +750,44 @@ mod tests {
             let b = std::fs::read(root.path().join("merged").join(f)).unwrap();
             assert!(a == b, "{f} differs");
         }
+    }
+
+    #[test]
+    fn merged_shards_equal_the_single_run() {
+        single_equals_merged(7);
+    }
+
+    /// Issue 13: rows are streamed a row group at a time and merged a row group per shard at
+    /// a time; over several row groups the merge, the Parquet aggregates and the bytes still
+    /// agree with the single run, and the row groups are of the documented size.
+    #[test]
+    fn streamed_row_groups_merge_and_aggregate_like_the_rows_in_memory() {
+        let (_, grid) = setup(1);
+        let n = super::super::frames::ROW_GROUP_ROWS * 2 / grid.settings.len() + 3;
+        single_equals_merged(n);
+        // The streamed file has full row groups, then the rest.
+        let (inputs, grid) = setup(n);
+        let all: Vec<u32> = (0..n as u32).collect();
+        let rows = run_pairs(
+            &Fake { n },
+            &all,
+            &grid.settings,
+            &AtomicBool::new(false),
+            &|| {},
+        )
+        .unwrap()
+        .0;
+        let d = tempfile::tempdir().unwrap();
+        let mut w = RunsWriter::create(d.path(), &inputs.sessions, &grid.settings, false).unwrap();
+        w.push(rows.iter().cloned()).unwrap();
+        w.finish().unwrap();
+        let g = RowGroups::open(&d.path().join("runs.parquet")).unwrap();
+        assert_eq!(g.len(), 3);
+        let sizes: Vec<usize> = (0..3)
+            .map(|i| g.read(i, &["setting_id"]).unwrap().height())
+            .collect();
+        let rg = super::super::frames::ROW_GROUP_ROWS;
+        assert_eq!(sizes, vec![rg, rg, rows.len() - 2 * rg]);
     }
 
     #[test]
@@ -663,8 +808,7 @@ mod tests {
             .unwrap()
             .0;
             let d = root.path().join(format!("p{k}"));
-            std::fs::create_dir_all(&d).unwrap();
-            write_partial_files(&d, shard, &inputs, &grid, &r, &AtomicBool::new(false)).unwrap();
+            partial(&d, shard, &inputs, &grid, &r);
             parts.push(d);
         }
         let e = read_partials(&parts).unwrap_err().to_string();
@@ -676,16 +820,7 @@ mod tests {
         let mut other = inputs.clone();
         other.grid_toml.push('#');
         let d = root.path().join("p3");
-        std::fs::create_dir_all(&d).unwrap();
-        write_partial_files(
-            &d,
-            Shard { k: 3, n: 3 },
-            &other,
-            &grid,
-            &[],
-            &AtomicBool::new(false),
-        )
-        .unwrap();
+        partial(&d, Shard { k: 3, n: 3 }, &other, &grid, &[]);
         parts.push(d);
         let e = read_partials(&parts).unwrap_err().to_string();
         assert!(e.contains("other inputs"), "{e}");
@@ -696,16 +831,7 @@ mod tests {
         let (inputs, grid) = setup(2);
         let root = tempfile::tempdir().unwrap();
         let d = root.path().join("p");
-        std::fs::create_dir_all(&d).unwrap();
-        write_partial_files(
-            &d,
-            Shard { k: 1, n: 1 },
-            &inputs,
-            &grid,
-            &[],
-            &AtomicBool::new(false),
-        )
-        .unwrap();
+        partial(&d, Shard { k: 1, n: 1 }, &inputs, &grid, &[]);
         let p = d.join("shard.json");
         let text = std::fs::read_to_string(&p).unwrap();
         for (k, n) in [(0, 1), (3, 2), (0, 0)] {

@@ -5,7 +5,7 @@
 //! Computed in plain Rust over the rounded rows in session order, so the result is a function
 //! of the rows alone: a merged run and an unsharded run agree to the byte.
 
-use super::columns::{metric_defs, Agg, Kind};
+use super::columns::{metric_defs, Agg, Kind, MetricDef};
 use crate::cost::references::Basis;
 use crate::stats::percentile;
 use crate::sweep::grid::{Budgets, Setting};
@@ -107,42 +107,103 @@ fn aggregate(values: &mut [f64], integer: bool, agg: Agg) -> AggValue {
     }
 }
 
+/// What is combined per setting besides the metric aggregates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SettingFacts {
+    pub sessions: u64,
+    pub cost_complete: bool,
+    pub references_broken_basis: Basis,
+}
+
+impl Default for SettingFacts {
+    fn default() -> Self {
+        SettingFacts {
+            sessions: 0,
+            cost_complete: true,
+            references_broken_basis: Basis::None,
+        }
+    }
+}
+
+impl SettingFacts {
+    /// Count one more session's row.
+    pub fn add(&mut self, cost_complete: bool, basis: Basis) {
+        self.sessions += 1;
+        self.cost_complete &= cost_complete;
+        self.references_broken_basis = Basis::combine(self.references_broken_basis, basis);
+    }
+}
+
 /// Aggregate rows (session-major, as `run_pairs` and `merge` produce them) per setting.
 pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Vec<SettingSummary> {
-    let defs = metric_defs();
     let mut by_setting: Vec<Vec<&RunRow>> = vec![Vec::new(); settings.len()];
     for r in rows {
         if let Some(v) = by_setting.get_mut(r.setting as usize) {
             v.push(r);
         }
     }
+    let facts: Vec<SettingFacts> = by_setting
+        .iter()
+        .map(|rs| {
+            let mut f = SettingFacts::default();
+            for r in rs {
+                f.add(r.metrics.cost_complete, r.metrics.references_broken_basis);
+            }
+            f
+        })
+        .collect();
+    let values = |d: &MetricDef| -> Result<Vec<Vec<f64>>, std::convert::Infallible> {
+        Ok(by_setting
+            .iter()
+            .map(|rs| rs.iter().filter_map(|r| (d.get)(&r.metrics)).collect())
+            .collect())
+    };
+    match summarize_by(settings, &facts, budgets, values) {
+        Ok(s) => s,
+        Err(never) => match never {},
+    }
+}
+
+/// Aggregate per setting from `facts` and, per metric, `values(def)`: each setting's values
+/// of that metric in session order (absent values left out). The one implementation of the
+/// aggregates, ranks and recommendation, whether the rows are in memory or in Parquet.
+pub fn summarize_by<E>(
+    settings: &[Setting],
+    facts: &[SettingFacts],
+    budgets: &Budgets,
+    mut values: impl FnMut(&MetricDef) -> Result<Vec<Vec<f64>>, E>,
+) -> Result<Vec<SettingSummary>, E> {
+    let defs = metric_defs();
+    let mut aggs: Vec<Vec<(String, AggValue)>> = vec![Vec::new(); settings.len()];
+    for d in &defs {
+        if d.kind == Kind::Bool || d.aggs.is_empty() {
+            continue;
+        }
+        let mut per = values(d)?;
+        let integer = matches!(d.kind, Kind::Count | Kind::Signed);
+        for (i, out) in aggs.iter_mut().enumerate() {
+            let mut empty = Vec::new();
+            let vals = per.get_mut(i).unwrap_or(&mut empty);
+            for &a in d.aggs {
+                out.push((
+                    format!("{}_{}", d.name, a.suffix()),
+                    aggregate(vals, integer, a),
+                ));
+            }
+        }
+    }
     let mut out: Vec<SettingSummary> = settings
         .iter()
-        .zip(by_setting.iter())
-        .map(|(set, rs)| {
-            let mut aggs = Vec::new();
-            for d in &defs {
-                if d.kind == Kind::Bool {
-                    continue;
-                }
-                let mut vals: Vec<f64> = rs.iter().filter_map(|r| (d.get)(&r.metrics)).collect();
-                let integer = matches!(d.kind, Kind::Count | Kind::Signed);
-                for &a in d.aggs {
-                    aggs.push((
-                        format!("{}_{}", d.name, a.suffix()),
-                        aggregate(&mut vals, integer, a),
-                    ));
-                }
-            }
+        .zip(aggs)
+        .enumerate()
+        .map(|(i, (set, aggs))| {
+            let f = facts.get(i).copied().unwrap_or_default();
             SettingSummary {
                 setting: set.clone(),
                 label: set.label(),
-                sessions: rs.len() as u64,
-                cost_complete: rs.iter().all(|r| r.metrics.cost_complete),
-                references_broken_basis: rs
-                    .iter()
-                    .map(|r| r.metrics.references_broken_basis)
-                    .fold(Basis::None, Basis::combine),
+                sessions: f.sessions,
+                cost_complete: f.cost_complete,
+                references_broken_basis: f.references_broken_basis,
                 aggs,
                 pareto: false,
                 within_budget: false,
@@ -192,7 +253,73 @@ pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Ve
             out[best].recommended = true;
         }
     }
-    out
+    Ok(out)
+}
+
+/// [`summarize`] over the rows of a `runs.parquet` (in session order, as a sweep or merge
+/// writes it), read a row group and one metric column at a time: memory holds one column's
+/// values (8 bytes a row) for the exact percentiles, never the rows.
+pub fn summarize_parquet(
+    settings: &[Setting],
+    runs: &std::path::Path,
+    budgets: &Budgets,
+) -> super::Result<Vec<SettingSummary>> {
+    use super::frames::{for_each_row_group, metric_column, setting_ids};
+    use super::TableError;
+    let file = runs.display().to_string();
+    let n = settings.len();
+    let mut facts = vec![SettingFacts::default(); n];
+    for_each_row_group(
+        runs,
+        &["setting_id", "cost_complete", "references_broken_basis"],
+        &mut |df| {
+            let ids = setting_ids(df, &file)?;
+            let complete = df
+                .column("cost_complete")
+                .ok()
+                .and_then(|c| c.bool().ok().cloned())
+                .ok_or_else(|| super::bad(&file, "column `cost_complete` is not Boolean"))?;
+            let basis = df
+                .column("references_broken_basis")
+                .ok()
+                .and_then(|c| c.str().ok().cloned())
+                .ok_or_else(|| super::bad(&file, "column `references_broken_basis` is not text"))?;
+            for (i, id) in ids.iter().enumerate() {
+                let Some(f) = id.and_then(|id| facts.get_mut(id as usize)) else {
+                    continue;
+                };
+                let word = basis.get(i).unwrap_or("");
+                let b = Basis::parse(word).ok_or_else(|| {
+                    super::bad(
+                        &file,
+                        format!("row {i}: `references_broken_basis` is `{word}`, expected measured, estimated or none"),
+                    )
+                })?;
+                f.add(complete.get(i).unwrap_or(false), b);
+            }
+            Ok(())
+        },
+    )?;
+    let values = |d: &MetricDef| -> Result<Vec<Vec<f64>>, TableError> {
+        let mut per: Vec<Vec<f64>> = facts
+            .iter()
+            .map(|f| Vec::with_capacity(f.sessions as usize))
+            .collect();
+        for_each_row_group(runs, &["setting_id", d.name], &mut |df| {
+            let ids = setting_ids(df, &file)?;
+            let vals = metric_column(df, d, &file)?;
+            for (id, v) in ids.into_iter().zip(vals) {
+                if let (Some(id), Some(v)) = (id, v) {
+                    if let Some(p) = per.get_mut(id as usize) {
+                        p.push(v);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(per)
+    };
+    summarize_by(settings, &facts, budgets, values)
 }
 
 fn meets(s: &SettingSummary, b: &Budgets) -> bool {
