@@ -171,14 +171,97 @@ pub struct Timeline {
     pub compactions: Vec<usize>,
 }
 
-/// Everything the charts and report read.
+/// Everything the charts and report read. The per-(session, setting) rows are digested as
+/// they are read, so a run of millions of rows is read in bounded memory: the rows the
+/// report lists per session (the recommended and baseline settings'), the distinct sessions,
+/// and each setting's latencies for the distribution chart.
 #[derive(Debug, Clone)]
 pub struct RunData {
     pub dir: PathBuf,
     pub run: Value,
     pub settings: Vec<SettingRow>,
+    /// The rows of the recommended setting and of the baselines, in file order, with the
+    /// [`RUN_COLUMNS`] only.
     pub runs: Vec<RunRow>,
+    /// Distinct `session_id`s over all rows.
+    pub sessions: usize,
+    /// Per setting (parallel to `settings`): `end_of_run_latency_max_s` (else `_p95_s`) of
+    /// each row of a compacting setting that made at least one summarizer call, in file order.
+    pub latency: Vec<Vec<f64>>,
     pub timelines: Vec<Timeline>,
+}
+
+/// The metric columns of a run row the report reads.
+pub const RUN_COLUMNS: &[&str] = &[
+    "model_requests",
+    "baseline_prompt_tokens",
+    "summarizer_calls",
+    "detail_lost",
+    "critical_hidden",
+    "end_of_run_latency_max_s",
+    "end_of_run_latency_p95_s",
+];
+
+/// Folds rows into what [`RunData`] keeps.
+struct Digest {
+    index: std::collections::HashMap<String, usize>,
+    keep: std::collections::HashSet<String>,
+    compacting: Vec<bool>,
+    ids: std::collections::HashSet<String>,
+    runs: Vec<RunRow>,
+    latency: Vec<Vec<f64>>,
+}
+
+impl Digest {
+    fn new(settings: &[SettingRow]) -> Digest {
+        let mut keep: std::collections::HashSet<String> = settings
+            .iter()
+            .filter(|s| s.is_baseline() || s.recommended)
+            .map(|s| s.setting_id.clone())
+            .collect();
+        keep.shrink_to_fit();
+        Digest {
+            // The first setting of an id wins, as `RunData::setting` finds it.
+            index: settings
+                .iter()
+                .enumerate()
+                .rev()
+                .map(|(i, s)| (s.setting_id.clone(), i))
+                .collect(),
+            keep,
+            compacting: settings.iter().map(|s| !s.is_baseline()).collect(),
+            ids: Default::default(),
+            runs: Vec::new(),
+            latency: vec![Vec::new(); settings.len()],
+        }
+    }
+
+    /// One row: its session id, setting id, and a way to read its numbers.
+    fn add(
+        &mut self,
+        session_id: &str,
+        setting_id: &str,
+        num: &dyn Fn(&str) -> Option<f64>,
+        row: &dyn Fn() -> RunRow,
+    ) {
+        if !self.ids.contains(session_id) {
+            self.ids.insert(session_id.to_string());
+        }
+        if let Some(&i) = self.index.get(setting_id) {
+            if self.compacting[i] && num("summarizer_calls").unwrap_or(0.0) > 0.0 {
+                if let Some(v) =
+                    num("end_of_run_latency_max_s").or_else(|| num("end_of_run_latency_p95_s"))
+                {
+                    self.latency[i].push(v);
+                }
+            }
+        }
+        if self.keep.contains(setting_id) {
+            let mut r = row();
+            r.numbers.retain(|k, _| RUN_COLUMNS.contains(&k.as_str()));
+            self.runs.push(r);
+        }
+    }
 }
 
 impl RunData {
@@ -187,21 +270,57 @@ impl RunData {
         let run = read_json(&run_path)?;
         let settings_path = dir.join("settings.json");
         let settings = parse_settings(&settings_path, &read_json(&settings_path)?)?;
-        let runs_path = dir.join("runs.csv");
-        let runs = parse_runs(&runs_path, &read_text(&runs_path)?)?;
         let tl_path = dir.join("timelines.json");
         let timelines = if tl_path.exists() {
             parse_timelines(&tl_path, &read_json(&tl_path)?)?
         } else {
             Vec::new()
         };
-        Ok(RunData {
+        let mut digest = Digest::new(&settings);
+        // runs.parquet when the sweep wrote it (read a row group at a time), else runs.csv.
+        let parquet = dir.join("runs.parquet");
+        if parquet.exists() {
+            digest_parquet(&parquet, &mut digest)?;
+        } else {
+            let runs_path = dir.join("runs.csv");
+            for r in parse_runs(&runs_path, &read_text(&runs_path)?)? {
+                digest.add(&r.session_id, &r.setting_id, &|c| r.num(c), &|| r.clone());
+            }
+        }
+        Ok(RunData::digested(dir, run, settings, digest, timelines))
+    }
+
+    /// Run data from rows in memory (tests, and runs.csv).
+    pub fn from_rows(
+        dir: &Path,
+        run: Value,
+        settings: Vec<SettingRow>,
+        rows: Vec<RunRow>,
+        timelines: Vec<Timeline>,
+    ) -> RunData {
+        let mut digest = Digest::new(&settings);
+        for r in rows {
+            digest.add(&r.session_id, &r.setting_id, &|c| r.num(c), &|| r.clone());
+        }
+        RunData::digested(dir, run, settings, digest, timelines)
+    }
+
+    fn digested(
+        dir: &Path,
+        run: Value,
+        settings: Vec<SettingRow>,
+        digest: Digest,
+        timelines: Vec<Timeline>,
+    ) -> RunData {
+        RunData {
             dir: dir.to_path_buf(),
             run,
             settings,
-            runs,
+            runs: digest.runs,
+            sessions: digest.ids.len(),
+            latency: digest.latency,
             timelines,
-        })
+        }
     }
 
     /// The no-compaction row the recommendation is compared with: same agent model, client
@@ -497,6 +616,84 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<RunRow>, DataError> {
         });
     }
     Ok(out)
+}
+
+/// Fold `runs.parquet` into `digest` a row group at a time, reading the key columns and the
+/// [`RUN_COLUMNS`] it has; numbers are checked as in runs.csv.
+fn digest_parquet(path: &Path, digest: &mut Digest) -> Result<(), DataError> {
+    use crate::table::frames::RowGroups;
+    use polars::prelude::DataType;
+    let table = |e: crate::table::TableError| bad(path, e.to_string());
+    let groups = RowGroups::open(path).map_err(|e| match e {
+        crate::table::TableError::Read { source, .. } => DataError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => table(other),
+    })?;
+    let wanted: Vec<&str> = RUN_COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| groups.columns().iter().any(|n| n == c))
+        .collect();
+    let mut cols = vec!["session_id", "source", "setting_id"];
+    cols.extend(&wanted);
+    let mut row0 = 0usize;
+    for g in 0..groups.len() {
+        let df = groups.read(g, &cols).map_err(table)?;
+        let text = |name: &str| -> Result<Vec<Option<String>>, DataError> {
+            let c = df
+                .column(name)
+                .and_then(|c| c.cast(&DataType::String))
+                .map_err(|e| bad(path, format!("column {name}: {e}")))?;
+            let s = c
+                .str()
+                .map_err(|e| bad(path, format!("column {name}: {e}")))?;
+            Ok(s.iter().map(|v| v.map(str::to_string)).collect())
+        };
+        let ids = text("session_id")?;
+        let sources = text("source")?;
+        let sets = text("setting_id")?;
+        let mut nums: Vec<Vec<Option<f64>>> = Vec::with_capacity(wanted.len());
+        for name in &wanted {
+            let c = df
+                .column(name)
+                .and_then(|c| c.cast(&DataType::Float64))
+                .map_err(|e| bad(path, format!("column {name}: {e}")))?;
+            let v: Vec<Option<f64>> = c
+                .f64()
+                .map_err(|e| bad(path, format!("column {name}: {e}")))?
+                .iter()
+                .collect();
+            for (i, x) in v.iter().enumerate() {
+                if let Some(what) = x.and_then(|x| out_of_range(name, x)) {
+                    return Err(bad(
+                        path,
+                        format!("row {}: column {name}: {what}", row0 + i + 1),
+                    ));
+                }
+            }
+            nums.push(v);
+        }
+        for i in 0..df.height() {
+            let num = |c: &str| wanted.iter().position(|w| *w == c).and_then(|k| nums[k][i]);
+            let id = ids[i].as_deref().unwrap_or("");
+            let set = sets[i].as_deref().unwrap_or("");
+            let row = || RunRow {
+                session_id: id.to_string(),
+                source: sources[i].clone().unwrap_or_default(),
+                setting_id: set.to_string(),
+                numbers: wanted
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, w)| nums[k][i].map(|v| (w.to_string(), v)))
+                    .collect(),
+            };
+            digest.add(id, set, &num, &row);
+        }
+        row0 += df.height();
+    }
+    Ok(())
 }
 
 /// A list of prompt sizes: plain numbers, or objects with `prompt_tokens` (the sweep's

@@ -348,10 +348,7 @@ impl Chart for CostVsDetail<'_> {
 }
 
 fn distinct_sessions(d: &RunData) -> usize {
-    let mut ids: Vec<&str> = d.runs.iter().map(|r| r.session_id.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids.len()
+    d.sessions
 }
 
 /// Frontier settings, cheapest first (the report numbers them F1, F2, ...). Settings that
@@ -820,27 +817,19 @@ impl Latency<'_> {
         let d = self.0;
         let by_client = d.distinct(|s| &s.client).len() > 1;
         let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
-        for r in &d.runs {
-            let Some(s) = d.setting(&r.setting_id) else {
-                continue;
-            };
-            if s.is_baseline() || r.num("summarizer_calls").unwrap_or(0.0) <= 0.0 {
+        // Each setting's latencies (rows that compacted, see `RunData::latency`).
+        for (s, vals) in d.settings.iter().zip(&d.latency) {
+            if vals.is_empty() {
                 continue;
             }
-            let Some(v) = r
-                .num("end_of_run_latency_max_s")
-                .or_else(|| r.num("end_of_run_latency_p95_s"))
-            else {
-                continue;
-            };
             let key = if by_client {
                 format!("{} / {}", s.summarizer, s.client)
             } else {
                 s.summarizer.clone()
             };
             match groups.iter_mut().find(|g| g.0 == key) {
-                Some(g) => g.1.push(v),
-                None => groups.push((key, vec![v])),
+                Some(g) => g.1.extend_from_slice(vals),
+                None => groups.push((key, vals.clone())),
             }
         }
         for g in &mut groups {
@@ -1377,13 +1366,13 @@ mod tests {
         ]);
         let runs = "session_id,source,setting_id,summarizer_calls,end_of_run_latency_max_s\n\
                     a,f,1,2,3.0\nb,f,1,0,0.0\na,f,2,1,5.0\na,f,3,4,0.01\na,f,0,0,0\n";
-        RunData {
-            dir: Path::new(".").into(),
-            run: serde_json::json!({}),
-            settings: parse_settings(Path::new("settings.json"), &settings).expect("settings"),
-            runs: parse_runs(Path::new("runs.csv"), runs).expect("runs"),
-            timelines: Vec::new(),
-        }
+        RunData::from_rows(
+            Path::new("."),
+            serde_json::json!({}),
+            parse_settings(Path::new("settings.json"), &settings).expect("settings"),
+            parse_runs(Path::new("runs.csv"), runs).expect("runs"),
+            Vec::new(),
+        )
     }
 
     #[test]
@@ -1420,6 +1409,9 @@ mod tests {
             for v in r.numbers.values_mut() {
                 *v = 1e308;
             }
+        }
+        for v in d.latency.iter_mut().flatten() {
+            *v = 1e308;
         }
         let r = crate::chart::render_svg(&CostVsDetail(&d));
         assert!(r.is_ok(), "{:?}", r.err());

@@ -167,12 +167,7 @@ pub fn run_name(d: &RunData) -> String {
 pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
     let mut b = Vec::new();
     let name = run_name(d);
-    let sessions = {
-        let mut ids: Vec<&str> = d.runs.iter().map(|r| r.session_id.as_str()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids.len()
-    };
+    let sessions = d.sessions;
     b.push(Block::Heading(1, format!("Compaction report: {name}")));
     b.push(Block::Para(vec![Inline::Text(format!(
         "{} settings replayed over {sessions} sessions with google-adk 2.13.0 compaction semantics. All money is USD over all sessions of the run; detail lost is the share of history a model request read only through a summary, averaged over sessions.",
@@ -1025,13 +1020,13 @@ mod tests {
             {"setting_id": 0, "trigger_kind": "none", "cost_usd_sum": base_cost, "pareto": true, "summarizer_calls_sum": 0},
             {"setting_id": 1, "trigger_kind": "tokens", "after_tokens": 20000, "keep_recent_events": 5, "cost_usd_sum": base_cost / 2.0, "pareto": true, "summarizer_calls_sum": 3, "recommended": true}
         ]);
-        RunData {
-            dir: Path::new(".").into(),
-            run: serde_json::json!({}),
-            settings: parse_settings(Path::new("settings.json"), &settings).expect("settings"),
-            runs: Vec::new(),
-            timelines: Vec::new(),
-        }
+        RunData::from_rows(
+            Path::new("."),
+            serde_json::json!({}),
+            parse_settings(Path::new("settings.json"), &settings).expect("settings"),
+            Vec::new(),
+            Vec::new(),
+        )
     }
 
     #[test]

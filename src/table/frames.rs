@@ -578,6 +578,11 @@ impl RowGroups {
         self.groups.len()
     }
 
+    /// The file's column names.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
     pub fn is_empty(&self) -> bool {
         self.groups.is_empty()
     }

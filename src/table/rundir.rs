@@ -753,6 +753,14 @@ mod tests {
     }
 
     #[test]
+    fn runs_csv_is_written_up_to_the_limit_or_when_asked() {
+        let max = super::super::frames::RUNS_CSV_MAX_ROWS;
+        assert!(wants_runs_csv(0, false) && wants_runs_csv(max, false));
+        assert!(!wants_runs_csv(max + 1, false));
+        assert!(wants_runs_csv(max + 1, true) && wants_runs_csv(u64::MAX, true));
+    }
+
+    #[test]
     fn merged_shards_equal_the_single_run() {
         single_equals_merged(7);
     }

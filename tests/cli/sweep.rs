@@ -325,6 +325,39 @@ mod run_folder {
         same_files(&b, &c);
     }
 
+    /// Issue 13: the report reads runs.parquet a row group at a time when it is there
+    /// (runs.csv is left out of large runs) and runs.csv otherwise; both give the same report.
+    #[test]
+    fn the_report_reads_runs_parquet_and_runs_csv_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let (code, _o, err) = run_fixed(dir.path(), &out, "2", &["--quiet", "--runs-csv"]);
+        assert_eq!(code, 0, "{err}");
+        let files = ["report.md", "report.html", "latency_distribution.svg"];
+        let written: Vec<Vec<u8>> = files
+            .iter()
+            .map(|f| std::fs::read(out.join(f)).unwrap())
+            .collect();
+        let check = |what: &str| {
+            for (f, w) in files.iter().zip(&written) {
+                assert!(
+                    std::fs::read(out.join(f)).unwrap() == *w,
+                    "{f} differs when reading {what}"
+                );
+            }
+        };
+        // From runs.parquet alone.
+        let csv = std::fs::read(out.join("runs.csv")).unwrap();
+        std::fs::remove_file(out.join("runs.csv")).unwrap();
+        bin().arg("report").arg(&out).assert().success();
+        check("runs.parquet");
+        // From runs.csv alone.
+        std::fs::write(out.join("runs.csv"), csv).unwrap();
+        std::fs::remove_file(out.join("runs.parquet")).unwrap();
+        bin().arg("report").arg(&out).assert().success();
+        check("runs.csv");
+    }
+
     #[test]
     fn merging_three_shards_equals_the_single_run() {
         let dir = tempfile::tempdir().unwrap();
