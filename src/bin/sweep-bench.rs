@@ -1,22 +1,30 @@
 //! Sweep benchmark (README "Benchmark"):
 //!
 //! ```text
-//! cargo run --release --bin sweep-bench -- [--corpus DIR] [--settings N] [--out FILE.json]
+//! cargo run --release --bin sweep-bench -- [--corpus DIR] [--grid FILE.toml] [--settings N] [--out FILE.json]
+//! cargo run --release --bin sweep-bench -- --scale 1000,10000,100000 [--sim BIN] [--work DIR] [--max-rss-mib M] [--timeout-s S] [--out FILE.json]
 //! ```
 //!
-//! Sweeps a grid of at least 1,000 settings over every session of the corpus and reports
-//! settings×sessions per second, event-steps per second, peak memory and the time split over
-//! parse, count, replay, frames and write; then repeats at half the sessions and half the
+//! Corpus mode sweeps a grid of at least 1,000 settings over every session of the corpus and
+//! reports settings×sessions per second, event-steps per second, peak memory and the time
+//! split over parse, count, replay, rows (streamed into runs.parquet and runs.csv), aggregate
+//! (read back from the Parquet) and write; then repeats at half the sessions and half the
 //! settings to show how time grows. Token counts are warmed first, so `count` is the cached
 //! case.
+//!
+//! Scale mode (`--scale`) writes N short synthetic sessions per case (synth's short sessions,
+//! 2-5 user turns each: the "tiny sessions" of issue 13) and runs `compaction-sim sweep` over
+//! them with the default grid (105 settings), each case in its own process, measuring wall
+//! time and that process's peak resident memory (`wait4` rusage); `--sim` names the binary
+//! (another build, to measure before and after).
 
 use compaction_sim::sweep::grid::{GridSpec, Known, Setting};
-use compaction_sim::sweep::pipeline::{self, Costing, PipelineEval};
-use compaction_sim::sweep::run::{run_pairs, Evaluator};
+use compaction_sim::sweep::pipeline::{self, Costing, Counted};
+use compaction_sim::sweep::run::run_windows;
 use compaction_sim::table::frames::{
-    csv_bytes, parquet_bytes, runs_frame, settings_frame, settings_json,
+    csv_bytes, parquet_bytes, settings_frame, settings_json, RunsWriter,
 };
-use compaction_sim::table::rundir::outcome;
+use compaction_sim::table::rundir::outcome_parquet;
 use compaction_sim::transcript::Session;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -36,6 +44,9 @@ overlap = [0, 1, 2, 3]
 summarizer = ["agent", "model:gemini-2.5-flash-lite"]
 client = ["waits", "streams"]
 "#;
+
+/// Seed of the synthetic sessions (synth's default, so they are the sample transcripts' kin).
+const SYNTH_SEED: u64 = 6;
 
 fn corpus_default() -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
@@ -73,45 +84,86 @@ struct Measure {
     settings: usize,
     pairs: u64,
     event_steps: u64,
+    size_s: f64,
     replay_s: f64,
     replay_cpu_s: f64,
-    frames_s: f64,
+    rows_s: f64,
+    aggregate_s: f64,
     write_s: f64,
 }
 
+/// One sweep of `settings` over the sessions `which`, through the code `sweep` runs: sized
+/// and replayed a window at a time, rows streamed into runs.parquet (and runs.csv), the
+/// aggregates read back from the Parquet, the settings files written.
+#[allow(clippy::too_many_arguments)]
 fn measure(
-    eval: &PipelineEval,
-    sessions: &[u32],
+    sessions: &[Session],
+    which: &[u32],
     settings: &[Setting],
     grid: &compaction_sim::sweep::ResolvedGrid,
     infos: &[compaction_sim::sweep::SessionInfo],
+    costing: &Costing,
+    cache: &pipeline::CacheOpts,
     out: &Path,
 ) -> Result<Measure, String> {
+    let mut counted = Counted::new(
+        sessions.to_vec(),
+        which,
+        &[],
+        &grid.tokenizer,
+        costing,
+        cache,
+    )
+    .map_err(|e| e.to_string())?;
+    let rows = (which.len() * settings.len()) as u64;
+    let mut w = RunsWriter::create(
+        out,
+        infos,
+        settings,
+        compaction_sim::table::rundir::wants_runs_csv(rows, false),
+    )
+    .map_err(|e| e.to_string())?;
     let t = Instant::now();
     let c = cpu_s();
-    let (rows, failed) = run_pairs(eval, sessions, settings, &AtomicBool::new(false), &|| {})
-        .map_err(|_| "interrupted".to_string())?;
-    let replay_s = t.elapsed().as_secs_f64();
+    let mut rows_s = 0.0;
+    let mut failures = Vec::new();
+    let events = |s: u32| infos[s as usize].events;
+    run_windows::<_, anyhow::Error>(
+        which,
+        &events,
+        settings,
+        &mut |win: &[u32]| counted.window(win),
+        &AtomicBool::new(false),
+        &|| {},
+        &mut |r, f| {
+            let t = Instant::now();
+            w.push(r)?;
+            rows_s += t.elapsed().as_secs_f64();
+            failures.extend(f);
+            Ok(())
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let t1 = Instant::now();
+    w.finish().map_err(|e| e.to_string())?;
+    rows_s += t1.elapsed().as_secs_f64();
+    let total_s = t.elapsed().as_secs_f64();
     let replay_cpu_s = cpu_s() - c;
-    if let Some((s, set, m)) = failed.first() {
+    let size_s = counted.times.size_s;
+    if let Some((s, set, m)) = failures.first() {
         eprintln!(
             "note: {} replays failed (first: session {s}, setting {set}: {m})",
-            failed.len()
+            failures.len()
         );
     }
     let t = Instant::now();
-    let o = outcome(settings, &rows, &grid.budget);
-    let mut runs = runs_frame(infos, settings, &rows).map_err(|e| e.to_string())?;
-    let mut set = settings_frame(&o.summaries).map_err(|e| e.to_string())?;
-    let frames_s = t.elapsed().as_secs_f64();
+    let o = outcome_parquet(settings, &out.join("runs.parquet"), &grid.budget)
+        .map_err(|e| e.to_string())?;
+    let aggregate_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
+    let mut set = settings_frame(&o.summaries).map_err(|e| e.to_string())?;
     let write =
         |name: &str, b: Vec<u8>| std::fs::write(out.join(name), b).map_err(|e| e.to_string());
-    write(
-        "runs.parquet",
-        parquet_bytes(&mut runs).map_err(|e| e.to_string())?,
-    )?;
-    write("runs.csv", csv_bytes(&mut runs).map_err(|e| e.to_string())?)?;
     write(
         "settings.parquet",
         parquet_bytes(&mut set).map_err(|e| e.to_string())?,
@@ -127,21 +179,29 @@ fn measure(
             .into_bytes(),
     )?;
     let write_s = t.elapsed().as_secs_f64();
-    let steps_per_pass: u64 = sessions.iter().map(|&s| eval.event_steps(s as usize)).sum();
+    let steps_per_pass: u64 = which.iter().map(|&s| infos[s as usize].events).sum();
     Ok(Measure {
-        sessions: sessions.len(),
+        sessions: which.len(),
         settings: settings.len(),
-        pairs: (sessions.len() * settings.len()) as u64,
+        pairs: rows,
         event_steps: steps_per_pass * settings.len() as u64,
-        replay_s,
+        size_s,
+        replay_s: total_s - rows_s - size_s,
         replay_cpu_s,
-        frames_s,
+        rows_s,
+        aggregate_s,
         write_s,
     })
 }
 
 fn main() -> ExitCode {
-    match run() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let r = if args.iter().any(|a| a == "--scale") {
+        scale(&args)
+    } else {
+        run(&args)
+    };
+    match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -150,12 +210,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> Result<(), String> {
+fn run(argv: &[String]) -> Result<(), String> {
     let mut corpus = corpus_default();
     let mut max_settings: Option<usize> = None;
     let mut json_out: Option<PathBuf> = None;
     let mut grid_text = BENCH_GRID.to_string();
-    let mut args = std::env::args().skip(1);
+    let mut args = argv.iter().cloned();
     while let Some(a) = args.next() {
         match a.as_str() {
             "--corpus" => corpus = PathBuf::from(args.next().ok_or("--corpus needs a folder")?),
@@ -174,6 +234,7 @@ fn run() -> Result<(), String> {
             }
             "-h" | "--help" => {
                 println!("sweep-bench [--corpus DIR] [--grid FILE.toml] [--settings N] [--out FILE.json]");
+                println!("sweep-bench --scale N,N,... [--sim BIN] [--work DIR] [--max-rss-mib M] [--timeout-s S] [--out FILE.json]");
                 return Ok(());
             }
             other => return Err(format!("unknown argument `{other}`")),
@@ -212,23 +273,30 @@ fn run() -> Result<(), String> {
     // count: warm the on-disk cache once, then measure the cached case.
     let cache = pipeline::cache_opts(None, false);
     let sessions: Vec<Session> = loaded.sessions;
-    let warm: Vec<Option<Session>> = sessions.iter().cloned().map(Some).collect();
-    let (_, warm_t) = PipelineEval::build_placed(warm, &grid.tokenizer, &costing, &cache)
-        .map_err(|e| e.to_string())?;
-    let (eval, prep) = PipelineEval::build_placed(
-        sessions.into_iter().map(Some).collect(),
+    let all: Vec<u32> = (0..n as u32).collect();
+    let warm = Counted::new(
+        sessions.clone(),
+        &all,
+        &[],
         &grid.tokenizer,
         &costing,
         &cache,
     )
     .map_err(|e| e.to_string())?;
-    eprintln!(
-        "count: {:.2} s cold, {:.2} s cached; sizing (per-event arrays and summarizer lines): {:.2} s",
-        warm_t.count_s, prep.count_s, prep.size_s
-    );
+    let cached = Counted::new(
+        sessions.clone(),
+        &all,
+        &[],
+        &grid.tokenizer,
+        &costing,
+        &cache,
+    )
+    .map_err(|e| e.to_string())?;
+    let (count_cold_s, count_s) = (warm.times.count_s, cached.times.count_s);
+    drop((warm, cached));
+    eprintln!("count: {count_cold_s:.2} s cold, {count_s:.2} s cached");
 
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let all: Vec<u32> = (0..n as u32).collect();
     let half_sessions: Vec<u32> = all.iter().copied().filter(|i| i % 2 == 0).collect();
     let half_settings: Vec<Setting> = settings
         .iter()
@@ -236,55 +304,60 @@ fn run() -> Result<(), String> {
         .cloned()
         .collect();
 
+    let m = |which: &[u32], set: &[Setting]| {
+        measure(
+            &sessions,
+            which,
+            set,
+            &grid,
+            &infos,
+            &costing,
+            &cache,
+            tmp.path(),
+        )
+    };
     let runs = [
-        (
-            "full",
-            measure(&eval, &all, &settings, &grid, &infos, tmp.path())?,
-        ),
-        (
-            "half sessions",
-            measure(&eval, &half_sessions, &settings, &grid, &infos, tmp.path())?,
-        ),
-        (
-            "half settings",
-            measure(&eval, &all, &half_settings, &grid, &infos, tmp.path())?,
-        ),
+        ("full", m(&all, &settings)?),
+        ("half sessions", m(&half_sessions, &settings)?),
+        ("half settings", m(&all, &half_settings)?),
     ];
     let peak = peak_mib();
 
     let full = &runs[0].1;
-    let count_s = prep.count_s + prep.size_s;
-    let wall = parse_s + count_s + full.replay_s + full.frames_s + full.write_s;
+    let wall = parse_s
+        + count_s
+        + full.size_s
+        + full.replay_s
+        + full.rows_s
+        + full.aggregate_s
+        + full.write_s;
     println!(
         "sweep-bench: {} settings × {} sessions = {} replays on {threads} threads",
         full.settings, full.sessions, full.pairs
     );
-    println!(
-        "  parse   {:>8.2} s  {:>5.1}%",
-        parse_s,
-        100.0 * parse_s / wall
+    let line = |name: &str, s: f64, note: &str| {
+        println!("  {name:<9} {:>8.2} s  {:>5.1}%{note}", s, 100.0 * s / wall)
+    };
+    line("parse", parse_s, "");
+    line("count", count_s, "  (tokens cached)");
+    line(
+        "size",
+        full.size_s,
+        "  (per window: per-event arrays, cost inputs)",
     );
-    println!(
-        "  count   {:>8.2} s  {:>5.1}%  (tokens cached; includes sizing)",
-        count_s,
-        100.0 * count_s / wall
+    line("replay", full.replay_s, "");
+    line(
+        "rows",
+        full.rows_s,
+        "  (frames, runs.parquet + runs.csv, streamed)",
     );
-    println!(
-        "  replay  {:>8.2} s  {:>5.1}%",
-        full.replay_s,
-        100.0 * full.replay_s / wall
+    line(
+        "aggregate",
+        full.aggregate_s,
+        "  (read back from runs.parquet)",
     );
-    println!(
-        "  frames  {:>8.2} s  {:>5.1}%",
-        full.frames_s,
-        100.0 * full.frames_s / wall
-    );
-    println!(
-        "  write   {:>8.2} s  {:>5.1}%",
-        full.write_s,
-        100.0 * full.write_s / wall
-    );
-    println!("  total   {:>8.2} s", wall);
+    line("write", full.write_s, "  (settings files)");
+    println!("  total     {:>8.2} s", wall);
     println!(
         "  replay CPU {:.2} s = {:.2} s on {threads} idle cores (load average now: {})",
         full.replay_cpu_s,
@@ -304,12 +377,12 @@ fn run() -> Result<(), String> {
         "  peak memory {}",
         peak.map_or("unknown".to_string(), |m| format!("{m:.0} MiB (VmHWM)"))
     );
-    println!("growth (replay + frames + write):");
+    println!("growth (size + replay + rows + aggregate + write):");
     let mut json_runs = Vec::new();
     for (name, m) in &runs {
-        let t = m.replay_s + m.frames_s + m.write_s;
+        let t = m.size_s + m.replay_s + m.rows_s + m.aggregate_s + m.write_s;
         println!(
-            "  {name:<14} {:>5} settings × {:>4} sessions: {:>7.2} s ({:>7.2} replay CPU-s), {:>8.0} replays/s, {:>10.0} event-steps/s",
+            "  {name:<14} {:>5} settings × {:>4} sessions: {:>7.2} s ({:>7.2} CPU-s), {:>8.0} replays/s, {:>10.0} event-steps/s",
             m.settings,
             m.sessions,
             t,
@@ -319,15 +392,214 @@ fn run() -> Result<(), String> {
         );
         json_runs.push(serde_json::json!({
             "name": name, "settings": m.settings, "sessions": m.sessions, "replays": m.pairs,
-            "event_steps": m.event_steps, "replay_s": m.replay_s, "replay_cpu_s": m.replay_cpu_s, "frames_s": m.frames_s, "write_s": m.write_s,
+            "event_steps": m.event_steps, "size_s": m.size_s, "replay_s": m.replay_s,
+            "replay_cpu_s": m.replay_cpu_s, "rows_s": m.rows_s, "aggregate_s": m.aggregate_s,
+            "write_s": m.write_s,
         }));
     }
     if let Some(p) = json_out {
         let v = serde_json::json!({
-            "threads": threads, "parse_s": parse_s, "count_cold_s": warm_t.count_s, "count_s": prep.count_s,
-            "size_s": prep.size_s, "peak_mib": peak, "runs": json_runs,
+            "threads": threads, "parse_s": parse_s, "count_cold_s": count_cold_s, "count_s": count_s,
+            "peak_mib": peak, "runs": json_runs,
         });
         std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap_or_default())
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Synth index of the `k`-th short session (synth makes 3 short sessions in every 8).
+fn short_index(k: usize) -> usize {
+    8 * (k / 3) + [0, 3, 6][k % 3]
+}
+
+/// `dir` holding `n` short synthetic sessions, written unless a complete earlier copy is there.
+fn synthetic(dir: &Path, n: usize) -> Result<(), String> {
+    use rayon::prelude::*;
+    let done = dir.join(".complete");
+    if std::fs::read_to_string(&done).ok().as_deref() == Some(&n.to_string()) {
+        return Ok(());
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let t = Instant::now();
+    let bytes: u64 = (0..n)
+        .into_par_iter()
+        .map(|k| {
+            let f = compaction_sim::synth::generate_one(SYNTH_SEED, short_index(k));
+            std::fs::write(dir.join(&f.file_name), &f.json)
+                .map(|_| f.json.len() as u64)
+                .map_err(|e| format!("{}: {e}", dir.display()))
+        })
+        .try_reduce(|| 0, |a, b| Ok(a + b))?;
+    std::fs::write(&done, n.to_string()).map_err(|e| format!("{}: {e}", done.display()))?;
+    eprintln!(
+        "wrote {n} short synthetic sessions ({:.1} MB) to {} in {:.1} s",
+        bytes as f64 / 1e6,
+        dir.display(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// How one child process ended.
+struct Child {
+    wall_s: f64,
+    /// Peak resident set, MiB (the kernel's `ru_maxrss`).
+    peak_mib: f64,
+    /// `None`: finished (with this exit code); `Some(why)`: stopped by the benchmark.
+    stopped: Option<String>,
+    code: i32,
+}
+
+/// Run `cmd` to its end (or stop it past `max_rss_mib` resident or `timeout_s`), measuring
+/// its wall time and peak memory on its own (`wait4` gives that child's rusage).
+fn run_child(
+    mut cmd: std::process::Command,
+    max_rss_mib: f64,
+    timeout_s: f64,
+) -> Result<Child, String> {
+    let t = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start: {e}"))?;
+    let pid = child.id() as libc::pid_t;
+    let mut stopped = None;
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: an all-zero rusage is a valid value for the kernel to fill in.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let flags = if stopped.is_some() { 0 } else { libc::WNOHANG };
+        // SAFETY: wait4 on our own child with valid pointers to locals.
+        let r = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
+        if r == pid {
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                -1
+            };
+            return Ok(Child {
+                wall_s: t.elapsed().as_secs_f64(),
+                peak_mib: usage.ru_maxrss as f64 / 1024.0,
+                stopped,
+                code,
+            });
+        }
+        if r < 0 {
+            return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+        }
+        let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
+            .map_or(0.0, |kb| kb / 1024.0);
+        let secs = t.elapsed().as_secs_f64();
+        if rss > max_rss_mib || secs > timeout_s {
+            stopped = Some(format!(
+                "stopped at {rss:.0} MiB resident after {secs:.0} s (limits {max_rss_mib:.0} MiB, {timeout_s:.0} s)"
+            ));
+            let _ = child.kill();
+            continue;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+fn scale(argv: &[String]) -> Result<(), String> {
+    let mut cases: Vec<usize> = Vec::new();
+    let mut sim: Option<PathBuf> = None;
+    let mut work: Option<PathBuf> = None;
+    let mut max_rss_mib = 8192.0;
+    let mut timeout_s = 1800.0;
+    let mut json_out: Option<PathBuf> = None;
+    let mut args = argv.iter().cloned();
+    let num = |v: Option<String>, what: &str| -> Result<f64, String> {
+        v.and_then(|v| v.replace('_', "").parse().ok())
+            .ok_or(format!("{what} needs a number"))
+    };
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--scale" => {
+                let v = args.next().ok_or("--scale needs N,N,...")?;
+                for n in v.split(',') {
+                    cases.push(
+                        n.trim()
+                            .replace('_', "")
+                            .parse()
+                            .map_err(|_| format!("--scale: `{n}` is not a count"))?,
+                    );
+                }
+            }
+            "--sim" => sim = Some(PathBuf::from(args.next().ok_or("--sim needs a binary")?)),
+            "--work" => work = Some(PathBuf::from(args.next().ok_or("--work needs a folder")?)),
+            "--max-rss-mib" => max_rss_mib = num(args.next(), "--max-rss-mib")?,
+            "--timeout-s" => timeout_s = num(args.next(), "--timeout-s")?,
+            "--out" => json_out = Some(PathBuf::from(args.next().ok_or("--out needs a file")?)),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    let sim = match sim {
+        Some(s) => s,
+        None => std::env::current_exe()
+            .map_err(|e| e.to_string())?
+            .with_file_name("compaction-sim"),
+    };
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let work = work.unwrap_or_else(|| tmp.path().to_path_buf());
+    println!(
+        "sweep-bench --scale: `{} sweep` over short synthetic sessions, default grid (105 settings), --no-cache, each case in its own process",
+        sim.display()
+    );
+    println!(
+        "  {:>8} {:>10} {:>9} {:>10} {:>8} {:>8}  note",
+        "sessions", "rows", "wall s", "peak MiB", "time ×", "mem ×"
+    );
+    let mut prev: Option<(usize, f64, f64)> = None;
+    let mut json = Vec::new();
+    for &n in &cases {
+        let dir = work.join(format!("short-{n}"));
+        synthetic(&dir, n)?;
+        let out = work.join(format!("run-{n}"));
+        let mut cmd = std::process::Command::new(&sim);
+        cmd.arg("sweep")
+            .arg(&dir)
+            .args(["--quiet", "--no-cache", "--force", "--out"])
+            .arg(&out)
+            .stdout(std::process::Stdio::null());
+        let c = run_child(cmd, max_rss_mib, timeout_s)?;
+        let rows = n as u64 * 105;
+        let (tx, mx) = match prev {
+            Some((pn, pt, pm)) if c.stopped.is_none() => (
+                format!("{:.2}", c.wall_s / pt / (n as f64 / pn as f64)),
+                format!("{:.2}", c.peak_mib / pm),
+            ),
+            _ => ("".into(), "".into()),
+        };
+        let note = match (&c.stopped, c.code) {
+            (Some(why), _) => why.clone(),
+            (None, 0) | (None, 1) => String::new(),
+            (None, code) => format!("exit code {code}"),
+        };
+        println!(
+            "  {n:>8} {rows:>10} {:>9.1} {:>10.0} {tx:>8} {mx:>8}  {note}",
+            c.wall_s, c.peak_mib
+        );
+        json.push(serde_json::json!({
+            "sessions": n, "rows": rows, "wall_s": c.wall_s, "peak_mib": c.peak_mib,
+            "stopped": c.stopped, "exit_code": c.code,
+        }));
+        if c.stopped.is_none() {
+            prev = Some((n, c.wall_s, c.peak_mib));
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    println!("  time × = (wall time / previous wall time) / (sessions / previous sessions): 1.00 is linear");
+    if let Some(p) = json_out {
+        std::fs::write(&p, serde_json::to_string_pretty(&json).unwrap_or_default())
             .map_err(|e| format!("{}: {e}", p.display()))?;
     }
     Ok(())
