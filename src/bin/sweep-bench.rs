@@ -19,13 +19,12 @@
 //! (another build, to measure before and after).
 
 use compaction_sim::sweep::grid::{GridSpec, Known, Setting};
-use compaction_sim::sweep::pipeline::{self, Costing, Counted};
+use compaction_sim::sweep::pipeline::{self, Catalog, Costing, Counted};
 use compaction_sim::sweep::run::run_windows;
 use compaction_sim::table::frames::{
     csv_bytes, parquet_bytes, settings_frame, settings_json, RunsWriter,
 };
 use compaction_sim::table::rundir::outcome_parquet;
-use compaction_sim::transcript::Session;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -80,6 +79,9 @@ fn cpu_s() -> f64 {
 }
 
 struct Measure {
+    parse_s: f64,
+    read_s: f64,
+    count_s: f64,
     sessions: usize,
     settings: usize,
     pairs: u64,
@@ -92,29 +94,33 @@ struct Measure {
     write_s: f64,
 }
 
-/// One sweep of `settings` over the sessions `which`, through the code `sweep` runs: sized
-/// and replayed a window at a time, rows streamed into runs.parquet (and runs.csv), the
-/// aggregates read back from the Parquet, the settings files written.
+/// One sweep of `settings` over the sessions `which`, through the code `sweep` runs: the
+/// inputs listed (parse), then a window at a time read again, counted, sized and replayed,
+/// rows streamed into runs.parquet (and runs.csv), the aggregates read back from the Parquet,
+/// the settings files written.
 #[allow(clippy::too_many_arguments)]
 fn measure(
-    sessions: &[Session],
+    corpus: &Path,
     which: &[u32],
     settings: &[Setting],
     grid: &compaction_sim::sweep::ResolvedGrid,
-    infos: &[compaction_sim::sweep::SessionInfo],
     costing: &Costing,
     cache: &pipeline::CacheOpts,
     out: &Path,
 ) -> Result<Measure, String> {
-    let mut counted = Counted::new(
-        sessions.to_vec(),
-        which,
-        &[],
+    let t = Instant::now();
+    let catalog = Catalog::scan(
+        &[corpus.display().to_string()],
+        None,
+        &Default::default(),
         &grid.tokenizer,
-        costing,
-        cache,
     )
     .map_err(|e| e.to_string())?;
+    let parse_s = t.elapsed().as_secs_f64();
+    let infos = catalog.infos.clone();
+    let infos = &infos;
+    let mut counted =
+        Counted::new(catalog, &grid.tokenizer, costing, cache).map_err(|e| e.to_string())?;
     let rows = (which.len() * settings.len()) as u64;
     let mut w = RunsWriter::create(
         out,
@@ -149,7 +155,8 @@ fn measure(
     rows_s += t1.elapsed().as_secs_f64();
     let total_s = t.elapsed().as_secs_f64();
     let replay_cpu_s = cpu_s() - c;
-    let size_s = counted.times.size_s;
+    let prep = counted.times;
+    let size_s = prep.read_s + prep.count_s + prep.size_s;
     if let Some((s, set, m)) = failures.first() {
         eprintln!(
             "note: {} replays failed (first: session {s}, setting {set}: {m})",
@@ -181,11 +188,14 @@ fn measure(
     let write_s = t.elapsed().as_secs_f64();
     let steps_per_pass: u64 = which.iter().map(|&s| infos[s as usize].events).sum();
     Ok(Measure {
+        parse_s,
+        read_s: prep.read_s,
+        count_s: prep.count_s,
         sessions: which.len(),
         settings: settings.len(),
         pairs: rows,
         event_steps: steps_per_pass * settings.len() as u64,
-        size_s,
+        size_s: prep.size_s,
         replay_s: total_s - rows_s - size_s,
         replay_cpu_s,
         rows_s,
@@ -257,44 +267,31 @@ fn run(argv: &[String]) -> Result<(), String> {
         settings.truncate(n.max(1));
     }
 
-    // parse
-    let t = Instant::now();
-    let loaded = pipeline::load_sessions(&[corpus.display().to_string()], None)
-        .map_err(|e| e.to_string())?;
-    let parse_s = t.elapsed().as_secs_f64();
-    let infos = pipeline::session_infos(&loaded.sessions, &grid.tokenizer);
-    let n = loaded.sessions.len();
-    let total_events: u64 = infos.iter().map(|i| i.events).sum();
-    eprintln!(
-        "parsed {n} sessions ({total_events} events, {} files skipped) in {parse_s:.2} s",
-        loaded.skipped.len()
-    );
-
-    // count: warm the on-disk cache once, then measure the cached case.
+    // Warm the on-disk token cache once (all sessions), so `count` is the cached case.
     let cache = pipeline::cache_opts(None, false);
-    let sessions: Vec<Session> = loaded.sessions;
+    let t = Instant::now();
+    let catalog = Catalog::scan(
+        &[corpus.display().to_string()],
+        None,
+        &Default::default(),
+        &grid.tokenizer,
+    )
+    .map_err(|e| e.to_string())?;
+    let n = catalog.len();
+    let total_events: u64 = catalog.infos.iter().map(|i| i.events).sum();
+    eprintln!(
+        "listed {n} sessions ({total_events} events, {} files skipped) in {:.2} s",
+        catalog.skipped.len(),
+        t.elapsed().as_secs_f64()
+    );
     let all: Vec<u32> = (0..n as u32).collect();
-    let warm = Counted::new(
-        sessions.clone(),
-        &all,
-        &[],
-        &grid.tokenizer,
-        &costing,
-        &cache,
-    )
-    .map_err(|e| e.to_string())?;
-    let cached = Counted::new(
-        sessions.clone(),
-        &all,
-        &[],
-        &grid.tokenizer,
-        &costing,
-        &cache,
-    )
-    .map_err(|e| e.to_string())?;
-    let (count_cold_s, count_s) = (warm.times.count_s, cached.times.count_s);
-    drop((warm, cached));
-    eprintln!("count: {count_cold_s:.2} s cold, {count_s:.2} s cached");
+    let mut warm =
+        Counted::new(catalog, &grid.tokenizer, &costing, &cache).map_err(|e| e.to_string())?;
+    drop(warm.window(&all).map_err(|e| e.to_string())?);
+    warm.save_counts();
+    let count_cold_s = warm.times.count_s;
+    drop(warm);
+    eprintln!("count (cold): {count_cold_s:.2} s");
 
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let half_sessions: Vec<u32> = all.iter().copied().filter(|i| i % 2 == 0).collect();
@@ -305,16 +302,7 @@ fn run(argv: &[String]) -> Result<(), String> {
         .collect();
 
     let m = |which: &[u32], set: &[Setting]| {
-        measure(
-            &sessions,
-            which,
-            set,
-            &grid,
-            &infos,
-            &costing,
-            &cache,
-            tmp.path(),
-        )
+        measure(&corpus, which, set, &grid, &costing, &cache, tmp.path())
     };
     let runs = [
         ("full", m(&all, &settings)?),
@@ -324,7 +312,9 @@ fn run(argv: &[String]) -> Result<(), String> {
     let peak = peak_mib();
 
     let full = &runs[0].1;
+    let (parse_s, read_s, count_s) = (full.parse_s, full.read_s, full.count_s);
     let wall = parse_s
+        + read_s
         + count_s
         + full.size_s
         + full.replay_s
@@ -377,10 +367,10 @@ fn run(argv: &[String]) -> Result<(), String> {
         "  peak memory {}",
         peak.map_or("unknown".to_string(), |m| format!("{m:.0} MiB (VmHWM)"))
     );
-    println!("growth (size + replay + rows + aggregate + write):");
+    println!("growth (read + count + size + replay + rows + aggregate + write):");
     let mut json_runs = Vec::new();
     for (name, m) in &runs {
-        let t = m.size_s + m.replay_s + m.rows_s + m.aggregate_s + m.write_s;
+        let t = m.read_s + m.count_s + m.size_s + m.replay_s + m.rows_s + m.aggregate_s + m.write_s;
         println!(
             "  {name:<14} {:>5} settings × {:>4} sessions: {:>7.2} s ({:>7.2} CPU-s), {:>8.0} replays/s, {:>10.0} event-steps/s",
             m.settings,
@@ -392,7 +382,8 @@ fn run(argv: &[String]) -> Result<(), String> {
         );
         json_runs.push(serde_json::json!({
             "name": name, "settings": m.settings, "sessions": m.sessions, "replays": m.pairs,
-            "event_steps": m.event_steps, "size_s": m.size_s, "replay_s": m.replay_s,
+            "event_steps": m.event_steps, "parse_s": m.parse_s, "read_s": m.read_s,
+            "count_s": m.count_s, "size_s": m.size_s, "replay_s": m.replay_s,
             "replay_cpu_s": m.replay_cpu_s, "rows_s": m.rows_s, "aggregate_s": m.aggregate_s,
             "write_s": m.write_s,
         }));

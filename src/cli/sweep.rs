@@ -271,10 +271,12 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         publish::check_target(out, &input_paths, chosen)?;
     }
     let filter = args.db.filter(&paths, false)?;
-    let loaded = pipeline::load_sessions_filtered(&paths, args.format.as_deref(), &filter)?;
-    input_paths.extend(loaded.inputs.iter().map(|i| PathBuf::from(&i.path)));
-    if loaded.sessions.is_empty() {
-        let why = loaded
+    // The inputs are listed here and read again a window at a time during the replay.
+    let catalog =
+        pipeline::Catalog::scan(&paths, args.format.as_deref(), &filter, &grid.tokenizer)?;
+    input_paths.extend(catalog.inputs.iter().map(|i| PathBuf::from(&i.path)));
+    if catalog.is_empty() {
+        let why = catalog
             .skipped
             .first()
             .map(|s| format!(" (first problem: {}: {})", s.path, s.reason))
@@ -285,7 +287,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             .collect();
         anyhow::bail!("no sessions found in {}{why}", shown.join(" "));
     }
-    for s in &loaded.skipped {
+    for s in &catalog.skipped {
         // Always said, even with -q: a bad file is reported and skipped, never dropped.
         errln!(
             "skipped {}: {}",
@@ -294,9 +296,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         );
     }
     let mut inputs = RunInputs {
-        sessions: pipeline::session_infos(&loaded.sessions, &grid.tokenizer),
-        inputs: loaded.inputs.clone(),
-        skipped: loaded.skipped.clone(),
+        sessions: catalog.infos.clone(),
+        inputs: catalog.inputs.clone(),
+        skipped: catalog.skipped.clone(),
         failed_sessions: Vec::new(),
         grid_toml: grid.to_toml(),
         pricing_toml: costing.pricing_text.clone(),
@@ -307,7 +309,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             &costing.model.latency,
             &grid.agent_model,
             &grid.summarizer,
-            &loaded.sessions,
+            &catalog.recorded_models,
         ),
     };
     let name = inputs.default_name(&today());
@@ -329,20 +331,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     };
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    // Sessions are sized and replayed a window at a time and their rows streamed into
-    // runs.parquet; the longest few are kept for timelines.json.
-    let keep = match args.shard {
-        Some(_) => Vec::new(),
-        None => rundir::longest_sessions(&inputs.sessions, &mine, TIMELINE_KEEP),
-    };
-    let mut counted = pipeline::Counted::new(
-        loaded.sessions,
-        &mine,
-        &keep,
-        &grid.tokenizer,
-        &costing,
-        &cache,
-    )?;
+    // Sessions are read again, counted, sized and replayed a window at a time and their
+    // rows streamed into runs.parquet.
+    let mut counted = pipeline::Counted::new(catalog, &grid.tokenizer, &costing, &cache)?;
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
@@ -376,6 +367,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     }
     result?;
     writer.finish()?;
+    counted.save_counts();
     if !failed.is_empty() {
         drop_failed(&mut inputs, &mut Vec::new(), failed);
         for s in inputs
@@ -415,10 +407,6 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         &target, latest, &name, &inputs, &grid, build, &eval, None, args.quiet,
     )
 }
-
-/// Sessions kept in memory for timelines.json: its 5 plus spares for sessions whose replay
-/// fails (the 5 longest among those that did not fail are drawn).
-const TIMELINE_KEEP: usize = 64;
 
 /// Where a full run goes, checked (see [`publish::check_target`]), and whether `latest` is to
 /// point at it (the default place, or an `--out` inside the reports folder). `latest` is

@@ -17,7 +17,7 @@ use crate::cost::pricing::BUILTIN_PRICING;
 use crate::cost::summarizers::SummarizerSpec;
 use crate::engine::{Config, Phase, Replay, Summarizer, UsageMode};
 use crate::tokens::sizes::SessionSizes;
-use crate::tokens::{count_sessions, Tokenizer};
+use crate::tokens::Tokenizer;
 use crate::transcript::db::DbFilter;
 use crate::transcript::{detect, Format, Session};
 use anyhow::{anyhow, Context, Result};
@@ -89,27 +89,20 @@ impl Costing {
     }
 }
 
-/// The run's models (its agent models, each session's recorded one for `recorded`, and
+/// The run's models (its agent models, the sessions' recorded ones for `recorded`, and
 /// `model:NAME` summarizers) that match no latency family: they are timed with the `default`
 /// figures, which run.json and the report state as an assumption.
 pub fn latency_default_models(
     latency: &crate::cost::latency::LatencyTable,
     agent_models: &[String],
     summarizers: &[String],
-    sessions: &[crate::transcript::Session],
+    recorded: &std::collections::BTreeSet<String>,
 ) -> Vec<String> {
     use crate::cost::summarizers::SummarizerSpec;
     let mut models = std::collections::BTreeSet::new();
     for m in agent_models {
         if m == "recorded" {
-            for s in sessions {
-                models.insert(
-                    s.model
-                        .as_deref()
-                        .unwrap_or(FALLBACK_AGENT_MODEL)
-                        .to_string(),
-                );
-            }
+            models.extend(recorded.iter().cloned());
         } else {
             models.insert(m.clone());
         }
@@ -159,15 +152,7 @@ pub fn load_sessions_filtered(
     format: Option<&str>,
     filter: &DbFilter,
 ) -> Result<Loaded> {
-    let format = match format {
-        Some(f) => Some(Format::from_name(f).ok_or_else(|| {
-            anyhow!(
-                "--format `{f}`: unknown format; use one of {}",
-                Format::ALL.map(|f| f.name()).join(", ")
-            )
-        })?),
-        None => None,
-    };
+    let format = parse_format(format)?;
     let loaded = detect::load_inputs(paths, format, filter);
     let mut sessions = loaded.sessions;
     // Sorted by (source, id) so the run does not depend on the order paths were given.
@@ -196,18 +181,7 @@ pub fn load_sessions_filtered(
             }),
         }
     }
-    let mut skipped: Vec<Skipped> = loaded
-        .skipped
-        .iter()
-        .map(|e| Skipped {
-            path: e.file.clone(),
-            reason: if e.location.is_empty() {
-                e.message.clone()
-            } else {
-                format!("{}: {}", e.location, e.message)
-            },
-        })
-        .collect();
+    let mut skipped: Vec<Skipped> = loaded.skipped.iter().map(skipped_of).collect();
     skipped.sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
     Ok(Loaded {
         sessions,
@@ -255,7 +229,7 @@ struct Sized {
 }
 
 struct Prepared {
-    session: Session,
+    session: std::sync::Arc<Session>,
     sized: Vec<Sized>,
 }
 
@@ -273,127 +247,409 @@ pub struct PipelineEval {
 /// How long each preparation phase took, seconds (the benchmark's time split).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PrepTimes {
+    /// Reading sessions again from their files.
+    pub read_s: f64,
     pub count_s: f64,
     pub size_s: f64,
 }
 
-/// Sessions read and counted once per tokenizer (4 bytes an event), then sized a window at
-/// a time: the per-event arrays and cost inputs of a session exist only while its window
-/// replays, so they do not grow with the run.
+/// The run's sessions, listed but not held: a first pass reads every input (a batch of files
+/// at a time) for what the run records about each session, in the run's order; each window
+/// of a sweep then reads its sessions again ([`Catalog::read`]), so the parsed transcripts in
+/// memory are those of one window, not of the run. Sessions of database inputs (and of
+/// [`Catalog::from_sessions`]) are held.
+pub struct Catalog {
+    /// The sessions' facts, sorted by (source, session_id); indices are session numbers.
+    pub infos: Vec<SessionInfo>,
+    pub inputs: Vec<InputInfo>,
+    pub skipped: Vec<Skipped>,
+    /// The agent models the transcripts record (`recorded` prices each session at its own).
+    pub recorded_models: std::collections::BTreeSet<String>,
+    /// Where each session is: a file to read again and its place among the file's sessions,
+    /// or `held[k]`.
+    origin: Vec<Origin>,
+    files: Vec<PathBuf>,
+    format: Option<Format>,
+    held: Vec<std::sync::Arc<Session>>,
+    /// The last file read, when it holds more sessions than a window took from it.
+    last: Option<(usize, Vec<Option<Session>>)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Origin {
+    File { file: u32, pos: u32 },
+    Held(u32),
+}
+
+/// Files parsed at once in the first pass (each in parallel), so only their sessions are in
+/// memory at a time.
+const SCAN_FILES: usize = 64;
+
+impl Catalog {
+    /// Read every input once (files in batches, database URLs whole) and list its sessions
+    /// in the run's order: sorted by (source, id), a repeated (source, id) made unique with
+    /// `#2`, `#3`, ... as [`load_sessions`] does. Bad files are reported in `skipped`.
+    pub fn scan(
+        paths: &[String],
+        format: Option<&str>,
+        filter: &DbFilter,
+        tokenizers: &[String],
+    ) -> Result<Catalog> {
+        let format = parse_format(format)?;
+        let tok = tokenizers
+            .first()
+            .and_then(|t| t.parse::<Tokenizer>().ok())
+            .unwrap_or_default();
+        let (urls, files): (Vec<String>, Vec<String>) = paths
+            .iter()
+            .cloned()
+            .partition(|p| crate::transcript::db::is_db_url(p));
+        let (files, expand_errors) = if files.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            detect::expand_paths(&files)
+        };
+        let mut errors: Vec<crate::transcript::ReadError> = expand_errors
+            .into_iter()
+            .map(crate::transcript::util::tidy)
+            .collect();
+        // (source, id as read, order read, origin, facts)
+        let mut listed: Vec<(String, String, u64, Origin, SessionInfo)> = Vec::new();
+        let mut recorded_models = std::collections::BTreeSet::new();
+        let mut read = 0u64;
+        let mut note =
+            |s: &Session,
+             origin: Origin,
+             read: &mut u64,
+             listed: &mut Vec<(String, String, u64, Origin, SessionInfo)>| {
+                recorded_models.insert(
+                    s.model
+                        .as_deref()
+                        .unwrap_or(FALLBACK_AGENT_MODEL)
+                        .to_string(),
+                );
+                listed.push((
+                    s.source.clone(),
+                    s.id.clone(),
+                    *read,
+                    origin,
+                    session_info(s, tok),
+                ));
+                *read += 1;
+            };
+        for (b, batch) in files.chunks(SCAN_FILES).enumerate() {
+            let results: Vec<Result<Vec<(Session, SessionInfo)>, crate::transcript::ReadError>> =
+                batch
+                    .par_iter()
+                    .map(|f| {
+                        detect::load_file(f, format).map(|ss| {
+                            ss.into_iter()
+                                .map(|s| {
+                                    let i = session_info(&s, tok);
+                                    (s, i)
+                                })
+                                .collect()
+                        })
+                    })
+                    .collect();
+            for (k, r) in results.into_iter().enumerate() {
+                let file = (b * SCAN_FILES + k) as u32;
+                match r {
+                    Ok(ss) => {
+                        for (pos, (s, _)) in ss.iter().enumerate() {
+                            note(
+                                s,
+                                Origin::File {
+                                    file,
+                                    pos: pos as u32,
+                                },
+                                &mut read,
+                                &mut listed,
+                            );
+                        }
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        let mut held = Vec::new();
+        for u in &urls {
+            let (sessions, skipped) = crate::transcript::db::load_arg(u, filter);
+            errors.extend(skipped);
+            for s in sessions {
+                note(&s, Origin::Held(held.len() as u32), &mut read, &mut listed);
+                held.push(std::sync::Arc::new(s));
+            }
+        }
+        // The run's order: by (source, id), ties in the order read (what a stable sort of all
+        // sessions read in that order gives).
+        listed.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+        let mut infos = Vec::with_capacity(listed.len());
+        let mut origin = Vec::with_capacity(listed.len());
+        let mut run = 1;
+        let mut prev: Option<(String, String)> = None;
+        for (source, id, _, o, mut info) in listed {
+            let key = (source, id);
+            if prev.as_ref() == Some(&key) {
+                run += 1;
+                info.session_id = format!("{}#{run}", key.1);
+            } else {
+                run = 1;
+            }
+            prev = Some(key);
+            infos.push(info);
+            origin.push(o);
+        }
+        let mut inputs: Vec<InputInfo> = Vec::new();
+        for s in &infos {
+            let f = source_file(&s.source);
+            match inputs.last_mut() {
+                Some(last) if last.path == f => last.sessions += 1,
+                _ => inputs.push(InputInfo {
+                    path: f.to_string(),
+                    sessions: 1,
+                }),
+            }
+        }
+        let mut skipped: Vec<Skipped> = errors.iter().map(skipped_of).collect();
+        skipped.sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
+        Ok(Catalog {
+            infos,
+            inputs,
+            skipped,
+            recorded_models,
+            origin,
+            files,
+            format,
+            held,
+            last: None,
+        })
+    }
+
+    /// A catalog of sessions already in memory (kept in the given order).
+    pub fn from_sessions(sessions: Vec<Session>, tokenizers: &[String]) -> Catalog {
+        let tok = tokenizers
+            .first()
+            .and_then(|t| t.parse::<Tokenizer>().ok())
+            .unwrap_or_default();
+        let infos = sessions.par_iter().map(|s| session_info(s, tok)).collect();
+        let recorded_models = sessions
+            .iter()
+            .map(|s| {
+                s.model
+                    .as_deref()
+                    .unwrap_or(FALLBACK_AGENT_MODEL)
+                    .to_string()
+            })
+            .collect();
+        Catalog {
+            infos,
+            inputs: Vec::new(),
+            skipped: Vec::new(),
+            recorded_models,
+            origin: (0..sessions.len() as u32).map(Origin::Held).collect(),
+            files: Vec::new(),
+            format: None,
+            held: sessions.into_iter().map(std::sync::Arc::new).collect(),
+            last: None,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.infos.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.infos.is_empty()
+    }
+
+    /// The sessions `which` (in that order), read again from their files (each file once) or
+    /// taken from those held. A file that no longer gives the session it gave is an error
+    /// naming it.
+    pub fn read(&mut self, which: &[u32]) -> Result<Vec<std::sync::Arc<Session>>> {
+        let mut out: Vec<Option<std::sync::Arc<Session>>> = vec![None; which.len()];
+        // Files needed, each with the (slot, position) of its sessions.
+        let mut by_file: std::collections::BTreeMap<u32, Vec<(usize, u32)>> = Default::default();
+        for (slot, &id) in which.iter().enumerate() {
+            match self.origin.get(id as usize) {
+                Some(Origin::Held(k)) => out[slot] = Some(self.held[*k as usize].clone()),
+                Some(Origin::File { file, pos }) => {
+                    by_file.entry(*file).or_default().push((slot, *pos))
+                }
+                None => return Err(anyhow!("session {id} is not in the run")),
+            }
+        }
+        // The cached last file first, then the others in parallel.
+        if let Some((f, cached)) = &mut self.last {
+            if let Some(want) = by_file.remove(&(*f as u32)) {
+                for (slot, pos) in want {
+                    out[slot] = cached
+                        .get_mut(pos as usize)
+                        .and_then(|s| s.take())
+                        .map(std::sync::Arc::new);
+                }
+            }
+        }
+        let format = self.format;
+        let files = &self.files;
+        let loaded: Vec<(
+            u32,
+            Vec<(usize, u32)>,
+            Result<Vec<Session>, crate::transcript::ReadError>,
+        )> = by_file
+            .into_iter()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|(f, want)| {
+                let r = detect::load_file(&files[f as usize], format);
+                (f, want, r)
+            })
+            .collect();
+        for (f, want, r) in loaded {
+            let file = self.files[f as usize].display().to_string();
+            let mut sessions: Vec<Option<Session>> = r
+                .map_err(|e| anyhow!("{file}: cannot be read again: {e}"))?
+                .into_iter()
+                .map(Some)
+                .collect();
+            for &(slot, pos) in &want {
+                out[slot] = sessions
+                    .get_mut(pos as usize)
+                    .and_then(|s| s.take())
+                    .map(std::sync::Arc::new);
+            }
+            // A file of many sessions is kept for the next window, which goes on with it.
+            if sessions.iter().any(|s| s.is_some()) {
+                self.last = Some((f as usize, sessions));
+            }
+        }
+        let mut done = Vec::with_capacity(which.len());
+        for (slot, s) in out.into_iter().enumerate() {
+            let id = which[slot];
+            let info = &self.infos[id as usize];
+            let mut s = s.ok_or_else(|| {
+                anyhow!(
+                    "{}: session `{}` could not be read again (was the file changed during the run?)",
+                    info.source,
+                    info.session_id
+                )
+            })?;
+            if s.id != info.session_id {
+                std::sync::Arc::make_mut(&mut s).id = info.session_id.clone();
+            }
+            if s.source != info.source {
+                return Err(anyhow!(
+                    "{}: the file changed during the run (session `{}` is gone)",
+                    info.source,
+                    info.session_id
+                ));
+            }
+            done.push(s);
+        }
+        Ok(done)
+    }
+}
+
+fn parse_format(format: Option<&str>) -> Result<Option<Format>> {
+    match format {
+        Some(f) => Ok(Some(Format::from_name(f).ok_or_else(|| {
+            anyhow!(
+                "--format `{f}`: unknown format; use one of {}",
+                Format::ALL.map(|f| f.name()).join(", ")
+            )
+        })?)),
+        None => Ok(None),
+    }
+}
+
+fn skipped_of(e: &crate::transcript::ReadError) -> Skipped {
+    Skipped {
+        path: e.file.clone(),
+        reason: if e.location.is_empty() {
+            e.message.clone()
+        } else {
+            format!("{}: {}", e.location, e.message)
+        },
+    }
+}
+
+/// A run's sessions counted and sized a window at a time: a window's sessions are read
+/// again ([`Catalog::read`]), counted per tokenizer against the token cache loaded once, and
+/// sized (per-event arrays, cost inputs); only the window's exist in memory.
 pub struct Counted {
-    /// Session indices held, ascending.
-    ids: Vec<u32>,
-    sessions: Vec<Option<Session>>,
-    /// `counts[t][k]`: per-event counts of `sessions[k]` under `toks[t]`.
-    counts: Vec<Vec<Vec<u32>>>,
-    toks: Vec<Tokenizer>,
-    /// Sessions kept after their window (see [`Counted::new`]).
-    keep: Vec<u32>,
+    pub catalog: Catalog,
+    counters: Vec<crate::tokens::Counter>,
     cost: CostModel,
     pub times: PrepTimes,
 }
 
 impl Counted {
-    /// Count the sessions at `which` (indices into `sessions`, ascending) for every tokenizer;
-    /// the others are dropped. Sessions in `keep` stay after their window (for
-    /// `timelines.json`); the rest are freed as their window ends.
     pub fn new(
-        sessions: Vec<Session>,
-        which: &[u32],
-        keep: &[u32],
+        catalog: Catalog,
         tokenizers: &[String],
         costing: &Costing,
         cache: &CacheOpts,
     ) -> Result<Self> {
-        let toks: Vec<Tokenizer> = tokenizers
+        let counters = tokenizers
             .iter()
-            .map(|t| t.parse::<Tokenizer>().map_err(|e| anyhow!(e)))
+            .map(|t| {
+                t.parse::<Tokenizer>()
+                    .map(|t| crate::tokens::Counter::new(t, cache))
+                    .map_err(|e| anyhow!(e))
+            })
             .collect::<Result<_>>()?;
-        let mut ids = which.to_vec();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut owned: Vec<Session> = Vec::with_capacity(ids.len());
-        let mut next = ids.iter().peekable();
-        for (i, s) in sessions.into_iter().enumerate() {
-            if next.peek().is_some_and(|&&k| k as usize == i) {
-                owned.push(s);
-                next.next();
-            }
-        }
-        ids.truncate(owned.len());
-        let mut times = PrepTimes::default();
-        let mut counts = Vec::with_capacity(toks.len());
-        for &tok in &toks {
-            let t0 = std::time::Instant::now();
-            counts.push(count_sessions(&owned, tok, cache)?);
-            times.count_s += t0.elapsed().as_secs_f64();
-        }
-        let mut keep = keep.to_vec();
-        keep.sort_unstable();
         Ok(Counted {
-            ids,
-            sessions: owned.into_iter().map(Some).collect(),
-            counts,
-            toks,
-            keep,
+            catalog,
+            counters,
             cost: costing.model.clone(),
-            times,
+            times: PrepTimes::default(),
         })
     }
 
-    /// Size the sessions `which` (ascending) for replay. A session prepared once is gone from
-    /// here unless it is one to keep.
+    /// Read, count and size the sessions `which` (ascending) for replay.
     pub fn window(&mut self, which: &[u32]) -> Result<PipelineEval> {
+        let t0 = std::time::Instant::now();
+        let sessions = self.catalog.read(which)?;
         let t1 = std::time::Instant::now();
-        let mut picked: Vec<(u32, Session, Vec<Vec<u32>>)> = Vec::with_capacity(which.len());
-        for &id in which {
-            let k = self
-                .ids
-                .binary_search(&id)
-                .map_err(|_| anyhow!("session {id} was not read"))?;
-            let keep = self.keep.binary_search(&id).is_ok();
-            let session = if keep {
-                self.sessions[k].clone()
-            } else {
-                self.sessions[k].take()
-            }
-            .ok_or_else(|| anyhow!("session {id} was already replayed"))?;
-            let counts: Vec<Vec<u32>> = self
-                .counts
-                .iter_mut()
-                .map(|c| {
-                    if keep {
-                        c[k].clone()
-                    } else {
-                        std::mem::take(&mut c[k])
-                    }
-                })
-                .collect();
-            picked.push((id, session, counts));
+        self.times.read_s += (t1 - t0).as_secs_f64();
+        let plain: Vec<&Session> = sessions.iter().map(|s| s.as_ref()).collect();
+        let mut counts: Vec<Vec<Vec<u32>>> = Vec::with_capacity(self.counters.len());
+        for c in &mut self.counters {
+            counts.push(c.count_refs(&plain).0);
         }
-        let toks = self.toks.clone();
-        let items: Vec<Prepared> = picked
+        let t2 = std::time::Instant::now();
+        self.times.count_s += (t2 - t1).as_secs_f64();
+        let toks: Vec<Tokenizer> = self.counters.iter().map(|c| c.tokenizer()).collect();
+        let items: Vec<Prepared> = sessions
             .into_par_iter()
-            .map(|(_, session, counts)| {
+            .enumerate()
+            .map(|(k, session)| {
                 let sized = toks
                     .iter()
                     .zip(&counts)
                     .map(|(&tok, c)| Sized {
                         tok,
-                        sizes: SessionSizes::new(&session, Some(c)),
+                        sizes: SessionSizes::new(&session, Some(&c[k])),
                         inputs: SessionCostInputs::new(&session, tok),
                     })
                     .collect();
                 Prepared { session, sized }
             })
             .collect();
-        self.times.size_s += t1.elapsed().as_secs_f64();
+        self.times.size_s += t2.elapsed().as_secs_f64();
         Ok(PipelineEval {
             ids: which.to_vec(),
             items,
             cost: self.cost.clone(),
             specs: std::sync::Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Save the token counts added to the cache (once, after the last window).
+    pub fn save_counts(&mut self) {
+        for c in &mut self.counters {
+            c.save();
+        }
     }
 }
 
@@ -407,9 +663,12 @@ impl PipelineEval {
         costing: &Costing,
         cache: &CacheOpts,
     ) -> Result<Self> {
-        let mut c = Counted::new(sessions, which, &[], tokenizers, costing, cache)?;
-        let ids = c.ids.clone();
-        c.window(&ids)
+        let placed: Vec<Option<Session>> = sessions
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| which.contains(&(i as u32)).then_some(s))
+            .collect();
+        Self::build_placed(placed, tokenizers, costing, cache).map(|(e, _)| e)
     }
 
     /// Prepare every `Some` session, keeping positions (what `merge` uses for timelines).
@@ -426,10 +685,16 @@ impl PipelineEval {
             .map(|(i, _)| i as u32)
             .collect();
         let sessions: Vec<Session> = placed.into_iter().flatten().collect();
-        // Renumber: `Counted` takes indices into the list it is given.
+        // Renumbered: the catalog lists the given sessions only.
         let local: Vec<u32> = (0..sessions.len() as u32).collect();
-        let mut c = Counted::new(sessions, &local, &[], tokenizers, costing, cache)?;
+        let mut c = Counted::new(
+            Catalog::from_sessions(sessions, tokenizers),
+            tokenizers,
+            costing,
+            cache,
+        )?;
         let mut e = c.window(&local)?;
+        c.save_counts();
         e.ids = which;
         Ok((e, c.times))
     }

@@ -124,6 +124,57 @@ pub fn count_sessions_with_stats(
     tok: Tokenizer,
     cache: &CacheOpts,
 ) -> anyhow::Result<(Vec<Vec<u32>>, CountStats)> {
+    let mut c = Counter::new(tok, cache);
+    let r = c.count(sessions);
+    c.save();
+    Ok(r)
+}
+
+/// Counts sessions a batch at a time against one loaded cache (a sweep counts each window
+/// of sessions as it replays them), saving what was added once, at [`Counter::save`].
+pub struct Counter {
+    tok: Tokenizer,
+    disk: CountCache,
+}
+
+impl Counter {
+    pub fn new(tok: Tokenizer, cache: &CacheOpts) -> Counter {
+        // adk-chars costs no more than hashing and its rules live in `tokens::adk`, which may
+        // change without touching the key scheme here: compute it fresh, never from disk.
+        let disk = if tok == Tokenizer::AdkChars {
+            CountCache::load(&CacheOpts::disabled(), tok)
+        } else {
+            CountCache::load(cache, tok)
+        };
+        Counter { tok, disk }
+    }
+
+    pub fn tokenizer(&self) -> Tokenizer {
+        self.tok
+    }
+
+    /// Write the counts added since loading to the cache file (failures are warnings).
+    pub fn save(&mut self) {
+        self.disk.save();
+    }
+
+    /// Per session, per event token counts of `sessions`.
+    pub fn count(&mut self, sessions: &[Session]) -> (Vec<Vec<u32>>, CountStats) {
+        let refs: Vec<&Session> = sessions.iter().collect();
+        count_with(&refs, self.tok, &mut self.disk)
+    }
+
+    /// [`Counter::count`] of sessions held elsewhere.
+    pub fn count_refs(&mut self, sessions: &[&Session]) -> (Vec<Vec<u32>>, CountStats) {
+        count_with(sessions, self.tok, &mut self.disk)
+    }
+}
+
+fn count_with(
+    sessions: &[&Session],
+    tok: Tokenizer,
+    disk: &mut CountCache,
+) -> (Vec<Vec<u32>>, CountStats) {
     // One flat list of every event's parts (session after session), so rayon balances long
     // and short sessions alike.
     let mut flat: Vec<&[Part]> = Vec::with_capacity(sessions.iter().map(|s| s.events.len()).sum());
@@ -139,15 +190,6 @@ pub fn count_sessions_with_stats(
         .zip(flat.par_chunks(KEY_CHUNK))
         .for_each(|(out, events)| keys_into(events, out));
 
-    // adk-chars costs no more than hashing and its rules live in `tokens::adk`, which may
-    // change without touching the key scheme here: compute it fresh, never from disk.
-    let no_disk = CacheOpts::disabled();
-    let cache = if tok == Tokenizer::AdkChars {
-        &no_disk
-    } else {
-        cache
-    };
-    let mut disk = CountCache::load(cache, tok);
     // One lookup per event: a hit is its count; a miss is filled in below. Distinct missing
     // contents are tokenized once each.
     let mut counts: Vec<u32> = Vec::with_capacity(keys.len());
@@ -177,7 +219,6 @@ pub fn count_sessions_with_stats(
         for &(k, n) in &fresh {
             disk.insert(k, n);
         }
-        disk.save();
         for &i in &missing {
             // Every missing key was just inserted.
             counts[i] = disk.get(keys[i]).unwrap_or(0);
@@ -196,7 +237,7 @@ pub fn count_sessions_with_stats(
         tokenized,
         cached,
     };
-    Ok((out, stats))
+    (out, stats)
 }
 
 /// Events per rayon task when computing keys.

@@ -8,5 +8,6 @@ pub mod sizes;
 
 pub use cache::CacheOpts;
 pub use count::{
-    count_sessions, count_sessions_with_stats, count_text, counted_texts, CountStats, Tokenizer,
+    count_sessions, count_sessions_with_stats, count_text, counted_texts, CountStats, Counter,
+    Tokenizer,
 };
