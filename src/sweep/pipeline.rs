@@ -809,3 +809,67 @@ impl Evaluator for PipelineEval {
             .map_or(0, |p| p.session.events.len() as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::readutil::testutil::corpus;
+
+    fn key(s: &Session) -> (String, String, usize, Option<String>) {
+        (
+            s.id.clone(),
+            s.source.clone(),
+            s.events.len(),
+            s.model.clone(),
+        )
+    }
+
+    /// Issue 13: the sweep lists its inputs in a first pass and reads each window's sessions
+    /// again; the sessions, their order, ids (`#2` for a repeated id) and facts are those of
+    /// reading everything at once, whatever the windows.
+    #[test]
+    fn the_catalog_reads_again_what_loading_everything_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("transcripts/01-support-3.session.json");
+        std::fs::copy(&one, dir.path().join("a.session.json")).unwrap();
+        std::fs::copy(&one, dir.path().join("b.session.json")).unwrap();
+        std::fs::write(dir.path().join("bad.json"), "{").unwrap();
+        let paths = vec![
+            corpus().join("adk").display().to_string(),
+            dir.path().display().to_string(),
+        ];
+        let toks = vec!["o200k".to_string()];
+        let all = load_sessions(&paths, None).unwrap();
+        let mut cat = Catalog::scan(&paths, None, &DbFilter::default(), &toks).unwrap();
+        assert!(all.sessions.len() > 20, "{}", all.sessions.len());
+        assert_eq!(cat.infos, session_infos(&all.sessions, &toks));
+        assert_eq!(cat.inputs, all.inputs);
+        assert_eq!(cat.skipped, all.skipped);
+        assert!(cat.skipped.iter().any(|s| s.path.ends_with("bad.json")));
+        let n = cat.len() as u32;
+        // Windows of 7 in order, then a few again out of order.
+        for start in (0..n).step_by(7) {
+            let which: Vec<u32> = (start..(start + 7).min(n)).collect();
+            let got = cat.read(&which).unwrap();
+            for (&i, s) in which.iter().zip(&got) {
+                assert_eq!(key(s), key(&all.sessions[i as usize]), "session {i}");
+            }
+        }
+        let again = cat.read(&[n - 1, 0, 3]).unwrap();
+        assert_eq!(key(&again[0]), key(&all.sessions[n as usize - 1]));
+        assert_eq!(key(&again[1]), key(&all.sessions[0]));
+        // A file gone since the first pass is an error naming it, never a silent gap.
+        std::fs::remove_file(dir.path().join("b.session.json")).unwrap();
+        let b = cat
+            .infos
+            .iter()
+            .position(|i| i.source.ends_with("b.session.json"))
+            .unwrap() as u32;
+        let e = cat.read(&[b]).unwrap_err().to_string();
+        assert!(
+            e.contains("b.session.json") && e.contains("read again"),
+            "{e}"
+        );
+    }
+}

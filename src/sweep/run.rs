@@ -440,3 +440,90 @@ mod rounding_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod window_tests {
+    use super::tests::Fake;
+    use super::*;
+    use crate::sweep::grid::{GridSpec, Known};
+
+    #[test]
+    fn windows_are_bounded_by_sessions_and_events() {
+        let ids: Vec<u32> = (0..600).collect();
+        let w = windows(&ids, &|_| 10);
+        assert_eq!(w, vec![0..256, 256..512, 512..600]);
+        // 100,000 events each: two fit under the event bound; a longer session goes alone.
+        let w = windows(&[0, 1, 2, 3], &|s| if s == 2 { 900_000 } else { 100_000 });
+        assert_eq!(w, vec![0..2, 2..3, 3..4]);
+        assert!(windows(&[], &|_| 1).is_empty());
+    }
+
+    /// Issue 13: a window at a time gives the rows `run_pairs` gives over all sessions at
+    /// once, less the sessions that failed, whatever the thread count.
+    #[test]
+    fn windowed_rows_equal_all_at_once() {
+        struct Flaky(Fake);
+        impl Evaluator for Flaky {
+            fn len(&self) -> usize {
+                self.0.len()
+            }
+            fn evaluate(&self, s: usize, set: &Setting) -> Result<SessionMetrics, String> {
+                if s % 97 == 5 && set.setting_id == 3 {
+                    return Err("boom".into());
+                }
+                self.0.evaluate(s, set)
+            }
+            fn timeline(&self, s: usize, set: &Setting) -> Result<Timeline, String> {
+                self.0.timeline(s, set)
+            }
+            fn event_steps(&self, s: usize) -> u64 {
+                self.0.event_steps(s)
+            }
+        }
+        let k = Known {
+            model: &|_| true,
+            tokenizers: &["o200k"],
+        };
+        let set = GridSpec::from_toml("g", "after_tokens='1k..5k:1k'\nkeep_recent_events=[1]")
+            .unwrap()
+            .resolve(&k)
+            .unwrap()
+            .settings;
+        let n = 700;
+        let ids: Vec<u32> = (0..n as u32).collect();
+        let eval = Flaky(Fake { n });
+        let (mut all, failed) =
+            run_pairs(&eval, &ids, &set, &AtomicBool::new(false), &|| {}).unwrap();
+        let bad: Vec<u32> = failed.iter().map(|f| f.0).collect();
+        all.retain(|r| !bad.contains(&r.session));
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (mut rows, mut fails, mut prepared) = (Vec::new(), Vec::new(), 0usize);
+            pool.install(|| {
+                run_windows::<_, Cancelled>(
+                    &ids,
+                    &|_| 1,
+                    &set,
+                    &mut |w| {
+                        prepared = prepared.max(w.len());
+                        Ok(Flaky(Fake { n }))
+                    },
+                    &AtomicBool::new(false),
+                    &|| {},
+                    &mut |r, f| {
+                        rows.extend(r);
+                        fails.extend(f);
+                        Ok(())
+                    },
+                )
+                .unwrap()
+            });
+            assert_eq!(rows, all, "{threads} threads");
+            assert_eq!(fails, failed);
+            assert_eq!(prepared, WINDOW_SESSIONS);
+        }
+    }
+}

@@ -18,7 +18,7 @@ pub mod openai_chat;
 pub mod openhands;
 /// Python-only JSON numbers (NaN, Infinity, big integers), kept as tagged strings.
 pub mod pyjson;
-mod readutil;
+pub(crate) mod readutil;
 pub mod swe_agent;
 pub mod tau2;
 /// Shared reader helpers (JSON paths, timestamps, invocations, critical-event rules).
