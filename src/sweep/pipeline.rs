@@ -275,6 +275,14 @@ pub struct Catalog {
     last: Option<(usize, Vec<Option<Session>>)>,
 }
 
+/// A file read again: its number, the (slot, position) of the sessions wanted from it, and
+/// what reading it gave.
+type FileRead = (
+    u32,
+    Vec<(usize, u32)>,
+    Result<Vec<Session>, crate::transcript::ReadError>,
+);
+
 #[derive(Debug, Clone, Copy)]
 enum Origin {
     File { file: u32, pos: u32 },
@@ -492,11 +500,7 @@ impl Catalog {
         }
         let format = self.format;
         let files = &self.files;
-        let loaded: Vec<(
-            u32,
-            Vec<(usize, u32)>,
-            Result<Vec<Session>, crate::transcript::ReadError>,
-        )> = by_file
+        let loaded: Vec<FileRead> = by_file
             .into_iter()
             .collect::<Vec<_>>()
             .into_par_iter()
