@@ -275,6 +275,14 @@ pub struct Catalog {
     last: Option<(usize, Vec<Option<Session>>)>,
 }
 
+/// What the first pass keeps of a session.
+struct Listed {
+    source: String,
+    id: String,
+    model: String,
+    info: SessionInfo,
+}
+
 /// A file read again: its number, the (slot, position) of the sessions wanted from it, and
 /// what reading it gave.
 type FileRead = (
@@ -325,55 +333,34 @@ impl Catalog {
         let mut listed: Vec<(String, String, u64, Origin, SessionInfo)> = Vec::new();
         let mut recorded_models = std::collections::BTreeSet::new();
         let mut read = 0u64;
-        let mut note =
-            |s: &Session,
-             origin: Origin,
-             read: &mut u64,
-             listed: &mut Vec<(String, String, u64, Origin, SessionInfo)>| {
-                recorded_models.insert(
-                    s.model
-                        .as_deref()
-                        .unwrap_or(FALLBACK_AGENT_MODEL)
-                        .to_string(),
-                );
-                listed.push((
-                    s.source.clone(),
-                    s.id.clone(),
-                    *read,
-                    origin,
-                    session_info(s, tok),
-                ));
-                *read += 1;
-            };
+        // What the first pass keeps of a session (it is dropped at once).
+        let fact = |s: &Session| Listed {
+            source: s.source.clone(),
+            id: s.id.clone(),
+            model: s
+                .model
+                .as_deref()
+                .unwrap_or(FALLBACK_AGENT_MODEL)
+                .to_string(),
+            info: session_info(s, tok),
+        };
+        let mut note = |l: Listed, origin: Origin, read: &mut u64, listed: &mut Vec<_>| {
+            recorded_models.insert(l.model);
+            listed.push((l.source, l.id, *read, origin, l.info));
+            *read += 1;
+        };
         for (b, batch) in files.chunks(SCAN_FILES).enumerate() {
-            let results: Vec<Result<Vec<(Session, SessionInfo)>, crate::transcript::ReadError>> =
-                batch
-                    .par_iter()
-                    .map(|f| {
-                        detect::load_file(f, format).map(|ss| {
-                            ss.into_iter()
-                                .map(|s| {
-                                    let i = session_info(&s, tok);
-                                    (s, i)
-                                })
-                                .collect()
-                        })
-                    })
-                    .collect();
+            let results: Vec<Result<Vec<Listed>, crate::transcript::ReadError>> = batch
+                .par_iter()
+                .map(|f| detect::load_file(f, format).map(|ss| ss.iter().map(fact).collect()))
+                .collect();
             for (k, r) in results.into_iter().enumerate() {
                 let file = (b * SCAN_FILES + k) as u32;
                 match r {
-                    Ok(ss) => {
-                        for (pos, (s, _)) in ss.iter().enumerate() {
-                            note(
-                                s,
-                                Origin::File {
-                                    file,
-                                    pos: pos as u32,
-                                },
-                                &mut read,
-                                &mut listed,
-                            );
+                    Ok(ls) => {
+                        for (pos, l) in ls.into_iter().enumerate() {
+                            let pos = pos as u32;
+                            note(l, Origin::File { file, pos }, &mut read, &mut listed);
                         }
                     }
                     Err(e) => errors.push(e),
@@ -385,7 +372,12 @@ impl Catalog {
             let (sessions, skipped) = crate::transcript::db::load_arg(u, filter);
             errors.extend(skipped);
             for s in sessions {
-                note(&s, Origin::Held(held.len() as u32), &mut read, &mut listed);
+                note(
+                    fact(&s),
+                    Origin::Held(held.len() as u32),
+                    &mut read,
+                    &mut listed,
+                );
                 held.push(std::sync::Arc::new(s));
             }
         }
@@ -487,10 +479,16 @@ impl Catalog {
                 None => return Err(anyhow!("session {id} is not in the run")),
             }
         }
-        // The cached last file first, then the others in parallel.
+        // The cached last file first (when it still holds every session wanted from it: a
+        // session taken by an earlier window is read again), then the others in parallel.
         if let Some((f, cached)) = &mut self.last {
-            if let Some(want) = by_file.remove(&(*f as u32)) {
-                for (slot, pos) in want {
+            let key = *f as u32;
+            let all_there = by_file.get(&key).is_some_and(|want| {
+                want.iter()
+                    .all(|&(_, pos)| cached.get(pos as usize).is_some_and(|s| s.is_some()))
+            });
+            if all_there {
+                for (slot, pos) in by_file.remove(&key).unwrap_or_default() {
                     out[slot] = cached
                         .get_mut(pos as usize)
                         .and_then(|s| s.take())
@@ -863,6 +861,14 @@ mod tests {
         let again = cat.read(&[n - 1, 0, 3]).unwrap();
         assert_eq!(key(&again[0]), key(&all.sessions[n as usize - 1]));
         assert_eq!(key(&again[1]), key(&all.sessions[0]));
+        // Each one again, last first: sessions an earlier read took from the file it keeps
+        // are read from the file again (what timelines.json does after the windows).
+        for i in (0..n).rev() {
+            let s = cat.read(&[i]).unwrap();
+            assert_eq!(key(&s[0]), key(&all.sessions[i as usize]), "session {i}");
+        }
+        let multi = cat.infos.iter().filter(|i| i.source.contains('#')).count();
+        assert!(multi > 1, "the corpus folder has files of several sessions");
         // A file gone since the first pass is an error naming it, never a silent gap.
         std::fs::remove_file(dir.path().join("b.session.json")).unwrap();
         let b = cat
