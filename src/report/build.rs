@@ -799,20 +799,35 @@ fn skipped(d: &RunData, b: &mut Vec<Block>) {
 
 /// Per-session input facts from `run.json` `session_facts[]`, when the run recorded them,
 /// matched on session id and (when both name one) source file: ids need not be unique.
-fn session_fact(d: &RunData, r: &RunRow, key: &str) -> Option<f64> {
-    d.run
-        .get("session_facts")?
-        .as_array()?
-        .iter()
-        .find(|x| {
-            x.get("session_id").and_then(Value::as_str) == Some(r.session_id.as_str())
-                && match x.get("source").and_then(Value::as_str) {
-                    Some(src) if !r.source.is_empty() => src == r.source,
-                    _ => true,
-                }
-        })?
-        .get(key)?
-        .as_f64()
+/// Indexed by session id once, so a run of many sessions is not searched once per row.
+struct SessionFacts<'a> {
+    by_id: std::collections::HashMap<&'a str, Vec<&'a Value>>,
+}
+
+impl<'a> SessionFacts<'a> {
+    fn new(d: &'a RunData) -> SessionFacts<'a> {
+        let mut by_id: std::collections::HashMap<&str, Vec<&Value>> = Default::default();
+        let facts = d.run.get("session_facts").and_then(Value::as_array);
+        for x in facts.into_iter().flatten() {
+            if let Some(id) = x.get("session_id").and_then(Value::as_str) {
+                by_id.entry(id).or_default().push(x);
+            }
+        }
+        SessionFacts { by_id }
+    }
+
+    /// The first fact of `r`'s session (in run.json order) holding `key`'s value.
+    fn get(&self, r: &RunRow, key: &str) -> Option<f64> {
+        self.by_id
+            .get(r.session_id.as_str())?
+            .iter()
+            .find(|x| match x.get("source").and_then(Value::as_str) {
+                Some(src) if !r.source.is_empty() => src == r.source,
+                _ => true,
+            })?
+            .get(key)?
+            .as_f64()
+    }
 }
 
 fn alternatives(d: &RunData, b: &mut Vec<Block>) {
@@ -820,6 +835,7 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Para(t(
         "Compaction is one answer to a long history; the platform guide lists others. Each is suggested below only where this run's data points to it.",
     )));
+    let facts = SessionFacts::new(d);
     let reco_rows: Vec<&RunRow> = match d.recommended() {
         Some(r) => d
             .runs
@@ -904,8 +920,8 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
     } else {
         let mut hits = Vec::new();
         for r in &base_rows {
-            let at = session_fact(d, r, "attachment_tokens").unwrap_or(0.0);
-            let reqs = session_fact(d, r, "requests_with_attachment").unwrap_or(0.0);
+            let at = facts.get(r, "attachment_tokens").unwrap_or(0.0);
+            let reqs = facts.get(r, "requests_with_attachment").unwrap_or(0.0);
             let total = r.num("baseline_prompt_tokens").unwrap_or(0.0);
             let resent = at * reqs;
             if at > 0.0 && total > 0.0 && resent / total > ATTACH_SHARE {
@@ -961,7 +977,7 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
         let mut hits: Vec<(String, f64)> = base_rows
             .iter()
             .filter_map(|r| {
-                let m = session_fact(d, r, "max_model_requests_per_invocation")?;
+                let m = facts.get(r, "max_model_requests_per_invocation")?;
                 (m > LLM_CALLS_CAP).then(|| (r.session_id.clone(), m))
             })
             .collect();
