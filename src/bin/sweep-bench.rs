@@ -94,6 +94,17 @@ struct Measure {
     write_s: f64,
 }
 
+/// The corpus listed, as `sweep` lists its inputs (the first pass).
+fn scan(corpus: &Path, grid: &compaction_sim::sweep::ResolvedGrid) -> Result<Catalog, String> {
+    Catalog::scan(
+        &[corpus.display().to_string()],
+        None,
+        &Default::default(),
+        &grid.tokenizer,
+    )
+    .map_err(|e| e.to_string())
+}
+
 /// One sweep of `settings` over the sessions `which`, through the code `sweep` runs: the
 /// inputs listed (parse), then a window at a time read again, counted, sized and replayed,
 /// rows streamed into runs.parquet (and runs.csv), the aggregates read back from the Parquet,
@@ -109,13 +120,7 @@ fn measure(
     out: &Path,
 ) -> Result<Measure, String> {
     let t = Instant::now();
-    let catalog = Catalog::scan(
-        &[corpus.display().to_string()],
-        None,
-        &Default::default(),
-        &grid.tokenizer,
-    )
-    .map_err(|e| e.to_string())?;
+    let catalog = scan(corpus, grid)?;
     let parse_s = t.elapsed().as_secs_f64();
     let infos = catalog.infos.clone();
     let infos = &infos;
@@ -278,13 +283,7 @@ fn run(argv: &[String]) -> Result<(), String> {
     // Warm the on-disk token cache once (all sessions), so `count` is the cached case.
     let cache = pipeline::cache_opts(None, false);
     let t = Instant::now();
-    let catalog = Catalog::scan(
-        &[corpus.display().to_string()],
-        None,
-        &Default::default(),
-        &grid.tokenizer,
-    )
-    .map_err(|e| e.to_string())?;
+    let catalog = scan(&corpus, &grid)?;
     let n = catalog.len();
     let total_events: u64 = catalog.infos.iter().map(|i| i.events).sum();
     eprintln!(

@@ -157,32 +157,14 @@ pub fn load_sessions_filtered(
     let mut sessions = loaded.sessions;
     // Sorted by (source, id) so the run does not depend on the order paths were given.
     sessions.sort_by(|a, b| (&a.source, &a.id).cmp(&(&b.source, &b.id)));
-    // Two sessions with the same (source, id) get `#2`, `#3`, ... so rows stay keyed.
-    let mut run = 1;
-    let mut prev: Option<(String, String)> = None;
-    for s in sessions.iter_mut() {
-        let key = (s.source.clone(), s.id.clone());
-        if prev.as_ref() == Some(&key) {
-            run += 1;
-            s.id = format!("{}#{run}", key.1);
-        } else {
-            run = 1;
-        }
-        prev = Some(key);
-    }
-    let mut inputs: Vec<InputInfo> = Vec::new();
-    for s in &sessions {
-        let f = source_file(&s.source);
-        match inputs.last_mut() {
-            Some(last) if last.path == f => last.sessions += 1,
-            _ => inputs.push(InputInfo {
-                path: f.to_string(),
-                sessions: 1,
-            }),
+    let renamed = repeated_ids(sessions.iter().map(|s| (s.source.as_str(), s.id.as_str())));
+    for (s, id) in sessions.iter_mut().zip(renamed) {
+        if let Some(id) = id {
+            s.id = id;
         }
     }
-    let mut skipped: Vec<Skipped> = loaded.skipped.iter().map(skipped_of).collect();
-    skipped.sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
+    let inputs = input_list(sessions.iter().map(|s| s.source.as_str()));
+    let skipped = skipped_list(&loaded.skipped);
     Ok(Loaded {
         sessions,
         inputs,
@@ -384,35 +366,18 @@ impl Catalog {
         // The run's order: by (source, id), ties in the order read (what a stable sort of all
         // sessions read in that order gives).
         listed.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+        let renamed = repeated_ids(listed.iter().map(|l| (l.0.as_str(), l.1.as_str())));
         let mut infos = Vec::with_capacity(listed.len());
         let mut origin = Vec::with_capacity(listed.len());
-        let mut run = 1;
-        let mut prev: Option<(String, String)> = None;
-        for (source, id, _, o, mut info) in listed {
-            let key = (source, id);
-            if prev.as_ref() == Some(&key) {
-                run += 1;
-                info.session_id = format!("{}#{run}", key.1);
-            } else {
-                run = 1;
+        for ((_, _, _, o, mut info), id) in listed.into_iter().zip(renamed) {
+            if let Some(id) = id {
+                info.session_id = id;
             }
-            prev = Some(key);
             infos.push(info);
             origin.push(o);
         }
-        let mut inputs: Vec<InputInfo> = Vec::new();
-        for s in &infos {
-            let f = source_file(&s.source);
-            match inputs.last_mut() {
-                Some(last) if last.path == f => last.sessions += 1,
-                _ => inputs.push(InputInfo {
-                    path: f.to_string(),
-                    sessions: 1,
-                }),
-            }
-        }
-        let mut skipped: Vec<Skipped> = errors.iter().map(skipped_of).collect();
-        skipped.sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
+        let inputs = input_list(infos.iter().map(|s| s.source.as_str()));
+        let skipped = skipped_list(&errors);
         Ok(Catalog {
             infos,
             inputs,
@@ -562,6 +527,48 @@ fn parse_format(format: Option<&str>) -> Result<Option<Format>> {
         })?)),
         None => Ok(None),
     }
+}
+
+/// For sessions sorted by (source, id): the new id of each repeat of a (source, id) (`#2`,
+/// `#3`, ...), so rows stay keyed; `None` for the first.
+fn repeated_ids<'a>(keys: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<Option<String>> {
+    let mut run = 1;
+    let mut prev: Option<(&str, &str)> = None;
+    keys.map(|key| {
+        let id = if prev == Some(key) {
+            run += 1;
+            Some(format!("{}#{run}", key.1))
+        } else {
+            run = 1;
+            None
+        };
+        prev = Some(key);
+        id
+    })
+    .collect()
+}
+
+/// The input files of sessions in run order, each with how many sessions it gave.
+fn input_list<'a>(sources: impl Iterator<Item = &'a str>) -> Vec<InputInfo> {
+    let mut inputs: Vec<InputInfo> = Vec::new();
+    for source in sources {
+        let f = source_file(source);
+        match inputs.last_mut() {
+            Some(last) if last.path == f => last.sessions += 1,
+            _ => inputs.push(InputInfo {
+                path: f.to_string(),
+                sessions: 1,
+            }),
+        }
+    }
+    inputs
+}
+
+/// Read errors as the run lists them: sorted by (path, reason).
+fn skipped_list(errors: &[crate::transcript::ReadError]) -> Vec<Skipped> {
+    let mut skipped: Vec<Skipped> = errors.iter().map(skipped_of).collect();
+    skipped.sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
+    skipped
 }
 
 fn skipped_of(e: &crate::transcript::ReadError) -> Skipped {
