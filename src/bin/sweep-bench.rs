@@ -18,6 +18,7 @@
 //! time and that process's peak resident memory (`wait4` rusage); `--sim` names the binary
 //! (another build, to measure before and after).
 
+use anyhow::{anyhow, bail};
 use compaction_sim::sweep::grid::{GridSpec, Known, Setting};
 use compaction_sim::sweep::pipeline::{self, Catalog, Costing, Counted};
 use compaction_sim::sweep::run::run_windows;
@@ -95,14 +96,13 @@ struct Measure {
 }
 
 /// The corpus listed, as `sweep` lists its inputs (the first pass).
-fn scan(corpus: &Path, grid: &compaction_sim::sweep::ResolvedGrid) -> Result<Catalog, String> {
+fn scan(corpus: &Path, grid: &compaction_sim::sweep::ResolvedGrid) -> anyhow::Result<Catalog> {
     Catalog::scan(
         &[corpus.display().to_string()],
         None,
         &Default::default(),
         &grid.tokenizer,
     )
-    .map_err(|e| e.to_string())
 }
 
 /// One sweep of `settings` over the sessions `which`, through the code `sweep` runs: the
@@ -118,22 +118,20 @@ fn measure(
     costing: &Costing,
     cache: &pipeline::CacheOpts,
     out: &Path,
-) -> Result<Measure, String> {
+) -> anyhow::Result<Measure> {
     let t = Instant::now();
     let catalog = scan(corpus, grid)?;
     let parse_s = t.elapsed().as_secs_f64();
     let infos = catalog.infos.clone();
     let infos = &infos;
-    let mut counted =
-        Counted::new(catalog, &grid.tokenizer, costing, cache).map_err(|e| e.to_string())?;
+    let mut counted = Counted::new(catalog, &grid.tokenizer, costing, cache)?;
     let rows = (which.len() * settings.len()) as u64;
     let mut w = RunsWriter::create(
         out,
         infos,
         settings,
         compaction_sim::table::rundir::wants_runs_csv(rows, false),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let t = Instant::now();
     let c = cpu_s();
     let mut rows_s = 0.0;
@@ -161,10 +159,9 @@ fn measure(
             failures.extend(f);
             Ok(())
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let t1 = Instant::now();
-    w.finish().map_err(|e| e.to_string())?;
+    w.finish()?;
     rows_s += t1.elapsed().as_secs_f64();
     let total_s = t.elapsed().as_secs_f64();
     let replay_cpu_s = cpu_s() - c - other_cpu_s.get();
@@ -177,27 +174,14 @@ fn measure(
         );
     }
     let t = Instant::now();
-    let o = outcome_parquet(settings, &out.join("runs.parquet"), &grid.budget)
-        .map_err(|e| e.to_string())?;
+    let o = outcome_parquet(settings, &out.join("runs.parquet"), &grid.budget)?;
     let aggregate_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let mut set = settings_frame(&o.summaries).map_err(|e| e.to_string())?;
-    let write =
-        |name: &str, b: Vec<u8>| std::fs::write(out.join(name), b).map_err(|e| e.to_string());
-    write(
-        "settings.parquet",
-        parquet_bytes(&mut set).map_err(|e| e.to_string())?,
-    )?;
-    write(
-        "settings.csv",
-        csv_bytes(&mut set).map_err(|e| e.to_string())?,
-    )?;
-    write(
-        "settings.json",
-        settings_json(&o.summaries)
-            .map_err(|e| e.to_string())?
-            .into_bytes(),
-    )?;
+    let mut set = settings_frame(&o.summaries)?;
+    let write = |name: &str, b: Vec<u8>| std::fs::write(out.join(name), b);
+    write("settings.parquet", parquet_bytes(&mut set)?)?;
+    write("settings.csv", csv_bytes(&mut set)?)?;
+    write("settings.json", settings_json(&o.summaries)?.into_bytes())?;
     let write_s = t.elapsed().as_secs_f64();
     let steps_per_pass: u64 = which.iter().map(|&s| infos[s as usize].events).sum();
     Ok(Measure {
@@ -227,13 +211,13 @@ fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
     }
 }
 
-fn run(argv: &[String]) -> Result<(), String> {
+fn run(argv: &[String]) -> anyhow::Result<()> {
     let mut corpus = corpus_default();
     let mut max_settings: Option<usize> = None;
     let mut json_out: Option<PathBuf> = None;
@@ -241,30 +225,39 @@ fn run(argv: &[String]) -> Result<(), String> {
     let mut args = argv.iter().cloned();
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--corpus" => corpus = PathBuf::from(args.next().ok_or("--corpus needs a folder")?),
+            "--corpus" => {
+                corpus = PathBuf::from(
+                    args.next()
+                        .ok_or_else(|| anyhow!("--corpus needs a folder"))?,
+                )
+            }
             "--settings" => {
                 max_settings = Some(
                     args.next()
                         .and_then(|v| v.parse().ok())
-                        .ok_or("--settings needs a number")?,
+                        .ok_or_else(|| anyhow!("--settings needs a number"))?,
                 )
             }
-            "--out" => json_out = Some(PathBuf::from(args.next().ok_or("--out needs a file")?)),
+            "--out" => {
+                json_out = Some(PathBuf::from(
+                    args.next().ok_or_else(|| anyhow!("--out needs a file"))?,
+                ))
+            }
             "--grid" => {
-                let p = PathBuf::from(args.next().ok_or("--grid needs a file")?);
+                let p = PathBuf::from(args.next().ok_or_else(|| anyhow!("--grid needs a file"))?);
                 grid_text =
-                    std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+                    std::fs::read_to_string(&p).map_err(|e| anyhow!("{}: {e}", p.display()))?;
             }
             "-h" | "--help" => {
                 println!("sweep-bench [--corpus DIR] [--grid FILE.toml] [--settings N] [--out FILE.json]");
                 println!("sweep-bench --scale N,N,... [--sim BIN] [--work DIR] [--max-rss-mib M] [--timeout-s S] [--out FILE.json]");
                 return Ok(());
             }
-            other => return Err(format!("unknown argument `{other}`")),
+            other => bail!("unknown argument `{other}`"),
         }
     }
     let threads = rayon::current_num_threads();
-    let costing = Costing::load(None, None).map_err(|e| e.to_string())?;
+    let costing = Costing::load(None, None)?;
     let known = |m: &str| costing.knows_model(m);
     let toks = pipeline::tokenizer_names();
     let grid = GridSpec::from_toml("bench grid", &grid_text)
@@ -274,7 +267,7 @@ fn run(argv: &[String]) -> Result<(), String> {
                 tokenizers: &toks,
             })
         })
-        .map_err(|e| e.0)?;
+        .map_err(|e| anyhow!(e.0))?;
     let mut settings = grid.settings.clone();
     if let Some(n) = max_settings {
         settings.truncate(n.max(1));
@@ -292,15 +285,14 @@ fn run(argv: &[String]) -> Result<(), String> {
         t.elapsed().as_secs_f64()
     );
     let all: Vec<u32> = (0..n as u32).collect();
-    let mut warm =
-        Counted::new(catalog, &grid.tokenizer, &costing, &cache).map_err(|e| e.to_string())?;
-    drop(warm.window(&all).map_err(|e| e.to_string())?);
+    let mut warm = Counted::new(catalog, &grid.tokenizer, &costing, &cache)?;
+    drop(warm.window(&all)?);
     warm.save_counts();
     let count_cold_s = warm.times.count_s;
     drop(warm);
     eprintln!("count (cold): {count_cold_s:.2} s");
 
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let tmp = tempfile::tempdir()?;
     let half_sessions: Vec<u32> = all.iter().copied().filter(|i| i % 2 == 0).collect();
     let half_settings: Vec<Setting> = settings
         .iter()
@@ -402,7 +394,7 @@ fn run(argv: &[String]) -> Result<(), String> {
             "peak_mib": peak, "runs": json_runs,
         });
         std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap_or_default())
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+            .map_err(|e| anyhow!("{}: {e}", p.display()))?;
     }
     Ok(())
 }
@@ -413,16 +405,16 @@ fn short_index(k: usize) -> usize {
 }
 
 /// `dir` holding `n` short synthetic sessions, written unless a complete earlier copy is there.
-fn synthetic(dir: &Path, n: usize) -> Result<(), String> {
+fn synthetic(dir: &Path, n: usize) -> anyhow::Result<()> {
     use rayon::prelude::*;
     let done = dir.join(".complete");
     if std::fs::read_to_string(&done).ok().as_deref() == Some(&n.to_string()) {
         return Ok(());
     }
     if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::remove_dir_all(dir).map_err(|e| anyhow!("{}: {e}", dir.display()))?;
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| anyhow!("{}: {e}", dir.display()))?;
     let t = Instant::now();
     let bytes: u64 = (0..n)
         .into_par_iter()
@@ -430,10 +422,10 @@ fn synthetic(dir: &Path, n: usize) -> Result<(), String> {
             let f = compaction_sim::synth::generate_one(SYNTH_SEED, short_index(k));
             std::fs::write(dir.join(&f.file_name), &f.json)
                 .map(|_| f.json.len() as u64)
-                .map_err(|e| format!("{}: {e}", dir.display()))
+                .map_err(|e| anyhow!("{}: {e}", dir.display()))
         })
         .try_reduce(|| 0, |a, b| Ok(a + b))?;
-    std::fs::write(&done, n.to_string()).map_err(|e| format!("{}: {e}", done.display()))?;
+    std::fs::write(&done, n.to_string()).map_err(|e| anyhow!("{}: {e}", done.display()))?;
     eprintln!(
         "wrote {n} short synthetic sessions ({:.1} MB) to {} in {:.1} s",
         bytes as f64 / 1e6,
@@ -459,9 +451,9 @@ fn run_child(
     mut cmd: std::process::Command,
     max_rss_mib: f64,
     timeout_s: f64,
-) -> Result<Child, String> {
+) -> anyhow::Result<Child> {
     let t = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start: {e}"))?;
+    let mut child = cmd.spawn().map_err(|e| anyhow!("cannot start: {e}"))?;
     let pid = child.id() as libc::pid_t;
     let mut stopped = None;
     loop {
@@ -485,7 +477,7 @@ fn run_child(
             });
         }
         if r < 0 {
-            return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+            bail!("wait4: {}", std::io::Error::last_os_error());
         }
         let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
             .ok()
@@ -508,7 +500,7 @@ fn run_child(
     }
 }
 
-fn scale(argv: &[String]) -> Result<(), String> {
+fn scale(argv: &[String]) -> anyhow::Result<()> {
     let mut cases: Vec<usize> = Vec::new();
     let mut sim: Option<PathBuf> = None;
     let mut work: Option<PathBuf> = None;
@@ -516,38 +508,51 @@ fn scale(argv: &[String]) -> Result<(), String> {
     let mut timeout_s = 1800.0;
     let mut json_out: Option<PathBuf> = None;
     let mut args = argv.iter().cloned();
-    let num = |v: Option<String>, what: &str| -> Result<f64, String> {
+    let num = |v: Option<String>, what: &str| -> anyhow::Result<f64> {
         v.and_then(|v| v.replace('_', "").parse().ok())
-            .ok_or(format!("{what} needs a number"))
+            .ok_or_else(|| anyhow!("{what} needs a number"))
     };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--scale" => {
-                let v = args.next().ok_or("--scale needs N,N,...")?;
+                let v = args
+                    .next()
+                    .ok_or_else(|| anyhow!("--scale needs N,N,..."))?;
                 for n in v.split(',') {
                     cases.push(
                         n.trim()
                             .replace('_', "")
                             .parse()
-                            .map_err(|_| format!("--scale: `{n}` is not a count"))?,
+                            .map_err(|_| anyhow!("--scale: `{n}` is not a count"))?,
                     );
                 }
             }
-            "--sim" => sim = Some(PathBuf::from(args.next().ok_or("--sim needs a binary")?)),
-            "--work" => work = Some(PathBuf::from(args.next().ok_or("--work needs a folder")?)),
+            "--sim" => {
+                sim = Some(PathBuf::from(
+                    args.next().ok_or_else(|| anyhow!("--sim needs a binary"))?,
+                ))
+            }
+            "--work" => {
+                work = Some(PathBuf::from(
+                    args.next()
+                        .ok_or_else(|| anyhow!("--work needs a folder"))?,
+                ))
+            }
             "--max-rss-mib" => max_rss_mib = num(args.next(), "--max-rss-mib")?,
             "--timeout-s" => timeout_s = num(args.next(), "--timeout-s")?,
-            "--out" => json_out = Some(PathBuf::from(args.next().ok_or("--out needs a file")?)),
-            other => return Err(format!("unknown argument `{other}`")),
+            "--out" => {
+                json_out = Some(PathBuf::from(
+                    args.next().ok_or_else(|| anyhow!("--out needs a file"))?,
+                ))
+            }
+            other => bail!("unknown argument `{other}`"),
         }
     }
     let sim = match sim {
         Some(s) => s,
-        None => std::env::current_exe()
-            .map_err(|e| e.to_string())?
-            .with_file_name("compaction-sim"),
+        None => std::env::current_exe()?.with_file_name("compaction-sim"),
     };
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let tmp = tempfile::tempdir()?;
     let work = work.unwrap_or_else(|| tmp.path().to_path_buf());
     println!(
         "sweep-bench --scale: `{} sweep` over short synthetic sessions, default grid (105 settings), --no-cache, each case in its own process",
@@ -599,7 +604,7 @@ fn scale(argv: &[String]) -> Result<(), String> {
     println!("  time × = (wall time / previous wall time) / (sessions / previous sessions): 1.00 is linear");
     if let Some(p) = json_out {
         std::fs::write(&p, serde_json::to_string_pretty(&json).unwrap_or_default())
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+            .map_err(|e| anyhow!("{}: {e}", p.display()))?;
     }
     Ok(())
 }
