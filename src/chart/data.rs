@@ -607,7 +607,11 @@ mod tests {
     #[test]
     fn broken_references_pool_counts_over_sessions_with_their_bounds() {
         let mut s = SettingRow::default();
-        assert_eq!(s.broken_references_pooled(), None, "run made before the columns");
+        assert_eq!(
+            s.broken_references_pooled(),
+            None,
+            "run made before the columns"
+        );
         for (k, v) in [
             ("references_sum", 200.0),
             ("references_broken_sum", 50.0),
@@ -618,7 +622,11 @@ mod tests {
         }
         assert_eq!(s.broken_references_pooled(), Some((0.25, 0.05, 0.4)));
         s.numbers.insert("references_sum".into(), 0.0);
-        assert_eq!(s.broken_references_pooled(), None, "no references: no share");
+        assert_eq!(
+            s.broken_references_pooled(),
+            None,
+            "no references: no share"
+        );
     }
 
     #[test]

@@ -730,8 +730,7 @@ impl Chart for InvocationsOverlap<'_> {
         let (ix0, ix1) = padded(ix0, ix1);
         type Getter = fn(&SettingRow) -> Option<f64>;
         // The right panel is the run's detail axis (as the first chart's).
-        let detail: (&str, Getter, bool) = if rows.iter().any(|s| s.broken_references().is_some())
-        {
+        let detail: (&str, Getter, bool) = if rows.iter().any(|s| s.broken_references().is_some()) {
             (
                 "broken references (% of the facts used later, mean per session)",
                 |s| s.broken_references().map(|v| v * 100.0),
@@ -1275,28 +1274,26 @@ impl Chart for Summarizers<'_> {
         // The detail panel: broken references pooled over sessions, with the low..high
         // bounds of estimated summarizers as whiskers; runs made before the column fall
         // back to detail lost.
-        let detail: (&str, Getter, Fmt, Bounds) = if rows
-            .iter()
-            .any(|s| s.broken_references_pooled().is_some())
-        {
-            (
-                "broken references (% of all references; whiskers: bounds of estimates)",
-                |s| s.broken_references_pooled().map(|p| p.0),
-                fmt_pct,
-                |s| {
-                    (s.references_basis == "estimated")
-                        .then(|| s.broken_references_pooled().map(|p| (p.1, p.2)))
-                        .flatten()
-                },
-            )
-        } else {
-            (
-                "history read only through summaries (mean per session)",
-                |s| s.detail_lost(),
-                fmt_pct,
-                no_bounds,
-            )
-        };
+        let detail: (&str, Getter, Fmt, Bounds) =
+            if rows.iter().any(|s| s.broken_references_pooled().is_some()) {
+                (
+                    "broken references (% of all references; whiskers: bounds of estimates)",
+                    |s| s.broken_references_pooled().map(|p| p.0),
+                    fmt_pct,
+                    |s| {
+                        (s.references_basis == "estimated")
+                            .then(|| s.broken_references_pooled().map(|p| (p.1, p.2)))
+                            .flatten()
+                    },
+                )
+            } else {
+                (
+                    "history read only through summaries (mean per session)",
+                    |s| s.detail_lost(),
+                    fmt_pct,
+                    no_bounds,
+                )
+            };
         let metrics: [(&str, Getter, Fmt, Bounds); 4] = [
             (
                 "cost (USD, all sessions)",

@@ -250,9 +250,18 @@ fn the_report_compares_summarizers_with_basis_and_bounds() {
     let out = dir.path().join("run");
     let o = bin()
         .arg("sweep")
-        .args(["transcripts/02-coding-10.session.json", "transcripts/06-coding-31.session.json"])
+        .args([
+            "transcripts/02-coding-10.session.json",
+            "transcripts/06-coding-31.session.json",
+        ])
         .args(["--trigger", "invocations", "--after-invocations", "2,5"])
-        .args(["--overlap", "0", "--summarizer", "agent,terse", "--no-cache"])
+        .args([
+            "--overlap",
+            "0",
+            "--summarizer",
+            "agent,terse",
+            "--no-cache",
+        ])
         .args(["--out", out.to_str().unwrap()])
         .current_dir(root())
         .output()
@@ -291,7 +300,10 @@ fn the_report_compares_summarizers_with_basis_and_bounds() {
     assert!(low <= broken && broken <= high && high == risk, "{cell}");
     let terse = row("terse");
     assert!(terse.contains("| measured |"), "{terse}");
-    assert!(!terse.contains('['), "a measured row has no bounds: {terse}");
+    assert!(
+        !terse.contains('['),
+        "a measured row has no bounds: {terse}"
+    );
     let frontier = md.split("## The frontier").nth(1).unwrap();
     let head = frontier.lines().find(|l| l.starts_with("| \\#")).unwrap();
     assert!(
