@@ -833,10 +833,16 @@ impl Latency<'_> {
             else {
                 continue;
             };
-            let key = if by_client {
-                format!("{} / {}", s.summarizer, s.client)
+            // Live summarizers' waits were measured; the others' are modelled.
+            let name = if s.summarizer.starts_with("live:") {
+                format!("{} (measured)", s.summarizer)
             } else {
                 s.summarizer.clone()
+            };
+            let key = if by_client {
+                format!("{name} / {}", s.client)
+            } else {
+                name
             };
             match groups.iter_mut().find(|g| g.0 == key) {
                 Some(g) => g.1.push(v),

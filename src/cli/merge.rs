@@ -36,6 +36,15 @@ pub struct MergeArgs {
     /// Where `python:` summarizers run (the timelines replay them).
     #[command(flatten)]
     pub python: super::cost_flags::PythonFlags,
+    /// How `live:` summarizers are called (the timelines replay them: spans the shards
+    /// summarized are read from the summary cache when it is shared; others are called).
+    #[command(flatten)]
+    pub live: super::cost_flags::LiveFlags,
+    /// Seconds a `command:`, `python:` or `live:` summarizer call may run before it counts
+    /// as failed (above 0, at most a day).
+    #[arg(long, value_name = "S", default_value_t = 60.0,
+        value_parser = super::cost_flags::parse_timeout_seconds)]
+    pub summarizer_timeout: f64,
 }
 
 pub fn run(args: MergeArgs) -> Result<u8> {
@@ -108,11 +117,24 @@ pub fn run(args: MergeArgs) -> Result<u8> {
             anyhow::bail!("{}: session `{}` is needed for timelines.json but could not be read again (run merge where the shards' input paths resolve)", s.source, s.session_id);
         }
     }
-    super::sweep::start_python_summarizers(&grid.summarizer, &args.python)?;
+    let timeout = super::cost_flags::check_timeout(args.summarizer_timeout)
+        .map_err(|e| anyhow!("--summarizer-timeout: {e}"))?;
+    let live = super::sweep::start_summarizers(
+        &grid.summarizer,
+        &args.python,
+        &args.live,
+        timeout,
+        pipeline::cache_opts(args.cache_dir.clone(), false)
+            .dir
+            .as_deref(),
+    )?;
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    let (eval, _) =
+    let (mut eval, _) =
         pipeline::PipelineEval::build_placed(placed, &grid.tokenizer, &costing, &cache)?;
-    super::sweep::finish_run(
+    eval.set_summarizer_timeout(timeout);
+    let code = super::sweep::finish_run(
         &target, latest, &name, &inputs, &grid, &rows, &eval, None, args.quiet,
-    )
+    )?;
+    super::cost_flags::report_live(&live, args.quiet)?;
+    Ok(code)
 }

@@ -28,6 +28,13 @@ pub struct SweepArgs {
     pub axes: Box<AxisFlags>,
     #[command(flatten)]
     pub python: super::cost_flags::PythonFlags,
+    #[command(flatten)]
+    pub live: super::cost_flags::LiveFlags,
+    /// Seconds a `command:`, `python:` or `live:` summarizer call may run before it counts
+    /// as failed (above 0, at most a day).
+    #[arg(long, value_name = "S", default_value_t = 60.0,
+        value_parser = super::cost_flags::parse_timeout_seconds)]
+    pub summarizer_timeout: f64,
     /// Run folder [default: <reports>/<date>-<hash>]: a new path, an empty folder, or (with
     /// --force) an earlier compaction-sim output; anything else is refused untouched.
     #[arg(long, value_name = "DIR")]
@@ -217,17 +224,67 @@ pub fn drop_failed(inputs: &mut RunInputs, rows: &mut Vec<RunRow>, failed: Vec<F
     rows.retain(|r| !inputs.failed_sessions.contains(&r.session));
 }
 
-/// Start the workers of the grid's `python:` summarizers (60 s per call), before any replay.
-pub fn start_python_summarizers(
+/// Start the workers of the grid's `python:` summarizers and the clients of its `live:` ones
+/// (`timeout` per call), before any replay. Returns the live clients.
+pub fn start_summarizers(
     summarizers: &[String],
     python: &super::cost_flags::PythonFlags,
-) -> Result<()> {
+    live: &super::cost_flags::LiveFlags,
+    timeout: std::time::Duration,
+    token_cache: Option<&Path>,
+) -> Result<Vec<std::sync::Arc<crate::cost::live::Client>>> {
+    let mut specs = Vec::new();
     for s in summarizers {
         let spec =
             crate::cost::summarizers::SummarizerSpec::parse(s).map_err(anyhow::Error::msg)?;
-        python.start(&spec, crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT)?;
+        python.start(&spec, timeout)?;
+        specs.push(spec);
     }
-    Ok(())
+    live.start(&specs, timeout, token_cache)
+}
+
+/// Replay the pairs on enough threads for `concurrency` live calls in flight (the calls
+/// block on the network, not the CPU), else on the global pool.
+fn run_pairs_for(
+    eval: &pipeline::PipelineEval,
+    mine: &[u32],
+    settings: &[crate::sweep::grid::Setting],
+    concurrency: Option<usize>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<(Vec<RunRow>, Vec<Failure>)> {
+    let threads = rayon::current_num_threads();
+    let result = match concurrency.filter(|&c| c > threads) {
+        Some(c) => {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(c).build()?;
+            pool.install(|| run_pairs(eval, mine, settings, &CANCEL, tick))
+        }
+        None => run_pairs(eval, mine, settings, &CANCEL, tick),
+    };
+    Ok(result?)
+}
+
+/// The failed summarizer calls of the rows kept, for run.json and the report.
+fn summarizer_failures(
+    eval: &pipeline::PipelineEval,
+    inputs: &RunInputs,
+) -> Vec<crate::table::rundir::SummarizerFailure> {
+    let mut v: Vec<_> =
+        eval.summarizer_errors()
+            .into_iter()
+            .filter(|(s, _, _)| !inputs.failed_sessions.contains(s))
+            .filter_map(|(s, setting_id, message)| {
+                inputs.sessions.get(s as usize).map(|info| {
+                    crate::table::rundir::SummarizerFailure {
+                        source: info.source.clone(),
+                        session_id: info.session_id.clone(),
+                        setting_id,
+                        message,
+                    }
+                })
+            })
+            .collect();
+    v.sort();
+    v
 }
 
 pub fn run(args: SweepArgs) -> Result<u8> {
@@ -246,7 +303,18 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         out!("{}", grid.describe());
         return Ok(super::EXIT_OK);
     }
-    start_python_summarizers(&grid.summarizer, &args.python)?;
+    let timeout = super::cost_flags::check_timeout(args.summarizer_timeout)
+        .map_err(|e| anyhow::anyhow!("--summarizer-timeout: {e}"))?;
+    let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
+    let live = start_summarizers(
+        &grid.summarizer,
+        &args.python,
+        &args.live,
+        timeout,
+        pipeline::cache_opts(args.cache_dir.clone(), false)
+            .dir
+            .as_deref(),
+    )?;
     install_signal_handler();
     let paths = if args.paths.is_empty() {
         vec!["transcripts".to_string()]
@@ -298,6 +366,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             &grid.summarizer,
             &loaded.sessions,
         ),
+        summarizer_errors: Vec::new(),
     };
     let name = inputs.default_name(&today());
     // Checked once, before any replay; `publish` itself refuses anything that appears at the
@@ -317,26 +386,30 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         None => run_target(&args.out, &args.reports, &name, &input_paths, chosen)?,
     };
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
-    let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    let eval =
+    let mut eval =
         pipeline::PipelineEval::build(loaded.sessions, &mine, &grid.tokenizer, &costing, &cache)?;
+    eval.set_summarizer_timeout(timeout);
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
+    args.live
+        .check_estimate(&live, &costing.model, &costing.pricing_date, || {
+            run_pairs_for(&eval, &mine, &grid.settings, None, &|| {})?;
+            eval.clear_summarizer_errors();
+            Ok(())
+        })?;
+    let concurrency = (!live.is_empty()).then_some(usize::from(args.live.live_concurrency));
     let pb = progress((mine.len() * grid.settings.len()) as u64, args.quiet);
     let tick = || {
         if let Some(p) = &pb {
             p.inc(1)
         }
     };
-    let result = run_pairs(&eval, &mine, &grid.settings, &CANCEL, &tick);
+    let result = run_pairs_for(&eval, &mine, &grid.settings, concurrency, &tick);
     if let Some(p) = &pb {
         p.finish_and_clear();
     }
-    let (mut rows, failed) = match result {
-        Ok(r) => r,
-        Err(Cancelled) => return Err(Cancelled.into()),
-    };
+    let (mut rows, failed) = result?;
     if !failed.is_empty() {
         drop_failed(&mut inputs, &mut rows, failed);
         for s in inputs
@@ -352,6 +425,24 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         }
     }
     rows.sort_by_key(|r| (r.session, r.setting));
+    inputs.summarizer_errors = summarizer_failures(&eval, &inputs);
+    const SHOWN: usize = 5;
+    for f in inputs.summarizer_errors.iter().take(SHOWN) {
+        errln!(
+            "warning: {}#{} setting {}: {}",
+            super::term(&f.source),
+            super::term(&f.session_id),
+            f.setting_id,
+            super::term(&f.message)
+        );
+    }
+    if inputs.summarizer_errors.len() > SHOWN {
+        errln!(
+            "warning: {} more failed summarizer calls (run.json `summarizer_errors` lists them all)",
+            inputs.summarizer_errors.len() - SHOWN
+        );
+    }
+    super::cost_flags::report_live(&live, args.quiet)?;
 
     if let Some(shard) = args.shard {
         let build = publish::build_dir_for(&target)?;

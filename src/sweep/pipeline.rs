@@ -265,6 +265,10 @@ pub struct PipelineEval {
     items: Vec<Option<Prepared>>,
     cost: CostModel,
     specs: std::sync::Mutex<HashMap<String, SummarizerSpec>>,
+    /// Time limit of a `command:` call (`--summarizer-timeout`).
+    summarizer_timeout: std::time::Duration,
+    /// Failed summarizer calls by (session, setting id), sorted and deduplicated.
+    errors: std::sync::Mutex<std::collections::BTreeMap<(u32, u32), Vec<String>>>,
 }
 
 /// How long each preparation phase took, seconds (the benchmark's time split).
@@ -349,9 +353,33 @@ impl PipelineEval {
                 items,
                 cost: costing.model.clone(),
                 specs: std::sync::Mutex::new(HashMap::new()),
+                summarizer_timeout: crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT,
+                errors: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             },
             times,
         ))
+    }
+
+    /// Time limit of a `command:` summarizer call (`--summarizer-timeout`; `python:` and
+    /// `live:` ones get theirs when started).
+    pub fn set_summarizer_timeout(&mut self, timeout: std::time::Duration) {
+        self.summarizer_timeout = timeout;
+    }
+
+    /// Failed summarizer calls so far: (session, setting id, message), in that order.
+    pub fn summarizer_errors(&self) -> Vec<(u32, u32, String)> {
+        let map = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        map.iter()
+            .flat_map(|(&(s, set), msgs)| msgs.iter().map(move |m| (s, set, m.clone())))
+            .collect()
+    }
+
+    /// Forget the failed calls recorded so far (after a dry replay).
+    pub fn clear_summarizer_errors(&self) {
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     fn spec(&self, name: &str) -> Result<SummarizerSpec, String> {
@@ -399,7 +427,8 @@ impl PipelineEval {
             ClientMode::Waits => CostClient::Waits,
             ClientMode::Streams => CostClient::Streams,
         };
-        let cs = CostSetting::new(&spec, agent_model, client);
+        let mut cs = CostSetting::new(&spec, agent_model, client);
+        cs.command_timeout = self.summarizer_timeout;
         let run = |s: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, s);
         let e = evaluate(
             &p.session,
@@ -410,8 +439,13 @@ impl PipelineEval {
             None,
             &run,
         )?;
-        let (replay, m) = (e.replay, e.metrics);
-        Ok((replay, m))
+        if !e.summarizer_errors.is_empty() {
+            self.errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((session as u32, setting.setting_id), e.summarizer_errors);
+        }
+        Ok((e.replay, e.metrics))
     }
 }
 
