@@ -45,6 +45,11 @@ pub struct SweepArgs {
     /// Folder holding runs and the `latest` link.
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
+    /// Replay only N of the sessions read, drawn deterministically (by a hash of each
+    /// session's source and id: the same N on every run over the same inputs). For a first
+    /// look, or to bound what a `live:` summarizer costs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample: Option<u64>,
     /// Run only the K-th of N slices of the sessions and write a partial folder for `merge`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
@@ -328,7 +333,10 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         publish::check_target(out, &input_paths, chosen)?;
     }
     let filter = args.db.filter(&paths, false)?;
-    let loaded = pipeline::load_sessions_filtered(&paths, args.format.as_deref(), &filter)?;
+    let mut loaded = pipeline::load_sessions_filtered(&paths, args.format.as_deref(), &filter)?;
+    let sampled_from = args.sample.map(|n| {
+        pipeline::sample_sessions(&mut loaded, usize::try_from(n).unwrap_or(usize::MAX)) as u64
+    });
     input_paths.extend(loaded.inputs.iter().map(|i| PathBuf::from(&i.path)));
     if loaded.sessions.is_empty() {
         let why = loaded
@@ -367,6 +375,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             &loaded.sessions,
         ),
         summarizer_errors: Vec::new(),
+        sampled_from,
     };
     let name = inputs.default_name(&today());
     // Checked once, before any replay; `publish` itself refuses anything that appears at the

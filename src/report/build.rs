@@ -487,7 +487,15 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
             .map(inputs_text)
             .unwrap_or_else(|| "n/a".into()),
     ));
-    rows.push(("sessions replayed".into(), sessions.to_string()));
+    rows.push((
+        "sessions replayed".into(),
+        match run.get("sampled_from").and_then(Value::as_u64) {
+            Some(of) => format!(
+                "{sessions} (a sample drawn with --sample from {of} sessions read: by a hash of each session's source and id, the same on every run)"
+            ),
+            None => sessions.to_string(),
+        },
+    ));
     let skipped = run
         .get("skipped")
         .and_then(Value::as_array)

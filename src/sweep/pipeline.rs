@@ -185,17 +185,7 @@ pub fn load_sessions_filtered(
         }
         prev = Some(key);
     }
-    let mut inputs: Vec<InputInfo> = Vec::new();
-    for s in &sessions {
-        let f = source_file(&s.source);
-        match inputs.last_mut() {
-            Some(last) if last.path == f => last.sessions += 1,
-            _ => inputs.push(InputInfo {
-                path: f.to_string(),
-                sessions: 1,
-            }),
-        }
-    }
+    let inputs = input_counts(&sessions);
     let mut skipped: Vec<Skipped> = loaded
         .skipped
         .iter()
@@ -214,6 +204,57 @@ pub fn load_sessions_filtered(
         inputs,
         skipped,
     })
+}
+
+/// Keep `n` of the loaded sessions, chosen by the xxh3 hash of their (source, id): the same
+/// sessions on every run over the same inputs, whatever the order the paths were given or the
+/// thread count, and a session stays in the sample when others are added beside it (unless
+/// one of them hashes lower). The kept sessions stay in (source, id) order; `inputs` counts
+/// only them (a file none of whose sessions was drawn is left out). Returns how many sessions
+/// there were.
+pub fn sample_sessions(loaded: &mut Loaded, n: usize) -> usize {
+    let total = loaded.sessions.len();
+    if n >= total {
+        return total;
+    }
+    let hash = |s: &Session| {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(s.source.as_bytes());
+        h.update(&[0]);
+        h.update(s.id.as_bytes());
+        h.digest()
+    };
+    let mut order: Vec<(u64, usize)> = loaded
+        .sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (hash(s), i))
+        .collect();
+    order.sort_unstable();
+    let mut keep = vec![false; total];
+    for &(_, i) in order.iter().take(n) {
+        keep[i] = true;
+    }
+    let mut k = keep.iter();
+    loaded.sessions.retain(|_| *k.next().unwrap_or(&false));
+    loaded.inputs = input_counts(&loaded.sessions);
+    total
+}
+
+/// Sessions per input file, in session order (sorted sessions: one entry per file).
+fn input_counts(sessions: &[Session]) -> Vec<InputInfo> {
+    let mut inputs: Vec<InputInfo> = Vec::new();
+    for s in sessions {
+        let f = source_file(&s.source);
+        match inputs.last_mut() {
+            Some(last) if last.path == f => last.sessions += 1,
+            _ => inputs.push(InputInfo {
+                path: f.to_string(),
+                sessions: 1,
+            }),
+        }
+    }
+    inputs
 }
 
 /// What the run records about a session besides its rows (run.json `session_facts`).

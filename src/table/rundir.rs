@@ -45,6 +45,9 @@ pub struct RunInputs {
     /// Failed summarizer calls of the rows kept, sorted.
     #[serde(default)]
     pub summarizer_errors: Vec<SummarizerFailure>,
+    /// With `--sample N`: how many sessions were read before drawing the sample.
+    #[serde(default)]
+    pub sampled_from: Option<u64>,
 }
 
 impl RunInputs {
@@ -227,6 +230,7 @@ pub fn run_json(
     o.insert("inputs".into(), serde_json::to_value(&inputs.inputs)?);
     o.insert("sessions".into(), live.into());
     o.insert("skipped".into(), serde_json::to_value(&inputs.skipped)?);
+    o.insert("sampled_from".into(), serde_json::to_value(inputs.sampled_from)?);
     o.insert(
         "summarizer_errors".into(),
         serde_json::to_value(&inputs.summarizer_errors)?,
@@ -589,6 +593,7 @@ mod tests {
             pricing_source: "test prices".into(),
             latency_default_models: vec![],
             summarizer_errors: vec![],
+            sampled_from: None,
         };
         (inputs, grid)
     }

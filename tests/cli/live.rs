@@ -666,3 +666,88 @@ fn replay_with_a_live_summarizer_prices_and_times_the_measured_calls() {
     assert!(m["summarizer_cost_usd"].as_f64().unwrap() > 0.0, "{m}");
     assert_no_key(&[tmp.path()], &[&o]);
 }
+
+/// The prompt a live summarizer sends is the one google-adk's `LlmEventSummarizer` builds for
+/// the same events: its template around `_format_events_for_prompt` of the span (the seed
+/// summary first, as ADK's rolling summaries put it), on every sample transcript.
+#[test]
+fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
+    use compaction_sim::cost::python::span_json;
+    use compaction_sim::cost::summarizers::EventLines;
+    use compaction_sim::engine::{Phase, Seed, SummarizeRequest, Trigger};
+    use compaction_sim::tokens::adk::summarizer_prompt;
+    let py = crate::python::test_python();
+    let mut spans = Vec::new();
+    let mut ours = Vec::new();
+    let mut dir: Vec<PathBuf> = std::fs::read_dir(root().join("transcripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".session.json"))
+        .collect();
+    dir.sort();
+    assert_eq!(dir.len(), 40);
+    for (k, f) in dir.iter().enumerate() {
+        for s in compaction_sim::transcript::detect::load_file(&f.display().to_string(), None)
+            .unwrap()
+        {
+            let lines = EventLines::new(&s, &|t: &str| t.len() as u64);
+            let n = s.events.len() as u32;
+            // Every other transcript as a rolling summary: seeded, over its second half.
+            let (events, seed) = if k % 2 == 0 {
+                (0..n, None)
+            } else {
+                (
+                    n / 2..n,
+                    Some(Seed {
+                        ordinal: 1,
+                        chars: 30,
+                        start_timestamp: 0.0,
+                        text: Some("Conversation Language: English\nearlier: {braces} kept"),
+                    }),
+                )
+            };
+            let req = SummarizeRequest {
+                call: 1,
+                phase: Phase::PostInvocation,
+                trigger: Trigger::TokenThreshold,
+                events,
+                skip: &[],
+                seed,
+                prompt_chars: 0,
+                history_chars: 0,
+            };
+            spans.push(span_json(&s, &req));
+            ours.push(summarizer_prompt(
+                seed.and_then(|s| s.text),
+                req.event_indices()
+                    .map(|i| lines.text[i as usize].as_str()),
+            ));
+        }
+    }
+    let script = "import json, sys\n\
+        from google.adk.events.event import Event\n\
+        from google.adk.apps.llm_event_summarizer import LlmEventSummarizer\n\
+        s = LlmEventSummarizer(llm=None)\n\
+        out = []\n\
+        for span in json.load(sys.stdin):\n\
+        \x20   events = [Event.model_validate(e) for e in span]\n\
+        \x20   out.append(s._prompt_template.format(conversation_history=s._format_events_for_prompt(events)))\n\
+        json.dump(out, sys.stdout)\n";
+    let mut child = std::process::Command::new(&py)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = format!("[{}]", spans.join(","));
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success());
+    let adk: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(adk.len(), ours.len());
+    for (i, (a, o)) in adk.iter().zip(&ours).enumerate() {
+        assert_eq!(a, o, "transcript span {i}");
+    }
+}
