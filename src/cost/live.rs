@@ -148,7 +148,7 @@ pub enum LiveError {
     #[error("summarizer `live:{target}`: the HTTP client could not be set up: {detail}")]
     Client { target: String, detail: String },
     /// The sweep would make more calls than allowed without `--yes`.
-    #[error("refused: {calls} live summarizer calls (estimated {cost}) exceed --live-max-calls {max}: rerun with --yes to make them, or raise --live-max-calls")]
+    #[error("{calls} live summarizer calls (estimated {cost}) exceed --live-max-calls {max}: none made; rerun with --yes to make them, or raise --live-max-calls")]
     TooManyCalls { calls: u64, max: u64, cost: String },
 }
 

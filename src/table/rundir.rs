@@ -230,7 +230,10 @@ pub fn run_json(
     o.insert("inputs".into(), serde_json::to_value(&inputs.inputs)?);
     o.insert("sessions".into(), live.into());
     o.insert("skipped".into(), serde_json::to_value(&inputs.skipped)?);
-    o.insert("sampled_from".into(), serde_json::to_value(inputs.sampled_from)?);
+    o.insert(
+        "sampled_from".into(),
+        serde_json::to_value(inputs.sampled_from)?,
+    );
     o.insert(
         "summarizer_errors".into(),
         serde_json::to_value(&inputs.summarizer_errors)?,

@@ -546,8 +546,8 @@ fn the_estimate_comes_first_and_a_sweep_over_the_limit_is_refused() {
     assert!(err.contains("an estimate, from a dry replay"), "{err}");
     assert!(
         err.contains(&format!(
-            "refused: {planned} live summarizer calls (estimated $"
-        )) && err.contains("exceed --live-max-calls 0: rerun with --yes"),
+            "error: {planned} live summarizer calls (estimated $"
+        )) && err.contains("exceed --live-max-calls 0: none made; rerun with --yes"),
         "{err}"
     );
     assert!(stub.seen().is_empty(), "no call before the check");
@@ -687,8 +687,8 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
     dir.sort();
     assert_eq!(dir.len(), 40);
     for (k, f) in dir.iter().enumerate() {
-        for s in compaction_sim::transcript::detect::load_file(&f.display().to_string(), None)
-            .unwrap()
+        for s in
+            compaction_sim::transcript::detect::load_file(&f.display().to_string(), None).unwrap()
         {
             let lines = EventLines::new(&s, &|t: &str| t.len() as u64);
             let n = s.events.len() as u32;
@@ -719,8 +719,7 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
             spans.push(span_json(&s, &req));
             ours.push(summarizer_prompt(
                 seed.and_then(|s| s.text),
-                req.event_indices()
-                    .map(|i| lines.text[i as usize].as_str()),
+                req.event_indices().map(|i| lines.text[i as usize].as_str()),
             ));
         }
     }

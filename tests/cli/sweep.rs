@@ -580,15 +580,17 @@ fn failed_summarizer_calls_are_listed_in_run_json_and_the_report() {
         dir.path(),
     );
     assert_eq!(code, 0, "{err}");
-    let run: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("run/run.json")).unwrap(),
-    )
-    .unwrap();
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/run.json")).unwrap())
+            .unwrap();
     let errors = run["summarizer_errors"].as_array().unwrap();
     assert!(!errors.is_empty(), "{run}");
     for e in errors {
         assert!(
-            e["source"].as_str().unwrap().ends_with("05-support-12.session.json"),
+            e["source"]
+                .as_str()
+                .unwrap()
+                .ends_with("05-support-12.session.json"),
             "{e}"
         );
         assert!(e["setting_id"].is_u64(), "{e}");
