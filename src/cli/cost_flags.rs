@@ -176,6 +176,41 @@ impl LiveFlags {
     }
 }
 
+/// How a grid's summarizers run (`sweep`, `merge`): where `python:` ones run, how `live:`
+/// ones call, and the time limit of one call.
+#[derive(Debug, Clone, Args)]
+pub struct GridSummarizerFlags {
+    #[command(flatten)]
+    pub python: PythonFlags,
+    #[command(flatten)]
+    pub live: LiveFlags,
+    /// Seconds a `command:`, `python:` or `live:` summarizer call may run before it counts
+    /// as failed (above 0, at most a day).
+    #[arg(long, value_name = "S", default_value_t = 60.0, value_parser = parse_timeout_seconds)]
+    pub summarizer_timeout: f64,
+}
+
+impl GridSummarizerFlags {
+    /// Start the workers of the grid's `python:` summarizers and the clients of its `live:`
+    /// ones, before any replay. `token_cache` is the token-count cache folder (the summary
+    /// cache's default home). Returns the call time limit and the live clients.
+    pub fn start(
+        &self,
+        summarizers: &[String],
+        token_cache: Option<&std::path::Path>,
+    ) -> anyhow::Result<(Duration, Vec<Arc<live::Client>>)> {
+        let timeout = check_timeout(self.summarizer_timeout)
+            .map_err(|e| anyhow::anyhow!("--summarizer-timeout: {e}"))?;
+        let mut specs = Vec::new();
+        for s in summarizers {
+            let spec = SummarizerSpec::parse(s).map_err(anyhow::Error::msg)?;
+            self.python.start(&spec, timeout)?;
+            specs.push(spec);
+        }
+        Ok((timeout, self.live.start(&specs, timeout, token_cache)?))
+    }
+}
+
 /// After the run: what the live clients really did, and summaries the cache could not keep.
 pub fn report_live(clients: &[Arc<live::Client>], quiet: bool) -> anyhow::Result<()> {
     for c in clients {

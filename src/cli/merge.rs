@@ -33,18 +33,11 @@ pub struct MergeArgs {
     pub no_cache: bool,
     #[arg(long, short)]
     pub quiet: bool,
-    /// Where `python:` summarizers run (the timelines replay them).
+    /// How the grid's summarizers run (the timelines replay them: `python:` workers are
+    /// started; `live:` spans the shards summarized are read from the summary cache when it
+    /// is shared, others are called).
     #[command(flatten)]
-    pub python: super::cost_flags::PythonFlags,
-    /// How `live:` summarizers are called (the timelines replay them: spans the shards
-    /// summarized are read from the summary cache when it is shared; others are called).
-    #[command(flatten)]
-    pub live: super::cost_flags::LiveFlags,
-    /// Seconds a `command:`, `python:` or `live:` summarizer call may run before it counts
-    /// as failed (above 0, at most a day).
-    #[arg(long, value_name = "S", default_value_t = 60.0,
-        value_parser = super::cost_flags::parse_timeout_seconds)]
-    pub summarizer_timeout: f64,
+    pub summarizers: super::cost_flags::GridSummarizerFlags,
 }
 
 pub fn run(args: MergeArgs) -> Result<u8> {
@@ -117,13 +110,8 @@ pub fn run(args: MergeArgs) -> Result<u8> {
             anyhow::bail!("{}: session `{}` is needed for timelines.json but could not be read again (run merge where the shards' input paths resolve)", s.source, s.session_id);
         }
     }
-    let timeout = super::cost_flags::check_timeout(args.summarizer_timeout)
-        .map_err(|e| anyhow!("--summarizer-timeout: {e}"))?;
-    let live = super::sweep::start_summarizers(
+    let (timeout, live) = args.summarizers.start(
         &grid.summarizer,
-        &args.python,
-        &args.live,
-        timeout,
         pipeline::cache_opts(args.cache_dir.clone(), false)
             .dir
             .as_deref(),

@@ -27,14 +27,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub axes: Box<AxisFlags>,
     #[command(flatten)]
-    pub python: super::cost_flags::PythonFlags,
-    #[command(flatten)]
-    pub live: super::cost_flags::LiveFlags,
-    /// Seconds a `command:`, `python:` or `live:` summarizer call may run before it counts
-    /// as failed (above 0, at most a day).
-    #[arg(long, value_name = "S", default_value_t = 60.0,
-        value_parser = super::cost_flags::parse_timeout_seconds)]
-    pub summarizer_timeout: f64,
+    pub summarizers: super::cost_flags::GridSummarizerFlags,
     /// Run folder [default: <reports>/<date>-<hash>]: a new path, an empty folder, or (with
     /// --force) an earlier compaction-sim output; anything else is refused untouched.
     #[arg(long, value_name = "DIR")]
@@ -229,25 +222,6 @@ pub fn drop_failed(inputs: &mut RunInputs, rows: &mut Vec<RunRow>, failed: Vec<F
     rows.retain(|r| !inputs.failed_sessions.contains(&r.session));
 }
 
-/// Start the workers of the grid's `python:` summarizers and the clients of its `live:` ones
-/// (`timeout` per call), before any replay. Returns the live clients.
-pub fn start_summarizers(
-    summarizers: &[String],
-    python: &super::cost_flags::PythonFlags,
-    live: &super::cost_flags::LiveFlags,
-    timeout: std::time::Duration,
-    token_cache: Option<&Path>,
-) -> Result<Vec<std::sync::Arc<crate::cost::live::Client>>> {
-    let mut specs = Vec::new();
-    for s in summarizers {
-        let spec =
-            crate::cost::summarizers::SummarizerSpec::parse(s).map_err(anyhow::Error::msg)?;
-        python.start(&spec, timeout)?;
-        specs.push(spec);
-    }
-    live.start(&specs, timeout, token_cache)
-}
-
 /// Replay the pairs on enough threads for `concurrency` live calls in flight (the calls
 /// block on the network, not the CPU), else on the global pool.
 fn run_pairs_for(
@@ -308,14 +282,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         out!("{}", grid.describe());
         return Ok(super::EXIT_OK);
     }
-    let timeout = super::cost_flags::check_timeout(args.summarizer_timeout)
-        .map_err(|e| anyhow::anyhow!("--summarizer-timeout: {e}"))?;
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    let live = start_summarizers(
+    let (timeout, live) = args.summarizers.start(
         &grid.summarizer,
-        &args.python,
-        &args.live,
-        timeout,
         pipeline::cache_opts(args.cache_dir.clone(), false)
             .dir
             .as_deref(),
@@ -401,13 +370,15 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
-    args.live
+    args.summarizers
+        .live
         .check_estimate(&live, &costing.model, &costing.pricing_date, || {
             run_pairs_for(&eval, &mine, &grid.settings, None, &|| {})?;
             eval.clear_summarizer_errors();
             Ok(())
         })?;
-    let concurrency = (!live.is_empty()).then_some(usize::from(args.live.live_concurrency));
+    let concurrency =
+        (!live.is_empty()).then_some(usize::from(args.summarizers.live.live_concurrency));
     let pb = progress((mine.len() * grid.settings.len()) as u64, args.quiet);
     let tick = || {
         if let Some(p) = &pb {

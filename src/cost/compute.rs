@@ -1291,15 +1291,18 @@ mod tests {
                 },
             )])),
         };
-        let m = compute_metrics(
-            &s,
-            &sizes(&s),
-            &r,
-            None,
-            &CostModel::default(),
-            &setting(&spec, Some("claude-sonnet-4-5")),
-            &log,
-        );
+        let metrics = |log: &ReplayLog| {
+            compute_metrics(
+                &s,
+                &sizes(&s),
+                &r,
+                None,
+                &CostModel::default(),
+                &setting(&spec, Some("claude-sonnet-4-5")),
+                log,
+            )
+        };
+        let m = metrics(&log);
         assert_eq!(
             (m.summarizer_input_tokens, m.summarizer_output_tokens),
             (3_000, 500)
@@ -1314,15 +1317,7 @@ mod tests {
         // A call with no measure (it failed) used nothing and took no modelled time.
         let mut failed = log.clone();
         failed.measured = Some(BTreeMap::new());
-        let m = compute_metrics(
-            &s,
-            &sizes(&s),
-            &r,
-            None,
-            &CostModel::default(),
-            &setting(&spec, Some("claude-sonnet-4-5")),
-            &failed,
-        );
+        let m = metrics(&failed);
         assert_eq!(
             (m.summarizer_cost_usd, m.end_of_run_latency_max_s),
             (0.0, 0.0)

@@ -329,6 +329,9 @@ impl Client {
         let config = ureq::Agent::config_builder()
             .timeout_global(Some(opts.timeout))
             .http_status_as_error(false)
+            // An API answers where it is asked; following a redirect would carry the key
+            // header to another place.
+            .max_redirects(0)
             .user_agent(concat!("compaction-sim/", env!("CARGO_PKG_VERSION")))
             .build();
         Ok(Client {

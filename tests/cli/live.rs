@@ -688,7 +688,7 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
     assert_eq!(dir.len(), 40);
     for (k, f) in dir.iter().enumerate() {
         for s in
-            compaction_sim::transcript::detect::load_file(&f.display().to_string(), None).unwrap()
+            compaction_sim::transcript::detect::load_file(f.display().to_string(), None).unwrap()
         {
             let lines = EventLines::new(&s, &|t: &str| t.len() as u64);
             let n = s.events.len() as u32;
