@@ -1447,6 +1447,25 @@ mod tests {
     }
 
     #[test]
+    fn a_live_summarizers_waits_are_labelled_measured() {
+        let mut d = data();
+        for s in &mut d.settings {
+            if s.summarizer == "terse" {
+                s.summarizer = "live:gemini/gemini-2.5-flash".into();
+            }
+        }
+        let keys: Vec<String> = Latency(&d).groups().into_iter().map(|g| g.0).collect();
+        assert_eq!(
+            keys,
+            [
+                "agent / streams",
+                "agent / waits",
+                "live:gemini/gemini-2.5-flash (measured) / waits"
+            ]
+        );
+    }
+
+    #[test]
     fn summarizers_are_compared_at_the_recommended_trigger_else_their_best_rank() {
         let d = data();
         let rows = summarizer_rows(&d);
