@@ -262,7 +262,36 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-type CallResult = Result<Answer, String>;
+/// Why one call failed: a failed summarizer call, whose message is one line without the key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    #[error("timed out after {0} s")]
+    Timeout(f64),
+    #[error("request failed: {0}")]
+    Transport(String),
+    #[error("reading the answer failed: {0}")]
+    Read(String),
+    #[error("HTTP {status}{}: {message}", attempts_text(*.attempts))]
+    Status {
+        status: u16,
+        attempts: u32,
+        message: String,
+    },
+    #[error("the answer is not JSON: `{0}`")]
+    NotJson(String),
+    #[error("the answer reports no token usage (input and output tokens)")]
+    NoUsage,
+}
+
+fn attempts_text(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(" after {attempts} attempts")
+    } else {
+        String::new()
+    }
+}
+
+type CallResult = Result<Answer, CallError>;
 
 /// One provider/model: the HTTP client, the summary cache, the calls of this run.
 pub struct Client {
@@ -291,6 +320,17 @@ impl std::fmt::Debug for Client {
             .field("base_url", &self.base_url)
             .field("key", &self.key)
             .finish_non_exhaustive()
+    }
+}
+
+/// A URL with any `user:password@` replaced by `***@`.
+fn without_userinfo(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    match rest.split_once('@') {
+        Some((userinfo, host)) if !userinfo.contains('/') && !scheme.is_empty() => {
+            format!("{scheme}://***@{host}")
+        }
+        _ => url.to_string(),
     }
 }
 
@@ -323,7 +363,7 @@ impl Client {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(LiveError::BaseUrl {
                 target,
-                url: crate::transcript::util::one_line(&base_url, 200),
+                url: crate::transcript::util::one_line(&without_userinfo(&base_url), 200),
             });
         }
         let config = ureq::Agent::config_builder()
@@ -375,6 +415,25 @@ impl Client {
             }
         }
         out
+    }
+
+    /// A call error whose texts went through [`Client::redact`].
+    fn redacted(&self, e: CallError) -> CallError {
+        match e {
+            CallError::Transport(t) => CallError::Transport(self.redact(&t)),
+            CallError::Read(t) => CallError::Read(self.redact(&t)),
+            CallError::NotJson(t) => CallError::NotJson(self.redact(&t)),
+            CallError::Status {
+                status,
+                attempts,
+                message,
+            } => CallError::Status {
+                status,
+                attempts,
+                message: self.redact(&message),
+            },
+            other => other,
+        }
     }
 
     /// The content address of a prompt.
@@ -458,7 +517,7 @@ impl Client {
                 self.from_cache.fetch_add(1, Ordering::Relaxed);
                 return Ok(a);
             }
-            let r = self.call(prompt).map_err(|e| self.redact(&e));
+            let r = self.call(prompt).map_err(|e| self.redacted(e));
             if let Ok(a) = &r {
                 self.write_cache(key, a);
             }
@@ -598,9 +657,9 @@ impl Client {
                 let mut resp = match req.send(body.as_bytes()) {
                     Ok(r) => r,
                     Err(ureq::Error::Timeout(_)) => {
-                        return Err(format!("timed out after {} s", self.timeout.as_secs_f64()))
+                        return Err(CallError::Timeout(self.timeout.as_secs_f64()))
                     }
-                    Err(e) => return Err(format!("request failed: {e}")),
+                    Err(e) => return Err(CallError::Transport(e.to_string())),
                 };
                 let status = resp.status().as_u16();
                 let retry_after = resp
@@ -617,9 +676,9 @@ impl Client {
                 {
                     Ok(t) => t,
                     Err(ureq::Error::Timeout(_)) => {
-                        return Err(format!("timed out after {} s", self.timeout.as_secs_f64()))
+                        return Err(CallError::Timeout(self.timeout.as_secs_f64()))
                     }
-                    Err(e) => return Err(format!("reading the answer failed: {e}")),
+                    Err(e) => return Err(CallError::Read(e.to_string())),
                 };
                 (status, retry_after, text, t0.elapsed().as_secs_f64())
             };
@@ -629,12 +688,11 @@ impl Client {
                     std::thread::sleep(backoff(attempt, retry_after));
                 }
                 _ => {
-                    let tries = if attempt > 1 {
-                        format!(" after {attempt} attempts")
-                    } else {
-                        String::new()
-                    };
-                    return Err(format!("HTTP {status}{tries}: {}", error_message(&text)));
+                    return Err(CallError::Status {
+                        status,
+                        attempts: attempt,
+                        message: error_message(&text),
+                    })
                 }
             }
         }
@@ -642,12 +700,8 @@ impl Client {
 
     /// Text and usage of a 2xx answer.
     fn parse(&self, body: &str, secs: f64) -> CallResult {
-        let v: Value = serde_json::from_str(body).map_err(|_| {
-            format!(
-                "the answer is not JSON: `{}`",
-                crate::transcript::util::one_line(body, 120)
-            )
-        })?;
+        let v: Value = serde_json::from_str(body)
+            .map_err(|_| CallError::NotJson(crate::transcript::util::one_line(body, 120)))?;
         let num = |ptr: &str| v.pointer(ptr).and_then(Value::as_u64);
         let texts = |parts: Option<&Value>, keep: &dyn Fn(&Value) -> bool| -> String {
             parts
@@ -696,7 +750,7 @@ impl Client {
                 output_tokens,
                 latency_s: secs,
             }),
-            _ => Err("the answer reports no token usage (input and output tokens)".to_string()),
+            _ => Err(CallError::NoUsage),
         }
     }
 }
@@ -996,6 +1050,34 @@ mod tests {
         c
     }
 
+    fn c_redacts_status() -> CallError {
+        client(Provider::OpenAi).redacted(CallError::Status {
+            status: 401,
+            attempts: 1,
+            message: "bad key sk-secret-123".into(),
+        })
+    }
+
+    #[test]
+    fn a_base_url_that_is_not_http_is_refused_without_its_credentials() {
+        let e = Client::new(
+            Provider::OpenAi,
+            "m",
+            &LiveOptions {
+                base_url: Some("ftp://user:pw@host/v1".into()),
+                cache_dir: None,
+                concurrency: 1,
+                timeout: Duration::from_secs(1),
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_kind(), ExitKind::BadInput);
+        assert_eq!(
+            e.to_string(),
+            "summarizer `live:openai/m`: base URL `ftp://***@host/v1` is not an http:// or https:// URL"
+        );
+    }
+
     #[test]
     fn keys_and_url_credentials_are_redacted_and_never_debug_printed() {
         let c = client(Provider::OpenAi);
@@ -1056,10 +1138,17 @@ mod tests {
             ("T", 7, 2)
         );
         assert_eq!(a.latency_s, 0.3);
-        let e = o.parse(r#"{"choices": []}"#, 0.1).unwrap_err();
-        assert!(e.contains("no token usage"), "{e}");
-        let e = o.parse("not json", 0.1).unwrap_err();
-        assert!(e.starts_with("the answer is not JSON"), "{e}");
+        assert_eq!(o.parse(r#"{"choices": []}"#, 0.1), Err(CallError::NoUsage));
+        let e = o.parse("not json", 0.1).unwrap_err().to_string();
+        assert_eq!(e, "the answer is not JSON: `not json`");
+        let e = CallError::Status {
+            status: 503,
+            attempts: 4,
+            message: "overloaded".into(),
+        };
+        assert_eq!(e.to_string(), "HTTP 503 after 4 attempts: overloaded");
+        let e = c_redacts_status();
+        assert_eq!(e.to_string(), "HTTP 401: bad key ***");
     }
 
     #[test]
