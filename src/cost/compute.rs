@@ -826,14 +826,22 @@ pub fn render_metrics(
         },
     );
     row(&mut s, "seams", m.seams.to_string());
+    if setting.summarizer.is_measured() {
+        row(
+            &mut s,
+            "summarizer basis",
+            "measured: tokens as the API reported them, priced at the table's rates; waits as timed; references and facts on the texts".to_string(),
+        );
+    }
     if !model.prices.source.is_empty() {
         row(&mut s, "price source", model.prices.source.clone());
     }
     // Models timed with the `default` figures are named (a stated assumption, not silent).
     let mut defaulted: Vec<&str> = Vec::new();
+    // A measured summarizer is not timed from the table.
     let summarizer = match setting.summarizer.billed_model(setting.agent_model) {
-        Billed::Model(m) => m,
-        Billed::Free => None,
+        Billed::Model(m) if !setting.summarizer.is_measured() => m,
+        _ => None,
     };
     for m in [setting.agent_model, summarizer].into_iter().flatten() {
         if model.latency.family_of(m).is_none() && !defaulted.contains(&m) {

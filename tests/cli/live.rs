@@ -665,6 +665,38 @@ fn replay_with_a_live_summarizer_prices_and_times_the_measured_calls() {
     );
     assert!(m["summarizer_cost_usd"].as_f64().unwrap() > 0.0, "{m}");
     assert_no_key(&[tmp.path()], &[&o]);
+    // The table form says what is measured; the rerun reads the cache.
+    let o = clean_bin()
+        .env("OPENAI_API_KEY", SECRET)
+        .arg("replay")
+        .arg(&files()[0])
+        .args([
+            "--after-invocations",
+            "3",
+            "--overlap",
+            "1",
+            "--summarizer",
+            "live:openai/gpt-4.1-mini",
+            "--live-base-url",
+            &format!("{}/v1", stub.url),
+            "--live-cache",
+        ])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("summarizer basis         measured: tokens as the API reported them"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "0 requests sent, {calls} summaries read from the cache"
+        )),
+        "{out}"
+    );
+    assert_eq!(stub.seen().len() as u64, calls);
 }
 
 /// The prompt a live summarizer sends is the one google-adk's `LlmEventSummarizer` builds for
