@@ -782,3 +782,46 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
         assert_eq!(a, o, "transcript span {i}");
     }
 }
+
+/// Shards of a live sweep and their merge read the summaries the single run cached: no call,
+/// and the merged folder is the single run's, bytes for bytes.
+#[test]
+fn sharded_live_sweeps_merge_like_the_single_run_without_a_call() {
+    let p = Provider::OpenAi;
+    let stub = Stub::start(move |_, seen| p.answer(&p.prompt(&seen.body)));
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("c");
+    let single = tmp.path().join("single");
+    let o = sweep(p, &stub, &cache, &single, &["--yes"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let made = stub.seen().len();
+    assert!(made >= 1);
+    let parts = [tmp.path().join("p1"), tmp.path().join("p2")];
+    for (k, part) in parts.iter().enumerate() {
+        let shard = format!("{}/2", k + 1);
+        let o = sweep(p, &stub, &cache, part, &["--shard", &shard]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let merged = tmp.path().join("merged");
+    let o = clean_bin()
+        .env(p.key_var(), SECRET)
+        .arg("merge")
+        .args(&parts)
+        .args(["--no-cache", "--quiet", "--live-base-url", &p.base(&stub)])
+        .arg("--live-cache")
+        .arg(&cache)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(stub.seen().len(), made, "shards and merge made no call");
+    for f in ["runs.csv", "settings.csv", "timelines.json"] {
+        assert_eq!(
+            read_text(&single.join(f)),
+            read_text(&merged.join(f)),
+            "{f}"
+        );
+    }
+    assert_no_key(&[&single, &merged, &parts[0], &parts[1]], &[&o]);
+}
