@@ -306,7 +306,8 @@ pub struct Client {
     /// Every prompt answered (or failed) in this run, by cache key: each is asked once.
     memo: Mutex<HashMap<u128, Arc<OnceLock<CallResult>>>>,
     dry: AtomicBool,
-    planned: Mutex<HashMap<u128, Planned>>,
+    /// Spans of the dry replay, ordered: the estimate sums them in the same order every run.
+    planned: Mutex<BTreeMap<u128, Planned>>,
     requests: AtomicU64,
     from_cache: AtomicU64,
     cache_errors: Mutex<Vec<String>>,
@@ -388,7 +389,7 @@ impl Client {
             },
             memo: Mutex::new(HashMap::new()),
             dry: AtomicBool::new(false),
-            planned: Mutex::new(HashMap::new()),
+            planned: Mutex::new(BTreeMap::new()),
             requests: AtomicU64::new(0),
             from_cache: AtomicU64::new(0),
             cache_errors: Mutex::new(Vec::new()),
