@@ -843,10 +843,16 @@ impl Latency<'_> {
             else {
                 continue;
             };
-            let key = if by_client {
-                format!("{} / {}", s.summarizer, s.client)
+            // Live summarizers' waits were measured; the others' are modelled.
+            let name = if s.summarizer.starts_with("live:") {
+                format!("{} (measured)", s.summarizer)
             } else {
                 s.summarizer.clone()
+            };
+            let key = if by_client {
+                format!("{name} / {}", s.client)
+            } else {
+                name
             };
             match groups.iter_mut().find(|g| g.0 == key) {
                 Some(g) => g.1.push(v),
@@ -1502,6 +1508,25 @@ mod tests {
         assert_eq!(keys, ["agent / streams", "agent / waits", "terse / waits"]);
         // Session b under setting 1 made no summarizer call: not in the distribution.
         assert_eq!(g[1].1, vec![3.0]);
+    }
+
+    #[test]
+    fn a_live_summarizers_waits_are_labelled_measured() {
+        let mut d = data();
+        for s in &mut d.settings {
+            if s.summarizer == "terse" {
+                s.summarizer = "live:gemini/gemini-2.5-flash".into();
+            }
+        }
+        let keys: Vec<String> = Latency(&d).groups().into_iter().map(|g| g.0).collect();
+        assert_eq!(
+            keys,
+            [
+                "agent / streams",
+                "agent / waits",
+                "live:gemini/gemini-2.5-flash (measured) / waits"
+            ]
+        );
     }
 
     #[test]

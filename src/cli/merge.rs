@@ -33,9 +33,11 @@ pub struct MergeArgs {
     pub no_cache: bool,
     #[arg(long, short)]
     pub quiet: bool,
-    /// Where `python:` summarizers run (the timelines replay them).
+    /// How the grid's summarizers run (the timelines replay them: `python:` workers are
+    /// started; `live:` spans the shards summarized are read from the summary cache when it
+    /// is shared, others are called).
     #[command(flatten)]
-    pub python: super::cost_flags::PythonFlags,
+    pub summarizers: super::cost_flags::GridSummarizerFlags,
 }
 
 pub fn run(args: MergeArgs) -> Result<u8> {
@@ -108,11 +110,19 @@ pub fn run(args: MergeArgs) -> Result<u8> {
             anyhow::bail!("{}: session `{}` is needed for timelines.json but could not be read again (run merge where the shards' input paths resolve)", s.source, s.session_id);
         }
     }
-    super::sweep::start_python_summarizers(&grid.summarizer, &args.python)?;
+    let (timeout, live) = args.summarizers.start(
+        &grid.summarizer,
+        pipeline::cache_opts(args.cache_dir.clone(), false)
+            .dir
+            .as_deref(),
+    )?;
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    let (eval, _) =
+    let (mut eval, _) =
         pipeline::PipelineEval::build_placed(placed, &grid.tokenizer, &costing, &cache)?;
-    super::sweep::finish_run(
+    eval.set_summarizer_timeout(timeout);
+    let code = super::sweep::finish_run(
         &target, latest, &name, &inputs, &grid, &rows, &eval, None, args.quiet,
-    )
+    )?;
+    super::cost_flags::report_live(&live, args.quiet)?;
+    Ok(code)
 }

@@ -27,7 +27,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub axes: Box<AxisFlags>,
     #[command(flatten)]
-    pub python: super::cost_flags::PythonFlags,
+    pub summarizers: super::cost_flags::GridSummarizerFlags,
     /// Run folder [default: <reports>/<date>-<hash>]: a new path, an empty folder, or (with
     /// --force) an earlier compaction-sim output; anything else is refused untouched.
     #[arg(long, value_name = "DIR")]
@@ -38,6 +38,11 @@ pub struct SweepArgs {
     /// Folder holding runs and the `latest` link.
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
+    /// Replay only N of the sessions read, drawn deterministically (by a hash of each
+    /// session's source and id: the same N on every run over the same inputs). For a first
+    /// look, or to bound what a `live:` summarizer costs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample: Option<u64>,
     /// Run only the K-th of N slices of the sessions and write a partial folder for `merge`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
@@ -217,17 +222,48 @@ pub fn drop_failed(inputs: &mut RunInputs, rows: &mut Vec<RunRow>, failed: Vec<F
     rows.retain(|r| !inputs.failed_sessions.contains(&r.session));
 }
 
-/// Start the workers of the grid's `python:` summarizers (60 s per call), before any replay.
-pub fn start_python_summarizers(
-    summarizers: &[String],
-    python: &super::cost_flags::PythonFlags,
-) -> Result<()> {
-    for s in summarizers {
-        let spec =
-            crate::cost::summarizers::SummarizerSpec::parse(s).map_err(anyhow::Error::msg)?;
-        python.start(&spec, crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT)?;
-    }
-    Ok(())
+/// Replay the pairs on enough threads for `concurrency` live calls in flight (the calls
+/// block on the network, not the CPU), else on the global pool.
+fn run_pairs_for(
+    eval: &pipeline::PipelineEval,
+    mine: &[u32],
+    settings: &[crate::sweep::grid::Setting],
+    concurrency: Option<usize>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<(Vec<RunRow>, Vec<Failure>)> {
+    let threads = rayon::current_num_threads();
+    let result = match concurrency.filter(|&c| c > threads) {
+        Some(c) => {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(c).build()?;
+            pool.install(|| run_pairs(eval, mine, settings, &CANCEL, tick))
+        }
+        None => run_pairs(eval, mine, settings, &CANCEL, tick),
+    };
+    Ok(result?)
+}
+
+/// The failed summarizer calls of the rows kept, for run.json and the report.
+fn summarizer_failures(
+    eval: &pipeline::PipelineEval,
+    inputs: &RunInputs,
+) -> Vec<crate::table::rundir::SummarizerFailure> {
+    let mut v: Vec<_> =
+        eval.summarizer_errors()
+            .into_iter()
+            .filter(|(s, _, _)| !inputs.failed_sessions.contains(s))
+            .filter_map(|(s, setting_id, message)| {
+                inputs.sessions.get(s as usize).map(|info| {
+                    crate::table::rundir::SummarizerFailure {
+                        source: info.source.clone(),
+                        session_id: info.session_id.clone(),
+                        setting_id,
+                        message,
+                    }
+                })
+            })
+            .collect();
+    v.sort();
+    v
 }
 
 pub fn run(args: SweepArgs) -> Result<u8> {
@@ -246,7 +282,13 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         out!("{}", grid.describe());
         return Ok(super::EXIT_OK);
     }
-    start_python_summarizers(&grid.summarizer, &args.python)?;
+    let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
+    let (timeout, live) = args.summarizers.start(
+        &grid.summarizer,
+        pipeline::cache_opts(args.cache_dir.clone(), false)
+            .dir
+            .as_deref(),
+    )?;
     install_signal_handler();
     let paths = if args.paths.is_empty() {
         vec!["transcripts".to_string()]
@@ -260,7 +302,10 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         publish::check_target(out, &input_paths, chosen)?;
     }
     let filter = args.db.filter(&paths, false)?;
-    let loaded = pipeline::load_sessions_filtered(&paths, args.format.as_deref(), &filter)?;
+    let mut loaded = pipeline::load_sessions_filtered(&paths, args.format.as_deref(), &filter)?;
+    let sampled_from = args.sample.map(|n| {
+        pipeline::sample_sessions(&mut loaded, usize::try_from(n).unwrap_or(usize::MAX)) as u64
+    });
     input_paths.extend(loaded.inputs.iter().map(|i| PathBuf::from(&i.path)));
     if loaded.sessions.is_empty() {
         let why = loaded
@@ -298,6 +343,8 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             &grid.summarizer,
             &loaded.sessions,
         ),
+        summarizer_errors: Vec::new(),
+        sampled_from,
     };
     let name = inputs.default_name(&today());
     // Checked once, before any replay; `publish` itself refuses anything that appears at the
@@ -317,26 +364,32 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         None => run_target(&args.out, &args.reports, &name, &input_paths, chosen)?,
     };
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
-    let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    let eval =
+    let mut eval =
         pipeline::PipelineEval::build(loaded.sessions, &mine, &grid.tokenizer, &costing, &cache)?;
+    eval.set_summarizer_timeout(timeout);
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
+    args.summarizers
+        .live
+        .check_estimate(&live, &costing.model, &costing.pricing_date, || {
+            run_pairs_for(&eval, &mine, &grid.settings, None, &|| {})?;
+            eval.clear_summarizer_errors();
+            Ok(())
+        })?;
+    let concurrency =
+        (!live.is_empty()).then_some(usize::from(args.summarizers.live.live_concurrency));
     let pb = progress((mine.len() * grid.settings.len()) as u64, args.quiet);
     let tick = || {
         if let Some(p) = &pb {
             p.inc(1)
         }
     };
-    let result = run_pairs(&eval, &mine, &grid.settings, &CANCEL, &tick);
+    let result = run_pairs_for(&eval, &mine, &grid.settings, concurrency, &tick);
     if let Some(p) = &pb {
         p.finish_and_clear();
     }
-    let (mut rows, failed) = match result {
-        Ok(r) => r,
-        Err(Cancelled) => return Err(Cancelled.into()),
-    };
+    let (mut rows, failed) = result?;
     if !failed.is_empty() {
         drop_failed(&mut inputs, &mut rows, failed);
         for s in inputs
@@ -352,6 +405,24 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         }
     }
     rows.sort_by_key(|r| (r.session, r.setting));
+    inputs.summarizer_errors = summarizer_failures(&eval, &inputs);
+    const SHOWN: usize = 5;
+    for f in inputs.summarizer_errors.iter().take(SHOWN) {
+        errln!(
+            "warning: {}#{} setting {}: {}",
+            super::term(&f.source),
+            super::term(&f.session_id),
+            f.setting_id,
+            super::term(&f.message)
+        );
+    }
+    if inputs.summarizer_errors.len() > SHOWN {
+        errln!(
+            "warning: {} more failed summarizer calls (run.json `summarizer_errors` lists them all)",
+            inputs.summarizer_errors.len() - SHOWN
+        );
+    }
+    super::cost_flags::report_live(&live, args.quiet)?;
 
     if let Some(shard) = args.shard {
         let build = publish::build_dir_for(&target)?;

@@ -100,6 +100,7 @@ fn summarizer_words(name: &str) -> String {
         "terse" => "terse (rule-based, no model call: keeps each text part as author: text and drops tool chatter; $0, 0 s, writes real text)".into(),
         n if n.starts_with("model:") => format!("{n} (that model writes the summary; modelled from token counts)"),
         n if n.starts_with("command:") => format!("{n} (your program writes the summary)"),
+        n if n.starts_with("live:") => format!("{n} (that model really wrote the summaries, with ADK's prompt: cost from the usage it reported at the table's prices, waits measured, detail measured on the texts)"),
         n => n.to_string(),
     }
 }
@@ -213,6 +214,7 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
     }
     summarizers(d, &mut b);
     skipped(d, &mut b);
+    summarizer_errors(d, &mut b);
     alternatives(d, &mut b);
     glossary(&mut b);
     b
@@ -495,7 +497,15 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
             .map(inputs_text)
             .unwrap_or_else(|| "n/a".into()),
     ));
-    rows.push(("sessions replayed".into(), sessions.to_string()));
+    rows.push((
+        "sessions replayed".into(),
+        match run.get("sampled_from").and_then(Value::as_u64) {
+            Some(of) => format!(
+                "{sessions} (a sample drawn with --sample from {of} sessions read: by a hash of each session's source and id, the same on every run)"
+            ),
+            None => sessions.to_string(),
+        },
+    ));
     let skipped = run
         .get("skipped")
         .and_then(Value::as_array)
@@ -739,9 +749,14 @@ fn summarizers(d: &RunData, b: &mut Vec<Block>) {
         b.push(Block::Para(t("The run has no compacting setting.")));
         return;
     }
-    b.push(Block::Para(t(
-        "Each summarizer at the same trigger setting as the recommendation where the grid has it (else its best-ranked setting). Broken references are the facts the agent used later that no text it could still read held: measured on the summary text of summarizers that write one (terse, command:, python:), estimated for modelled ones (agent, model:NAME), which write no text: at-risk references × (1 − retention fitted from recorded summaries), with the low bound (facts only beyond ADK's 2,000-character cut of a tool payload, lost whatever the model writes) and the high bound (every reference at risk). Facts dropped is n/a for modelled summarizers; terse calls no model, so it adds no cost and no wait, but keeps only the conversation's text.",
-    )));
+    let live = if rows.iter().any(|s| s.summarizer.starts_with("live:")) {
+        " Live summarizers (live:PROVIDER/MODEL) really called the model with ADK's prompt: their cost (the usage the API reported, at the table's prices), tokens and waits are measured."
+    } else {
+        ""
+    };
+    b.push(Block::Para(t(format!(
+        "Each summarizer at the same trigger setting as the recommendation where the grid has it (else its best-ranked setting). Broken references are the facts the agent used later that no text it could still read held: measured on the summary text of summarizers that write one (terse, command:, python:, live:), estimated for modelled ones (agent, model:NAME), which write no text: at-risk references × (1 − retention fitted from recorded summaries), with the low bound (facts only beyond ADK's 2,000-character cut of a tool payload, lost whatever the model writes) and the high bound (every reference at risk). Facts dropped is n/a for modelled summarizers; terse calls no model, so it adds no cost and no wait, but keeps only the conversation's text.{live}",
+    ))));
     let bases = d.distinct(|x| &x.references_basis);
     if bases.iter().any(|x| x == "measured") && bases.iter().any(|x| x == "estimated") {
         b.push(Block::Para(t(
@@ -872,6 +887,52 @@ fn skipped(d: &RunData, b: &mut Vec<Block>) {
             .map(|(p, r)| vec![vec![Inline::Code(p)], t(r)])
             .collect(),
         numeric: vec![false, false],
+    });
+}
+
+/// Most failed summarizer calls listed in the report (run.json keeps them all).
+const SUMMARIZER_ERRORS_SHOWN: usize = 50;
+
+/// `run.json` `summarizer_errors[]`: failed `command:`, `python:` and `live:` calls (the
+/// replay went on without that compaction, as ADK does). No section when there is none.
+fn summarizer_errors(d: &RunData, b: &mut Vec<Block>) {
+    let Some(items) = d
+        .run
+        .get("summarizer_errors")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    else {
+        return;
+    };
+    b.push(Block::Heading(2, "Failed summarizer calls".into()));
+    b.push(Block::Para(t(format!(
+        "{} failed {}: as in ADK, each one compacted nothing and left the trigger armed, so the next turn tried again.{}",
+        int(items.len() as f64),
+        if items.len() == 1 { "call" } else { "calls" },
+        if items.len() > SUMMARIZER_ERRORS_SHOWN {
+            format!(" The first {SUMMARIZER_ERRORS_SHOWN} are listed; run.json has them all.")
+        } else {
+            String::new()
+        }
+    ))));
+    b.push(Block::Table {
+        head: vec!["session".into(), "setting".into(), "error".into()],
+        rows: items
+            .iter()
+            .take(SUMMARIZER_ERRORS_SHOWN)
+            .map(|x| {
+                vec![
+                    vec![Inline::Code(format!(
+                        "{}#{}",
+                        s(x.get("source")).unwrap_or_default(),
+                        s(x.get("session_id")).unwrap_or_default()
+                    ))],
+                    t(s(x.get("setting_id")).unwrap_or_default()),
+                    t(s(x.get("message")).unwrap_or_default()),
+                ]
+            })
+            .collect(),
+        numeric: vec![false, true, false],
     });
 }
 

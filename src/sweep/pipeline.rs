@@ -185,17 +185,7 @@ pub fn load_sessions_filtered(
         }
         prev = Some(key);
     }
-    let mut inputs: Vec<InputInfo> = Vec::new();
-    for s in &sessions {
-        let f = source_file(&s.source);
-        match inputs.last_mut() {
-            Some(last) if last.path == f => last.sessions += 1,
-            _ => inputs.push(InputInfo {
-                path: f.to_string(),
-                sessions: 1,
-            }),
-        }
-    }
+    let inputs = input_counts(&sessions);
     let mut skipped: Vec<Skipped> = loaded
         .skipped
         .iter()
@@ -214,6 +204,57 @@ pub fn load_sessions_filtered(
         inputs,
         skipped,
     })
+}
+
+/// Keep `n` of the loaded sessions, chosen by the xxh3 hash of their (source, id): the same
+/// sessions on every run over the same inputs, whatever the order the paths were given or the
+/// thread count, and a session stays in the sample when others are added beside it (unless
+/// one of them hashes lower). The kept sessions stay in (source, id) order; `inputs` counts
+/// only them (a file none of whose sessions was drawn is left out). Returns how many sessions
+/// there were.
+pub fn sample_sessions(loaded: &mut Loaded, n: usize) -> usize {
+    let total = loaded.sessions.len();
+    if n >= total {
+        return total;
+    }
+    let hash = |s: &Session| {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(s.source.as_bytes());
+        h.update(&[0]);
+        h.update(s.id.as_bytes());
+        h.digest()
+    };
+    let mut order: Vec<(u64, usize)> = loaded
+        .sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (hash(s), i))
+        .collect();
+    order.sort_unstable();
+    let mut keep = vec![false; total];
+    for &(_, i) in order.iter().take(n) {
+        keep[i] = true;
+    }
+    let mut k = keep.iter();
+    loaded.sessions.retain(|_| *k.next().unwrap_or(&false));
+    loaded.inputs = input_counts(&loaded.sessions);
+    total
+}
+
+/// Sessions per input file, in session order (sorted sessions: one entry per file).
+fn input_counts(sessions: &[Session]) -> Vec<InputInfo> {
+    let mut inputs: Vec<InputInfo> = Vec::new();
+    for s in sessions {
+        let f = source_file(&s.source);
+        match inputs.last_mut() {
+            Some(last) if last.path == f => last.sessions += 1,
+            _ => inputs.push(InputInfo {
+                path: f.to_string(),
+                sessions: 1,
+            }),
+        }
+    }
+    inputs
 }
 
 /// What the run records about a session besides its rows (run.json `session_facts`).
@@ -265,6 +306,10 @@ pub struct PipelineEval {
     items: Vec<Option<Prepared>>,
     cost: CostModel,
     specs: std::sync::Mutex<HashMap<String, SummarizerSpec>>,
+    /// Time limit of a `command:` call (`--summarizer-timeout`).
+    summarizer_timeout: std::time::Duration,
+    /// Failed summarizer calls by (session, setting id), sorted and deduplicated.
+    errors: std::sync::Mutex<std::collections::BTreeMap<(u32, u32), Vec<String>>>,
 }
 
 /// How long each preparation phase took, seconds (the benchmark's time split).
@@ -349,9 +394,33 @@ impl PipelineEval {
                 items,
                 cost: costing.model.clone(),
                 specs: std::sync::Mutex::new(HashMap::new()),
+                summarizer_timeout: crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT,
+                errors: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             },
             times,
         ))
+    }
+
+    /// Time limit of a `command:` summarizer call (`--summarizer-timeout`; `python:` and
+    /// `live:` ones get theirs when started).
+    pub fn set_summarizer_timeout(&mut self, timeout: std::time::Duration) {
+        self.summarizer_timeout = timeout;
+    }
+
+    /// Failed summarizer calls so far: (session, setting id, message), in that order.
+    pub fn summarizer_errors(&self) -> Vec<(u32, u32, String)> {
+        let map = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        map.iter()
+            .flat_map(|(&(s, set), msgs)| msgs.iter().map(move |m| (s, set, m.clone())))
+            .collect()
+    }
+
+    /// Forget the failed calls recorded so far (after a dry replay).
+    pub fn clear_summarizer_errors(&self) {
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     fn spec(&self, name: &str) -> Result<SummarizerSpec, String> {
@@ -399,7 +468,8 @@ impl PipelineEval {
             ClientMode::Waits => CostClient::Waits,
             ClientMode::Streams => CostClient::Streams,
         };
-        let cs = CostSetting::new(&spec, agent_model, client);
+        let mut cs = CostSetting::new(&spec, agent_model, client);
+        cs.command_timeout = self.summarizer_timeout;
         let run = |s: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, s);
         let e = evaluate(
             &p.session,
@@ -410,8 +480,13 @@ impl PipelineEval {
             None,
             &run,
         )?;
-        let (replay, m) = (e.replay, e.metrics);
-        Ok((replay, m))
+        if !e.summarizer_errors.is_empty() {
+            self.errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((session as u32, setting.setting_id), e.summarizer_errors);
+        }
+        Ok((e.replay, e.metrics))
     }
 }
 

@@ -43,6 +43,17 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// A summarizer call that failed (`command:`, `python:` or `live:`): the replay went on as
+/// ADK does (no compaction, the trigger stays armed), and the run lists why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SummarizerFailure {
+    pub source: String,
+    pub session_id: String,
+    pub setting_id: u32,
+    /// `call N: summarizer ...: what happened`, one line.
+    pub message: String,
+}
+
 /// Prompt size of one model request, for the sawtooth chart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineRequest {
