@@ -1410,8 +1410,11 @@ impl Chart for Summarizers<'_> {
                         if fits {
                             chart
                                 .draw_series(std::iter::once(
-                                    EmptyElement::at((SegmentValue::CenterOf(i), *v))
-                                        + Text::new(label, (0, -4), style),
+                                    // Above the whisker, when there is one.
+                                    EmptyElement::at((
+                                        SegmentValue::CenterOf(i),
+                                        whiskers[i].map_or(*v, |w| v.max(w.1)),
+                                    )) + Text::new(label, (0, -4), style),
                                 ))
                                 .map_err(e)?;
                         }
