@@ -92,6 +92,9 @@ fn classify_one(e: &(dyn std::error::Error + 'static)) -> Option<ExitKind> {
     if let Some(x) = e.downcast_ref::<crate::cost::python::PythonError>() {
         return Some(x.exit_kind());
     }
+    if let Some(x) = e.downcast_ref::<crate::cost::live::LiveError>() {
+        return Some(x.exit_kind());
+    }
     if let Some(x) = e.downcast_ref::<crate::atomic::AtomicError>() {
         return Some(x.exit_kind());
     }

@@ -151,7 +151,7 @@ fn measure(
         },
         &AtomicBool::new(false),
         &|| {},
-        &mut |r, f| {
+        &mut |_, r, f| {
             let (t, c) = (Instant::now(), cpu_s());
             w.push(r)?;
             rows_s += t.elapsed().as_secs_f64();

@@ -94,6 +94,21 @@ impl SettingRow {
         self.num(&["references_broken_share_mean"])
     }
 
+    /// Broken references pooled over sessions (all broken / all references, 0..1) with
+    /// the low and high bounds pooled the same way: the summarizer comparison draws these,
+    /// since the bounds are stored as counts. `None` for runs made before the columns or
+    /// with no references at all.
+    pub fn broken_references_pooled(&self) -> Option<(f64, f64, f64)> {
+        let refs = self.num(&["references_sum"])?;
+        if refs <= 0.0 {
+            return None;
+        }
+        let broken = self.num(&["references_broken_sum"])?;
+        let low = self.num(&["references_broken_low_sum"]).unwrap_or(broken);
+        let high = self.num(&["references_broken_high_sum"]).unwrap_or(broken);
+        Some((broken / refs, low / refs, high / refs))
+    }
+
     pub fn summarizer_calls(&self) -> Option<f64> {
         self.num(&["summarizer_calls_sum", "summarizer_calls_mean"])
     }
@@ -785,6 +800,31 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn broken_references_pool_counts_over_sessions_with_their_bounds() {
+        let mut s = SettingRow::default();
+        assert_eq!(
+            s.broken_references_pooled(),
+            None,
+            "run made before the columns"
+        );
+        for (k, v) in [
+            ("references_sum", 200.0),
+            ("references_broken_sum", 50.0),
+            ("references_broken_low_sum", 10.0),
+            ("references_broken_high_sum", 80.0),
+        ] {
+            s.numbers.insert(k.into(), v);
+        }
+        assert_eq!(s.broken_references_pooled(), Some((0.25, 0.05, 0.4)));
+        s.numbers.insert("references_sum".into(), 0.0);
+        assert_eq!(
+            s.broken_references_pooled(),
+            None,
+            "no references: no share"
+        );
+    }
 
     #[test]
     fn csv_handles_quotes_commas_and_newlines() {

@@ -694,7 +694,7 @@ impl Chart for InvocationsOverlap<'_> {
         ChartInfo {
             stem: "invocations_overlap",
             title: "Turn-triggered settings: after_invocations and overlap",
-            how_to_read: "Left: how many summaries each turn-triggered setting writes (each is a paid, end-of-run summarizer call); right: how much history is then read only through a summary; one line per overlap, so compare lines to see what re-including earlier turns costs and buys.",
+            how_to_read: "Left: how many summaries each turn-triggered setting writes (each is a paid, end-of-run summarizer call); right: the share of the facts the agent used later that its summaries failed to keep (broken references; for runs made before them, the share of history read only through a summary); one line per overlap, so compare lines to see what re-including earlier turns costs and buys.",
         }
     }
 
@@ -712,7 +712,7 @@ impl Chart for InvocationsOverlap<'_> {
         let rows = self.rows();
         let area = title(
             root,
-            "Turn-triggered settings: summaries written and detail lost",
+            "Turn-triggered settings: summaries written and what they lose",
             &format!("settings with {}", context(self.0)),
         )?;
         let panels = area.split_evenly((1, 2));
@@ -726,17 +726,27 @@ impl Chart for InvocationsOverlap<'_> {
         .unwrap_or((1.0, 2.0));
         let (ix0, ix1) = padded(ix0, ix1);
         type Getter = fn(&SettingRow) -> Option<f64>;
+        // The right panel is the run's detail axis (as the first chart's).
+        let detail: (&str, Getter, bool) = if rows.iter().any(|s| s.broken_references().is_some()) {
+            (
+                "broken references (% of the facts used later, mean per session)",
+                |s| s.broken_references().map(|v| v * 100.0),
+                true,
+            )
+        } else {
+            (
+                "history read only through summaries (%, mean per session)",
+                |s| s.detail_lost().map(|v| v * 100.0),
+                true,
+            )
+        };
         let metrics: [(&str, Getter, bool); 2] = [
             (
                 "summarizer calls (total over sessions)",
                 |s| s.summarizer_calls(),
                 false,
             ),
-            (
-                "detail lost (% of history, mean per session)",
-                |s| s.detail_lost().map(|v| v * 100.0),
-                true,
-            ),
+            detail,
         ];
         for (panel, (desc, get, pct)) in panels.iter().zip(metrics) {
             let (y0, y1) = min_max(rows.iter().filter_map(|s| get(s))).unwrap_or((0.0, 1.0));
@@ -822,10 +832,16 @@ impl Latency<'_> {
             if vals.is_empty() {
                 continue;
             }
-            let key = if by_client {
-                format!("{} / {}", s.summarizer, s.client)
+            // Live summarizers' waits were measured; the others' are modelled.
+            let name = if s.summarizer.starts_with("live:") {
+                format!("{} (measured)", s.summarizer)
             } else {
                 s.summarizer.clone()
+            };
+            let key = if by_client {
+                format!("{name} / {}", s.client)
+            } else {
+                name
             };
             match groups.iter_mut().find(|g| g.0 == key) {
                 Some(g) => g.1.extend_from_slice(vals),
@@ -1220,7 +1236,7 @@ impl Chart for Summarizers<'_> {
         ChartInfo {
             stem: "summarizer_comparison",
             title: "Summarizers compared",
-            how_to_read: "Each panel compares the summarizers at the same trigger setting (the recommended one where the grid has it); shorter bars are better in every panel, and n/a marks a number the summarizer cannot have (modelled summarizers write no text, so facts dropped is unknown).",
+            how_to_read: "Each panel compares the summarizers at the same trigger setting (the recommended one where the grid has it); shorter bars are better in every panel. Broken references are measured on the text of summarizers that write one and estimated for modelled ones (agent, model:NAME), whose whiskers span the low bound (facts beyond ADK's 2,000-character cut) to the high bound (every reference at risk); n/a marks a number the summarizer cannot have (modelled summarizers write no text, so facts dropped is unknown).",
         }
     }
 
@@ -1248,28 +1264,61 @@ impl Chart for Summarizers<'_> {
         };
         type Getter = fn(&SettingRow) -> Option<f64>;
         type Fmt = fn(f64) -> String;
-        let metrics: [(&str, Getter, Fmt); 4] = [
-            ("cost (USD, all sessions)", |s| s.cost_usd(), fmt_usd_axis),
+        type Bounds = fn(&SettingRow) -> Option<(f64, f64)>;
+        let no_bounds: Bounds = |_| None;
+        // The detail panel: broken references pooled over sessions, with the low..high
+        // bounds of estimated summarizers as whiskers; runs made before the column fall
+        // back to detail lost.
+        let detail: (&str, Getter, Fmt, Bounds) =
+            if rows.iter().any(|s| s.broken_references_pooled().is_some()) {
+                (
+                    "broken references (% of all references; whiskers: bounds of estimates)",
+                    |s| s.broken_references_pooled().map(|p| p.0),
+                    fmt_pct,
+                    |s| {
+                        (s.references_basis == "estimated")
+                            .then(|| s.broken_references_pooled().map(|p| (p.1, p.2)))
+                            .flatten()
+                    },
+                )
+            } else {
+                (
+                    "history read only through summaries (mean per session)",
+                    |s| s.detail_lost(),
+                    fmt_pct,
+                    no_bounds,
+                )
+            };
+        let metrics: [(&str, Getter, Fmt, Bounds); 4] = [
+            (
+                "cost (USD, all sessions)",
+                |s| s.cost_usd(),
+                fmt_usd_axis,
+                no_bounds,
+            ),
             (
                 "longest end-of-run wait (s, p95 over sessions)",
                 |s| s.end_of_run_latency_p95(),
                 |v| format!("{v:.1} s"),
+                no_bounds,
             ),
-            (
-                "detail lost (mean per session)",
-                |s| s.detail_lost(),
-                fmt_pct,
-            ),
+            detail,
             (
                 "facts dropped (mean per session)",
                 |s| s.facts_dropped(),
                 fmt_pct,
+                no_bounds,
             ),
         ];
         let n = rows.len();
-        for (panel, (desc, get, fmtv)) in panels.iter().zip(metrics) {
+        for (panel, (desc, get, fmtv, bounds)) in panels.iter().zip(metrics) {
             let vals: Vec<Option<f64>> = rows.iter().map(|s| get(s)).collect();
-            let ymax = vals.iter().flatten().fold(0.0f64, |a, b| a.max(*b));
+            let whiskers: Vec<Option<(f64, f64)>> = rows.iter().map(|s| bounds(s)).collect();
+            let ymax = vals
+                .iter()
+                .flatten()
+                .chain(whiskers.iter().flatten().map(|w| &w.1))
+                .fold(0.0f64, |a, b| a.max(*b));
             let ymax = if ymax > 0.0 { ymax * 1.25 } else { 1.0 };
             let mut chart = ChartBuilder::on(panel)
                 .margin(8)
@@ -1319,6 +1368,27 @@ impl Chart for Summarizers<'_> {
                         let gap = plot_w / n.max(1) as u32 / 5;
                         bar.set_margin(0, 0, gap, gap);
                         chart.draw_series(std::iter::once(bar)).map_err(e)?;
+                        if let Some((lo, hi)) = whiskers[i] {
+                            let x = SegmentValue::CenterOf(i);
+                            chart
+                                .draw_series(std::iter::once(PathElement::new(
+                                    vec![(x.clone(), lo), (x.clone(), hi)],
+                                    BLACK.stroke_width(2),
+                                )))
+                                .map_err(e)?;
+                            // Caps: short horizontal ticks at both ends.
+                            for y in [lo, hi] {
+                                chart
+                                    .draw_series(std::iter::once(
+                                        EmptyElement::at((x.clone(), y))
+                                            + PathElement::new(
+                                                vec![(-8, 0), (8, 0)],
+                                                BLACK.stroke_width(2),
+                                            ),
+                                    ))
+                                    .map_err(e)?;
+                            }
+                        }
                         // The value above the bar, when it fits the bar's slot.
                         let label = fmtv(*v);
                         let slot = plot_w / n.max(1) as u32;
@@ -1329,8 +1399,11 @@ impl Chart for Summarizers<'_> {
                         if fits {
                             chart
                                 .draw_series(std::iter::once(
-                                    EmptyElement::at((SegmentValue::CenterOf(i), *v))
-                                        + Text::new(label, (0, -4), style),
+                                    // Above the whisker, when there is one.
+                                    EmptyElement::at((
+                                        SegmentValue::CenterOf(i),
+                                        whiskers[i].map_or(*v, |w| v.max(w.1)),
+                                    )) + Text::new(label, (0, -4), style),
                                 ))
                                 .map_err(e)?;
                         }
@@ -1430,6 +1503,25 @@ mod tests {
         assert_eq!(keys, ["agent / streams", "agent / waits", "terse / waits"]);
         // Session b under setting 1 made no summarizer call: not in the distribution.
         assert_eq!(g[1].1, vec![3.0]);
+    }
+
+    #[test]
+    fn a_live_summarizers_waits_are_labelled_measured() {
+        let mut d = data();
+        for s in &mut d.settings {
+            if s.summarizer == "terse" {
+                s.summarizer = "live:gemini/gemini-2.5-flash".into();
+            }
+        }
+        let keys: Vec<String> = Latency(&d).groups().into_iter().map(|g| g.0).collect();
+        assert_eq!(
+            keys,
+            [
+                "agent / streams",
+                "agent / waits",
+                "live:gemini/gemini-2.5-flash (measured) / waits"
+            ]
+        );
     }
 
     #[test]

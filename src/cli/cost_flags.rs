@@ -5,11 +5,13 @@ use crate::cost::caching::CacheMode;
 use crate::cost::client::ClientMode;
 use crate::cost::compute::CostModel;
 use crate::cost::latency::LatencyTable;
+use crate::cost::live::{self, LiveError, LiveOptions};
 use crate::cost::pricing::PriceTable;
 use crate::cost::python::{self, PythonOptions};
 use crate::cost::summarizers::SummarizerSpec;
 use clap::Args;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where `python:` summarizers run (`replay`, `sweep`).
@@ -50,6 +52,189 @@ impl PythonFlags {
     }
 }
 
+/// How `live:PROVIDER/MODEL` summarizers call their API (`replay`, `sweep`, `merge`). Keys
+/// come from the environment only (GEMINI_API_KEY or GOOGLE_API_KEY, OPENAI_API_KEY,
+/// ANTHROPIC_API_KEY).
+#[derive(Debug, Clone, Args)]
+pub struct LiveFlags {
+    /// Base URL of the API for `live:` summarizers, e.g. a vLLM, Ollama or LiteLLM server's
+    /// `http://127.0.0.1:8000/v1` (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else
+    /// the provider's own).
+    #[arg(long, value_name = "URL")]
+    pub live_base_url: Option<String>,
+    /// Folder of cached live summaries, one file per (provider, model, prompt) [default:
+    /// live/ in the token-count cache folder; --no-cache does not turn it off].
+    #[arg(long, value_name = "DIR")]
+    pub live_cache: Option<PathBuf>,
+    /// Live summarizer calls in flight at once.
+    #[arg(long, value_name = "N", default_value_t = live::DEFAULT_CONCURRENCY as u16,
+        value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub live_concurrency: u16,
+    /// Most live calls made without --yes: the estimate is printed first, and a larger one
+    /// is refused (exit 1).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub live_max_calls: u64,
+    /// Make the live calls whatever their estimated number and cost.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+impl LiveFlags {
+    /// Start the clients of the `live:` summarizers among `specs` (keys and base URL checked
+    /// before any replay). `token_cache` is the token-count cache folder, the default home of
+    /// the summary cache.
+    pub fn start(
+        &self,
+        specs: &[SummarizerSpec],
+        timeout: Duration,
+        token_cache: Option<&std::path::Path>,
+    ) -> anyhow::Result<Vec<Arc<live::Client>>> {
+        let opts = LiveOptions {
+            base_url: self.live_base_url.clone(),
+            cache_dir: self
+                .live_cache
+                .clone()
+                .or_else(|| live::default_cache_dir(token_cache)),
+            concurrency: usize::from(self.live_concurrency),
+            timeout,
+        };
+        let mut started = Vec::new();
+        for spec in specs {
+            if let SummarizerSpec::Live { provider, model } = spec {
+                let c = live::start(*provider, model, &opts)?;
+                if opts.cache_dir.is_none() {
+                    errln!(
+                        "warning: summarizer `live:{}`: no cache folder is known (give --live-cache DIR): every rerun calls the API again",
+                        c.target()
+                    );
+                }
+                if !started
+                    .iter()
+                    .any(|x: &Arc<live::Client>| Arc::ptr_eq(x, &c))
+                {
+                    started.push(c);
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    /// Before the first live call: run `dry_run` (the replays, answered by the modelled
+    /// summarizer of the same model), print how many calls the real run will make and what
+    /// they should cost, and refuse (exit 1) when that is over --live-max-calls without --yes.
+    pub fn check_estimate(
+        &self,
+        clients: &[Arc<live::Client>],
+        cost: &CostModel,
+        pricing_date: &str,
+        dry_run: impl FnOnce() -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        if clients.is_empty() {
+            return Ok(());
+        }
+        for c in clients {
+            c.set_dry(true);
+        }
+        let dry = dry_run();
+        let estimates: Vec<live::Estimate> = clients
+            .iter()
+            .map(|c| c.estimate(cost.price(&c.model)))
+            .collect();
+        for c in clients {
+            c.set_dry(false);
+        }
+        dry?;
+        let mut calls = 0;
+        let mut usd = Some(0.0);
+        for (c, e) in clients.iter().zip(&estimates) {
+            calls += e.calls;
+            usd = usd.zip(e.usd).map(|(a, b)| a + b);
+            errln!(
+                "summarizer `live:{}`: {} calls to make ({} spans already cached), about {} input + {} output tokens, {}",
+                super::term(&c.target()),
+                e.calls,
+                e.cached,
+                e.input_tokens,
+                e.output_tokens,
+                match e.usd {
+                    Some(u) => format!("about ${u:.4} at the table's prices of {pricing_date}"),
+                    None => format!("cost unknown: `{}` has no price in the table", super::term(&c.model)),
+                }
+            );
+        }
+        errln!("(an estimate, from a dry replay: cached summaries are used as they are, every other span is answered by the modelled summarizer of the same model and counted once per distinct prompt, or for a rolling summary seeded by a summary not yet written, once per session, seed and span; input tokens counted with the run's tokenizer, output from the latency table's length model)");
+        let cost_text = usd.map_or("cost unknown".to_string(), |u| format!("${u:.4}"));
+        if calls > self.live_max_calls && !self.yes {
+            return Err(LiveError::TooManyCalls {
+                calls,
+                max: self.live_max_calls,
+                cost: cost_text,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// How a grid's summarizers run (`sweep`, `merge`): where `python:` ones run, how `live:`
+/// ones call, and the time limit of one call.
+#[derive(Debug, Clone, Args)]
+pub struct GridSummarizerFlags {
+    #[command(flatten)]
+    pub python: PythonFlags,
+    #[command(flatten)]
+    pub live: LiveFlags,
+    /// Seconds a `command:`, `python:` or `live:` summarizer call may run before it counts
+    /// as failed (above 0, at most a day).
+    #[arg(long, value_name = "S", default_value_t = 60.0, value_parser = parse_timeout_seconds)]
+    pub summarizer_timeout: f64,
+}
+
+impl GridSummarizerFlags {
+    /// Start the workers of the grid's `python:` summarizers and the clients of its `live:`
+    /// ones, before any replay. `token_cache` is the token-count cache folder (the summary
+    /// cache's default home). Returns the call time limit and the live clients.
+    pub fn start(
+        &self,
+        summarizers: &[String],
+        token_cache: Option<&std::path::Path>,
+    ) -> anyhow::Result<(Duration, Vec<Arc<live::Client>>)> {
+        let timeout = check_timeout(self.summarizer_timeout)
+            .map_err(|e| anyhow::anyhow!("--summarizer-timeout: {e}"))?;
+        let mut specs = Vec::new();
+        for s in summarizers {
+            let spec = SummarizerSpec::parse(s).map_err(anyhow::Error::msg)?;
+            self.python.start(&spec, timeout)?;
+            specs.push(spec);
+        }
+        Ok((timeout, self.live.start(&specs, timeout, token_cache)?))
+    }
+}
+
+/// After the run: what the live clients really did, and summaries the cache could not keep.
+pub fn report_live(clients: &[Arc<live::Client>], quiet: bool) -> anyhow::Result<()> {
+    for c in clients {
+        if !quiet {
+            outln!(
+                "summarizer `live:{}`: {} requests sent, {} summaries read from the cache",
+                super::term(&c.target()),
+                c.requests(),
+                c.cache_hits()
+            );
+        }
+        let errors = c.cache_errors();
+        if let Some(first) = errors.first() {
+            errln!(
+                "warning: summarizer `live:{}`: {} summaries could not be cached (first: {})",
+                super::term(&c.target()),
+                errors.len(),
+                super::term(first)
+            );
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct CostFlags {
     /// The agent's model for pricing and latency (default: the model the transcript names).
@@ -57,15 +242,18 @@ pub struct CostFlags {
     pub model: Option<String>,
     /// Who writes summaries: agent, model:NAME, terse, command:PROGRAM [ARGS], python:REF
     /// (your BaseEventsSummarizer: path/file.py:NAME, package.module:NAME or .dotted.path),
-    /// fixed:N, ratio:R, echo[:N] or none.
+    /// live:PROVIDER/MODEL (gemini, openai or anthropic, called with ADK's prompt), fixed:N,
+    /// ratio:R, echo[:N] or none.
     #[arg(long, default_value = "agent")]
     pub summarizer: String,
-    /// Seconds a `command:` or `python:` summarizer call may run before it counts as failed
-    /// (above 0, at most a day).
+    /// Seconds a `command:`, `python:` or `live:` summarizer call may run before it counts
+    /// as failed (above 0, at most a day).
     #[arg(long, default_value_t = 60.0, value_parser = parse_timeout_seconds)]
     pub summarizer_timeout: f64,
     #[command(flatten)]
     pub python: PythonFlags,
+    #[command(flatten)]
+    pub live: LiveFlags,
     /// `waits` (the next turn starts after the summary) or `streams` (at its recorded time;
     /// a summary still being written then is discarded).
     #[arg(long, default_value = "waits")]

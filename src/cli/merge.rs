@@ -41,9 +41,11 @@ pub struct MergeArgs {
     /// raised the limit.
     #[arg(long, value_name = "N", default_value_t = crate::sweep::grid::MAX_SETTINGS)]
     pub max_settings: u64,
-    /// Where `python:` summarizers run (the timelines replay them).
+    /// How the grid's summarizers run (the timelines replay them: `python:` workers are
+    /// started; `live:` spans the shards summarized are read from the summary cache when it
+    /// is shared, others are called).
     #[command(flatten)]
-    pub python: super::cost_flags::PythonFlags,
+    pub summarizers: super::cost_flags::GridSummarizerFlags,
 }
 
 pub fn run(args: MergeArgs) -> Result<u8> {
@@ -111,10 +113,16 @@ pub fn run(args: MergeArgs) -> Result<u8> {
             anyhow::bail!("{}: session `{}` is needed for timelines.json but could not be read again (run merge where the shards' input paths resolve)", s.source, s.session_id);
         }
     }
-    super::sweep::start_python_summarizers(&grid.summarizer, &args.python)?;
+    let (timeout, live) = args.summarizers.start(
+        &grid.summarizer,
+        pipeline::cache_opts(args.cache_dir.clone(), false)
+            .dir
+            .as_deref(),
+    )?;
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    let (eval, _) =
+    let (mut eval, _) =
         pipeline::PipelineEval::build_placed(placed, &grid.tokenizer, &costing, &cache)?;
+    eval.set_summarizer_timeout(timeout);
     // The shards' rows, merged into the run's runs.parquet a row group per shard at a time.
     let build = crate::table::publish::build_dir_for(&target)?;
     let rows = inputs.sessions.len() as u64 * grid.settings.len() as u64;
@@ -126,7 +134,9 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     )?;
     rundir::merge_runs(&parts, &inputs, &mut w)?;
     w.finish()?;
-    super::sweep::finish_run(
+    let code = super::sweep::finish_run(
         &target, latest, &name, &inputs, &grid, build, &eval, None, args.quiet,
-    )
+    )?;
+    super::cost_flags::report_live(&live, args.quiet)?;
+    Ok(code)
 }

@@ -126,11 +126,23 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
     let client = args.cost.client_mode()?;
     let timeout = args.cost.command_timeout()?;
     args.cost.start_python(&spec)?;
-    let mut out_json = Vec::new();
-    for (si, session) in sessions.iter().enumerate() {
-        let per_event = counts.as_ref().and_then(|c| c.get(si)).map(Vec::as_slice);
-        let sizes = SessionSizes::new(session, per_event);
-        let inputs = SessionCostInputs::new(session, tok);
+    let live = args.cost.live.start(
+        std::slice::from_ref(&spec),
+        timeout,
+        CacheOpts::resolve(None, false).dir.as_deref(),
+    )?;
+    let prepared: Vec<(SessionSizes, SessionCostInputs)> = sessions
+        .iter()
+        .enumerate()
+        .map(|(si, session)| {
+            let per_event = counts.as_ref().and_then(|c| c.get(si)).map(Vec::as_slice);
+            (
+                SessionSizes::new(session, per_event),
+                SessionCostInputs::new(session, tok),
+            )
+        })
+        .collect();
+    let evaluate_one = |session: &Session, sizes: &SessionSizes, inputs: &SessionCostInputs| {
         // Same rule as `sweep`: `--model`, else the recorded model, else the documented default.
         let agent_model = args
             .cost
@@ -139,21 +151,37 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         let mut cs = CostSetting::new(&spec, Some(agent_model), client);
         cs.command_timeout = timeout;
         cs.fail_calls = fail.clone();
-        let run = |s: &dyn engine::Summarizer| engine::replay(&sizes, &cfg, s);
-        let e = evaluate(session, &sizes, &inputs, &cost_model, &cs, None, &run)
-            .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))?;
+        let run = |s: &dyn engine::Summarizer| engine::replay(sizes, &cfg, s);
+        evaluate(session, sizes, inputs, &cost_model, &cs, None, &run)
+            .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))
+    };
+    args.cost
+        .live
+        .check_estimate(&live, &cost_model, &cost_model.prices.pricing_date, || {
+            for (session, (sizes, inputs)) in sessions.iter().zip(&prepared) {
+                evaluate_one(session, sizes, inputs)?;
+            }
+            Ok(())
+        })?;
+    let mut out_json = Vec::new();
+    for (session, (sizes, inputs)) in sessions.iter().zip(&prepared) {
+        let agent_model = args
+            .cost
+            .agent_model(session.model.as_deref())
+            .unwrap_or(FALLBACK_AGENT_MODEL);
+        let e = evaluate_one(session, sizes, inputs)?;
         for w in &e.summarizer_errors {
             errln!("warning: {w}");
         }
         let r = &e.replay;
         if args.json {
-            let mut v = to_json(session, &sizes, r, &cfg, &args, tok);
+            let mut v = to_json(session, sizes, r, &cfg, &args, tok);
             if let Value::Object(o) = &mut v {
                 o.insert("metrics".into(), serde_json::to_value(&e.metrics)?);
             }
             out_json.push(v);
         } else {
-            print_table(session, &sizes, r, &setting.normalised(), &args, tok)?;
+            print_table(session, sizes, r, &setting.normalised(), &args, tok)?;
             let ms = MetricsSetting {
                 agent_model: Some(agent_model),
                 summarizer: &spec,
@@ -166,6 +194,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
             out!("{}", render_metrics(&e.metrics, &cost_model, &ms));
         }
     }
+    super::cost_flags::report_live(&live, args.json)?;
     if args.json {
         let v = if out_json.len() == 1 {
             out_json.remove(0)

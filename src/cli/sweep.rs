@@ -28,7 +28,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub axes: Box<AxisFlags>,
     #[command(flatten)]
-    pub python: super::cost_flags::PythonFlags,
+    pub summarizers: super::cost_flags::GridSummarizerFlags,
     /// Run folder [default: <reports>/<date>-<hash>]: a new path, an empty folder, or (with
     /// --force) an earlier compaction-sim output; anything else is refused untouched.
     #[arg(long, value_name = "DIR")]
@@ -39,6 +39,11 @@ pub struct SweepArgs {
     /// Folder holding runs and the `latest` link.
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
+    /// Replay only N of the sessions read, drawn deterministically (by a hash of each
+    /// session's source and id: the same N on every run over the same inputs). For a first
+    /// look, or to bound what a `live:` summarizer costs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample: Option<u64>,
     /// Run only the K-th of N slices of the sessions and write a partial folder for `merge`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
@@ -228,17 +233,44 @@ pub fn drop_failed(inputs: &mut RunInputs, rows: &mut Vec<RunRow>, failed: Vec<F
     rows.retain(|r| !inputs.failed_sessions.contains(&r.session));
 }
 
-/// Start the workers of the grid's `python:` summarizers (60 s per call), before any replay.
-pub fn start_python_summarizers(
-    summarizers: &[String],
-    python: &super::cost_flags::PythonFlags,
-) -> Result<()> {
-    for s in summarizers {
-        let spec =
-            crate::cost::summarizers::SummarizerSpec::parse(s).map_err(anyhow::Error::msg)?;
-        python.start(&spec, crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT)?;
-    }
-    Ok(())
+/// `f` (a streamed replay) on a pool of `concurrency` threads when live summarizers want
+/// more calls in flight than there are threads, else on the current pool.
+fn with_concurrency<R: Send>(
+    concurrency: Option<usize>,
+    f: impl FnOnce() -> R + Send,
+) -> Result<R> {
+    let threads = rayon::current_num_threads();
+    Ok(match concurrency.filter(|&c| c > threads) {
+        Some(c) => rayon::ThreadPoolBuilder::new()
+            .num_threads(c)
+            .build()?
+            .install(f),
+        None => f(),
+    })
+}
+
+/// The failed summarizer calls of the rows kept, for run.json and the report.
+fn summarizer_failures(
+    errors: Vec<(u32, u32, String)>,
+    inputs: &RunInputs,
+) -> Vec<crate::table::rundir::SummarizerFailure> {
+    let mut v: Vec<_> = errors
+        .into_iter()
+        .filter(|(s, _, _)| !inputs.failed_sessions.contains(s))
+        .filter_map(|(s, setting_id, message)| {
+            inputs
+                .sessions
+                .get(s as usize)
+                .map(|info| crate::table::rundir::SummarizerFailure {
+                    source: info.source.clone(),
+                    session_id: info.session_id.clone(),
+                    setting_id,
+                    message,
+                })
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 pub fn run(args: SweepArgs) -> Result<u8> {
@@ -257,7 +289,13 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         out!("{}", grid.describe());
         return Ok(super::EXIT_OK);
     }
-    start_python_summarizers(&grid.summarizer, &args.python)?;
+    let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
+    let (timeout, live) = args.summarizers.start(
+        &grid.summarizer,
+        pipeline::cache_opts(args.cache_dir.clone(), false)
+            .dir
+            .as_deref(),
+    )?;
     install_signal_handler();
     let paths = if args.paths.is_empty() {
         vec!["transcripts".to_string()]
@@ -272,8 +310,11 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     }
     let filter = args.db.filter(&paths, false)?;
     // The inputs are listed here and read again a window at a time during the replay.
-    let catalog =
+    let mut catalog =
         pipeline::Catalog::scan(&paths, args.format.as_deref(), &filter, &grid.tokenizer)?;
+    let sampled_from = args
+        .sample
+        .map(|n| catalog.sample(usize::try_from(n).unwrap_or(usize::MAX)) as u64);
     input_paths.extend(catalog.inputs.iter().map(|i| PathBuf::from(&i.path)));
     if catalog.is_empty() {
         let why = catalog
@@ -309,8 +350,10 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             &costing.model.latency,
             &grid.agent_model,
             &grid.summarizer,
-            &catalog.recorded_models,
+            &catalog.recorded_models(),
         ),
+        summarizer_errors: Vec::new(),
+        sampled_from,
     };
     let name = inputs.default_name(&today());
     // Checked once, before any replay; `publish` itself refuses anything that appears at the
@@ -330,13 +373,33 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         None => run_target(&args.out, &args.reports, &name, &input_paths, chosen)?,
     };
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
-    let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
     // Sessions are read again, counted, sized and replayed a window at a time and their
     // rows streamed into runs.parquet.
     let mut counted = pipeline::Counted::new(catalog, &grid.tokenizer, &costing, &cache)?;
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
+    let events = |s: u32| inputs.sessions.get(s as usize).map_or(0, |i| i.events);
+    args.summarizers
+        .live
+        .check_estimate(&live, &costing.model, &costing.pricing_date, || {
+            // A dry replay of every pair: the live clients count the calls they would make.
+            run_windows::<_, anyhow::Error>(
+                &mine,
+                &events,
+                &grid.settings,
+                &mut |w: &[u32]| {
+                    let mut e = counted.window(w)?;
+                    e.set_summarizer_timeout(timeout);
+                    Ok(e)
+                },
+                &CANCEL,
+                &|| {},
+                &mut |_, _, _| Ok(()),
+            )
+        })?;
+    let concurrency =
+        (!live.is_empty()).then_some(usize::from(args.summarizers.live.live_concurrency));
     let build = publish::build_dir_for(&target)?;
     let planned = mine.len() as u64 * grid.settings.len() as u64;
     let csv = args.shard.is_none() && rundir::wants_runs_csv(planned, args.runs_csv);
@@ -347,21 +410,28 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         }
     };
     let mut failed: Vec<Failure> = Vec::new();
+    let mut summarizer_errors: Vec<(u32, u32, String)> = Vec::new();
     let mut writer = RunsWriter::create(build.path(), &inputs.sessions, &grid.settings, csv)?;
-    let events = |s: u32| inputs.sessions.get(s as usize).map_or(0, |i| i.events);
-    let result = run_windows(
-        &mine,
-        &events,
-        &grid.settings,
-        &mut |w: &[u32]| counted.window(w),
-        &CANCEL,
-        &tick,
-        &mut |rows, f| {
-            writer.push(rows)?;
-            failed.extend(f);
-            Ok(())
-        },
-    );
+    let result = with_concurrency(concurrency, || {
+        run_windows::<_, anyhow::Error>(
+            &mine,
+            &events,
+            &grid.settings,
+            &mut |w: &[u32]| {
+                let mut e = counted.window(w)?;
+                e.set_summarizer_timeout(timeout);
+                Ok(e)
+            },
+            &CANCEL,
+            &tick,
+            &mut |eval, rows, f| {
+                writer.push(rows)?;
+                failed.extend(f);
+                summarizer_errors.extend(eval.summarizer_errors());
+                Ok(())
+            },
+        )
+    })?;
     if let Some(p) = &pb {
         p.finish_and_clear();
     }
@@ -382,6 +452,24 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             );
         }
     }
+    inputs.summarizer_errors = summarizer_failures(summarizer_errors, &inputs);
+    const SHOWN: usize = 5;
+    for f in inputs.summarizer_errors.iter().take(SHOWN) {
+        errln!(
+            "warning: {}#{} setting {}: {}",
+            super::term(&f.source),
+            super::term(&f.session_id),
+            f.setting_id,
+            super::term(&f.message)
+        );
+    }
+    if inputs.summarizer_errors.len() > SHOWN {
+        errln!(
+            "warning: {} more failed summarizer calls (run.json `summarizer_errors` lists them all)",
+            inputs.summarizer_errors.len() - SHOWN
+        );
+    }
+    super::cost_flags::report_live(&live, args.quiet)?;
 
     if let Some(shard) = args.shard {
         rundir::write_partial_files(build.path(), shard, &inputs, &CANCEL)?;
@@ -399,10 +487,12 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         }
         return Ok(super::EXIT_OK);
     }
-    let live = rundir::live_sessions(&inputs);
-    let mut drawn = rundir::longest_sessions(&inputs.sessions, &live, rundir::TIMELINE_SESSIONS);
+    let live_sessions = rundir::live_sessions(&inputs);
+    let mut drawn =
+        rundir::longest_sessions(&inputs.sessions, &live_sessions, rundir::TIMELINE_SESSIONS);
     drawn.sort_unstable();
-    let eval = counted.window(&drawn)?;
+    let mut eval = counted.window(&drawn)?;
+    eval.set_summarizer_timeout(timeout);
     finish_run(
         &target, latest, &name, &inputs, &grid, build, &eval, None, args.quiet,
     )

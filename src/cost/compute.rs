@@ -18,6 +18,7 @@ use super::caching::{price_requests, price_single, total_usd, CacheMode, Charge,
 use super::client::{summary_discarded, ClientMode};
 use super::facts::{tally, tally_found, FactTally};
 use super::latency::{LatencyParams, LatencyTable};
+use super::live::CallMeasure;
 use super::metrics::SessionMetrics;
 use super::pricing::{ModelPrice, PriceTable, PricingError, ProviderCache};
 use super::references::{self as refs, Basis, Retention, SessionReferences};
@@ -104,6 +105,14 @@ impl CostModel {
         self.prices.find(name).is_some()
     }
 
+    /// The price entry of a model, when the table has one with rates.
+    pub fn price(&self, name: &str) -> Option<&ModelPrice> {
+        self.prices
+            .find(name)
+            .map(|(_, p)| p)
+            .filter(|p| p.is_priced())
+    }
+
     /// Context window of a model, if known.
     pub fn context_window(&self, name: Option<&str>) -> Option<u64> {
         name.and_then(|n| self.prices.find(n))
@@ -174,6 +183,9 @@ pub struct ReplayLog {
     pub texts: BTreeMap<u32, String>,
     /// Summaries produced but discarded by the `streams` race, by call number.
     pub discarded: BTreeMap<u32, Summary>,
+    /// For a measured (`live:`) summarizer, what each call really used (a call missing here
+    /// used nothing); `None`: calls are modelled from token counts.
+    pub measured: Option<BTreeMap<u32, CallMeasure>>,
 }
 
 /// Replay under a client mode. `waits`: one replay. `streams`: replay, find the first
@@ -188,19 +200,33 @@ pub fn replay_with_client(
     setting: &MetricsSetting<'_>,
     run: &dyn Fn(&dyn Summarizer) -> Replay,
 ) -> (Replay, ReplayLog) {
+    replay_measured(inner, &|| None, model, setting, run)
+}
+
+/// [`replay_with_client`] for a summarizer whose calls are measured: `measured` gives what
+/// each call of the pass just run used (`live:`: the `streams` race then uses the measured
+/// latency, and the log carries the measures).
+pub fn replay_measured(
+    inner: &dyn Summarizer,
+    measured: &dyn Fn() -> Option<BTreeMap<u32, CallMeasure>>,
+    model: &CostModel,
+    setting: &MetricsSetting<'_>,
+    run: &dyn Fn(&dyn Summarizer) -> Replay,
+) -> (Replay, ReplayLog) {
     let mut discard = BTreeSet::new();
     let mut passes = 0usize;
     loop {
         passes += 1;
         let harness = Harness::new(inner, discard.clone());
         let replay = run(&harness);
+        let measures = measured();
         let loser = match setting.client {
             ClientMode::Waits => None,
             ClientMode::Streams => replay.calls.iter().find(|c| {
                 c.phase == Phase::PostInvocation
                     && c.result == CallResult::Summary
                     && !discard.contains(&c.call)
-                    && lost_race(&replay, c, model, setting)
+                    && lost_race(&replay, c, model, setting, measures.as_ref())
             }),
         };
         // Each pass discards one more call; the guard only stops a summarizer that is not
@@ -216,6 +242,7 @@ pub fn replay_with_client(
                     ReplayLog {
                         texts: harness.texts(),
                         discarded: harness.discarded(),
+                        measured: measures,
                     },
                 )
             }
@@ -228,6 +255,7 @@ fn lost_race(
     c: &SummarizerCall,
     model: &CostModel,
     setting: &MetricsSetting<'_>,
+    measured: Option<&BTreeMap<u32, CallMeasure>>,
 ) -> bool {
     let Some(inv) = replay.invocations.get(c.invocation_index as usize) else {
         return false;
@@ -236,12 +264,15 @@ fn lost_race(
         .invocations
         .get(c.invocation_index as usize + 1)
         .map(|n| n.first_timestamp);
-    let secs = model.summarizer_seconds(
-        setting.summarizer,
-        setting.agent_model,
-        c.input_tokens,
-        c.output_tokens,
-    );
+    let secs = match measured {
+        Some(m) => m.get(&c.call).map_or(0.0, |m| m.seconds),
+        None => model.summarizer_seconds(
+            setting.summarizer,
+            setting.agent_model,
+            c.input_tokens,
+            c.output_tokens,
+        ),
+    };
     summary_discarded(setting.client, inv.last_timestamp, secs, next)
 }
 
@@ -270,8 +301,14 @@ fn write_1h_shares(session: &Session) -> Vec<f64> {
         .collect()
 }
 
-/// Per-call summarizer numbers after the client race: (input, output) tokens actually spent.
+/// Per-call summarizer numbers after the client race: (input, output) tokens actually spent
+/// (measured ones for a `live:` summarizer).
 fn call_tokens(c: &SummarizerCall, log: &ReplayLog) -> (u64, u64) {
+    if let Some(m) = &log.measured {
+        return m
+            .get(&c.call)
+            .map_or((0, 0), |m| (m.input_tokens, m.output_tokens));
+    }
     match log.discarded.get(&c.call) {
         Some(s) => (s.input_tokens.max(c.input_tokens), s.tokens),
         None => (c.input_tokens, c.output_tokens),
@@ -416,7 +453,10 @@ pub fn compute_metrics(
     for c in &replay.calls {
         let (i, o) = call_tokens(c, log);
         // A prompt over the window is rejected by the provider: no charge, no time modelled.
-        let overflow = matches!(billed, Billed::Model(_)) && summ_window.is_some_and(|w| i > w);
+        // A measured call was accepted (or failed, and used nothing).
+        let overflow = log.measured.is_none()
+            && matches!(billed, Billed::Model(_))
+            && summ_window.is_some_and(|w| i > w);
         if overflow {
             m.summarizer_context_overflows += 1;
         } else if let Billed::Model(_) = billed {
@@ -425,10 +465,10 @@ pub fn compute_metrics(
                 _ => None,
             };
         }
-        let secs = if overflow {
-            0.0
-        } else {
-            summ_latency.map_or(0.0, |l| l.seconds(i, o))
+        let secs = match &log.measured {
+            Some(m) => m.get(&c.call).map_or(0.0, |m| m.seconds),
+            None if overflow => 0.0,
+            None => summ_latency.map_or(0.0, |l| l.seconds(i, o)),
         };
         match c.phase {
             Phase::PostInvocation => *post.entry(c.invocation_index).or_default() += secs,
@@ -786,14 +826,22 @@ pub fn render_metrics(
         },
     );
     row(&mut s, "seams", m.seams.to_string());
+    if setting.summarizer.is_measured() {
+        row(
+            &mut s,
+            "summarizer basis",
+            "measured: tokens as the API reported them, priced at the table's rates; waits as timed; references and facts on the texts".to_string(),
+        );
+    }
     if !model.prices.source.is_empty() {
         row(&mut s, "price source", model.prices.source.clone());
     }
     // Models timed with the `default` figures are named (a stated assumption, not silent).
     let mut defaulted: Vec<&str> = Vec::new();
+    // A measured summarizer is not timed from the table.
     let summarizer = match setting.summarizer.billed_model(setting.agent_model) {
-        Billed::Model(m) => m,
-        Billed::Free => None,
+        Billed::Model(m) if !setting.summarizer.is_measured() => m,
+        _ => None,
     };
     for m in [setting.agent_model, summarizer].into_iter().flatten() {
         if model.latency.family_of(m).is_none() && !defaulted.contains(&m) {
@@ -1214,6 +1262,7 @@ mod tests {
         let log = ReplayLog {
             texts: BTreeMap::from([(1, "user: Refund order 4521".to_string())]),
             discarded: BTreeMap::new(),
+            measured: None,
         };
         let m = compute_metrics(
             &s,
@@ -1228,6 +1277,59 @@ mod tests {
         assert_eq!(m.summarizer_cost_usd, 0.0);
         assert_eq!(m.end_of_run_latency_s, 0.0);
         assert!(m.cost_complete);
+    }
+
+    #[test]
+    fn a_live_call_is_priced_from_its_usage_and_timed_as_measured() {
+        // The engine's row says 2,165 in / 217 out (the summary's size in the run tokenizer);
+        // the provider reported 3,000 in / 500 out (thinking included) and the call took
+        // 4.25 s. Sonnet 4.5: 3,000 x $3/1M + 500 x $15/1M = $0.009 + $0.0075 = $0.0165.
+        let s = session();
+        let spec = SummarizerSpec::parse("live:anthropic/claude-sonnet-4-5").unwrap();
+        let r = replay(true);
+        let log = ReplayLog {
+            texts: BTreeMap::from([(1, "user: Refund order 4521".to_string())]),
+            discarded: BTreeMap::new(),
+            measured: Some(BTreeMap::from([(
+                1,
+                CallMeasure {
+                    input_tokens: 3_000,
+                    output_tokens: 500,
+                    seconds: 4.25,
+                },
+            )])),
+        };
+        let metrics = |log: &ReplayLog| {
+            compute_metrics(
+                &s,
+                &sizes(&s),
+                &r,
+                None,
+                &CostModel::default(),
+                &setting(&spec, Some("claude-sonnet-4-5")),
+                log,
+            )
+        };
+        let m = metrics(&log);
+        assert_eq!(
+            (m.summarizer_input_tokens, m.summarizer_output_tokens),
+            (3_000, 500)
+        );
+        assert!(
+            (m.summarizer_cost_usd - 0.0165).abs() < 1e-12,
+            "{}",
+            m.summarizer_cost_usd
+        );
+        assert_eq!(m.end_of_run_latency_max_s, 4.25);
+        assert_eq!(m.facts_dropped, Some(0.5));
+        // A call with no measure (it failed) used nothing and took no modelled time.
+        let mut failed = log.clone();
+        failed.measured = Some(BTreeMap::new());
+        let m = metrics(&failed);
+        assert_eq!(
+            (m.summarizer_cost_usd, m.end_of_run_latency_max_s),
+            (0.0, 0.0)
+        );
     }
 
     #[test]

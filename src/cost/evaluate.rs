@@ -4,7 +4,7 @@
 
 use super::client::ClientMode;
 use super::compute::{
-    attachment_tokens, compute_metrics, replay_with_client, CostModel, MetricsSetting, ReplayLog,
+    attachment_tokens, compute_metrics, replay_measured, CostModel, MetricsSetting, ReplayLog,
 };
 use super::facts::event_facts;
 use super::metrics::SessionMetrics;
@@ -104,7 +104,8 @@ pub struct CostSetting<'a> {
     /// `--model`, else the session's recorded model.
     pub agent_model: Option<&'a str>,
     pub client: ClientMode,
-    /// Time limit of a `command:` summarizer.
+    /// Time limit of a `command:` or `python:` call (a `live:` client has its own, set when
+    /// it was started).
     pub command_timeout: Duration,
     /// 1-based calls of a deterministic summarizer that fail (the oracle's failures).
     pub fail_calls: Vec<u32>,
@@ -132,7 +133,8 @@ pub struct Evaluation {
     pub replay: Replay,
     pub log: ReplayLog,
     pub metrics: SessionMetrics,
-    /// One line per failed `command:` or `python:` call (they count as failed summarizer calls).
+    /// One line per failed `command:`, `python:` or `live:` call (they count as failed
+    /// summarizer calls).
     pub summarizer_errors: Vec<String>,
 }
 
@@ -182,7 +184,7 @@ pub fn evaluate(
             .then(|| inputs.memo.event_facts(session)),
         references: Some(inputs.memo.references(session, &inputs.lines)),
     };
-    let (replay, log) = replay_with_client(&summarizer, model, &ms, run);
+    let (replay, log) = replay_measured(&summarizer, &|| summarizer.measured(), model, &ms, run);
     let metrics = compute_metrics(session, sizes, &replay, baseline, model, &ms, &log);
     // A streams replay may run the same call more than once; report each failure once.
     let mut summarizer_errors = summarizer.errors();

@@ -8,6 +8,7 @@ pub mod evaluate;
 pub mod facts;
 pub mod import;
 pub mod latency;
+pub mod live;
 pub mod metrics;
 pub mod pricing;
 pub mod python;

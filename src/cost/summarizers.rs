@@ -15,6 +15,8 @@
 //!   logged, no compaction, trigger stays armed) and is recorded in [`Command::errors`].
 //! - `python:REF`: the user's own `BaseEventsSummarizer`, run by google-adk in a pool of
 //!   Python workers ([`super::python`]); exceptions, hangs and crashes are failed calls.
+//! - `live:PROVIDER/MODEL`: a real model API called with ADK's own summarizer prompt
+//!   ([`super::live`]): the text, the usage and the latency are measured, not modelled.
 //! - `fixed:N | ratio:R | echo[:N] | none`: the oracle's deterministic summarizer (engine).
 //!
 //! [`Harness`] wraps any of them for a replay: it keeps the texts written (for
@@ -35,9 +37,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 use wait_timeout::ChildExt;
 
-/// ADK's fixed template text around the history is 657 chars; the template itself is not
-/// shipped, so it is counted as ceil(657 / 4) tokens whatever the tokenizer.
-pub const TEMPLATE_TOKENS: u64 = 165;
+/// ADK's fixed template text around the history is 657 chars, counted as ceil(657 / 4)
+/// tokens whatever the tokenizer (the modelled summarizer's convention).
+pub const TEMPLATE_TOKENS: u64 = crate::engine::TEMPLATE_FIXED_CHARS.div_ceil(4);
 
 /// Default time limit of a `command:` summarizer.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -57,13 +59,18 @@ pub enum SummarizerSpec {
     /// The user's own ADK summarizer: `path/file.py:NAME`, `package.module:NAME` or a dotted
     /// path (`.summarizers.terse`, relative to `--package DIR`).
     Python(String),
+    /// A model API called with ADK's prompt: `live:gemini/gemini-2.5-flash`.
+    Live {
+        provider: super::live::Provider,
+        model: String,
+    },
     /// The oracle's deterministic summaries (conformance); priced and timed as the agent model.
     Deterministic(Policy),
 }
 
 impl SummarizerSpec {
-    /// Parse `agent | model:NAME | terse | command:PROGRAM [ARGS] | python:REF | fixed:N |
-    /// ratio:R | echo[:N] | none`.
+    /// Parse `agent | model:NAME | terse | command:PROGRAM [ARGS] | python:REF |
+    /// live:PROVIDER/MODEL | fixed:N | ratio:R | echo[:N] | none`.
     pub fn parse(s: &str) -> Result<SummarizerSpec, String> {
         let s = s.trim();
         match s {
@@ -104,9 +111,14 @@ impl SummarizerSpec {
             }
             return Ok(SummarizerSpec::Python(r.to_string()));
         }
+        if let Some(t) = s.strip_prefix("live:") {
+            let (provider, model) =
+                super::live::parse_target(t.trim()).map_err(|e| e.to_string())?;
+            return Ok(SummarizerSpec::Live { provider, model });
+        }
         Policy::parse(s).map(SummarizerSpec::Deterministic).map_err(|_| {
             format!(
-                "unknown summarizer `{s}` (expected agent, model:NAME, terse, command:PROGRAM, python:REF, fixed:N, ratio:R, echo[:N] or none)"
+                "unknown summarizer `{s}` (expected agent, model:NAME, terse, command:PROGRAM, python:REF, live:PROVIDER/MODEL, fixed:N, ratio:R, echo[:N] or none)"
             )
         })
     }
@@ -126,6 +138,7 @@ impl SummarizerSpec {
                 s
             }
             SummarizerSpec::Python(r) => format!("python:{r}"),
+            SummarizerSpec::Live { provider, model } => format!("live:{}/{model}", provider.name()),
             SummarizerSpec::Deterministic(p) => match p {
                 Policy::Fixed(n) => format!("fixed:{n}"),
                 Policy::Ratio(r) => format!("ratio:{r}"),
@@ -140,19 +153,29 @@ impl SummarizerSpec {
     pub fn writes_real_text(&self) -> bool {
         matches!(
             self,
-            SummarizerSpec::Terse | SummarizerSpec::Command { .. } | SummarizerSpec::Python(_)
+            SummarizerSpec::Terse
+                | SummarizerSpec::Command { .. }
+                | SummarizerSpec::Python(_)
+                | SummarizerSpec::Live { .. }
         )
+    }
+
+    /// True for summarizers whose calls are measured (usage and latency), not modelled.
+    pub fn is_measured(&self) -> bool {
+        matches!(self, SummarizerSpec::Live { .. })
     }
 
     /// The model a call is priced and timed at: `None` for the free ones (`terse`,
     /// `command`, `python`: what they call, if anything, is not known here), else the named
-    /// model or the agent's.
+    /// model or the agent's (for `live:`, its model, priced from the usage it reports).
     pub fn billed_model<'a>(&'a self, agent_model: Option<&'a str>) -> Billed<'a> {
         match self {
             SummarizerSpec::Terse | SummarizerSpec::Command { .. } | SummarizerSpec::Python(_) => {
                 Billed::Free
             }
-            SummarizerSpec::Model(m) => Billed::Model(Some(m.as_str())),
+            SummarizerSpec::Model(m) | SummarizerSpec::Live { model: m, .. } => {
+                Billed::Model(Some(m.as_str()))
+            }
             SummarizerSpec::Agent | SummarizerSpec::Deterministic(_) => Billed::Model(agent_model),
         }
     }
@@ -486,6 +509,7 @@ pub enum Built<'a> {
     Terse(Terse<'a>),
     Command(Command<'a>),
     Python(PythonSummarizer<'a>),
+    Live(super::live::LiveSummarizer<'a>),
     Deterministic(Deterministic),
 }
 
@@ -495,7 +519,17 @@ impl Built<'_> {
         match self {
             Built::Command(c) => c.errors(),
             Built::Python(p) => p.errors(),
+            Built::Live(l) => l.errors(),
             _ => Vec::new(),
+        }
+    }
+
+    /// What each call of the latest replay pass really used, for a measured (`live:`)
+    /// summarizer; `None` for the modelled and free ones.
+    pub fn measured(&self) -> Option<BTreeMap<u32, super::live::CallMeasure>> {
+        match self {
+            Built::Live(l) => Some(l.measured()),
+            _ => None,
         }
     }
 }
@@ -514,13 +548,15 @@ impl Summarizer for Built<'_> {
             Built::Terse(t) => t.summarize(req),
             Built::Command(c) => c.summarize(req),
             Built::Python(p) => p.summarize(req),
+            Built::Live(l) => l.summarize(req),
             Built::Deterministic(d) => d.summarize(req),
         }
     }
 }
 
-/// Build the summarizer a spec names. Fails only for a `command:` program that is missing, or
-/// a `python:` summarizer whose workers were not started (see [`super::python::start`]).
+/// Build the summarizer a spec names. Fails only for a `command:` program that is missing, a
+/// `python:` summarizer whose workers were not started (see [`super::python::start`]) or a
+/// `live:` one whose client was not (see [`super::live::start`]).
 pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'a>, String> {
     Ok(match spec {
         SummarizerSpec::Agent | SummarizerSpec::Model(_) => Built::Modelled(
@@ -549,6 +585,18 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
             ctx.session,
             ctx.count,
             ctx.spans,
+        )),
+        SummarizerSpec::Live { provider, model } => Built::Live(super::live::LiveSummarizer::new(
+            super::live::registered(*provider, model).ok_or_else(|| {
+                format!(
+                    "summarizer `live:{}/{model}`: its client was not started",
+                    provider.name()
+                )
+            })?,
+            ctx.session,
+            ctx.lines,
+            ctx.length,
+            ctx.count,
         )),
         SummarizerSpec::Deterministic(p) => Built::Deterministic(Deterministic::new(
             p.clone(),
@@ -707,6 +755,15 @@ mod tests {
         assert!(SummarizerSpec::parse("model:").is_err());
         assert!(SummarizerSpec::parse("command:").is_err());
         assert!(SummarizerSpec::parse("python:").is_err());
+        assert_eq!(
+            SummarizerSpec::parse("live:gemini/gemini-2.5-flash"),
+            Ok(SummarizerSpec::Live {
+                provider: crate::cost::live::Provider::Gemini,
+                model: "gemini-2.5-flash".into()
+            })
+        );
+        let e = SummarizerSpec::parse("live:vertex/gemini-2.5-flash").unwrap_err();
+        assert!(e.contains("PROVIDER gemini, openai or anthropic"), "{e}");
         let e = SummarizerSpec::parse("gpt").unwrap_err();
         assert!(e.starts_with("unknown summarizer `gpt`"), "{e}");
         for s in [
@@ -715,6 +772,7 @@ mod tests {
             "model:x",
             "command:p a b",
             "python:pkg.mod:Terse",
+            "live:openai/meta-llama/Llama-3.1-8B",
             "fixed:3",
             "echo",
             "none",

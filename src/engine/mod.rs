@@ -24,8 +24,8 @@ use crate::tokens::sizes::SessionSizes;
 use contents::{Comp, Measure, Scratch};
 use guards::GuardScratch;
 
-/// ADK's summarizer template: fixed chars around `{conversation_history}`.
-pub const TEMPLATE_FIXED_CHARS: u64 = 657;
+/// ADK's summarizer template: fixed chars around `{conversation_history}` (657).
+pub const TEMPLATE_FIXED_CHARS: u64 = crate::tokens::adk::SUMMARIZER_TEMPLATE_FIXED_CHARS;
 
 /// How recorded `prompt_token_count`s are replayed (shared/oracle/README.md `--usage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]

@@ -100,6 +100,7 @@ fn summarizer_words(name: &str) -> String {
         "terse" => "terse (rule-based, no model call: keeps each text part as author: text and drops tool chatter; $0, 0 s, writes real text)".into(),
         n if n.starts_with("model:") => format!("{n} (that model writes the summary; modelled from token counts)"),
         n if n.starts_with("command:") => format!("{n} (your program writes the summary)"),
+        n if n.starts_with("live:") => format!("{n} (that model really wrote the summaries, with ADK's prompt: cost from the usage it reported at the table's prices, waits measured, detail measured on the texts)"),
         n => n.to_string(),
     }
 }
@@ -169,8 +170,13 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
     let name = run_name(d);
     let sessions = d.sessions;
     b.push(Block::Heading(1, format!("Compaction report: {name}")));
+    let detail_words = if d.settings.iter().any(|s| s.broken_references().is_some()) {
+        "detail lost is measured as broken references: the share of the facts the agent used later that no text it could still read held (measured on summary texts, estimated for summarizers that write none), averaged over sessions"
+    } else {
+        "detail lost is the share of history a model request read only through a summary, averaged over sessions (a run made before broken references)"
+    };
     b.push(Block::Para(vec![Inline::Text(format!(
-        "{} settings replayed over {sessions} sessions with google-adk 2.13.0 compaction semantics. All money is USD over all sessions of the run; detail lost is the share of history a model request read only through a summary, averaged over sessions.",
+        "{} settings replayed over {sessions} sessions with google-adk 2.13.0 compaction semantics. All money is USD over all sessions of the run; {detail_words}.",
         d.settings.len()
     ))]));
     b.push(Block::Para(t(
@@ -203,6 +209,7 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
     }
     summarizers(d, &mut b);
     skipped(d, &mut b);
+    summarizer_errors(d, &mut b);
     alternatives(d, &mut b);
     glossary(&mut b);
     b
@@ -264,7 +271,8 @@ fn closest_settings(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Table {
         head: vec![
             "setting".into(),
-            "detail lost (mean)".into(),
+            "broken references (mean)".into(),
+            "history read only through summaries (mean)".into(),
             "summary wait p95".into(),
             "cost".into(),
         ],
@@ -273,6 +281,10 @@ fn closest_settings(d: &RunData, b: &mut Vec<Block>) {
             .map(|r| {
                 vec![
                     vec![Inline::Code(r.label.clone())],
+                    t(match r.broken_references() {
+                        Some(v) => miss(v, broken_budget, &|v| fmt_pct(v)),
+                        None => "n/a".into(),
+                    }),
                     t(miss(r.detail_lost().unwrap_or(0.0), detail_budget, &|v| {
                         fmt_pct(v)
                     })),
@@ -281,7 +293,7 @@ fn closest_settings(d: &RunData, b: &mut Vec<Block>) {
                 ]
             })
             .collect(),
-        numeric: vec![false, true, true, true],
+        numeric: vec![false, true, true, true, true],
     });
 }
 
@@ -480,7 +492,15 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
             .map(inputs_text)
             .unwrap_or_else(|| "n/a".into()),
     ));
-    rows.push(("sessions replayed".into(), sessions.to_string()));
+    rows.push((
+        "sessions replayed".into(),
+        match run.get("sampled_from").and_then(Value::as_u64) {
+            Some(of) => format!(
+                "{sessions} (a sample drawn with --sample from {of} sessions read: by a hash of each session's source and id, the same on every run)"
+            ),
+            None => sessions.to_string(),
+        },
+    ));
     let skipped = run
         .get("skipped")
         .and_then(Value::as_array)
@@ -528,7 +548,7 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
         .join(", ");
     rows.push((
         "tokenizer".into(),
-        format!("{tokenizer_words}: counts the prompt tokens each setting would send; compaction triggers and detail lost are measured in it"),
+        format!("{tokenizer_words}: counts the prompt tokens each setting would send; compaction triggers and history read only through summaries are measured in it"),
     ));
     rows.push((
         "pricing date".into(),
@@ -616,8 +636,9 @@ fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
 fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Heading(2, "The frontier".into()));
     b.push(Block::Para(t(
-        "Settings no other setting beats on both cost and detail lost, cheapest first (F1, F2, ... as labelled in the first chart). Anything off this list is dominated: some frontier setting is at least as cheap and loses no more detail. Going down the table, each setting costs more and keeps more history verbatim; pick the first whose detail lost you accept.",
+        "Settings no other setting beats on both cost and detail lost (broken references: the facts the agent used later that no text it could still read held), cheapest first (F1, F2, ... as labelled in the first chart). Anything off this list is dominated: some frontier setting is at least as cheap and loses no more detail. Going down the table, each setting costs more and keeps more of what the agent used; pick the first whose loss you accept. The history column is the share of history read only through summaries, whatever they keep.",
     )));
+    let with_refs = d.settings.iter().any(|s| s.broken_references().is_some());
     let usd = money(d);
     let base_cost = d.baseline().and_then(|x| x.cost_usd());
     // One client mode: it is in "what was run", and the column would only repeat it.
@@ -654,9 +675,11 @@ fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
             if by_client {
                 row.push(t(s.client.clone()));
             }
+            row.extend([t(opt(s.cost_usd(), usd)), t(saved)]);
+            if with_refs {
+                row.push(t(broken_words(s)));
+            }
             row.extend([
-                t(opt(s.cost_usd(), usd)),
-                t(saved),
                 t(opt(s.detail_lost(), fmt_pct)),
                 t(opt(s.critical_hidden(), int)),
                 t(opt(s.end_of_run_latency_p95(), secs)),
@@ -672,15 +695,17 @@ fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
         head.push("client");
         numeric.push(false);
     }
+    head.extend(["cost (USD)", "saved vs none (USD)"]);
+    if with_refs {
+        head.push("broken references");
+    }
     head.extend([
-        "cost (USD)",
-        "saved vs none (USD)",
-        "detail lost",
+        "history read only through summaries",
         "critical hidden",
         "end-of-run wait (p95)",
         "summarizer calls",
     ]);
-    numeric.extend([true; 6]);
+    numeric.resize(head.len(), true);
     b.push(Block::Table {
         head: head.into_iter().map(String::from).collect(),
         rows,
@@ -719,23 +744,41 @@ fn summarizers(d: &RunData, b: &mut Vec<Block>) {
         b.push(Block::Para(t("The run has no compacting setting.")));
         return;
     }
-    b.push(Block::Para(t(
-        "Each summarizer at the same trigger setting as the recommendation where the grid has it (else its best-ranked setting). Modelled summarizers (agent, model:NAME) write no text, so facts dropped is n/a for them; terse calls no model, so it adds no cost and no wait, but keeps only the conversation's text.",
-    )));
+    let live = if rows.iter().any(|s| s.summarizer.starts_with("live:")) {
+        " Live summarizers (live:PROVIDER/MODEL) really called the model with ADK's prompt: their cost (the usage the API reported, at the table's prices), tokens and waits are measured."
+    } else {
+        ""
+    };
+    b.push(Block::Para(t(format!(
+        "Each summarizer at the same trigger setting as the recommendation where the grid has it (else its best-ranked setting). Broken references are the facts the agent used later that no text it could still read held: measured on the summary text of summarizers that write one (terse, command:, python:, live:), estimated for modelled ones (agent, model:NAME), which write no text: at-risk references × (1 − retention fitted from recorded summaries), with the low bound (facts only beyond ADK's 2,000-character cut of a tool payload, lost whatever the model writes) and the high bound (every reference at risk). Facts dropped is n/a for modelled summarizers; terse calls no model, so it adds no cost and no wait, but keeps only the conversation's text.{live}",
+    ))));
+    let bases = d.distinct(|x| &x.references_basis);
+    if bases.iter().any(|x| x == "measured") && bases.iter().any(|x| x == "estimated") {
+        b.push(Block::Para(t(
+            "These summarizers' broken references rest on different bases (measured on text against estimated from retention); compare an estimate with its bounds, not only its central value.",
+        )));
+    }
+    // Runs made before broken references have no such columns: leave them out.
+    let with_refs = rows.iter().any(|s| s.broken_references().is_some());
+    let mut head = vec!["summarizer", "setting", "cost (USD)", "end-of-run wait p95"];
+    let mut numeric = vec![false, false, true, true];
+    if with_refs {
+        head.extend([
+            "broken references",
+            "basis",
+            "broken / at risk / references [bounds], all sessions",
+        ]);
+        numeric.extend([true, false, true]);
+    }
+    head.extend([
+        "history read only through summaries",
+        "facts dropped",
+        "summarizer calls",
+        "summarizer tokens in+out",
+    ]);
+    numeric.resize(head.len(), true);
     b.push(Block::Table {
-        head: [
-            "summarizer",
-            "setting",
-            "cost (USD)",
-            "end-of-run wait p95",
-            "detail lost",
-            "facts dropped",
-            "summarizer calls",
-            "summarizer tokens in+out",
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect(),
+        head: head.into_iter().map(String::from).collect(),
         rows: rows
             .iter()
             .map(|s| {
@@ -746,20 +789,65 @@ fn summarizers(d: &RunData, b: &mut Vec<Block>) {
                     (Some(i), Some(o)) => int(i + o),
                     _ => "n/a".into(),
                 };
-                vec![
+                let mut row = vec![
                     t(s.summarizer.clone()),
                     vec![Inline::Code(table_label(s))],
                     t(opt(s.cost_usd(), usd)),
                     t(opt(s.end_of_run_latency_p95(), secs)),
+                ];
+                if with_refs {
+                    row.extend([
+                        t(opt(s.broken_references(), fmt_pct)),
+                        t(if s.references_basis.is_empty() {
+                            "n/a".to_string()
+                        } else {
+                            s.references_basis.clone()
+                        }),
+                        t(reference_counts(s)),
+                    ]);
+                }
+                row.extend([
                     t(opt(s.detail_lost(), fmt_pct)),
                     t(opt(s.facts_dropped(), fmt_pct)),
                     t(opt(s.summarizer_calls(), int)),
                     t(toks),
-                ]
+                ]);
+                row
             })
             .collect(),
-        numeric: vec![false, false, true, true, true, true, true, true],
+        numeric,
     });
+}
+
+/// Broken references of a setting as the frontier shows them: the mean share, and for an
+/// estimate its basis.
+fn broken_words(s: &SettingRow) -> String {
+    match s.broken_references() {
+        None => "n/a".into(),
+        Some(v) if s.references_basis == "estimated" => format!("{} (estimated)", fmt_pct(v)),
+        Some(v) => fmt_pct(v),
+    }
+}
+
+/// `broken / at risk / references` summed over sessions, with `[low–high]` for estimates.
+fn reference_counts(s: &SettingRow) -> String {
+    let (Some(broken), Some(risk), Some(refs)) = (
+        s.num(&["references_broken_sum"]),
+        s.num(&["references_at_risk_sum"]),
+        s.num(&["references_sum"]),
+    ) else {
+        return "n/a".into();
+    };
+    let bounds = match (
+        s.num(&["references_broken_low_sum"]),
+        s.num(&["references_broken_high_sum"]),
+    ) {
+        (Some(lo), Some(hi)) if s.references_basis == "estimated" => {
+            format!(" [{}–{}]", int(lo), int(hi))
+        }
+        _ => String::new(),
+    };
+    format!("{} / {} / {}{bounds}", int(broken), int(risk), int(refs))
 }
 
 fn skipped(d: &RunData, b: &mut Vec<Block>) {
@@ -794,6 +882,52 @@ fn skipped(d: &RunData, b: &mut Vec<Block>) {
             .map(|(p, r)| vec![vec![Inline::Code(p)], t(r)])
             .collect(),
         numeric: vec![false, false],
+    });
+}
+
+/// Most failed summarizer calls listed in the report (run.json keeps them all).
+const SUMMARIZER_ERRORS_SHOWN: usize = 50;
+
+/// `run.json` `summarizer_errors[]`: failed `command:`, `python:` and `live:` calls (the
+/// replay went on without that compaction, as ADK does). No section when there is none.
+fn summarizer_errors(d: &RunData, b: &mut Vec<Block>) {
+    let Some(items) = d
+        .run
+        .get("summarizer_errors")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    else {
+        return;
+    };
+    b.push(Block::Heading(2, "Failed summarizer calls".into()));
+    b.push(Block::Para(t(format!(
+        "{} failed {}: as in ADK, each one compacted nothing and left the trigger armed, so the next turn tried again.{}",
+        int(items.len() as f64),
+        if items.len() == 1 { "call" } else { "calls" },
+        if items.len() > SUMMARIZER_ERRORS_SHOWN {
+            format!(" The first {SUMMARIZER_ERRORS_SHOWN} are listed; run.json has them all.")
+        } else {
+            String::new()
+        }
+    ))));
+    b.push(Block::Table {
+        head: vec!["session".into(), "setting".into(), "error".into()],
+        rows: items
+            .iter()
+            .take(SUMMARIZER_ERRORS_SHOWN)
+            .map(|x| {
+                vec![
+                    vec![Inline::Code(format!(
+                        "{}#{}",
+                        s(x.get("source")).unwrap_or_default(),
+                        s(x.get("session_id")).unwrap_or_default()
+                    ))],
+                    t(s(x.get("setting_id")).unwrap_or_default()),
+                    t(s(x.get("message")).unwrap_or_default()),
+                ]
+            })
+            .collect(),
+        numeric: vec![false, true, false],
     });
 }
 
@@ -1016,7 +1150,8 @@ fn glossary(b: &mut Vec<Block>) {
     b.push(Block::List(vec![
         t("cost: agent model requests plus summarizer calls, USD, at the run's dated prices, with prompt caching where the price table has cached rates; a compaction rewrites the prompt, so the next request misses the cache."),
         t("saved vs none: the no-compaction cost minus the setting's cost, both over all sessions at the same prices; negative means compaction costs more (summaries, cache misses)."),
-        t("detail lost: over a session, the share of the history tokens its model requests would have read verbatim that they read only through a summary (0 % = nothing summarized)."),
+        t("broken references (the detail lost the charts and the recommendation use): over a session, of the facts (paths, ids, numbers, URLs, quoted strings) each model event used that its request's history held, the share that no text the request could still read held: neither an event kept verbatim nor a summary's text. Measured on the text of summarizers that write one; estimated for modelled ones from the retention of recorded summaries, between a low bound (facts only beyond ADK's 2,000-character cut of a tool payload) and a high bound (every reference at risk)."),
+        t("history read only through summaries (detail_lost): over a session, the share of the history tokens its model requests would have read verbatim that they read only through a summary (0 % = nothing summarized), whatever the summary keeps."),
         t("critical hidden: approvals, refusals, confirmations, tool errors and interruptions that a later request saw only through a summary."),
         t("facts dropped: for summarizers that write text (terse, command), the share of facts (numbers, ids, emails, URLs, paths, quoted strings) of the compacted spans missing from the summary."),
         t("end-of-run latency: summarizer time after a run's last event; the reply has streamed, but a client that waits for the terminal event (runtime.run(), client mode waits) waits for it."),

@@ -224,6 +224,10 @@ pub struct PipelineEval {
     items: Vec<Prepared>,
     cost: CostModel,
     specs: std::sync::Mutex<HashMap<String, SummarizerSpec>>,
+    /// Time limit of a `command:` call (`--summarizer-timeout`).
+    summarizer_timeout: std::time::Duration,
+    /// Failed summarizer calls by (session, setting id), sorted and deduplicated.
+    errors: std::sync::Mutex<std::collections::BTreeMap<(u32, u32), Vec<String>>>,
 }
 
 /// How long each preparation phase took, seconds (the benchmark's time split).
@@ -245,8 +249,8 @@ pub struct Catalog {
     pub infos: Vec<SessionInfo>,
     pub inputs: Vec<InputInfo>,
     pub skipped: Vec<Skipped>,
-    /// The agent models the transcripts record (`recorded` prices each session at its own).
-    pub recorded_models: std::collections::BTreeSet<String>,
+    /// Each session's recorded agent model (the fallback where it names none).
+    models: Vec<String>,
     /// Where each session is: a file to read again and its place among the file's sessions,
     /// or `held[k]`.
     origin: Vec<Origin>,
@@ -312,8 +316,7 @@ impl Catalog {
             .map(crate::transcript::util::tidy)
             .collect();
         // (source, id as read, order read, origin, facts)
-        let mut listed: Vec<(String, String, u64, Origin, SessionInfo)> = Vec::new();
-        let mut recorded_models = std::collections::BTreeSet::new();
+        let mut listed: Vec<(String, String, u64, Origin, SessionInfo, String)> = Vec::new();
         let mut read = 0u64;
         // What the first pass keeps of a session (it is dropped at once).
         let fact = |s: &Session| Listed {
@@ -326,9 +329,8 @@ impl Catalog {
                 .to_string(),
             info: session_info(s, tok),
         };
-        let mut note = |l: Listed, origin: Origin, read: &mut u64, listed: &mut Vec<_>| {
-            recorded_models.insert(l.model);
-            listed.push((l.source, l.id, *read, origin, l.info));
+        let note = |l: Listed, origin: Origin, read: &mut u64, listed: &mut Vec<_>| {
+            listed.push((l.source, l.id, *read, origin, l.info, l.model));
             *read += 1;
         };
         for (b, batch) in files.chunks(SCAN_FILES).enumerate() {
@@ -369,12 +371,14 @@ impl Catalog {
         let renamed = repeated_ids(listed.iter().map(|l| (l.0.as_str(), l.1.as_str())));
         let mut infos = Vec::with_capacity(listed.len());
         let mut origin = Vec::with_capacity(listed.len());
-        for ((_, _, _, o, mut info), id) in listed.into_iter().zip(renamed) {
+        let mut models = Vec::with_capacity(listed.len());
+        for ((_, _, _, o, mut info, model), id) in listed.into_iter().zip(renamed) {
             if let Some(id) = id {
                 info.session_id = id;
             }
             infos.push(info);
             origin.push(o);
+            models.push(model);
         }
         let inputs = input_list(infos.iter().map(|s| s.source.as_str()));
         let skipped = skipped_list(&errors);
@@ -382,7 +386,7 @@ impl Catalog {
             infos,
             inputs,
             skipped,
-            recorded_models,
+            models,
             origin,
             files,
             format,
@@ -398,7 +402,7 @@ impl Catalog {
             .and_then(|t| t.parse::<Tokenizer>().ok())
             .unwrap_or_default();
         let infos = sessions.par_iter().map(|s| session_info(s, tok)).collect();
-        let recorded_models = sessions
+        let models = sessions
             .iter()
             .map(|s| {
                 s.model
@@ -411,7 +415,7 @@ impl Catalog {
             infos,
             inputs: Vec::new(),
             skipped: Vec::new(),
-            recorded_models,
+            models,
             origin: (0..sessions.len() as u32).map(Origin::Held).collect(),
             files: Vec::new(),
             format: None,
@@ -426,6 +430,53 @@ impl Catalog {
 
     pub fn is_empty(&self) -> bool {
         self.infos.is_empty()
+    }
+
+    /// The agent models the sessions record (`recorded` prices each session at its own).
+    pub fn recorded_models(&self) -> std::collections::BTreeSet<String> {
+        self.models.iter().cloned().collect()
+    }
+
+    /// Keep `n` of the sessions, chosen by the xxh3 hash of their (source, id): the same
+    /// sessions on every run over the same inputs, whatever the order the paths were given or
+    /// the thread count, and a session stays in the sample when others are added beside it
+    /// (unless one of them hashes lower). The kept sessions stay in (source, id) order;
+    /// `inputs` counts only them (a file none of whose sessions was drawn is left out).
+    /// Returns how many sessions there were.
+    pub fn sample(&mut self, n: usize) -> usize {
+        let total = self.infos.len();
+        if n >= total {
+            return total;
+        }
+        let hash = |s: &SessionInfo| {
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            h.update(s.source.as_bytes());
+            h.update(&[0]);
+            h.update(s.session_id.as_bytes());
+            h.digest()
+        };
+        let mut order: Vec<(u64, usize)> = self
+            .infos
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (hash(s), i))
+            .collect();
+        order.sort_unstable();
+        let mut keep = vec![false; total];
+        for &(_, i) in order.iter().take(n) {
+            keep[i] = true;
+        }
+        let retain = |v: &mut Vec<_>| {
+            let mut k = keep.iter();
+            v.retain(|_| *k.next().unwrap_or(&false));
+        };
+        retain(&mut self.infos);
+        let mut k = keep.iter();
+        self.origin.retain(|_| *k.next().unwrap_or(&false));
+        let mut k = keep.iter();
+        self.models.retain(|_| *k.next().unwrap_or(&false));
+        self.inputs = input_list(self.infos.iter().map(|s| s.source.as_str()));
+        total
     }
 
     /// The sessions `which` (in that order), read again from their files (each file once) or
@@ -651,6 +702,8 @@ impl Counted {
             items,
             cost: self.cost.clone(),
             specs: std::sync::Mutex::new(HashMap::new()),
+            summarizer_timeout: crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT,
+            errors: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         })
     }
 
@@ -713,6 +766,28 @@ impl PipelineEval {
         self.items.get(k)
     }
 
+    /// Time limit of a `command:` summarizer call (`--summarizer-timeout`; `python:` and
+    /// `live:` ones get theirs when started).
+    pub fn set_summarizer_timeout(&mut self, timeout: std::time::Duration) {
+        self.summarizer_timeout = timeout;
+    }
+
+    /// Failed summarizer calls so far: (session, setting id, message), in that order.
+    pub fn summarizer_errors(&self) -> Vec<(u32, u32, String)> {
+        let map = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        map.iter()
+            .flat_map(|(&(s, set), msgs)| msgs.iter().map(move |m| (s, set, m.clone())))
+            .collect()
+    }
+
+    /// Forget the failed calls recorded so far (after a dry replay).
+    pub fn clear_summarizer_errors(&self) {
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
     fn spec(&self, name: &str) -> Result<SummarizerSpec, String> {
         if let Ok(m) = self.specs.lock() {
             if let Some(s) = m.get(name) {
@@ -756,7 +831,8 @@ impl PipelineEval {
             ClientMode::Waits => CostClient::Waits,
             ClientMode::Streams => CostClient::Streams,
         };
-        let cs = CostSetting::new(&spec, agent_model, client);
+        let mut cs = CostSetting::new(&spec, agent_model, client);
+        cs.command_timeout = self.summarizer_timeout;
         let run = |s: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, s);
         let e = evaluate(
             &p.session,
@@ -767,8 +843,13 @@ impl PipelineEval {
             None,
             &run,
         )?;
-        let (replay, m) = (e.replay, e.metrics);
-        Ok((replay, m))
+        if !e.summarizer_errors.is_empty() {
+            self.errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((session as u32, setting.setting_id), e.summarizer_errors);
+        }
+        Ok((e.replay, e.metrics))
     }
 }
 

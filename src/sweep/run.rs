@@ -43,6 +43,17 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// A summarizer call that failed (`command:`, `python:` or `live:`): the replay went on as
+/// ADK does (no compaction, the trigger stays armed), and the run lists why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SummarizerFailure {
+    pub source: String,
+    pub session_id: String,
+    pub setting_id: u32,
+    /// `call N: summarizer ...: what happened`, one line.
+    pub message: String,
+}
+
 /// Prompt size of one model request, for the sawtooth chart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineRequest {
@@ -229,9 +240,13 @@ pub fn windows(sessions: &[u32], events: &dyn Fn(u32) -> u64) -> Vec<std::ops::R
     out
 }
 
+/// What [`run_windows`] hands each finished window to: its evaluator, rows and failures.
+pub type WindowSink<'a, E, X> = dyn FnMut(&E, Vec<RunRow>, Vec<Failure>) -> Result<(), X> + 'a;
+
 /// [`run_pairs`] a window of sessions at a time (see [`windows`]): `prepare` readies a
-/// window, its pairs run in parallel, and `sink` gets the window's rows in (session, setting)
-/// order, without the sessions that failed under any setting, and the failures. Only one
+/// window, its pairs run in parallel, and `sink` gets the window's evaluator (what it
+/// recorded on the way), its rows in (session, setting) order, without the sessions that
+/// failed under any setting, and the failures. Only one
 /// window's prepared sessions and rows are held at once.
 #[allow(clippy::too_many_arguments)]
 pub fn run_windows<E: Evaluator, X: From<Cancelled>>(
@@ -241,18 +256,17 @@ pub fn run_windows<E: Evaluator, X: From<Cancelled>>(
     prepare: &mut dyn FnMut(&[u32]) -> Result<E, X>,
     cancel: &AtomicBool,
     tick: &(dyn Fn() + Sync),
-    sink: &mut dyn FnMut(Vec<RunRow>, Vec<Failure>) -> Result<(), X>,
+    sink: &mut WindowSink<'_, E, X>,
 ) -> Result<(), X> {
     for w in windows(sessions, events) {
         let chunk = &sessions[w];
         let eval = prepare(chunk)?;
         let (mut rows, failed) = run_pairs(&eval, chunk, settings, cancel, tick)?;
-        drop(eval);
         if !failed.is_empty() {
             let bad: std::collections::HashSet<u32> = failed.iter().map(|f| f.0).collect();
             rows.retain(|r| !bad.contains(&r.session));
         }
-        sink(rows, failed)?;
+        sink(&eval, rows, failed)?;
     }
     Ok(())
 }
@@ -513,7 +527,7 @@ mod window_tests {
                     },
                     &AtomicBool::new(false),
                     &|| {},
-                    &mut |r, f| {
+                    &mut |_, r, f| {
                         rows.extend(r);
                         fails.extend(f);
                         Ok(())

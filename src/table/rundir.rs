@@ -14,7 +14,7 @@ use super::summary::{
 use super::{Result, TableError};
 use crate::sweep::grid::{Budgets, ResolvedGrid, Setting};
 use crate::sweep::run::{Cancelled, Evaluator, RunRow, SessionInfo};
-pub use crate::sweep::run::{InputInfo, Skipped};
+pub use crate::sweep::run::{InputInfo, Skipped, SummarizerFailure};
 use crate::sweep::shard::Shard;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -44,6 +44,12 @@ pub struct RunInputs {
     /// Models of the run timed with the `default` latency figures (no family of their own).
     #[serde(default)]
     pub latency_default_models: Vec<String>,
+    /// Failed summarizer calls of the rows kept, sorted.
+    #[serde(default)]
+    pub summarizer_errors: Vec<SummarizerFailure>,
+    /// With `--sample N`: how many sessions were read before drawing the sample.
+    #[serde(default)]
+    pub sampled_from: Option<u64>,
 }
 
 impl RunInputs {
@@ -244,6 +250,14 @@ pub fn run_json(
     o.insert("inputs".into(), serde_json::to_value(&inputs.inputs)?);
     o.insert("sessions".into(), live.into());
     o.insert("skipped".into(), serde_json::to_value(&inputs.skipped)?);
+    o.insert(
+        "sampled_from".into(),
+        serde_json::to_value(inputs.sampled_from)?,
+    );
+    o.insert(
+        "summarizer_errors".into(),
+        serde_json::to_value(&inputs.summarizer_errors)?,
+    );
     o.insert("settings".into(), grid.settings.len().into());
     o.insert("grid".into(), serde_json::to_value(grid)?);
     o.insert("tokenizer".into(), serde_json::to_value(&grid.tokenizer)?);
@@ -435,6 +449,7 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<PathBuf>
     let mut seen = vec![false; n as usize];
     let mut failed: Vec<u32> = Vec::new();
     let mut skipped = first.inputs.skipped.clone();
+    let mut summarizer_errors = Vec::new();
     for (d, info) in &infos {
         if info.shard.n != n {
             return Err(TableError::Input(format!(
@@ -451,6 +466,8 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<PathBuf>
         b.failed_sessions.clear();
         a.skipped.clear();
         b.skipped.clear();
+        a.summarizer_errors.clear();
+        b.summarizer_errors.clear();
         if a != b {
             return Err(TableError::Input(format!(
                 "{}: shard {} was run on other inputs, grid or prices than {}",
@@ -469,6 +486,7 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<PathBuf>
         }
         seen[k] = true;
         failed.extend(&info.inputs.failed_sessions);
+        summarizer_errors.extend(info.inputs.summarizer_errors.iter().cloned());
         for s in &info.inputs.skipped {
             if !skipped.contains(s) {
                 skipped.push(s.clone());
@@ -487,6 +505,9 @@ pub fn read_partials(dirs: &[PathBuf]) -> Result<(RunInputs, Shard, Vec<PathBuf>
     let mut inputs = first.inputs.clone();
     inputs.failed_sessions = failed;
     inputs.skipped = skipped;
+    summarizer_errors.sort();
+    summarizer_errors.dedup();
+    inputs.summarizer_errors = summarizer_errors;
 
     let shard = first.shard;
     infos.sort_by_key(|(_, i)| i.shard.k);
@@ -648,6 +669,8 @@ mod tests {
             pricing_date: "2026-11-01".into(),
             pricing_source: "test prices".into(),
             latency_default_models: vec![],
+            summarizer_errors: vec![],
+            sampled_from: None,
         };
         (inputs, grid)
     }

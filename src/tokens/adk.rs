@@ -515,6 +515,45 @@ fn truncate_str(s: &str) -> String {
     format!("{head}... [truncated {} chars]", n - 2000)
 }
 
+/// `LlmEventSummarizer._DEFAULT_PROMPT_TEMPLATE` (google-adk 2.13.0), with its one
+/// placeholder: the prompt a `live:` summarizer sends, and the fixed size the engine counts.
+pub const SUMMARIZER_PROMPT_TEMPLATE: &str =
+    "The following is a conversation history between a user and an AI agent. \
+It may or may not start from a compacted history. Please identify and reiterate the user request, \
+summarize the context so far, focusing on key decisions made and information obtained, as well as \
+any unresolved questions or tasks. CRITICAL INSTRUCTIONS: 1. Explicitly identify and state the \
+primary language used by the user at the top of your summary (e.g., \"Conversation Language: \
+English\"). 2. If the agent called any tools, accurately list the exact tool names used to \
+maintain tool grounding. The rest of the summary should be concise and capture the essence of the \
+interaction.\n\n{conversation_history}";
+
+const HISTORY_PLACEHOLDER: &str = "{conversation_history}";
+
+/// Chars of the template around the history (all ASCII, so bytes are chars).
+pub const SUMMARIZER_TEMPLATE_FIXED_CHARS: u64 =
+    (SUMMARIZER_PROMPT_TEMPLATE.len() - HISTORY_PLACEHOLDER.len()) as u64;
+
+/// The prompt `LlmEventSummarizer.maybe_summarize_events` sends: the template around the
+/// formatted history, whose blocks are the seed summary (`model: TEXT`, the event
+/// `_collect_token_threshold_candidates` puts first) and each event's
+/// [`summarizer_text`], joined by `\n`; empty blocks write no line.
+pub fn summarizer_prompt<'a>(
+    seed: Option<&str>,
+    event_lines: impl IntoIterator<Item = &'a str>,
+) -> String {
+    let mut history: Vec<String> = Vec::new();
+    if let Some(s) = seed.filter(|s| !s.is_empty()) {
+        history.push(format!("model: {s}"));
+    }
+    history.extend(
+        event_lines
+            .into_iter()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string),
+    );
+    SUMMARIZER_PROMPT_TEMPLATE.replacen(HISTORY_PLACEHOLDER, &history.join("\n"), 1)
+}
+
 /// The lines `LlmEventSummarizer._format_events_for_prompt` writes for this event, joined by
 /// `\n` (empty when the event contributes no line).
 pub fn summarizer_text(e: &Event) -> String {
@@ -725,6 +764,33 @@ pub fn other_agent_preamble() -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn summarizer_prompt_is_adks_template_around_the_history() {
+        // google-adk 2.13.0 apps/llm_event_summarizer.py, the literal pieces as written there.
+        let adk = concat!(
+            "The following is a conversation history between a user and an AI agent.",
+            " It may or may not start from a compacted history. Please identify and",
+            " reiterate the user request, summarize the context so far, focusing on",
+            " key decisions made and information obtained, as well as any unresolved",
+            " questions or tasks. ",
+            "CRITICAL INSTRUCTIONS: ",
+            "1. Explicitly identify and state the primary language used by the user ",
+            "at the top of your summary (e.g., \"Conversation Language: English\"). ",
+            "2. If the agent called any tools, accurately list the exact tool names ",
+            "used to maintain tool grounding. ",
+            "The rest of the summary should be concise and capture the",
+            " essence of the interaction.\n\n{conversation_history}"
+        );
+        assert_eq!(SUMMARIZER_PROMPT_TEMPLATE, adk);
+        assert_eq!(SUMMARIZER_TEMPLATE_FIXED_CHARS, 657);
+        let p = summarizer_prompt(Some("older"), ["user: hi", "", "a called tool: f({})"]);
+        assert!(p.ends_with("interaction.\n\nmodel: older\nuser: hi\na called tool: f({})"));
+        assert_eq!(p.chars().count() as u64, 657 + 7 + 5 + 1 + 8 + 1 + 20);
+        // No seed text: the history starts with the first event's lines.
+        assert!(summarizer_prompt(None, ["user: hi"]).ends_with("\n\nuser: hi"));
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -10,6 +10,7 @@ mod deploy;
 mod engine;
 mod engine_extra;
 mod inspect;
+mod live;
 mod mutations;
 mod python;
 mod readers;

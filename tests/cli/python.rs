@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The interpreter the tests run summarizers with; fails the test when it is not set up.
-fn test_python() -> String {
+pub(crate) fn test_python() -> String {
     const HOW: &str = "set COMPACTION_SIM_TEST_PYTHON to a Python with google-adk 2.13.0, e.g. \
         `python3 -m venv ~/.cache/compaction-sim-venv && ~/.cache/compaction-sim-venv/bin/pip \
         install google-adk==2.13.0 && export COMPACTION_SIM_TEST_PYTHON=~/.cache/compaction-sim-venv/bin/python` \

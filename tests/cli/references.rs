@@ -240,3 +240,75 @@ fn a_path_read_only_in_a_tool_result_and_edited_after_compaction() {
     );
     assert_eq!(far.references_broken, 1.0);
 }
+
+/// The report's summarizer comparison shows each summarizer's basis, and for an estimate its
+/// bounds; with a measured and an estimated summarizer it says the bases differ, and the
+/// frontier and no-budget tables show broken references beside history read through summaries.
+#[test]
+fn the_report_compares_summarizers_with_basis_and_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = bin()
+        .arg("sweep")
+        .args([
+            "transcripts/02-coding-10.session.json",
+            "transcripts/06-coding-31.session.json",
+        ])
+        .args(["--trigger", "invocations", "--after-invocations", "2,5"])
+        .args([
+            "--overlap",
+            "0",
+            "--summarizer",
+            "agent,terse",
+            "--no-cache",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = read_text(&out.join("report.md"));
+    let section = md
+        .split("## Per summarizer")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a summarizer section");
+    assert!(section.contains("rest on different bases"), "{section}");
+    let row = |name: &str| {
+        section
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no {name} row in {section}"))
+            .to_string()
+    };
+    let agent = row("agent");
+    assert!(agent.contains("| estimated |"), "{agent}");
+    // broken / at risk / references [low–high], with low <= broken <= high = at risk.
+    let cell = agent
+        .split(" | ")
+        .find(|c| c.contains('[') && c.contains('–'))
+        .unwrap_or_else(|| panic!("no bounds in {agent}"));
+    let nums: Vec<f64> = cell
+        .split(|c: char| !(c.is_ascii_digit() || c == ','))
+        .filter(|x| !x.is_empty())
+        .map(|x| x.replace(',', "").parse().unwrap())
+        .collect();
+    let [broken, risk, refs, low, high] = nums[..] else {
+        panic!("{cell}: {nums:?}")
+    };
+    assert!(refs > 0.0 && risk > 0.0, "{cell}");
+    assert!(low <= broken && broken <= high && high == risk, "{cell}");
+    let terse = row("terse");
+    assert!(terse.contains("| measured |"), "{terse}");
+    assert!(
+        !terse.contains('['),
+        "a measured row has no bounds: {terse}"
+    );
+    let frontier = md.split("## The frontier").nth(1).unwrap();
+    let head = frontier.lines().find(|l| l.starts_with("| \\#")).unwrap();
+    assert!(
+        head.contains("broken references") && head.contains("history read only through summaries"),
+        "{head}"
+    );
+    assert!(!head.contains("| detail lost |"), "{head}");
+}

@@ -623,3 +623,114 @@ fn a_model_without_latency_family_is_named_in_run_json_and_report() {
         "{report}"
     );
 }
+
+/// Failed `command:` calls are listed in run.json `summarizer_errors` and in the report, and
+/// `--summarizer-timeout` bounds each call of a sweep (a hang is a failed call, not a stuck
+/// run).
+#[cfg(unix)]
+#[test]
+fn failed_summarizer_calls_are_listed_in_run_json_and_the_report() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = root.join("transcripts/05-support-12.session.json");
+    let file = file.to_str().unwrap();
+    let (code, _out, err) = sweep(
+        &[
+            file,
+            "--summarizer",
+            "command:sleep 5",
+            "--trigger",
+            "invocations",
+            "--after-invocations",
+            "3",
+            "--overlap",
+            "1",
+            "--summarizer-timeout",
+            "0.3",
+            "--no-cache",
+            "--quiet",
+            "--out",
+            "run",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/run.json")).unwrap())
+            .unwrap();
+    let errors = run["summarizer_errors"].as_array().unwrap();
+    assert!(!errors.is_empty(), "{run}");
+    for e in errors {
+        assert!(
+            e["source"]
+                .as_str()
+                .unwrap()
+                .ends_with("05-support-12.session.json"),
+            "{e}"
+        );
+        assert!(e["setting_id"].is_u64(), "{e}");
+        let m = e["message"].as_str().unwrap();
+        assert!(
+            m.starts_with("call ") && m.ends_with("` timed out after 0.3 s"),
+            "{m}"
+        );
+    }
+    assert!(err.contains("timed out after 0.3 s"), "{err}");
+    let report = std::fs::read_to_string(dir.path().join("run/report.md")).unwrap();
+    assert!(report.contains("## Failed summarizer calls"), "{report}");
+}
+
+/// `--sample N` replays N sessions drawn by a hash of (source, id): the same ones whatever
+/// the order the inputs are given in, and run.json says how many were read.
+#[test]
+fn sample_draws_the_same_sessions_whatever_the_input_order() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<String> = std::fs::read_dir(root.join("transcripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".session.json"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 40);
+    let drawn = |files: &[String], out: &str| {
+        let mut args: Vec<&str> = files.iter().map(String::as_str).collect();
+        args.extend([
+            "--sample",
+            "3",
+            "--trigger",
+            "tokens",
+            "--after-tokens",
+            "40000",
+            "--keep-recent-events",
+            "6",
+            "--summarizer",
+            "terse",
+            "--no-cache",
+            "--quiet",
+            "--out",
+            out,
+        ]);
+        let (code, _, err) = sweep(&args, dir.path());
+        assert_eq!(code, 0, "{err}");
+        let run: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(out).join("run.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(run["sampled_from"], serde_json::json!(40));
+        assert_eq!(run["sessions"], serde_json::json!(3));
+        let report = std::fs::read_to_string(dir.path().join(out).join("report.md")).unwrap();
+        assert!(report.contains("a sample drawn with --sample from 40 sessions read"));
+        run["session_facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["source"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let a = drawn(&files, "a");
+    files.reverse();
+    let b = drawn(&files, "b");
+    assert_eq!(a.len(), 3);
+    assert_eq!(a, b);
+}
