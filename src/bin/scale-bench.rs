@@ -4,6 +4,7 @@
 //! cargo run --release --bin scale-bench -- [--sizes 2500,5000,10000,20000] [--big-events N]
 //!                                          [--reps R] [--summarizers agent,terse]
 //!                                          [--clients waits,streams] [--no-big] [--dir DIR]
+//!                                          [--timeout SECONDS]
 //! ```
 //!
 //! How replay cost grows with session length. The sessions are written by `synth`'s long
@@ -28,7 +29,8 @@
 //! count is cold).
 //!
 //! Growth: time per event at the largest size divided by time per event at the smallest
-//! (1.0 = linear).
+//! (1.0 = linear). A case running longer than `--timeout` (default 600 s) is killed and
+//! shown as such.
 
 use compaction_sim::cost::client::ClientMode;
 use compaction_sim::cost::compute::{CostModel, FALLBACK_AGENT_MODEL};
@@ -41,7 +43,7 @@ use compaction_sim::tokens::{count_sessions, CacheOpts, Tokenizer};
 use compaction_sim::transcript::detect;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const SEED: u64 = 13;
 /// Prefix of the one line a child prints for the parent.
@@ -172,25 +174,37 @@ impl Case {
     }
 }
 
-fn spawn(args: &[&str]) -> Result<Case, String> {
+/// Runs one case in a child process; `None` when it ran out of `timeout` (killed).
+fn spawn(args: &[&str], timeout: Duration) -> Result<Option<Case>, String> {
+    use std::io::Read;
+    use wait_timeout::ChildExt;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = Command::new(exe)
+    let mut child = Command::new(exe)
         .arg("--child")
         .args(args)
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
-        .output()
+        .spawn()
         .map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(status) = child.wait_timeout(timeout).map_err(|e| e.to_string())? else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Ok(None);
+    };
+    let mut text = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    }
     let line = text
         .lines()
         .find_map(|l| l.strip_prefix(RESULT))
-        .ok_or_else(|| format!("case {args:?} failed ({})", out.status))?;
+        .ok_or_else(|| format!("case {args:?} failed ({status})"))?;
     let kv = line
         .split_whitespace()
         .filter_map(|p| p.split_once('='))
         .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
         .collect();
-    Ok(Case(kv))
+    Ok(Some(Case(kv)))
 }
 
 fn write_session(dir: &Path, shape: LongShape) -> Result<PathBuf, String> {
@@ -233,6 +247,7 @@ fn run() -> Result<(), String> {
     let mut clients = list("waits,streams");
     let mut big = true;
     let mut dir: Option<PathBuf> = None;
+    let mut timeout = Duration::from_secs(600);
     let mut it = argv.into_iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or(format!("{a} needs a value"));
@@ -249,6 +264,9 @@ fn run() -> Result<(), String> {
             "--clients" => clients = list(&val()?),
             "--no-big" => big = false,
             "--dir" => dir = Some(PathBuf::from(val()?)),
+            "--timeout" => {
+                timeout = Duration::from_secs(val()?.parse().map_err(|_| "--timeout: seconds")?)
+            }
             _ => return Err(format!("unknown argument `{a}`")),
         }
     }
@@ -278,7 +296,14 @@ fn run() -> Result<(), String> {
         for kind in kinds {
             for summ in &summarizers {
                 for client in &clients {
-                    let c = spawn(&["replay", &f, kind, summ, client, &reps.to_string()])?;
+                    let Some(c) = spawn(
+                        &["replay", &f, kind, summ, client, &reps.to_string()],
+                        timeout,
+                    )?
+                    else {
+                        println!("| {n} | {} | {kind} | {summ} | {client} | - | > {} s (killed) | | | | | |", shape.events(), timeout.as_secs());
+                        continue;
+                    };
                     let ev = c.get("events");
                     let warm = c.get("warm_s");
                     println!(
@@ -341,7 +366,13 @@ fn run() -> Result<(), String> {
         println!("| case | compactions | time (s) | peak RSS (MiB) | of it loading (MiB) | loading (s) |");
         println!("|---|---|---|---|---|---|");
         for kind in kinds {
-            let c = spawn(&["replay", &f, kind, "agent", "waits", "2"])?;
+            let Some(c) = spawn(&["replay", &f, kind, "agent", "waits", "2"], timeout)? else {
+                println!(
+                    "| replay, {kind} | - | > {} s (killed) | | | |",
+                    timeout.as_secs()
+                );
+                continue;
+            };
             println!(
                 "| replay, {kind} (first; second) | {} | {:.2}; {:.2} | {:.0} | {:.0} | {:.1} |",
                 c.get("compactions"),
@@ -352,12 +383,17 @@ fn run() -> Result<(), String> {
                 c.get("load_s"),
             );
         }
-        let c = spawn(&["inspect", &f])?;
-        println!(
-            "| inspect --no-cache | - | {:.2} | {:.0} | - | - |",
-            c.get("inspect_s"),
-            c.get("peak_mib")
-        );
+        match spawn(&["inspect", &f], timeout)? {
+            Some(c) => println!(
+                "| inspect --no-cache | - | {:.2} | {:.0} | - | - |",
+                c.get("inspect_s"),
+                c.get("peak_mib")
+            ),
+            None => println!(
+                "| inspect --no-cache | - | > {} s (killed) | | | |",
+                timeout.as_secs()
+            ),
+        }
     }
     Ok(())
 }

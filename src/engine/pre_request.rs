@@ -254,6 +254,92 @@ fn hidden_by_event(st: &mut State<'_>, row: usize) -> u64 {
     tokens
 }
 
+/// [`hidden`] of request `row`, as a range of `st.out.hidden` and its tokens. A request
+/// whose build extended the last one's (same scratch generation, same summaries), whose
+/// baseline row extends the last one's, and whose new events are all outside the summaries
+/// hides exactly what the last one hid: it shares that range instead of walking every
+/// compacted event again (which made a long session's replay O(requests × events)).
+fn hidden_shared(st: &mut State<'_>, row: usize) -> (u32, u32, u64) {
+    let (bits, start, _) = st.base.seen_rows[row];
+    let key = (st.sc.generation(), st.comps.len(), bits, start);
+    if let Some((a, b, tokens, k, n0)) = st.hidden_at {
+        let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
+        let s = st.s;
+        if k == key && n0 <= st.n && (n0..st.n).all(|i| !contents::covered(cov, s.timestamp[i])) {
+            #[cfg(debug_assertions)]
+            {
+                let at = st.out.hidden.len();
+                let fresh = hidden(st, row);
+                assert_eq!(
+                    (fresh, &st.out.hidden[at..]),
+                    (tokens, &st.out.hidden[a as usize..b as usize]),
+                    "hidden runs shared with the last request vs walked"
+                );
+                st.out.hidden.truncate(at);
+            }
+            st.hidden_at = Some((a, b, tokens, k, st.n));
+            return (a, b, tokens);
+        }
+    }
+    let a = st.out.hidden.len() as u32;
+    let tokens = hidden(st, row);
+    let b = st.out.hidden.len() as u32;
+    st.hidden_at = Some((a, b, tokens, key, st.n));
+    (a, b, tokens)
+}
+
+/// The ordinals of the summaries the request in `st.sc` carries (stream order), as a range
+/// of `st.out.carried`. Requests share storage: an extended build (same scratch generation,
+/// same summaries) carries what the last one did, and a list that is the last one plus new
+/// ordinals (a sliding window's next summary) only appends them. So a session retaining
+/// thousands of summaries stores each about once, not once per request.
+fn carried(st: &mut State<'_>) -> (u32, u32) {
+    let key = (st.sc.generation(), st.comps.len());
+    if let Some((a, b, g, c)) = st.carried_at {
+        if (g, c) == key {
+            #[cfg(debug_assertions)]
+            {
+                let fresh: Vec<u32> = st
+                    .sc
+                    .seq
+                    .iter()
+                    .filter(|x| x.0 == K_SUM)
+                    .map(|x| x.1 + 1)
+                    .collect();
+                assert_eq!(
+                    fresh,
+                    st.out.carried[a as usize..b as usize],
+                    "carried of an extended build"
+                );
+            }
+            return (a, b);
+        }
+    }
+    let mut list = std::mem::take(&mut st.carried_buf);
+    list.clear();
+    list.extend(st.sc.seq.iter().filter(|x| x.0 == K_SUM).map(|x| x.1 + 1));
+    let len = st.out.carried.len() as u32;
+    let (a, b) = match st.carried_at {
+        // the last list, at the end of the storage, is a prefix of this one
+        Some((a, b, _, _))
+            if b == len
+                && (b - a) as usize <= list.len()
+                && st.out.carried[a as usize..b as usize] == list[..(b - a) as usize] =>
+        {
+            let old = (b - a) as usize;
+            st.out.carried.extend_from_slice(&list[old..]);
+            (a, st.out.carried.len() as u32)
+        }
+        _ => {
+            st.out.carried.extend_from_slice(&list);
+            (len, st.out.carried.len() as u32)
+        }
+    };
+    st.carried_buf = list;
+    st.carried_at = Some((a, b, key.0, key.1));
+    (a, b)
+}
+
 /// One recorded model request at event `k` (raw events `0..k` exist).
 pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: usize) {
     let s = st.s;
@@ -288,19 +374,14 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     };
 
     // hidden raw events: in the uncompacted request, absent from the compacted one, covered
-    let hid_start = st.out.hidden.len() as u32;
+    let mut hid_start = st.out.hidden.len() as u32;
     let mut hidden_tokens = 0u64;
-    let car_start = st.out.carried.len() as u32;
+    let (mut car_start, mut car_end) = (st.out.carried.len() as u32, st.out.carried.len() as u32);
+    let mut hid_end = hid_start;
     if generic {
-        hidden_tokens = hidden(st, row);
-        for &(kind, src) in &st.sc.seq {
-            if kind == K_SUM {
-                st.out.carried.push(src + 1);
-            }
-        }
+        (hid_start, hid_end, hidden_tokens) = hidden_shared(st, row);
+        (car_start, car_end) = carried(st);
     }
-    let hid_end = st.out.hidden.len() as u32;
-    let car_end = st.out.carried.len() as u32;
     let shared = shared_prefix(st, prev, author, scope, generic);
     prev.last = Some((author, st.n, st.comps.len(), sim.history_tokens));
     prev.last_scope = scope;
