@@ -143,6 +143,10 @@ pub(crate) struct State<'a> {
     /// they were walked for (scratch generation, compactions, baseline row's bitset and
     /// start) and the raw events then.
     pub hidden_at: Option<(u32, u32, u64, (u32, usize, u32, u32), usize)>,
+    /// The coverage `hidden_at` was walked with, and whether that request carried no
+    /// compacted event.
+    pub hidden_cov: Vec<(f64, f64)>,
+    pub hidden_none_present: bool,
 }
 
 impl<'a> State<'a> {
@@ -622,6 +626,8 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         dropped: Vec::new(),
         carried_buf: Vec::new(),
         hidden_at: None,
+        hidden_cov: Vec::new(),
+        hidden_none_present: false,
     };
     let mut base = Scratch::default();
     let mut prev = pre_request::Prev::default();

@@ -281,11 +281,131 @@ fn hidden_shared(st: &mut State<'_>, row: usize) -> (u32, u32, u64) {
             return (a, b, tokens);
         }
     }
+    let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
+    let s = st.s;
+    // Compacted events this request still carries (recovered calls) are not hidden; with
+    // none, what is hidden is monotone and can grow from the last request's.
+    let none_present = st
+        .sc
+        .seen_list
+        .iter()
+        .all(|&i| !contents::covered(cov, s.timestamp[i as usize]));
+    if let Some(r) = hidden_grown(st, row, key, none_present) {
+        st.hidden_at = Some((r.0, r.1, r.2, key, st.n));
+        st.hidden_cov.clone_from(&st.cov);
+        st.hidden_none_present = none_present;
+        return r;
+    }
     let a = st.out.hidden.len() as u32;
     let tokens = hidden(st, row);
     let b = st.out.hidden.len() as u32;
     st.hidden_at = Some((a, b, tokens, key, st.n));
+    st.hidden_cov.clone_from(&st.cov);
+    st.hidden_none_present = none_present;
     (a, b, tokens)
+}
+
+/// [`hidden`] after summaries were appended since the last request (a sliding window's
+/// next summary): when neither request carries a compacted event, both baseline rows are
+/// one extended row and the summaries were only appended (coverage only grows), the hidden
+/// events are the last request's plus those of the newly covered spans (and of the events
+/// appended since). Only those spans are walked, so each event is walked about once per
+/// replay instead of once per summary.
+fn hidden_grown(
+    st: &mut State<'_>,
+    row: usize,
+    key: (u32, usize, u32, u32),
+    none_present: bool,
+) -> Option<(u32, u32, u64)> {
+    let s = st.s;
+    let (a0, b0, tok0, k0, n0) = st.hidden_at?;
+    if st.special
+        || !s.ts_sorted
+        || !none_present
+        || !st.hidden_none_present
+        || (k0.2, k0.3) != (key.2, key.3)
+        || k0.1 > key.1
+        || n0 > st.n
+    {
+        return None;
+    }
+    // index spans covered now, minus those covered among the last request's events
+    let old: Vec<(usize, usize)> = contents::covered_spans(s, n0, &st.hidden_cov).collect();
+    let mut fresh: Vec<(usize, usize)> = Vec::new();
+    let mut j = 0;
+    for (lo, hi) in contents::covered_spans(s, st.n, &st.cov) {
+        let mut at = lo;
+        while at < hi {
+            while j < old.len() && old[j].1 <= at {
+                j += 1;
+            }
+            match old.get(j) {
+                Some(&(ol, oh)) if ol <= at => at = oh.min(hi).max(at),
+                Some(&(ol, _)) if ol < hi => {
+                    fresh.push((at, ol));
+                    at = ol;
+                }
+                _ => {
+                    fresh.push((at, hi));
+                    at = hi;
+                }
+            }
+        }
+    }
+    let prefix = &st.base.tok_prefix;
+    let low = |b: usize| if b >= 64 { u64::MAX } else { (1u64 << b) - 1 };
+    let mut tokens = tok0;
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for (lo, hi) in fresh {
+        let mut w = lo / 64;
+        while w * 64 < hi {
+            let at = w * 64;
+            let (a, b) = (lo.max(at) - at, hi.min(at + 64) - at);
+            let mut m = st.base.seen_word(row, w) & low(b) & !low(a);
+            while m != 0 {
+                let tz = m.trailing_zeros() as usize;
+                let ones = (m >> tz).trailing_ones() as usize;
+                m &= !(low(ones) << tz);
+                let (x, y) = ((at + tz) as u32, (at + tz + ones - 1) as u32);
+                tokens += prefix[y as usize + 1] - prefix[x as usize];
+                match runs.last_mut() {
+                    Some(r) if r.1 + 1 == x => r.1 = y,
+                    _ => runs.push((x, y)),
+                }
+            }
+            w += 1;
+        }
+    }
+    // merge with the last request's runs (disjoint from these), coalescing neighbours
+    let start = st.out.hidden.len();
+    let (mut i, mut k) = (a0 as usize, 0);
+    while i < b0 as usize || k < runs.len() {
+        let r = if k >= runs.len() || (i < b0 as usize && st.out.hidden[i].0 < runs[k].0) {
+            i += 1;
+            st.out.hidden[i - 1]
+        } else {
+            k += 1;
+            runs[k - 1]
+        };
+        let grown = st.out.hidden.len() > start;
+        match st.out.hidden.last_mut() {
+            Some(last) if grown && last.1 + 1 == r.0 => last.1 = r.1,
+            _ => st.out.hidden.push(r),
+        }
+    }
+    let end = st.out.hidden.len();
+    #[cfg(debug_assertions)]
+    {
+        let grown = st.out.hidden[start..end].to_vec();
+        let walked = hidden(st, row);
+        assert_eq!(
+            (tokens, &grown[..]),
+            (walked, &st.out.hidden[end..]),
+            "hidden runs grown from the last request's vs walked"
+        );
+        st.out.hidden.truncate(end);
+    }
+    Some((start as u32, end as u32, tokens))
 }
 
 /// The ordinals of the summaries the request in `st.sc` carries (stream order), as a range
