@@ -24,7 +24,9 @@
 //! process also builds the session's setting-independent baseline (cached for later
 //! settings); the table shows it and the median of the others.
 //!
-//! The big session is replayed under the three settings (agent summarizer, waits) and read by
+//! The big session is replayed under the three settings (agent summarizer, waits), by the
+//! engine alone (`engine`: the summarizer `evaluate` builds, no metrics) and with the metrics
+//! (`metrics`), and read by
 //! `inspect` (the library's command, in a child of its own; with `--no-cache`, so the token
 //! count is cold).
 //!
@@ -35,7 +37,7 @@
 use compaction_sim::cost::client::ClientMode;
 use compaction_sim::cost::compute::{CostModel, FALLBACK_AGENT_MODEL};
 use compaction_sim::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
-use compaction_sim::cost::summarizers::SummarizerSpec;
+use compaction_sim::cost::summarizers::{build, Billed, BuildContext, SummarizerSpec};
 use compaction_sim::engine::{self, Config, UsageMode};
 use compaction_sim::synth::{write_long_session, LongShape};
 use compaction_sim::tokens::sizes::SessionSizes;
@@ -87,8 +89,13 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// `--child replay FILE KIND SUMMARIZER CLIENT REPS`: one case, one process.
 fn child_replay(args: &[String]) -> Result<(), String> {
-    let [file, kind, summ, client, reps] = args else {
-        return Err("--child replay FILE KIND SUMMARIZER CLIENT REPS".into());
+    let [file, kind, summ, client, reps, mode] = args else {
+        return Err("--child replay FILE KIND SUMMARIZER CLIENT REPS metrics|engine".into());
+    };
+    let engine_only = match mode.as_str() {
+        "metrics" => false,
+        "engine" => true,
+        _ => return Err(format!("mode `{mode}`: metrics or engine")),
     };
     let cfg = config(kind).ok_or_else(|| format!("unknown setting kind `{kind}`"))?;
     let spec = SummarizerSpec::parse(summ)?;
@@ -110,6 +117,33 @@ fn child_replay(args: &[String]) -> Result<(), String> {
     let mut engine_s = Vec::new();
     let mut compactions = 0;
     for _ in 0..reps.max(1) {
+        if engine_only {
+            // The engine alone, with the summarizer `evaluate` would build (no metrics).
+            let count = |t: &str| compaction_sim::tokens::count_text(Tokenizer::O200k, t) as u64;
+            let summarizer = build(
+                &spec,
+                BuildContext {
+                    session,
+                    lines: &inputs.lines,
+                    length: model.latency.length,
+                    count: &count,
+                    timeout: setting.command_timeout,
+                    fail_calls: Vec::new(),
+                    context_window: match spec.billed_model(Some(agent)) {
+                        Billed::Model(name) => model.context_window(name),
+                        Billed::Free => None,
+                    },
+                    spans: None,
+                },
+            )?;
+            let t = Instant::now();
+            let r = engine::replay(&sizes, &cfg, &summarizer);
+            let el = t.elapsed().as_secs_f64();
+            total.push(el);
+            engine_s.push(el);
+            compactions = r.compactions.len();
+            continue;
+        }
         let t = Instant::now();
         let inner = std::cell::Cell::new(0.0);
         let run = |s: &dyn engine::Summarizer| {
@@ -297,7 +331,15 @@ fn run() -> Result<(), String> {
             for summ in &summarizers {
                 for client in &clients {
                     let Some(c) = spawn(
-                        &["replay", &f, kind, summ, client, &reps.to_string()],
+                        &[
+                            "replay",
+                            &f,
+                            kind,
+                            summ,
+                            client,
+                            &reps.to_string(),
+                            "metrics",
+                        ],
                         timeout,
                     )?
                     else {
@@ -365,16 +407,17 @@ fn run() -> Result<(), String> {
         println!();
         println!("| case | compactions | time (s) | peak RSS (MiB) | of it loading (MiB) | loading (s) |");
         println!("|---|---|---|---|---|---|");
-        for kind in kinds {
-            let Some(c) = spawn(&["replay", &f, kind, "agent", "waits", "2"], timeout)? else {
+        for (kind, mode) in kinds.iter().flat_map(|k| [(*k, "engine"), (*k, "metrics")]) {
+            let Some(c) = spawn(&["replay", &f, kind, "agent", "waits", "2", mode], timeout)?
+            else {
                 println!(
-                    "| replay, {kind} | - | > {} s (killed) | | | |",
+                    "| replay ({mode}), {kind} | - | > {} s (killed) | | | |",
                     timeout.as_secs()
                 );
                 continue;
             };
             println!(
-                "| replay, {kind} (first; second) | {} | {:.2}; {:.2} | {:.0} | {:.0} | {:.1} |",
+                "| replay ({mode}), {kind} (first; second) | {} | {:.2}; {:.2} | {:.0} | {:.0} | {:.1} |",
                 c.get("compactions"),
                 c.get("first_s"),
                 c.get("warm_s"),

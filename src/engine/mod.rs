@@ -683,3 +683,72 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
     t.final_retained_summaries = retained;
     st.out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::summarizer::{Deterministic, Policy};
+    use super::*;
+
+    fn long_session(invocations: usize, tool_rounds: bool) -> SessionSizes {
+        let shape = crate::synth::LongShape {
+            invocations,
+            tool_rounds,
+        };
+        let mut text = Vec::new();
+        crate::synth::write_long_session(5, shape, &mut text).expect("in memory");
+        let text = String::from_utf8(text).expect("utf-8");
+        let sessions = crate::transcript::adk::read("long.json", &text).expect("reads");
+        SessionSizes::new(&sessions[0], None)
+    }
+
+    /// Issue 13: every request of a long sliding session carries every summary so far, and
+    /// each invocation's row listed them all: O(requests × summaries) numbers. Requests now
+    /// share one prefix-extended list and rows keep runs, while every request and row still
+    /// lists exactly the retained ordinals (debug builds also check the coverage, the
+    /// retained flags, the new invocations and the hidden runs against full recomputations).
+    #[test]
+    fn a_long_sliding_replay_stores_each_carried_summary_once() {
+        for tool_rounds in [false, true] {
+            let s = long_session(300, tool_rounds);
+            let cfg = Config {
+                sliding: Some((5, 1)),
+                pre_request: true,
+                ..Config::default()
+            };
+            let summ = Deterministic::new(Policy::Fixed(400), vec![], vec![]);
+            let r = replay(&s, &cfg, &summ);
+            let c = r.compactions.len();
+            assert_eq!(c, 60, "one summary per 5 invocations");
+            assert!(
+                r.compactions.iter().all(|x| x.retained),
+                "overlapping, none contained"
+            );
+            let listed: usize = r.requests.iter().map(|q| r.carried(q).len()).sum();
+            assert!(listed > 10 * c, "requests carry many summaries ({listed})");
+            assert!(
+                r.carried.len() <= c,
+                "{} carried numbers stored for {c} summaries",
+                r.carried.len()
+            );
+            for (q, i) in r.requests.iter().zip(0..) {
+                // made after an earlier invocation (post-invocation summaries)
+                let made = r
+                    .compactions
+                    .iter()
+                    .filter(|x| x.invocation_index < q.invocation_index)
+                    .count() as u32;
+                let want: Vec<u32> = (1..=made).collect();
+                assert_eq!(r.carried(q), &want[..], "request {i}");
+            }
+            for inv in &r.invocations {
+                assert!(inv.retained_summaries.len() <= 1, "one run");
+                let n = r
+                    .compactions
+                    .iter()
+                    .filter(|x| x.invocation_index <= inv.index)
+                    .count() as u32;
+                assert_eq!(inv.retained_ordinals(), (1..=n).collect::<Vec<_>>());
+            }
+        }
+    }
+}

@@ -1576,3 +1576,49 @@ mod unsupported_tests {
         assert!(read("s.json", &r).unwrap()[0].events[1].role_absent);
     }
 }
+
+#[cfg(test)]
+mod streamed_tests {
+    use super::*;
+
+    const E: &str = r#"{"author":"user","invocation_id":"i1","timestamp":1.5,"content":{"role":"user","parts":[{"text":"hi"}]}}"#;
+    /// No invocation id: the reader refuses it.
+    const BAD: &str =
+        r#"{"author":"user","timestamp":2,"content":{"role":"user","parts":[{"text":"x"}]}}"#;
+
+    /// Issue 13: documents are converted event by event while they are parsed. What was
+    /// true of the parsed tree stays true: a syntax error anywhere is reported before a bad
+    /// event, the last of repeated `events` keys counts, and the sniffer (keys only) agrees.
+    #[test]
+    fn a_streamed_document_reads_as_the_parsed_tree_did() {
+        let syntax = format!(r#"{{"id":"a","events":[{BAD},{E}], "x": tru}}"#);
+        let e = read("s.json", &syntax).unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+        let bad = format!(r#"{{"id":"a","events":[{E},{BAD}]}}"#);
+        let e = read("b.json", &bad).unwrap_err().to_string();
+        assert!(
+            e.contains("$.events[1]") && e.contains("invocation_id"),
+            "{e}"
+        );
+        let list = format!("[{E},{BAD}]");
+        let e = read("l.json", &list).unwrap_err().to_string();
+        assert!(e.contains("$[1]"), "{e}");
+        let twice = format!(r#"{{"events":[{E}],"id":"a","events":[{E},{E},{E}]}}"#);
+        let s = read("t.json", &twice).unwrap();
+        assert_eq!((s[0].id.as_str(), s[0].events.len()), ("a", 3));
+        let not_a_list = format!(r#"{{"id":"a","events":[{E}],"events":{{"x":1}}}}"#);
+        assert!(read("n.json", &not_a_list).is_err());
+        assert!(!sniff(&not_a_list), "the last events value is not a list");
+        assert!(sniff(&twice) && sniff(&bad) && sniff(&list));
+        assert!(sniff(r#"{"app_name":"x","events":[1]}"#));
+        assert!(!sniff(r#"{"events":[1]}"#));
+        assert!(sniff(r#"{"evalCases":[]}"#));
+        assert!(
+            !sniff(r#"{"eval_cases":5,"evalCases":[]}"#),
+            "the snake key wins"
+        );
+        let jsonl = format!("{E}\n{E}\n");
+        assert!(sniff(&jsonl));
+        assert_eq!(read("j.jsonl", &jsonl).unwrap()[0].events.len(), 2);
+    }
+}
