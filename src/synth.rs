@@ -210,7 +210,7 @@ pub fn write_long_session(
     let head = json!({"id": id, "app_name": "support_app", "user_id": user_id, "state": {}});
     // The header without its closing brace, then the events array.
     let head = head.to_string();
-    put(out, head[..head.len() - 1].as_bytes())?;
+    put(out, &head.as_bytes()[..head.len() - 1])?;
     put(out, b",\"events\":[\n")?;
     let mut first = true;
     for i in 0..shape.invocations {

@@ -196,6 +196,9 @@ fn child_inspect(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// Per (setting kind, summarizer, client): (events, median s, first s) per size.
+type Growth = Vec<((String, String, String), Vec<(f64, f64, f64)>)>;
+
 /// One case's numbers, parsed from the child's result line.
 struct Case(Vec<(String, f64)>);
 
@@ -319,7 +322,7 @@ fn run() -> Result<(), String> {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     // (kind, summarizer, client) -> (events, warm s) per size, for the growth ratios
-    let mut growth: Vec<((String, String, String), Vec<(f64, f64, f64)>)> = Vec::new();
+    let mut growth: Growth = Vec::new();
     for &n in &sizes {
         let shape = LongShape {
             invocations: n,

@@ -378,7 +378,8 @@ pub fn coverage_after_append(comps: &[Comp], cov: &mut Vec<(f64, f64)>) {
         return;
     };
     let (s, e) = (c.start, c.end);
-    if !(s <= e) {
+    // a range only when `start <= end` (NaN bounds are none)
+    if s.partial_cmp(&e).is_none_or(|o| o.is_gt()) {
         return;
     }
     // ranges ending before `s` stay; those from `at` on that start by `e` merge with it

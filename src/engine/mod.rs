@@ -84,6 +84,10 @@ impl Config {
     }
 }
 
+/// What a request's hidden runs were walked for: scratch generation, compactions, and the
+/// baseline row's bitset and start.
+pub(crate) type HiddenKey = (u32, usize, u32, u32);
+
 /// Replay-local state: the session as ADK holds it after `n` raw events.
 pub(crate) struct State<'a> {
     pub s: &'a SessionSizes,
@@ -142,7 +146,7 @@ pub(crate) struct State<'a> {
     /// The last request's hidden runs in `out.hidden` (start, end), their tokens, the key
     /// they were walked for (scratch generation, compactions, baseline row's bitset and
     /// start) and the raw events then.
-    pub hidden_at: Option<(u32, u32, u64, (u32, usize, u32, u32), usize)>,
+    pub hidden_at: Option<(u32, u32, u64, HiddenKey, usize)>,
     /// The coverage `hidden_at` was walked with, and whether that request carried no
     /// compacted event.
     pub hidden_cov: Vec<(f64, f64)>,

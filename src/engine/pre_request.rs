@@ -314,7 +314,7 @@ fn hidden_shared(st: &mut State<'_>, row: usize) -> (u32, u32, u64) {
 fn hidden_grown(
     st: &mut State<'_>,
     row: usize,
-    key: (u32, usize, u32, u32),
+    key: super::HiddenKey,
     none_present: bool,
 ) -> Option<(u32, u32, u64)> {
     let s = st.s;
