@@ -196,8 +196,8 @@ fn child_inspect(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Per (setting kind, summarizer, client): (events, median s, first s) per size.
-type Growth = Vec<((String, String, String), Vec<(f64, f64, f64)>)>;
+/// Per (setting kind, summarizer, client): (events, median s, first s, engine s) per size.
+type Growth = Vec<((String, String, String), Vec<(f64, f64, f64, f64)>)>;
 
 /// One case's numbers, parsed from the child's result line.
 struct Case(Vec<(String, f64)>);
@@ -362,7 +362,7 @@ fn run() -> Result<(), String> {
                         c.get("load_mib"),
                     );
                     let key = (kind.to_string(), summ.clone(), client.clone());
-                    let row = (ev, warm, c.get("first_s"));
+                    let row = (ev, warm, c.get("first_s"), c.get("warm_engine_s"));
                     match growth.iter_mut().find(|(k, _)| *k == key) {
                         Some((_, v)) => v.push(row),
                         None => growth.push((key, vec![row])),
@@ -379,16 +379,24 @@ fn run() -> Result<(), String> {
             sizes[0]
         );
         println!();
-        println!("| setting | summarizer | client | replay (median) | first replay |");
-        println!("|---|---|---|---|---|");
+        println!(
+            "| setting | summarizer | client | replay (median) | first replay | engine part (median) |"
+        );
+        println!("|---|---|---|---|---|---|");
         for ((kind, summ, client), v) in &growth {
+            // only when both ends ran (a killed case has no time)
             let (Some(a), Some(b)) = (v.first(), v.last()) else {
                 continue;
             };
+            if v.len() != sizes.len() {
+                println!("| {kind} | {summ} | {client} | n/a (a case was killed) | | |");
+                continue;
+            }
             println!(
-                "| {kind} | {summ} | {client} | {:.2} | {:.2} |",
+                "| {kind} | {summ} | {client} | {:.2} | {:.2} | {:.2} |",
                 (b.1 / b.0) / (a.1 / a.0),
-                (b.2 / b.0) / (a.2 / a.0)
+                (b.2 / b.0) / (a.2 / a.0),
+                (b.3 / b.0) / (a.3 / a.0)
             );
         }
     }
