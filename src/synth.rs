@@ -166,6 +166,89 @@ pub fn generate_one(seed: u64, index: usize) -> SynthFile {
     }
 }
 
+/// The shape of one long session of small events (issue 13's scale benchmark): the
+/// "canonical" long session is `invocations` user turns of one user message and one short
+/// answer (two events, one model request each); with `tool_rounds`, the agent looks an
+/// order up before answering (four events: message, call, response, answer), the response
+/// holding a `get_invoice`-sized text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LongShape {
+    pub invocations: usize,
+    pub tool_rounds: bool,
+}
+
+impl LongShape {
+    /// Events the session holds.
+    pub fn events(&self) -> usize {
+        self.invocations * if self.tool_rounds { 4 } else { 2 }
+    }
+
+    /// File name (built from the numbers only).
+    pub fn file_name(&self) -> String {
+        let tools = if self.tool_rounds { "-tools" } else { "" };
+        format!("long-{}{tools}.session.json", self.invocations)
+    }
+}
+
+/// Writes one long session of small events as an ADK session export (one event per line) to
+/// `out`, invocation by invocation, so a session of any length is written in constant memory.
+/// Deterministic in `(seed, shape)`; returns the bytes written.
+pub fn write_long_session(
+    seed: u64,
+    shape: LongShape,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<u64> {
+    let mut rng = SplitMix64::new(seed ^ 0x4C4F_4E47_5345_5353);
+    let id = rng.uuid();
+    let user_id = format!("user-{}", rng.range(1000, 9999));
+    let mut g = Gen::new(rng, Kind::Support, true);
+    let mut bytes = 0u64;
+    let mut put = |out: &mut dyn std::io::Write, b: &[u8]| -> std::io::Result<()> {
+        bytes += b.len() as u64;
+        out.write_all(b)
+    };
+    let head = json!({"id": id, "app_name": "support_app", "user_id": user_id, "state": {}});
+    // The header without its closing brace, then the events array.
+    let head = head.to_string();
+    put(out, &head.as_bytes()[..head.len() - 1])?;
+    put(out, b",\"events\":[\n")?;
+    let mut first = true;
+    for i in 0..shape.invocations {
+        let inv = format!("e-{}", g.rng.uuid());
+        let think = if i == 0 {
+            0.0
+        } else {
+            g.rng.log_uniform(4.0, 120.0)
+        };
+        g.tick(think);
+        let text = g.user_text(i == 0);
+        g.user(&inv, vec![json!({"text": text})]);
+        if shape.tool_rounds {
+            let call = g.call_id();
+            let order = g.order_id();
+            let args = json!({"order_id": order, "format": "text"});
+            g.model(
+                &inv,
+                vec![json!({"function_call": {"id": call, "name": "get_invoice", "args": args}})],
+                Map::new(),
+            );
+            let result = g.tool_output("get_invoice", &args);
+            g.tool_response(&inv, &call, "get_invoice", result, Map::new());
+        }
+        let answer = g.answer_text();
+        g.model(&inv, vec![json!({"text": answer})], Map::new());
+        for ev in g.events.drain(..) {
+            if !first {
+                put(out, b",\n")?;
+            }
+            first = false;
+            put(out, ev.to_string().as_bytes())?;
+        }
+    }
+    put(out, b"\n]}\n")?;
+    Ok(bytes)
+}
+
 /// The JSON-visible size ADK's chars/4 estimate would see for a part (text, call name +
 /// args JSON, response name + response JSON, attached text).
 fn part_chars(part: &Value) -> usize {
@@ -1128,6 +1211,37 @@ mod tests {
                     assert!(calls.contains(id), "response {id} has no earlier call");
                 }
             }
+        }
+    }
+
+    /// The scale benchmark's sessions: as many events as the shape says, well formed, the
+    /// same bytes for the same seed, and read by the ADK reader as one session.
+    #[test]
+    fn long_sessions_have_their_shape_and_read_back() {
+        for tool_rounds in [false, true] {
+            let shape = LongShape {
+                invocations: 40,
+                tool_rounds,
+            };
+            let mut a = Vec::new();
+            let n = write_long_session(3, shape, &mut a).expect("in memory");
+            assert_eq!(n as usize, a.len());
+            let mut b = Vec::new();
+            write_long_session(3, shape, &mut b).expect("in memory");
+            assert_eq!(a, b, "same seed, same bytes");
+            let v: Value = serde_json::from_slice(&a).expect("valid json");
+            check_session(&v);
+            assert_eq!(v["events"].as_array().map(Vec::len), Some(shape.events()));
+            let text = String::from_utf8(a).expect("utf-8");
+            let sessions = crate::transcript::adk::read("long.json", &text).expect("adk reads it");
+            assert_eq!(sessions.len(), 1);
+            assert_eq!(sessions[0].events.len(), shape.events());
+            let invs: std::collections::HashSet<&str> = sessions[0]
+                .events
+                .iter()
+                .map(|e| e.invocation_id.as_str())
+                .collect();
+            assert_eq!(invs.len(), 40);
         }
     }
 

@@ -335,7 +335,7 @@ pub fn compare(o: &Value, r: &Replay, token_pair: bool) -> Vec<Diff> {
         c.eq(
             p("retained_summaries"),
             oi.get("retained_summaries"),
-            ei.retained_summaries.clone().into(),
+            ei.retained_ordinals().into(),
             true,
         );
         c.eq(

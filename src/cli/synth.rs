@@ -18,6 +18,13 @@ pub struct SynthArgs {
     /// Replace the --out folder when it holds an earlier compaction-sim output.
     #[arg(long)]
     pub force: bool,
+    /// Write one long session of small events instead, with this many invocations (a user
+    /// message and a short answer each): `long-N.session.json`, for scale tests.
+    #[arg(long, value_name = "N", conflicts_with = "sessions")]
+    pub invocations: Option<usize>,
+    /// With --invocations: each answer follows a tool round (call and invoice-sized response).
+    #[arg(long, requires = "invocations")]
+    pub tool_rounds: bool,
 }
 
 pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
@@ -27,17 +34,32 @@ pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
         &[],
         publish::Chosen::ByUser { force: args.force },
     )?;
-    let files = crate::synth::generate(args.sessions, args.seed);
     let build = publish::build_dir_for(&target)?;
-    let mut bytes = 0usize;
-    for f in &files {
-        crate::atomic::write_atomic(&build.path().join(&f.file_name), f.json.as_bytes())?;
-        bytes += f.json.len();
-    }
+    let (count, bytes) = match args.invocations {
+        Some(invocations) => {
+            let shape = crate::synth::LongShape {
+                invocations,
+                tool_rounds: args.tool_rounds,
+            };
+            let mut text = Vec::new();
+            crate::synth::write_long_session(args.seed, shape, &mut text)?;
+            crate::atomic::write_atomic(&build.path().join(shape.file_name()), &text)?;
+            (1, text.len())
+        }
+        None => {
+            let files = crate::synth::generate(args.sessions, args.seed);
+            let mut bytes = 0usize;
+            for f in &files {
+                crate::atomic::write_atomic(&build.path().join(&f.file_name), f.json.as_bytes())?;
+                bytes += f.json.len();
+            }
+            (files.len(), bytes)
+        }
+    };
     publish::publish(build, &target)?;
     errln!(
         "wrote {} sessions ({:.2} MB) to {}",
-        files.len(),
+        count,
         bytes as f64 / 1e6,
         super::term(&args.out.display().to_string())
     );

@@ -189,6 +189,12 @@ impl Scratch {
         self.latest_rearranged = false;
     }
 
+    /// Bumped by every build from scratch (not by [`extend`]): two requests read with the
+    /// same generation hold the same summaries in the same places.
+    pub fn generation(&self) -> u32 {
+        self.gen
+    }
+
     /// Whether raw event `i` was present (verbatim) in the last build.
     pub fn was_seen(&self, i: usize) -> bool {
         self.seen.get(i).is_some_and(|&g| g == self.gen)
@@ -334,7 +340,10 @@ pub fn update_retained(comps: &mut [Comp]) {
 /// were up to date: containment never ends (compactions are only appended), so only the new
 /// range can be contained, by an earlier range strictly containing it, or contain earlier ones
 /// (identical ones included: the later is kept). O(compactions) instead of O(compactions²).
-pub fn update_retained_after_append(comps: &mut [Comp]) {
+///
+/// `dropped` receives the earlier summaries that were retained and no longer are.
+pub fn update_retained_after_append(comps: &mut [Comp], dropped: &mut Vec<u32>) {
+    dropped.clear();
     let Some((new, earlier)) = comps.split_last_mut() else {
         return;
     };
@@ -344,7 +353,7 @@ pub fn update_retained_after_append(comps: &mut [Comp]) {
         return;
     }
     let mut kept = true;
-    for q in earlier.iter_mut() {
+    for (k, q) in earlier.iter_mut().enumerate() {
         if q.start.is_nan() || q.end.is_nan() {
             continue;
         }
@@ -352,10 +361,52 @@ pub fn update_retained_after_append(comps: &mut [Comp]) {
             kept = false;
         }
         if s <= q.start && e >= q.end {
+            if q.retained {
+                dropped.push(k as u32);
+            }
             q.retained = false;
         }
     }
     new.retained = kept;
+}
+
+/// [`coverage`] after one compaction was appended to `comps` and `cov` was the coverage
+/// before: a summary the new one subsumes lies inside it, so the union only gains the new
+/// range (when it is a range: `start <= end`). O(ranges merged) instead of a sort of all.
+pub fn coverage_after_append(comps: &[Comp], cov: &mut Vec<(f64, f64)>) {
+    let Some(c) = comps.last() else {
+        return;
+    };
+    let (s, e) = (c.start, c.end);
+    // a range only when `start <= end` (NaN bounds are none)
+    if s.partial_cmp(&e).is_none_or(|o| o.is_gt()) {
+        return;
+    }
+    // ranges ending before `s` stay; those from `at` on that start by `e` merge with it
+    let at = cov.partition_point(|&(_, b)| b < s);
+    let mut to = at;
+    let (mut lo, mut hi) = (s, e);
+    while to < cov.len() && cov[to].0 <= hi {
+        lo = lo.min(cov[to].0);
+        hi = hi.max(cov[to].1);
+        to += 1;
+    }
+    cov.splice(at..to, [(lo, hi)]);
+}
+
+/// The ordinals (1-based) of the retained summaries as closed runs, ascending.
+pub fn retained_runs(comps: &[Comp], out: &mut Vec<(u32, u32)>) {
+    out.clear();
+    for (k, c) in comps.iter().enumerate() {
+        if !c.retained {
+            continue;
+        }
+        let o = k as u32 + 1;
+        match out.last_mut() {
+            Some(r) if r.1 + 1 == o => r.1 = o,
+            _ => out.push((o, o)),
+        }
+    }
 }
 
 struct Ctx<'a> {

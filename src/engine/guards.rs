@@ -238,7 +238,9 @@ pub fn worth_compacting_in(
             }
         }
         if lo <= hi {
-            for i in 0..n {
+            // sorted timestamps: the events in [lo, hi] are an index range
+            let (a, b) = in_time_range(s, n, lo, hi);
+            for i in a..b {
                 let ts = s.timestamp[i];
                 if lo <= ts && ts <= hi && s.has_content[i] && !covered(cov, ts) && keep(i) {
                     removable += s.json_chars[i] as i64;
@@ -254,6 +256,19 @@ pub fn worth_compacting_in(
     removable > prev
 }
 
+/// The raw events among `0..n` that can have a timestamp in `[lo, hi]`, as an index range:
+/// with sorted timestamps exactly those (two binary searches), else all of them (callers
+/// still test each timestamp).
+pub fn in_time_range(s: &SessionSizes, n: usize, lo: f64, hi: f64) -> (usize, usize) {
+    if !s.ts_sorted {
+        return (0, n);
+    }
+    let ts = &s.timestamp[..n];
+    let a = ts.partition_point(|&t| t < lo);
+    let b = ts.partition_point(|&t| t <= hi);
+    (a, b.max(a))
+}
+
 /// Raw events of isolation scope `scope` with timestamp in `[lo, hi]` among `0..n` (count,
 /// first, last): the oracle's `raw_events_in_range`.
 pub fn raw_in_range(
@@ -266,7 +281,8 @@ pub fn raw_in_range(
     let mut count = 0;
     let mut first = None;
     let mut last = None;
-    for i in 0..n {
+    let (a, b) = in_time_range(s, n, lo, hi);
+    for i in a..b {
         let ts = s.timestamp[i];
         if lo <= ts && ts <= hi && s.scope.get(i).map_or(0, |&x| x) == scope {
             count += 1;

@@ -84,6 +84,10 @@ impl Config {
     }
 }
 
+/// What a request's hidden runs were walked for: scratch generation, compactions, and the
+/// baseline row's bitset and start.
+pub(crate) type HiddenKey = (u32, usize, u32, u32);
+
 /// Replay-local state: the session as ADK holds it after `n` raw events.
 pub(crate) struct State<'a> {
     pub s: &'a SessionSizes,
@@ -123,6 +127,30 @@ pub(crate) struct State<'a> {
     pub inv_latest: Vec<f64>,
     pub inv_first: Vec<u32>,
     pub inv_last: Vec<u32>,
+    /// The sliding window's "new" invocations: those whose latest timestamp is after
+    /// `new_basis` (the end it last compared with), ascending, kept as events are appended
+    /// so the check after each invocation does not walk every invocation again.
+    pub new_invs: Vec<u32>,
+    pub in_new: Vec<bool>,
+    pub new_basis: f64,
+    /// The retained ordinals as closed runs, recomputed when a compaction is appended (each
+    /// invocation's row takes a copy: O(runs), not O(summaries)).
+    pub retained_runs: Vec<(u32, u32)>,
+    /// Where the last request's carried ordinals went in `out.carried`, and the build they
+    /// were read from (scratch generation, compactions): an extended build carries the same.
+    pub carried_at: Option<(u32, u32, u32, usize)>,
+    /// Summaries the last append subsumed (reused buffer).
+    dropped: Vec<u32>,
+    /// The carried ordinals of the current request (reused buffer).
+    pub carried_buf: Vec<u32>,
+    /// The last request's hidden runs in `out.hidden` (start, end), their tokens, the key
+    /// they were walked for (scratch generation, compactions, baseline row's bitset and
+    /// start) and the raw events then.
+    pub hidden_at: Option<(u32, u32, u64, HiddenKey, usize)>,
+    /// The coverage `hidden_at` was walked with, and whether that request carried no
+    /// compacted event.
+    pub hidden_cov: Vec<(f64, f64)>,
+    pub hidden_none_present: bool,
 }
 
 impl<'a> State<'a> {
@@ -143,6 +171,52 @@ impl<'a> State<'a> {
         self.inv_latest[inv] = self.inv_latest[inv].max(self.s.timestamp[k]);
         self.inv_first[inv] = self.inv_first[inv].min(k as u32);
         self.inv_last[inv] = k as u32;
+        if self.in_new.len() <= inv {
+            self.in_new.resize(inv + 1, false);
+        }
+        if !self.in_new[inv] && self.inv_latest[inv] > self.new_basis {
+            self.in_new[inv] = true;
+            // usually the newest invocation: a push
+            let at = self.new_invs.partition_point(|&x| (x as usize) < inv);
+            self.new_invs.insert(at, inv as u32);
+        }
+    }
+
+    /// The invocations whose latest timestamp is after `last_end`, ascending (ADK's
+    /// `new_invocation_ids`): the kept set, narrowed when the end moved forward, rebuilt when
+    /// it moved back (or is NaN).
+    pub fn new_invocations(&mut self, last_end: f64) -> &[u32] {
+        if last_end != self.new_basis {
+            if last_end > self.new_basis {
+                let (latest, in_new) = (&self.inv_latest, &mut self.in_new);
+                self.new_invs.retain(|&k| {
+                    let keep = latest[k as usize] > last_end;
+                    in_new[k as usize] = keep;
+                    keep
+                });
+            } else {
+                self.new_invs.clear();
+                for (k, &t) in self.inv_latest.iter().enumerate() {
+                    let keep = t > last_end;
+                    self.in_new[k] = keep;
+                    if keep {
+                        self.new_invs.push(k as u32);
+                    }
+                }
+            }
+            self.new_basis = last_end;
+        }
+        #[cfg(debug_assertions)]
+        {
+            let all: Vec<u32> = (0..self.inv_latest.len() as u32)
+                .filter(|&k| self.inv_latest[k as usize] > last_end)
+                .collect();
+            assert_eq!(
+                all, self.new_invs,
+                "kept new invocations vs all invocations"
+            );
+        }
+        &self.new_invs
     }
 
     /// ADK `_latest_prompt_token_count(_apply_rewinds(events), ...)`, the prompt size ADK's
@@ -443,8 +517,8 @@ impl<'a> State<'a> {
             retained: true,
         });
         self.comp_scope.push(scope);
-        let before_retained: Vec<bool> = self.comps.iter().map(|c| c.retained).collect();
-        contents::update_retained_after_append(&mut self.comps);
+        let mut dropped = std::mem::take(&mut self.dropped);
+        contents::update_retained_after_append(&mut self.comps, &mut dropped);
         #[cfg(debug_assertions)]
         {
             let mut full = self.comps.clone();
@@ -456,17 +530,30 @@ impl<'a> State<'a> {
                 "retained after append vs recomputed"
             );
         }
-        for (k, was) in before_retained.iter().enumerate() {
-            if *was && !self.comps[k].retained {
-                if let Some(c) = self.out.compactions.get_mut(k) {
-                    c.subsumed_by.get_or_insert(ordinal);
-                }
+        for &k in &dropped {
+            // A dropped summary's text can never seed again (containment never ends; with
+            // scopes or rewinds a view can still retain it): free it, so rolling text
+            // summaries hold O(one summary), not O(all of them).
+            if !self.special {
+                self.comps[k as usize].text = None;
+            }
+            if let Some(c) = self.out.compactions.get_mut(k as usize) {
+                c.subsumed_by.get_or_insert(ordinal);
             }
         }
-        contents::coverage(&self.comps, &mut self.cov);
+        self.dropped = dropped;
+        contents::coverage_after_append(&self.comps, &mut self.cov);
+        #[cfg(debug_assertions)]
+        {
+            let mut full = Vec::new();
+            contents::coverage(&self.comps, &mut full);
+            assert_eq!(full, self.cov, "coverage after append vs recomputed");
+        }
+        contents::retained_runs(&self.comps, &mut self.retained_runs);
         // The oracle counts the raw events of the compaction's scope, rewound ones included.
         let (count, f, l) = guards::raw_in_range(s, self.n, start, end, scope);
-        let mut invs: Vec<u32> = (0..self.n)
+        let (a, b) = guards::in_time_range(s, self.n, start, end);
+        let mut invs: Vec<u32> = (a..b)
             .filter(|&i| start <= s.timestamp[i] && s.timestamp[i] <= end)
             .filter(|&i| s.scope.get(i).map_or(0, |&x| x) == scope)
             // The oracle's `_inv_index`: an invocation id recurring later maps to its first
@@ -535,6 +622,16 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         inv_latest: Vec::new(),
         inv_first: Vec::new(),
         inv_last: Vec::new(),
+        new_invs: Vec::new(),
+        in_new: Vec::new(),
+        new_basis: 0.0,
+        retained_runs: Vec::new(),
+        carried_at: None,
+        dropped: Vec::new(),
+        carried_buf: Vec::new(),
+        hidden_at: None,
+        hidden_cov: Vec::new(),
+        hidden_none_present: false,
     };
     let mut base = Scratch::default();
     let mut prev = pre_request::Prev::default();
@@ -589,4 +686,73 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
     }
     t.final_retained_summaries = retained;
     st.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summarizer::{Deterministic, Policy};
+    use super::*;
+
+    fn long_session(invocations: usize, tool_rounds: bool) -> SessionSizes {
+        let shape = crate::synth::LongShape {
+            invocations,
+            tool_rounds,
+        };
+        let mut text = Vec::new();
+        crate::synth::write_long_session(5, shape, &mut text).expect("in memory");
+        let text = String::from_utf8(text).expect("utf-8");
+        let sessions = crate::transcript::adk::read("long.json", &text).expect("reads");
+        SessionSizes::new(&sessions[0], None)
+    }
+
+    /// Issue 13: every request of a long sliding session carries every summary so far, and
+    /// each invocation's row listed them all: O(requests × summaries) numbers. Requests now
+    /// share one prefix-extended list and rows keep runs, while every request and row still
+    /// lists exactly the retained ordinals (debug builds also check the coverage, the
+    /// retained flags, the new invocations and the hidden runs against full recomputations).
+    #[test]
+    fn a_long_sliding_replay_stores_each_carried_summary_once() {
+        for tool_rounds in [false, true] {
+            let s = long_session(300, tool_rounds);
+            let cfg = Config {
+                sliding: Some((5, 1)),
+                pre_request: true,
+                ..Config::default()
+            };
+            let summ = Deterministic::new(Policy::Fixed(400), vec![], vec![]);
+            let r = replay(&s, &cfg, &summ);
+            let c = r.compactions.len();
+            assert_eq!(c, 60, "one summary per 5 invocations");
+            assert!(
+                r.compactions.iter().all(|x| x.retained),
+                "overlapping, none contained"
+            );
+            let listed: usize = r.requests.iter().map(|q| r.carried(q).len()).sum();
+            assert!(listed > 10 * c, "requests carry many summaries ({listed})");
+            assert!(
+                r.carried.len() <= c,
+                "{} carried numbers stored for {c} summaries",
+                r.carried.len()
+            );
+            for (q, i) in r.requests.iter().zip(0..) {
+                // made after an earlier invocation (post-invocation summaries)
+                let made = r
+                    .compactions
+                    .iter()
+                    .filter(|x| x.invocation_index < q.invocation_index)
+                    .count() as u32;
+                let want: Vec<u32> = (1..=made).collect();
+                assert_eq!(r.carried(q), &want[..], "request {i}");
+            }
+            for inv in &r.invocations {
+                assert!(inv.retained_summaries.len() <= 1, "one run");
+                let n = r
+                    .compactions
+                    .iter()
+                    .filter(|x| x.invocation_index <= inv.index)
+                    .count() as u32;
+                assert_eq!(inv.retained_ordinals(), (1..=n).collect::<Vec<_>>());
+            }
+        }
+    }
 }

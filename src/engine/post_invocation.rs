@@ -25,17 +25,16 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
         .find(|c| c.end != 0.0)
         .map_or(0.0, |c| c.end);
     // distinct invocation ids are interned in first-appearance order: 0..=max, and the
-    // state keeps each one's latest timestamp and first / last event as events arrive
-    let latest = &st.inv_latest;
-    let new: Vec<usize> = (0..latest.len())
-        .filter(|&k| latest[k] > last_end)
-        .collect();
+    // state keeps each one's latest timestamp and first / last event as events arrive, and
+    // the new ones among them
+    let new = st.new_invocations(last_end);
     if (new.len() as u64) < interval {
         return false;
     }
     let (Some(&first_new), Some(&end_inv)) = (new.first(), new.last()) else {
         return false;
     };
+    let (first_new, end_inv) = (first_new as usize, end_inv as usize);
     let start_inv = first_new.saturating_sub(overlap.min(usize::MAX as u64) as usize);
     let last_idx = st.inv_last[end_inv] as usize;
     let first_idx = st.inv_first[start_inv] as usize;
@@ -199,7 +198,13 @@ pub(crate) fn run(
     } else {
         st.measure(main, None, 0)
     };
-    let retained = st.retained_ordinals();
+    #[cfg(debug_assertions)]
+    {
+        let mut runs = Vec::new();
+        contents::retained_runs(&st.comps, &mut runs);
+        assert_eq!(runs, st.retained_runs, "kept retained runs vs the flags");
+    }
+    let retained = st.retained_runs.clone();
     st.out.invocations.push(Invocation {
         index: inv,
         first_event_index: lo as u32,

@@ -254,6 +254,212 @@ fn hidden_by_event(st: &mut State<'_>, row: usize) -> u64 {
     tokens
 }
 
+/// [`hidden`] of request `row`, as a range of `st.out.hidden` and its tokens. A request
+/// whose build extended the last one's (same scratch generation, same summaries), whose
+/// baseline row extends the last one's, and whose new events are all outside the summaries
+/// hides exactly what the last one hid: it shares that range instead of walking every
+/// compacted event again (which made a long session's replay O(requests × events)).
+fn hidden_shared(st: &mut State<'_>, row: usize) -> (u32, u32, u64) {
+    let (bits, start, _) = st.base.seen_rows[row];
+    let key = (st.sc.generation(), st.comps.len(), bits, start);
+    if let Some((a, b, tokens, k, n0)) = st.hidden_at {
+        let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
+        let s = st.s;
+        if k == key && n0 <= st.n && (n0..st.n).all(|i| !contents::covered(cov, s.timestamp[i])) {
+            #[cfg(debug_assertions)]
+            {
+                let at = st.out.hidden.len();
+                let fresh = hidden(st, row);
+                assert_eq!(
+                    (fresh, &st.out.hidden[at..]),
+                    (tokens, &st.out.hidden[a as usize..b as usize]),
+                    "hidden runs shared with the last request vs walked"
+                );
+                st.out.hidden.truncate(at);
+            }
+            st.hidden_at = Some((a, b, tokens, k, st.n));
+            return (a, b, tokens);
+        }
+    }
+    let cov: &[(f64, f64)] = if st.special { &st.vcov } else { &st.cov };
+    let s = st.s;
+    // Compacted events this request still carries (recovered calls) are not hidden; with
+    // none, what is hidden is monotone and can grow from the last request's.
+    let none_present = st
+        .sc
+        .seen_list
+        .iter()
+        .all(|&i| !contents::covered(cov, s.timestamp[i as usize]));
+    if let Some(r) = hidden_grown(st, row, key, none_present) {
+        st.hidden_at = Some((r.0, r.1, r.2, key, st.n));
+        st.hidden_cov.clone_from(&st.cov);
+        st.hidden_none_present = none_present;
+        return r;
+    }
+    let a = st.out.hidden.len() as u32;
+    let tokens = hidden(st, row);
+    let b = st.out.hidden.len() as u32;
+    st.hidden_at = Some((a, b, tokens, key, st.n));
+    st.hidden_cov.clone_from(&st.cov);
+    st.hidden_none_present = none_present;
+    (a, b, tokens)
+}
+
+/// [`hidden`] after summaries were appended since the last request (a sliding window's
+/// next summary): when neither request carries a compacted event, both baseline rows are
+/// one extended row and the summaries were only appended (coverage only grows), the hidden
+/// events are the last request's plus those of the newly covered spans (and of the events
+/// appended since). Only those spans are walked, so each event is walked about once per
+/// replay instead of once per summary.
+fn hidden_grown(
+    st: &mut State<'_>,
+    row: usize,
+    key: super::HiddenKey,
+    none_present: bool,
+) -> Option<(u32, u32, u64)> {
+    let s = st.s;
+    let (a0, b0, tok0, k0, n0) = st.hidden_at?;
+    if st.special
+        || !s.ts_sorted
+        || !none_present
+        || !st.hidden_none_present
+        || (k0.2, k0.3) != (key.2, key.3)
+        || k0.1 > key.1
+        || n0 > st.n
+    {
+        return None;
+    }
+    // index spans covered now, minus those covered among the last request's events
+    let old: Vec<(usize, usize)> = contents::covered_spans(s, n0, &st.hidden_cov).collect();
+    let mut fresh: Vec<(usize, usize)> = Vec::new();
+    let mut j = 0;
+    for (lo, hi) in contents::covered_spans(s, st.n, &st.cov) {
+        let mut at = lo;
+        while at < hi {
+            while j < old.len() && old[j].1 <= at {
+                j += 1;
+            }
+            match old.get(j) {
+                Some(&(ol, oh)) if ol <= at => at = oh.min(hi).max(at),
+                Some(&(ol, _)) if ol < hi => {
+                    fresh.push((at, ol));
+                    at = ol;
+                }
+                _ => {
+                    fresh.push((at, hi));
+                    at = hi;
+                }
+            }
+        }
+    }
+    let prefix = &st.base.tok_prefix;
+    let low = |b: usize| if b >= 64 { u64::MAX } else { (1u64 << b) - 1 };
+    let mut tokens = tok0;
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for (lo, hi) in fresh {
+        let mut w = lo / 64;
+        while w * 64 < hi {
+            let at = w * 64;
+            let (a, b) = (lo.max(at) - at, hi.min(at + 64) - at);
+            let mut m = st.base.seen_word(row, w) & low(b) & !low(a);
+            while m != 0 {
+                let tz = m.trailing_zeros() as usize;
+                let ones = (m >> tz).trailing_ones() as usize;
+                m &= !(low(ones) << tz);
+                let (x, y) = ((at + tz) as u32, (at + tz + ones - 1) as u32);
+                tokens += prefix[y as usize + 1] - prefix[x as usize];
+                match runs.last_mut() {
+                    Some(r) if r.1 + 1 == x => r.1 = y,
+                    _ => runs.push((x, y)),
+                }
+            }
+            w += 1;
+        }
+    }
+    // merge with the last request's runs (disjoint from these), coalescing neighbours
+    let start = st.out.hidden.len();
+    let (mut i, mut k) = (a0 as usize, 0);
+    while i < b0 as usize || k < runs.len() {
+        let r = if k >= runs.len() || (i < b0 as usize && st.out.hidden[i].0 < runs[k].0) {
+            i += 1;
+            st.out.hidden[i - 1]
+        } else {
+            k += 1;
+            runs[k - 1]
+        };
+        let grown = st.out.hidden.len() > start;
+        match st.out.hidden.last_mut() {
+            Some(last) if grown && last.1 + 1 == r.0 => last.1 = r.1,
+            _ => st.out.hidden.push(r),
+        }
+    }
+    let end = st.out.hidden.len();
+    #[cfg(debug_assertions)]
+    {
+        let grown = st.out.hidden[start..end].to_vec();
+        let walked = hidden(st, row);
+        assert_eq!(
+            (tokens, &grown[..]),
+            (walked, &st.out.hidden[end..]),
+            "hidden runs grown from the last request's vs walked"
+        );
+        st.out.hidden.truncate(end);
+    }
+    Some((start as u32, end as u32, tokens))
+}
+
+/// The ordinals of the summaries the request in `st.sc` carries (stream order), as a range
+/// of `st.out.carried`. Requests share storage: an extended build (same scratch generation,
+/// same summaries) carries what the last one did, and a list that is the last one plus new
+/// ordinals (a sliding window's next summary) only appends them. So a session retaining
+/// thousands of summaries stores each about once, not once per request.
+fn carried(st: &mut State<'_>) -> (u32, u32) {
+    let key = (st.sc.generation(), st.comps.len());
+    if let Some((a, b, g, c)) = st.carried_at {
+        if (g, c) == key {
+            #[cfg(debug_assertions)]
+            {
+                let fresh: Vec<u32> = st
+                    .sc
+                    .seq
+                    .iter()
+                    .filter(|x| x.0 == K_SUM)
+                    .map(|x| x.1 + 1)
+                    .collect();
+                assert_eq!(
+                    fresh,
+                    st.out.carried[a as usize..b as usize],
+                    "carried of an extended build"
+                );
+            }
+            return (a, b);
+        }
+    }
+    let mut list = std::mem::take(&mut st.carried_buf);
+    list.clear();
+    list.extend(st.sc.seq.iter().filter(|x| x.0 == K_SUM).map(|x| x.1 + 1));
+    let len = st.out.carried.len() as u32;
+    let (a, b) = match st.carried_at {
+        // the last list, at the end of the storage, is a prefix of this one
+        Some((a, b, _, _))
+            if b == len
+                && (b - a) as usize <= list.len()
+                && st.out.carried[a as usize..b as usize] == list[..(b - a) as usize] =>
+        {
+            let old = (b - a) as usize;
+            st.out.carried.extend_from_slice(&list[old..]);
+            (a, st.out.carried.len() as u32)
+        }
+        _ => {
+            st.out.carried.extend_from_slice(&list);
+            (len, st.out.carried.len() as u32)
+        }
+    };
+    st.carried_buf = list;
+    st.carried_at = Some((a, b, key.0, key.1));
+    (a, b)
+}
+
 /// One recorded model request at event `k` (raw events `0..k` exist).
 pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: usize) {
     let s = st.s;
@@ -288,19 +494,14 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
     };
 
     // hidden raw events: in the uncompacted request, absent from the compacted one, covered
-    let hid_start = st.out.hidden.len() as u32;
+    let mut hid_start = st.out.hidden.len() as u32;
     let mut hidden_tokens = 0u64;
-    let car_start = st.out.carried.len() as u32;
+    let (mut car_start, mut car_end) = (st.out.carried.len() as u32, st.out.carried.len() as u32);
+    let mut hid_end = hid_start;
     if generic {
-        hidden_tokens = hidden(st, row);
-        for &(kind, src) in &st.sc.seq {
-            if kind == K_SUM {
-                st.out.carried.push(src + 1);
-            }
-        }
+        (hid_start, hid_end, hidden_tokens) = hidden_shared(st, row);
+        (car_start, car_end) = carried(st);
     }
-    let hid_end = st.out.hidden.len() as u32;
-    let car_end = st.out.carried.len() as u32;
     let shared = shared_prefix(st, prev, author, scope, generic);
     prev.last = Some((author, st.n, st.comps.len(), sim.history_tokens));
     prev.last_scope = scope;

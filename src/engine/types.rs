@@ -189,8 +189,21 @@ pub struct Invocation {
     pub next_request_contents: u32,
     pub next_request_history_tokens: u64,
     pub next_request_baseline_history_tokens: u64,
-    /// Ordinals of the non-subsumed summaries after this invocation.
-    pub retained_summaries: Vec<u32>,
+    /// Ordinals of the non-subsumed summaries after this invocation, as closed runs
+    /// `(first, last)` ascending (a long sliding session retains thousands of summaries:
+    /// one run, not one number each per invocation); [`Invocation::retained_ordinals`] lists
+    /// them.
+    pub retained_summaries: Vec<(u32, u32)>,
+}
+
+impl Invocation {
+    /// The ordinals of the non-subsumed summaries after this invocation, ascending.
+    pub fn retained_ordinals(&self) -> Vec<u32> {
+        self.retained_summaries
+            .iter()
+            .flat_map(|&(a, b)| a..=b)
+            .collect()
+    }
 }
 
 /// Session totals, as the oracle's `totals`.

@@ -8,6 +8,8 @@
 //! `1700000000 + index`, and a model request is a non-user event whose content role is
 //! `model` (or with no content but usage metadata).
 
+use serde::de;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{
@@ -46,19 +48,15 @@ fn non_null<'a>(o: &'a Map<String, Value>, snake: &str) -> Option<&'a Value> {
 pub fn sniff(text: &str) -> bool {
     let t = text.trim_start();
     if t.starts_with('{') {
-        if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(t) {
-            if o.get("events").is_some_and(Value::is_array) {
-                return o
-                    .get("events")
-                    .and_then(|e| e.as_array())
-                    .is_some_and(|a| a.iter().all(looks_like_event))
-                    || o.contains_key("app_name")
-                    || o.contains_key("appName");
+        // Streamed: only the keys are looked at (a 200 MB export is not built as a tree).
+        if let Ok(top) = sniff_object(t) {
+            if let Some(all_events) = top.events {
+                return all_events || top.app_name;
             }
-            if field(&o, "eval_cases").is_some_and(Value::is_array) {
+            if top.eval_cases {
                 return true;
             }
-            return looks_like_event(&Value::Object(o));
+            return top.looks_like_event;
         }
         // JSONL: every non-empty line an ADK event.
         let mut any = false;
@@ -71,11 +69,205 @@ pub fn sniff(text: &str) -> bool {
         return any;
     }
     if t.starts_with('[') {
-        if let Ok(Value::Array(a)) = serde_json::from_str::<Value>(t) {
-            return !a.is_empty() && a.iter().all(looks_like_event);
+        let mut de = serde_json::Deserializer::from_str(t);
+        let all = de::Deserializer::deserialize_any(&mut de, EventKeys::List);
+        if let (Ok(KeysSeen::List { len, all }), Ok(())) = (all, de.end()) {
+            return len > 0 && all;
         }
     }
     false
+}
+
+/// What [`sniff`] needs of a top-level object, read without building it.
+#[derive(Debug, Default)]
+struct TopKeys {
+    /// The `events` value (the last one, as a parsed map keeps): a list, and whether every
+    /// element looks like an event; `None` when absent or not a list.
+    events: Option<bool>,
+    app_name: bool,
+    /// `eval_cases` (else `evalCases`) is a list.
+    eval_cases: bool,
+    /// The object itself looks like an event ([`looks_like_event`]).
+    looks_like_event: bool,
+}
+
+fn sniff_object(t: &str) -> Result<TopKeys, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(t);
+    let top = match de::Deserializer::deserialize_any(&mut de, EventKeys::Top)? {
+        KeysSeen::Top(k) => k,
+        _ => return Err(de::Error::custom("not an object")),
+    };
+    de.end()?;
+    Ok(top)
+}
+
+/// A key-only reader for [`sniff`]: the top-level object's keys, a list's elements (do they
+/// look like events?), or one element's keys.
+#[derive(Clone, Copy)]
+enum EventKeys {
+    Top,
+    List,
+    Element,
+}
+
+enum KeysSeen {
+    Top(TopKeys),
+    List {
+        len: usize,
+        all: bool,
+    },
+    /// An element: whether it looks like an event.
+    Element(bool),
+    /// Anything else (consumed).
+    Other,
+}
+
+impl<'de> de::DeserializeSeed<'de> for EventKeys {
+    type Value = KeysSeen;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<KeysSeen, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// Whether a value is a list (its elements consumed unread).
+struct IsList;
+
+impl<'de> de::DeserializeSeed<'de> for IsList {
+    type Value = bool;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> de::Visitor<'de> for IsList {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(true)
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        while map
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(false)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+}
+
+impl<'de> de::Visitor<'de> for EventKeys {
+    type Value = KeysSeen;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<KeysSeen, A::Error> {
+        match self {
+            EventKeys::List => {
+                let (mut len, mut all) = (0, true);
+                while let Some(k) = seq.next_element_seed(EventKeys::Element)? {
+                    len += 1;
+                    all &= matches!(k, KeysSeen::Element(true));
+                }
+                Ok(KeysSeen::List { len, all })
+            }
+            _ => {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(match self {
+                    EventKeys::Element => KeysSeen::Element(false),
+                    _ => KeysSeen::Other,
+                })
+            }
+        }
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<KeysSeen, A::Error> {
+        let mut top = TopKeys::default();
+        let (mut author, mut inv, mut content, mut actions) = (false, false, false, false);
+        // `eval_cases` wins over `evalCases` (the reader's `field`)
+        let (mut snake_eval, mut camel_eval) = (None, None);
+        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match (self, k.as_ref()) {
+                (EventKeys::Top, "events") => {
+                    top.events = match map.next_value_seed(EventKeys::List)? {
+                        KeysSeen::List { all, .. } => Some(all),
+                        _ => None,
+                    };
+                    continue;
+                }
+                (EventKeys::Top, "eval_cases") => {
+                    snake_eval = Some(map.next_value_seed(IsList)?);
+                    continue;
+                }
+                (EventKeys::Top, "evalCases") => {
+                    camel_eval = Some(map.next_value_seed(IsList)?);
+                    continue;
+                }
+                (EventKeys::Top, "app_name" | "appName") => top.app_name = true,
+                (_, "author") => author = true,
+                (_, "invocation_id" | "invocationId") => inv = true,
+                (_, "content") => content = true,
+                (_, "actions") => actions = true,
+                _ => {}
+            }
+            map.next_value::<de::IgnoredAny>()?;
+        }
+        let looks = author && (inv || content || actions);
+        Ok(match self {
+            EventKeys::Top => {
+                top.eval_cases = snake_eval.or(camel_eval).unwrap_or(false);
+                top.looks_like_event = looks;
+                KeysSeen::Top(top)
+            }
+            EventKeys::Element => KeysSeen::Element(looks),
+            EventKeys::List => KeysSeen::Other,
+        })
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<KeysSeen, E> {
+        Ok(self.scalar())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<KeysSeen, E> {
+        Ok(self.scalar())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<KeysSeen, E> {
+        Ok(self.scalar())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<KeysSeen, E> {
+        Ok(self.scalar())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<KeysSeen, E> {
+        Ok(self.scalar())
+    }
+    fn visit_unit<E>(self) -> Result<KeysSeen, E> {
+        Ok(self.scalar())
+    }
+}
+
+impl EventKeys {
+    fn scalar(self) -> KeysSeen {
+        match self {
+            EventKeys::Element => KeysSeen::Element(false),
+            _ => KeysSeen::Other,
+        }
+    }
 }
 
 fn looks_like_event(v: &Value) -> bool {
@@ -96,31 +288,47 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     let skipped = text[..text.len() - t.len()].matches('\n').count();
     let stem = session_stem(file);
     if t.starts_with('{') || t.starts_with('[') {
-        match serde_json::from_str::<Value>(t) {
-            Ok(Value::Object(o)) => {
-                if let Some(Value::Array(evs)) = o.get("events") {
+        // Streamed: each event is converted as soon as it is parsed, so a document of any
+        // size never exists as one JSON tree. A conversion error is reported once the whole
+        // document parsed (a syntax error anywhere comes first, as for a parsed tree).
+        let mut b = SessionBuilder::new(file);
+        let mut bad: Option<ReadError> = None;
+        let top = {
+            let mut de = serde_json::Deserializer::from_str(t);
+            let seed = EventsSeed {
+                b: &mut b,
+                bad: &mut bad,
+                prefix: "$",
+                top: true,
+            };
+            de::DeserializeSeed::deserialize(seed, &mut de).and_then(|top| de.end().map(|_| top))
+        };
+        match top {
+            Ok(Streamed::List) if t.starts_with('[') => {
+                if let Some(e) = bad {
+                    return Err(e);
+                }
+                return Ok(vec![b.finish(stem, file.to_string(), Format::Adk)]);
+            }
+            Ok(Streamed::Object {
+                events_list,
+                rest: o,
+            }) => {
+                if events_list {
+                    if let Some(e) = bad {
+                        return Err(e);
+                    }
                     let id = o
                         .get("id")
                         .and_then(Value::as_str)
                         .map(str::to_string)
                         .unwrap_or(stem);
-                    let items: Vec<(String, &Value)> = evs
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| (format!("$.events[{i}]"), v))
-                        .collect();
-                    return Ok(vec![build_session(
-                        file,
-                        id,
-                        file.to_string(),
-                        Format::Adk,
-                        &items,
-                    )?]);
+                    return Ok(vec![b.finish(id, file.to_string(), Format::Adk)]);
                 }
                 if let Some(cases) = field(&o, "eval_cases") {
                     return read_eval_set(file, cases);
                 }
-                if looks_like_event(&Value::Object(o.clone())) {
+                if looks_like_event(&Value::Object(o)) {
                     // A single-line JSONL file holding one event.
                     return read_jsonl(file, t, stem, skipped);
                 }
@@ -129,20 +337,6 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                     "$",
                     "an ADK session needs an \"events\" list",
                 ));
-            }
-            Ok(Value::Array(evs)) => {
-                let items: Vec<(String, &Value)> = evs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| (format!("$[{i}]"), v))
-                    .collect();
-                return Ok(vec![build_session(
-                    file,
-                    stem,
-                    file.to_string(),
-                    Format::Adk,
-                    &items,
-                )?]);
             }
             Ok(_) => return Err(ReadError::new(file, "$", "expected a JSON object or list")),
             // A list, or an object whose first line is not a JSON value by itself, is one
@@ -158,6 +352,108 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         }
     }
     read_jsonl(file, t, stem, skipped)
+}
+
+/// A streamed top-level document: a list of events (converted), or an object whose other
+/// keys are kept as values and whose `events` list (the last one, as a parsed map keeps)
+/// was converted.
+enum Streamed {
+    List,
+    Object {
+        events_list: bool,
+        rest: Map<String, Value>,
+    },
+    /// A non-list value where a list of events may stand (kept for the caller).
+    Value(Value),
+}
+
+/// Reads a list of events into a [`SessionBuilder`] element by element (paths
+/// `{prefix}[i]`), keeping the first conversion error and parsing on; at the top (`top`), an
+/// object is read key by key with its `events` value read the same way.
+struct EventsSeed<'a, 'f> {
+    b: &'a mut SessionBuilder<'f>,
+    bad: &'a mut Option<ReadError>,
+    prefix: &'a str,
+    top: bool,
+}
+
+impl<'de> de::DeserializeSeed<'de> for EventsSeed<'_, '_> {
+    type Value = Streamed;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Streamed, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> de::Visitor<'de> for EventsSeed<'_, '_> {
+    type Value = Streamed;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Streamed, A::Error> {
+        let mut i = 0usize;
+        while let Some(v) = seq.next_element::<Value>()? {
+            if self.bad.is_none() {
+                if let Err(e) = self.b.push(&format!("{}[{i}]", self.prefix), &v) {
+                    *self.bad = Some(e);
+                }
+            }
+            i += 1;
+        }
+        Ok(Streamed::List)
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Streamed, A::Error> {
+        if !self.top {
+            let v = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+            return Ok(Streamed::Value(v));
+        }
+        let mut rest = Map::new();
+        let mut events_list = false;
+        while let Some(k) = map.next_key::<String>()? {
+            if k != "events" {
+                let v: Value = map.next_value()?;
+                rest.insert(k, v);
+                continue;
+            }
+            // a repeated key: the last value counts
+            *self.b = SessionBuilder::new(self.b.file);
+            *self.bad = None;
+            let seed = EventsSeed {
+                b: &mut *self.b,
+                bad: &mut *self.bad,
+                prefix: "$.events",
+                top: false,
+            };
+            match map.next_value_seed(seed)? {
+                Streamed::Value(v) => {
+                    events_list = false;
+                    rest.insert(k, v);
+                }
+                _ => {
+                    events_list = true;
+                    rest.remove(&k);
+                }
+            }
+        }
+        Ok(Streamed::Object { events_list, rest })
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Streamed, E> {
+        Ok(Streamed::Value(Value::Bool(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Streamed, E> {
+        Ok(Streamed::Value(Value::from(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Streamed, E> {
+        Ok(Streamed::Value(Value::from(v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Streamed, E> {
+        Ok(Streamed::Value(Value::from(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Streamed, E> {
+        Ok(Streamed::Value(Value::String(v.to_string())))
+    }
+    fn visit_unit<E>(self) -> Result<Streamed, E> {
+        Ok(Streamed::Value(Value::Null))
+    }
 }
 
 fn first_line_is_json(t: &str) -> bool {
@@ -567,27 +863,38 @@ pub(crate) fn session_from_events(
     build_session(file, id, source, Format::Adk, items)
 }
 
-fn build_session(
-    file: &str,
-    id: String,
-    source: String,
-    format: Format,
-    items: &[(String, &Value)],
-) -> Result<Session, ReadError> {
-    let mut events: Vec<Event> = Vec::new();
-    let mut recorded = Vec::new();
-    let mut synthetic = false;
-    let mut model: Option<String> = None;
-    for (path, v) in items {
+/// An ADK session's events converted one at a time (a streamed document never holds more
+/// than one event's JSON at once), then the session.
+struct SessionBuilder<'f> {
+    file: &'f str,
+    events: Vec<Event>,
+    recorded: Vec<RecordedCompaction>,
+    synthetic: bool,
+    model: Option<String>,
+}
+
+impl<'f> SessionBuilder<'f> {
+    fn new(file: &'f str) -> Self {
+        SessionBuilder {
+            file,
+            events: Vec::new(),
+            recorded: Vec::new(),
+            synthetic: false,
+            model: None,
+        }
+    }
+
+    /// Event `v`, at JSON path (or line) `path`.
+    fn push(&mut self, path: &str, v: &Value) -> Result<(), ReadError> {
         let Some(o) = v.as_object() else {
             return Err(ReadError::new(
-                file,
-                path.as_str(),
+                self.file,
+                path,
                 "an event must be a JSON object",
             ));
         };
         if non_null(o, "partial").and_then(Value::as_bool) == Some(true) {
-            continue;
+            return Ok(());
         }
         let actions = non_null(o, "actions").and_then(Value::as_object);
         if let Some(c) = actions
@@ -605,8 +912,8 @@ fn build_session(
                         .join("")
                 })
                 .unwrap_or_default();
-            recorded.push(RecordedCompaction {
-                at_event: events.len(),
+            self.recorded.push(RecordedCompaction {
+                at_event: self.events.len(),
                 source: "adk compaction event".into(),
                 trigger: None,
                 pre_tokens: None,
@@ -614,11 +921,11 @@ fn build_session(
                 end_timestamp: num(field(c, "end_timestamp")),
                 summary,
             });
-            continue;
+            return Ok(());
         }
-        let (scope, rewind) = scope_and_rewind(file, path, o, actions)?;
+        let (scope, rewind) = scope_and_rewind(self.file, path, o, actions)?;
         for k in ["author", "invocation_id"] {
-            refuse_number_tag(file, &format!("{path}.{k}"), non_null(o, k))?;
+            refuse_number_tag(self.file, &format!("{path}.{k}"), non_null(o, k))?;
         }
         let author = non_null(o, "author")
             .and_then(Value::as_str)
@@ -629,14 +936,14 @@ fn build_session(
             .filter(|s| !s.is_empty())
         else {
             return Err(ReadError::new(
-                file,
-                path.as_str(),
+                self.file,
+                path,
                 "event has no invocation_id",
             ));
         };
         let content = non_null(o, "content").and_then(Value::as_object);
         let cp = match content {
-            Some(c) => content_parts(c, &format!("{path}.content"), file)?,
+            Some(c) => content_parts(c, &format!("{path}.content"), self.file)?,
             None => ContentParts {
                 role: if author == "user" {
                     Role::User
@@ -676,8 +983,8 @@ fn build_session(
         let ts = match num(field(o, "timestamp")) {
             Some(t) if t != 0.0 => t,
             _ => {
-                synthetic = true;
-                SYNTHETIC_T0 + events.len() as f64
+                self.synthetic = true;
+                SYNTHETIC_T0 + self.events.len() as f64
             }
         };
         let mut e = Event::new(author, role, inv, ts);
@@ -704,7 +1011,7 @@ fn build_session(
         let um = non_null(o, "usage_metadata").and_then(Value::as_object);
         if let Some(um) = um {
             let up = format!("{path}.usage_metadata");
-            let get = |k: &str| tokens(file, &up, um, k);
+            let get = |k: &str| tokens(self.file, &up, um, k);
             let cached = get("cached_content_token_count")?.unwrap_or(0);
             let output = get("candidates_token_count")?
                 .unwrap_or(0)
@@ -724,7 +1031,7 @@ fn build_session(
             e.author != "user" && (content_role_model || (content.is_none() && um.is_some()));
         if let Some(m) = non_null(o, "model_version").and_then(Value::as_str) {
             e.model = Some(m.to_string());
-            model.get_or_insert_with(|| m.to_string());
+            self.model.get_or_insert_with(|| m.to_string());
         }
         e.long_running_tool_ids = str_list(non_null(o, "long_running_tool_ids"));
         if let Some(a) = actions {
@@ -745,18 +1052,37 @@ fn build_session(
             .map(str::to_string);
         e.isolation_scope = scope;
         e.rewind_before_invocation_id = rewind;
-        events.push(e);
+        self.events.push(e);
+
+        Ok(())
     }
-    Ok(Session {
-        id,
-        source,
-        format,
-        events,
-        recorded_compactions: recorded,
-        model,
-        synthetic_timestamps: synthetic,
-        approval_policies: Vec::new(),
-    })
+
+    fn finish(self, id: String, source: String, format: Format) -> Session {
+        Session {
+            id,
+            source,
+            format,
+            events: self.events,
+            recorded_compactions: self.recorded,
+            model: self.model,
+            synthetic_timestamps: self.synthetic,
+            approval_policies: Vec::new(),
+        }
+    }
+}
+
+fn build_session(
+    file: &str,
+    id: String,
+    source: String,
+    format: Format,
+    items: &[(String, &Value)],
+) -> Result<Session, ReadError> {
+    let mut b = SessionBuilder::new(file);
+    for (path, v) in items {
+        b.push(path, v)?;
+    }
+    Ok(b.finish(id, source, format))
 }
 
 /// ADK 2.13's isolation scope and rewind marker of one event (`None` when unused: ADK writes
@@ -1248,5 +1574,51 @@ mod unsupported_tests {
             r#"{"role":"","parts":[{"text":"ok"}]}"#,
         );
         assert!(read("s.json", &r).unwrap()[0].events[1].role_absent);
+    }
+}
+
+#[cfg(test)]
+mod streamed_tests {
+    use super::*;
+
+    const E: &str = r#"{"author":"user","invocation_id":"i1","timestamp":1.5,"content":{"role":"user","parts":[{"text":"hi"}]}}"#;
+    /// No invocation id: the reader refuses it.
+    const BAD: &str =
+        r#"{"author":"user","timestamp":2,"content":{"role":"user","parts":[{"text":"x"}]}}"#;
+
+    /// Issue 13: documents are converted event by event while they are parsed. What was
+    /// true of the parsed tree stays true: a syntax error anywhere is reported before a bad
+    /// event, the last of repeated `events` keys counts, and the sniffer (keys only) agrees.
+    #[test]
+    fn a_streamed_document_reads_as_the_parsed_tree_did() {
+        let syntax = format!(r#"{{"id":"a","events":[{BAD},{E}], "x": tru}}"#);
+        let e = read("s.json", &syntax).unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+        let bad = format!(r#"{{"id":"a","events":[{E},{BAD}]}}"#);
+        let e = read("b.json", &bad).unwrap_err().to_string();
+        assert!(
+            e.contains("$.events[1]") && e.contains("invocation_id"),
+            "{e}"
+        );
+        let list = format!("[{E},{BAD}]");
+        let e = read("l.json", &list).unwrap_err().to_string();
+        assert!(e.contains("$[1]"), "{e}");
+        let twice = format!(r#"{{"events":[{E}],"id":"a","events":[{E},{E},{E}]}}"#);
+        let s = read("t.json", &twice).unwrap();
+        assert_eq!((s[0].id.as_str(), s[0].events.len()), ("a", 3));
+        let not_a_list = format!(r#"{{"id":"a","events":[{E}],"events":{{"x":1}}}}"#);
+        assert!(read("n.json", &not_a_list).is_err());
+        assert!(!sniff(&not_a_list), "the last events value is not a list");
+        assert!(sniff(&twice) && sniff(&bad) && sniff(&list));
+        assert!(sniff(r#"{"app_name":"x","events":[1]}"#));
+        assert!(!sniff(r#"{"events":[1]}"#));
+        assert!(sniff(r#"{"evalCases":[]}"#));
+        assert!(
+            !sniff(r#"{"eval_cases":5,"evalCases":[]}"#),
+            "the snake key wins"
+        );
+        let jsonl = format!("{E}\n{E}\n");
+        assert!(sniff(&jsonl));
+        assert_eq!(read("j.jsonl", &jsonl).unwrap()[0].events.len(), 2);
     }
 }

@@ -1,0 +1,463 @@
+//! Scale benchmark (README "Benchmark" → "Scale"):
+//!
+//! ```text
+//! cargo run --release --bin scale-bench -- [--sizes 2500,5000,10000,20000] [--big-events N]
+//!                                          [--reps R] [--summarizers agent,terse]
+//!                                          [--clients waits,streams] [--no-big] [--dir DIR]
+//!                                          [--timeout SECONDS]
+//! ```
+//!
+//! How replay cost grows with session length. The sessions are written by `synth`'s long
+//! session of small events (`compaction_sim::synth::write_long_session`): the canonical
+//! session of N invocations (a user message and a short answer each: 2N events, N model
+//! requests) for each N of `--sizes`, and one big ADK export of `--big-events` events
+//! (default 200,000; a tool round in every invocation) — nothing is committed, everything is
+//! generated into a temporary folder (`--dir` keeps it).
+//!
+//! Every case runs in its own process (this binary, started again with `--child`), so its
+//! peak memory is its own: the child reads the session (ADK reader), counts tokens (o200k, no
+//! cache), builds the per-event arrays, then replays it `--reps` times (default 3) under one
+//! setting with the metrics (`cost::evaluate`, as `replay` and `sweep` do) and reports its
+//! `VmHWM` (peak resident set) after loading and at the end. Settings: token
+//! (`after_tokens` 20,000, `keep_recent_events` 10), sliding (`after_invocations` 5,
+//! `overlap` 1) and both; summarizers and client modes as listed. The first replay of a
+//! process also builds the session's setting-independent baseline (cached for later
+//! settings); the table shows it and the median of the others.
+//!
+//! The big session is replayed under the three settings (agent summarizer, waits), by the
+//! engine alone (`engine`: the summarizer `evaluate` builds, no metrics) and with the metrics
+//! (`metrics`), and read by
+//! `inspect` (the library's command, in a child of its own; with `--no-cache`, so the token
+//! count is cold).
+//!
+//! Growth: time per event at the largest size divided by time per event at the smallest
+//! (1.0 = linear). A case running longer than `--timeout` (default 600 s) is killed and
+//! shown as such.
+
+use compaction_sim::cost::client::ClientMode;
+use compaction_sim::cost::compute::{CostModel, FALLBACK_AGENT_MODEL};
+use compaction_sim::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
+use compaction_sim::cost::summarizers::{build, Billed, BuildContext, SummarizerSpec};
+use compaction_sim::engine::{self, Config, UsageMode};
+use compaction_sim::synth::{write_long_session, LongShape};
+use compaction_sim::tokens::sizes::SessionSizes;
+use compaction_sim::tokens::{count_sessions, CacheOpts, Tokenizer};
+use compaction_sim::transcript::detect;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+const SEED: u64 = 13;
+/// Prefix of the one line a child prints for the parent.
+const RESULT: &str = "SCALE-BENCH-RESULT";
+
+/// Peak resident memory of this process, MiB (Linux `VmHWM`).
+fn peak_mib() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// The setting of a kind.
+fn config(kind: &str) -> Option<Config> {
+    let token = Some((20_000, 10));
+    let sliding = Some((5, 1));
+    let (token, sliding) = match kind {
+        "token" => (token, None),
+        "sliding" => (None, sliding),
+        "both" => (token, sliding),
+        _ => return None,
+    };
+    Some(Config {
+        token,
+        sliding,
+        usage: UsageMode::Adjust,
+        pre_request: true,
+    })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// `--child replay FILE KIND SUMMARIZER CLIENT REPS`: one case, one process.
+fn child_replay(args: &[String]) -> Result<(), String> {
+    let [file, kind, summ, client, reps, mode] = args else {
+        return Err("--child replay FILE KIND SUMMARIZER CLIENT REPS metrics|engine".into());
+    };
+    let engine_only = match mode.as_str() {
+        "metrics" => false,
+        "engine" => true,
+        _ => return Err(format!("mode `{mode}`: metrics or engine")),
+    };
+    let cfg = config(kind).ok_or_else(|| format!("unknown setting kind `{kind}`"))?;
+    let spec = SummarizerSpec::parse(summ)?;
+    let client: ClientMode = client.parse().map_err(|e| format!("--client: {e}"))?;
+    let reps: usize = reps.parse().map_err(|_| format!("reps `{reps}`"))?;
+    let t = Instant::now();
+    let sessions = detect::load_file(file, None).map_err(|e| e.to_string())?;
+    let session = sessions.first().ok_or("no session")?;
+    let counts = count_sessions(&sessions, Tokenizer::O200k, &CacheOpts::disabled())
+        .map_err(|e| e.to_string())?;
+    let sizes = SessionSizes::new(session, counts.first().map(Vec::as_slice));
+    let inputs = SessionCostInputs::new(session, Tokenizer::O200k);
+    let load_s = t.elapsed().as_secs_f64();
+    let load_mib = peak_mib();
+    let model = CostModel::default();
+    let agent = session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL);
+    let setting = CostSetting::new(&spec, Some(agent), client);
+    let mut total = Vec::new();
+    let mut engine_s = Vec::new();
+    let mut compactions = 0;
+    for _ in 0..reps.max(1) {
+        if engine_only {
+            // The engine alone, with the summarizer `evaluate` would build (no metrics).
+            let count = |t: &str| compaction_sim::tokens::count_text(Tokenizer::O200k, t) as u64;
+            let summarizer = build(
+                &spec,
+                BuildContext {
+                    session,
+                    lines: &inputs.lines,
+                    length: model.latency.length,
+                    count: &count,
+                    timeout: setting.command_timeout,
+                    fail_calls: Vec::new(),
+                    context_window: match spec.billed_model(Some(agent)) {
+                        Billed::Model(name) => model.context_window(name),
+                        Billed::Free => None,
+                    },
+                    spans: None,
+                },
+            )?;
+            let t = Instant::now();
+            let r = engine::replay(&sizes, &cfg, &summarizer);
+            let el = t.elapsed().as_secs_f64();
+            total.push(el);
+            engine_s.push(el);
+            compactions = r.compactions.len();
+            continue;
+        }
+        let t = Instant::now();
+        let inner = std::cell::Cell::new(0.0);
+        let run = |s: &dyn engine::Summarizer| {
+            let t = Instant::now();
+            let r = engine::replay(&sizes, &cfg, s);
+            inner.set(inner.get() + t.elapsed().as_secs_f64());
+            r
+        };
+        let e = evaluate(session, &sizes, &inputs, &model, &setting, None, &run)?;
+        total.push(t.elapsed().as_secs_f64());
+        engine_s.push(inner.get());
+        compactions = e.replay.compactions.len();
+        drop(e);
+    }
+    let first = total[0];
+    let first_engine = engine_s[0];
+    let warm = median(&mut total[1..].to_vec());
+    let warm_engine = median(&mut engine_s[1..].to_vec());
+    println!(
+        "{RESULT} events={} requests={} compactions={compactions} load_s={load_s:.3} \
+         load_mib={load_mib:.1} first_s={first:.4} first_engine_s={first_engine:.4} \
+         warm_s={warm:.4} warm_engine_s={warm_engine:.4} peak_mib={:.1}",
+        sizes.n,
+        sizes.model_request.iter().filter(|&&m| m).count(),
+        peak_mib()
+    );
+    Ok(())
+}
+
+/// `--child inspect FILE`: `compaction-sim inspect --no-cache FILE`, in this process.
+fn child_inspect(args: &[String]) -> Result<(), String> {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: compaction_sim::cli::inspect::InspectArgs,
+    }
+    let [file] = args else {
+        return Err("--child inspect FILE".into());
+    };
+    let w = Wrap::try_parse_from(["inspect", "--no-cache", file.as_str()])
+        .map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let code = compaction_sim::cli::inspect::run(w.a).map_err(|e| format!("{e:#}"))?;
+    let s = t.elapsed().as_secs_f64();
+    if code != 0 {
+        return Err(format!("inspect exited {code}"));
+    }
+    println!("{RESULT} inspect_s={s:.3} peak_mib={:.1}", peak_mib());
+    Ok(())
+}
+
+/// Per (setting kind, summarizer, client): (events, median s, first s, engine s) per size.
+type Growth = Vec<((String, String, String), Vec<(f64, f64, f64, f64)>)>;
+
+/// One case's numbers, parsed from the child's result line.
+struct Case(Vec<(String, f64)>);
+
+impl Case {
+    fn get(&self, k: &str) -> f64 {
+        self.0
+            .iter()
+            .find(|(n, _)| n == k)
+            .map_or(f64::NAN, |(_, v)| *v)
+    }
+}
+
+/// Runs one case in a child process; `None` when it ran out of `timeout` (killed).
+fn spawn(args: &[&str], timeout: Duration) -> Result<Option<Case>, String> {
+    use std::io::Read;
+    use wait_timeout::ChildExt;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut child = Command::new(exe)
+        .arg("--child")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let Some(status) = child.wait_timeout(timeout).map_err(|e| e.to_string())? else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Ok(None);
+    };
+    let mut text = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    }
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(RESULT))
+        .ok_or_else(|| format!("case {args:?} failed ({status})"))?;
+    let kv = line
+        .split_whitespace()
+        .filter_map(|p| p.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+        .collect();
+    Ok(Some(Case(kv)))
+}
+
+fn write_session(dir: &Path, shape: LongShape) -> Result<PathBuf, String> {
+    let path = dir.join(shape.file_name());
+    if path.exists() {
+        return Ok(path);
+    }
+    let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    write_long_session(SEED, shape, &mut w).map_err(|e| e.to_string())?;
+    std::io::Write::flush(&mut w).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+fn list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn ms(s: f64) -> String {
+    format!("{:.1}", s * 1e3)
+}
+
+fn run() -> Result<(), String> {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("--child") {
+        return match argv.get(1).map(String::as_str) {
+            Some("replay") => child_replay(&argv[2..]),
+            Some("inspect") => child_inspect(&argv[2..]),
+            _ => Err("--child replay|inspect ...".into()),
+        };
+    }
+    let mut sizes: Vec<usize> = vec![2_500, 5_000, 10_000, 20_000];
+    let mut big_events = 200_000usize;
+    let mut reps = 3usize;
+    let mut summarizers = list("agent,terse");
+    let mut clients = list("waits,streams");
+    let mut big = true;
+    let mut dir: Option<PathBuf> = None;
+    let mut timeout = Duration::from_secs(600);
+    let mut it = argv.into_iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--sizes" => {
+                sizes = list(&val()?)
+                    .iter()
+                    .map(|x| x.parse().map_err(|_| format!("--sizes: `{x}`")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--big-events" => big_events = val()?.parse().map_err(|_| "--big-events: a number")?,
+            "--reps" => reps = val()?.parse().map_err(|_| "--reps: a number")?,
+            "--summarizers" => summarizers = list(&val()?),
+            "--clients" => clients = list(&val()?),
+            "--no-big" => big = false,
+            "--dir" => dir = Some(PathBuf::from(val()?)),
+            "--timeout" => {
+                timeout = Duration::from_secs(val()?.parse().map_err(|_| "--timeout: seconds")?)
+            }
+            _ => return Err(format!("unknown argument `{a}`")),
+        }
+    }
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let kinds = ["token", "sliding", "both"];
+    println!(
+        "Per case: own process; {reps} replays with metrics; times in ms per replay, memory \
+         = peak RSS of the process (MiB)."
+    );
+    println!();
+    println!(
+        "| invocations | events | setting | summarizer | client | compactions | first replay (ms) \
+         | replay (ms, median) | engine part (ms) | µs per event | peak RSS (MiB) | of it loading (MiB) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    // (kind, summarizer, client) -> (events, warm s) per size, for the growth ratios
+    let mut growth: Growth = Vec::new();
+    for &n in &sizes {
+        let shape = LongShape {
+            invocations: n,
+            tool_rounds: false,
+        };
+        let file = write_session(&dir, shape)?;
+        let f = file.to_string_lossy().into_owned();
+        for kind in kinds {
+            for summ in &summarizers {
+                for client in &clients {
+                    let Some(c) = spawn(
+                        &[
+                            "replay",
+                            &f,
+                            kind,
+                            summ,
+                            client,
+                            &reps.to_string(),
+                            "metrics",
+                        ],
+                        timeout,
+                    )?
+                    else {
+                        println!("| {n} | {} | {kind} | {summ} | {client} | - | > {} s (killed) | | | | | |", shape.events(), timeout.as_secs());
+                        continue;
+                    };
+                    let ev = c.get("events");
+                    let warm = c.get("warm_s");
+                    println!(
+                        "| {n} | {ev} | {kind} | {summ} | {client} | {} | {} | {} | {} | {:.2} | {:.0} | {:.0} |",
+                        c.get("compactions"),
+                        ms(c.get("first_s")),
+                        ms(warm),
+                        ms(c.get("warm_engine_s")),
+                        warm / ev * 1e6,
+                        c.get("peak_mib"),
+                        c.get("load_mib"),
+                    );
+                    let key = (kind.to_string(), summ.clone(), client.clone());
+                    let row = (ev, warm, c.get("first_s"), c.get("warm_engine_s"));
+                    match growth.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, v)) => v.push(row),
+                        None => growth.push((key, vec![row])),
+                    }
+                }
+            }
+        }
+    }
+    if sizes.len() > 1 {
+        println!();
+        println!(
+            "Growth, time per event at {} invocations / at {} (1.0 = linear):",
+            sizes[sizes.len() - 1],
+            sizes[0]
+        );
+        println!();
+        println!(
+            "| setting | summarizer | client | replay (median) | first replay | engine part (median) |"
+        );
+        println!("|---|---|---|---|---|---|");
+        for ((kind, summ, client), v) in &growth {
+            // only when both ends ran (a killed case has no time)
+            let (Some(a), Some(b)) = (v.first(), v.last()) else {
+                continue;
+            };
+            if v.len() != sizes.len() {
+                println!("| {kind} | {summ} | {client} | n/a (a case was killed) | | |");
+                continue;
+            }
+            println!(
+                "| {kind} | {summ} | {client} | {:.2} | {:.2} | {:.2} |",
+                (b.1 / b.0) / (a.1 / a.0),
+                (b.2 / b.0) / (a.2 / a.0),
+                (b.3 / b.0) / (a.3 / a.0)
+            );
+        }
+    }
+    if big {
+        let shape = LongShape {
+            invocations: big_events.div_ceil(4),
+            tool_rounds: true,
+        };
+        let file = write_session(&dir, shape)?;
+        let mb = std::fs::metadata(&file).map_or(0, |m| m.len()) as f64 / 1e6;
+        let f = file.to_string_lossy().into_owned();
+        println!();
+        println!(
+            "Big session: {} events, {} invocations with a tool round each, {mb:.0} MB (ADK \
+             export, one event per line).",
+            shape.events(),
+            shape.invocations
+        );
+        println!();
+        println!("| case | compactions | time (s) | peak RSS (MiB) | of it loading (MiB) | loading (s) |");
+        println!("|---|---|---|---|---|---|");
+        for (kind, mode) in kinds.iter().flat_map(|k| [(*k, "engine"), (*k, "metrics")]) {
+            let Some(c) = spawn(&["replay", &f, kind, "agent", "waits", "2", mode], timeout)?
+            else {
+                println!(
+                    "| replay ({mode}), {kind} | - | > {} s (killed) | | | |",
+                    timeout.as_secs()
+                );
+                continue;
+            };
+            println!(
+                "| replay ({mode}), {kind} (first; second) | {} | {:.2}; {:.2} | {:.0} | {:.0} | {:.1} |",
+                c.get("compactions"),
+                c.get("first_s"),
+                c.get("warm_s"),
+                c.get("peak_mib"),
+                c.get("load_mib"),
+                c.get("load_s"),
+            );
+        }
+        match spawn(&["inspect", &f], timeout)? {
+            Some(c) => println!(
+                "| inspect --no-cache | - | {:.2} | {:.0} | - | - |",
+                c.get("inspect_s"),
+                c.get("peak_mib")
+            ),
+            None => println!(
+                "| inspect --no-cache | - | > {} s (killed) | | | |",
+                timeout.as_secs()
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
