@@ -512,21 +512,11 @@ pub fn compute_metrics(
         hidden as f64 / history as f64
     };
     if setting.attachment_tokens.iter().any(|&t| t > 0) {
-        let mut with = 0u64;
-        for r in &replay.requests {
-            let hidden = replay.hidden(r);
-            for (e, &t) in setting
-                .attachment_tokens
-                .iter()
-                .enumerate()
-                .take(r.event_index as usize)
-            {
-                let e = e as u32;
-                if t > 0 && !hidden.iter().any(|&(a, b)| a <= e && e <= b) {
-                    with += t;
-                }
-            }
-        }
+        let with = attachment_tokens_sent(replay, &setting.attachment_tokens);
+        debug_assert_eq!(
+            with,
+            attachment_tokens_sent_naive(replay, &setting.attachment_tokens)
+        );
         m.attachment_prompt_tokens = with;
         m.attachment_share = if m.prompt_tokens == 0 {
             0.0
@@ -534,21 +524,11 @@ pub fn compute_metrics(
             with as f64 / m.prompt_tokens as f64
         };
     }
-    let mut critical = BTreeSet::new();
-    for r in &replay.requests {
-        for &(a, b) in replay.hidden(r) {
-            for e in a..=b {
-                if sizes
-                    .critical
-                    .get(e as usize)
-                    .is_some_and(|&bits| bits != 0)
-                {
-                    critical.insert(e);
-                }
-            }
-        }
-    }
-    m.critical_hidden = critical.len() as u64;
+    m.critical_hidden = critical_hidden(replay, &sizes.critical);
+    debug_assert_eq!(
+        m.critical_hidden,
+        critical_hidden_naive(replay, &sizes.critical)
+    );
     if setting.summarizer.writes_real_text() {
         let mut t = FactTally::default();
         for c in replay
@@ -859,6 +839,115 @@ pub fn render_metrics(
         );
     }
     s
+}
+
+/// Sorted, disjoint inclusive ranges covering `spans` (which may overlap or touch).
+fn merged(mut spans: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    spans.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(spans.len());
+    for (a, b) in spans {
+        match out.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// `prefix[i]` = sum of `values[..i]`: range sums in O(1).
+fn prefix_sums(values: impl Iterator<Item = u64>) -> Vec<u64> {
+    let mut p = vec![0u64];
+    let mut acc = 0u64;
+    for v in values {
+        acc += v;
+        p.push(acc);
+    }
+    p
+}
+
+/// Sum of `prefix`'s values over the inclusive event range `a..=b`, clipped to the array.
+fn range_sum(prefix: &[u64], a: u32, b: u32) -> u64 {
+    let n = prefix.len() - 1;
+    let (a, b) = ((a as usize).min(n), (b as usize + 1).min(n));
+    prefix[b].saturating_sub(prefix[a])
+}
+
+/// Critical events (approvals, refusals, ...) some request read only through a summary.
+/// Linear in the requests and their hidden ranges, not in requests × hidden events: the
+/// union of the hidden ranges is merged once and its critical events counted by prefix sums.
+/// Requests that share their hidden list with the one before (the engine extends it in
+/// place) are read once.
+fn critical_hidden(replay: &Replay, critical: &[u8]) -> u64 {
+    let mut spans = Vec::new();
+    let mut last = None;
+    for r in &replay.requests {
+        if last.as_ref() == Some(&r.hidden) {
+            continue;
+        }
+        last = Some(r.hidden.clone());
+        spans.extend_from_slice(replay.hidden(r));
+    }
+    let prefix = prefix_sums(critical.iter().map(|&bits| u64::from(bits != 0)));
+    merged(spans)
+        .into_iter()
+        .map(|(a, b)| range_sum(&prefix, a, b))
+        .sum()
+}
+
+/// The event-by-event count [`critical_hidden`] replaces; debug builds compare the two.
+fn critical_hidden_naive(replay: &Replay, critical: &[u8]) -> u64 {
+    let mut seen = BTreeSet::new();
+    for r in &replay.requests {
+        for &(a, b) in replay.hidden(r) {
+            for e in a..=b {
+                if critical.get(e as usize).is_some_and(|&bits| bits != 0) {
+                    seen.insert(e);
+                }
+            }
+        }
+    }
+    seen.len() as u64
+}
+
+/// Attachment tokens the requests still send verbatim: per request, the attachments of the
+/// events before it minus those of its hidden ranges, by prefix sums (requests × hidden
+/// ranges, not requests × events).
+fn attachment_tokens_sent(replay: &Replay, attachment_tokens: &[u64]) -> u64 {
+    let prefix = prefix_sums(attachment_tokens.iter().copied());
+    let mut with = 0u64;
+    for r in &replay.requests {
+        let before = r.event_index;
+        if before == 0 {
+            continue;
+        }
+        let seen = range_sum(&prefix, 0, before - 1);
+        let hidden: u64 = merged(replay.hidden(r).to_vec())
+            .into_iter()
+            .filter(|&(a, _)| a < before)
+            .map(|(a, b)| range_sum(&prefix, a, b.min(before - 1)))
+            .sum();
+        with += seen - hidden;
+    }
+    with
+}
+
+/// The event-by-event sum [`attachment_tokens_sent`] replaces; debug builds compare the two.
+fn attachment_tokens_sent_naive(replay: &Replay, attachment_tokens: &[u64]) -> u64 {
+    let mut with = 0u64;
+    for r in &replay.requests {
+        let hidden = replay.hidden(r);
+        for (e, &t) in attachment_tokens
+            .iter()
+            .enumerate()
+            .take(r.event_index as usize)
+        {
+            let e = e as u32;
+            if t > 0 && !hidden.iter().any(|&(a, b)| a <= e && e <= b) {
+                with += t;
+            }
+        }
+    }
+    with
 }
 
 #[cfg(test)]
