@@ -88,24 +88,25 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// `--child replay FILE KIND SUMMARIZER CLIENT REPS`: one case, one process.
-fn child_replay(args: &[String]) -> Result<(), String> {
+fn child_replay(args: &[String]) -> anyhow::Result<()> {
     let [file, kind, summ, client, reps, mode] = args else {
-        return Err("--child replay FILE KIND SUMMARIZER CLIENT REPS metrics|engine".into());
+        anyhow::bail!("--child replay FILE KIND SUMMARIZER CLIENT REPS metrics|engine");
     };
     let engine_only = match mode.as_str() {
         "metrics" => false,
         "engine" => true,
         _ => return Err(format!("mode `{mode}`: metrics or engine")),
     };
-    let cfg = config(kind).ok_or_else(|| format!("unknown setting kind `{kind}`"))?;
+    let cfg = config(kind).ok_or_else(|| anyhow::anyhow!("unknown setting kind `{kind}`"))?;
     let spec = SummarizerSpec::parse(summ)?;
-    let client: ClientMode = client.parse().map_err(|e| format!("--client: {e}"))?;
-    let reps: usize = reps.parse().map_err(|_| format!("reps `{reps}`"))?;
+    let client: ClientMode = client
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--client: {e}"))?;
+    let reps: usize = reps.parse().map_err(|_| anyhow::anyhow!("reps `{reps}`"))?;
     let t = Instant::now();
-    let sessions = detect::load_file(file, None).map_err(|e| e.to_string())?;
+    let sessions = detect::load_file(file, None)?;
     let session = sessions.first().ok_or("no session")?;
-    let counts = count_sessions(&sessions, Tokenizer::O200k, &CacheOpts::disabled())
-        .map_err(|e| e.to_string())?;
+    let counts = count_sessions(&sessions, Tokenizer::O200k, &CacheOpts::disabled())?;
     let sizes = SessionSizes::new(session, counts.first().map(Vec::as_slice));
     let inputs = SessionCostInputs::new(session, Tokenizer::O200k);
     let load_s = t.elapsed().as_secs_f64();
@@ -174,7 +175,7 @@ fn child_replay(args: &[String]) -> Result<(), String> {
 }
 
 /// `--child inspect FILE`: `compaction-sim inspect --no-cache FILE`, in this process.
-fn child_inspect(args: &[String]) -> Result<(), String> {
+fn child_inspect(args: &[String]) -> anyhow::Result<()> {
     use clap::Parser;
     #[derive(Parser)]
     struct Wrap {
@@ -182,15 +183,14 @@ fn child_inspect(args: &[String]) -> Result<(), String> {
         a: compaction_sim::cli::inspect::InspectArgs,
     }
     let [file] = args else {
-        return Err("--child inspect FILE".into());
+        anyhow::bail!("--child inspect FILE");
     };
-    let w = Wrap::try_parse_from(["inspect", "--no-cache", file.as_str()])
-        .map_err(|e| e.to_string())?;
+    let w = Wrap::try_parse_from(["inspect", "--no-cache", file.as_str()])?;
     let t = Instant::now();
-    let code = compaction_sim::cli::inspect::run(w.a).map_err(|e| format!("{e:#}"))?;
+    let code = compaction_sim::cli::inspect::run(w.a)?;
     let s = t.elapsed().as_secs_f64();
     if code != 0 {
-        return Err(format!("inspect exited {code}"));
+        anyhow::bail!("inspect exited {code}");
     }
     println!("{RESULT} inspect_s={s:.3} peak_mib={:.1}", peak_mib());
     Ok(())
@@ -212,30 +212,29 @@ impl Case {
 }
 
 /// Runs one case in a child process; `None` when it ran out of `timeout` (killed).
-fn spawn(args: &[&str], timeout: Duration) -> Result<Option<Case>, String> {
+fn spawn(args: &[&str], timeout: Duration) -> anyhow::Result<Option<Case>> {
     use std::io::Read;
     use wait_timeout::ChildExt;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe()?;
     let mut child = Command::new(exe)
         .arg("--child")
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let Some(status) = child.wait_timeout(timeout).map_err(|e| e.to_string())? else {
+        .spawn()?;
+    let Some(status) = child.wait_timeout(timeout)? else {
         let _ = child.kill();
         let _ = child.wait();
         return Ok(None);
     };
     let mut text = String::new();
     if let Some(mut out) = child.stdout.take() {
-        out.read_to_string(&mut text).map_err(|e| e.to_string())?;
+        out.read_to_string(&mut text)?;
     }
     let line = text
         .lines()
         .find_map(|l| l.strip_prefix(RESULT))
-        .ok_or_else(|| format!("case {args:?} failed ({status})"))?;
+        .ok_or_else(|| anyhow::anyhow!("case {args:?} failed ({status})"))?;
     let kv = line
         .split_whitespace()
         .filter_map(|p| p.split_once('='))
@@ -244,15 +243,15 @@ fn spawn(args: &[&str], timeout: Duration) -> Result<Option<Case>, String> {
     Ok(Some(Case(kv)))
 }
 
-fn write_session(dir: &Path, shape: LongShape) -> Result<PathBuf, String> {
+fn write_session(dir: &Path, shape: LongShape) -> anyhow::Result<PathBuf> {
     let path = dir.join(shape.file_name());
     if path.exists() {
         return Ok(path);
     }
-    let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f = std::fs::File::create(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let mut w = std::io::BufWriter::new(f);
-    write_long_session(SEED, shape, &mut w).map_err(|e| e.to_string())?;
-    std::io::Write::flush(&mut w).map_err(|e| e.to_string())?;
+    write_long_session(SEED, shape, &mut w)?;
+    std::io::Write::flush(&mut w)?;
     Ok(path)
 }
 
@@ -268,13 +267,13 @@ fn ms(s: f64) -> String {
     format!("{:.1}", s * 1e3)
 }
 
-fn run() -> Result<(), String> {
+fn run() -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().map(String::as_str) == Some("--child") {
         return match argv.get(1).map(String::as_str) {
             Some("replay") => child_replay(&argv[2..]),
             Some("inspect") => child_inspect(&argv[2..]),
-            _ => Err("--child replay|inspect ...".into()),
+            _ => Err(anyhow::anyhow!("--child replay|inspect ...")),
         };
     }
     let mut sizes: Vec<usize> = vec![2_500, 5_000, 10_000, 20_000];
@@ -287,29 +286,44 @@ fn run() -> Result<(), String> {
     let mut timeout = Duration::from_secs(600);
     let mut it = argv.into_iter();
     while let Some(a) = it.next() {
-        let mut val = || it.next().ok_or(format!("{a} needs a value"));
+        let mut val = || {
+            it.next()
+                .ok_or_else(|| anyhow::anyhow!("{a} needs a value"))
+        };
         match a.as_str() {
             "--sizes" => {
                 sizes = list(&val()?)
                     .iter()
-                    .map(|x| x.parse().map_err(|_| format!("--sizes: `{x}`")))
+                    .map(|x| x.parse().map_err(|_| anyhow::anyhow!("--sizes: `{x}`")))
                     .collect::<Result<_, _>>()?
             }
-            "--big-events" => big_events = val()?.parse().map_err(|_| "--big-events: a number")?,
-            "--reps" => reps = val()?.parse().map_err(|_| "--reps: a number")?,
+            "--big-events" => {
+                big_events = val()?
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("--big-events: a number"))?
+            }
+            "--reps" => {
+                reps = val()?
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("--reps: a number"))?
+            }
             "--summarizers" => summarizers = list(&val()?),
             "--clients" => clients = list(&val()?),
             "--no-big" => big = false,
             "--dir" => dir = Some(PathBuf::from(val()?)),
             "--timeout" => {
-                timeout = Duration::from_secs(val()?.parse().map_err(|_| "--timeout: seconds")?)
+                timeout = Duration::from_secs(
+                    val()?
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("--timeout: seconds"))?,
+                )
             }
             _ => return Err(format!("unknown argument `{a}`")),
         }
     }
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let tmp = tempfile::tempdir()?;
     let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&dir)?;
     let kinds = ["token", "sliding", "both"];
     println!(
         "Per case: own process; {reps} replays with metrics; times in ms per replay, memory \
@@ -456,7 +470,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
     }

@@ -512,10 +512,10 @@ pub fn compute_metrics(
         hidden as f64 / history as f64
     };
     if setting.attachment_tokens.iter().any(|&t| t > 0) {
-        let with = attachment_tokens_sent(replay, &setting.attachment_tokens);
+        let with = attachment_tokens_sent(replay, setting.attachment_tokens);
         debug_assert_eq!(
             with,
-            attachment_tokens_sent_naive(replay, &setting.attachment_tokens)
+            attachment_tokens_sent_naive(replay, setting.attachment_tokens)
         );
         m.attachment_prompt_tokens = with;
         m.attachment_share = if m.prompt_tokens == 0 {
