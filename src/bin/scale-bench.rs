@@ -95,17 +95,19 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
     let engine_only = match mode.as_str() {
         "metrics" => false,
         "engine" => true,
-        _ => return Err(format!("mode `{mode}`: metrics or engine")),
+        _ => anyhow::bail!("mode `{mode}`: metrics or engine"),
     };
     let cfg = config(kind).ok_or_else(|| anyhow::anyhow!("unknown setting kind `{kind}`"))?;
-    let spec = SummarizerSpec::parse(summ)?;
+    let spec = SummarizerSpec::parse(summ).map_err(anyhow::Error::msg)?;
     let client: ClientMode = client
         .parse()
         .map_err(|e| anyhow::anyhow!("--client: {e}"))?;
     let reps: usize = reps.parse().map_err(|_| anyhow::anyhow!("reps `{reps}`"))?;
     let t = Instant::now();
     let sessions = detect::load_file(file, None)?;
-    let session = sessions.first().ok_or("no session")?;
+    let session = sessions
+        .first()
+        .ok_or_else(|| anyhow::anyhow!("no session"))?;
     let counts = count_sessions(&sessions, Tokenizer::O200k, &CacheOpts::disabled())?;
     let sizes = SessionSizes::new(session, counts.first().map(Vec::as_slice));
     let inputs = SessionCostInputs::new(session, Tokenizer::O200k);
@@ -136,7 +138,8 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
                     },
                     spans: None,
                 },
-            )?;
+            )
+            .map_err(anyhow::Error::msg)?;
             let t = Instant::now();
             let r = engine::replay(&sizes, &cfg, &summarizer);
             let el = t.elapsed().as_secs_f64();
@@ -153,7 +156,8 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
             inner.set(inner.get() + t.elapsed().as_secs_f64());
             r
         };
-        let e = evaluate(session, &sizes, &inputs, &model, &setting, None, &run)?;
+        let e = evaluate(session, &sizes, &inputs, &model, &setting, None, &run)
+            .map_err(anyhow::Error::msg)?;
         total.push(t.elapsed().as_secs_f64());
         engine_s.push(inner.get());
         compactions = e.replay.compactions.len();
@@ -318,7 +322,7 @@ fn run() -> anyhow::Result<()> {
                         .map_err(|_| anyhow::anyhow!("--timeout: seconds"))?,
                 )
             }
-            _ => return Err(format!("unknown argument `{a}`")),
+            _ => anyhow::bail!("unknown argument `{a}`"),
         }
     }
     let tmp = tempfile::tempdir()?;
