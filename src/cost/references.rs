@@ -32,6 +32,11 @@ pub struct SessionReferences {
     /// `(fact, holders before the event, kind in the model event)`: the support of one
     /// reference is `holders[fact][..n]`.
     refs: Vec<(u32, u32, FactKind)>,
+    /// Every fact as one Aho-Corasick automaton, built on first use and shared by every
+    /// setting of the session.
+    /// `None` when the facts are too many for the automaton's size limits: [`tally`] then
+    /// searches summary by summary.
+    automaton: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>>,
 }
 
 impl SessionReferences {
@@ -75,6 +80,14 @@ impl SessionReferences {
         out
     }
 
+    /// The automaton over `facts` (pattern i = fact i), overlapping matches (a fact inside
+    /// another is still found).
+    fn automaton(&self) -> Option<&aho_corasick::AhoCorasick> {
+        self.automaton
+            .get_or_init(|| aho_corasick::AhoCorasick::new(&self.facts).ok())
+            .as_ref()
+    }
+
     /// References in the session (over every model event), whatever the setting.
     pub fn len(&self) -> usize {
         self.refs.len()
@@ -111,13 +124,117 @@ impl RefTally {
 
 /// Walk the requests of `replay`. `texts[ordinal - 1]` is the text of a summary, `None` when
 /// the summarizer wrote no text (then `broken` stays 0).
+///
+/// Linear in the requests, their references and the distinct carried lists: each summary
+/// text is searched once for every session fact it holds (one Aho-Corasick pass), and a
+/// reference is kept when one of the summaries holding its fact is carried (a bitset of the
+/// request's carried ordinals, rebuilt only when the carried list changes). Debug builds
+/// compare with the per-(summary, fact) search.
 pub fn tally(
     refs: &SessionReferences,
     replay: &Replay,
     texts: Option<&[Option<String>]>,
 ) -> RefTally {
+    if texts.is_some() && refs.automaton().is_none() {
+        return tally_naive(refs, replay, texts);
+    }
+    let t = tally_indexed(refs, replay, texts);
+    debug_assert_eq!(t, tally_naive(refs, replay, texts));
+    t
+}
+
+fn tally_indexed(
+    refs: &SessionReferences,
+    replay: &Replay,
+    texts: Option<&[Option<String>]>,
+) -> RefTally {
     let mut t = RefTally::default();
-    // A carried summary is checked for a fact once per setting.
+    let automaton = texts.and_then(|_| refs.automaton());
+    // Per fact, the summary ordinals whose text holds it, among those searched so far.
+    let mut holding: Vec<Vec<u32>> = vec![Vec::new(); refs.facts.len()];
+    let mut searched: Vec<bool> = Vec::new();
+    // Bitset of the carried ordinals of the current carried list.
+    let mut carried_bits: Vec<u64> = Vec::new();
+    let mut carried_of: Option<Range<u32>> = None;
+    for r in &replay.requests {
+        let Some(range) = refs.by_event.get(r.event_index as usize) else {
+            continue;
+        };
+        let list = refs
+            .refs
+            .get(range.start as usize..range.end as usize)
+            .unwrap_or(&[]);
+        t.references += list.len() as u64;
+        let hidden = replay.hidden(r);
+        if hidden.is_empty() {
+            continue;
+        }
+        let is_hidden = |e: u32| hidden.iter().any(|&(a, b)| a <= e && e <= b);
+        let mut ready = false;
+        for &(fact, n, kind) in list {
+            let support = &refs.holders[fact as usize][..n as usize];
+            // The latest holder is the likeliest to be kept verbatim: test it first.
+            if !support.iter().rev().all(|&(e, _)| is_hidden(e)) {
+                continue;
+            }
+            let k = kind.index();
+            t.at_risk[k] += 1;
+            if support.iter().all(|&(_, seen)| !seen) {
+                t.unseen[k] += 1;
+            }
+            let (Some(texts), Some(ac)) = (texts, automaton) else {
+                continue;
+            };
+            if !ready {
+                ready = true;
+                if carried_of.as_ref() != Some(&r.carried) {
+                    carried_of = Some(r.carried.clone());
+                    carried_bits.iter_mut().for_each(|w| *w = 0);
+                    for &o in replay.carried(r) {
+                        let (w, b) = (o as usize / 64, o % 64);
+                        if carried_bits.len() <= w {
+                            carried_bits.resize(w + 1, 0);
+                        }
+                        carried_bits[w] |= 1 << b;
+                        // Search each carried summary's text once.
+                        if searched.len() <= o as usize {
+                            searched.resize(o as usize + 1, false);
+                        }
+                        if !searched[o as usize] {
+                            searched[o as usize] = true;
+                            let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
+                            if let Some(text) = text.and_then(|t| t.as_deref()) {
+                                for m in ac.find_overlapping_iter(text) {
+                                    let list = &mut holding[m.pattern().as_usize()];
+                                    if list.last() != Some(&o) {
+                                        list.push(o);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let carried = |o: u32| {
+                carried_bits
+                    .get(o as usize / 64)
+                    .is_some_and(|w| w & (1 << (o % 64)) != 0)
+            };
+            if !holding[fact as usize].iter().any(|&o| carried(o)) {
+                t.broken[k] += 1;
+            }
+        }
+    }
+    t
+}
+
+/// The per-(summary, fact) search [`tally`] replaces; debug builds compare the two.
+fn tally_naive(
+    refs: &SessionReferences,
+    replay: &Replay,
+    texts: Option<&[Option<String>]>,
+) -> RefTally {
+    let mut t = RefTally::default();
     let mut holds: HashMap<(u32, u32), bool> = HashMap::new();
     for r in &replay.requests {
         let Some(range) = refs.by_event.get(r.event_index as usize) else {
@@ -136,7 +253,6 @@ pub fn tally(
         let carried = replay.carried(r);
         for &(fact, n, kind) in list {
             let support = &refs.holders[fact as usize][..n as usize];
-            // The latest holder is the likeliest to be kept verbatim: test it first.
             if !support.iter().rev().all(|&(e, _)| is_hidden(e)) {
                 continue;
             }
