@@ -36,8 +36,8 @@
 
 use compaction_sim::cost::client::ClientMode;
 use compaction_sim::cost::compute::{CostModel, FALLBACK_AGENT_MODEL};
-use compaction_sim::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
-use compaction_sim::cost::summarizers::{build, Billed, BuildContext, SummarizerSpec};
+use compaction_sim::cost::evaluate::{evaluate, with_summarizer, CostSetting, SessionCostInputs};
+use compaction_sim::cost::summarizers::SummarizerSpec;
 use compaction_sim::engine::{self, Config, UsageMode};
 use compaction_sim::synth::{write_long_session, LongShape};
 use compaction_sim::tokens::sizes::SessionSizes;
@@ -122,27 +122,12 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
     for _ in 0..reps.max(1) {
         if engine_only {
             // The engine alone, with the summarizer `evaluate` would build (no metrics).
-            let count = |t: &str| compaction_sim::tokens::count_text(Tokenizer::O200k, t) as u64;
-            let summarizer = build(
-                &spec,
-                BuildContext {
-                    session,
-                    lines: &inputs.lines,
-                    length: model.latency.length,
-                    count: &count,
-                    timeout: setting.command_timeout,
-                    fail_calls: Vec::new(),
-                    context_window: match spec.billed_model(Some(agent)) {
-                        Billed::Model(name) => model.context_window(name),
-                        Billed::Free => None,
-                    },
-                    spans: None,
-                },
-            )
+            let (el, r) = with_summarizer(session, &inputs, &model, &setting, |summarizer| {
+                let t = Instant::now();
+                let r = engine::replay(&sizes, &cfg, summarizer);
+                (t.elapsed().as_secs_f64(), r)
+            })
             .map_err(anyhow::Error::msg)?;
-            let t = Instant::now();
-            let r = engine::replay(&sizes, &cfg, &summarizer);
-            let el = t.elapsed().as_secs_f64();
             total.push(el);
             engine_s.push(el);
             compactions = r.compactions.len();

@@ -10,7 +10,7 @@ use super::facts::event_facts;
 use super::metrics::SessionMetrics;
 use super::references::SessionReferences;
 use super::summarizers::{
-    build, Billed, BuildContext, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
+    build, Billed, BuildContext, Built, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
 };
 use crate::engine::{Replay, Summarizer};
 use crate::tokens::sizes::SessionSizes;
@@ -151,6 +151,23 @@ pub fn evaluate(
     baseline: Option<&Replay>,
     run: &dyn Fn(&dyn Summarizer) -> Replay,
 ) -> Result<Evaluation, String> {
+    with_summarizer(session, inputs, model, setting, |summarizer| {
+        evaluate_with(
+            session, sizes, inputs, model, setting, baseline, run, summarizer,
+        )
+    })
+}
+
+/// Build the summarizer `evaluate` replays `setting` with (memoized token counts and spans,
+/// the billed model's context window) and hand it to `f`: one place for that context, which
+/// the scale benchmark's engine-only cases share.
+pub fn with_summarizer<R>(
+    session: &Session,
+    inputs: &SessionCostInputs,
+    model: &CostModel,
+    setting: &CostSetting<'_>,
+    f: impl FnOnce(&Built<'_>) -> R,
+) -> Result<R, String> {
     let tok = inputs.tokenizer;
     let count = move |t: &str| {
         inputs
@@ -173,6 +190,20 @@ pub fn evaluate(
             spans: Some(&inputs.memo.spans),
         },
     )?;
+    Ok(f(&summarizer))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn evaluate_with(
+    session: &Session,
+    sizes: &SessionSizes,
+    inputs: &SessionCostInputs,
+    model: &CostModel,
+    setting: &CostSetting<'_>,
+    baseline: Option<&Replay>,
+    run: &dyn Fn(&dyn Summarizer) -> Replay,
+    summarizer: &Built<'_>,
+) -> Evaluation {
     let ms = MetricsSetting {
         agent_model: setting.agent_model,
         summarizer: setting.summarizer,
@@ -184,18 +215,18 @@ pub fn evaluate(
             .then(|| inputs.memo.event_facts(session)),
         references: Some(inputs.memo.references(session, &inputs.lines)),
     };
-    let (replay, log) = replay_measured(&summarizer, &|| summarizer.measured(), model, &ms, run);
+    let (replay, log) = replay_measured(summarizer, &|| summarizer.measured(), model, &ms, run);
     let metrics = compute_metrics(session, sizes, &replay, baseline, model, &ms, &log);
     // A streams replay may run the same call more than once; report each failure once.
     let mut summarizer_errors = summarizer.errors();
     summarizer_errors.sort();
     summarizer_errors.dedup();
-    Ok(Evaluation {
+    Evaluation {
         replay,
         log,
         metrics,
         summarizer_errors,
-    })
+    }
 }
 
 #[cfg(test)]
