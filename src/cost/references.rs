@@ -10,7 +10,7 @@
 //! session and shared by every setting; [`tally`] is the per-setting walk over the requests.
 
 use super::facts::{extract_fact_kinds, model_use_text, FactKind};
-use crate::engine::Replay;
+use crate::engine::{Replay, Request};
 use crate::transcript::{Part, Role, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -122,40 +122,33 @@ impl RefTally {
     }
 }
 
-/// Walk the requests of `replay`. `texts[ordinal - 1]` is the text of a summary, `None` when
-/// the summarizer wrote no text (then `broken` stays 0).
-///
-/// Linear in the requests, their references and the distinct carried lists: each summary
-/// text is searched once for every session fact it holds (one Aho-Corasick pass), and a
-/// reference is kept when one of the summaries holding its fact is carried (a bitset of the
-/// request's carried ordinals, rebuilt only when the carried list changes). Debug builds
-/// compare with the per-(summary, fact) search.
+/// Tally the references of `replay`. `texts[ordinal - 1]` is the text of a summary; with no
+/// texts (a modelled summarizer) `broken` stays 0. Kept references are found by
+/// [`kept_indexed`], linear overall; debug builds compare with the per-(summary, fact) search.
 pub fn tally(
     refs: &SessionReferences,
     replay: &Replay,
     texts: Option<&[Option<String>]>,
 ) -> RefTally {
-    if texts.is_some() && refs.automaton().is_none() {
-        return tally_naive(refs, replay, texts);
-    }
-    let t = tally_indexed(refs, replay, texts);
-    debug_assert_eq!(t, tally_naive(refs, replay, texts));
+    let Some(texts) = texts else {
+        return walk(refs, replay, None::<fn(&Request, u32) -> bool>);
+    };
+    let Some(ac) = refs.automaton() else {
+        return walk(refs, replay, Some(kept_naive(refs, replay, texts)));
+    };
+    let t = walk(refs, replay, Some(kept_indexed(ac, refs, replay, texts)));
+    debug_assert_eq!(t, walk(refs, replay, Some(kept_naive(refs, replay, texts))));
     t
 }
 
-fn tally_indexed(
+/// The walk over the requests: references, at risk and unseen; and, when `kept` is given
+/// (the summary texts are known), broken: at risk and not `kept(request, fact)`.
+fn walk(
     refs: &SessionReferences,
     replay: &Replay,
-    texts: Option<&[Option<String>]>,
+    mut kept: Option<impl FnMut(&Request, u32) -> bool>,
 ) -> RefTally {
     let mut t = RefTally::default();
-    let automaton = texts.and_then(|_| refs.automaton());
-    // Per fact, the summary ordinals whose text holds it, among those searched so far.
-    let mut holding: Vec<Vec<u32>> = vec![Vec::new(); refs.facts.len()];
-    let mut searched: Vec<bool> = Vec::new();
-    // Bitset of the carried ordinals of the current carried list.
-    let mut carried_bits: Vec<u64> = Vec::new();
-    let mut carried_of: Option<Range<u32>> = None;
     for r in &replay.requests {
         let Some(range) = refs.by_event.get(r.event_index as usize) else {
             continue;
@@ -170,7 +163,6 @@ fn tally_indexed(
             continue;
         }
         let is_hidden = |e: u32| hidden.iter().any(|&(a, b)| a <= e && e <= b);
-        let mut ready = false;
         for &(fact, n, kind) in list {
             let support = &refs.holders[fact as usize][..n as usize];
             // The latest holder is the likeliest to be kept verbatim: test it first.
@@ -182,101 +174,87 @@ fn tally_indexed(
             if support.iter().all(|&(_, seen)| !seen) {
                 t.unseen[k] += 1;
             }
-            let (Some(texts), Some(ac)) = (texts, automaton) else {
-                continue;
-            };
-            if !ready {
-                ready = true;
-                if carried_of.as_ref() != Some(&r.carried) {
-                    carried_of = Some(r.carried.clone());
-                    carried_bits.iter_mut().for_each(|w| *w = 0);
-                    for &o in replay.carried(r) {
-                        let (w, b) = (o as usize / 64, o % 64);
-                        if carried_bits.len() <= w {
-                            carried_bits.resize(w + 1, 0);
-                        }
-                        carried_bits[w] |= 1 << b;
-                        // Search each carried summary's text once.
-                        if searched.len() <= o as usize {
-                            searched.resize(o as usize + 1, false);
-                        }
-                        if !searched[o as usize] {
-                            searched[o as usize] = true;
-                            let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
-                            if let Some(text) = text.and_then(|t| t.as_deref()) {
-                                for m in ac.find_overlapping_iter(text) {
-                                    let list = &mut holding[m.pattern().as_usize()];
-                                    if list.last() != Some(&o) {
-                                        list.push(o);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            let carried = |o: u32| {
-                carried_bits
-                    .get(o as usize / 64)
-                    .is_some_and(|w| w & (1 << (o % 64)) != 0)
-            };
-            if !holding[fact as usize].iter().any(|&o| carried(o)) {
-                t.broken[k] += 1;
-            }
-        }
-    }
-    t
-}
-
-/// The per-(summary, fact) search [`tally`] replaces; debug builds compare the two.
-fn tally_naive(
-    refs: &SessionReferences,
-    replay: &Replay,
-    texts: Option<&[Option<String>]>,
-) -> RefTally {
-    let mut t = RefTally::default();
-    let mut holds: HashMap<(u32, u32), bool> = HashMap::new();
-    for r in &replay.requests {
-        let Some(range) = refs.by_event.get(r.event_index as usize) else {
-            continue;
-        };
-        let list = refs
-            .refs
-            .get(range.start as usize..range.end as usize)
-            .unwrap_or(&[]);
-        t.references += list.len() as u64;
-        let hidden = replay.hidden(r);
-        if hidden.is_empty() {
-            continue;
-        }
-        let is_hidden = |e: u32| hidden.iter().any(|&(a, b)| a <= e && e <= b);
-        let carried = replay.carried(r);
-        for &(fact, n, kind) in list {
-            let support = &refs.holders[fact as usize][..n as usize];
-            if !support.iter().rev().all(|&(e, _)| is_hidden(e)) {
-                continue;
-            }
-            let k = kind.index();
-            t.at_risk[k] += 1;
-            if support.iter().all(|&(_, seen)| !seen) {
-                t.unseen[k] += 1;
-            }
-            if let Some(texts) = texts {
-                let f = refs.facts[fact as usize].as_str();
-                let kept = carried.iter().any(|&o| {
-                    *holds.entry((o, fact)).or_insert_with(|| {
-                        let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
-                        text.and_then(|t| t.as_deref())
-                            .is_some_and(|s| s.contains(f))
-                    })
-                });
-                if !kept {
+            if let Some(kept) = kept.as_mut() {
+                if !kept(r, fact) {
                     t.broken[k] += 1;
                 }
             }
         }
     }
     t
+}
+
+/// "Some summary request `r` carries holds `fact`", linear overall: each carried summary
+/// text is searched once for every session fact (one Aho-Corasick pass), and a fact is kept
+/// when one of the summaries holding it is in a bitset of the request's carried ordinals,
+/// rebuilt only when the carried list changes.
+fn kept_indexed<'a>(
+    ac: &'a aho_corasick::AhoCorasick,
+    refs: &SessionReferences,
+    replay: &'a Replay,
+    texts: &'a [Option<String>],
+) -> impl FnMut(&Request, u32) -> bool + 'a {
+    // Per fact, the summary ordinals whose text holds it, among those searched so far.
+    let mut holding: Vec<Vec<u32>> = vec![Vec::new(); refs.facts.len()];
+    let mut searched: Vec<bool> = Vec::new();
+    let mut carried_bits: Vec<u64> = Vec::new();
+    let mut carried_of: Option<Range<u32>> = None;
+    move |r, fact| {
+        if carried_of.as_ref() != Some(&r.carried) {
+            carried_of = Some(r.carried.clone());
+            carried_bits.iter_mut().for_each(|w| *w = 0);
+            for &o in replay.carried(r) {
+                let w = o as usize / 64;
+                if carried_bits.len() <= w {
+                    carried_bits.resize(w + 1, 0);
+                }
+                carried_bits[w] |= 1 << (o % 64);
+                if searched.len() <= o as usize {
+                    searched.resize(o as usize + 1, false);
+                }
+                if std::mem::replace(&mut searched[o as usize], true) {
+                    continue;
+                }
+                let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
+                for m in text
+                    .and_then(|t| t.as_deref())
+                    .map(|t| ac.find_overlapping_iter(t))
+                    .into_iter()
+                    .flatten()
+                {
+                    let list = &mut holding[m.pattern().as_usize()];
+                    if list.last() != Some(&o) {
+                        list.push(o);
+                    }
+                }
+            }
+        }
+        holding[fact as usize].iter().any(|&o| {
+            carried_bits
+                .get(o as usize / 64)
+                .is_some_and(|w| w & (1 << (o % 64)) != 0)
+        })
+    }
+}
+
+/// The per-(summary, fact) search [`kept_indexed`] replaces: debug builds compare the two,
+/// and it serves when the facts are too many for the automaton.
+fn kept_naive<'a>(
+    refs: &'a SessionReferences,
+    replay: &'a Replay,
+    texts: &'a [Option<String>],
+) -> impl FnMut(&Request, u32) -> bool + 'a {
+    let mut holds: HashMap<(u32, u32), bool> = HashMap::new();
+    move |r, fact| {
+        let f = refs.facts[fact as usize].as_str();
+        replay.carried(r).iter().any(|&o| {
+            *holds.entry((o, fact)).or_insert_with(|| {
+                let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
+                text.and_then(|t| t.as_deref())
+                    .is_some_and(|s| s.contains(f))
+            })
+        })
+    }
 }
 
 /// How `references_broken` was obtained.
