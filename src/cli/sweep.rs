@@ -380,6 +380,12 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         return Err(Cancelled.into());
     }
     let events = |s: u32| inputs.sessions.get(s as usize).map_or(0, |i| i.events);
+    // A window's evaluator: its sessions read again, counted and sized.
+    let mut window = |w: &[u32]| {
+        let mut e = counted.window(w)?;
+        e.set_summarizer_timeout(timeout);
+        Ok(e)
+    };
     args.summarizers
         .live
         .check_estimate(&live, &costing.model, &costing.pricing_date, || {
@@ -388,11 +394,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
                 &mine,
                 &events,
                 &grid.settings,
-                &mut |w: &[u32]| {
-                    let mut e = counted.window(w)?;
-                    e.set_summarizer_timeout(timeout);
-                    Ok(e)
-                },
+                &mut window,
                 &CANCEL,
                 &|| {},
                 &mut |_, _, _| Ok(()),
@@ -417,11 +419,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             &mine,
             &events,
             &grid.settings,
-            &mut |w: &[u32]| {
-                let mut e = counted.window(w)?;
-                e.set_summarizer_timeout(timeout);
-                Ok(e)
-            },
+            &mut window,
             &CANCEL,
             &tick,
             &mut |eval, rows, f| {
