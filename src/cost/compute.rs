@@ -921,10 +921,19 @@ fn attachment_tokens_sent(replay: &Replay, attachment_tokens: &[u64]) -> u64 {
             continue;
         }
         let seen = range_sum(&prefix, 0, before - 1);
-        let hidden: u64 = merged(replay.hidden(r).to_vec())
-            .into_iter()
-            .filter(|&(a, _)| a < before)
-            .map(|(a, b)| range_sum(&prefix, a, b.min(before - 1)))
+        // The engine's hidden ranges are sorted and disjoint; merge only if not.
+        let ranges = replay.hidden(r);
+        let owned;
+        let ranges = if ranges.windows(2).all(|w| w[0].1 < w[1].0) {
+            ranges
+        } else {
+            owned = merged(ranges.to_vec());
+            &owned
+        };
+        let hidden: u64 = ranges
+            .iter()
+            .filter(|&&(a, _)| a < before)
+            .map(|&(a, b)| range_sum(&prefix, a, b.min(before - 1)))
             .sum();
         with += seen - hidden;
     }
