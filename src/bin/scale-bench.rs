@@ -20,7 +20,9 @@
 //! setting with the metrics (`cost::evaluate`, as `replay` and `sweep` do) and reports its
 //! `VmHWM` (peak resident set) after loading and at the end. Settings: token
 //! (`after_tokens` 20,000, `keep_recent_events` 10), sliding (`after_invocations` 5,
-//! `overlap` 1) and both; summarizers and client modes as listed. The first replay of a
+//! `overlap` 1) and both; summarizers and client modes as listed (any `--summarizer` value
+//! without a comma; `python:` workers are started with `COMPACTION_SIM_PYTHON`, `live:` is
+//! not supported here). The first replay of a
 //! process also builds the session's setting-independent baseline (cached for later
 //! settings); the table shows it and the median of the others.
 //!
@@ -37,6 +39,7 @@
 use compaction_sim::cost::client::ClientMode;
 use compaction_sim::cost::compute::{CostModel, FALLBACK_AGENT_MODEL};
 use compaction_sim::cost::evaluate::{evaluate, with_summarizer, CostSetting, SessionCostInputs};
+use compaction_sim::cost::python;
 use compaction_sim::cost::summarizers::SummarizerSpec;
 use compaction_sim::engine::{self, Config, UsageMode};
 use compaction_sim::synth::{write_long_session, LongShape};
@@ -99,6 +102,15 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
     };
     let cfg = config(kind).ok_or_else(|| anyhow::anyhow!("unknown setting kind `{kind}`"))?;
     let spec = SummarizerSpec::parse(summ).map_err(anyhow::Error::msg)?;
+    if let SummarizerSpec::Python(reference) = &spec {
+        // workers as `replay --summarizer python:REF` starts them (COMPACTION_SIM_PYTHON)
+        let opts = python::PythonOptions {
+            python: python::interpreter(None),
+            package: None,
+            timeout: Duration::from_secs(60),
+        };
+        python::start(reference, &opts)?;
+    }
     let client: ClientMode = client
         .parse()
         .map_err(|e| anyhow::anyhow!("--client: {e}"))?;

@@ -1569,10 +1569,7 @@ mod tests {
         // recording, so the summary lands. Move the next turn to 68 s: 65 + 5.05 > 68, so in
         // `streams` it is discarded; `waits` keeps it.
         let s = session();
-        let lines = EventLines {
-            text: vec![String::new(); 6],
-            tokens: vec![500; 6],
-        };
+        let lines = EventLines::from_parts(vec![String::new(); 6], vec![500; 6]);
         let count = |t: &str| t.len() as u64;
         let inner = Modelled {
             lines: &lines,

@@ -27,6 +27,9 @@ pub struct SessionReferences {
     /// in this event" (false when it lies beyond the 2,000-char tool payload cut, or the
     /// event gives the summarizer no line at all).
     holders: Vec<Vec<(u32, bool)>>,
+    /// Per fact: the position in `holders` of its first holder the summarizer sees
+    /// (`u32::MAX`: none), so "no supporting event is seen" is one comparison.
+    first_seen: Vec<u32>,
     /// Per event: range into `refs`.
     by_event: Vec<Range<u32>>,
     /// `(fact, holders before the event, kind in the model event)`: the support of one
@@ -72,9 +75,14 @@ impl SessionReferences {
                 let id = *ids.entry(f.as_str()).or_insert_with(|| {
                     out.facts.push(f.clone());
                     out.holders.push(Vec::new());
+                    out.first_seen.push(u32::MAX);
                     out.facts.len() as u32 - 1
                 });
-                out.holders[id as usize].push((i as u32, seen));
+                let list = &mut out.holders[id as usize];
+                if seen && out.first_seen[id as usize] == u32::MAX {
+                    out.first_seen[id as usize] = list.len() as u32;
+                }
+                list.push((i as u32, seen));
             }
         }
         out
@@ -162,16 +170,14 @@ fn walk(
         if hidden.is_empty() {
             continue;
         }
-        let is_hidden = |e: u32| hidden.iter().any(|&(a, b)| a <= e && e <= b);
         for &(fact, n, kind) in list {
             let support = &refs.holders[fact as usize][..n as usize];
-            // The latest holder is the likeliest to be kept verbatim: test it first.
-            if !support.iter().rev().all(|&(e, _)| is_hidden(e)) {
+            if !all_hidden(support, hidden) {
                 continue;
             }
             let k = kind.index();
             t.at_risk[k] += 1;
-            if support.iter().all(|&(_, seen)| !seen) {
+            if refs.first_seen[fact as usize] >= n {
                 t.unseen[k] += 1;
             }
             if let Some(kept) = kept.as_mut() {
@@ -184,10 +190,45 @@ fn walk(
     t
 }
 
+/// Whether every event of `support` (ascending) lies in one of the `hidden` runs (sorted,
+/// disjoint, closed). A fact recurring in every turn has a support as long as the session,
+/// so neither side is walked whole: the latest holder (the likeliest to be visible) is
+/// tested first, then whichever is shorter is searched in the other.
+fn all_hidden(support: &[(u32, bool)], hidden: &[(u32, u32)]) -> bool {
+    let in_runs = |e: u32| {
+        let at = hidden.partition_point(|&(_, b)| b < e);
+        hidden.get(at).is_some_and(|&(a, _)| a <= e)
+    };
+    debug_assert!(
+        hidden.windows(2).all(|w| w[0].1 < w[1].0),
+        "hidden runs sorted"
+    );
+    let Some(&(latest, _)) = support.last() else {
+        return true;
+    };
+    if !in_runs(latest) {
+        return false;
+    }
+    if hidden.len() < support.len() {
+        // count the holders inside each run
+        let inside: usize = hidden
+            .iter()
+            .map(|&(a, b)| {
+                let lo = support.partition_point(|&(e, _)| e < a);
+                let hi = support.partition_point(|&(e, _)| e <= b);
+                hi - lo
+            })
+            .sum();
+        inside == support.len()
+    } else {
+        support.iter().rev().all(|&(e, _)| in_runs(e))
+    }
+}
+
 /// "Some summary request `r` carries holds `fact`", linear overall: each carried summary
 /// text is searched once for every session fact (one Aho-Corasick pass), and a fact is kept
 /// when one of the summaries holding it is in a bitset of the request's carried ordinals,
-/// rebuilt only when the carried list changes.
+/// updated only when the carried list changes (by its new summaries when it grew).
 fn kept_indexed<'a>(
     ac: &'a aho_corasick::AhoCorasick,
     refs: &SessionReferences,
@@ -201,9 +242,19 @@ fn kept_indexed<'a>(
     let mut carried_of: Option<Range<u32>> = None;
     move |r, fact| {
         if carried_of.as_ref() != Some(&r.carried) {
+            // Requests share the carried storage: a list with the same start and a later end
+            // is the last one plus summaries appended (a sliding window's next request), so
+            // only those are added.
+            let from = match &carried_of {
+                Some(old) if old.start == r.carried.start && old.end <= r.carried.end => old.end,
+                _ => {
+                    carried_bits.iter_mut().for_each(|w| *w = 0);
+                    r.carried.start
+                }
+            };
             carried_of = Some(r.carried.clone());
-            carried_bits.iter_mut().for_each(|w| *w = 0);
-            for &o in replay.carried(r) {
+            let added = replay.carried.get(from as usize..r.carried.end as usize);
+            for &o in added.unwrap_or_default() {
                 let w = o as usize / 64;
                 if carried_bits.len() <= w {
                     carried_bits.resize(w + 1, 0);
@@ -364,6 +415,35 @@ pub fn estimate(t: &RefTally, retention: Option<&Retention>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 13: a fact recurring in every turn made the at-risk test walk its whole support
+    /// for every reference. The searched test agrees with the walk on every small case.
+    #[test]
+    fn all_hidden_agrees_with_walking_every_holder() {
+        let runs: [&[(u32, u32)]; 5] = [
+            &[],
+            &[(0, 9)],
+            &[(2, 3), (5, 5), (7, 12)],
+            &[(1, 1)],
+            &[(0, 0), (2, 2), (4, 4), (6, 6), (8, 8), (10, 10)],
+        ];
+        for hidden in runs {
+            for mask in 0u32..(1 << 12) {
+                let support: Vec<(u32, bool)> = (0..12)
+                    .filter(|e| mask >> e & 1 == 1)
+                    .map(|e| (e, true))
+                    .collect();
+                let walked = support
+                    .iter()
+                    .all(|&(e, _)| hidden.iter().any(|&(a, b)| a <= e && e <= b));
+                assert_eq!(
+                    all_hidden(&support, hidden),
+                    walked,
+                    "{support:?} in {hidden:?}"
+                );
+            }
+        }
+    }
     use crate::engine::Request;
     use crate::transcript::{Event, Format};
 

@@ -197,6 +197,9 @@ pub enum Billed<'a> {
 pub struct EventLines {
     pub text: Vec<String>,
     pub tokens: Vec<u64>,
+    /// `prefix[i]` = tokens of events `0..i`: a span's prompt in O(1) (a token trigger whose
+    /// summaries keep failing asks for a longer span at every request).
+    prefix: Vec<u64>,
 }
 
 /// A modelled summarizer (`agent`, `model:NAME`): sizes only.
@@ -214,11 +217,7 @@ impl Modelled<'_> {
             Some(t) => (self.count)(t),
             None => s.chars.div_ceil(4),
         });
-        let events: u64 = req
-            .event_indices()
-            .filter_map(|i| self.lines.tokens.get(i as usize))
-            .sum();
-        TEMPLATE_TOKENS + seed + events
+        TEMPLATE_TOKENS + seed + self.lines.span_tokens(req)
     }
 }
 
@@ -480,7 +479,34 @@ impl EventLines {
             .iter()
             .map(|t| if t.is_empty() { 0 } else { count(t) })
             .collect();
-        EventLines { text, tokens }
+        EventLines::from_parts(text, tokens)
+    }
+
+    /// Lines and their token counts as given.
+    pub fn from_parts(text: Vec<String>, tokens: Vec<u64>) -> Self {
+        let mut prefix = Vec::with_capacity(tokens.len() + 1);
+        prefix.push(0);
+        let mut sum = 0u64;
+        for &t in &tokens {
+            sum += t;
+            prefix.push(sum);
+        }
+        EventLines {
+            text,
+            tokens,
+            prefix,
+        }
+    }
+
+    /// Tokens of the events `req` hands over.
+    fn span_tokens(&self, req: &SummarizeRequest<'_>) -> u64 {
+        let (a, b) = (req.events.start as usize, req.events.end as usize);
+        if req.skip.is_empty() && a <= b && b < self.prefix.len() {
+            return self.prefix[b] - self.prefix[a];
+        }
+        req.event_indices()
+            .filter_map(|i| self.tokens.get(i as usize))
+            .sum()
     }
 }
 
@@ -832,10 +858,7 @@ mod tests {
 
     #[test]
     fn modelled_sizes_from_lines_and_length_model() {
-        let lines = EventLines {
-            text: vec![String::new(); 4],
-            tokens: vec![1000, 2000, 3000, 4000],
-        };
+        let lines = EventLines::from_parts(vec![String::new(); 4], vec![1000, 2000, 3000, 4000]);
         let m = Modelled {
             lines: &lines,
             length: LengthModel {
@@ -869,10 +892,7 @@ mod tests {
         // events 1..3 read 165 + 2,000 + 3,000 = 5,165 tokens: over a 5,000-token window the
         // call fails (no compaction); under a 6,000-token window it summarizes.
         let s = session();
-        let lines = EventLines {
-            text: vec![String::new(); 4],
-            tokens: vec![1000, 2000, 3000, 4000],
-        };
+        let lines = EventLines::from_parts(vec![String::new(); 4], vec![1000, 2000, 3000, 4000]);
         let ctx = |w| BuildContext {
             session: &s,
             lines: &lines,

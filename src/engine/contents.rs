@@ -121,8 +121,11 @@ pub struct Scratch {
     ev_c: Vec<u32>,
     fc_author: Vec<u32>,
     fc_author_stamp: Vec<u32>,
-    /// Final item sequence of the last build: (kind, src).
+    /// Final item sequence of the last build: (kind, src), after its `prefix` leading
+    /// summaries (a build with a [`RetainedIndex`] leaves those out: they are the index's
+    /// first `prefix` entries).
     pub seq: Vec<(u8, u32)>,
+    pub prefix: u32,
     /// `rearrange_events_for_latest_function_response` moved items in the last build.
     latest_rearranged: bool,
     /// Raw events present in the last build (stamp == `gen`), and the same as a list.
@@ -187,12 +190,19 @@ impl Scratch {
         self.arena.clear();
         self.seen_list.clear();
         self.latest_rearranged = false;
+        self.prefix = 0;
     }
 
     /// Bumped by every build from scratch (not by [`extend`]): two requests read with the
     /// same generation hold the same summaries in the same places.
     pub fn generation(&self) -> u32 {
         self.gen
+    }
+
+    /// The last build's items, its leading summaries (`prefix`, from `ridx`) included.
+    pub fn full_seq(&self, ridx: &RetainedIndex) -> Vec<(u8, u32)> {
+        let lead = (0..self.prefix as usize).map(|i| (K_SUM, ridx.comp_at(i)));
+        lead.chain(self.seq.iter().copied()).collect()
     }
 
     /// Whether raw event `i` was present (verbatim) in the last build.
@@ -370,6 +380,161 @@ pub fn update_retained_after_append(comps: &mut [Comp], dropped: &mut Vec<u32>) 
     new.retained = kept;
 }
 
+/// The retained summaries of an ordinary session (sorted timestamps; no isolation scopes,
+/// rewinds, NaN or reversed bounds) in the order a request sorts them, with running size
+/// sums, kept as compactions are appended. Retained ranges never contain one another, so in
+/// this order starts and ends both ascend: "is this range inside a retained one", "which
+/// retained ones lie inside it" and their sizes are binary searches and differences of sums,
+/// and the summaries leading a request (before its first raw event) are a prefix measured in
+/// O(1). Without it each compaction walked every summary, and a sliding window's thousands
+/// of retained summaries made a replay compactions × summaries.
+#[derive(Debug, Clone)]
+pub struct RetainedIndex {
+    /// Usable: every summary so far had finite bounds, `start <= end` (else callers walk).
+    valid: bool,
+    /// (end, after_raw, index into comps) ascending: a summary's sort key in a request.
+    keys: Vec<(f64, u32, u32)>,
+    starts: Vec<f64>,
+    /// Sums over `keys[..i]`: chars, json_chars, tokens (one more entry than `keys`).
+    sums: Vec<[u64; 3]>,
+    /// Bumped when an entry is removed or inserted before the end: a list of summaries read
+    /// before is then no longer a prefix of the current one.
+    epoch: u32,
+}
+
+impl RetainedIndex {
+    /// An index for a replay of `s` (usable only for ordinary sessions).
+    pub fn new(s: &SessionSizes) -> RetainedIndex {
+        RetainedIndex {
+            valid: s.ts_sorted && !s.has_scopes_or_rewinds(),
+            keys: Vec::new(),
+            starts: Vec::new(),
+            sums: vec![[0; 3]],
+            epoch: 0,
+        }
+    }
+
+    /// The index answers for this replay (else walk the summaries).
+    pub fn usable(&self) -> bool {
+        self.valid
+    }
+
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Index into comps of the `i`-th retained summary in request order.
+    pub fn comp_at(&self, i: usize) -> u32 {
+        self.keys[i].2
+    }
+
+    /// Sizes (chars, json_chars, tokens) of the first `i` summaries in request order.
+    pub fn sums_to(&self, i: usize) -> [u64; 3] {
+        self.sums[i]
+    }
+
+    /// Position of the summary `ci` (retained, indexed) in request order.
+    pub fn position(&self, comps: &[Comp], ci: usize) -> Option<usize> {
+        let c = &comps[ci];
+        let key = (c.end, c.after_raw, ci as u32);
+        let at = self.keys.partition_point(|k| key_lt(k, &key));
+        (self.keys.get(at) == Some(&key)).then_some(at)
+    }
+
+    /// Whether a retained range strictly contains `[lo, hi]` (ADK drops such a new range):
+    /// the first retained range ending at or after `hi` has the smallest start of those.
+    pub fn contains(&self, lo: f64, hi: f64) -> bool {
+        let at = self.keys.partition_point(|k| k.0 < hi);
+        at < self.keys.len() && {
+            let (s, e) = (self.starts[at], self.keys[at].0);
+            s <= lo && (s < lo || e > hi)
+        }
+    }
+
+    /// The positions of the retained ranges inside `[lo, hi]` (`lo <= start`, `end <= hi`).
+    pub fn inside(&self, lo: f64, hi: f64) -> std::ops::Range<usize> {
+        let a = self.starts.partition_point(|&s| s < lo);
+        let b = self.keys.partition_point(|k| k.0 <= hi);
+        a..b.max(a)
+    }
+
+    /// JSON chars of the retained summaries inside `[lo, hi]`.
+    pub fn json_inside(&self, lo: f64, hi: f64) -> u64 {
+        let r = self.inside(lo, hi);
+        self.sums[r.end][1] - self.sums[r.start][1]
+    }
+
+    /// The number of leading summaries in request order whose key is before `key`.
+    pub(crate) fn before(&self, key: &(f64, u32, u32)) -> usize {
+        self.keys.partition_point(|k| key_lt(k, key))
+    }
+
+    /// [`update_retained_after_append`] through the index: `comps` just gained its last
+    /// summary. Returns `false` (and stops being usable) when the new summary's bounds are
+    /// not finite and ordered; the caller then walks.
+    pub fn append(&mut self, comps: &mut [Comp], dropped: &mut Vec<u32>) -> bool {
+        dropped.clear();
+        if !self.valid {
+            return false;
+        }
+        let ci = comps.len() - 1;
+        let (s, e) = (comps[ci].start, comps[ci].end);
+        if !(s.is_finite() && e.is_finite() && s <= e) {
+            self.valid = false;
+            return false;
+        }
+        let kept = !self.contains(s, e);
+        let gone = self.inside(s, e);
+        for i in gone.clone() {
+            let k = self.keys[i].2;
+            comps[k as usize].retained = false;
+            dropped.push(k);
+        }
+        dropped.sort_unstable();
+        // the first position whose running sum changes
+        let mut from = self.keys.len();
+        if !gone.is_empty() {
+            from = gone.start;
+            self.keys.drain(gone.clone());
+            self.starts.drain(gone);
+        }
+        comps[ci].retained = kept;
+        if kept {
+            let key = (e, comps[ci].after_raw, ci as u32);
+            let at = self.before(&key);
+            self.keys.insert(at, key);
+            self.starts.insert(at, s);
+            from = from.min(at);
+        }
+        // anything but one summary pushed at the end: lists read before are not prefixes
+        if !dropped.is_empty() || (kept && from + 1 != self.keys.len()) {
+            self.epoch += 1;
+        }
+        self.sums.truncate(from + 1);
+        for i in from..self.keys.len() {
+            let c = &comps[self.keys[i].2 as usize];
+            let p = self.sums[i];
+            self.sums
+                .push([p[0] + c.chars, p[1] + c.json_chars, p[2] + c.tokens]);
+        }
+        true
+    }
+}
+
+/// Request order of two summary keys (end timestamp, stream position, ordinal).
+#[inline]
+fn key_lt(a: &(f64, u32, u32), b: &(f64, u32, u32)) -> bool {
+    (a.0, a.1, a.2) < (b.0, b.1, b.2)
+}
+
 /// [`coverage`] after one compaction was appended to `comps` and `cov` was the coverage
 /// before: a summary the new one subsumes lies inside it, so the union only gains the new
 /// range (when it is a range: `start <= end`). O(ranges merged) instead of a sort of all.
@@ -409,6 +574,41 @@ pub fn retained_runs(comps: &[Comp], out: &mut Vec<(u32, u32)>) {
     }
 }
 
+/// [`retained_runs`] after summary `ordinal` (the newest) was appended, `kept` or not, and
+/// the summaries `dropped` (ascending ordinals - 1) lost their place: O(dropped + runs moved)
+/// instead of a walk over every summary.
+pub fn retained_runs_after_append(
+    runs: &mut Vec<(u32, u32)>,
+    dropped: &[u32],
+    ordinal: u32,
+    kept: bool,
+) {
+    for &k in dropped {
+        let o = k + 1;
+        let at = runs.partition_point(|r| r.1 < o);
+        let Some(&(a, b)) = runs.get(at).filter(|r| r.0 <= o) else {
+            continue;
+        };
+        match (a == o, b == o) {
+            (true, true) => {
+                runs.remove(at);
+            }
+            (true, false) => runs[at].0 = o + 1,
+            (false, true) => runs[at].1 = o - 1,
+            (false, false) => {
+                runs[at].1 = o - 1;
+                runs.insert(at + 1, (o + 1, b));
+            }
+        }
+    }
+    if kept {
+        match runs.last_mut() {
+            Some(r) if r.1 + 1 == ordinal => r.1 = ordinal,
+            _ => runs.push((ordinal, ordinal)),
+        }
+    }
+}
+
 struct Ctx<'a> {
     s: &'a SessionSizes,
     viewer: u32,
@@ -438,13 +638,52 @@ pub fn build(
 ) -> Measure {
     // Compiled twice, so sessions without scopes or rewinds pay nothing for them.
     if s.has_scopes_or_rewinds() {
-        build_in::<true>(s, n, comps, cov, viewer, branch, sc)
+        build_in::<true>(s, n, comps, cov, viewer, branch, sc, None)
     } else {
-        build_in::<false>(s, n, comps, cov, viewer, branch, sc)
+        build_in::<false>(s, n, comps, cov, viewer, branch, sc, None)
     }
 }
 
+/// [`build`] for an ordinary session whose every summary in `comps` exists at `n`, with
+/// their [`RetainedIndex`]: the summaries before the first raw event are not listed or
+/// passed over (no step of `_get_contents` moves a summary or anything before it); they
+/// are measured from the index's sums and recorded as `sc.prefix`. A sliding window's
+/// request, rebuilt after every compaction with every retained summary, then costs what
+/// its raw events and later summaries cost.
+#[allow(clippy::too_many_arguments)]
+pub fn build_indexed(
+    s: &SessionSizes,
+    n: usize,
+    comps: &[Comp],
+    cov: &[(f64, f64)],
+    viewer: u32,
+    branch: Option<u32>,
+    sc: &mut Scratch,
+    ridx: &RetainedIndex,
+) -> Measure {
+    let fits = ridx.usable()
+        && !s.has_scopes_or_rewinds()
+        && comps.last().is_some_and(|c| c.after_raw as usize <= n);
+    let m = build_in::<false>(s, n, comps, cov, viewer, branch, sc, fits.then_some(ridx));
+    #[cfg(debug_assertions)]
+    {
+        let mut fresh = Scratch {
+            scope: sc.scope,
+            ..Scratch::default()
+        };
+        let f = build(s, n, comps, cov, viewer, branch, &mut fresh);
+        assert_eq!(f, m, "build with the summary index vs without");
+        assert_eq!(
+            fresh.seq,
+            sc.full_seq(ridx),
+            "items with the summary index vs without"
+        );
+    }
+    m
+}
+
 /// [`build`]; `VIEW`: the session has isolation scopes or rewinds.
+#[allow(clippy::too_many_arguments)]
 fn build_in<const VIEW: bool>(
     s: &SessionSizes,
     n: usize,
@@ -453,14 +692,21 @@ fn build_in<const VIEW: bool>(
     viewer: u32,
     branch: Option<u32>,
     sc: &mut Scratch,
+    ridx: Option<&RetainedIndex>,
 ) -> Measure {
     sc.prepare(s);
     let g = sc.gen;
     let ctx = Ctx { s, viewer };
-    let comps_live = comps
-        .iter()
-        .take_while(|c| c.after_raw as usize <= n)
-        .count();
+    let comps_live = if ridx.is_some() {
+        comps.len()
+    } else {
+        comps
+            .iter()
+            .take_while(|c| c.after_raw as usize <= n)
+            .count()
+    };
+    // leading summaries measured from the index, not listed
+    let mut lead = [0u64; 3];
     let comps = &comps[..comps_live];
     // ADK 2.13 isolation scopes and rewinds (callers pass the summaries that remain for this
     // view).
@@ -494,10 +740,12 @@ fn build_in<const VIEW: bool>(
     } else {
         sc.keyed.clear();
         sc.sums.clear();
-        for (ci, c) in comps.iter().enumerate() {
-            if c.retained {
-                sc.sums
-                    .push((c.end, c.after_raw, ci as u32, Item::bare(K_SUM, ci as u32)));
+        if ridx.is_none() {
+            for (ci, c) in comps.iter().enumerate() {
+                if c.retained {
+                    sc.sums
+                        .push((c.end, c.after_raw, ci as u32, Item::bare(K_SUM, ci as u32)));
+                }
             }
         }
         // Raw events arrive in stream order; when their timestamps never decrease (the usual
@@ -536,6 +784,23 @@ fn build_in<const VIEW: bool>(
                     push_raw(sc, i);
                 }
             }
+        }
+        if let Some(ix) = ridx {
+            // The index lists the retained summaries in request order (no NaN ends); with the
+            // raw events in order too, those before the first raw event lead the request.
+            let first = sc.keyed.first().map(|k| (k.0, k.1, k.2));
+            let p = match first {
+                Some(k) if in_order => ix.before(&k),
+                Some(_) => 0,
+                None => ix.len(),
+            };
+            sc.prefix = p as u32;
+            lead = ix.sums_to(p);
+            sc.sums.extend((p..ix.len()).map(|i| {
+                let ci = ix.comp_at(i);
+                let c = &comps[ci as usize];
+                (c.end, c.after_raw, ci, Item::bare(K_SUM, ci))
+            }));
         }
         let by_key = |a: &Keyed, b: &Keyed| {
             a.0.partial_cmp(&b.0)
@@ -580,7 +845,13 @@ fn build_in<const VIEW: bool>(
     drop_orphan_calls(&ctx, sc);
 
     // Measure.
-    let mut m = Measure::default();
+    let mut m = Measure {
+        contents: sc.prefix,
+        adk_chars: lead[0],
+        json_chars: lead[1],
+        history_tokens: lead[2],
+        summary_tokens: lead[2],
+    };
     sc.seq.clear();
     // The transcription kind of the previous item (0: not a transcription).
     let mut prev_tr = 0u8;
@@ -1564,9 +1835,26 @@ pub fn baseline(s: &SessionSizes) -> crate::tokens::sizes::BaselineCache {
     }
     out.tok_prefix.reserve(s.n + 1);
     out.tok_prefix.push(0);
+    out.json_prefix.reserve(s.n + 1);
+    out.summ_chars_prefix.reserve(s.n + 1);
+    out.summ_blocks_prefix.reserve(s.n + 1);
+    let (mut json, mut chars, mut blocks) = (0u64, 0u64, 0u64);
+    out.json_prefix.push(0);
+    out.summ_chars_prefix.push(0);
+    out.summ_blocks_prefix.push(0);
     for i in 0..s.n {
         let t = out.tok_prefix[i] + s.tokens[i] as u64;
         out.tok_prefix.push(t);
+        if s.has_content[i] {
+            json += s.json_chars[i];
+        }
+        if s.summ_lines[i] > 0 {
+            blocks += 1;
+            chars += s.summ_chars[i];
+        }
+        out.json_prefix.push(json);
+        out.summ_chars_prefix.push(chars);
+        out.summ_blocks_prefix.push(blocks);
     }
     // Requests and invocation ends are two chains of builds, each extended from its own last.
     let mut req = Chain::default();
@@ -1649,7 +1937,7 @@ impl Chain {
             if (v, b) == (viewer, branch) {
                 if let Some(m) = extend(s, base, n0, n, &[], viewer, branch, &mut self.sc, self.m) {
                     #[cfg(debug_assertions)]
-                    assert_same_as_fresh(s, n, &[], &[], viewer, branch, &self.sc, m);
+                    assert_same_as_fresh(s, n, &[], &[], viewer, branch, &self.sc, m, None);
                     self.last = Some((viewer, branch, n));
                     self.m = m;
                     return (m, true);
@@ -1677,6 +1965,7 @@ pub(crate) fn assert_same_as_fresh(
     branch: Option<u32>,
     sc: &Scratch,
     m: Measure,
+    ridx: Option<&RetainedIndex>,
 ) {
     let mut fresh = Scratch {
         scope: sc.scope,
@@ -1684,7 +1973,11 @@ pub(crate) fn assert_same_as_fresh(
     };
     let f = build(s, n, comps, cov, viewer, branch, &mut fresh);
     assert_eq!(f, m, "extended request differs from a fresh build");
-    assert_eq!(fresh.seq, sc.seq, "extended request lists other items");
+    let seq = match ridx {
+        Some(ix) => sc.full_seq(ix),
+        None => sc.seq.clone(),
+    };
+    assert_eq!(fresh.seq, seq, "extended request lists other items");
     let mut a = fresh.seen_list.clone();
     let mut b = sc.seen_list.clone();
     a.sort_unstable();

@@ -2,7 +2,7 @@
 //! retention split, the self-contained-prefix trim with its dead-call second pass, and the
 //! worth-compacting gate.
 
-use super::contents::{covered, next_gen, Comp};
+use super::contents::{covered, next_gen, Comp, RetainedIndex};
 use crate::tokens::sizes::{SessionSizes, PART_CALL};
 
 /// Reusable id sets for the guards.
@@ -40,6 +40,11 @@ impl GuardScratch {
 /// Earliest and latest timestamp of events `evs` (the range an empty summary of them
 /// would cover, as the worth-compacting gate measures it).
 pub fn time_span(s: &SessionSizes, evs: &[u32]) -> (f64, f64) {
+    // Callers pass events in ascending order: with sorted timestamps, the first and last.
+    debug_assert!(evs.windows(2).all(|w| w[0] < w[1]), "ascending events");
+    if let (true, Some(&a), Some(&b)) = (s.ts_sorted, evs.first(), evs.last()) {
+        return (s.timestamp[a as usize], s.timestamp[b as usize]);
+    }
     evs.iter()
         .map(|&e| s.timestamp[e as usize])
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), t| {
@@ -116,6 +121,66 @@ fn prefix_pass(
     safe
 }
 
+/// [`prefix_pass`] (without dead ids) over a window that only grows at its end: the window
+/// of a token trigger that starts at the same event request after request (its summaries
+/// keep failing, or it is not yet worth compacting) is scanned once, not once per request.
+/// It records every prefix length at which no id is open, so a window cut shorter than what
+/// was scanned is answered too.
+#[derive(Debug, Default)]
+pub struct PrefixScan {
+    /// First event of the scanned window.
+    start: Option<u32>,
+    scanned: usize,
+    gen: u32,
+    open: Vec<u32>,
+    open_count: usize,
+    /// Prefix lengths (ascending) after which no id is open.
+    safe: Vec<u32>,
+}
+
+impl PrefixScan {
+    /// The first pass of [`self_contained_prefix`] over `win` (contiguous events from its
+    /// first): the longest prefix ending with no id open.
+    pub fn first_pass(&mut self, s: &SessionSizes, win: &[u32]) -> usize {
+        let Some(&first) = win.first() else {
+            return 0;
+        };
+        if Some(first) != self.start {
+            self.start = Some(first);
+            self.scanned = 0;
+            self.open_count = 0;
+            self.safe.clear();
+            if self.open.len() < s.n_ids as usize {
+                self.open.resize(s.n_ids as usize, 0);
+            }
+            next_gen(&mut self.gen, &mut [&mut self.open]);
+        }
+        let g = self.gen;
+        while self.scanned < win.len() {
+            let e = win[self.scanned] as usize;
+            debug_assert_eq!(e, first as usize + self.scanned, "a contiguous window");
+            for id in s.resp_ids(e) {
+                if self.open[id as usize] == g {
+                    self.open[id as usize] = 0;
+                    self.open_count -= 1;
+                }
+            }
+            for id in s.call_ids(e).chain(s.requested[e].iter().copied()) {
+                if self.open[id as usize] != g {
+                    self.open[id as usize] = g;
+                    self.open_count += 1;
+                }
+            }
+            self.scanned += 1;
+            if self.open_count == 0 {
+                self.safe.push(self.scanned as u32);
+            }
+        }
+        let at = self.safe.partition_point(|&k| k as usize <= win.len());
+        at.checked_sub(1).map_or(0, |i| self.safe[i] as usize)
+    }
+}
+
 /// `_longest_self_contained_prefix(window, all_events)` (2.12+): returns the kept length.
 /// `n` raw events exist; `newest_inv` is the `inv_id` of the newest raw event.
 pub fn self_contained_prefix(
@@ -137,6 +202,38 @@ pub fn self_contained_prefix_in(
     keep: impl Fn(usize) -> bool,
 ) -> usize {
     let safe = prefix_pass(s, win, gs, false, 0);
+    dead_pass(s, win, n, gs, keep, safe)
+}
+
+/// [`self_contained_prefix`] over a contiguous window that grows at its end, its first pass
+/// resumed by `scan`.
+pub fn self_contained_prefix_scanned(
+    s: &SessionSizes,
+    win: &[u32],
+    n: usize,
+    gs: &mut GuardScratch,
+    scan: &mut PrefixScan,
+) -> usize {
+    let safe = scan.first_pass(s, win);
+    debug_assert_eq!(
+        safe,
+        prefix_pass(s, win, gs, false, 0),
+        "resumed prefix scan vs a fresh one"
+    );
+    dead_pass(s, win, n, gs, |_| true, safe)
+}
+
+/// The rest of [`self_contained_prefix_in`] after its first pass found `safe`: when the cut
+/// falls inside an invocation, ids no event will ever answer are ignored and the window
+/// scanned again.
+fn dead_pass(
+    s: &SessionSizes,
+    win: &[u32],
+    n: usize,
+    gs: &mut GuardScratch,
+    keep: impl Fn(usize) -> bool,
+    safe: usize,
+) -> usize {
     if safe == win.len() {
         return safe;
     }
@@ -202,7 +299,11 @@ pub fn self_contained_prefix_in(
 
 /// `_is_range_worth_compacting` (2.12+): the chars an empty summary over
 /// `[min ts, max ts]` would remove from the request (`_process_compaction_events` JSON sizes
-/// before vs after) must exceed the latest non-subsumed summary's JSON size.
+/// before vs after) must exceed the latest non-subsumed summary's JSON size. `fast`: the
+/// retained-summary index and the running JSON sizes of the events with content, for an
+/// ordinary session (sorted timestamps, every event kept): searches and sums instead of
+/// walks over every summary and every event in the range (a token trigger's range starts at
+/// the first summary's start, so the walk grew with the session).
 pub fn worth_compacting(
     s: &SessionSizes,
     n: usize,
@@ -210,12 +311,45 @@ pub fn worth_compacting(
     cov: &[(f64, f64)],
     lo: f64,
     hi: f64,
+    fast: Option<(&RetainedIndex, &[u64])>,
 ) -> bool {
-    worth_compacting_in(s, n, comps, cov, lo, hi, |_| true)
+    let Some((ridx, json_prefix)) = fast.filter(|(r, _)| r.usable() && s.ts_sorted) else {
+        return worth_compacting_in(s, n, comps, cov, lo, hi, |_| true);
+    };
+    let contained = ridx.contains(lo, hi);
+    let mut removable: i64 = 0;
+    if !contained {
+        removable -= 27; // {"parts":[],"role":"model"}
+        removable += ridx.json_inside(lo, hi) as i64;
+        if lo <= hi {
+            let span = |a: f64, b: f64| {
+                let (x, y) = in_time_range(s, n, a, b);
+                (json_prefix[y] - json_prefix[x]) as i64
+            };
+            removable += span(lo, hi);
+            // minus the covered events: the coverage ranges meeting [lo, hi]
+            let first = cov.partition_point(|&(_, e)| e < lo);
+            for &(a, b) in cov[first..].iter().take_while(|&&(a, _)| a <= hi) {
+                removable -= span(a.max(lo), b.min(hi));
+            }
+        }
+    }
+    let prev = comps
+        .iter()
+        .rev()
+        .find(|c| c.retained)
+        .map_or(0, |c| c.json_chars as i64);
+    let worth = removable > prev;
+    debug_assert_eq!(
+        worth,
+        worth_compacting_in(s, n, comps, cov, lo, hi, |_| true),
+        "worth compacting by index vs by walk"
+    );
+    worth
 }
 
 /// [`worth_compacting`] over the raw events `i < n` with `keep(i)` (ADK passes the live
-/// events of one isolation scope) and the compactions of that view.
+/// events of one isolation scope) and the compactions of that view, walking them.
 pub fn worth_compacting_in(
     s: &SessionSizes,
     n: usize,
@@ -278,10 +412,19 @@ pub fn raw_in_range(
     hi: f64,
     scope: u32,
 ) -> (u32, Option<u32>, Option<u32>) {
+    let (a, b) = in_time_range(s, n, lo, hi);
+    if s.ts_sorted && scope == 0 && !s.has_scopes_or_rewinds() {
+        // every event is of scope 0 and the range is exactly `a..b`
+        let some = (a < b).then_some(());
+        return (
+            (b - a) as u32,
+            some.map(|_| a as u32),
+            some.map(|_| b as u32 - 1),
+        );
+    }
     let mut count = 0;
     let mut first = None;
     let mut last = None;
-    let (a, b) = in_time_range(s, n, lo, hi);
     for i in a..b {
         let ts = s.timestamp[i];
         if lo <= ts && ts <= hi && s.scope.get(i).map_or(0, |&x| x) == scope {
@@ -404,12 +547,30 @@ mod tests {
         assert_eq!(self_contained_prefix(&s, &[0, 1, 2], 4, &mut gs), 1);
     }
 
+    /// The gate by walking and by the index (appending `comps` one by one): both agree.
+    fn worth(s: &SessionSizes, comps: &[Comp], cov: &[(f64, f64)], lo: f64, hi: f64) -> bool {
+        let walked = worth_compacting(s, 8, comps, cov, lo, hi, None);
+        let mut ridx = RetainedIndex::new(s);
+        let (mut built, mut dropped) = (Vec::new(), Vec::new());
+        for c in comps {
+            built.push(c.clone());
+            assert!(ridx.append(&mut built, &mut dropped));
+        }
+        let base = super::super::contents::baseline(s);
+        let indexed = worth_compacting(s, 8, &built, cov, lo, hi, Some((&ridx, &base.json_prefix)));
+        assert_eq!(
+            walked, indexed,
+            "gate by walk vs by index over [{lo}, {hi}]"
+        );
+        walked
+    }
+
     #[test]
     fn gate_needs_more_than_the_last_summary() {
         let s = session();
         let cov = vec![];
         // no summary yet: any range bigger than an empty summary (27 chars) is worth it
-        assert!(worth_compacting(&s, 8, &[], &cov, 1.0, 4.0));
+        assert!(worth(&s, &[], &cov, 1.0, 4.0));
         let big = Comp {
             start: 1.0,
             end: 2.0,
@@ -422,22 +583,8 @@ mod tests {
         };
         let mut cov = Vec::new();
         super::super::contents::coverage(std::slice::from_ref(&big), &mut cov);
-        assert!(!worth_compacting(
-            &s,
-            8,
-            std::slice::from_ref(&big),
-            &cov,
-            3.0,
-            4.0
-        ));
+        assert!(!worth(&s, std::slice::from_ref(&big), &cov, 3.0, 4.0));
         // a range containing the big summary removes it, so it is worth compacting
-        assert!(worth_compacting(
-            &s,
-            8,
-            std::slice::from_ref(&big),
-            &cov,
-            1.0,
-            8.0
-        ));
+        assert!(worth(&s, std::slice::from_ref(&big), &cov, 1.0, 8.0));
     }
 }

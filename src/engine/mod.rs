@@ -102,6 +102,8 @@ pub(crate) struct State<'a> {
     pub gs: GuardScratch,
     pub out: Replay,
     pub window: Vec<u32>,
+    /// The token trigger's self-contained-prefix scan, resumed while its window grows.
+    pub scan: guards::PrefixScan,
     /// Setting-independent uncompacted measures (computed once per session).
     pub base: &'a crate::tokens::sizes::BaselineCache,
     /// Model requests seen so far (row into `base.request`).
@@ -136,9 +138,14 @@ pub(crate) struct State<'a> {
     /// The retained ordinals as closed runs, recomputed when a compaction is appended (each
     /// invocation's row takes a copy: O(runs), not O(summaries)).
     pub retained_runs: Vec<(u32, u32)>,
+    /// The retained summaries in request order with running sums (ordinary sessions).
+    pub ridx: contents::RetainedIndex,
     /// Where the last request's carried ordinals went in `out.carried`, and the build they
     /// were read from (scratch generation, compactions): an extended build carries the same.
     pub carried_at: Option<(u32, u32, u32, usize)>,
+    /// The last carried list was the summary index's first `.1` entries and nothing else,
+    /// read at index epoch `.0`.
+    pub carried_lead: Option<(u32, usize)>,
     /// Summaries the last append subsumed (reused buffer).
     dropped: Vec<u32>,
     /// The carried ordinals of the current request (reused buffer).
@@ -381,7 +388,21 @@ impl<'a> State<'a> {
         } else {
             (&self.comps[..], &self.cov[..])
         };
-        let m = contents::build(self.s, self.n, comps, cov, viewer, branch, &mut self.sc);
+        let m = if self.special {
+            contents::build(self.s, self.n, comps, cov, viewer, branch, &mut self.sc)
+        } else {
+            let ridx = &self.ridx;
+            contents::build_indexed(
+                self.s,
+                self.n,
+                comps,
+                cov,
+                viewer,
+                branch,
+                &mut self.sc,
+                ridx,
+            )
+        };
         self.last_key = Some(key);
         self.last_measure = m;
         m
@@ -399,6 +420,7 @@ impl<'a> State<'a> {
             branch,
             &self.sc,
             m,
+            Some(&self.ridx),
         );
     }
 
@@ -412,10 +434,20 @@ impl<'a> State<'a> {
                 chars += 7 + c; // "model: " + text
             }
         }
-        for &e in evs {
-            if self.s.summ_lines[e as usize] > 0 {
-                blocks += 1;
-                chars += self.s.summ_chars[e as usize];
+        match (evs.first(), evs.last()) {
+            // a contiguous span (the usual case): from the running sums
+            (Some(&a), Some(&b)) if b >= a && (b - a + 1) as usize == evs.len() => {
+                let (a, b) = (a as usize, b as usize + 1);
+                blocks += self.base.summ_blocks_prefix[b] - self.base.summ_blocks_prefix[a];
+                chars += self.base.summ_chars_prefix[b] - self.base.summ_chars_prefix[a];
+            }
+            _ => {
+                for &e in evs {
+                    if self.s.summ_lines[e as usize] > 0 {
+                        blocks += 1;
+                        chars += self.s.summ_chars[e as usize];
+                    }
+                }
             }
         }
         chars + blocks.saturating_sub(1)
@@ -430,7 +462,7 @@ impl<'a> State<'a> {
         trigger: Trigger,
         inv: u32,
         before: Option<u32>,
-        evs: Vec<u32>,
+        evs: &[u32],
         seed: Option<usize>,
         scope: u32,
     ) -> bool {
@@ -443,7 +475,7 @@ impl<'a> State<'a> {
             _ => Vec::new(),
         };
         let seed_chars = seed.map(|k| self.comps[k].chars);
-        let history = self.history_chars(&evs, seed_chars);
+        let history = self.history_chars(evs, seed_chars);
         let prompt = TEMPLATE_FIXED_CHARS + history;
         let call = self.out.calls.len() as u32 + 1;
         let seed_info = seed.map(|k| Seed {
@@ -518,7 +550,9 @@ impl<'a> State<'a> {
         });
         self.comp_scope.push(scope);
         let mut dropped = std::mem::take(&mut self.dropped);
-        contents::update_retained_after_append(&mut self.comps, &mut dropped);
+        if !self.ridx.append(&mut self.comps, &mut dropped) {
+            contents::update_retained_after_append(&mut self.comps, &mut dropped);
+        }
         #[cfg(debug_assertions)]
         {
             let mut full = self.comps.clone();
@@ -549,7 +583,12 @@ impl<'a> State<'a> {
             contents::coverage(&self.comps, &mut full);
             assert_eq!(full, self.cov, "coverage after append vs recomputed");
         }
-        contents::retained_runs(&self.comps, &mut self.retained_runs);
+        contents::retained_runs_after_append(
+            &mut self.retained_runs,
+            &self.dropped,
+            ordinal,
+            self.comps[ordinal as usize - 1].retained,
+        );
         // The oracle counts the raw events of the compaction's scope, rewound ones included.
         let (count, f, l) = guards::raw_in_range(s, self.n, start, end, scope);
         let (a, b) = guards::in_time_range(s, self.n, start, end);
@@ -610,8 +649,15 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         replayed: vec![None; s.n],
         sc: Scratch::default(),
         gs: GuardScratch::default(),
-        out: Replay::default(),
+        // one row per model request and per invocation: reserved, so long sessions do not
+        // copy their rows again at every doubling
+        out: Replay {
+            requests: Vec::with_capacity(base.request.len()),
+            invocations: Vec::with_capacity(s.blocks()),
+            ..Replay::default()
+        },
         window: Vec::new(),
+        scan: guards::PrefixScan::default(),
         special: s.has_scopes_or_rewinds(),
         comp_scope: Vec::new(),
         spans: Vec::new(),
@@ -626,7 +672,9 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         in_new: Vec::new(),
         new_basis: 0.0,
         retained_runs: Vec::new(),
+        ridx: contents::RetainedIndex::new(s),
         carried_at: None,
+        carried_lead: None,
         dropped: Vec::new(),
         carried_buf: Vec::new(),
         hidden_at: None,

@@ -48,7 +48,15 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
         return false;
     }
     let (lo, hi) = guards::time_span(s, &win);
-    if !guards::worth_compacting(s, n, &st.comps, &st.cov, lo, hi) {
+    if !guards::worth_compacting(
+        s,
+        n,
+        &st.comps,
+        &st.cov,
+        lo,
+        hi,
+        Some((&st.ridx, &st.base.json_prefix)),
+    ) {
         return false;
     }
     st.summarize(
@@ -56,7 +64,7 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
         Trigger::SlidingWindow,
         inv,
         None,
-        win,
+        &win,
         None,
         0,
     )
@@ -137,7 +145,7 @@ fn sliding_window_view(st: &mut State<'_>, inv: u32) -> bool {
         Trigger::SlidingWindow,
         inv,
         None,
-        win,
+        &win,
         None,
         0,
     )

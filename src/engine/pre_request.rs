@@ -31,8 +31,8 @@ pub(crate) fn token_path(
     let latest = st.vc().0.iter().rposition(|c| c.retained);
     let last_end = latest.map_or(0.0, |k| st.comps[k].end);
     let mut cands = std::mem::take(&mut st.window);
-    cands.clear();
     if st.special {
+        cands.clear();
         cands.extend(
             (0..st.n as u32)
                 .filter(|&i| s.timestamp[i as usize] > last_end && st.in_view(i as usize, scope)),
@@ -44,8 +44,16 @@ pub(crate) fn token_path(
             st.window = cands;
             return false;
         }
-        cands.extend(lo as u32..st.n as u32);
+        // The last attempt's list when it started at the same event (no summary since, or
+        // its summary failed): only the events appended since are added.
+        if cands.first() != Some(&(lo as u32)) {
+            cands.clear();
+        }
+        let have = (lo + cands.len()) as u32;
+        cands.extend(have..st.n as u32);
+        debug_assert_eq!(cands.len(), st.n - lo, "the candidates are the suffix");
     } else {
+        cands.clear();
         cands.extend((0..st.n as u32).filter(|&i| s.timestamp[i as usize] > last_end));
     }
     let r = retention as usize;
@@ -58,42 +66,50 @@ pub(crate) fn token_path(
     } else {
         guards::safe_split(s, &cands, r, &mut st.gs)
     };
-    cands.truncate(split);
+    let win = &cands[..split];
     let keep = if st.special {
         let (spans, n) = (&st.spans, st.n);
-        guards::self_contained_prefix_in(s, &cands, n, &mut st.gs, |i| {
+        guards::self_contained_prefix_in(s, win, n, &mut st.gs, |i| {
             s.scope[i] == scope && !crate::tokens::sizes::in_spans(spans, i)
         })
+    } else if s.ts_sorted {
+        guards::self_contained_prefix_scanned(s, win, st.n, &mut st.gs, &mut st.scan)
     } else {
-        guards::self_contained_prefix(s, &cands, st.n, &mut st.gs)
+        guards::self_contained_prefix(s, win, st.n, &mut st.gs)
     };
-    cands.truncate(keep);
-    if cands.is_empty() {
+    let evs = &cands[..keep];
+    if evs.is_empty() {
         st.window = cands;
         return false;
     }
     // the seed (the previous summary, placed at its start) is part of the range
-    let (mut lo, mut hi) = guards::time_span(s, &cands);
+    let (mut lo, mut hi) = guards::time_span(s, evs);
     if let Some(k) = latest {
         lo = lo.min(st.comps[k].start);
         hi = hi.max(st.comps[k].start);
     }
     let (comps, cov) = st.vc();
-    if !guards::worth_compacting_in(s, st.n, comps, cov, lo, hi, |i| st.in_view(i, scope)) {
+    let worth = if st.special {
+        guards::worth_compacting_in(s, st.n, comps, cov, lo, hi, |i| st.in_view(i, scope))
+    } else {
+        let fast = Some((&st.ridx, &st.base.json_prefix[..]));
+        guards::worth_compacting(s, st.n, comps, cov, lo, hi, fast)
+    };
+    if !worth {
         st.window = cands;
         return false;
     }
-    let evs = cands.clone();
-    st.window = cands;
-    st.summarize(
+    let done = st.summarize(
         phase,
         Trigger::TokenThreshold,
         inv,
         before,
-        evs,
+        &cands[..keep],
         latest,
         scope,
-    )
+    );
+    st.window = cands;
+    done
 }
 
 /// What the previous model request looked like (for the shared-prefix column).
@@ -130,6 +146,18 @@ fn shared_prefix(st: &State<'_>, prev: &Prev, viewer: u32, scope: u32, generic: 
     let s = st.s;
     let new = &st.comps[pc..];
     let mut shared = 0u64;
+    // The leading summaries the build took from the index: shared up to the first one
+    // written since (found by its key, not by walking them).
+    let lead = st.sc.prefix as usize;
+    if lead > 0 {
+        let stop = (pc..st.comps.len())
+            .filter_map(|ci| st.ridx.position(&st.comps, ci))
+            .fold(lead, usize::min);
+        shared = st.ridx.sums_to(stop)[2];
+        if stop < lead {
+            return shared;
+        }
+    }
     for &(kind, src) in &st.sc.seq {
         let ok = match kind {
             K_SUM => (src as usize) < pc,
@@ -418,46 +446,76 @@ fn carried(st: &mut State<'_>) -> (u32, u32) {
     if let Some((a, b, g, c)) = st.carried_at {
         if (g, c) == key {
             #[cfg(debug_assertions)]
-            {
-                let fresh: Vec<u32> = st
-                    .sc
-                    .seq
-                    .iter()
-                    .filter(|x| x.0 == K_SUM)
-                    .map(|x| x.1 + 1)
-                    .collect();
-                assert_eq!(
-                    fresh,
-                    st.out.carried[a as usize..b as usize],
-                    "carried of an extended build"
-                );
-            }
+            assert_eq!(
+                carried_list(st),
+                st.out.carried[a as usize..b as usize],
+                "carried of an extended build"
+            );
             return (a, b);
         }
     }
-    let mut list = std::mem::take(&mut st.carried_buf);
-    list.clear();
-    list.extend(st.sc.seq.iter().filter(|x| x.0 == K_SUM).map(|x| x.1 + 1));
     let len = st.out.carried.len() as u32;
-    let (a, b) = match st.carried_at {
-        // the last list, at the end of the storage, is a prefix of this one
-        Some((a, b, _, _))
-            if b == len
-                && (b - a) as usize <= list.len()
-                && st.out.carried[a as usize..b as usize] == list[..(b - a) as usize] =>
-        {
-            let old = (b - a) as usize;
-            st.out.carried.extend_from_slice(&list[old..]);
-            (a, st.out.carried.len() as u32)
+    let lead = st.sc.prefix as usize;
+    let tail_sums = st.sc.seq.iter().any(|x| x.0 == K_SUM);
+    // The last list was the index's first `p0` summaries and nothing else, and the index has
+    // only grown at its end since: this list extends it (a sliding window's next request).
+    let extends = match (st.carried_at, st.carried_lead) {
+        (Some((_, b, _, _)), Some((epoch, p0))) => {
+            b == len && epoch == st.ridx.epoch() && p0 <= lead && lead > 0
         }
-        _ => {
-            st.out.carried.extend_from_slice(&list);
-            (len, st.out.carried.len() as u32)
+        _ => false,
+    };
+    let (a, b) = if extends {
+        let (a, _, _, _) = st.carried_at.unwrap_or_default();
+        let p0 = st.carried_lead.map_or(0, |l| l.1);
+        let ridx = &st.ridx;
+        st.out
+            .carried
+            .extend((p0..lead).map(|i| ridx.comp_at(i) + 1));
+        let tail = st.sc.seq.iter().filter(|x| x.0 == K_SUM).map(|x| x.1 + 1);
+        st.out.carried.extend(tail);
+        #[cfg(debug_assertions)]
+        assert_eq!(
+            carried_list(st),
+            st.out.carried[a as usize..],
+            "carried extended from the index"
+        );
+        (a, st.out.carried.len() as u32)
+    } else {
+        let list = carried_list(st);
+        match st.carried_at {
+            // the last list, at the end of the storage, is a prefix of this one
+            Some((a, b, _, _))
+                if b == len
+                    && (b - a) as usize <= list.len()
+                    && st.out.carried[a as usize..b as usize] == list[..(b - a) as usize] =>
+            {
+                let old = (b - a) as usize;
+                st.out.carried.extend_from_slice(&list[old..]);
+                st.carried_buf = list;
+                (a, st.out.carried.len() as u32)
+            }
+            _ => {
+                st.out.carried.extend_from_slice(&list);
+                st.carried_buf = list;
+                (len, st.out.carried.len() as u32)
+            }
         }
     };
-    st.carried_buf = list;
     st.carried_at = Some((a, b, key.0, key.1));
+    st.carried_lead = (st.ridx.usable() && !tail_sums).then(|| (st.ridx.epoch(), lead));
     (a, b)
+}
+
+/// The ordinals of the summaries the request in `st.sc` carries, in request order: the
+/// index's leading ones, then those among its items (into the reused buffer).
+fn carried_list(st: &mut State<'_>) -> Vec<u32> {
+    let mut list = std::mem::take(&mut st.carried_buf);
+    list.clear();
+    let ridx = &st.ridx;
+    list.extend((0..st.sc.prefix as usize).map(|i| ridx.comp_at(i) + 1));
+    list.extend(st.sc.seq.iter().filter(|x| x.0 == K_SUM).map(|x| x.1 + 1));
+    list
 }
 
 /// One recorded model request at event `k` (raw events `0..k` exist).

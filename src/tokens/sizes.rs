@@ -57,6 +57,13 @@ pub struct BaselineCache {
     pub main_agent: Option<u32>,
     /// `tok_prefix[i]` = run-tokenizer tokens of events `0..i` (a run's tokens in O(1)).
     pub tok_prefix: Vec<u64>,
+    /// `json_prefix[i]` = JSON chars of the events with content among `0..i` (what a range
+    /// of raw events adds to a request, for the worth-compacting gate).
+    pub json_prefix: Vec<u64>,
+    /// `summ_chars_prefix[i]` / `summ_blocks_prefix[i]`: the summarizer prompt's chars and
+    /// blocks (events with lines) of events `0..i` (a contiguous span's prompt in O(1)).
+    pub summ_chars_prefix: Vec<u64>,
+    pub summ_blocks_prefix: Vec<u64>,
     /// Per call id: the first visible event calling it (`u32::MAX`: none).
     pub call_first: Vec<u32>,
 }
