@@ -3,8 +3,8 @@
 //! ```text
 //! cargo run --release --bin scale-bench -- [--sizes 2500,5000,10000,20000] [--big-events N]
 //!                                          [--reps R] [--summarizers agent,terse]
-//!                                          [--clients waits,streams] [--no-big] [--dir DIR]
-//!                                          [--timeout SECONDS]
+//!                                          [--clients waits,streams] [--kinds token,sliding,both]
+//!                                          [--no-big] [--dir DIR] [--timeout SECONDS]
 //! ```
 //!
 //! How replay cost grows with session length. The sessions are written by `synth`'s long
@@ -122,6 +122,7 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("no session"))?;
     let counts = count_sessions(&sessions, Tokenizer::O200k, &CacheOpts::disabled())?;
     let sizes = SessionSizes::new(session, counts.first().map(Vec::as_slice));
+    drop(counts); // as `replay` does: the sizes hold what the replay needs
     let inputs = SessionCostInputs::new(session, Tokenizer::O200k);
     let load_s = t.elapsed().as_secs_f64();
     let load_mib = peak_mib();
@@ -166,8 +167,8 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
     let warm_engine = median(&mut engine_s[1..].to_vec());
     println!(
         "{RESULT} events={} requests={} compactions={compactions} load_s={load_s:.3} \
-         load_mib={load_mib:.1} first_s={first:.4} first_engine_s={first_engine:.4} \
-         warm_s={warm:.4} warm_engine_s={warm_engine:.4} peak_mib={:.1}",
+         load_mib={load_mib:.1} first_s={first:.6} first_engine_s={first_engine:.6} \
+         warm_s={warm:.6} warm_engine_s={warm_engine:.6} peak_mib={:.1}",
         sizes.n,
         sizes.model_request.iter().filter(|&&m| m).count(),
         peak_mib()
@@ -282,6 +283,7 @@ fn run() -> anyhow::Result<()> {
     let mut reps = 3usize;
     let mut summarizers = list("agent,terse");
     let mut clients = list("waits,streams");
+    let mut kinds = list("token,sliding,both");
     let mut big = true;
     let mut dir: Option<PathBuf> = None;
     let mut timeout = Duration::from_secs(600);
@@ -310,6 +312,12 @@ fn run() -> anyhow::Result<()> {
             }
             "--summarizers" => summarizers = list(&val()?),
             "--clients" => clients = list(&val()?),
+            "--kinds" => {
+                kinds = list(&val()?);
+                if let Some(k) = kinds.iter().find(|k| config(k).is_none()) {
+                    anyhow::bail!("--kinds: `{k}` is not token, sliding or both");
+                }
+            }
             "--no-big" => big = false,
             "--dir" => dir = Some(PathBuf::from(val()?)),
             "--timeout" => {
@@ -325,7 +333,6 @@ fn run() -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir)?;
-    let kinds = ["token", "sliding", "both"];
     println!(
         "Per case: own process; {reps} replays with metrics; times in ms per replay, memory \
          = peak RSS of the process (MiB)."
@@ -345,7 +352,8 @@ fn run() -> anyhow::Result<()> {
         };
         let file = write_session(&dir, shape)?;
         let f = file.to_string_lossy().into_owned();
-        for kind in kinds {
+        for kind in &kinds {
+            let kind = kind.as_str();
             for summ in &summarizers {
                 for client in &clients {
                     let Some(c) = spawn(
@@ -433,7 +441,10 @@ fn run() -> anyhow::Result<()> {
         println!();
         println!("| case | compactions | time (s) | peak RSS (MiB) | of it loading (MiB) | loading (s) |");
         println!("|---|---|---|---|---|---|");
-        for (kind, mode) in kinds.iter().flat_map(|k| [(*k, "engine"), (*k, "metrics")]) {
+        for (kind, mode) in kinds
+            .iter()
+            .flat_map(|k| [(k.as_str(), "engine"), (k.as_str(), "metrics")])
+        {
             let Some(c) = spawn(&["replay", &f, kind, "agent", "waits", "2", mode], timeout)?
             else {
                 println!(

@@ -142,6 +142,8 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
             )
         })
         .collect();
+    // The per-part counts are in the sizes now; a long session's are tens of MB.
+    drop(counts);
     let evaluate_one = |session: &Session, sizes: &SessionSizes, inputs: &SessionCostInputs| {
         // Same rule as `sweep`: `--model`, else the recorded model, else the documented default.
         let agent_model = args

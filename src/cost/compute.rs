@@ -148,7 +148,7 @@ pub struct MetricsSetting<'a> {
     pub attachment_tokens: &'a [u64],
     /// Each event's facts when found beforehand ([`super::facts::event_facts`]); `None`:
     /// found here, per summary.
-    pub event_facts: Option<&'a [Vec<String>]>,
+    pub event_facts: Option<&'a super::facts::EventFacts>,
     /// The session's references when found beforehand ([`SessionReferences::new`]); `None`:
     /// found here.
     pub references: Option<&'a SessionReferences>,
@@ -579,12 +579,7 @@ fn references(
         Some(r) => r,
         None => {
             let facts = super::facts::event_facts(session);
-            let lines: Vec<String> = session
-                .events
-                .iter()
-                .map(crate::tokens::adk::summarizer_text)
-                .collect();
-            owned = SessionReferences::new(session, &facts, &lines);
+            owned = SessionReferences::new(session, &facts);
             &owned
         }
     };
@@ -1569,7 +1564,7 @@ mod tests {
         // recording, so the summary lands. Move the next turn to 68 s: 65 + 5.05 > 68, so in
         // `streams` it is discarded; `waits` keeps it.
         let s = session();
-        let lines = EventLines::from_parts(vec![String::new(); 6], vec![500; 6]);
+        let lines = EventLines::from_parts(vec![500; 6]);
         let count = |t: &str| t.len() as u64;
         let inner = Modelled {
             lines: &lines,

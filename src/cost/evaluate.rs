@@ -37,7 +37,7 @@ pub struct SessionCostInputs {
 /// every summary. Results only; a clone starts empty.
 #[derive(Debug, Default)]
 pub struct SessionMemo {
-    facts: OnceLock<Vec<Vec<String>>>,
+    facts: OnceLock<super::facts::EventFacts>,
     references: OnceLock<SessionReferences>,
     /// Summary token counts by the text's 128-bit hash.
     counted: Mutex<HashMap<u128, u64>>,
@@ -53,14 +53,14 @@ impl Clone for SessionMemo {
 
 impl SessionMemo {
     /// Each event's facts, found on first use.
-    pub fn event_facts(&self, session: &Session) -> &[Vec<String>] {
+    pub fn event_facts(&self, session: &Session) -> &super::facts::EventFacts {
         self.facts.get_or_init(|| event_facts(session))
     }
 
     /// The session's references (metrics.md "References"), found on first use.
-    pub fn references(&self, session: &Session, lines: &EventLines) -> &SessionReferences {
+    pub fn references(&self, session: &Session) -> &SessionReferences {
         self.references
-            .get_or_init(|| SessionReferences::new(session, self.event_facts(session), &lines.text))
+            .get_or_init(|| SessionReferences::new(session, self.event_facts(session)))
     }
 
     /// `count(text)`, once per distinct text.
@@ -213,7 +213,7 @@ fn evaluate_with(
             .summarizer
             .writes_real_text()
             .then(|| inputs.memo.event_facts(session)),
-        references: Some(inputs.memo.references(session, &inputs.lines)),
+        references: Some(inputs.memo.references(session)),
     };
     let (replay, log) = replay_measured(summarizer, &|| summarizer.measured(), model, &ms, run);
     let metrics = compute_metrics(session, sizes, &replay, baseline, model, &ms, &log);

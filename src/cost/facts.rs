@@ -229,29 +229,86 @@ pub fn tally<'a>(span: impl IntoIterator<Item = &'a Event>, summary: &str) -> Fa
 
 /// [`tally`] over facts found beforehand: `facts[i]` are event `i`'s (see
 /// [`event_facts`]); the same count, without reading the events again.
-pub fn tally_found(
-    facts: &[Vec<String>],
-    span: std::ops::Range<usize>,
-    summary: &str,
-) -> FactTally {
-    let mut all: BTreeSet<&str> = BTreeSet::new();
-    for f in facts.get(span).unwrap_or(&[]) {
-        all.extend(f.iter().map(String::as_str));
+pub fn tally_found(facts: &EventFacts, span: std::ops::Range<usize>, summary: &str) -> FactTally {
+    let mut all: BTreeSet<u32> = BTreeSet::new();
+    for i in span {
+        all.extend(facts.ids(i).iter().copied());
     }
-    let dropped = all.iter().filter(|f| !summary.contains(**f)).count() as u64;
+    let dropped = all
+        .iter()
+        .filter(|&&f| !summary.contains(facts.fact(f)))
+        .count() as u64;
     FactTally {
         total: all.len() as u64,
         dropped,
     }
 }
 
-/// Each event's facts, in order (what [`tally`] finds in a span, one event at a time).
-pub fn event_facts(session: &crate::transcript::Session) -> Vec<Vec<String>> {
-    session
-        .events
-        .iter()
-        .map(|e| extract_facts(&event_fact_text(e)).into_iter().collect())
-        .collect()
+/// Each event's facts (what [`tally`] finds in a span, one event at a time), each distinct
+/// fact stored once: a long session repeats the same order numbers and amounts in turn after
+/// turn, and a list of strings per event was most of its memory.
+#[derive(Debug, Clone, Default)]
+pub struct EventFacts {
+    /// The distinct facts, in order of first appearance.
+    facts: Vec<String>,
+    /// Event i's facts as indices into `facts` (ascending by text, as `extract_facts`
+    /// gives them): `ids[start[i]..start[i + 1]]`.
+    ids: Vec<u32>,
+    start: Vec<u32>,
+}
+
+impl EventFacts {
+    /// The facts of event `i` as ids (empty past the last event).
+    pub fn ids(&self, i: usize) -> &[u32] {
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.ids[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// The text of fact `id`.
+    pub fn fact(&self, id: u32) -> &str {
+        &self.facts[id as usize]
+    }
+
+    /// The facts of event `i`.
+    pub fn of(&self, i: usize) -> impl Iterator<Item = &str> + '_ {
+        self.ids(i).iter().map(|&f| self.fact(f))
+    }
+
+    /// Events covered.
+    pub fn len(&self) -> usize {
+        self.start.len().saturating_sub(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Each event's facts, in order.
+pub fn event_facts(session: &crate::transcript::Session) -> EventFacts {
+    let mut out = EventFacts {
+        start: vec![0],
+        ..EventFacts::default()
+    };
+    let mut known: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    for e in &session.events {
+        for f in extract_facts(&event_fact_text(e)) {
+            let id = match known.get(&f) {
+                Some(&id) => id,
+                None => {
+                    let id = out.facts.len() as u32;
+                    out.facts.push(f.clone());
+                    known.insert(f, id);
+                    id
+                }
+            };
+            out.ids.push(id);
+        }
+        out.start.push(out.ids.len() as u32);
+    }
+    out
 }
 
 #[cfg(test)]

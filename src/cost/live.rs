@@ -868,12 +868,13 @@ impl<'a> LiveSummarizer<'a> {
     /// ADK's summarizer prompt for a request.
     pub fn prompt(&self, req: &SummarizeRequest<'_>) -> String {
         let seed = req.seed.and_then(|s| s.text);
-        crate::tokens::adk::summarizer_prompt(
-            seed,
-            req.event_indices()
-                .filter_map(|i| self.lines.text.get(i as usize))
-                .map(String::as_str),
-        )
+        // the events' lines, made for this call (not kept per session: see `EventLines`)
+        let lines: Vec<String> = req
+            .event_indices()
+            .filter_map(|i| self.session.events.get(i as usize))
+            .map(crate::tokens::adk::summarizer_text)
+            .collect();
+        crate::tokens::adk::summarizer_prompt(seed, lines.iter().map(String::as_str))
     }
 
     fn measure(&self, call: u32, m: CallMeasure) {

@@ -43,9 +43,10 @@ pub struct SessionReferences {
 }
 
 impl SessionReferences {
-    /// `event_facts[i]`: event i's facts; `summarizer_text[i]`: the lines ADK's summarizer
-    /// writes for event i (`tokens::adk::summarizer_text`).
-    pub fn new(session: &Session, event_facts: &[Vec<String>], summarizer_text: &[String]) -> Self {
+    /// `event_facts[i]`: event i's facts. The lines ADK's summarizer writes for an event
+    /// (`tokens::adk::summarizer_text`) are made one event at a time and not kept: a long
+    /// session's lines are as large as its tool payloads.
+    pub fn new(session: &Session, event_facts: &super::facts::EventFacts) -> Self {
         let mut out = SessionReferences::default();
         let mut ids: HashMap<&str, u32> = HashMap::new();
         for (i, e) in session.events.iter().enumerate() {
@@ -59,21 +60,22 @@ impl SessionReferences {
                 }
             }
             out.by_event.push(start..out.refs.len() as u32);
-            let Some(found) = event_facts.get(i) else {
+            if event_facts.ids(i).is_empty() {
                 continue;
-            };
-            let text = summarizer_text.get(i).map_or("", String::as_str);
+            }
+            let line = crate::tokens::adk::summarizer_text(e);
+            let text = line.as_str();
             let has_tool = e
                 .parts
                 .iter()
                 .any(|p| matches!(p, Part::ToolCall { .. } | Part::ToolResponse { .. }));
             let cut = has_tool && text.contains(CUT_MARKER);
-            for f in found {
+            for f in event_facts.of(i) {
                 // Seen unless the event gives the summarizer no line, or a payload was cut and
                 // the fact is not in what is left.
-                let seen = !text.is_empty() && (!cut || text.contains(f.as_str()));
-                let id = *ids.entry(f.as_str()).or_insert_with(|| {
-                    out.facts.push(f.clone());
+                let seen = !text.is_empty() && (!cut || text.contains(f));
+                let id = *ids.entry(f).or_insert_with(|| {
+                    out.facts.push(f.to_string());
                     out.holders.push(Vec::new());
                     out.first_seen.push(u32::MAX);
                     out.facts.len() as u32 - 1
@@ -521,12 +523,7 @@ mod tests {
 
     fn found(s: &Session) -> SessionReferences {
         let facts = super::super::facts::event_facts(s);
-        let lines: Vec<String> = s
-            .events
-            .iter()
-            .map(crate::tokens::adk::summarizer_text)
-            .collect();
-        SessionReferences::new(s, &facts, &lines)
+        SessionReferences::new(s, &facts)
     }
 
     /// e1 is answered with nothing hidden; e4 sees events 0..=2 only through summary 1.

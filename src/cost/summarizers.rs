@@ -190,12 +190,12 @@ pub enum Billed<'a> {
     Model(Option<&'a str>),
 }
 
-/// Per event, what ADK's summarizer prompt holds for it, and its token count: the inputs the
-/// modelled summarizer sizes its prompt from. `text[i]` is `tokens::adk::summarizer_text`
-/// of event i (empty when the event contributes no line).
+/// Per event, the token count of what ADK's summarizer prompt holds for it
+/// (`tokens::adk::summarizer_text`, 0 when the event contributes no line): the input the
+/// modelled summarizer sizes its prompt from. The lines themselves are not kept (a long
+/// session's lines are as large as its tool payloads); whoever needs one makes it.
 #[derive(Debug, Clone, Default)]
 pub struct EventLines {
-    pub text: Vec<String>,
     pub tokens: Vec<u64>,
     /// `prefix[i]` = tokens of events `0..i`: a span's prompt in O(1) (a token trigger whose
     /// summaries keep failing asks for a longer span at every request).
@@ -470,20 +470,23 @@ impl Summarizer for Command<'_> {
 impl EventLines {
     /// ADK's summarizer lines of every event and their size in the run's tokenizer.
     pub fn new(session: &Session, count: &(dyn Fn(&str) -> u64 + Sync)) -> Self {
-        let text: Vec<String> = session
+        let tokens = session
             .events
             .iter()
-            .map(crate::tokens::adk::summarizer_text)
+            .map(|e| {
+                let t = crate::tokens::adk::summarizer_text(e);
+                if t.is_empty() {
+                    0
+                } else {
+                    count(&t)
+                }
+            })
             .collect();
-        let tokens = text
-            .iter()
-            .map(|t| if t.is_empty() { 0 } else { count(t) })
-            .collect();
-        EventLines::from_parts(text, tokens)
+        EventLines::from_parts(tokens)
     }
 
-    /// Lines and their token counts as given.
-    pub fn from_parts(text: Vec<String>, tokens: Vec<u64>) -> Self {
+    /// The lines' token counts as given.
+    pub fn from_parts(tokens: Vec<u64>) -> Self {
         let mut prefix = Vec::with_capacity(tokens.len() + 1);
         prefix.push(0);
         let mut sum = 0u64;
@@ -491,11 +494,7 @@ impl EventLines {
             sum += t;
             prefix.push(sum);
         }
-        EventLines {
-            text,
-            tokens,
-            prefix,
-        }
+        EventLines { tokens, prefix }
     }
 
     /// Tokens of the events `req` hands over.
@@ -627,7 +626,11 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
         SummarizerSpec::Deterministic(p) => Built::Deterministic(Deterministic::new(
             p.clone(),
             ctx.fail_calls,
-            ctx.lines.text.clone(),
+            ctx.session
+                .events
+                .iter()
+                .map(crate::tokens::adk::summarizer_text)
+                .collect(),
         )),
     })
 }
@@ -858,7 +861,7 @@ mod tests {
 
     #[test]
     fn modelled_sizes_from_lines_and_length_model() {
-        let lines = EventLines::from_parts(vec![String::new(); 4], vec![1000, 2000, 3000, 4000]);
+        let lines = EventLines::from_parts(vec![1000, 2000, 3000, 4000]);
         let m = Modelled {
             lines: &lines,
             length: LengthModel {
@@ -892,7 +895,7 @@ mod tests {
         // events 1..3 read 165 + 2,000 + 3,000 = 5,165 tokens: over a 5,000-token window the
         // call fails (no compaction); under a 6,000-token window it summarizes.
         let s = session();
-        let lines = EventLines::from_parts(vec![String::new(); 4], vec![1000, 2000, 3000, 4000]);
+        let lines = EventLines::from_parts(vec![1000, 2000, 3000, 4000]);
         let ctx = |w| BuildContext {
             session: &s,
             lines: &lines,

@@ -720,9 +720,8 @@ fn replay_with_a_live_summarizer_prices_and_times_the_measured_calls() {
 #[test]
 fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
     use compaction_sim::cost::python::span_json;
-    use compaction_sim::cost::summarizers::EventLines;
     use compaction_sim::engine::{Phase, Seed, SummarizeRequest, Trigger};
-    use compaction_sim::tokens::adk::summarizer_prompt;
+    use compaction_sim::tokens::adk::{summarizer_prompt, summarizer_text};
     let py = crate::python::test_python();
     let mut spans = Vec::new();
     let mut ours = Vec::new();
@@ -737,7 +736,6 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
         for s in
             compaction_sim::transcript::detect::load_file(f.display().to_string(), None).unwrap()
         {
-            let lines = EventLines::new(&s, &|t: &str| t.len() as u64);
             let n = s.events.len() as u32;
             // Every other transcript as a rolling summary: seeded, over its second half.
             let (events, seed) = if k % 2 == 0 {
@@ -766,7 +764,11 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
             spans.push(span_json(&s, &req));
             ours.push(summarizer_prompt(
                 seed.and_then(|s| s.text),
-                req.event_indices().map(|i| lines.text[i as usize].as_str()),
+                req.event_indices()
+                    .map(|i| summarizer_text(&s.events[i as usize]))
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str),
             ));
         }
     }
