@@ -200,15 +200,68 @@ pub fn replay_with_client(
     setting: &MetricsSetting<'_>,
     run: &dyn Fn(&dyn Summarizer) -> Replay,
 ) -> (Replay, ReplayLog) {
-    replay_measured(inner, &|| None, model, setting, run)
+    replay_measured(inner, &|| None, &|_| None, model, setting, run)
 }
 
 /// [`replay_with_client`] for a summarizer whose calls are measured: `measured` gives what
 /// each call of the pass just run used (`live:`: the `streams` race then uses the measured
-/// latency, and the log carries the measures).
+/// latency, and the log carries the measures); `measured_seconds` the latency of one call
+/// just made.
+///
+/// In `streams` a post-invocation summary that the next turn overtakes is discarded as its
+/// call returns: everything before it is as it was, so one replay decides every race in
+/// order. (It replayed once per discarded summary before, which grew with the session.)
+/// Debug builds compare with that replay-per-discard fixpoint.
 pub fn replay_measured(
     inner: &dyn Summarizer,
     measured: &dyn Fn() -> Option<BTreeMap<u32, CallMeasure>>,
+    measured_seconds: &(dyn Fn(u32) -> Option<f64> + Sync),
+    model: &CostModel,
+    setting: &MetricsSetting<'_>,
+    run: &dyn Fn(&dyn Summarizer) -> Replay,
+) -> (Replay, ReplayLog) {
+    let lost = |req: &crate::engine::SummarizeRequest<'_>, s: &Summary| {
+        setting.client == ClientMode::Streams && req.phase == Phase::PostInvocation && {
+            let secs = measured_seconds(req.call).unwrap_or_else(|| {
+                model.summarizer_seconds(
+                    setting.summarizer,
+                    setting.agent_model,
+                    s.input_tokens,
+                    s.tokens,
+                )
+            });
+            summary_discarded(setting.client, req.fired_at_s, secs, req.next_turn_at_s)
+        }
+    };
+    let harness = Harness::racing(inner, &lost);
+    let replay = run(&harness);
+    let measures = measured();
+    let log = ReplayLog {
+        texts: harness.texts(),
+        discarded: harness.discarded(),
+        measured: measures,
+    };
+    #[cfg(debug_assertions)]
+    if setting.client == ClientMode::Streams && log.measured.is_none() {
+        let (fix, fix_log) = replay_per_discard(inner, model, setting, run);
+        assert_eq!(
+            format!("{:?}{:?}", fix.calls, fix.compactions),
+            format!("{:?}{:?}", replay.calls, replay.compactions),
+            "one-pass race vs replay per discard"
+        );
+        assert_eq!(
+            fix_log.discarded.keys().collect::<Vec<_>>(),
+            log.discarded.keys().collect::<Vec<_>>()
+        );
+    }
+    (replay, log)
+}
+
+/// The `streams` race as a fixpoint: replay, discard the first summary the next turn
+/// overtook, replay again, until none is (debug builds check [`replay_measured`] with it).
+#[cfg(debug_assertions)]
+fn replay_per_discard(
+    inner: &dyn Summarizer,
     model: &CostModel,
     setting: &MetricsSetting<'_>,
     run: &dyn Fn(&dyn Summarizer) -> Replay,
@@ -219,43 +272,35 @@ pub fn replay_measured(
         passes += 1;
         let harness = Harness::new(inner, discard.clone());
         let replay = run(&harness);
-        let measures = measured();
-        let loser = match setting.client {
-            ClientMode::Waits => None,
-            ClientMode::Streams => replay.calls.iter().find(|c| {
-                c.phase == Phase::PostInvocation
-                    && c.result == CallResult::Summary
-                    && !discard.contains(&c.call)
-                    && lost_race(&replay, c, model, setting, measures.as_ref())
-            }),
-        };
-        // Each pass discards one more call; the guard only stops a summarizer that is not
-        // deterministic from looping.
+        let loser = replay.calls.iter().find(|c| {
+            c.phase == Phase::PostInvocation
+                && c.result == CallResult::Summary
+                && !discard.contains(&c.call)
+                && lost_race(&replay, c, model, setting)
+        });
         let limit = replay.requests.len() + replay.invocations.len() + 2;
         match loser.filter(|_| passes < limit) {
             Some(c) => {
                 discard.insert(c.call);
             }
             None => {
-                return (
-                    replay,
-                    ReplayLog {
-                        texts: harness.texts(),
-                        discarded: harness.discarded(),
-                        measured: measures,
-                    },
-                )
+                let log = ReplayLog {
+                    texts: harness.texts(),
+                    discarded: harness.discarded(),
+                    measured: None,
+                };
+                return (replay, log);
             }
         }
     }
 }
 
+#[cfg(debug_assertions)]
 fn lost_race(
     replay: &Replay,
     c: &SummarizerCall,
     model: &CostModel,
     setting: &MetricsSetting<'_>,
-    measured: Option<&BTreeMap<u32, CallMeasure>>,
 ) -> bool {
     let Some(inv) = replay.invocations.get(c.invocation_index as usize) else {
         return false;
@@ -264,15 +309,12 @@ fn lost_race(
         .invocations
         .get(c.invocation_index as usize + 1)
         .map(|n| n.first_timestamp);
-    let secs = match measured {
-        Some(m) => m.get(&c.call).map_or(0.0, |m| m.seconds),
-        None => model.summarizer_seconds(
-            setting.summarizer,
-            setting.agent_model,
-            c.input_tokens,
-            c.output_tokens,
-        ),
-    };
+    let secs = model.summarizer_seconds(
+        setting.summarizer,
+        setting.agent_model,
+        c.input_tokens,
+        c.output_tokens,
+    );
     summary_discarded(setting.client, inv.last_timestamp, secs, next)
 }
 
@@ -1538,9 +1580,10 @@ mod tests {
         assert_eq!(over.baseline_requests_over_tier, 1);
     }
 
-    /// A stand-in for the engine: one post-invocation call after invocation 1; the last
-    /// request is compacted only if the call returned a summary.
-    fn fake_engine(s: &dyn Summarizer) -> Replay {
+    /// A stand-in for the engine: one post-invocation call after invocation 1 (it ends at
+    /// 65 s; the next turn starts at `next_turn_at_s`); the last request is compacted only if
+    /// the call returned a summary.
+    fn fake_engine_at(s: &dyn Summarizer, next_turn_at_s: f64) -> Replay {
         let req = SummarizeRequest {
             call: 1,
             phase: Phase::PostInvocation,
@@ -1550,11 +1593,20 @@ mod tests {
             seed: None,
             prompt_chars: 0,
             history_chars: 0,
+            fired_at_s: 65.0,
+            next_turn_at_s: Some(next_turn_at_s),
         };
-        match s.summarize(&req) {
+        let mut r = match s.summarize(&req) {
             crate::engine::Outcome::Summary(_) => replay(true),
             _ => replay(false),
-        }
+        };
+        r.invocations[2].first_timestamp = next_turn_at_s;
+        r
+    }
+
+    /// [`fake_engine_at`] with the recording's next turn (120 s).
+    fn fake_engine(s: &dyn Summarizer) -> Replay {
+        fake_engine_at(s, 120.0)
     }
 
     #[test]
@@ -1589,11 +1641,7 @@ mod tests {
         assert_eq!(r.calls[0].result, CallResult::Summary);
         assert!(log.discarded.is_empty());
 
-        let late = |s: &dyn Summarizer| {
-            let mut r = fake_engine(s);
-            r.invocations[2].first_timestamp = 68.0;
-            r
-        };
+        let late = |s: &dyn Summarizer| fake_engine_at(s, 68.0);
         let (r, log) = replay_with_client(&inner, &model, &streams, &late);
         assert_eq!(r.calls[0].result, CallResult::Failed);
         assert_eq!(log.discarded.keys().copied().collect::<Vec<_>>(), vec![1]);

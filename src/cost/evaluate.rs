@@ -215,7 +215,14 @@ fn evaluate_with(
             .then(|| inputs.memo.event_facts(session)),
         references: Some(inputs.memo.references(session)),
     };
-    let (replay, log) = replay_measured(summarizer, &|| summarizer.measured(), model, &ms, run);
+    let (replay, log) = replay_measured(
+        summarizer,
+        &|| summarizer.measured(),
+        &|call| summarizer.measured_seconds(call),
+        model,
+        &ms,
+        run,
+    );
     let metrics = compute_metrics(session, sizes, &replay, baseline, model, &ms, &log);
     // A streams replay may run the same call more than once; report each failure once.
     let mut summarizer_errors = summarizer.errors();
@@ -287,6 +294,8 @@ mod tests {
             seed: None,
             prompt_chars: 0,
             history_chars: 0,
+            fired_at_s: 0.0,
+            next_turn_at_s: None,
         };
         let (result, out) = match s.summarize(&req) {
             crate::engine::Outcome::Summary(x) => (CallResult::Summary, x.tokens),

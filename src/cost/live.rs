@@ -860,6 +860,11 @@ impl<'a> LiveSummarizer<'a> {
         self.errors.lock().map(|e| e.clone()).unwrap_or_default()
     }
 
+    /// The latency call `call` of this pass used.
+    pub fn measured_seconds(&self, call: u32) -> Option<f64> {
+        self.measured.lock().ok()?.get(&call).map(|m| m.seconds)
+    }
+
     /// What each call of the latest replay pass used, by call number.
     pub fn measured(&self) -> BTreeMap<u32, CallMeasure> {
         self.measured.lock().map(|m| m.clone()).unwrap_or_default()

@@ -739,6 +739,8 @@ mod tests {
             }),
             prompt_chars: 0,
             history_chars: 0,
+            fired_at_s: 0.0,
+            next_turn_at_s: None,
         };
         let v: Value = serde_json::from_str(&span_json(&s, &req)).unwrap();
         let v = v.as_array().unwrap();

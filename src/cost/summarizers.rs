@@ -549,6 +549,15 @@ impl Built<'_> {
         }
     }
 
+    /// The measured latency of call `call` of this pass, for a measured (`live:`)
+    /// summarizer (0 when the call measured nothing); `None` for the others.
+    pub fn measured_seconds(&self, call: u32) -> Option<f64> {
+        match self {
+            Built::Live(l) => Some(l.measured_seconds(call).unwrap_or(0.0)),
+            _ => None,
+        }
+    }
+
     /// What each call of the latest replay pass really used, for a measured (`live:`)
     /// summarizer; `None` for the modelled and free ones.
     pub fn measured(&self) -> Option<BTreeMap<u32, super::live::CallMeasure>> {
@@ -635,11 +644,17 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
     })
 }
 
+/// Says, as a call returns its summary, whether the client throws it away (a `streams`
+/// client whose next turn overtook it).
+pub type Race<'a> = &'a (dyn Fn(&SummarizeRequest<'_>, &Summary) -> bool + Sync);
+
 /// Wraps the summarizer of one replay: records texts written, and discards the calls in
-/// `discard` (the engine sees a failure; the real outcome is kept in `discarded`).
+/// `discard` or that lose the `race` (the engine sees a failure; the real outcome is kept in
+/// `discarded`).
 pub struct Harness<'a> {
     pub inner: &'a dyn Summarizer,
     pub discard: BTreeSet<u32>,
+    race: Option<Race<'a>>,
     texts: Mutex<BTreeMap<u32, String>>,
     discarded: Mutex<BTreeMap<u32, Summary>>,
 }
@@ -649,8 +664,17 @@ impl<'a> Harness<'a> {
         Harness {
             inner,
             discard,
+            race: None,
             texts: Mutex::new(BTreeMap::new()),
             discarded: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// A harness that discards each summary losing `race`, decided as the call returns.
+    pub fn racing(inner: &'a dyn Summarizer, race: Race<'a>) -> Self {
+        Harness {
+            race: Some(race),
+            ..Harness::new(inner, BTreeSet::new())
         }
     }
 
@@ -669,7 +693,7 @@ impl Summarizer for Harness<'_> {
     fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
         let outcome = self.inner.summarize(req);
         if let Outcome::Summary(s) = &outcome {
-            if self.discard.contains(&req.call) {
+            if self.discard.contains(&req.call) || self.race.is_some_and(|lost| lost(req, s)) {
                 if let Ok(mut d) = self.discarded.lock() {
                     d.insert(req.call, s.clone());
                 }
@@ -739,6 +763,8 @@ mod tests {
             seed: None,
             prompt_chars: 700,
             history_chars: 43,
+            fired_at_s: 0.0,
+            next_turn_at_s: None,
         }
     }
 

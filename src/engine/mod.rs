@@ -493,6 +493,13 @@ impl<'a> State<'a> {
             seed: seed_info,
             prompt_chars: prompt,
             history_chars: history,
+            fired_at_s: s
+                .block_start
+                .get(inv as usize + 1)
+                .and_then(|&e| (e as usize).checked_sub(1))
+                .map_or(0.0, |e| s.timestamp[e]),
+            next_turn_at_s: (inv as usize + 1 < s.blocks())
+                .then(|| s.timestamp[s.block_start[inv as usize + 1] as usize]),
         };
         let outcome = self.summ.summarize(&req);
         let first = evs.first().copied().unwrap_or(0);

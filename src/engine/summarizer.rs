@@ -37,6 +37,11 @@ pub struct SummarizeRequest<'a> {
     pub prompt_chars: u64,
     /// The formatted history alone (`prompt_chars - 657`).
     pub history_chars: u64,
+    /// When the call fires (the last event of its invocation) and when the next user turn
+    /// starts (`None`: no turn follows), in recorded seconds: a client that streams discards
+    /// a post-invocation summary arriving after that turn, decided as the call returns.
+    pub fired_at_s: f64,
+    pub next_turn_at_s: Option<f64>,
 }
 
 impl SummarizeRequest<'_> {

@@ -760,6 +760,8 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
                 seed,
                 prompt_chars: 0,
                 history_chars: 0,
+                fired_at_s: 0.0,
+                next_turn_at_s: None,
             };
             spans.push(span_json(&s, &req));
             ours.push(summarizer_prompt(
