@@ -626,20 +626,23 @@ fn references(
     };
     // The summary texts, by compaction ordinal, when the summarizer writes text: terse,
     // command and echo texts as written; fixed and ratio write the oracle's filler.
-    let texts: Option<Vec<Option<String>>> = match setting.summarizer {
+    let fillers: Vec<String>;
+    let texts: Option<Vec<Option<&str>>> = match setting.summarizer {
         SummarizerSpec::Agent | SummarizerSpec::Model(_) => None,
-        SummarizerSpec::Deterministic(Policy::Fixed(_) | Policy::Ratio(_)) => Some(
-            replay
+        SummarizerSpec::Deterministic(Policy::Fixed(_) | Policy::Ratio(_)) => {
+            fillers = replay
                 .compactions
                 .iter()
-                .map(|c| Some(filler_text(c.summary_chars, c.summarizer_call)))
-                .collect(),
-        ),
+                .map(|c| filler_text(c.summary_chars, c.summarizer_call))
+                .collect();
+            Some(fillers.iter().map(|t| Some(t.as_str())).collect())
+        }
+        // borrowed: a rolling text summarizer's texts add up to the square of the history
         _ => Some(
             replay
                 .compactions
                 .iter()
-                .map(|c| log.texts.get(&c.summarizer_call).cloned())
+                .map(|c| log.texts.get(&c.summarizer_call).map(String::as_str))
                 .collect(),
         ),
     };

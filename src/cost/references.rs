@@ -138,7 +138,7 @@ impl RefTally {
 pub fn tally(
     refs: &SessionReferences,
     replay: &Replay,
-    texts: Option<&[Option<String>]>,
+    texts: Option<&[Option<&str>]>,
 ) -> RefTally {
     let Some(texts) = texts else {
         return walk(refs, replay, None::<fn(&Request, u32) -> bool>);
@@ -235,7 +235,7 @@ fn kept_indexed<'a>(
     ac: &'a aho_corasick::AhoCorasick,
     refs: &SessionReferences,
     replay: &'a Replay,
-    texts: &'a [Option<String>],
+    texts: &'a [Option<&'a str>],
 ) -> impl FnMut(&Request, u32) -> bool + 'a {
     // Per fact, the summary ordinals whose text holds it, among those searched so far.
     let mut holding: Vec<Vec<u32>> = vec![Vec::new(); refs.facts.len()];
@@ -270,7 +270,7 @@ fn kept_indexed<'a>(
                 }
                 let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
                 for m in text
-                    .and_then(|t| t.as_deref())
+                    .and_then(|t| *t)
                     .map(|t| ac.find_overlapping_iter(t))
                     .into_iter()
                     .flatten()
@@ -295,7 +295,7 @@ fn kept_indexed<'a>(
 fn kept_naive<'a>(
     refs: &'a SessionReferences,
     replay: &'a Replay,
-    texts: &'a [Option<String>],
+    texts: &'a [Option<&'a str>],
 ) -> impl FnMut(&Request, u32) -> bool + 'a {
     let mut holds: HashMap<(u32, u32), bool> = HashMap::new();
     move |r, fact| {
@@ -303,8 +303,7 @@ fn kept_naive<'a>(
         replay.carried(r).iter().any(|&o| {
             *holds.entry((o, fact)).or_insert_with(|| {
                 let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
-                text.and_then(|t| t.as_deref())
-                    .is_some_and(|s| s.contains(f))
+                text.and_then(|t| *t).is_some_and(|s| s.contains(f))
             })
         })
     }
@@ -553,11 +552,11 @@ mod tests {
         );
 
         // Summary without the path: broken. With it: kept.
-        let lost = [Some("user: fix the config loader".to_string())];
+        let lost = [Some("user: fix the config loader")];
         let t = tally(&r, &compacted(), Some(&lost));
         assert_eq!((t.at_risk_total(), t.broken_total()), (1, 1));
         assert_eq!(t.at_risk[FactKind::Path.index()], 1);
-        let kept = [Some("ls printed src/app/config.rs".to_string())];
+        let kept = [Some("ls printed src/app/config.rs")];
         let t = tally(&r, &compacted(), Some(&kept));
         assert_eq!((t.at_risk_total(), t.broken_total()), (1, 0));
         // No text (modelled): at risk, not certainly broken (ADK's summarizer sees it).
@@ -607,7 +606,7 @@ mod tests {
             text: "see src/app/config.rs".into(),
         });
         let r = found(&s);
-        let t = tally(&r, &compacted(), Some(&[Some(String::new())]));
+        let t = tally(&r, &compacted(), Some(&[Some("")]));
         assert_eq!((t.references, t.at_risk_total()), (1, 0));
     }
 

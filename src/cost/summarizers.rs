@@ -678,14 +678,21 @@ impl<'a> Harness<'a> {
         }
     }
 
-    /// Texts of the summaries written, by call number.
+    /// Texts of the summaries written, by call number, taken out of the harness (not
+    /// copied: a rolling text summarizer's texts add up to the square of the history).
     pub fn texts(&self) -> BTreeMap<u32, String> {
-        self.texts.lock().map(|t| t.clone()).unwrap_or_default()
+        self.texts
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default()
     }
 
-    /// Summaries produced but discarded, by call number.
+    /// Summaries produced but discarded, by call number, taken out of the harness.
     pub fn discarded(&self) -> BTreeMap<u32, Summary> {
-        self.discarded.lock().map(|t| t.clone()).unwrap_or_default()
+        self.discarded
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default()
     }
 }
 
