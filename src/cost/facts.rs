@@ -292,21 +292,19 @@ pub fn event_facts(session: &crate::transcript::Session) -> EventFacts {
         start: vec![0],
         ..EventFacts::default()
     };
+    // the map owns each fact's text until the end, then hands it over (no second copy)
     let mut known: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     for e in &session.events {
         for f in extract_facts(&event_fact_text(e)) {
-            let id = match known.get(&f) {
-                Some(&id) => id,
-                None => {
-                    let id = out.facts.len() as u32;
-                    out.facts.push(f.clone());
-                    known.insert(f, id);
-                    id
-                }
-            };
+            let next = known.len() as u32;
+            let id = *known.entry(f).or_insert(next);
             out.ids.push(id);
         }
         out.start.push(out.ids.len() as u32);
+    }
+    out.facts = vec![String::new(); known.len()];
+    for (f, id) in known {
+        out.facts[id as usize] = f;
     }
     out
 }
@@ -336,6 +334,46 @@ mod tests {
                 "src/cost/mod.rs"
             ])
         );
+    }
+
+    /// Issue 13: a fact repeated turn after turn is stored once; every event holding it
+    /// reads it back, with its other facts.
+    #[test]
+    fn event_facts_store_each_distinct_fact_once() {
+        let texts = [
+            "order 4521 shipped",
+            "still about order 4521, see ABC-123",
+            "nothing",
+        ];
+        let events = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut e = Event::new("user", crate::transcript::Role::User, "i1", i as f64);
+                e.parts.push(Part::Text { text: (*t).into() });
+                e
+            })
+            .collect();
+        let session = crate::transcript::Session {
+            id: "s".into(),
+            source: "mem".into(),
+            format: crate::transcript::Format::Canonical,
+            events,
+            recorded_compactions: vec![],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        };
+        let found = event_facts(&session);
+        assert_eq!(found.len(), 3);
+        for (i, t) in texts.iter().enumerate() {
+            let want: Vec<String> = extract_facts(t).into_iter().collect();
+            let got: Vec<&str> = found.of(i).collect();
+            assert_eq!(got, want, "event {i}");
+        }
+        assert_eq!(found.ids(0), &found.ids(1)[..1], "4521 is one fact");
+        let distinct: BTreeSet<&str> = (0..3).flat_map(|i| found.of(i)).collect();
+        assert_eq!(found.facts.len(), distinct.len());
     }
 
     #[test]

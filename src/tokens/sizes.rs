@@ -114,6 +114,48 @@ impl SeenWords<'_> {
     }
 }
 
+/// One short list per event, stored flat: `v[i]` is event i's slice. Most events have none,
+/// and a `Vec` per event cost 24 bytes each even then (three such columns were 14 MiB of a
+/// 200,000-event session).
+#[derive(Debug, Clone)]
+pub struct Jagged<T> {
+    items: Vec<T>,
+    start: Vec<u32>,
+}
+
+impl<T> Default for Jagged<T> {
+    fn default() -> Self {
+        Jagged {
+            items: Vec::new(),
+            start: vec![0],
+        }
+    }
+}
+
+impl<T> Jagged<T> {
+    /// Append the next event's list.
+    pub fn push(&mut self, list: impl IntoIterator<Item = T>) {
+        self.items.extend(list);
+        self.start.push(self.items.len() as u32);
+    }
+
+    /// Events held.
+    pub fn len(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T> std::ops::Index<usize> for Jagged<T> {
+    type Output = [T];
+    fn index(&self, i: usize) -> &[T] {
+        &self.items[self.start[i] as usize..self.start[i + 1] as usize]
+    }
+}
+
 /// The per-event arrays of one session.
 #[derive(Debug, Clone, Default)]
 pub struct SessionSizes {
@@ -164,8 +206,8 @@ pub struct SessionSizes {
     pub has_calls: Vec<bool>,
     pub has_resps: Vec<bool>,
     /// Interned ids of `long_running_tool_ids` / requested confirmation+auth ids.
-    pub long_running: Vec<Vec<u32>>,
-    pub requested: Vec<Vec<u32>>,
+    pub long_running: Jagged<u32>,
+    pub requested: Jagged<u32>,
     /// Tool names of client function calls (`adk_request_*`).
     pub client_call_names: Vec<u32>,
     /// Recorded `prompt_token_count`.
@@ -180,7 +222,7 @@ pub struct SessionSizes {
     /// Per event: `<name>@<id>` segments of its branch as (segment count up to it, `name` as
     /// an author index, first event calling `id` or `u32::MAX`, `id` interned or `NO_ID`), for
     /// ADK's `_is_tool_sub_branch_event`; empty for plain branches.
-    pub tool_segs: Vec<Vec<(u32, u32, u32, u32)>>,
+    pub tool_segs: Jagged<(u32, u32, u32, u32)>,
     /// For the call ids that name a tool sub-branch: every event calling them, ascending
     /// (with rewinds, ADK asks whether a call survives, not only whether one was made).
     pub seg_calls: HashMap<u32, Vec<u32>>,
@@ -341,9 +383,8 @@ impl SessionSizes {
                     .any(|p| matches!(p, Part::ToolResponse { .. })),
             );
             s.long_running
-                .push(e.long_running_tool_ids.iter().map(|x| ids.get(x)).collect());
-            s.requested
-                .push(e.requested_ids.iter().map(|x| ids.get(x)).collect());
+                .push(e.long_running_tool_ids.iter().map(|x| ids.get(x)));
+            s.requested.push(e.requested_ids.iter().map(|x| ids.get(x)));
             s.recorded_prompt.push(e.usage.map(|u| u.prompt_tokens));
             s.usage.push(e.usage);
             s.critical
@@ -700,6 +741,19 @@ fn is_visible(e: &Event) -> bool {
 mod tests {
     use super::*;
     use crate::transcript::Format;
+
+    /// Issue 13: per-event lists are one flat column; each event still reads back its own.
+    #[test]
+    fn jagged_columns_give_each_event_its_own_list() {
+        let mut j: Jagged<u32> = Jagged::default();
+        j.push([]);
+        j.push([7, 8]);
+        j.push([]);
+        j.push([9]);
+        assert_eq!(j.len(), 4);
+        let lists: Vec<&[u32]> = (0..j.len()).map(|i| &j[i]).collect();
+        assert_eq!(lists, vec![&[][..], &[7, 8][..], &[][..], &[9][..]]);
+    }
 
     fn session(events: Vec<Event>) -> SessionSizes {
         let s = Session {
