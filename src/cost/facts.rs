@@ -314,6 +314,29 @@ mod tests {
     use super::*;
     use crate::transcript::Role;
 
+    /// A session of user messages, one per text.
+    fn user_session(texts: &[&str]) -> crate::transcript::Session {
+        let events = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut e = Event::new("user", Role::User, "i1", i as f64);
+                e.parts.push(Part::Text { text: (*t).into() });
+                e
+            })
+            .collect();
+        crate::transcript::Session {
+            id: "s".into(),
+            source: "mem".into(),
+            format: crate::transcript::Format::Canonical,
+            events,
+            recorded_compactions: vec![],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: vec![],
+        }
+    }
+
     fn set(v: &[&str]) -> BTreeSet<String> {
         v.iter().map(|s| s.to_string()).collect()
     }
@@ -345,26 +368,7 @@ mod tests {
             "still about order 4521, see ABC-123",
             "nothing",
         ];
-        let events = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let mut e = Event::new("user", crate::transcript::Role::User, "i1", i as f64);
-                e.parts.push(Part::Text { text: (*t).into() });
-                e
-            })
-            .collect();
-        let session = crate::transcript::Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: crate::transcript::Format::Canonical,
-            events,
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: vec![],
-        };
-        let found = event_facts(&session);
+        let found = event_facts(&user_session(&texts));
         assert_eq!(found.len(), 3);
         for (i, t) in texts.iter().enumerate() {
             let want: Vec<String> = extract_facts(t).into_iter().collect();
@@ -428,25 +432,7 @@ mod tests {
             "nothing here",
             "see /var/log/app.log at 9 am, order 7788",
         ];
-        let events: Vec<Event> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let mut e = Event::new("user", Role::User, "i1", i as f64);
-                e.parts.push(Part::Text { text: (*t).into() });
-                e
-            })
-            .collect();
-        let session = crate::transcript::Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: crate::transcript::Format::Canonical,
-            events,
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: vec![],
-        };
+        let session = user_session(&texts);
         let found = event_facts(&session);
         let summaries = [
             "",
