@@ -149,20 +149,21 @@ impl Worker {
             "ref": reference,
             "package": opts.package.as_ref().map(|p| p.display().to_string()),
         });
-        let mut child = Process::new(&opts.python)
-            .arg("-c")
-            .arg(WORKER)
-            .arg(config.to_string())
-            .env("PYTHONUNBUFFERED", "1")
-            .env("PYTHONIOENCODING", "utf-8")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| PythonError::NoInterpreter {
-                python: opts.python.clone(),
-                source,
-            })?;
+        let mut child = super::spawn_program(
+            Process::new(&opts.python)
+                .arg("-c")
+                .arg(WORKER)
+                .arg(config.to_string())
+                .env("PYTHONUNBUFFERED", "1")
+                .env("PYTHONIOENCODING", "utf-8")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .map_err(|source| PythonError::NoInterpreter {
+            python: opts.python.clone(),
+            source,
+        })?;
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

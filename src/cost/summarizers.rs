@@ -371,13 +371,14 @@ impl<'a> Command<'a> {
     /// Run the program once; `Ok(stdout)` or a one-line error.
     pub fn run(&self, input: &[u8]) -> Result<String, String> {
         let name = self.program.display();
-        let mut child = Process::new(&self.program)
-            .args(&self.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("summarizer program `{name}` could not start: {e}"))?;
+        let mut child = super::spawn_program(
+            Process::new(&self.program)
+                .args(&self.args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .map_err(|e| format!("summarizer program `{name}` could not start: {e}"))?;
         // Feed stdin and drain stdout/stderr on threads so a large span cannot deadlock.
         let mut stdin = child.stdin.take();
         let input = input.to_vec();
