@@ -55,6 +55,7 @@ mod spawn_tests {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
+            .truncate(true)
             .mode(0o755)
             .open(&p)
             .unwrap();
