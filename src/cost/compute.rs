@@ -220,13 +220,15 @@ pub fn replay_measured(
     setting: &MetricsSetting<'_>,
     run: &dyn Fn(&dyn Summarizer) -> Replay,
 ) -> (Replay, ReplayLog) {
-    // the summarizer model's latency, looked up once (`summarizer_seconds` per call)
+    // the summarizer model's latency, looked up once (`summarizer_seconds` per call), and
+    // only when a race can be lost
+    let streams = setting.client == ClientMode::Streams;
     let latency = match setting.summarizer.billed_model(setting.agent_model) {
-        Billed::Free => None,
-        Billed::Model(m) => Some(model.latency.for_model(m.unwrap_or("default"))),
+        Billed::Model(m) if streams => Some(model.latency.for_model(m.unwrap_or("default"))),
+        _ => None,
     };
     let lost = |req: &crate::engine::SummarizeRequest<'_>, s: &Summary| {
-        setting.client == ClientMode::Streams && req.phase == Phase::PostInvocation && {
+        streams && req.phase == Phase::PostInvocation && {
             let secs = measured_seconds(req.call)
                 .unwrap_or_else(|| latency.map_or(0.0, |l| l.seconds(s.input_tokens, s.tokens)));
             summary_discarded(setting.client, req.fired_at_s, secs, req.next_turn_at_s)
