@@ -143,22 +143,44 @@ fn shared_prefix(st: &State<'_>, prev: &Prev, viewer: u32, scope: u32, generic: 
     if !generic {
         return 0;
     }
-    let s = st.s;
-    let new = &st.comps[pc..];
-    let mut shared = 0u64;
     // The leading summaries the build took from the index: shared up to the first one
     // written since (found by its key, not by walking them).
     let lead = st.sc.prefix as usize;
+    let mut shared = 0u64;
     if lead > 0 {
         let stop = (pc..st.comps.len())
             .filter_map(|ci| st.ridx.position(&st.comps, ci))
             .fold(lead, usize::min);
         shared = st.ridx.sums_to(stop)[2];
         if stop < lead {
+            #[cfg(debug_assertions)]
+            assert_eq!(
+                shared,
+                shared_items(st, &st.sc.full_seq(&st.ridx), pn, pc),
+                "shared prefix by the index vs by the items"
+            );
             return shared;
         }
     }
-    for &(kind, src) in &st.sc.seq {
+    shared += shared_items(st, &st.sc.seq, pn, pc);
+    #[cfg(debug_assertions)]
+    if lead > 0 {
+        assert_eq!(
+            shared,
+            shared_items(st, &st.sc.full_seq(&st.ridx), pn, pc),
+            "shared prefix by the index vs by the items"
+        );
+    }
+    shared
+}
+
+/// Tokens of the leading `items` that the previous request (over `pn` raw events and `pc`
+/// summaries) held too, and that no summary written since covers.
+fn shared_items(st: &State<'_>, items: &[(u8, u32)], pn: usize, pc: usize) -> u64 {
+    let s = st.s;
+    let new = &st.comps[pc..];
+    let mut shared = 0u64;
+    for &(kind, src) in items {
         let ok = match kind {
             K_SUM => (src as usize) < pc,
             _ => {
