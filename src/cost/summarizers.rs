@@ -636,11 +636,16 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
         SummarizerSpec::Deterministic(p) => Built::Deterministic(Deterministic::new(
             p.clone(),
             ctx.fail_calls,
-            ctx.session
-                .events
-                .iter()
-                .map(crate::tokens::adk::summarizer_text)
-                .collect(),
+            // only `echo` writes the lines; the others size from the request
+            match p {
+                Policy::Echo(_) => ctx
+                    .session
+                    .events
+                    .iter()
+                    .map(crate::tokens::adk::summarizer_text)
+                    .collect(),
+                _ => Vec::new(),
+            },
         )),
     })
 }
