@@ -199,6 +199,26 @@ fn shared_items(st: &State<'_>, items: &[(u8, u32)], pn: usize, pc: usize) -> u6
     shared
 }
 
+/// The low `b` bits of a word.
+fn low(b: usize) -> u64 {
+    if b >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << b) - 1
+    }
+}
+
+/// Each run of set bits of `m`, the word of events `at..at + 64`, as a closed event range
+/// `(first, last)`, in order.
+fn bit_runs(mut m: u64, at: usize, mut f: impl FnMut(u32, u32)) {
+    while m != 0 {
+        let tz = m.trailing_zeros() as usize;
+        let ones = (m >> tz).trailing_ones() as usize;
+        m &= !(low(ones) << tz);
+        f((at + tz) as u32, (at + tz + ones - 1) as u32);
+    }
+}
+
 /// Raw events the uncompacted request `row` carried and the compacted one (the build in
 /// `st.sc`) leaves inside a summary: their runs go to `st.out.hidden`; returns their tokens.
 /// With sorted timestamps the compacted spans are index ranges, walked 64 events at a time
@@ -223,7 +243,6 @@ fn hidden(st: &mut State<'_>, row: usize) -> u64 {
         .filter(|&i| contents::covered(cov, s.timestamp[i as usize]))
         .collect();
     present.sort_unstable();
-    let low = |b: usize| if b >= 64 { u64::MAX } else { (1u64 << b) - 1 };
     let mut tokens = 0u64;
     let mut run: Option<(u32, u32)> = None;
     for (lo, hi) in contents::covered_spans(s, st.n, cov) {
@@ -239,11 +258,7 @@ fn hidden(st: &mut State<'_>, row: usize) -> u64 {
             {
                 m &= !(1u64 << (p as usize - at));
             }
-            while m != 0 {
-                let tz = m.trailing_zeros() as usize;
-                let ones = (m >> tz).trailing_ones() as usize;
-                m &= !(low(ones) << tz);
-                let (x, y) = ((at + tz) as u32, (at + tz + ones - 1) as u32);
+            bit_runs(m, at, |x, y| {
                 tokens += prefix[y as usize + 1] - prefix[x as usize];
                 run = Some(match run {
                     Some((r0, r1)) if r1 + 1 == x => (r0, y),
@@ -253,7 +268,7 @@ fn hidden(st: &mut State<'_>, row: usize) -> u64 {
                     }
                     None => (x, y),
                 });
-            }
+            });
             w += 1;
         }
     }
@@ -403,7 +418,6 @@ fn hidden_grown(
         }
     }
     let prefix = &st.base.tok_prefix;
-    let low = |b: usize| if b >= 64 { u64::MAX } else { (1u64 << b) - 1 };
     let mut tokens = tok0;
     let mut runs: Vec<(u32, u32)> = Vec::new();
     for (lo, hi) in fresh {
@@ -411,18 +425,14 @@ fn hidden_grown(
         while w * 64 < hi {
             let at = w * 64;
             let (a, b) = (lo.max(at) - at, hi.min(at + 64) - at);
-            let mut m = st.base.seen_word(row, w) & low(b) & !low(a);
-            while m != 0 {
-                let tz = m.trailing_zeros() as usize;
-                let ones = (m >> tz).trailing_ones() as usize;
-                m &= !(low(ones) << tz);
-                let (x, y) = ((at + tz) as u32, (at + tz + ones - 1) as u32);
+            let m = st.base.seen_word(row, w) & low(b) & !low(a);
+            bit_runs(m, at, |x, y| {
                 tokens += prefix[y as usize + 1] - prefix[x as usize];
                 match runs.last_mut() {
                     Some(r) if r.1 + 1 == x => r.1 = y,
                     _ => runs.push((x, y)),
                 }
-            }
+            });
             w += 1;
         }
     }
