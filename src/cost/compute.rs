@@ -622,7 +622,7 @@ fn references(
         Some(r) => r,
         None => {
             let facts = super::facts::event_facts(session);
-            owned = SessionReferences::new(session, &facts);
+            owned = SessionReferences::new(session, &facts, &[]);
             &owned
         }
     };

@@ -58,9 +58,10 @@ impl SessionMemo {
     }
 
     /// The session's references (metrics.md "References"), found on first use.
-    pub fn references(&self, session: &Session) -> &SessionReferences {
-        self.references
-            .get_or_init(|| SessionReferences::new(session, self.event_facts(session)))
+    pub fn references(&self, session: &Session, lines: &EventLines) -> &SessionReferences {
+        self.references.get_or_init(|| {
+            SessionReferences::new(session, self.event_facts(session), &lines.shapes)
+        })
     }
 
     /// `count(text)`, once per distinct text.
@@ -213,7 +214,7 @@ fn evaluate_with(
             .summarizer
             .writes_real_text()
             .then(|| inputs.memo.event_facts(session)),
-        references: Some(inputs.memo.references(session)),
+        references: Some(inputs.memo.references(session, &inputs.lines)),
     };
     let (replay, log) = replay_measured(
         summarizer,

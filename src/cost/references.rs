@@ -11,13 +11,11 @@
 
 use super::facts::{extract_fact_kinds, model_use_text, FactKind};
 use crate::engine::{Replay, Request};
-use crate::transcript::{Part, Role, Session};
+use crate::tokens::adk::{line_shape, summarizer_text, LineShape};
+use crate::transcript::{Role, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
-
-/// Marker `LlmEventSummarizer._truncate` appends to a tool payload cut at 2,000 chars.
-const CUT_MARKER: &str = "... [truncated ";
 
 /// The setting-independent part of the references of one session.
 #[derive(Debug, Clone, Default)]
@@ -43,10 +41,16 @@ pub struct SessionReferences {
 }
 
 impl SessionReferences {
-    /// `event_facts[i]`: event i's facts. The lines ADK's summarizer writes for an event
-    /// (`tokens::adk::summarizer_text`) are made one event at a time and not kept: a long
-    /// session's lines are as large as its tool payloads.
-    pub fn new(session: &Session, event_facts: &super::facts::EventFacts) -> Self {
+    /// `event_facts[i]`: event i's facts; `shapes[i]`: what ADK's summarizer line shows of
+    /// event i (`EventLines::shapes`, found while the lines were counted). A line is made
+    /// again only for an event whose payload was cut (is the fact in what is left?) or
+    /// whose shape is not given: the lines are not kept, a long session's are as large as
+    /// its tool payloads.
+    pub fn new(
+        session: &Session,
+        event_facts: &super::facts::EventFacts,
+        shapes: &[LineShape],
+    ) -> Self {
         let mut out = SessionReferences::default();
         let mut ids: HashMap<&str, u32> = HashMap::new();
         for (i, e) in session.events.iter().enumerate() {
@@ -63,17 +67,22 @@ impl SessionReferences {
             if event_facts.ids(i).is_empty() {
                 continue;
             }
-            let line = crate::tokens::adk::summarizer_text(e);
-            let text = line.as_str();
-            let has_tool = e
-                .parts
-                .iter()
-                .any(|p| matches!(p, Part::ToolCall { .. } | Part::ToolResponse { .. }));
-            let cut = has_tool && text.contains(CUT_MARKER);
+            let line = match shapes.get(i) {
+                Some(LineShape::Cut) | None => Some(summarizer_text(e)),
+                Some(_) => None,
+            };
+            let shape = match (&line, shapes.get(i)) {
+                (Some(l), _) => line_shape(e, l),
+                (None, s) => s.copied().unwrap_or(LineShape::Absent),
+            };
             for f in event_facts.of(i) {
                 // Seen unless the event gives the summarizer no line, or a payload was cut and
                 // the fact is not in what is left.
-                let seen = !text.is_empty() && (!cut || text.contains(f));
+                let seen = match shape {
+                    LineShape::Absent => false,
+                    LineShape::Whole => true,
+                    LineShape::Cut => line.as_deref().is_some_and(|l| l.contains(f)),
+                };
                 let id = *ids.entry(f).or_insert_with(|| {
                     out.facts.push(f.to_string());
                     out.holders.push(Vec::new());
@@ -416,6 +425,7 @@ pub fn estimate(t: &RefTally, retention: Option<&Retention>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transcript::Part;
 
     /// Issue 13: a fact recurring in every turn made the at-risk test walk its whole support
     /// for every reference. The searched test agrees with the walk on every small case.
@@ -520,9 +530,21 @@ mod tests {
         }
     }
 
+    /// The session's references from the line shapes found while counting, checked against
+    /// those found by making every line again.
     fn found(s: &Session) -> SessionReferences {
         let facts = super::super::facts::event_facts(s);
-        SessionReferences::new(s, &facts)
+        let lines = crate::cost::summarizers::EventLines::new(s, &|t: &str| t.len() as u64);
+        let shaped = SessionReferences::new(s, &facts, &lines.shapes);
+        let remade = SessionReferences::new(s, &facts, &[]);
+        let parts = |r: &SessionReferences| {
+            format!(
+                "{:?}{:?}{:?}{:?}{:?}",
+                r.facts, r.holders, r.first_seen, r.by_event, r.refs
+            )
+        };
+        assert_eq!(parts(&shaped), parts(&remade), "shapes vs lines made again");
+        shaped
     }
 
     /// e1 is answered with nothing hidden; e4 sees events 0..=2 only through summary 1.

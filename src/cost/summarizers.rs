@@ -197,6 +197,8 @@ pub enum Billed<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct EventLines {
     pub tokens: Vec<u64>,
+    /// Per event, what its line shows of it (empty: not known, see [`EventLines::from_parts`]).
+    pub shapes: Vec<crate::tokens::adk::LineShape>,
     /// `prefix[i]` = tokens of events `0..i`: a span's prompt in O(1) (a token trigger whose
     /// summaries keep failing asks for a longer span at every request).
     prefix: Vec<u64>,
@@ -471,22 +473,22 @@ impl Summarizer for Command<'_> {
 impl EventLines {
     /// ADK's summarizer lines of every event and their size in the run's tokenizer.
     pub fn new(session: &Session, count: &(dyn Fn(&str) -> u64 + Sync)) -> Self {
-        let tokens = session
+        let (tokens, shapes) = session
             .events
             .iter()
             .map(|e| {
                 let t = crate::tokens::adk::summarizer_text(e);
-                if t.is_empty() {
-                    0
-                } else {
-                    count(&t)
-                }
+                let shape = crate::tokens::adk::line_shape(e, &t);
+                (if t.is_empty() { 0 } else { count(&t) }, shape)
             })
-            .collect();
-        EventLines::from_parts(tokens)
+            .unzip();
+        EventLines {
+            shapes,
+            ..EventLines::from_parts(tokens)
+        }
     }
 
-    /// The lines' token counts as given.
+    /// The lines' token counts as given (shapes unknown).
     pub fn from_parts(tokens: Vec<u64>) -> Self {
         let mut prefix = Vec::with_capacity(tokens.len() + 1);
         prefix.push(0);
@@ -495,7 +497,11 @@ impl EventLines {
             sum += t;
             prefix.push(sum);
         }
-        EventLines { tokens, prefix }
+        EventLines {
+            tokens,
+            shapes: Vec::new(),
+            prefix,
+        }
     }
 
     /// Tokens of the events `req` hands over.

@@ -506,6 +506,35 @@ pub fn truncated_len(n: u64) -> u64 {
     }
 }
 
+/// Marker `LlmEventSummarizer._truncate` appends to a tool payload cut at 2,000 chars.
+pub const CUT_MARKER: &str = "... [truncated ";
+
+/// What ADK's summarizer line of an event shows of the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineShape {
+    /// No line: the summarizer never sees the event.
+    Absent,
+    /// The event as it is.
+    Whole,
+    /// A tool payload cut at 2,000 chars: only what the line still holds is seen.
+    Cut,
+}
+
+/// The shape of `line`, event `e`'s [`summarizer_text`].
+pub fn line_shape(e: &Event, line: &str) -> LineShape {
+    let has_tool = e
+        .parts
+        .iter()
+        .any(|p| matches!(p, Part::ToolCall { .. } | Part::ToolResponse { .. }));
+    if line.is_empty() {
+        LineShape::Absent
+    } else if has_tool && line.contains(CUT_MARKER) {
+        LineShape::Cut
+    } else {
+        LineShape::Whole
+    }
+}
+
 fn truncate_str(s: &str) -> String {
     let n = s.chars().count();
     if n <= 2000 {
