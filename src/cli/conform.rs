@@ -226,7 +226,7 @@ pub fn compare(o: &Value, r: &Replay, token_pair: bool) -> Vec<Diff> {
         c.eq(
             p("invocations_in_range"),
             oc.get("invocations_in_range"),
-            ec.invocations_in_range.clone().into(),
+            ec.invocations_in_range.to_vec().into(),
             true,
         );
         c.eq(

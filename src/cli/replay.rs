@@ -421,7 +421,7 @@ pub fn to_json(
                 "raw_events_in_range": c.raw_events_in_range,
                 "first_raw_event_index": c.first_raw_event_index,
                 "last_raw_event_index": c.last_raw_event_index,
-                "invocations_in_range": c.invocations_in_range,
+                "invocations_in_range": c.invocations_in_range.to_vec(),
                 "summarizer_call": c.summarizer_call,
                 "summarizer_prompt_chars": c.summarizer_prompt_chars,
                 "summarizer_history_chars": c.summarizer_history_chars,

@@ -16,13 +16,15 @@
 
 use super::caching::{price_requests, price_single, total_usd, CacheMode, Charge, PricedRequest};
 use super::client::{summary_discarded, ClientMode};
-use super::facts::{tally, tally_found, FactTally};
+use super::facts::{tally, tally_found, tally_held, FactTally};
 use super::latency::{LatencyParams, LatencyTable};
 use super::live::CallMeasure;
 use super::metrics::SessionMetrics;
 use super::pricing::{ModelPrice, PriceTable, PricingError, ProviderCache};
 use super::references::{self as refs, Basis, Retention, SessionReferences};
 use super::summarizers::{Billed, Harness, SummarizerSpec};
+use super::text_facts::TextFacts;
+use crate::engine::summarizer::SummaryText;
 use crate::engine::summarizer::{filler_text, Policy};
 use crate::engine::{CallResult, Phase, Replay, Summarizer, SummarizerCall, Summary};
 use crate::stats::percentile_of;
@@ -180,7 +182,7 @@ pub fn attachment_tokens(session: &Session, tok: crate::tokens::Tokenizer) -> Ve
 #[derive(Debug, Clone, Default)]
 pub struct ReplayLog {
     /// Summary texts written, by call number (terse / command / echo).
-    pub texts: BTreeMap<u32, String>,
+    pub texts: BTreeMap<u32, SummaryText>,
     /// Summaries produced but discarded by the `streams` race, by call number.
     pub discarded: BTreeMap<u32, Summary>,
     /// For a measured (`live:`) summarizer, what each call really used (a call missing here
@@ -573,20 +575,7 @@ pub fn compute_metrics(
         critical_hidden_naive(replay, &sizes.critical)
     );
     if setting.summarizer.writes_real_text() {
-        let mut t = FactTally::default();
-        for c in replay
-            .calls
-            .iter()
-            .filter(|c| c.result == CallResult::Summary)
-        {
-            let text = log.texts.get(&c.call).map_or("", String::as_str);
-            let range = c.raw_events.start as usize..c.raw_events.end as usize;
-            t.add(match setting.event_facts {
-                Some(f) => tally_found(f, range, text),
-                None => tally(session.events.get(range).unwrap_or(&[]), text),
-            });
-        }
-        m.facts_dropped = Some(t.share());
+        m.facts_dropped = Some(facts_dropped(session, replay, setting, log).share());
     }
     references(
         session,
@@ -606,6 +595,54 @@ pub fn compute_metrics(
     }
     m.seams = seams;
     m
+}
+
+/// `facts_dropped` over the summaries written. Texts written around their seeds (`terse`
+/// under a token trigger) are searched for what each added ([`TextFacts`]), not whole: their
+/// lengths add up to the square of the history. Debug builds compare with whole texts.
+fn facts_dropped(
+    session: &Session,
+    replay: &Replay,
+    setting: &MetricsSetting<'_>,
+    log: &ReplayLog,
+) -> FactTally {
+    let calls: Vec<_> = replay
+        .calls
+        .iter()
+        .filter(|c| c.result == CallResult::Summary)
+        .collect();
+    let texts: Vec<Option<&SummaryText>> = calls.iter().map(|c| log.texts.get(&c.call)).collect();
+    let range = |c: &SummarizerCall| c.raw_events.start as usize..c.raw_events.end as usize;
+    let whole = || {
+        let mut t = FactTally::default();
+        for (c, text) in calls.iter().zip(&texts) {
+            let text = text.map(SummaryText::whole).unwrap_or_default();
+            t.add(match setting.event_facts {
+                Some(f) => tally_found(f, range(c), &text),
+                None => tally(session.events.get(range(c)).unwrap_or(&[]), &text),
+            });
+        }
+        t
+    };
+    let seeded = texts.iter().flatten().any(|t| t.parts().1.is_some());
+    let Some((facts, (ac, longest))) = setting
+        .event_facts
+        .and_then(|f| Some((f, f.automaton()?)))
+        .filter(|_| seeded)
+    else {
+        return whole();
+    };
+    let held = TextFacts::new(&texts, ac, longest);
+    let mut t = FactTally::default();
+    for (i, c) in calls.iter().enumerate() {
+        t.add(tally_held(facts, range(c), |f| held.holds(i, f)));
+    }
+    debug_assert_eq!(
+        t,
+        whole(),
+        "facts_dropped by what each text added vs whole texts"
+    );
+    t
 }
 
 /// The `references*` columns (metrics.md "References").
@@ -628,23 +665,23 @@ fn references(
     };
     // The summary texts, by compaction ordinal, when the summarizer writes text: terse,
     // command and echo texts as written; fixed and ratio write the oracle's filler.
-    let fillers: Vec<String>;
-    let texts: Option<Vec<Option<&str>>> = match setting.summarizer {
+    let fillers: Vec<SummaryText>;
+    let texts: Option<Vec<Option<&SummaryText>>> = match setting.summarizer {
         SummarizerSpec::Agent | SummarizerSpec::Model(_) => None,
         SummarizerSpec::Deterministic(Policy::Fixed(_) | Policy::Ratio(_)) => {
             fillers = replay
                 .compactions
                 .iter()
-                .map(|c| filler_text(c.summary_chars, c.summarizer_call))
+                .map(|c| SummaryText::flat(filler_text(c.summary_chars, c.summarizer_call)))
                 .collect();
-            Some(fillers.iter().map(|t| Some(t.as_str())).collect())
+            Some(fillers.iter().map(Some).collect())
         }
         // borrowed: a rolling text summarizer's texts add up to the square of the history
         _ => Some(
             replay
                 .compactions
                 .iter()
-                .map(|c| log.texts.get(&c.summarizer_call).map(String::as_str))
+                .map(|c| log.texts.get(&c.summarizer_call))
                 .collect(),
         ),
     };
@@ -1156,7 +1193,7 @@ mod tests {
             first_raw_event_index: Some(0),
             last_raw_event_index: Some(3),
             summarized_events: 0..4,
-            invocations_in_range: vec![0, 1],
+            invocations_in_range: crate::engine::InvocationRuns::from_sorted([0, 1]),
             summarizer_call: ordinal,
             summarizer_prompt_chars: 0,
             summarizer_history_chars: 0,
@@ -1399,7 +1436,7 @@ mod tests {
         let mut r = replay(true);
         r.calls[0].input_tokens = 0;
         let log = ReplayLog {
-            texts: BTreeMap::from([(1, "user: Refund order 4521".to_string())]),
+            texts: BTreeMap::from([(1, SummaryText::flat("user: Refund order 4521".into()))]),
             discarded: BTreeMap::new(),
             measured: None,
         };
@@ -1427,7 +1464,7 @@ mod tests {
         let spec = SummarizerSpec::parse("live:anthropic/claude-sonnet-4-5").unwrap();
         let r = replay(true);
         let log = ReplayLog {
-            texts: BTreeMap::from([(1, "user: Refund order 4521".to_string())]),
+            texts: BTreeMap::from([(1, SummaryText::flat("user: Refund order 4521".into()))]),
             discarded: BTreeMap::new(),
             measured: Some(BTreeMap::from([(
                 1,

@@ -182,6 +182,7 @@ pub fn with_summarizer<R>(
             lines: &inputs.lines,
             length: model.latency.length,
             count: &count,
+            tokenizer: tok,
             timeout: setting.command_timeout,
             fail_calls: setting.fail_calls.clone(),
             context_window: match setting.summarizer.billed_model(setting.agent_model) {
@@ -343,7 +344,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            e.log.texts.get(&1).map(String::as_str),
+            e.log.texts.get(&1).map(|t| t.to_string()).as_deref(),
             Some("user: Call me at 555-0199 about INC-42")
         );
         assert_eq!(e.metrics.facts_dropped, Some(0.0));

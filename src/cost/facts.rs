@@ -230,14 +230,21 @@ pub fn tally<'a>(span: impl IntoIterator<Item = &'a Event>, summary: &str) -> Fa
 /// [`tally`] over facts found beforehand: `facts[i]` are event `i`'s (see
 /// [`event_facts`]); the same count, without reading the events again.
 pub fn tally_found(facts: &EventFacts, span: std::ops::Range<usize>, summary: &str) -> FactTally {
+    tally_held(facts, span, |f| summary.contains(facts.fact(f)))
+}
+
+/// [`tally_found`] where `held(fact id)` says whether the summary holds a fact (found
+/// beforehand, e.g. by [`super::text_facts::TextFacts`]).
+pub fn tally_held(
+    facts: &EventFacts,
+    span: std::ops::Range<usize>,
+    held: impl Fn(u32) -> bool,
+) -> FactTally {
     let mut all: BTreeSet<u32> = BTreeSet::new();
     for i in span {
         all.extend(facts.ids(i).iter().copied());
     }
-    let dropped = all
-        .iter()
-        .filter(|&&f| !summary.contains(facts.fact(f)))
-        .count() as u64;
+    let dropped = all.iter().filter(|&&f| !held(f)).count() as u64;
     FactTally {
         total: all.len() as u64,
         dropped,
@@ -255,6 +262,9 @@ pub struct EventFacts {
     /// gives them): `ids[start[i]..start[i + 1]]`.
     ids: Vec<u32>,
     start: Vec<u32>,
+    /// Every fact as one automaton (pattern i = fact i) with the longest fact's length,
+    /// built on first use; `None` when the facts are too many for it.
+    automaton: std::sync::OnceLock<Option<(aho_corasick::AhoCorasick, usize)>>,
 }
 
 impl EventFacts {
@@ -274,6 +284,18 @@ impl EventFacts {
     /// The facts of event `i`.
     pub fn of(&self, i: usize) -> impl Iterator<Item = &str> + '_ {
         self.ids(i).iter().map(|&f| self.fact(f))
+    }
+
+    /// The automaton over every fact (pattern i = fact i, overlapping matches) and the
+    /// longest fact in bytes, shared by every setting of the session.
+    pub fn automaton(&self) -> Option<(&aho_corasick::AhoCorasick, usize)> {
+        self.automaton
+            .get_or_init(|| {
+                let ac = aho_corasick::AhoCorasick::new(&self.facts).ok()?;
+                Some((ac, self.facts.iter().map(String::len).max().unwrap_or(0)))
+            })
+            .as_ref()
+            .map(|(ac, n)| (ac, *n))
     }
 
     /// Events covered.

@@ -31,7 +31,7 @@
 use super::latency::LengthModel;
 use super::pricing::ModelPrice;
 use super::summarizers::{EventLines, Modelled};
-use crate::engine::summarizer::summary_json_chars;
+use crate::engine::summarizer::{summary_json_chars, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
 use crate::error::{Classify, ExitKind};
 use crate::transcript::Session;
@@ -872,14 +872,14 @@ impl<'a> LiveSummarizer<'a> {
 
     /// ADK's summarizer prompt for a request.
     pub fn prompt(&self, req: &SummarizeRequest<'_>) -> String {
-        let seed = req.seed.and_then(|s| s.text);
+        let seed = req.seed.and_then(|s| s.text).map(|t| t.to_string());
         // the events' lines, made for this call (not kept per session: see `EventLines`)
         let lines: Vec<String> = req
             .event_indices()
             .filter_map(|i| self.session.events.get(i as usize))
             .map(crate::tokens::adk::summarizer_text)
             .collect();
-        crate::tokens::adk::summarizer_prompt(seed, lines.iter().map(String::as_str))
+        crate::tokens::adk::summarizer_prompt(seed.as_deref(), lines.iter().map(String::as_str))
     }
 
     fn measure(&self, call: u32, m: CallMeasure) {
@@ -969,7 +969,7 @@ impl<'a> LiveSummarizer<'a> {
             json_chars: summary_json_chars(crate::tokens::adk::json_str_len_raw(&a.text)),
             tokens: (self.count)(&a.text),
             input_tokens: a.input_tokens,
-            text: Some(a.text),
+            text: Some(SummaryText::flat(a.text)),
         })
     }
 }

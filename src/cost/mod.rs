@@ -14,6 +14,7 @@ pub mod pricing;
 pub mod python;
 pub mod references;
 pub mod summarizers;
+pub mod text_facts;
 
 /// Start `cmd`, again a few times while the program is "busy" (`ETXTBSY`): a program file
 /// just written can still be open for writing in a child another thread is forking, for the

@@ -15,7 +15,7 @@
 //! reference, where [`super::summarizers::build`] finds them: the sweep pipeline needs no
 //! extra plumbing.
 
-use crate::engine::summarizer::summary_json_chars;
+use crate::engine::summarizer::{summary_json_chars, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
 use crate::error::{Classify, ExitKind};
 use crate::transcript::{Event, Part, Role, Session};
@@ -634,7 +634,7 @@ impl Summarizer for PythonSummarizer<'_> {
                     (self.count)(&t.text)
                 },
                 input_tokens: 0,
-                text: Some(t.text),
+                text: Some(SummaryText::flat(t.text)),
             }),
             Ok(None) => Outcome::Empty { input_tokens: 0 },
             Err(e) => {
@@ -724,6 +724,7 @@ mod tests {
 
     #[test]
     fn a_rolling_span_starts_with_the_seed_as_adk_builds_it() {
+        let older = SummaryText::flat("older".into());
         let s = session();
         let skip = [1];
         let req = SummarizeRequest {
@@ -736,7 +737,7 @@ mod tests {
                 ordinal: 1,
                 chars: 5,
                 start_timestamp: 0.5,
-                text: Some("older"),
+                text: Some(&older),
             }),
             prompt_chars: 0,
             history_chars: 0,

@@ -10,6 +10,8 @@
 //! session and shared by every setting; [`tally`] is the per-setting walk over the requests.
 
 use super::facts::{extract_fact_kinds, model_use_text, FactKind};
+use super::text_facts::TextFacts;
+use crate::engine::summarizer::SummaryText;
 use crate::engine::{Replay, Request};
 use crate::tokens::adk::{line_shape, summarizer_text, LineShape};
 use crate::transcript::{Role, Session};
@@ -37,7 +39,8 @@ pub struct SessionReferences {
     /// setting of the session.
     /// `None` when the facts are too many for the automaton's size limits: [`tally`] then
     /// searches summary by summary.
-    automaton: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>>,
+    /// With the automaton, the longest fact in bytes.
+    automaton: std::sync::OnceLock<Option<(aho_corasick::AhoCorasick, usize)>>,
 }
 
 impl SessionReferences {
@@ -101,10 +104,14 @@ impl SessionReferences {
 
     /// The automaton over `facts` (pattern i = fact i), overlapping matches (a fact inside
     /// another is still found).
-    fn automaton(&self) -> Option<&aho_corasick::AhoCorasick> {
+    fn automaton(&self) -> Option<(&aho_corasick::AhoCorasick, usize)> {
         self.automaton
-            .get_or_init(|| aho_corasick::AhoCorasick::new(&self.facts).ok())
+            .get_or_init(|| {
+                let ac = aho_corasick::AhoCorasick::new(&self.facts).ok()?;
+                Some((ac, self.facts.iter().map(String::len).max().unwrap_or(0)))
+            })
             .as_ref()
+            .map(|(ac, n)| (ac, *n))
     }
 
     /// References in the session (over every model event), whatever the setting.
@@ -143,20 +150,48 @@ impl RefTally {
 
 /// Tally the references of `replay`. `texts[ordinal - 1]` is the text of a summary; with no
 /// texts (a modelled summarizer) `broken` stays 0. Kept references are found by
-/// [`kept_indexed`], linear overall; debug builds compare with the per-(summary, fact) search.
+/// [`kept_indexed`], linear overall, or, when texts are written around their seeds (their
+/// lengths add up to the square of the history), by what each text added ([`TextFacts`]);
+/// debug builds compare with the per-(summary, fact) search.
 pub fn tally(
     refs: &SessionReferences,
     replay: &Replay,
-    texts: Option<&[Option<&str>]>,
+    texts: Option<&[Option<&SummaryText>]>,
 ) -> RefTally {
     let Some(texts) = texts else {
         return walk(refs, replay, None::<fn(&Request, u32) -> bool>);
     };
-    let Some(ac) = refs.automaton() else {
-        return walk(refs, replay, Some(kept_naive(refs, replay, texts)));
+    let seeded = texts.iter().flatten().any(|t| t.parts().1.is_some());
+    if let Some((ac, longest)) = refs.automaton().filter(|_| seeded) {
+        let held = TextFacts::new(texts, ac, longest);
+        let kept = |r: &Request, fact: u32| {
+            replay.carried(r).iter().any(|&o| {
+                (o as usize)
+                    .checked_sub(1)
+                    .is_some_and(|i| held.holds(i, fact))
+            })
+        };
+        let t = walk(refs, replay, Some(kept));
+        #[cfg(debug_assertions)]
+        {
+            let whole: Vec<Option<String>> =
+                texts.iter().map(|t| t.map(|t| t.to_string())).collect();
+            let strs: Vec<Option<&str>> = whole.iter().map(|t| t.as_deref()).collect();
+            assert_eq!(t, walk(refs, replay, Some(kept_naive(refs, replay, &strs))));
+        }
+        return t;
+    }
+    let whole: Vec<Option<std::borrow::Cow<'_, str>>> =
+        texts.iter().map(|t| t.map(SummaryText::whole)).collect();
+    let texts: Vec<Option<&str>> = whole.iter().map(|t| t.as_deref()).collect();
+    let Some((ac, _)) = refs.automaton() else {
+        return walk(refs, replay, Some(kept_naive(refs, replay, &texts)));
     };
-    let t = walk(refs, replay, Some(kept_indexed(ac, refs, replay, texts)));
-    debug_assert_eq!(t, walk(refs, replay, Some(kept_naive(refs, replay, texts))));
+    let t = walk(refs, replay, Some(kept_indexed(ac, refs, replay, &texts)));
+    debug_assert_eq!(
+        t,
+        walk(refs, replay, Some(kept_naive(refs, replay, &texts)))
+    );
     t
 }
 
@@ -574,12 +609,12 @@ mod tests {
         );
 
         // Summary without the path: broken. With it: kept.
-        let lost = [Some("user: fix the config loader")];
-        let t = tally(&r, &compacted(), Some(&lost));
+        let lost = SummaryText::flat("user: fix the config loader".into());
+        let t = tally(&r, &compacted(), Some(&[Some(&lost)]));
         assert_eq!((t.at_risk_total(), t.broken_total()), (1, 1));
         assert_eq!(t.at_risk[FactKind::Path.index()], 1);
-        let kept = [Some("ls printed src/app/config.rs")];
-        let t = tally(&r, &compacted(), Some(&kept));
+        let kept = SummaryText::flat("ls printed src/app/config.rs".into());
+        let t = tally(&r, &compacted(), Some(&[Some(&kept)]));
         assert_eq!((t.at_risk_total(), t.broken_total()), (1, 0));
         // No text (modelled): at risk, not certainly broken (ADK's summarizer sees it).
         let t = tally(&r, &compacted(), None);
@@ -628,7 +663,11 @@ mod tests {
             text: "see src/app/config.rs".into(),
         });
         let r = found(&s);
-        let t = tally(&r, &compacted(), Some(&[Some("")]));
+        let t = tally(
+            &r,
+            &compacted(),
+            Some(&[Some(&SummaryText::flat(String::new()))]),
+        );
         assert_eq!((t.references, t.at_risk_total()), (1, 0));
     }
 

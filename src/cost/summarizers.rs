@@ -26,8 +26,10 @@
 
 use super::latency::LengthModel;
 use super::python::{PythonSummarizer, SpanMemo};
-use crate::engine::summarizer::{summary_json_chars, Deterministic, Policy};
+use crate::engine::summarizer::{summary_json_chars, Deterministic, Policy, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
+use crate::tokens::splice::Spliced;
+use crate::tokens::Tokenizer;
 use crate::transcript::{Event, Part, Session};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -216,7 +218,7 @@ impl Modelled<'_> {
     /// Summarizer prompt tokens for a request: template + seed + each event's lines.
     pub fn input_tokens(&self, req: &SummarizeRequest<'_>) -> u64 {
         let seed = req.seed.map_or(0, |s| match s.text {
-            Some(t) => (self.count)(t),
+            Some(t) => (self.count)(&t.to_string()),
             None => s.chars.div_ceil(4),
         });
         TEMPLATE_TOKENS + seed + self.lines.span_tokens(req)
@@ -238,21 +240,16 @@ impl Summarizer for Modelled<'_> {
     }
 }
 
-/// JSON-escaped length of a text in chars (`json.dumps` without the quotes, non-ASCII kept).
-fn escaped_len(text: &str) -> u64 {
-    serde_json::to_string(text).map_or(text.chars().count() as u64, |s| {
-        s.chars().count().saturating_sub(2) as u64
-    })
-}
-
 fn text_summary(text: String, count: &(dyn Fn(&str) -> u64 + Sync)) -> Outcome {
     if text.is_empty() {
         return Outcome::Empty { input_tokens: 0 };
     }
+    let tokens = count(&text);
+    let text = SummaryText::flat(text);
     Outcome::Summary(Summary {
-        chars: text.chars().count() as u64,
-        json_chars: summary_json_chars(escaped_len(&text)),
-        tokens: count(&text),
+        chars: text.chars(),
+        json_chars: summary_json_chars(text.escaped_len()),
+        tokens,
         input_tokens: 0,
         text: Some(text),
     })
@@ -262,7 +259,14 @@ fn text_summary(text: String, count: &(dyn Fn(&str) -> u64 + Sync)) -> Outcome {
 pub struct Terse<'a> {
     pub session: &'a Session,
     pub count: &'a (dyn Fn(&str) -> u64 + Sync),
+    /// The run's tokenizer: a tiktoken encoding counts a seeded text by what it added
+    /// ([`Spliced`]); ADK's chars / 4 from the length.
+    pub tokenizer: Tokenizer,
 }
+
+/// What a seeded `Terse` text starts with: the seed is the first event it is handed, and its
+/// author is `model`.
+const SEED_HEAD: &str = "model: ";
 
 /// `author: text` lines of an event's text parts (the guide's comprehension).
 pub fn terse_lines(event: &Event, out: &mut Vec<String>) {
@@ -276,25 +280,72 @@ pub fn terse_lines(event: &Event, out: &mut Vec<String>) {
 }
 
 impl Terse<'_> {
+    /// The whole text of a request's summary (empty: none).
     pub fn text(&self, req: &SummarizeRequest<'_>) -> String {
+        self.summary_text(req)
+            .map(|t| t.to_string())
+            .unwrap_or_default()
+    }
+
+    /// `"\n".join(said)`, kept as the seed's text with what this call adds around it, so a
+    /// rolling summary costs what it adds, not its length.
+    fn summary_text(&self, req: &SummarizeRequest<'_>) -> Option<SummaryText> {
         let mut said = Vec::new();
-        if let Some(t) = req.seed.and_then(|s| s.text) {
-            if !t.is_empty() {
-                said.push(format!("model: {t}"));
-            }
-        }
         for i in req.event_indices() {
             if let Some(e) = self.session.events.get(i as usize) {
                 terse_lines(e, &mut said);
             }
         }
-        said.join("\n")
+        let lines = said.join("\n");
+        let spliced = self.tokenizer != Tokenizer::AdkChars;
+        match req.seed.and_then(|s| s.text).filter(|t| !t.is_empty()) {
+            Some(seed) => {
+                let tail = if lines.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{lines}")
+                };
+                let count = spliced.then(|| match seed.spliced() {
+                    Some(s) => s.compose(SEED_HEAD, &tail, self.count),
+                    None => Spliced::of(&format!("{SEED_HEAD}{seed}{tail}"), self.count),
+                });
+                Some(SummaryText::seeded(SEED_HEAD, seed, &tail, count))
+            }
+            None if lines.is_empty() => None,
+            None => {
+                let count = spliced.then(|| Spliced::of(&lines, self.count));
+                Some(SummaryText::flat_spliced(lines, count))
+            }
+        }
     }
 }
 
 impl Summarizer for Terse<'_> {
     fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
-        text_summary(self.text(req), self.count)
+        let Some(text) = self.summary_text(req) else {
+            return Outcome::Empty { input_tokens: 0 };
+        };
+        let tokens = match text.spliced() {
+            Some(s) => s.total,
+            // ADK's estimate: floor(chars / 4) of the whole text
+            None => text.chars() / 4,
+        };
+        // Debug builds count the whole text too (short texts: the check is quadratic).
+        #[cfg(debug_assertions)]
+        if text.len() < 1 << 16 {
+            assert_eq!(
+                tokens,
+                (self.count)(&text.to_string()),
+                "terse summary tokens by segments vs whole"
+            );
+        }
+        Outcome::Summary(Summary {
+            chars: text.chars(),
+            json_chars: summary_json_chars(text.escaped_len()),
+            tokens,
+            input_tokens: 0,
+            text: Some(text),
+        })
     }
 }
 
@@ -523,6 +574,8 @@ pub struct BuildContext<'a> {
     pub length: LengthModel,
     /// Counts a text with the run's tokenizer.
     pub count: &'a (dyn Fn(&str) -> u64 + Sync),
+    /// The tokenizer `count` counts with.
+    pub tokenizer: Tokenizer,
     /// Time limit of a `command:` summarizer.
     pub timeout: Duration,
     /// 1-based calls of the deterministic summarizer that fail (the oracle's failures).
@@ -611,6 +664,7 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
         SummarizerSpec::Terse => Built::Terse(Terse {
             session: ctx.session,
             count: ctx.count,
+            tokenizer: ctx.tokenizer,
         }),
         SummarizerSpec::Command { program, args } => Built::Command(Command::new(
             program,
@@ -667,7 +721,7 @@ pub struct Harness<'a> {
     pub inner: &'a dyn Summarizer,
     pub discard: BTreeSet<u32>,
     race: Option<Race<'a>>,
-    texts: Mutex<BTreeMap<u32, String>>,
+    texts: Mutex<BTreeMap<u32, SummaryText>>,
     discarded: Mutex<BTreeMap<u32, Summary>>,
 }
 
@@ -692,7 +746,7 @@ impl<'a> Harness<'a> {
 
     /// Texts of the summaries written, by call number, taken out of the harness (not
     /// copied: a rolling text summarizer's texts add up to the square of the history).
-    pub fn texts(&self) -> BTreeMap<u32, String> {
+    pub fn texts(&self) -> BTreeMap<u32, SummaryText> {
         self.texts
             .lock()
             .map(|mut t| std::mem::take(&mut *t))
@@ -861,12 +915,13 @@ mod tests {
         let t = Terse {
             session: &s,
             count: &words,
+            tokenizer: Tokenizer::O200k,
         };
         // Events 0..4: user text, tool call (dropped), tool response (dropped), thought + text.
         let Outcome::Summary(sum) = t.summarize(&req(0..4)) else {
             panic!("summary expected")
         };
-        let text = sum.text.unwrap();
+        let text = sum.text.unwrap().to_string();
         assert_eq!(text, "user: Book flight 123\nagent: done\nagent: Booked.");
         assert_eq!(sum.chars, text.chars().count() as u64);
         // 48 chars whose 2 newlines escape to 2 chars each -> 50 escaped; the JSON frame
@@ -883,6 +938,7 @@ mod tests {
         let t = Terse {
             session: &s,
             count: &words,
+            tokenizer: Tokenizer::O200k,
         };
         assert_eq!(t.summarize(&req(1..3)), Outcome::Empty { input_tokens: 0 });
     }
@@ -893,13 +949,15 @@ mod tests {
         let t = Terse {
             session: &s,
             count: &words,
+            tokenizer: Tokenizer::O200k,
         };
         let mut r = req(3..4);
+        let older = SummaryText::flat("older".into());
         r.seed = Some(crate::engine::Seed {
             ordinal: 1,
             chars: 5,
             start_timestamp: 0.0,
-            text: Some("older"),
+            text: Some(&older),
         });
         assert_eq!(t.text(&r), "model: older\nagent: done\nagent: Booked.");
     }
@@ -943,6 +1001,7 @@ mod tests {
         let lines = EventLines::from_parts(vec![1000, 2000, 3000, 4000]);
         let ctx = |w| BuildContext {
             session: &s,
+            tokenizer: Tokenizer::O200k,
             lines: &lines,
             length: LengthModel::default(),
             count: &words,
@@ -966,6 +1025,7 @@ mod tests {
         let t = Terse {
             session: &s,
             count: &words,
+            tokenizer: Tokenizer::O200k,
         };
         let h = Harness::new(&t, BTreeSet::from([2]));
         let mut r1 = req(0..1);
@@ -1012,7 +1072,10 @@ mod tests {
         let Outcome::Summary(sum) = c.summarize(&req(0..2)) else {
             panic!("{:?}", c.errors())
         };
-        assert_eq!(sum.text.as_deref(), Some("{\"session_id\""));
+        assert_eq!(
+            sum.text.map(|t| t.to_string()).as_deref(),
+            Some("{\"session_id\"")
+        );
     }
 
     #[cfg(unix)]

@@ -22,7 +22,7 @@ pub struct Comp {
     pub chars: u64,
     pub json_chars: u64,
     pub tokens: u64,
-    pub text: Option<String>,
+    pub text: Option<super::summarizer::SummaryText>,
     /// Not contained in another summary's range.
     pub retained: bool,
 }

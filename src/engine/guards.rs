@@ -3,6 +3,7 @@
 //! worth-compacting gate.
 
 use super::contents::{covered, next_gen, Comp, RetainedIndex};
+use super::types::InvocationRuns;
 use crate::tokens::sizes::{SessionSizes, PART_CALL};
 
 /// Reusable id sets for the guards.
@@ -401,6 +402,46 @@ pub fn in_time_range(s: &SessionSizes, n: usize, lo: f64, hi: f64) -> (usize, us
     let a = ts.partition_point(|&t| t < lo);
     let b = ts.partition_point(|&t| t <= hi);
     (a, b.max(a))
+}
+
+/// The invocations of the raw events of scope `scope` with timestamp in `[lo, hi]` among
+/// `0..n` (the oracle's `invocations_in_range`). An invocation id recurring later maps to
+/// its first block (the oracle's `_inv_index`). With sorted timestamps, no scopes or rewinds
+/// and one block per invocation id, they are the blocks of the index range: one run, found
+/// in O(log n) (a rolling summary's range grows with the session). Debug builds compare with
+/// the walk.
+pub fn invocations_in_range(
+    s: &SessionSizes,
+    n: usize,
+    lo: f64,
+    hi: f64,
+    scope: u32,
+) -> InvocationRuns {
+    let (a, b) = in_time_range(s, n, lo, hi);
+    let walk = || {
+        let mut invs: Vec<u32> = (a..b)
+            .filter(|&i| lo <= s.timestamp[i] && s.timestamp[i] <= hi)
+            .filter(|&i| s.scope.get(i).map_or(0, |&x| x) == scope)
+            .map(|i| s.inv_first_block[s.inv_id[i] as usize])
+            .collect();
+        invs.sort_unstable();
+        invs.dedup();
+        InvocationRuns::from_sorted(invs)
+    };
+    if !(s.ts_sorted
+        && scope == 0
+        && !s.has_scopes_or_rewinds()
+        && s.inv_first_block.len() == s.blocks())
+    {
+        return walk();
+    }
+    let runs = if a < b {
+        InvocationRuns::range(s.inv_block[a]..s.inv_block[b - 1] + 1)
+    } else {
+        InvocationRuns::default()
+    };
+    debug_assert_eq!(runs, walk(), "invocations in range: one run vs the walk");
+    runs
 }
 
 /// Raw events of isolation scope `scope` with timestamp in `[lo, hi]` among `0..n` (count,

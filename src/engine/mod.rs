@@ -482,7 +482,7 @@ impl<'a> State<'a> {
             ordinal: k as u32 + 1,
             chars: self.comps[k].chars,
             start_timestamp: self.comps[k].start,
-            text: self.comps[k].text.as_deref(),
+            text: self.comps[k].text.as_ref(),
         });
         let req = SummarizeRequest {
             call,
@@ -598,17 +598,7 @@ impl<'a> State<'a> {
         );
         // The oracle counts the raw events of the compaction's scope, rewound ones included.
         let (count, f, l) = guards::raw_in_range(s, self.n, start, end, scope);
-        let (a, b) = guards::in_time_range(s, self.n, start, end);
-        let mut invs: Vec<u32> = (a..b)
-            .filter(|&i| start <= s.timestamp[i] && s.timestamp[i] <= end)
-            .filter(|&i| s.scope.get(i).map_or(0, |&x| x) == scope)
-            // The oracle's `_inv_index`: an invocation id recurring later maps to its first
-            // block.
-            .map(|i| s.inv_first_block[s.inv_id[i] as usize])
-            .collect();
-        invs.dedup();
-        invs.sort_unstable();
-        invs.dedup();
+        let invs = guards::invocations_in_range(s, self.n, start, end, scope);
         self.out.compactions.push(types::Compaction {
             ordinal,
             phase,

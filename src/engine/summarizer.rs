@@ -2,9 +2,254 @@
 //! and gets back a size, or nothing, or a failure. Deterministic summarizers matching the
 //! oracle's fake model live here; `terse`, `command:` and modelled ones live in `cost`.
 
+use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::types::{Phase, Trigger};
+use crate::tokens::splice::Spliced;
+
+/// A summary's text. A rolling summarizer writes its seed's text again with a little around
+/// it (`terse`: `model: ` + seed + new lines), so a text can be kept as `head + seed + tail`
+/// sharing the seed: the texts of a replay then take O(history), not O(history²), and what
+/// reads them (token counts, fact searches) can work on what each text added.
+#[derive(Clone)]
+pub struct SummaryText(Arc<TextNode>);
+
+struct TextNode {
+    head: Box<str>,
+    seed: Option<SummaryText>,
+    tail: Box<str>,
+    len: usize,
+    chars: u64,
+    /// JSON-escaped length ([`crate::tokens::adk::json_str_len_raw`]), additive over the parts.
+    escaped: u64,
+    /// The token count by segments, when the summarizer that wrote it keeps one.
+    spliced: Option<Spliced>,
+}
+
+impl Drop for TextNode {
+    // A chain of seeds is as deep as a replay has summaries: unlink it iteratively.
+    fn drop(&mut self) {
+        let mut next = self.seed.take();
+        while let Some(SummaryText(arc)) = next {
+            next = match Arc::try_unwrap(arc) {
+                Ok(mut node) => node.seed.take(),
+                Err(_) => None,
+            };
+        }
+    }
+}
+
+impl SummaryText {
+    /// A text standing alone.
+    pub fn flat(text: String) -> SummaryText {
+        SummaryText::flat_spliced(text, None)
+    }
+
+    /// A text standing alone, with its count by segments.
+    pub fn flat_spliced(text: String, spliced: Option<Spliced>) -> SummaryText {
+        SummaryText(Arc::new(TextNode {
+            head: Box::default(),
+            seed: None,
+            len: text.len(),
+            chars: text.chars().count() as u64,
+            escaped: crate::tokens::adk::json_str_len_raw(&text),
+            tail: text.into_boxed_str(),
+            spliced,
+        }))
+    }
+
+    /// `head + seed + tail`, sharing `seed`.
+    pub fn seeded(
+        head: &str,
+        seed: &SummaryText,
+        tail: &str,
+        spliced: Option<Spliced>,
+    ) -> SummaryText {
+        let part = |t: &str| {
+            (
+                t.chars().count() as u64,
+                crate::tokens::adk::json_str_len_raw(t),
+            )
+        };
+        let (hc, he) = part(head);
+        let (tc, te) = part(tail);
+        SummaryText(Arc::new(TextNode {
+            len: head.len() + seed.0.len + tail.len(),
+            chars: hc + seed.0.chars + tc,
+            escaped: he + seed.0.escaped + te,
+            head: head.into(),
+            seed: Some(seed.clone()),
+            tail: tail.into(),
+            spliced,
+        }))
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.len == 0
+    }
+
+    /// Length in chars (code points).
+    pub fn chars(&self) -> u64 {
+        self.0.chars
+    }
+
+    /// JSON-escaped length in chars, without the quotes.
+    pub fn escaped_len(&self) -> u64 {
+        self.0.escaped
+    }
+
+    pub fn spliced(&self) -> Option<&Spliced> {
+        self.0.spliced.as_ref()
+    }
+
+    /// The seed this text was written around, with what comes before and after it.
+    pub fn parts(&self) -> (&str, Option<&SummaryText>, &str) {
+        (&self.0.head, self.0.seed.as_ref(), &self.0.tail)
+    }
+
+    /// The same text object (not just equal text).
+    pub fn same(&self, other: &SummaryText) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The whole text, borrowed when it has no seed.
+    pub fn whole(&self) -> std::borrow::Cow<'_, str> {
+        match &self.0.seed {
+            None if self.0.head.is_empty() => std::borrow::Cow::Borrowed(&self.0.tail),
+            _ => std::borrow::Cow::Owned(self.to_string()),
+        }
+    }
+
+    /// An id of the text object, the same for its clones while one lives.
+    pub fn node_id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// The chain from this text down to the one with no seed.
+    fn chain(&self) -> Vec<&TextNode> {
+        let mut out: Vec<&TextNode> = vec![&self.0];
+        let mut node: &TextNode = &self.0;
+        while let Some(s) = &node.seed {
+            node = &s.0;
+            out.push(node);
+        }
+        out
+    }
+
+    /// Append the whole text to `out`.
+    pub fn write_to(&self, out: &mut String) {
+        let chain = self.chain();
+        out.reserve(self.0.len);
+        for n in &chain {
+            out.push_str(&n.head);
+        }
+        for n in chain.iter().rev() {
+            out.push_str(&n.tail);
+        }
+    }
+
+    /// The first `n` bytes, or a few more to end on a char boundary (all when shorter).
+    /// Walks the chain only as deep as the bytes asked for.
+    pub fn prefix(&self, n: usize) -> String {
+        let mut out = String::new();
+        let mut take = |p: &str| {
+            let mut end = (n - out.len()).min(p.len());
+            while !p.is_char_boundary(end) {
+                end += 1;
+            }
+            out.push_str(&p[..end]);
+            out.len() >= n
+        };
+        let mut node = &*self.0;
+        loop {
+            if take(&node.head) {
+                return out;
+            }
+            match &node.seed {
+                Some(s) => node = &*s.0,
+                None => break,
+            }
+        }
+        // every head taken: the tails, innermost first
+        for t in self.chain().iter().rev() {
+            if take(&t.tail) {
+                break;
+            }
+        }
+        out
+    }
+
+    /// The last `n` bytes, or a few more to start on a char boundary (all when shorter).
+    /// Walks the chain only as deep as the bytes asked for.
+    pub fn suffix(&self, n: usize) -> String {
+        fn take<'t>(p: &'t str, got: &mut usize, n: usize, rev: &mut Vec<&'t str>) -> bool {
+            let mut start = p.len().saturating_sub(n - *got);
+            while !p.is_char_boundary(start) {
+                start -= 1;
+            }
+            *got += p.len() - start;
+            rev.push(&p[start..]);
+            *got >= n
+        }
+        let mut rev: Vec<&str> = Vec::new();
+        let mut got = 0;
+        let mut node: &TextNode = &self.0;
+        let mut done = false;
+        loop {
+            if take(&node.tail, &mut got, n, &mut rev) {
+                done = true;
+                break;
+            }
+            match &node.seed {
+                Some(s) => node = &s.0,
+                None => break,
+            }
+        }
+        if !done {
+            // every tail taken: the heads, innermost first
+            let chain = self.chain();
+            for t in chain.into_iter().rev() {
+                if take(&t.head, &mut got, n, &mut rev) {
+                    break;
+                }
+            }
+        }
+        rev.iter().rev().copied().collect()
+    }
+}
+
+impl fmt::Display for SummaryText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        self.write_to(&mut s);
+        f.write_str(&s)
+    }
+}
+
+impl fmt::Debug for SummaryText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.to_string(), f)
+    }
+}
+
+impl serde::Serialize for SummaryText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl PartialEq for SummaryText {
+    fn eq(&self, other: &Self) -> bool {
+        self.same(other) || (self.0.len == other.0.len && self.to_string() == other.to_string())
+    }
+}
 
 /// The previous summary handed to a rolling (token-path) summarizer as its first line.
 #[derive(Debug, Clone, Copy)]
@@ -15,7 +260,7 @@ pub struct Seed<'a> {
     /// Start of its range: ADK's seed event carries it as its timestamp.
     pub start_timestamp: f64,
     /// Its text, when the summarizer that wrote it produced text.
-    pub text: Option<&'a str>,
+    pub text: Option<&'a SummaryText>,
 }
 
 /// One summarizer call as the engine makes it.
@@ -63,7 +308,7 @@ pub struct Summary {
     /// Summarizer prompt tokens for this call.
     pub input_tokens: u64,
     /// The text, when the summarizer really wrote one (needed to seed `echo` summaries).
-    pub text: Option<String>,
+    pub text: Option<SummaryText>,
 }
 
 /// What one call produced.
@@ -183,7 +428,7 @@ impl Deterministic {
             if let Some(t) = seed.text {
                 if !t.is_empty() {
                     out.push_str("model: ");
-                    out.push_str(t);
+                    t.write_to(&mut out);
                     first = false;
                 }
             }
@@ -229,9 +474,12 @@ impl Summarizer for Deterministic {
                 if text.is_empty() {
                     text = format!("[oracle summary #{}]", req.call);
                 }
-                let chars = text.chars().count() as u64;
-                let json = summary_json_chars(crate::tokens::adk::json_str_len_raw(&text));
-                (chars, json, Some(text))
+                let text = SummaryText::flat(text);
+                (
+                    text.chars(),
+                    summary_json_chars(text.escaped_len()),
+                    Some(text),
+                )
             }
         };
         Outcome::Summary(Summary {

@@ -103,7 +103,7 @@ pub struct Compaction {
     pub last_raw_event_index: Option<u32>,
     /// Raw events the summarizer read (contiguous in the transcript).
     pub summarized_events: Range<u32>,
-    pub invocations_in_range: Vec<u32>,
+    pub invocations_in_range: InvocationRuns,
     pub summarizer_call: u32,
     pub summarizer_prompt_chars: u64,
     pub summarizer_history_chars: u64,
@@ -263,5 +263,53 @@ impl Replay {
     /// The compaction with this 1-based ordinal.
     pub fn compaction(&self, ordinal: u32) -> Option<&Compaction> {
         self.compactions.get((ordinal as usize).checked_sub(1)?)
+    }
+}
+
+/// Sorted distinct invocation indices, kept as runs of consecutive ones: a rolling summary's
+/// range reaches back to the session's start, and a list of every invocation per summary
+/// made a long replay's compactions quadratic in memory.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InvocationRuns(Vec<std::ops::Range<u32>>);
+
+impl InvocationRuns {
+    /// From ascending, distinct indices.
+    pub fn from_sorted(indices: impl IntoIterator<Item = u32>) -> InvocationRuns {
+        let mut runs: Vec<std::ops::Range<u32>> = Vec::new();
+        for i in indices {
+            match runs.last_mut() {
+                Some(r) if r.end == i => r.end += 1,
+                _ => runs.push(i..i + 1),
+            }
+        }
+        InvocationRuns(runs)
+    }
+
+    /// The indices `a..b`.
+    pub fn range(r: std::ops::Range<u32>) -> InvocationRuns {
+        InvocationRuns(if r.is_empty() { Vec::new() } else { vec![r] })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().flat_map(|r| r.clone())
+    }
+
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|r| r.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Written as the list of indices, as before it was kept as runs.
+impl Serialize for InvocationRuns {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
     }
 }

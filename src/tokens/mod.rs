@@ -5,6 +5,7 @@ pub mod adk;
 pub mod cache;
 pub mod count;
 pub mod sizes;
+pub mod splice;
 
 pub use cache::CacheOpts;
 pub use count::{

@@ -195,7 +195,7 @@ mod with_engine {
         assert_eq!(e.replay.compactions.len(), 1);
         assert_eq!(e.replay.compactions[0].start_timestamp, 1.0);
         assert_eq!(
-            e.log.texts.get(&2).map(String::as_str),
+            e.log.texts.get(&2).map(|t| t.to_string()).as_deref(),
             Some("user: order 4521 please\nagent: done")
         );
         assert_eq!(e.metrics.summarizer_calls, 2);
@@ -654,5 +654,115 @@ mod retention {
         assert_eq!(fitted.models, builtin.models);
         assert_eq!(fitted.kinds, builtin.kinds);
         assert!(fitted.summaries > 0);
+    }
+}
+
+/// `terse` under a token trigger writes each summary as `model: ` + the previous one + the new
+/// lines; the simulator keeps and counts what each adds instead of the whole text.
+mod rolling_terse {
+    use super::*;
+    use compaction_sim::cost::summarizers::terse_lines;
+    use compaction_sim::tokens::splice::Spliced;
+    use compaction_sim::tokens::{count_text, Tokenizer};
+    use compaction_sim::transcript::load_paths;
+    use serde_json::Value;
+
+    /// Every corpus session's text lines, chained one event at a time as a token trigger
+    /// chains them: counting by segments gives what counting the whole text gives, for both
+    /// tiktoken encodings. Chains restart past 16 KB so the whole counts stay linear.
+    #[test]
+    fn counts_by_what_each_summary_added_agree_with_whole_texts_over_the_corpus() {
+        let l = load_paths(&[crate::common::corpus().display().to_string()], None);
+        assert!(l.sessions.len() > 400, "{} sessions", l.sessions.len());
+        for tok in [Tokenizer::O200k, Tokenizer::Cl100k] {
+            let count = move |t: &str| count_text(tok, t) as u64;
+            let mut chains = 0;
+            let check = |text: &str, s: &Option<Spliced>| {
+                if let Some(s) = s {
+                    assert_eq!(s.total, count(text), "{tok}: {text:?}");
+                }
+            };
+            for session in &l.sessions {
+                let (mut text, mut spliced) = (String::new(), None::<Spliced>);
+                for e in &session.events {
+                    let mut said = Vec::new();
+                    terse_lines(e, &mut said);
+                    if said.is_empty() {
+                        continue;
+                    }
+                    let new = said.join("\n");
+                    spliced = Some(match &spliced {
+                        None => {
+                            text = new;
+                            Spliced::of(&text, &count)
+                        }
+                        Some(s) => {
+                            let tail = format!("\n{new}");
+                            text = format!("model: {text}{tail}");
+                            s.compose("model: ", &tail, &count)
+                        }
+                    });
+                    if text.len() > 16_384 {
+                        check(&text, &spliced);
+                        chains += 1;
+                        spliced = None;
+                    }
+                }
+                check(&text, &spliced);
+                chains += usize::from(spliced.is_some());
+            }
+            assert!(chains > 400, "{tok}: {chains} chains compared");
+        }
+    }
+
+    /// A replay where nearly every summary is seeded by the previous one, in a debug build:
+    /// each summary's token count by segments is compared with the whole text's, and the
+    /// facts and references found by what each text added with a search of whole texts (the
+    /// binary panics on a difference). The tool payloads terse leaves out make both lose facts.
+    #[test]
+    fn a_rolling_terse_replay_agrees_with_whole_texts() {
+        let tmp = tempfile::tempdir().unwrap();
+        Command::cargo_bin("compaction-sim")
+            .unwrap()
+            .args(["synth", "--invocations", "300", "--tool-rounds", "--out"])
+            .arg(tmp.path().join("s"))
+            .assert()
+            .success();
+        let file = tmp.path().join("s/long-300-tools.session.json");
+        let out = Command::cargo_bin("compaction-sim")
+            .unwrap()
+            .arg("replay")
+            .arg(&file)
+            .args(["--summarizer", "terse", "--after-tokens", "3000"])
+            .args(["--keep-recent-events", "4", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let comps = v["compactions"].as_array().unwrap();
+        let seeded = comps
+            .iter()
+            .filter(|c| c["seeded_with_previous_summary"] == true)
+            .count();
+        assert!(
+            seeded >= 50 && seeded + 1 >= comps.len(),
+            "{seeded} of {}",
+            comps.len()
+        );
+        // each summary holds the previous one: tokens grow
+        let tokens: Vec<u64> = comps
+            .iter()
+            .map(|c| c["summary_tokens"].as_u64().unwrap())
+            .collect();
+        assert!(tokens.windows(2).all(|w| w[1] > w[0]), "{tokens:?}");
+        let m = &v["metrics"];
+        let dropped = m["facts_dropped"].as_f64().unwrap();
+        assert!(dropped > 0.0 && dropped < 1.0, "{m}");
+        assert!(m["references_broken"].as_f64().unwrap() > 0.0, "{m}");
+        assert_eq!(m["references_broken_basis"], "measured", "{m}");
     }
 }

@@ -723,6 +723,9 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
     use compaction_sim::engine::{Phase, Seed, SummarizeRequest, Trigger};
     use compaction_sim::tokens::adk::{summarizer_prompt, summarizer_text};
     let py = crate::python::test_python();
+    let seed_text = compaction_sim::engine::summarizer::SummaryText::flat(
+        "Conversation Language: English\nearlier: {braces} kept".into(),
+    );
     let mut spans = Vec::new();
     let mut ours = Vec::new();
     let mut dir: Vec<PathBuf> = std::fs::read_dir(root().join("transcripts"))
@@ -747,7 +750,7 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
                         ordinal: 1,
                         chars: 30,
                         start_timestamp: 0.0,
-                        text: Some("Conversation Language: English\nearlier: {braces} kept"),
+                        text: Some(&seed_text),
                     }),
                 )
             };
@@ -765,7 +768,7 @@ fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
             };
             spans.push(span_json(&s, &req));
             ours.push(summarizer_prompt(
-                seed.and_then(|s| s.text),
+                seed.and_then(|s| s.text).map(|t| t.to_string()).as_deref(),
                 req.event_indices()
                     .map(|i| summarizer_text(&s.events[i as usize]))
                     .collect::<Vec<_>>()
