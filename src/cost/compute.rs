@@ -574,14 +574,31 @@ pub fn compute_metrics(
         m.critical_hidden,
         critical_hidden_naive(replay, &sizes.critical)
     );
+    // The summary texts by ordinal. Texts written around their seeds (`terse` under a token
+    // trigger) add up to the square of the history: each is searched once, for every fact of
+    // both tallies, where it differs from its seed.
+    let texts: Vec<Option<&SummaryText>> = replay
+        .compactions
+        .iter()
+        .map(|c| log.texts.get(&c.summarizer_call))
+        .collect();
+    let seeded = texts.iter().flatten().any(|t| t.parts().1.is_some());
+    let held = match (seeded, setting.event_facts, setting.references) {
+        (true, Some(f), Some(r)) => r
+            .text_automaton(f)
+            .map(|ac| (TextFacts::new(&texts, ac), f.facts().len() as u32)),
+        _ => None,
+    };
     if setting.summarizer.writes_real_text() {
-        m.facts_dropped = Some(facts_dropped(session, replay, setting, log).share());
+        let held = held.as_ref().map(|(h, _)| h);
+        m.facts_dropped = Some(facts_dropped(session, replay, setting, log, held).share());
     }
     references(
         session,
         replay,
         setting,
         log,
+        held.as_ref().map(|(h, offset)| (h, *offset)),
         model.latency.retention.as_ref(),
         &mut m,
     );
@@ -597,44 +614,41 @@ pub fn compute_metrics(
     m
 }
 
-/// `facts_dropped` over the summaries written. Texts written around their seeds (`terse`
-/// under a token trigger) are searched for what each added ([`TextFacts`]), not whole: their
-/// lengths add up to the square of the history. Debug builds compare with whole texts.
+/// `facts_dropped` over the summaries written; `held`: the facts each compaction's text
+/// holds (event fact f is pattern f), when found by [`TextFacts`]; else each text is
+/// searched whole. Debug builds compare the two.
 fn facts_dropped(
     session: &Session,
     replay: &Replay,
     setting: &MetricsSetting<'_>,
     log: &ReplayLog,
+    held: Option<&TextFacts>,
 ) -> FactTally {
     let calls: Vec<_> = replay
         .calls
         .iter()
         .filter(|c| c.result == CallResult::Summary)
         .collect();
-    let texts: Vec<Option<&SummaryText>> = calls.iter().map(|c| log.texts.get(&c.call)).collect();
     let range = |c: &SummarizerCall| c.raw_events.start as usize..c.raw_events.end as usize;
     let whole = || {
         let mut t = FactTally::default();
-        for (c, text) in calls.iter().zip(&texts) {
-            let text = text.map(SummaryText::whole).unwrap_or_default();
+        for c in &calls {
+            let text = log.texts.get(&c.call).map(SummaryText::whole);
+            let text = text.as_deref().unwrap_or("");
             t.add(match setting.event_facts {
-                Some(f) => tally_found(f, range(c), &text),
-                None => tally(session.events.get(range(c)).unwrap_or(&[]), &text),
+                Some(f) => tally_found(f, range(c), text),
+                None => tally(session.events.get(range(c)).unwrap_or(&[]), text),
             });
         }
         t
     };
-    let seeded = texts.iter().flatten().any(|t| t.parts().1.is_some());
-    let Some((facts, (ac, longest))) = setting
-        .event_facts
-        .and_then(|f| Some((f, f.automaton()?)))
-        .filter(|_| seeded)
-    else {
+    let (Some(held), Some(facts)) = (held, setting.event_facts) else {
         return whole();
     };
-    let held = TextFacts::new(&texts, ac, longest);
     let mut t = FactTally::default();
-    for (i, c) in calls.iter().enumerate() {
+    for c in &calls {
+        // a summary is a compaction: its text is the compaction's
+        let i = c.compaction.map_or(usize::MAX, |k| k as usize);
         t.add(tally_held(facts, range(c), |f| held.holds(i, f)));
     }
     debug_assert_eq!(
@@ -651,6 +665,7 @@ fn references(
     replay: &Replay,
     setting: &MetricsSetting<'_>,
     log: &ReplayLog,
+    held: Option<(&TextFacts, u32)>,
     retention: Option<&Retention>,
     m: &mut SessionMetrics,
 ) {
@@ -685,7 +700,7 @@ fn references(
                 .collect(),
         ),
     };
-    let t = refs::tally(found, replay, texts.as_deref());
+    let t = refs::tally(found, replay, texts.as_deref(), held);
     m.references = t.references;
     m.references_at_risk = t.at_risk_total();
     if m.references_at_risk == 0 {

@@ -262,9 +262,6 @@ pub struct EventFacts {
     /// gives them): `ids[start[i]..start[i + 1]]`.
     ids: Vec<u32>,
     start: Vec<u32>,
-    /// Every fact as one automaton (pattern i = fact i) with the longest fact's length,
-    /// built on first use; `None` when the facts are too many for it.
-    automaton: std::sync::OnceLock<Option<(aho_corasick::AhoCorasick, usize)>>,
 }
 
 impl EventFacts {
@@ -286,16 +283,9 @@ impl EventFacts {
         self.ids(i).iter().map(|&f| self.fact(f))
     }
 
-    /// The automaton over every fact (pattern i = fact i, overlapping matches) and the
-    /// longest fact in bytes, shared by every setting of the session.
-    pub fn automaton(&self) -> Option<(&aho_corasick::AhoCorasick, usize)> {
-        self.automaton
-            .get_or_init(|| {
-                let ac = aho_corasick::AhoCorasick::new(&self.facts).ok()?;
-                Some((ac, self.facts.iter().map(String::len).max().unwrap_or(0)))
-            })
-            .as_ref()
-            .map(|(ac, n)| (ac, *n))
+    /// The distinct facts (fact id = index).
+    pub fn facts(&self) -> &[String] {
+        &self.facts
     }
 
     /// Events covered.

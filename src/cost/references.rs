@@ -39,8 +39,10 @@ pub struct SessionReferences {
     /// setting of the session.
     /// `None` when the facts are too many for the automaton's size limits: [`tally`] then
     /// searches summary by summary.
-    /// With the automaton, the longest fact in bytes.
-    automaton: std::sync::OnceLock<Option<(aho_corasick::AhoCorasick, usize)>>,
+    automaton: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>>,
+    /// The session's event facts then these facts, as the automaton [`TextFacts`] searches
+    /// with (one search of a summary text serves both tallies), built on first use.
+    text_automaton: std::sync::OnceLock<Option<aho_corasick::nfa::contiguous::NFA>>,
 }
 
 impl SessionReferences {
@@ -104,14 +106,30 @@ impl SessionReferences {
 
     /// The automaton over `facts` (pattern i = fact i), overlapping matches (a fact inside
     /// another is still found).
-    fn automaton(&self) -> Option<(&aho_corasick::AhoCorasick, usize)> {
+    fn automaton(&self) -> Option<&aho_corasick::AhoCorasick> {
         self.automaton
+            .get_or_init(|| aho_corasick::AhoCorasick::new(&self.facts).ok())
+            .as_ref()
+    }
+
+    /// The automaton over `event_facts` (the ones these references were found with; pattern
+    /// i = event fact i) and then these facts (pattern `event_facts.facts().len() + i` = fact
+    /// i), shared by every setting of the session.
+    pub fn text_automaton(
+        &self,
+        event_facts: &super::facts::EventFacts,
+    ) -> Option<&aho_corasick::nfa::contiguous::NFA> {
+        self.text_automaton
             .get_or_init(|| {
-                let ac = aho_corasick::AhoCorasick::new(&self.facts).ok()?;
-                Some((ac, self.facts.iter().map(String::len).max().unwrap_or(0)))
+                let all: Vec<&str> = event_facts
+                    .facts()
+                    .iter()
+                    .chain(&self.facts)
+                    .map(String::as_str)
+                    .collect();
+                super::text_facts::automaton(&all)
             })
             .as_ref()
-            .map(|(ac, n)| (ac, *n))
     }
 
     /// References in the session (over every model event), whatever the setting.
@@ -150,25 +168,25 @@ impl RefTally {
 
 /// Tally the references of `replay`. `texts[ordinal - 1]` is the text of a summary; with no
 /// texts (a modelled summarizer) `broken` stays 0. Kept references are found by
-/// [`kept_indexed`], linear overall, or, when texts are written around their seeds (their
-/// lengths add up to the square of the history), by what each text added ([`TextFacts`]);
+/// [`kept_indexed`], linear overall, or, when `held` is given (texts written around their
+/// seeds, whose lengths add up to the square of the history), from what each text added
+/// ([`TextFacts`] over [`SessionReferences::text_automaton`]: fact f is pattern `offset + f`);
 /// debug builds compare with the per-(summary, fact) search.
 pub fn tally(
     refs: &SessionReferences,
     replay: &Replay,
     texts: Option<&[Option<&SummaryText>]>,
+    held: Option<(&TextFacts, u32)>,
 ) -> RefTally {
     let Some(texts) = texts else {
         return walk(refs, replay, None::<fn(&Request, u32) -> bool>);
     };
-    let seeded = texts.iter().flatten().any(|t| t.parts().1.is_some());
-    if let Some((ac, longest)) = refs.automaton().filter(|_| seeded) {
-        let held = TextFacts::new(texts, ac, longest);
+    if let Some((held, offset)) = held {
         let kept = |r: &Request, fact: u32| {
             replay.carried(r).iter().any(|&o| {
                 (o as usize)
                     .checked_sub(1)
-                    .is_some_and(|i| held.holds(i, fact))
+                    .is_some_and(|i| held.holds(i, offset + fact))
             })
         };
         let t = walk(refs, replay, Some(kept));
@@ -184,7 +202,7 @@ pub fn tally(
     let whole: Vec<Option<std::borrow::Cow<'_, str>>> =
         texts.iter().map(|t| t.map(SummaryText::whole)).collect();
     let texts: Vec<Option<&str>> = whole.iter().map(|t| t.as_deref()).collect();
-    let Some((ac, _)) = refs.automaton() else {
+    let Some(ac) = refs.automaton() else {
         return walk(refs, replay, Some(kept_naive(refs, replay, &texts)));
     };
     let t = walk(refs, replay, Some(kept_indexed(ac, refs, replay, &texts)));
@@ -602,7 +620,7 @@ mod tests {
             requests: vec![request(1, 0..0, 0..0), request(4, 0..0, 0..0)],
             ..Default::default()
         };
-        let t = tally(&r, &none, Some(&[]));
+        let t = tally(&r, &none, Some(&[]), None);
         assert_eq!(
             (t.references, t.at_risk_total(), t.broken_total()),
             (1, 0, 0)
@@ -610,14 +628,14 @@ mod tests {
 
         // Summary without the path: broken. With it: kept.
         let lost = SummaryText::flat("user: fix the config loader".into());
-        let t = tally(&r, &compacted(), Some(&[Some(&lost)]));
+        let t = tally(&r, &compacted(), Some(&[Some(&lost)]), None);
         assert_eq!((t.at_risk_total(), t.broken_total()), (1, 1));
         assert_eq!(t.at_risk[FactKind::Path.index()], 1);
         let kept = SummaryText::flat("ls printed src/app/config.rs".into());
-        let t = tally(&r, &compacted(), Some(&[Some(&kept)]));
+        let t = tally(&r, &compacted(), Some(&[Some(&kept)]), None);
         assert_eq!((t.at_risk_total(), t.broken_total()), (1, 0));
         // No text (modelled): at risk, not certainly broken (ADK's summarizer sees it).
-        let t = tally(&r, &compacted(), None);
+        let t = tally(&r, &compacted(), None, None);
         assert_eq!(
             (t.at_risk_total(), t.unseen_total(), t.broken_total()),
             (1, 0, 0)
@@ -628,7 +646,7 @@ mod tests {
     #[test]
     fn a_fact_beyond_the_2000_char_cut_is_broken_for_certain() {
         let r = found(&session(2500));
-        let t = tally(&r, &compacted(), None);
+        let t = tally(&r, &compacted(), None, None);
         assert_eq!((t.at_risk_total(), t.unseen_total()), (1, 1));
         // Whatever the retention, the estimate cannot drop below the certain part.
         let mut kinds = BTreeMap::new();
@@ -651,7 +669,7 @@ mod tests {
         };
         assert_eq!(estimate(&t, Some(&ret)), 1.0);
         // Short payload: the same retention keeps the reference.
-        let t = tally(&found(&session(10)), &compacted(), None);
+        let t = tally(&found(&session(10)), &compacted(), None, None);
         assert_eq!(estimate(&t, Some(&ret)), 0.0);
     }
 
@@ -667,6 +685,7 @@ mod tests {
             &r,
             &compacted(),
             Some(&[Some(&SummaryText::flat(String::new()))]),
+            None,
         );
         assert_eq!((t.references, t.at_risk_total()), (1, 0));
     }

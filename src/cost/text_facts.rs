@@ -9,8 +9,17 @@
 //! its pre-order numbers.
 
 use crate::engine::summarizer::SummaryText;
-use aho_corasick::AhoCorasick;
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::nfa::contiguous::NFA;
+use aho_corasick::Anchored;
 use std::collections::HashMap;
+
+/// The automaton [`TextFacts`] searches with (pattern i = fact i): its state can be carried
+/// from the end of a seed into the text written around it. (A DFA was tried: over a long
+/// session's facts its tables are tens of MB and searching was slower.)
+pub fn automaton<P: AsRef<[u8]>>(facts: &[P]) -> Option<NFA> {
+    NFA::new(facts).ok()
+}
 
 /// Facts (the automaton's patterns) held by each text of a list.
 #[derive(Debug, Clone, Default)]
@@ -21,21 +30,45 @@ pub struct TextFacts {
     ranges: Vec<Vec<(u32, u32)>>,
 }
 
+/// Feed `hay` to the automaton from state `sid`, calling `found` with each pattern ending in
+/// it (overlapping); the state after it.
+fn scan(ac: &NFA, mut sid: StateID, hay: &str, mut found: impl FnMut(u32)) -> StateID {
+    for &b in hay.as_bytes() {
+        sid = ac.next_state(Anchored::No, sid, b);
+        if ac.is_match(sid) {
+            for k in 0..ac.match_len(sid) {
+                found(ac.match_pattern(sid, k).as_u32());
+            }
+        }
+    }
+    sid
+}
+
 impl TextFacts {
     /// `texts[i]`: the text of summary i (`None`: it wrote none); a text's seed is found among
-    /// the earlier texts by identity. `ac` has pattern i = fact i; `longest` is the longest
-    /// fact in bytes.
-    pub fn new(texts: &[Option<&SummaryText>], ac: &AhoCorasick, longest: usize) -> TextFacts {
+    /// the earlier texts by identity.
+    ///
+    /// A text `head + seed + tail` whose seed is known and at least as long as the longest
+    /// fact is searched in two places: the head with the seed's first bytes (a fact starting
+    /// in the head; one search per distinct such window, as a chain's heads pile up the same
+    /// way), and the tail, the search resumed where the seed's ended (the automaton's state
+    /// after a text depends on its last bytes only, as many as the longest fact). Any other
+    /// text is searched whole.
+    pub fn new(texts: &[Option<&SummaryText>], ac: &NFA) -> TextFacts {
         let n = texts.len();
+        let longest = ac.max_pattern_len();
+        let Ok(start) = ac.start_state(Anchored::No) else {
+            return TextFacts::default();
+        };
         let mut parent: Vec<Option<usize>> = vec![None; n];
+        let mut end: Vec<StateID> = vec![start; n];
         let mut by_node: HashMap<usize, usize> = HashMap::new();
+        let mut heads: HashMap<String, Vec<u32>> = HashMap::new();
         let mut found: Vec<Vec<u32>> = vec![Vec::new(); ac.patterns_len()];
-        let hit = |i: usize, hay: &str, found: &mut Vec<Vec<u32>>| {
-            for m in ac.find_overlapping_iter(hay) {
-                let list = &mut found[m.pattern().as_usize()];
-                if list.last() != Some(&(i as u32)) {
-                    list.push(i as u32);
-                }
+        let note = |found: &mut Vec<Vec<u32>>, i: usize, f: u32| {
+            let list = &mut found[f as usize];
+            if list.last() != Some(&(i as u32)) {
+                list.push(i as u32);
             }
         };
         for (i, t) in texts.iter().enumerate() {
@@ -44,19 +77,25 @@ impl TextFacts {
             let (head, seed, tail) = t.parts();
             let p = seed.and_then(|s| by_node.get(&s.node_id()).copied());
             match (p, seed) {
-                (None, None) => hit(i, tail, &mut found),
-                (None, Some(_)) => hit(i, &t.to_string(), &mut found),
-                (Some(p), Some(seed)) => {
+                (Some(p), Some(seed)) if seed.len() >= longest => {
                     parent[i] = Some(p);
-                    let edge = longest.saturating_sub(1);
-                    if seed.len() <= edge {
-                        hit(i, &t.to_string(), &mut found);
-                    } else {
-                        hit(i, &[head, &seed.prefix(edge)].concat(), &mut found);
-                        hit(i, &[&seed.suffix(edge), tail].concat(), &mut found);
+                    let window = [head, &seed.prefix(longest.saturating_sub(1))].concat();
+                    let in_head = heads.entry(window).or_insert_with_key(|w| {
+                        let mut fs = Vec::new();
+                        scan(ac, start, w, |f| fs.push(f));
+                        fs.sort_unstable();
+                        fs.dedup();
+                        fs
+                    });
+                    for &f in in_head.iter() {
+                        note(&mut found, i, f);
                     }
+                    end[i] = scan(ac, end[p], tail, |f| note(&mut found, i, f));
                 }
-                (Some(_), None) => unreachable!("a parent is found through a seed"),
+                (p, _) => {
+                    parent[i] = p;
+                    end[i] = scan(ac, start, &t.whole(), |f| note(&mut found, i, f));
+                }
             }
         }
         // pre-order numbers and subtree ends (a parent always comes before its children)
@@ -122,9 +161,19 @@ mod tests {
     /// (two texts on one seed), facts across the joins, texts with no seed among the list.
     #[test]
     fn text_facts_agree_with_searching_each_whole_text() {
-        let facts = ["4521", "model: user", "\nagent", "ok\nmodel", "A-12", "zz"];
-        let ac = AhoCorasick::new(facts).unwrap();
-        let longest = facts.iter().map(|f| f.len()).max().unwrap();
+        // " user: orde" is as long as the longest and starts at the head's last byte: it ends
+        // at the last byte of the seed's part of the head window
+        let facts = [
+            "4521",
+            "model: user",
+            " user: orde",
+            "\nagent",
+            "ok\nmodel",
+            "A-12",
+            "zz",
+        ];
+        let facts: Vec<String> = facts.iter().map(|f| f.to_string()).collect();
+        let ac = automaton(&facts).unwrap();
         let a = SummaryText::flat("user: order 4521 ok".into());
         let b = SummaryText::seeded("model: ", &a, "\nagent: A-1", None);
         let c = SummaryText::seeded("model: ", &b, "2 done", None);
@@ -141,7 +190,7 @@ mod tests {
             Some(&e),
             Some(&f),
         ];
-        let tf = TextFacts::new(&texts, &ac, longest);
+        let tf = TextFacts::new(&texts, &ac);
         for (i, t) in texts.iter().enumerate() {
             let whole = t.map(|t| t.to_string()).unwrap_or_default();
             for (k, fact) in facts.iter().enumerate() {
@@ -150,6 +199,52 @@ mod tests {
                     t.is_some() && whole.contains(fact),
                     "text {i} {whole:?}, fact {fact:?}"
                 );
+            }
+        }
+    }
+
+    /// Random forests of texts over a small alphabet (so facts often cross the joins), with
+    /// short and long seeds, deep chains and branches: `holds` agrees with `contains`.
+    #[test]
+    fn random_seed_forests_agree_with_whole_texts() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let alphabet = ['a', 'b', ':', ' ', 'a', '\n', '\u{e9}'];
+        for round in 0..600 {
+            let word = |len: u64, rnd: &mut dyn FnMut(u64) -> u64| -> String {
+                (0..len).map(|_| alphabet[rnd(7) as usize]).collect()
+            };
+            let facts: Vec<String> = (0..8).map(|_| word(1 + rnd(7), &mut rnd)).collect();
+            let ac = automaton(&facts).unwrap();
+            let mut texts: Vec<SummaryText> = Vec::new();
+            for _ in 0..40 {
+                let t = if texts.is_empty() || rnd(4) == 0 {
+                    SummaryText::flat(word(rnd(12), &mut rnd))
+                } else {
+                    let seed = texts[rnd(texts.len() as u64) as usize].clone();
+                    let head = ["model: ", "", "a", "b:"][rnd(4) as usize];
+                    SummaryText::seeded(head, &seed, &word(rnd(4), &mut rnd), None)
+                };
+                texts.push(t);
+            }
+            // some texts are missing from the list (a seed it cannot find)
+            let listed: Vec<Option<&SummaryText>> =
+                texts.iter().map(|t| (rnd(9) != 0).then_some(t)).collect();
+            let tf = TextFacts::new(&listed, &ac);
+            for (i, t) in listed.iter().enumerate() {
+                let whole = t.map(|t| t.to_string()).unwrap_or_default();
+                for (k, fact) in facts.iter().enumerate() {
+                    assert_eq!(
+                        tf.holds(i, k as u32),
+                        t.is_some() && whole.contains(fact.as_str()),
+                        "round {round}, text {i} {whole:?}, fact {fact:?}"
+                    );
+                }
             }
         }
     }
