@@ -21,8 +21,9 @@
 //! `VmHWM` (peak resident set) after loading and at the end. Settings: token
 //! (`after_tokens` 20,000, `keep_recent_events` 10), sliding (`after_invocations` 5,
 //! `overlap` 1) and both; summarizers and client modes as listed (any `--summarizer` value
-//! without a comma; `python:` workers are started with `COMPACTION_SIM_PYTHON`, `live:` is
-//! not supported here). The first replay of a
+//! without a comma; `python:` workers are started with `COMPACTION_SIM_PYTHON`;
+//! `live:openai/MODEL` calls a local stand-in for the provider, an OpenAI-compatible server
+//! the child starts on 127.0.0.1, so every call is a real HTTP request). The first replay of a
 //! process also builds the session's setting-independent baseline (cached for later
 //! settings); the table shows it and the median of the others.
 //!
@@ -39,6 +40,7 @@
 use compaction_sim::cost::client::ClientMode;
 use compaction_sim::cost::compute::{CostModel, FALLBACK_AGENT_MODEL};
 use compaction_sim::cost::evaluate::{evaluate, with_summarizer, CostSetting, SessionCostInputs};
+use compaction_sim::cost::live;
 use compaction_sim::cost::python;
 use compaction_sim::cost::summarizers::SummarizerSpec;
 use compaction_sim::engine::{self, Config, UsageMode};
@@ -111,6 +113,23 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
         };
         python::start(reference, &opts)?;
     }
+    if let SummarizerSpec::Live { provider, model } = &spec {
+        // A local stand-in for the provider (none is reachable here): every call is a real
+        // HTTP request to it, answered at once.
+        anyhow::ensure!(
+            *provider == live::Provider::OpenAi,
+            "scale-bench answers `live:openai/...` only"
+        );
+        let url = stub_provider()?;
+        std::env::set_var("OPENAI_API_KEY", "scale-bench-stub");
+        let opts = live::LiveOptions {
+            base_url: Some(url),
+            cache_dir: None,
+            concurrency: 1,
+            timeout: Duration::from_secs(60),
+        };
+        live::start(*provider, model, &opts)?;
+    }
     let client: ClientMode = client
         .parse()
         .map_err(|e| anyhow::anyhow!("--client: {e}"))?;
@@ -178,6 +197,57 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
         peak_mib()
     );
     Ok(())
+}
+
+/// An OpenAI-compatible chat-completions server on an ephemeral 127.0.0.1 port, one thread
+/// per connection, each answer closing it: the summary is 600 chars made from the prompt's
+/// hash (the same prompt, the same summary), usage is prompt bytes / 4 and 150 tokens.
+fn stub_provider() -> anyhow::Result<String> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let Ok(read) = stream.try_clone() else { return };
+                let mut reader = BufReader::new(read);
+                let mut len = 0usize;
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 0 && !line.trim().is_empty() {
+                    if let Some((k, v)) = line.split_once(':') {
+                        if k.trim().eq_ignore_ascii_case("content-length") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0u8; len];
+                if reader.read_exact(&mut body).is_err() {
+                    return;
+                }
+                let h = xxhash_rust::xxh3::xxh3_64(&body);
+                let mut text = format!("Summary {h:016x}:");
+                while text.len() < 600 {
+                    text.push_str(" the user asked, the agent answered");
+                }
+                text.truncate(600);
+                let answer = serde_json::json!({
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": len / 4, "completion_tokens": 150,
+                        "total_tokens": len / 4 + 150},
+                })
+                .to_string();
+                let mut out = stream;
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            });
+        }
+    });
+    Ok(url)
 }
 
 /// `--child inspect FILE`: `compaction-sim inspect --no-cache FILE`, in this process.
