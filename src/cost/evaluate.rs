@@ -16,7 +16,6 @@ use crate::engine::{Replay, Summarizer};
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
 use crate::transcript::Session;
-use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -40,7 +39,7 @@ pub struct SessionMemo {
     facts: OnceLock<super::facts::EventFacts>,
     references: OnceLock<SessionReferences>,
     /// Summary token counts by the text's 128-bit hash.
-    counted: Mutex<HashMap<u128, u64>>,
+    counted: Mutex<crate::tokens::cache::Key128Map<u64>>,
     /// `python:` summaries by (summarizer, span).
     spans: super::python::SpanMemo,
 }

@@ -268,12 +268,17 @@ pub struct Terse<'a> {
 /// author is `model`.
 const SEED_HEAD: &str = "model: ";
 
-/// `author: text` lines of an event's text parts (the guide's comprehension).
-pub fn terse_lines(event: &Event, out: &mut Vec<String>) {
+/// `\n` + `author: text` for each of an event's text parts: the guide's comprehension,
+/// joined by newlines (the first `\n` is the caller's to drop when nothing comes before).
+pub fn push_terse_lines(event: &Event, out: &mut String) {
     for part in &event.parts {
         if let Part::Text { text } | Part::Thought { text } = part {
             if !text.is_empty() {
-                out.push(format!("{}: {}", event.author, text));
+                out.reserve(event.author.len() + text.len() + 3);
+                out.push('\n');
+                out.push_str(&event.author);
+                out.push_str(": ");
+                out.push_str(text);
             }
         }
     }
@@ -290,31 +295,27 @@ impl Terse<'_> {
     /// `"\n".join(said)`, kept as the seed's text with what this call adds around it, so a
     /// rolling summary costs what it adds, not its length.
     fn summary_text(&self, req: &SummarizeRequest<'_>) -> Option<SummaryText> {
-        let mut said = Vec::new();
+        // "\n" + each line: the tail after a seed; without a seed the first "\n" is cut
+        let mut tail = String::new();
         for i in req.event_indices() {
             if let Some(e) = self.session.events.get(i as usize) {
-                terse_lines(e, &mut said);
+                push_terse_lines(e, &mut tail);
             }
         }
-        let lines = said.join("\n");
         let spliced = self.tokenizer != Tokenizer::AdkChars;
         match req.seed.and_then(|s| s.text).filter(|t| !t.is_empty()) {
             Some(seed) => {
-                let tail = if lines.is_empty() {
-                    String::new()
-                } else {
-                    format!("\n{lines}")
-                };
                 let count = spliced.then(|| match seed.spliced() {
                     Some(s) => s.compose(SEED_HEAD, &tail, self.count),
                     None => Spliced::of(&format!("{SEED_HEAD}{seed}{tail}"), self.count),
                 });
                 Some(SummaryText::seeded(SEED_HEAD, seed, &tail, count))
             }
-            None if lines.is_empty() => None,
+            None if tail.is_empty() => None,
             None => {
-                let count = spliced.then(|| Spliced::of(&lines, self.count));
-                Some(SummaryText::flat_spliced(lines, count))
+                tail.remove(0);
+                let count = spliced.then(|| Spliced::of(&tail, self.count));
+                Some(SummaryText::flat_spliced(tail, count))
             }
         }
     }

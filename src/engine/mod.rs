@@ -102,6 +102,11 @@ pub(crate) struct State<'a> {
     pub gs: GuardScratch,
     pub out: Replay,
     pub window: Vec<u32>,
+    /// The token path's last `(end of the latest summary, first event after it)`: timestamps
+    /// are sorted and events only appended, so it holds until a new summary (a binary search
+    /// per request over a long session's timestamps was most of a sliding replay's token
+    /// checks).
+    pub suffix_at: Option<(f64, usize)>,
     /// The token trigger's self-contained-prefix scan, resumed while its window grows.
     pub scan: guards::PrefixScan,
     /// Setting-independent uncompacted measures (computed once per session).
@@ -654,6 +659,7 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
             ..Replay::default()
         },
         window: Vec::new(),
+        suffix_at: None,
         scan: guards::PrefixScan::default(),
         special: s.has_scopes_or_rewinds(),
         comp_scope: Vec::new(),

@@ -39,7 +39,22 @@ pub(crate) fn token_path(
         );
     } else if s.ts_sorted {
         // a suffix: count it before listing it (usually too few to compact)
-        let lo = s.timestamp[..st.n].partition_point(|&t| t <= last_end);
+        let lo = match st.suffix_at {
+            Some((end, lo)) if end.to_bits() == last_end.to_bits() && lo <= st.n => lo,
+            _ => {
+                let lo = s.timestamp[..st.n].partition_point(|&t| t <= last_end);
+                // cached only once an event after the end exists: later events come after it
+                if lo < st.n {
+                    st.suffix_at = Some((last_end, lo));
+                }
+                lo
+            }
+        };
+        debug_assert_eq!(
+            lo,
+            s.timestamp[..st.n].partition_point(|&t| t <= last_end),
+            "cached suffix start vs search"
+        );
         if st.n - lo <= retention as usize {
             st.window = cands;
             return false;

@@ -39,6 +39,10 @@ impl Hasher for IdHasher {
     fn write_u64(&mut self, k: u64) {
         self.0 = k;
     }
+    /// A 128-bit hash key: its low half.
+    fn write_u128(&mut self, k: u128) {
+        self.0 = k as u64;
+    }
     /// Only `u64` keys are hashed with it; anything else still hashes (FNV-style), never panics.
     fn write(&mut self, bytes: &[u8]) {
         for b in bytes {
@@ -49,6 +53,9 @@ impl Hasher for IdHasher {
 
 /// Map keyed by already-hashed u64 keys.
 pub(crate) type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+
+/// Map keyed by already-hashed u128 keys (a text's xxh3-128).
+pub(crate) type Key128Map<V> = HashMap<u128, V, BuildHasherDefault<IdHasher>>;
 
 pub(crate) fn key_map<V>(capacity: usize) -> KeyMap<V> {
     KeyMap::with_capacity_and_hasher(capacity, BuildHasherDefault::default())

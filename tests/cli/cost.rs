@@ -661,7 +661,7 @@ mod retention {
 /// lines; the simulator keeps and counts what each adds instead of the whole text.
 mod rolling_terse {
     use super::*;
-    use compaction_sim::cost::summarizers::terse_lines;
+    use compaction_sim::cost::summarizers::push_terse_lines;
     use compaction_sim::tokens::splice::Spliced;
     use compaction_sim::tokens::{count_text, Tokenizer};
     use compaction_sim::transcript::load_paths;
@@ -685,12 +685,12 @@ mod rolling_terse {
             for session in &l.sessions {
                 let (mut text, mut spliced) = (String::new(), None::<Spliced>);
                 for e in &session.events {
-                    let mut said = Vec::new();
-                    terse_lines(e, &mut said);
+                    let mut said = String::new();
+                    push_terse_lines(e, &mut said);
                     if said.is_empty() {
                         continue;
                     }
-                    let new = said.join("\n");
+                    let new = said[1..].to_string();
                     spliced = Some(match &spliced {
                         None => {
                             text = new;
