@@ -298,21 +298,34 @@ impl EventFacts {
     }
 }
 
+/// Events whose facts are found in parallel before they are interned: enough to share out,
+/// few enough that their fact sets stay small.
+pub(crate) const FACT_CHUNK: usize = 4096;
+
 /// Each event's facts, in order.
 pub fn event_facts(session: &crate::transcript::Session) -> EventFacts {
     let mut out = EventFacts {
         start: vec![0],
         ..EventFacts::default()
     };
+    use rayon::prelude::*;
     // the map owns each fact's text until the end, then hands it over (no second copy)
     let mut known: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
-    for e in &session.events {
-        for f in extract_facts(&event_fact_text(e)) {
-            let next = known.len() as u32;
-            let id = *known.entry(f).or_insert(next);
-            out.ids.push(id);
+    // found in parallel a chunk at a time (the regexes over a long session's text were most
+    // of its first replay), interned in order
+    for chunk in session.events.chunks(FACT_CHUNK) {
+        let found: Vec<BTreeSet<String>> = chunk
+            .par_iter()
+            .map(|e| extract_facts(&event_fact_text(e)))
+            .collect();
+        for facts in found {
+            for f in facts {
+                let next = known.len() as u32;
+                let id = *known.entry(f).or_insert(next);
+                out.ids.push(id);
+            }
+            out.start.push(out.ids.len() as u32);
         }
-        out.start.push(out.ids.len() as u32);
     }
     out.facts = vec![String::new(); known.len()];
     for (f, id) in known {

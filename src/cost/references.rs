@@ -14,7 +14,7 @@ use super::text_facts::TextFacts;
 use crate::engine::summarizer::SummaryText;
 use crate::engine::{Replay, Request};
 use crate::tokens::adk::{line_shape, summarizer_text, LineShape};
-use crate::transcript::{Role, Session};
+use crate::transcript::{Event, Role, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -56,21 +56,20 @@ impl SessionReferences {
         event_facts: &super::facts::EventFacts,
         shapes: &[LineShape],
     ) -> Self {
+        use rayon::prelude::*;
         let mut out = SessionReferences::default();
         let mut ids: HashMap<&str, u32> = HashMap::new();
-        for (i, e) in session.events.iter().enumerate() {
-            let start = out.refs.len() as u32;
-            if e.role == Role::Model {
-                for (fact, kind) in extract_fact_kinds(&model_use_text(e)) {
-                    if let Some(&id) = ids.get(fact.as_str()) {
-                        let n = out.holders[id as usize].len() as u32;
-                        out.refs.push((id, n, kind));
-                    }
-                }
-            }
-            out.by_event.push(start..out.refs.len() as u32);
+        // What each event needs its text for, found in parallel a chunk at a time (the regexes
+        // over a long session's text were most of its first replay): the facts a model event
+        // uses, and for each of its facts whether ADK's summarizer sees it.
+        let per_event = |(i, e): (usize, &Event)| {
+            let used = if e.role == Role::Model {
+                extract_fact_kinds(&model_use_text(e)).into_iter().collect()
+            } else {
+                Vec::new()
+            };
             if event_facts.ids(i).is_empty() {
-                continue;
+                return (used, Vec::new());
             }
             let line = match shapes.get(i) {
                 Some(LineShape::Cut) | None => Some(summarizer_text(e)),
@@ -80,25 +79,49 @@ impl SessionReferences {
                 (Some(l), _) => line_shape(e, l),
                 (None, s) => s.copied().unwrap_or(LineShape::Absent),
             };
-            for f in event_facts.of(i) {
-                // Seen unless the event gives the summarizer no line, or a payload was cut and
-                // the fact is not in what is left.
-                let seen = match shape {
+            // Seen unless the event gives the summarizer no line, or a payload was cut and the
+            // fact is not in what is left.
+            let seen: Vec<bool> = event_facts
+                .of(i)
+                .map(|f| match shape {
                     LineShape::Absent => false,
                     LineShape::Whole => true,
                     LineShape::Cut => line.as_deref().is_some_and(|l| l.contains(f)),
-                };
-                let id = *ids.entry(f).or_insert_with(|| {
-                    out.facts.push(f.to_string());
-                    out.holders.push(Vec::new());
-                    out.first_seen.push(u32::MAX);
-                    out.facts.len() as u32 - 1
-                });
-                let list = &mut out.holders[id as usize];
-                if seen && out.first_seen[id as usize] == u32::MAX {
-                    out.first_seen[id as usize] = list.len() as u32;
+                })
+                .collect();
+            (used, seen)
+        };
+        let n = session.events.len();
+        for lo in (0..n).step_by(super::facts::FACT_CHUNK) {
+            let hi = (lo + super::facts::FACT_CHUNK).min(n);
+            let found: Vec<_> = session.events[lo..hi]
+                .par_iter()
+                .enumerate()
+                .map(|(k, e)| per_event((lo + k, e)))
+                .collect();
+            for (k, (used, seen)) in found.into_iter().enumerate() {
+                let i = lo + k;
+                let start = out.refs.len() as u32;
+                for (fact, kind) in used {
+                    if let Some(&id) = ids.get(fact.as_str()) {
+                        let n = out.holders[id as usize].len() as u32;
+                        out.refs.push((id, n, kind));
+                    }
                 }
-                list.push((i as u32, seen));
+                out.by_event.push(start..out.refs.len() as u32);
+                for (f, seen) in event_facts.of(i).zip(seen) {
+                    let id = *ids.entry(f).or_insert_with(|| {
+                        out.facts.push(f.to_string());
+                        out.holders.push(Vec::new());
+                        out.first_seen.push(u32::MAX);
+                        out.facts.len() as u32 - 1
+                    });
+                    let list = &mut out.holders[id as usize];
+                    if seen && out.first_seen[id as usize] == u32::MAX {
+                        out.first_seen[id as usize] = list.len() as u32;
+                    }
+                    list.push((i as u32, seen));
+                }
             }
         }
         out
