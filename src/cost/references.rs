@@ -14,6 +14,7 @@ use super::text_facts::TextFacts;
 use crate::engine::summarizer::SummaryText;
 use crate::engine::{Replay, Request};
 use crate::tokens::adk::{line_shape, summarizer_text, LineShape};
+use crate::tokens::sizes::Jagged;
 use crate::transcript::{Event, Role, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -26,7 +27,8 @@ pub struct SessionReferences {
     /// Per fact: the events holding it, ascending, each with "ADK's summarizer sees the fact
     /// in this event" (false when it lies beyond the 2,000-char tool payload cut, or the
     /// event gives the summarizer no line at all).
-    holders: Vec<Vec<(u32, bool)>>,
+    /// (One flat column: a list per fact cost 70 bytes each, on 126,000 facts of a long session.)
+    holders: Jagged<(u32, bool)>,
     /// Per fact: the position in `holders` of its first holder the summarizer sees
     /// (`u32::MAX`: none), so "no supporting event is seen" is one comparison.
     first_seen: Vec<u32>,
@@ -59,6 +61,7 @@ impl SessionReferences {
         use rayon::prelude::*;
         let mut out = SessionReferences::default();
         let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut holders: Vec<Vec<(u32, bool)>> = Vec::new();
         // What each event needs its text for, found in parallel a chunk at a time (the regexes
         // over a long session's text were most of its first replay): the facts a model event
         // uses, and for each of its facts whether ADK's summarizer sees it.
@@ -104,7 +107,7 @@ impl SessionReferences {
                 let start = out.refs.len() as u32;
                 for (fact, kind) in used {
                     if let Some(&id) = ids.get(fact.as_str()) {
-                        let n = out.holders[id as usize].len() as u32;
+                        let n = holders[id as usize].len() as u32;
                         out.refs.push((id, n, kind));
                     }
                 }
@@ -112,17 +115,20 @@ impl SessionReferences {
                 for (f, seen) in event_facts.of(i).zip(seen) {
                     let id = *ids.entry(f).or_insert_with(|| {
                         out.facts.push(f.to_string());
-                        out.holders.push(Vec::new());
+                        holders.push(Vec::new());
                         out.first_seen.push(u32::MAX);
                         out.facts.len() as u32 - 1
                     });
-                    let list = &mut out.holders[id as usize];
+                    let list = &mut holders[id as usize];
                     if seen && out.first_seen[id as usize] == u32::MAX {
                         out.first_seen[id as usize] = list.len() as u32;
                     }
                     list.push((i as u32, seen));
                 }
             }
+        }
+        for list in holders {
+            out.holders.push(list);
         }
         out
     }

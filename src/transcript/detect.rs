@@ -327,7 +327,9 @@ fn load_checked(
             None => return Err(unrecognised(&file, &text)),
         },
     };
-    let sessions = read_as(f, &file, &text)?;
+    let mut sessions = read_as(f, &file, &text)?;
+    drop(text);
+    sessions.iter_mut().for_each(Session::shrink);
     for s in &sessions {
         util::validate_events(&file, &s.events, |i| {
             let frag = s
@@ -498,7 +500,8 @@ pub fn load_inputs(paths: &[String], format: Option<Format>, filter: &db::DbFilt
         paths.iter().cloned().partition(|p| db::is_db_url(p));
     let mut loaded = load_files(&paths, format);
     for u in &urls {
-        let (sessions, skipped) = db::load_arg(u, filter);
+        let (mut sessions, skipped) = db::load_arg(u, filter);
+        sessions.iter_mut().for_each(Session::shrink);
         loaded.sessions.extend(sessions);
         loaded.skipped.extend(skipped);
     }

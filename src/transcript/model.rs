@@ -351,9 +351,95 @@ impl Usage {
     }
 }
 
+impl Session {
+    /// Give back the room parsing left: a JSON object grows by doubling as its keys are read,
+    /// so a long session's tool payloads held a third more than their entries. Objects are
+    /// rebuilt at their size (same keys, same order), arrays and lists shrunk.
+    pub fn shrink(&mut self) {
+        fn shrink_json(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Array(a) => {
+                    a.iter_mut().for_each(shrink_json);
+                    a.shrink_to_fit();
+                }
+                serde_json::Value::Object(m) => {
+                    let old = std::mem::take(m);
+                    let mut exact = serde_json::Map::with_capacity(old.len());
+                    for (k, mut x) in old {
+                        shrink_json(&mut x);
+                        exact.insert(k, x);
+                    }
+                    *m = exact;
+                }
+                _ => {}
+            }
+        }
+        for e in &mut self.events {
+            for p in &mut e.parts {
+                match p {
+                    Part::ToolCall { args: v, .. } | Part::ToolResponse { response: v, .. } => {
+                        shrink_json(v)
+                    }
+                    _ => {}
+                }
+            }
+            e.parts.shrink_to_fit();
+        }
+        self.events.shrink_to_fit();
+    }
+}
+
 impl Event {
     /// The ADK extra of part `i`, if any.
     pub fn adk_part(&self, i: usize) -> Option<&AdkPartExtra> {
         self.adk_parts.iter().find(|x| x.index as usize == i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shrinking rebuilds every payload object: the values, their key order (ADK measures
+    /// `json.dumps` in that order) and the JSON written are what they were.
+    #[test]
+    fn shrink_keeps_payload_values_and_key_order() {
+        let mut call = Event::new("agent", Role::Model, "i1", 1.0);
+        call.parts.push(Part::ToolCall {
+            id: Some("c1".into()),
+            name: "book".into(),
+            args: serde_json::from_str(
+                r#"{"z": 1, "a": {"y": [3, {"q": 1, "b": 2}], "c": null}, "m": "x"}"#,
+            )
+            .unwrap(),
+        });
+        let mut resp = Event::new("agent", Role::User, "i1", 2.0);
+        resp.parts.push(Part::ToolResponse {
+            id: Some("c1".into()),
+            name: "book".into(),
+            response: serde_json::from_str(
+                r#"{"ok": true, "lines": [{"sku": "B-2", "n": 2}, {"sku": "A-1", "n": 1}]}"#,
+            )
+            .unwrap(),
+        });
+        let mut s = Session {
+            id: "s".into(),
+            source: "s.json".into(),
+            format: Format::Adk,
+            events: vec![call, resp],
+            recorded_compactions: Vec::new(),
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: Vec::new(),
+        };
+        let before = serde_json::to_string(&s).unwrap();
+        let copy = s.clone();
+        s.shrink();
+        assert_eq!(s, copy);
+        assert_eq!(serde_json::to_string(&s).unwrap(), before);
+        assert!(
+            before.contains(r#"{"z":1,"a":{"y":[3,{"q":1,"b":2}],"c":null},"m":"x"}"#),
+            "{before}"
+        );
     }
 }
