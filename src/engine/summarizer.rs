@@ -491,3 +491,69 @@ impl Summarizer for Deterministic {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain as deep as a long replay has rolling summaries is dropped without recursing
+    /// (a recursive drop overflows a test thread's stack long before 200,000 levels).
+    #[test]
+    fn a_deep_chain_of_seeded_texts_drops_without_overflowing_the_stack() {
+        let mut t = SummaryText::flat("user: hi".into());
+        for _ in 0..200_000 {
+            t = SummaryText::seeded("model: ", &t, "\nagent: ok", None);
+        }
+        assert_eq!(t.len(), 8 + 200_000 * (7 + 10));
+        drop(t);
+    }
+
+    /// Lengths, prefixes, suffixes and the whole text of shared texts agree with the text
+    /// written out, multi-byte characters at the cuts included.
+    #[test]
+    fn shared_texts_measure_and_cut_like_the_written_text() {
+        let root = SummaryText::flat("é: \"quoted\"\n".into());
+        let mut texts = vec![root.clone()];
+        let mut t = root;
+        for (i, (head, tail)) in [
+            ("model: ", "\nuser: añb"),
+            ("", ""),
+            ("x", "\t€\n"),
+            ("model: ", ""),
+        ]
+        .iter()
+        .cycle()
+        .take(12)
+        .enumerate()
+        {
+            t = SummaryText::seeded(head, &t, &format!("{tail}{i}"), None);
+            texts.push(t.clone());
+        }
+        let branch = SummaryText::seeded("b: ", &texts[3], "!", None);
+        texts.push(branch);
+        for t in &texts {
+            let whole = t.to_string();
+            assert_eq!(t.len(), whole.len());
+            assert_eq!(t.chars(), whole.chars().count() as u64);
+            assert_eq!(
+                t.escaped_len(),
+                crate::tokens::adk::json_str_len_raw(&whole)
+            );
+            assert_eq!(t.whole(), whole);
+            for n in 0..=whole.len() + 2 {
+                let p = t.prefix(n);
+                assert!(
+                    whole.starts_with(&p) && (p.len() >= n.min(whole.len())),
+                    "{whole:?} {n} {p:?}"
+                );
+                assert!(p.len() < n.min(whole.len()) + 4, "{whole:?} {n} {p:?}");
+                let s = t.suffix(n);
+                assert!(
+                    whole.ends_with(&s) && (s.len() >= n.min(whole.len())),
+                    "{whole:?} {n} {s:?}"
+                );
+                assert!(s.len() < n.min(whole.len()) + 4, "{whole:?} {n} {s:?}");
+            }
+        }
+    }
+}
