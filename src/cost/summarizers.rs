@@ -245,7 +245,11 @@ fn text_summary(text: String, count: &(dyn Fn(&str) -> u64 + Sync)) -> Outcome {
         return Outcome::Empty { input_tokens: 0 };
     }
     let tokens = count(&text);
-    let text = SummaryText::flat(text);
+    text_outcome(SummaryText::flat(text), tokens)
+}
+
+/// The summary of a free summarizer that wrote `text` (no prompt tokens billed).
+fn text_outcome(text: SummaryText, tokens: u64) -> Outcome {
     Outcome::Summary(Summary {
         chars: text.chars(),
         json_chars: summary_json_chars(text.escaped_len()),
@@ -340,13 +344,7 @@ impl Summarizer for Terse<'_> {
                 "terse summary tokens by segments vs whole"
             );
         }
-        Outcome::Summary(Summary {
-            chars: text.chars(),
-            json_chars: summary_json_chars(text.escaped_len()),
-            tokens,
-            input_tokens: 0,
-            text: Some(text),
-        })
+        text_outcome(text, tokens)
     }
 }
 

@@ -47,3 +47,14 @@ pub fn corpus_dir(sub: &str) -> PathBuf {
 pub fn read_text(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
+
+/// The JSON a command printed, once it succeeded (its stderr shown when it did not).
+pub fn json_stdout(out: &std::process::Output, what: &str) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e})"))
+}

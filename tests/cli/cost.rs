@@ -437,12 +437,7 @@ mod replay_metrics {
                 ])
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "{name}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let v = crate::common::json_stdout(&out, name);
             let m = &v["metrics"];
             assert_eq!(m["summarizer_calls"].as_u64(), Some(0), "{name}");
             assert_eq!(m["cost_usd"], m["baseline_cost_usd"], "{name}");
@@ -665,7 +660,6 @@ mod rolling_terse {
     use compaction_sim::tokens::splice::Spliced;
     use compaction_sim::tokens::{count_text, Tokenizer};
     use compaction_sim::transcript::load_paths;
-    use serde_json::Value;
 
     /// Every corpus session's text lines, chained one event at a time as a token trigger
     /// chains them: counting by segments gives what counting the whole text gives, for both
@@ -737,12 +731,7 @@ mod rolling_terse {
             .args(["--keep-recent-events", "4", "--json"])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = crate::common::json_stdout(&out, "replay");
         let comps = v["compactions"].as_array().unwrap();
         let seeded = comps
             .iter()

@@ -49,12 +49,7 @@ fn replay_metrics(file: &Path, summarizer: &str) -> Value {
         .args(["--summarizer", summarizer])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::common::json_stdout(&out, "replay");
     let v = if v.is_array() { v[0].clone() } else { v };
     v["metrics"].clone()
 }
