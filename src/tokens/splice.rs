@@ -43,10 +43,11 @@ impl Spliced {
     pub fn of(text: &str, count: &dyn Fn(&str) -> u64) -> Spliced {
         let mut cuts = boundaries(text).peekable();
         let Some(&first_end) = cuts.peek() else {
+            let n = count(text);
             return Spliced {
-                total: count(text),
+                total: n,
                 first: text.into(),
-                first_tokens: count(text),
+                first_tokens: n,
                 last: Box::default(),
                 last_tokens: 0,
             };
