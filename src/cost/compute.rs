@@ -597,7 +597,7 @@ pub fn compute_metrics(
         session,
         replay,
         setting,
-        log,
+        &texts,
         held.as_ref().map(|(h, offset)| (h, *offset)),
         model.latency.retention.as_ref(),
         &mut m,
@@ -664,7 +664,7 @@ fn references(
     session: &Session,
     replay: &Replay,
     setting: &MetricsSetting<'_>,
-    log: &ReplayLog,
+    written: &[Option<&SummaryText>],
     held: Option<(&TextFacts, u32)>,
     retention: Option<&Retention>,
     m: &mut SessionMetrics,
@@ -679,9 +679,11 @@ fn references(
         }
     };
     // The summary texts, by compaction ordinal, when the summarizer writes text: terse,
-    // command and echo texts as written; fixed and ratio write the oracle's filler.
+    // command and echo texts as written (`written`); fixed and ratio write the oracle's
+    // filler.
     let fillers: Vec<SummaryText>;
-    let texts: Option<Vec<Option<&SummaryText>>> = match setting.summarizer {
+    let filler_texts: Vec<Option<&SummaryText>>;
+    let texts: Option<&[Option<&SummaryText>]> = match setting.summarizer {
         SummarizerSpec::Agent | SummarizerSpec::Model(_) => None,
         SummarizerSpec::Deterministic(Policy::Fixed(_) | Policy::Ratio(_)) => {
             fillers = replay
@@ -689,18 +691,12 @@ fn references(
                 .iter()
                 .map(|c| SummaryText::flat(filler_text(c.summary_chars, c.summarizer_call)))
                 .collect();
-            Some(fillers.iter().map(Some).collect())
+            filler_texts = fillers.iter().map(Some).collect();
+            Some(&filler_texts)
         }
-        // borrowed: a rolling text summarizer's texts add up to the square of the history
-        _ => Some(
-            replay
-                .compactions
-                .iter()
-                .map(|c| log.texts.get(&c.summarizer_call))
-                .collect(),
-        ),
+        _ => Some(written),
     };
-    let t = refs::tally(found, replay, texts.as_deref(), held);
+    let t = refs::tally(found, replay, texts, held);
     m.references = t.references;
     m.references_at_risk = t.at_risk_total();
     if m.references_at_risk == 0 {

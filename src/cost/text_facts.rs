@@ -106,14 +106,14 @@ impl TextFacts {
             }
         }
         let mut pre = vec![0u32; n];
-        let mut end = vec![0u32; n];
+        let mut last = vec![0u32; n];
         let mut next = 0u32;
         let mut stack: Vec<(usize, bool)> = Vec::new();
         for root in (0..n).filter(|&i| parent[i].is_none()) {
             stack.push((root, false));
             while let Some((i, done)) = stack.pop() {
                 if done {
-                    end[i] = next - 1;
+                    last[i] = next - 1;
                     continue;
                 }
                 pre[i] = next;
@@ -127,7 +127,7 @@ impl TextFacts {
             .map(|nodes| {
                 let mut r: Vec<(u32, u32)> = nodes
                     .iter()
-                    .map(|&i| (pre[i as usize], end[i as usize]))
+                    .map(|&i| (pre[i as usize], last[i as usize]))
                     .collect();
                 r.sort_unstable();
                 let mut out: Vec<(u32, u32)> = Vec::with_capacity(r.len());
@@ -157,6 +157,24 @@ impl TextFacts {
 mod tests {
     use super::*;
 
+    /// Every (text, fact) pair: `holds` agrees with searching the whole text.
+    fn assert_agrees(texts: &[Option<&SummaryText>], facts: &[impl AsRef<str>], what: &str) {
+        let patterns: Vec<&str> = facts.iter().map(|f| f.as_ref()).collect();
+        let ac = automaton(&patterns).unwrap();
+        let tf = TextFacts::new(texts, &ac);
+        for (i, t) in texts.iter().enumerate() {
+            let whole = t.map(|t| t.to_string()).unwrap_or_default();
+            for (k, fact) in facts.iter().enumerate() {
+                let fact = fact.as_ref();
+                assert_eq!(
+                    tf.holds(i, k as u32),
+                    t.is_some() && whole.contains(fact),
+                    "{what}: text {i} {whole:?}, fact {fact:?}"
+                );
+            }
+        }
+    }
+
     /// Every (text, fact) pair agrees with `contains` on the whole text: chains, branches
     /// (two texts on one seed), facts across the joins, texts with no seed among the list.
     #[test]
@@ -172,8 +190,6 @@ mod tests {
             "A-12",
             "zz",
         ];
-        let facts: Vec<String> = facts.iter().map(|f| f.to_string()).collect();
-        let ac = automaton(&facts).unwrap();
         let a = SummaryText::flat("user: order 4521 ok".into());
         let b = SummaryText::seeded("model: ", &a, "\nagent: A-1", None);
         let c = SummaryText::seeded("model: ", &b, "2 done", None);
@@ -190,17 +206,7 @@ mod tests {
             Some(&e),
             Some(&f),
         ];
-        let tf = TextFacts::new(&texts, &ac);
-        for (i, t) in texts.iter().enumerate() {
-            let whole = t.map(|t| t.to_string()).unwrap_or_default();
-            for (k, fact) in facts.iter().enumerate() {
-                assert_eq!(
-                    tf.holds(i, k as u32),
-                    t.is_some() && whole.contains(fact),
-                    "text {i} {whole:?}, fact {fact:?}"
-                );
-            }
-        }
+        assert_agrees(&texts, &facts, "fixed");
     }
 
     /// Random forests of texts over a small alphabet (so facts often cross the joins), with
@@ -220,7 +226,6 @@ mod tests {
                 (0..len).map(|_| alphabet[rnd(7) as usize]).collect()
             };
             let facts: Vec<String> = (0..8).map(|_| word(1 + rnd(7), &mut rnd)).collect();
-            let ac = automaton(&facts).unwrap();
             let mut texts: Vec<SummaryText> = Vec::new();
             for _ in 0..40 {
                 let t = if texts.is_empty() || rnd(4) == 0 {
@@ -235,17 +240,7 @@ mod tests {
             // some texts are missing from the list (a seed it cannot find)
             let listed: Vec<Option<&SummaryText>> =
                 texts.iter().map(|t| (rnd(9) != 0).then_some(t)).collect();
-            let tf = TextFacts::new(&listed, &ac);
-            for (i, t) in listed.iter().enumerate() {
-                let whole = t.map(|t| t.to_string()).unwrap_or_default();
-                for (k, fact) in facts.iter().enumerate() {
-                    assert_eq!(
-                        tf.holds(i, k as u32),
-                        t.is_some() && whole.contains(fact.as_str()),
-                        "round {round}, text {i} {whole:?}, fact {fact:?}"
-                    );
-                }
-            }
+            assert_agrees(&listed, &facts, &format!("round {round}"));
         }
     }
 }
