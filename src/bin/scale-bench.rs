@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo run --release --bin scale-bench -- [--sizes 2500,5000,10000,20000] [--big-events N]
-//!                                          [--reps R] [--summarizers agent,terse]
+//!                                          [--reps R] [--min-time SECONDS]
+//!                                          [--summarizers agent,terse]
 //!                                          [--clients waits,streams] [--kinds token,sliding,both]
 //!                                          [--no-big] [--dir DIR] [--timeout SECONDS]
 //! ```
@@ -16,7 +17,10 @@
 //!
 //! Every case runs in its own process (this binary, started again with `--child`), so its
 //! peak memory is its own: the child reads the session (ADK reader), counts tokens (o200k, no
-//! cache), builds the per-event arrays, then replays it `--reps` times (default 3) under one
+//! cache), builds the per-event arrays, then replays it `--reps` times (default 3), and
+//! again until the replays after the first add up to `--min-time` seconds (default 1: a
+//! replay of a few milliseconds is otherwise measured over a few tens of milliseconds of
+//! this shared machine, and one burst of another process's work sets its median), under one
 //! setting with the metrics (`cost::evaluate`, as `replay` and `sweep` do) and reports its
 //! `VmHWM` (peak resident set) after loading and at the end. Settings: token
 //! (`after_tokens` 20,000, `keep_recent_events` 10), sliding (`after_invocations` 5,
@@ -94,9 +98,12 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// `--child replay FILE KIND SUMMARIZER CLIENT REPS`: one case, one process.
 fn child_replay(args: &[String]) -> anyhow::Result<()> {
-    let [file, kind, summ, client, reps, mode] = args else {
-        anyhow::bail!("--child replay FILE KIND SUMMARIZER CLIENT REPS metrics|engine");
+    let [file, kind, summ, client, reps, min_time, mode] = args else {
+        anyhow::bail!("--child replay FILE KIND SUMMARIZER CLIENT REPS MIN_TIME metrics|engine");
     };
+    let min_time: f64 = min_time
+        .parse()
+        .map_err(|_| anyhow::anyhow!("min time `{min_time}`"))?;
     let engine_only = match mode.as_str() {
         "metrics" => false,
         "engine" => true,
@@ -151,7 +158,11 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
     let mut total = Vec::new();
     let mut engine_s = Vec::new();
     let mut compactions = 0;
-    for _ in 0..reps.max(1) {
+    // at least `reps` replays, and replays after the first until `min_time` seconds of them:
+    // a case of a few milliseconds then spans as long a stretch of this shared machine's
+    // load as a slow one, so a passing burst does not set its median
+    let warm_s = |t: &[f64]| t.iter().skip(1).sum::<f64>();
+    while total.len() < reps.max(1) || (reps > 1 && warm_s(&total) < min_time) {
         if engine_only {
             // The engine alone, with the summarizer `evaluate` would build (no metrics).
             let (el, r) = with_summarizer(session, &inputs, &model, &setting, |summarizer| {
@@ -191,9 +202,10 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
         "{RESULT} events={} requests={} compactions={compactions} load_s={load_s:.3} \
          load_mib={load_mib:.1} first_s={first:.6} first_engine_s={first_engine:.6} \
          warm_s={warm:.6} warm_engine_s={warm_engine:.6} best_s={best:.6} \
-         best_engine_s={best_engine:.6} peak_mib={:.1}",
+         best_engine_s={best_engine:.6} reps={} peak_mib={:.1}",
         sizes.n,
         sizes.model_request.iter().filter(|&&m| m).count(),
+        total.len(),
         peak_mib()
     );
     Ok(())
@@ -358,6 +370,7 @@ fn run() -> anyhow::Result<()> {
     let mut sizes: Vec<usize> = vec![2_500, 5_000, 10_000, 20_000];
     let mut big_events = 200_000usize;
     let mut reps = 3usize;
+    let mut min_time = 1.0f64;
     let mut summarizers = list("agent,terse");
     let mut clients = list("waits,streams");
     let mut kinds = list("token,sliding,both");
@@ -387,6 +400,11 @@ fn run() -> anyhow::Result<()> {
                     .parse()
                     .map_err(|_| anyhow::anyhow!("--reps: a number"))?
             }
+            "--min-time" => {
+                min_time = val()?
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("--min-time: seconds"))?
+            }
             "--summarizers" => summarizers = list(&val()?),
             "--clients" => clients = list(&val()?),
             "--kinds" => {
@@ -411,8 +429,9 @@ fn run() -> anyhow::Result<()> {
     let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir)?;
     println!(
-        "Per case: own process; {reps} replays with metrics; times in ms per replay, memory \
-         = peak RSS of the process (MiB)."
+        "Per case: own process; at least {reps} replays with metrics, and more until the \
+         replays after the first took {min_time} s; times in ms per replay, memory = peak RSS \
+         of the process (MiB)."
     );
     println!();
     println!(
@@ -441,6 +460,7 @@ fn run() -> anyhow::Result<()> {
                             summ,
                             client,
                             &reps.to_string(),
+                            &min_time.to_string(),
                             "metrics",
                         ],
                         timeout,
@@ -532,7 +552,10 @@ fn run() -> anyhow::Result<()> {
             .iter()
             .flat_map(|k| [(k.as_str(), "engine"), (k.as_str(), "metrics")])
         {
-            let Some(c) = spawn(&["replay", &f, kind, "agent", "waits", "2", mode], timeout)?
+            let Some(c) = spawn(
+                &["replay", &f, kind, "agent", "waits", "2", "0", mode],
+                timeout,
+            )?
             else {
                 println!(
                     "| replay ({mode}), {kind} | - | > {} s (killed) | | | |",

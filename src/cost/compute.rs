@@ -329,23 +329,6 @@ fn output_tokens(sizes: &SessionSizes, event: usize) -> u64 {
     }
 }
 
-/// Per event, the share of its recorded cache writes made with the 1-hour lifetime; a request
-/// that recorded no writes keeps the share of the request before it (the client's choice of
-/// lifetime does not change between requests).
-fn write_1h_shares(session: &Session) -> Vec<f64> {
-    let mut last = 0.0;
-    session
-        .events
-        .iter()
-        .map(|e| {
-            if let Some(u) = e.usage.filter(|u| u.cache_write_tokens > 0) {
-                last = (e.cache_write_1h_tokens as f64 / u.cache_write_tokens as f64).min(1.0);
-            }
-            last
-        })
-        .collect()
-}
-
 /// Per-call summarizer numbers after the client race: (input, output) tokens actually spent
 /// (measured ones for a `live:` summarizer).
 fn call_tokens(c: &SummarizerCall, log: &ReplayLog) -> (u64, u64) {
@@ -390,8 +373,7 @@ pub fn compute_metrics(
     };
     let agent = model.resolve(setting.agent_model);
     let time = |event: u32| sizes.timestamp.get(event as usize).copied().unwrap_or(0.0);
-    let shares_1h = write_1h_shares(session);
-    let share_1h = |event: u32| shares_1h.get(event as usize).copied().unwrap_or(0.0);
+    let share_1h = |event: u32| sizes.write_1h_share(event);
 
     // Tokens.
     m.prompt_tokens = replay.requests.iter().map(|r| r.prompt_tokens).sum();
@@ -1734,8 +1716,14 @@ mod tests {
             ..Default::default()
         });
         s.events[5].cache_write_1h_tokens = 400;
-        assert_eq!(write_1h_shares(&s), [0.0, 0.25, 0.25, 0.25, 0.25, 1.0]);
+        let shares = |s: &Session| {
+            let sizes = SessionSizes::new(s, None);
+            (0..s.events.len() as u32)
+                .map(|i| sizes.write_1h_share(i))
+                .collect::<Vec<f64>>()
+        };
+        assert_eq!(shares(&s), [0.0, 0.25, 0.25, 0.25, 0.25, 1.0]);
         // No recorded 1-hour writes: every share is 0 (the 5-minute cache).
-        assert!(write_1h_shares(&session()).iter().all(|&x| x == 0.0));
+        assert!(shares(&session()).iter().all(|&x| x == 0.0));
     }
 }

@@ -29,14 +29,10 @@ pub struct SessionReferences {
     /// event gives the summarizer no line at all).
     /// (One flat column: a list per fact cost 70 bytes each, on 126,000 facts of a long session.)
     holders: Jagged<(u32, bool)>,
-    /// Per fact: the position in `holders` of its first holder the summarizer sees
-    /// (`u32::MAX`: none), so "no supporting event is seen" is one comparison.
-    first_seen: Vec<u32>,
     /// Per event: range into `refs`.
     by_event: Vec<Range<u32>>,
-    /// `(fact, holders before the event, kind in the model event)`: the support of one
-    /// reference is `holders[fact][..n]`.
-    refs: Vec<(u32, u32, FactKind)>,
+    /// The references, event by event.
+    refs: Vec<Ref>,
     /// Every fact as one Aho-Corasick automaton, built on first use and shared by every
     /// setting of the session.
     /// `None` when the facts are too many for the automaton's size limits: [`tally`] then
@@ -45,6 +41,30 @@ pub struct SessionReferences {
     /// The session's event facts then these facts, as the automaton [`TextFacts`] searches
     /// with (one search of a summary text serves both tallies), built on first use.
     text_automaton: std::sync::OnceLock<Option<aho_corasick::nfa::contiguous::NFA>>,
+}
+
+/// One reference: a fact the model event uses that earlier events hold. Its support is
+/// `holders[fact][..n]`, from event `first` to event `latest` (both `u32::MAX` when `n` is
+/// 0); `unseen`: the summarizer sees the fact in none of them.
+///
+/// The ends and `unseen` are copies, so that most references are settled from the
+/// reference alone: a long session's holders do not stay in the cache, and reaching into
+/// them for every reference made time per event grow with the session (×7 from 5,000 to
+/// 40,000 events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ref {
+    fact: u32,
+    n: u32,
+    first: u32,
+    latest: u32,
+    kind: FactKind,
+    unseen: bool,
+}
+
+/// Whether event `e` lies in one of the `hidden` runs (sorted, disjoint, closed).
+fn in_runs(hidden: &[(u32, u32)], e: u32) -> bool {
+    let at = hidden.partition_point(|&(_, b)| b < e);
+    hidden.get(at).is_some_and(|&(a, _)| a <= e)
 }
 
 impl SessionReferences {
@@ -62,6 +82,8 @@ impl SessionReferences {
         let mut out = SessionReferences::default();
         let mut ids: HashMap<&str, u32> = HashMap::new();
         let mut holders: Vec<Vec<(u32, bool)>> = Vec::new();
+        // per fact: whether the summarizer sees it in a holder so far
+        let mut seen_any: Vec<bool> = Vec::new();
         // What each event needs its text for, found in parallel a chunk at a time (the regexes
         // over a long session's text were most of its first replay): the facts a model event
         // uses, and for each of its facts whether ADK's summarizer sees it.
@@ -107,8 +129,16 @@ impl SessionReferences {
                 let start = out.refs.len() as u32;
                 for (fact, kind) in used {
                     if let Some(&id) = ids.get(fact.as_str()) {
-                        let n = holders[id as usize].len() as u32;
-                        out.refs.push((id, n, kind));
+                        let support = &holders[id as usize];
+                        out.refs.push(Ref {
+                            fact: id,
+                            n: support.len() as u32,
+                            first: support.first().map_or(u32::MAX, |&(e, _)| e),
+                            latest: support.last().map_or(u32::MAX, |&(e, _)| e),
+                            kind,
+                            // no holder seen so far: none of the first n
+                            unseen: !seen_any[id as usize],
+                        });
                     }
                 }
                 out.by_event.push(start..out.refs.len() as u32);
@@ -116,13 +146,11 @@ impl SessionReferences {
                     let id = *ids.entry(f).or_insert_with(|| {
                         out.facts.push(f.to_string());
                         holders.push(Vec::new());
-                        out.first_seen.push(u32::MAX);
+                        seen_any.push(false);
                         out.facts.len() as u32 - 1
                     });
                     let list = &mut holders[id as usize];
-                    if seen && out.first_seen[id as usize] == u32::MAX {
-                        out.first_seen[id as usize] = list.len() as u32;
-                    }
+                    seen_any[id as usize] |= seen;
                     list.push((i as u32, seen));
                 }
             }
@@ -263,14 +291,16 @@ fn walk(
         if hidden.is_empty() {
             continue;
         }
-        for &(fact, n, kind) in list {
-            let support = &refs.holders[fact as usize][..n as usize];
-            if !all_hidden(support, hidden) {
+        for rf in list {
+            if !ref_hidden(refs, rf, hidden) {
                 continue;
             }
+            let Ref {
+                fact, kind, unseen, ..
+            } = *rf;
             let k = kind.index();
             t.at_risk[k] += 1;
-            if refs.first_seen[fact as usize] >= n {
+            if unseen {
                 t.unseen[k] += 1;
             }
             if let Some(kept) = kept.as_mut() {
@@ -283,15 +313,33 @@ fn walk(
     t
 }
 
+/// Whether every holder of reference `rf` lies in one of the `hidden` runs: from its ends
+/// when they settle it (the latest visible, or both ends in one run), else from its holders.
+fn ref_hidden(refs: &SessionReferences, rf: &Ref, hidden: &[(u32, u32)]) -> bool {
+    if rf.n == 0 {
+        return true;
+    }
+    let run = |e: u32| {
+        let at = hidden.partition_point(|&(_, b)| b < e);
+        hidden.get(at).filter(|&&(a, _)| a <= e).map(|_| at)
+    };
+    let Some(last) = run(rf.latest) else {
+        return false;
+    };
+    let by_ends = run(rf.first) == Some(last);
+    debug_assert!(
+        !by_ends || all_hidden(&refs.holders[rf.fact as usize][..rf.n as usize], hidden),
+        "both ends in one run"
+    );
+    by_ends || all_hidden(&refs.holders[rf.fact as usize][..rf.n as usize], hidden)
+}
+
 /// Whether every event of `support` (ascending) lies in one of the `hidden` runs (sorted,
 /// disjoint, closed). A fact recurring in every turn has a support as long as the session,
 /// so neither side is walked whole: the latest holder (the likeliest to be visible) is
 /// tested first, then whichever is shorter is searched in the other.
 fn all_hidden(support: &[(u32, bool)], hidden: &[(u32, u32)]) -> bool {
-    let in_runs = |e: u32| {
-        let at = hidden.partition_point(|&(_, b)| b < e);
-        hidden.get(at).is_some_and(|&(a, _)| a <= e)
-    };
+    let in_runs = |e: u32| in_runs(hidden, e);
     debug_assert!(
         hidden.windows(2).all(|w| w[0].1 < w[1].0),
         "hidden runs sorted"
@@ -537,6 +585,49 @@ mod tests {
             }
         }
     }
+
+    /// A reference is settled from its ends when they do (latest visible, or both ends in
+    /// one hidden run), else from its holders: the same answer as walking every holder, for
+    /// every support of up to 12 events and every prefix of it.
+    #[test]
+    fn a_reference_is_hidden_exactly_when_every_holder_is() {
+        let runs: [&[(u32, u32)]; 4] = [
+            &[],
+            &[(0, 9)],
+            &[(2, 3), (5, 5), (7, 12)],
+            &[(0, 0), (2, 2), (4, 4), (6, 6), (8, 8), (10, 10)],
+        ];
+        for mask in 0u32..(1 << 12) {
+            let support: Vec<(u32, bool)> = (0..12)
+                .filter(|e| mask >> e & 1 == 1)
+                .map(|e| (e, e % 3 == 0))
+                .collect();
+            let mut refs = SessionReferences::default();
+            refs.holders.push(support.iter().copied());
+            for n in 0..=support.len() {
+                let rf = Ref {
+                    fact: 0,
+                    n: n as u32,
+                    first: support.first().filter(|_| n > 0).map_or(u32::MAX, |h| h.0),
+                    latest: n.checked_sub(1).map_or(u32::MAX, |k| support[k].0),
+                    kind: FactKind::Path,
+                    unseen: !support[..n].iter().any(|h| h.1),
+                };
+                for hidden in runs {
+                    let walked = support[..n]
+                        .iter()
+                        .all(|&(e, _)| hidden.iter().any(|&(a, b)| a <= e && e <= b));
+                    assert_eq!(
+                        ref_hidden(&refs, &rf, hidden),
+                        walked,
+                        "{:?} in {hidden:?}",
+                        &support[..n]
+                    );
+                }
+            }
+        }
+    }
+
     use crate::engine::Request;
     use crate::transcript::{Event, Format};
 
@@ -620,10 +711,7 @@ mod tests {
         let shaped = SessionReferences::new(s, &facts, &lines.shapes);
         let remade = SessionReferences::new(s, &facts, &[]);
         let parts = |r: &SessionReferences| {
-            format!(
-                "{:?}{:?}{:?}{:?}{:?}",
-                r.facts, r.holders, r.first_seen, r.by_event, r.refs
-            )
+            format!("{:?}{:?}{:?}{:?}", r.facts, r.holders, r.by_event, r.refs)
         };
         assert_eq!(parts(&shaped), parts(&remade), "shapes vs lines made again");
         shaped

@@ -310,15 +310,16 @@ pub fn covered_spans<'a>(
     debug_assert!(s.ts_sorted);
     let ts = &s.timestamp[..n];
     cov.iter().filter_map(move |&(a, b)| {
-        let lo = ts.partition_point(|&t| t < a);
-        let hi = ts.partition_point(|&t| t <= b);
+        let lo = super::guards::partition_point_from_end(ts, |&t| t < a);
+        let hi = super::guards::partition_point_from_end(ts, |&t| t <= b);
         (lo < hi).then_some((lo, hi))
     })
 }
 
-/// ADK's `_is_timestamp_compacted`.
+/// ADK's `_is_timestamp_compacted`. Searched from the end: the events asked about are
+/// mostly the newest, after every range.
 pub fn covered(cov: &[(f64, f64)], ts: f64) -> bool {
-    let idx = cov.partition_point(|&(s, _)| s <= ts);
+    let idx = super::guards::partition_point_from_end(cov, |&(s, _)| s <= ts);
     idx > 0 && ts <= cov[idx - 1].1
 }
 

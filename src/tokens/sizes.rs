@@ -252,6 +252,11 @@ pub struct SessionSizes {
     /// Timestamps never decrease and none is NaN: a timestamp range is then an index range,
     /// found by binary search (the engine skips compacted spans instead of scanning them).
     pub ts_sorted: bool,
+    /// Where the share of cache writes made with Anthropic's 1-hour lifetime changes: (event,
+    /// share of its `cache_write_tokens`), ascending; an event's share is the latest at or
+    /// before it ([`SessionSizes::write_1h_share`]). Empty for nearly every transcript.
+    /// Kept here so that pricing does not walk the session's events at every replay.
+    pub write_1h: Vec<(u32, f64)>,
 }
 
 struct Interner {
@@ -273,6 +278,13 @@ fn json_id_strip(id: &Option<String>) -> u64 {
 }
 
 impl SessionSizes {
+    /// The share of cache writes made with the 1-hour lifetime that applies at `event`: the
+    /// latest recorded at or before it, else 0.
+    pub fn write_1h_share(&self, event: u32) -> f64 {
+        let at = self.write_1h.partition_point(|&(e, _)| e <= event);
+        at.checked_sub(1).map_or(0.0, |k| self.write_1h[k].1)
+    }
+
     /// Build the arrays. `tokens` gives per-event token counts in the run tokenizer; when it
     /// is `None` (or of the wrong length) ADK's chars/4 per event is used.
     pub fn new(session: &Session, tokens: Option<&[u32]>) -> SessionSizes {
@@ -387,6 +399,12 @@ impl SessionSizes {
             s.requested.push(e.requested_ids.iter().map(|x| ids.get(x)));
             s.recorded_prompt.push(e.usage.map(|u| u.prompt_tokens));
             s.usage.push(e.usage);
+            if let Some(u) = e.usage.filter(|u| u.cache_write_tokens > 0) {
+                let share = (e.cache_write_1h_tokens as f64 / u.cache_write_tokens as f64).min(1.0);
+                if s.write_1h.last().map_or(0.0, |&(_, x)| x) != share {
+                    s.write_1h.push((i as u32, share));
+                }
+            }
             s.critical
                 .push(e.critical.iter().fold(0u8, |m, c| m | (1u8 << (*c as u8))));
             s.branch.push(e.branch.as_ref().map(|b| {

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{
-    pyjson, readutil, util, AdkPartExtra, Critical, Event, Format, Part, ReadError,
+    compact_json, pyjson, readutil, util, AdkPartExtra, Critical, Event, Format, Part, ReadError,
     RecordedCompaction, Role, Session, Usage,
 };
 
@@ -677,7 +677,12 @@ fn content_parts(
         Some("model") => Role::Model,
         _ => Role::User,
     };
-    let mut parts = Vec::new();
+    // one part each, mostly: sized now, so no shrinking frees room between events later
+    let mut parts = Vec::with_capacity(
+        non_null(o, "parts")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len),
+    );
     let mut extras: Vec<AdkPartExtra> = Vec::new();
     if let Some(ps) = non_null(o, "parts") {
         let Some(ps) = ps.as_array() else {
@@ -729,7 +734,7 @@ fn content_parts(
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_string(),
-                    args: non_null(fc, "args").cloned().unwrap_or(Value::Null),
+                    args: non_null(fc, "args").map_or(Value::Null, compact_json),
                 });
             }
             if let Some(fr) = non_null(p, "function_response").and_then(Value::as_object) {
@@ -745,7 +750,7 @@ fn content_parts(
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_string(),
-                    response: non_null(fr, "response").cloned().unwrap_or(Value::Null),
+                    response: non_null(fr, "response").map_or(Value::Null, compact_json),
                 });
             }
             for key in ["inline_data", "file_data"] {

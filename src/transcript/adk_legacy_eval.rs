@@ -18,7 +18,7 @@
 use serde_json::{Map, Value};
 
 use super::util::{self, Ctx};
-use super::{Event, Format, Part, ReadError, Role, Session};
+use super::{compact_json, Event, Format, Part, ReadError, Role, Session};
 
 /// Keys that mark a legacy turn (`query` is the one ADK requires; one of the others must be
 /// there too, so a generic `[{"query": …}]` list is not taken for eval data).
@@ -201,7 +201,7 @@ fn model_event(author: &str, inv_id: &str) -> Event {
 fn tool_input(cx: &Ctx, o: &Map<String, Value>, path: &str) -> Result<Value, ReadError> {
     match o.get("tool_input") {
         None | Some(Value::Null) => Ok(Value::Object(Map::new())),
-        Some(v @ Value::Object(_)) => Ok(v.clone()),
+        Some(v @ Value::Object(_)) => Ok(compact_json(v)),
         Some(v) => Err(cx.err(
             format!("{path}.tool_input"),
             format!("wrong shape: expected an object, found {}", util::kind(v)),

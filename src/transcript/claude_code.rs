@@ -41,7 +41,10 @@
 
 use super::readutil::{self, Clock};
 use super::util;
-use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
+use super::{
+    compact_json, Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session,
+    Usage,
+};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -349,7 +352,9 @@ impl<'a> Reader<'a> {
                     parts.push(Part::ToolCall {
                         id: Some(id.to_string()),
                         name,
-                        args: b.get("input").cloned().unwrap_or(Value::Object(Map::new())),
+                        args: b
+                            .get("input")
+                            .map_or(Value::Object(Map::new()), compact_json),
                     });
                 }
                 // redacted_thinking carries no readable text; other block types are new.

@@ -12,7 +12,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{util, util::Ctx, Critical, Event, Format, Part, ReadError, Role, Session, Usage};
+use super::{
+    compact_json, util, util::Ctx, Critical, Event, Format, Part, ReadError, Role, Session, Usage,
+};
 
 /// An object with `sessionId` and `messages` (plus `projectHash` or `startTime`).
 pub fn sniff(text: &str) -> bool {
@@ -231,7 +233,7 @@ fn result_part(
         resp.parts.push(Part::ToolResponse {
             id: rid.map(str::to_string),
             name: rname.to_string(),
-            response: fr.get("response").cloned().unwrap_or(Value::Null),
+            response: fr.get("response").map_or(Value::Null, compact_json),
         });
     } else if let Some(t) = rm.get("text").and_then(Value::as_str) {
         resp.parts.push(Part::Text {

@@ -30,8 +30,11 @@
 //!   (legacy rows) get synthetic ones.
 
 use super::readutil::{self, Clock};
+use super::{
+    compact_json, Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session,
+    Usage,
+};
 use super::{pyjson, util};
-use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -434,8 +437,9 @@ fn build(
                             .and_then(|c| c.pointer("/function/arguments"))
                             .map(|a| match a {
                                 Value::String(s) => serde_json::from_str(s)
+                                    .map(|v| compact_json(&v))
                                     .unwrap_or_else(|_| Value::String(s.clone())),
-                                other => other.clone(),
+                                other => compact_json(other),
                             })
                             .unwrap_or_else(|| legacy_args(args, e));
                         ev.parts.push(Part::ToolCall {
