@@ -10,6 +10,7 @@
 //! last request instead when the events appended since cannot make any step move anything
 //! (debug builds compare the two).
 
+use super::guards::partition_point_from_end as from_end;
 use crate::tokens::sizes::{SessionSizes, NO_ID, PART_CALL, PART_RESPONSE};
 
 /// A summary in the session (a compaction event), as the contents logic needs it.
@@ -310,8 +311,8 @@ pub fn covered_spans<'a>(
     debug_assert!(s.ts_sorted);
     let ts = &s.timestamp[..n];
     cov.iter().filter_map(move |&(a, b)| {
-        let lo = super::guards::partition_point_from_end(ts, |&t| t < a);
-        let hi = super::guards::partition_point_from_end(ts, |&t| t <= b);
+        let lo = from_end(ts, |&t| t < a);
+        let hi = from_end(ts, |&t| t <= b);
         (lo < hi).then_some((lo, hi))
     })
 }
@@ -319,7 +320,7 @@ pub fn covered_spans<'a>(
 /// ADK's `_is_timestamp_compacted`. Searched from the end: the events asked about are
 /// mostly the newest, after every range.
 pub fn covered(cov: &[(f64, f64)], ts: f64) -> bool {
-    let idx = super::guards::partition_point_from_end(cov, |&(s, _)| s <= ts);
+    let idx = from_end(cov, |&(s, _)| s <= ts);
     idx > 0 && ts <= cov[idx - 1].1
 }
 
@@ -446,14 +447,14 @@ impl RetainedIndex {
     pub fn position(&self, comps: &[Comp], ci: usize) -> Option<usize> {
         let c = &comps[ci];
         let key = (c.end, c.after_raw, ci as u32);
-        let at = self.keys.partition_point(|k| key_lt(k, &key));
+        let at = from_end(&self.keys, |k| key_lt(k, &key));
         (self.keys.get(at) == Some(&key)).then_some(at)
     }
 
     /// Whether a retained range strictly contains `[lo, hi]` (ADK drops such a new range):
     /// the first retained range ending at or after `hi` has the smallest start of those.
     pub fn contains(&self, lo: f64, hi: f64) -> bool {
-        let at = self.keys.partition_point(|k| k.0 < hi);
+        let at = from_end(&self.keys, |k| k.0 < hi);
         at < self.keys.len() && {
             let (s, e) = (self.starts[at], self.keys[at].0);
             s <= lo && (s < lo || e > hi)
@@ -462,8 +463,8 @@ impl RetainedIndex {
 
     /// The positions of the retained ranges inside `[lo, hi]` (`lo <= start`, `end <= hi`).
     pub fn inside(&self, lo: f64, hi: f64) -> std::ops::Range<usize> {
-        let a = self.starts.partition_point(|&s| s < lo);
-        let b = self.keys.partition_point(|k| k.0 <= hi);
+        let a = from_end(&self.starts, |&s| s < lo);
+        let b = from_end(&self.keys, |k| k.0 <= hi);
         a..b.max(a)
     }
 
@@ -475,7 +476,7 @@ impl RetainedIndex {
 
     /// The number of leading summaries in request order whose key is before `key`.
     pub(crate) fn before(&self, key: &(f64, u32, u32)) -> usize {
-        self.keys.partition_point(|k| key_lt(k, key))
+        from_end(&self.keys, |k| key_lt(k, key))
     }
 
     /// [`update_retained_after_append`] through the index: `comps` just gained its last
@@ -549,7 +550,7 @@ pub fn coverage_after_append(comps: &[Comp], cov: &mut Vec<(f64, f64)>) {
         return;
     }
     // ranges ending before `s` stay; those from `at` on that start by `e` merge with it
-    let at = cov.partition_point(|&(_, b)| b < s);
+    let at = from_end(cov, |&(_, b)| b < s);
     let mut to = at;
     let (mut lo, mut hi) = (s, e);
     while to < cov.len() && cov[to].0 <= hi {

@@ -329,7 +329,7 @@ pub fn worth_compacting(
             };
             removable += span(lo, hi);
             // minus the covered events: the coverage ranges meeting [lo, hi]
-            let first = cov.partition_point(|&(_, e)| e < lo);
+            let first = partition_point_from_end(cov, |&(_, e)| e < lo);
             for &(a, b) in cov[first..].iter().take_while(|&&(a, _)| a <= hi) {
                 removable -= span(a.max(lo), b.min(hi));
             }
