@@ -1,7 +1,8 @@
 //! Scale benchmark (README "Benchmark" → "Scale"):
 //!
 //! ```text
-//! cargo run --release --bin scale-bench -- [--sizes 2500,5000,10000,20000] [--big-events N]
+//! cargo run --release --bin scale-bench -- [--sizes 1250,2500,5000,10000,20000]
+//!                                          [--big-events N]
 //!                                          [--reps R] [--min-time SECONDS]
 //!                                          [--summarizers agent,terse]
 //!                                          [--clients waits,streams] [--kinds token,sliding,both]
@@ -37,8 +38,10 @@
 //! `inspect` (the library's command, in a child of its own; with `--no-cache`, so the token
 //! count is cold).
 //!
-//! Growth: time per event at the largest size divided by time per event at the smallest
-//! (1.0 = linear). A case running longer than `--timeout` (default 600 s) is killed and
+//! Growth: time per event at one size divided by time per event at a smaller one (1.0 =
+//! linear), twice: from 2,500 to 20,000 events (1,250 to 10,000 invocations: issue #13's
+//! words, "time per event at 20,000 events within 1.5× of that at 2,500 events"), and from
+//! the smallest size to the largest (2,500 to 40,000 events by default). A case running longer than `--timeout` (default 600 s) is killed and
 //! shown as such.
 
 use compaction_sim::cost::client::ClientMode;
@@ -285,10 +288,41 @@ fn child_inspect(args: &[String]) -> anyhow::Result<()> {
 }
 
 /// Per (setting kind, summarizer, client): (events, median s, first s, engine s) per size.
+/// Per (setting kind, summarizer, client): per size, (invocations, events, warm s, first s,
+/// warm engine s, fastest s, fastest engine s).
 type Growth = Vec<(
     (String, String, String),
-    Vec<(f64, f64, f64, f64, f64, f64)>,
+    Vec<(usize, f64, f64, f64, f64, f64, f64)>,
 )>;
+
+/// The growth table from `from` to `to` invocations: time per event at `to` over time per
+/// event at `from` (1.0 = linear), for every case that ran at both.
+fn print_growth(growth: &Growth, from: usize, to: usize, title: &str) {
+    println!();
+    println!("{title}");
+    println!();
+    println!(
+        "| setting | summarizer | client | replay (median) | replay (fastest) | first replay | engine part (median) | engine part (fastest) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for ((kind, summ, client), v) in growth {
+        let at = |n: usize| v.iter().find(|r| r.0 == n);
+        // only when both ends ran (a killed case has no time)
+        let (Some(a), Some(b)) = (at(from), at(to)) else {
+            println!("| {kind} | {summ} | {client} | n/a (a case was killed) | | | | |");
+            continue;
+        };
+        let g = |x: f64, y: f64| (y / b.1) / (x / a.1);
+        println!(
+            "| {kind} | {summ} | {client} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            g(a.2, b.2),
+            g(a.5, b.5),
+            g(a.3, b.3),
+            g(a.4, b.4),
+            g(a.6, b.6)
+        );
+    }
+}
 
 /// One case's numbers, parsed from the child's result line.
 struct Case(Vec<(String, f64)>);
@@ -367,7 +401,7 @@ fn run() -> anyhow::Result<()> {
             _ => Err(anyhow::anyhow!("--child replay|inspect ...")),
         };
     }
-    let mut sizes: Vec<usize> = vec![2_500, 5_000, 10_000, 20_000];
+    let mut sizes: Vec<usize> = vec![1_250, 2_500, 5_000, 10_000, 20_000];
     let mut big_events = 200_000usize;
     let mut reps = 3usize;
     let mut min_time = 1.0f64;
@@ -484,6 +518,7 @@ fn run() -> anyhow::Result<()> {
                     );
                     let key = (kind.to_string(), summ.clone(), client.clone());
                     let row = (
+                        n,
                         ev,
                         warm,
                         c.get("first_s"),
@@ -499,34 +534,29 @@ fn run() -> anyhow::Result<()> {
             }
         }
     }
-    if sizes.len() > 1 {
-        println!();
-        println!(
-            "Growth, time per event at {} invocations / at {} (1.0 = linear):",
-            sizes[sizes.len() - 1],
-            sizes[0]
+    // The issue's measure (time per event at 20,000 events over 2,500 events: 1,250 and
+    // 10,000 invocations), then the bench's widest span, from its smallest size to its largest.
+    if sizes.contains(&1_250) && sizes.contains(&10_000) {
+        print_growth(
+            &growth,
+            1_250,
+            10_000,
+            "Growth from 2,500 to 20,000 events (1,250 to 10,000 invocations), time per event \
+             (1.0 = linear):",
         );
-        println!();
-        println!(
-            "| setting | summarizer | client | replay (median) | replay (fastest) | first replay | engine part (median) | engine part (fastest) |"
-        );
-        println!("|---|---|---|---|---|---|---|---|");
-        for ((kind, summ, client), v) in &growth {
-            // only when both ends ran (a killed case has no time)
-            let (Some(a), Some(b)) = (v.first(), v.last()) else {
-                continue;
-            };
-            if v.len() != sizes.len() {
-                println!("| {kind} | {summ} | {client} | n/a (a case was killed) | | | | |");
-                continue;
-            }
-            println!(
-                "| {kind} | {summ} | {client} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
-                (b.1 / b.0) / (a.1 / a.0),
-                (b.4 / b.0) / (a.4 / a.0),
-                (b.2 / b.0) / (a.2 / a.0),
-                (b.3 / b.0) / (a.3 / a.0),
-                (b.5 / b.0) / (a.5 / a.0)
+    }
+    if let (Some(&from), Some(&to)) = (sizes.iter().min(), sizes.iter().max()) {
+        if from < to && (from, to) != (1_250, 10_000) {
+            print_growth(
+                &growth,
+                from,
+                to,
+                &format!(
+                    "Growth from {from} to {to} invocations ({} to {} events), time per \
+                     event (1.0 = linear):",
+                    2 * from,
+                    2 * to
+                ),
             );
         }
     }

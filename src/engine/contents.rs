@@ -311,16 +311,21 @@ pub fn covered_spans<'a>(
     debug_assert!(s.ts_sorted);
     let ts = &s.timestamp[..n];
     cov.iter().filter_map(move |&(a, b)| {
-        let lo = from_end(ts, |&t| t < a);
-        let hi = from_end(ts, |&t| t <= b);
+        let lo = ts.partition_point(|&t| t < a);
+        let hi = ts.partition_point(|&t| t <= b);
         (lo < hi).then_some((lo, hi))
     })
 }
 
-/// ADK's `_is_timestamp_compacted`. Searched from the end: the events asked about are
-/// mostly the newest, after every range.
+/// ADK's `_is_timestamp_compacted`. The newest events, asked about at every request, lie
+/// at or after the last range's start: settled by it without a search.
 pub fn covered(cov: &[(f64, f64)], ts: f64) -> bool {
-    let idx = from_end(cov, |&(s, _)| s <= ts);
+    if let Some(&(s, e)) = cov.last() {
+        if s <= ts {
+            return ts <= e;
+        }
+    }
+    let idx = cov.partition_point(|&(s, _)| s <= ts);
     idx > 0 && ts <= cov[idx - 1].1
 }
 
@@ -447,7 +452,7 @@ impl RetainedIndex {
     pub fn position(&self, comps: &[Comp], ci: usize) -> Option<usize> {
         let c = &comps[ci];
         let key = (c.end, c.after_raw, ci as u32);
-        let at = from_end(&self.keys, |k| key_lt(k, &key));
+        let at = self.keys.partition_point(|k| key_lt(k, &key));
         (self.keys.get(at) == Some(&key)).then_some(at)
     }
 
@@ -463,7 +468,7 @@ impl RetainedIndex {
 
     /// The positions of the retained ranges inside `[lo, hi]` (`lo <= start`, `end <= hi`).
     pub fn inside(&self, lo: f64, hi: f64) -> std::ops::Range<usize> {
-        let a = from_end(&self.starts, |&s| s < lo);
+        let a = self.starts.partition_point(|&s| s < lo);
         let b = from_end(&self.keys, |k| k.0 <= hi);
         a..b.max(a)
     }
@@ -550,7 +555,7 @@ pub fn coverage_after_append(comps: &[Comp], cov: &mut Vec<(f64, f64)>) {
         return;
     }
     // ranges ending before `s` stay; those from `at` on that start by `e` merge with it
-    let at = from_end(cov, |&(_, b)| b < s);
+    let at = cov.partition_point(|&(_, b)| b < s);
     let mut to = at;
     let (mut lo, mut hi) = (s, e);
     while to < cov.len() && cov[to].0 <= hi {
@@ -2003,6 +2008,26 @@ impl Measure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `covered` settles the newest timestamps by the last range and searches for the
+    /// others: either way it says whether some range holds the timestamp, at every range
+    /// end, inside, between and outside the ranges.
+    #[test]
+    fn covered_agrees_with_any_range_holding_the_timestamp() {
+        let layouts: [&[(f64, f64)]; 4] = [
+            &[],
+            &[(2.0, 4.0)],
+            &[(1.0, 1.0), (3.0, 5.0), (7.0, 9.0)],
+            &[(0.0, 2.0), (2.5, 3.0), (6.0, 6.0), (8.0, 10.0)],
+        ];
+        for cov in layouts {
+            for k in 0..=24 {
+                let ts = k as f64 / 2.0 - 1.0;
+                let any = cov.iter().any(|&(s, e)| s <= ts && ts <= e);
+                assert_eq!(covered(cov, ts), any, "{ts} in {cov:?}");
+            }
+        }
+    }
 
     /// Issue 13: the baseline built every request from scratch and kept a bitset over all
     /// events per request (requests × events). On a plain session each request now extends

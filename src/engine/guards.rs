@@ -329,7 +329,7 @@ pub fn worth_compacting(
             };
             removable += span(lo, hi);
             // minus the covered events: the coverage ranges meeting [lo, hi]
-            let first = partition_point_from_end(cov, |&(_, e)| e < lo);
+            let first = cov.partition_point(|&(_, e)| e < lo);
             for &(a, b) in cov[first..].iter().take_while(|&&(a, _)| a <= hi) {
                 removable -= span(a.max(lo), b.min(hi));
             }
@@ -399,16 +399,19 @@ pub fn in_time_range(s: &SessionSizes, n: usize, lo: f64, hi: f64) -> (usize, us
         return (0, n);
     }
     let ts = &s.timestamp[..n];
-    let a = partition_point_from_end(ts, |&t| t < lo);
+    // `hi` is mostly among the newest events, `lo` as often the session's start
+    let a = ts.partition_point(|&t| t < lo);
     let b = partition_point_from_end(ts, |&t| t <= hi);
     (a, b.max(a))
 }
 
 /// `v.partition_point(pred)`, searched from the end: doubling steps back from the last
-/// element, then a binary search in the last step. The ranges a replay asks about are
-/// mostly recent, so this costs the log of their distance from the end and touches memory
-/// near it, where a binary search over a long session went through the whole array (cache
-/// misses that made time per event grow with the session).
+/// element, then a binary search in the last step. For a bound among the newest elements
+/// (the end of a range a replay asks about, the newest event's timestamp) this costs the
+/// log of its distance from the end and touches memory near it, where a binary search over
+/// a long session went through the whole array (cache misses that made time per event grow
+/// with the session). A bound far back costs up to twice a binary search: those keep
+/// `partition_point`.
 pub fn partition_point_from_end<T>(v: &[T], pred: impl Fn(&T) -> bool) -> usize {
     let n = v.len();
     // invariant: every element at or after `hi` fails `pred`
