@@ -61,10 +61,10 @@ struct Ref {
     unseen: bool,
 }
 
-/// Whether event `e` lies in one of the `hidden` runs (sorted, disjoint, closed).
-fn in_runs(hidden: &[(u32, u32)], e: u32) -> bool {
+/// The position of the `hidden` run (sorted, disjoint, closed) holding event `e`, if any.
+fn run_of(hidden: &[(u32, u32)], e: u32) -> Option<usize> {
     let at = hidden.partition_point(|&(_, b)| b < e);
-    hidden.get(at).is_some_and(|&(a, _)| a <= e)
+    hidden.get(at).filter(|&&(a, _)| a <= e).map(|_| at)
 }
 
 impl SessionReferences {
@@ -319,19 +319,16 @@ fn ref_hidden(refs: &SessionReferences, rf: &Ref, hidden: &[(u32, u32)]) -> bool
     if rf.n == 0 {
         return true;
     }
-    let run = |e: u32| {
-        let at = hidden.partition_point(|&(_, b)| b < e);
-        hidden.get(at).filter(|&&(a, _)| a <= e).map(|_| at)
-    };
-    let Some(last) = run(rf.latest) else {
+    let Some(last) = run_of(hidden, rf.latest) else {
         return false;
     };
-    let by_ends = run(rf.first) == Some(last);
-    debug_assert!(
-        !by_ends || all_hidden(&refs.holders[rf.fact as usize][..rf.n as usize], hidden),
-        "both ends in one run"
-    );
-    by_ends || all_hidden(&refs.holders[rf.fact as usize][..rf.n as usize], hidden)
+    // the holders are read only when the ends do not settle it
+    let support = || &refs.holders[rf.fact as usize][..rf.n as usize];
+    if run_of(hidden, rf.first) == Some(last) {
+        debug_assert!(all_hidden(support(), hidden), "both ends in one run");
+        return true;
+    }
+    all_hidden(support(), hidden)
 }
 
 /// Whether every event of `support` (ascending) lies in one of the `hidden` runs (sorted,
@@ -339,7 +336,7 @@ fn ref_hidden(refs: &SessionReferences, rf: &Ref, hidden: &[(u32, u32)]) -> bool
 /// so neither side is walked whole: the latest holder (the likeliest to be visible) is
 /// tested first, then whichever is shorter is searched in the other.
 fn all_hidden(support: &[(u32, bool)], hidden: &[(u32, u32)]) -> bool {
-    let in_runs = |e: u32| in_runs(hidden, e);
+    let in_runs = |e: u32| run_of(hidden, e).is_some();
     debug_assert!(
         hidden.windows(2).all(|w| w[0].1 < w[1].0),
         "hidden runs sorted"

@@ -10,7 +10,6 @@
 //! last request instead when the events appended since cannot make any step move anything
 //! (debug builds compare the two).
 
-use super::guards::partition_point_from_end as from_end;
 use crate::tokens::sizes::{SessionSizes, NO_ID, PART_CALL, PART_RESPONSE};
 
 /// A summary in the session (a compaction event), as the contents logic needs it.
@@ -317,6 +316,30 @@ pub fn covered_spans<'a>(
     })
 }
 
+/// `v.partition_point(pred)`, searched from the end: doubling steps back from the last
+/// element, then a binary search in the last step. For a bound among the newest elements
+/// (the end of a range a replay asks about, the newest event's timestamp) this costs the
+/// log of its distance from the end and touches memory near it, where a binary search over
+/// a long session went through the whole array (cache misses that made time per event grow
+/// with the session). A bound far back costs up to twice a binary search: those keep
+/// `partition_point`.
+pub fn partition_point_from_end<T>(v: &[T], pred: impl Fn(&T) -> bool) -> usize {
+    let n = v.len();
+    // invariant: every element at or after `hi` fails `pred`
+    let mut hi = n;
+    let mut step = 1;
+    loop {
+        let Some(probe) = hi.checked_sub(step) else {
+            return v[..hi].partition_point(&pred);
+        };
+        if pred(&v[probe]) {
+            return probe + 1 + v[probe + 1..hi].partition_point(&pred);
+        }
+        hi = probe;
+        step *= 2;
+    }
+}
+
 /// ADK's `_is_timestamp_compacted`. The newest events, asked about at every request, lie
 /// at or after the last range's start: settled by it without a search.
 pub fn covered(cov: &[(f64, f64)], ts: f64) -> bool {
@@ -459,7 +482,7 @@ impl RetainedIndex {
     /// Whether a retained range strictly contains `[lo, hi]` (ADK drops such a new range):
     /// the first retained range ending at or after `hi` has the smallest start of those.
     pub fn contains(&self, lo: f64, hi: f64) -> bool {
-        let at = from_end(&self.keys, |k| k.0 < hi);
+        let at = partition_point_from_end(&self.keys, |k| k.0 < hi);
         at < self.keys.len() && {
             let (s, e) = (self.starts[at], self.keys[at].0);
             s <= lo && (s < lo || e > hi)
@@ -469,7 +492,7 @@ impl RetainedIndex {
     /// The positions of the retained ranges inside `[lo, hi]` (`lo <= start`, `end <= hi`).
     pub fn inside(&self, lo: f64, hi: f64) -> std::ops::Range<usize> {
         let a = self.starts.partition_point(|&s| s < lo);
-        let b = from_end(&self.keys, |k| k.0 <= hi);
+        let b = partition_point_from_end(&self.keys, |k| k.0 <= hi);
         a..b.max(a)
     }
 
@@ -481,7 +504,7 @@ impl RetainedIndex {
 
     /// The number of leading summaries in request order whose key is before `key`.
     pub(crate) fn before(&self, key: &(f64, u32, u32)) -> usize {
-        from_end(&self.keys, |k| key_lt(k, key))
+        partition_point_from_end(&self.keys, |k| key_lt(k, key))
     }
 
     /// [`update_retained_after_append`] through the index: `comps` just gained its last
@@ -2008,6 +2031,26 @@ impl Measure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Searching from the end finds what `partition_point` finds, for every split of every
+    /// length up to 70 (each doubling step and the fall back to the start), duplicates
+    /// included.
+    #[test]
+    fn partition_point_from_end_agrees_with_partition_point() {
+        for n in 0..70usize {
+            // values 0, 0, 1, 1, 2, 2, ...: each threshold splits the slice somewhere
+            let v: Vec<usize> = (0..n).map(|i| i / 2).collect();
+            for x in 0..=n / 2 + 1 {
+                for pred in [|t: &usize, x: usize| *t < x, |t: &usize, x: usize| *t <= x] {
+                    assert_eq!(
+                        partition_point_from_end(&v, |t| pred(t, x)),
+                        v.partition_point(|t| pred(t, x)),
+                        "n {n}, x {x}"
+                    );
+                }
+            }
+        }
+    }
 
     /// `covered` settles the newest timestamps by the last range and searches for the
     /// others: either way it says whether some range holds the timestamp, at every range

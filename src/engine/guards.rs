@@ -2,7 +2,7 @@
 //! retention split, the self-contained-prefix trim with its dead-call second pass, and the
 //! worth-compacting gate.
 
-use super::contents::{covered, next_gen, Comp, RetainedIndex};
+use super::contents::{covered, next_gen, partition_point_from_end, Comp, RetainedIndex};
 use super::types::InvocationRuns;
 use crate::tokens::sizes::{SessionSizes, PART_CALL};
 
@@ -405,30 +405,6 @@ pub fn in_time_range(s: &SessionSizes, n: usize, lo: f64, hi: f64) -> (usize, us
     (a, b.max(a))
 }
 
-/// `v.partition_point(pred)`, searched from the end: doubling steps back from the last
-/// element, then a binary search in the last step. For a bound among the newest elements
-/// (the end of a range a replay asks about, the newest event's timestamp) this costs the
-/// log of its distance from the end and touches memory near it, where a binary search over
-/// a long session went through the whole array (cache misses that made time per event grow
-/// with the session). A bound far back costs up to twice a binary search: those keep
-/// `partition_point`.
-pub fn partition_point_from_end<T>(v: &[T], pred: impl Fn(&T) -> bool) -> usize {
-    let n = v.len();
-    // invariant: every element at or after `hi` fails `pred`
-    let mut hi = n;
-    let mut step = 1;
-    loop {
-        let Some(probe) = hi.checked_sub(step) else {
-            return v[..hi].partition_point(&pred);
-        };
-        if pred(&v[probe]) {
-            return probe + 1 + v[probe + 1..hi].partition_point(&pred);
-        }
-        hi = probe;
-        step *= 2;
-    }
-}
-
 /// The invocations of the raw events of scope `scope` with timestamp in `[lo, hi]` among
 /// `0..n` (the oracle's `invocations_in_range`). An invocation id recurring later maps to
 /// its first block (the oracle's `_inv_index`). With sorted timestamps, no scopes or rewinds
@@ -507,26 +483,6 @@ mod tests {
     use super::*;
     use crate::transcript::{Event, Part, Role, Session};
     use serde_json::json;
-
-    /// Searching from the end finds what `partition_point` finds, for every split of every
-    /// length up to 70 (each doubling step and the fall back to the start), duplicates
-    /// included.
-    #[test]
-    fn partition_point_from_end_agrees_with_partition_point() {
-        for n in 0..70usize {
-            // values 0, 0, 1, 1, 2, 2, ...: each threshold splits the slice somewhere
-            let v: Vec<usize> = (0..n).map(|i| i / 2).collect();
-            for x in 0..=n / 2 + 1 {
-                for pred in [|t: &usize, x: usize| *t < x, |t: &usize, x: usize| *t <= x] {
-                    assert_eq!(
-                        partition_point_from_end(&v, |t| pred(t, x)),
-                        v.partition_point(|t| pred(t, x)),
-                        "n {n}, x {x}"
-                    );
-                }
-            }
-        }
-    }
 
     fn ev(author: &str, inv: &str, ts: f64, parts: Vec<Part>) -> Event {
         let role =
