@@ -99,23 +99,12 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// `--child replay FILE KIND SUMMARIZER CLIENT REPS`: one case, one process.
-fn child_replay(args: &[String]) -> anyhow::Result<()> {
-    let [file, kind, summ, client, reps, min_time, mode] = args else {
-        anyhow::bail!("--child replay FILE KIND SUMMARIZER CLIENT REPS MIN_TIME metrics|engine");
-    };
-    let min_time: f64 = min_time
-        .parse()
-        .map_err(|_| anyhow::anyhow!("min time `{min_time}`"))?;
-    let engine_only = match mode.as_str() {
-        "metrics" => false,
-        "engine" => true,
-        _ => anyhow::bail!("mode `{mode}`: metrics or engine"),
-    };
-    let cfg = config(kind).ok_or_else(|| anyhow::anyhow!("unknown setting kind `{kind}`"))?;
-    let spec = SummarizerSpec::parse(summ).map_err(anyhow::Error::msg)?;
-    if let SummarizerSpec::Python(reference) = &spec {
-        // workers as `replay --summarizer python:REF` starts them (COMPACTION_SIM_PYTHON)
+/// Start what a summarizer spec needs in this process: `python:` workers (as `replay
+/// --summarizer python:REF` starts them, with COMPACTION_SIM_PYTHON) and, for
+/// `live:openai/...`, a local stand-in for the provider (none is reachable here: every call
+/// is a real HTTP request to it, answered at once).
+fn start_summarizer(spec: &SummarizerSpec) -> anyhow::Result<()> {
+    if let SummarizerSpec::Python(reference) = spec {
         let opts = python::PythonOptions {
             python: python::interpreter(None),
             package: None,
@@ -123,9 +112,7 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
         };
         python::start(reference, &opts)?;
     }
-    if let SummarizerSpec::Live { provider, model } = &spec {
-        // A local stand-in for the provider (none is reachable here): every call is a real
-        // HTTP request to it, answered at once.
+    if let SummarizerSpec::Live { provider, model } = spec {
         anyhow::ensure!(
             *provider == live::Provider::OpenAi,
             "scale-bench answers `live:openai/...` only"
@@ -140,24 +127,112 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
         };
         live::start(*provider, model, &opts)?;
     }
+    Ok(())
+}
+
+/// A session read as `replay` reads it: the ADK reader, an o200k count (no cache), the
+/// per-event arrays and the metrics' inputs.
+struct Loaded {
+    sessions: Vec<compaction_sim::transcript::Session>,
+    sizes: SessionSizes,
+    inputs: SessionCostInputs,
+}
+
+impl Loaded {
+    fn read(file: &str) -> anyhow::Result<Loaded> {
+        let sessions = detect::load_file(file, None)?;
+        let session = sessions
+            .first()
+            .ok_or_else(|| anyhow::anyhow!("{file}: no session"))?;
+        let counts = count_sessions(&sessions, Tokenizer::O200k, &CacheOpts::disabled())?;
+        let sizes = SessionSizes::new(session, counts.first().map(Vec::as_slice));
+        drop(counts); // as `replay` does: the sizes hold what the replay needs
+        let inputs = SessionCostInputs::new(session, Tokenizer::O200k);
+        Ok(Loaded {
+            sessions,
+            sizes,
+            inputs,
+        })
+    }
+
+    /// One replay under `cfg`: (seconds, of them inside `engine::replay`, compactions).
+    /// `engine_only`: the engine alone, with the summarizer `evaluate` would build (no
+    /// metrics); else with the metrics (`cost::evaluate`, as `replay` and `sweep` do).
+    fn replay(
+        &self,
+        (cfg, spec, client, model): &Setup,
+        engine_only: bool,
+    ) -> anyhow::Result<(f64, f64, usize)> {
+        let session = &self.sessions[0];
+        let agent = session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL);
+        let setting = CostSetting::new(spec, Some(agent), *client);
+        if engine_only {
+            let (el, r) = with_summarizer(session, &self.inputs, model, &setting, |summarizer| {
+                let t = Instant::now();
+                let r = engine::replay(&self.sizes, cfg, summarizer);
+                (t.elapsed().as_secs_f64(), r)
+            })
+            .map_err(anyhow::Error::msg)?;
+            return Ok((el, el, r.compactions.len()));
+        }
+        let t = Instant::now();
+        let inner = std::cell::Cell::new(0.0);
+        let run = |s: &dyn engine::Summarizer| {
+            let t = Instant::now();
+            let r = engine::replay(&self.sizes, cfg, s);
+            inner.set(inner.get() + t.elapsed().as_secs_f64());
+            r
+        };
+        let e = evaluate(
+            session,
+            &self.sizes,
+            &self.inputs,
+            model,
+            &setting,
+            None,
+            &run,
+        )
+        .map_err(anyhow::Error::msg)?;
+        let compactions = e.replay.compactions.len();
+        drop(e);
+        Ok((t.elapsed().as_secs_f64(), inner.get(), compactions))
+    }
+}
+
+/// A case's setup: the setting, the summarizer, the client mode, and the prices and latencies.
+type Setup = (Config, SummarizerSpec, ClientMode, CostModel);
+
+/// The parsed `KIND SUMMARIZER CLIENT` of a child's arguments (the summarizer started).
+fn case_args(kind: &str, summ: &str, client: &str) -> anyhow::Result<Setup> {
+    let cfg = config(kind).ok_or_else(|| anyhow::anyhow!("unknown setting kind `{kind}`"))?;
+    let spec = SummarizerSpec::parse(summ).map_err(anyhow::Error::msg)?;
+    start_summarizer(&spec)?;
     let client: ClientMode = client
         .parse()
         .map_err(|e| anyhow::anyhow!("--client: {e}"))?;
+    Ok((cfg, spec, client, CostModel::default()))
+}
+
+/// `--child replay FILE KIND SUMMARIZER CLIENT REPS MIN_TIME metrics|engine`: one case, one
+/// process.
+fn child_replay(args: &[String]) -> anyhow::Result<()> {
+    let [file, kind, summ, client, reps, min_time, mode] = args else {
+        anyhow::bail!("--child replay FILE KIND SUMMARIZER CLIENT REPS MIN_TIME metrics|engine");
+    };
+    let min_time: f64 = min_time
+        .parse()
+        .map_err(|_| anyhow::anyhow!("min time `{min_time}`"))?;
+    let engine_only = match mode.as_str() {
+        "metrics" => false,
+        "engine" => true,
+        _ => anyhow::bail!("mode `{mode}`: metrics or engine"),
+    };
+    let case = case_args(kind, summ, client)?;
     let reps: usize = reps.parse().map_err(|_| anyhow::anyhow!("reps `{reps}`"))?;
     let t = Instant::now();
-    let sessions = detect::load_file(file, None)?;
-    let session = sessions
-        .first()
-        .ok_or_else(|| anyhow::anyhow!("no session"))?;
-    let counts = count_sessions(&sessions, Tokenizer::O200k, &CacheOpts::disabled())?;
-    let sizes = SessionSizes::new(session, counts.first().map(Vec::as_slice));
-    drop(counts); // as `replay` does: the sizes hold what the replay needs
-    let inputs = SessionCostInputs::new(session, Tokenizer::O200k);
+    let loaded = Loaded::read(file)?;
     let load_s = t.elapsed().as_secs_f64();
     let load_mib = peak_mib();
-    let model = CostModel::default();
-    let agent = session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL);
-    let setting = CostSetting::new(&spec, Some(agent), client);
     let mut total = Vec::new();
     let mut engine_s = Vec::new();
     let mut compactions = 0;
@@ -166,33 +241,10 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
     // load as a slow one, so a passing burst does not set its median
     let warm_s = |t: &[f64]| t.iter().skip(1).sum::<f64>();
     while total.len() < reps.max(1) || (reps > 1 && warm_s(&total) < min_time) {
-        if engine_only {
-            // The engine alone, with the summarizer `evaluate` would build (no metrics).
-            let (el, r) = with_summarizer(session, &inputs, &model, &setting, |summarizer| {
-                let t = Instant::now();
-                let r = engine::replay(&sizes, &cfg, summarizer);
-                (t.elapsed().as_secs_f64(), r)
-            })
-            .map_err(anyhow::Error::msg)?;
-            total.push(el);
-            engine_s.push(el);
-            compactions = r.compactions.len();
-            continue;
-        }
-        let t = Instant::now();
-        let inner = std::cell::Cell::new(0.0);
-        let run = |s: &dyn engine::Summarizer| {
-            let t = Instant::now();
-            let r = engine::replay(&sizes, &cfg, s);
-            inner.set(inner.get() + t.elapsed().as_secs_f64());
-            r
-        };
-        let e = evaluate(session, &sizes, &inputs, &model, &setting, None, &run)
-            .map_err(anyhow::Error::msg)?;
-        total.push(t.elapsed().as_secs_f64());
-        engine_s.push(inner.get());
-        compactions = e.replay.compactions.len();
-        drop(e);
+        let (all, inner, c) = loaded.replay(&case, engine_only)?;
+        total.push(all);
+        engine_s.push(inner);
+        compactions = c;
     }
     let first = total[0];
     let first_engine = engine_s[0];
@@ -201,6 +253,7 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
     // the fastest warm replay: on a shared machine the least disturbed one
     let best = total[1..].iter().copied().fold(f64::NAN, f64::min);
     let best_engine = engine_s[1..].iter().copied().fold(f64::NAN, f64::min);
+    let sizes = &loaded.sizes;
     println!(
         "{RESULT} events={} requests={} compactions={compactions} load_s={load_s:.3} \
          load_mib={load_mib:.1} first_s={first:.6} first_engine_s={first_engine:.6} \
@@ -210,6 +263,48 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
         sizes.model_request.iter().filter(|&&m| m).count(),
         total.len(),
         peak_mib()
+    );
+    Ok(())
+}
+
+/// `--child pair SMALL LARGE KIND SUMMARIZER CLIENT MIN_TIME`: growth of time per event from
+/// one session to a longer one, measured in turns. Both are read, replayed once (the first
+/// replay also builds each session's caches), then replayed alternately, small then large,
+/// until the turns took `MIN_TIME` seconds in all, and at least 5 turns. A turn's growth is the large
+/// replay's time per event over the small one's just before it: the two ran under the same
+/// load of this shared machine, and neither kept its data in the core's own cache (the other
+/// replay evicted it), where separate processes let the small session (a few hundred kB)
+/// stay in the core's 1 MB cache from one replay to the next while the long one (several
+/// MB) could not, and another tenant's burst landed on one and not the other. Reports the
+/// median growth over the turns and each session's median time.
+fn child_pair(args: &[String]) -> anyhow::Result<()> {
+    let [small, large, kind, summ, client, min_time] = args else {
+        anyhow::bail!("--child pair SMALL LARGE KIND SUMMARIZER CLIENT MIN_TIME");
+    };
+    let min_time: f64 = min_time
+        .parse()
+        .map_err(|_| anyhow::anyhow!("min time `{min_time}`"))?;
+    let case = case_args(kind, summ, client)?;
+    let small = Loaded::read(small)?;
+    let large = Loaded::read(large)?;
+    small.replay(&case, false)?;
+    large.replay(&case, false)?;
+    let (mut ts, mut tl, mut growth) = (Vec::new(), Vec::new(), Vec::new());
+    let (es, el) = (small.sizes.n as f64, large.sizes.n as f64);
+    while ts.len() < 5 || ts.iter().chain(&tl).sum::<f64>() < min_time {
+        let (s, _, _) = small.replay(&case, false)?;
+        let (l, _, _) = large.replay(&case, false)?;
+        ts.push(s);
+        tl.push(l);
+        growth.push((l / el) / (s / es));
+    }
+    println!(
+        "{RESULT} small_events={es} large_events={el} turns={} small_s={:.6} large_s={:.6} \
+         growth={:.4}",
+        ts.len(),
+        median(&mut ts),
+        median(&mut tl),
+        median(&mut growth)
     );
     Ok(())
 }
@@ -397,8 +492,9 @@ fn run() -> anyhow::Result<()> {
     if argv.first().map(String::as_str) == Some("--child") {
         return match argv.get(1).map(String::as_str) {
             Some("replay") => child_replay(&argv[2..]),
+            Some("pair") => child_pair(&argv[2..]),
             Some("inspect") => child_inspect(&argv[2..]),
-            _ => Err(anyhow::anyhow!("--child replay|inspect ...")),
+            _ => Err(anyhow::anyhow!("--child replay|pair|inspect ...")),
         };
     }
     let mut sizes: Vec<usize> = vec![1_250, 2_500, 5_000, 10_000, 20_000];
@@ -558,6 +654,67 @@ fn run() -> anyhow::Result<()> {
                     2 * to
                 ),
             );
+        }
+    }
+    // The same growth measured in turns, one process per case (see `child_pair`).
+    let pair = if sizes.contains(&1_250) && sizes.contains(&10_000) {
+        Some((1_250, 10_000))
+    } else {
+        sizes
+            .iter()
+            .min()
+            .zip(sizes.iter().max())
+            .map(|(a, b)| (*a, *b))
+    };
+    if let Some((from, to)) = pair.filter(|(a, b)| a < b) {
+        let file = |n: usize| -> anyhow::Result<String> {
+            let shape = LongShape {
+                invocations: n,
+                tool_rounds: false,
+            };
+            Ok(write_session(&dir, shape)?.to_string_lossy().into_owned())
+        };
+        let (small, large) = (file(from)?, file(to)?);
+        println!();
+        println!(
+            "Growth from {} to {} events ({from} to {to} invocations), time per event, the two \
+             sessions replayed in turns in one process (each turn: the small one, then the \
+             large one; at least {min_time} s of turns; 1.0 = linear):",
+            2 * from,
+            2 * to
+        );
+        println!();
+        println!(
+            "| setting | summarizer | client | turns | small: replay (ms, median) | large: replay (ms, median) | growth (median over turns) |"
+        );
+        println!("|---|---|---|---|---|---|---|");
+        for kind in &kinds {
+            for summ in &summarizers {
+                for client in &clients {
+                    let args = [
+                        "pair",
+                        &small,
+                        &large,
+                        kind,
+                        summ,
+                        client,
+                        &min_time.to_string(),
+                    ];
+                    match spawn(&args, timeout)? {
+                        Some(c) => println!(
+                            "| {kind} | {summ} | {client} | {} | {:.3} | {:.3} | {:.2} |",
+                            c.get("turns"),
+                            c.get("small_s") * 1e3,
+                            c.get("large_s") * 1e3,
+                            c.get("growth")
+                        ),
+                        None => println!(
+                            "| {kind} | {summ} | {client} | > {} s (killed) | | | |",
+                            timeout.as_secs()
+                        ),
+                    }
+                }
+            }
         }
     }
     if big {

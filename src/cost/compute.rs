@@ -624,8 +624,28 @@ fn facts_dropped(
         }
         t
     };
-    let (Some(held), Some(facts)) = (held, setting.event_facts) else {
+    let Some(facts) = setting.event_facts else {
         return whole();
+    };
+    let Some(held) = held else {
+        // Texts standing alone (a model's, a command's): each is searched once for every
+        // session fact, not once per fact of its span (a rolling summary's span grows with
+        // the session, and so did the searches per event).
+        let Some(ac) = setting.references.and_then(|r| r.text_automaton(facts)) else {
+            return whole();
+        };
+        let mut t = FactTally::default();
+        for c in &calls {
+            let text = log.texts.get(&c.call).map(SummaryText::whole);
+            let found = super::text_facts::found_in(ac, text.as_deref().unwrap_or(""));
+            t.add(super::facts::tally_listed(facts, range(c), &found));
+        }
+        debug_assert_eq!(
+            t,
+            whole(),
+            "facts_dropped by one pass per text vs whole texts"
+        );
+        return t;
     };
     let mut t = FactTally::default();
     for c in &calls {

@@ -40,7 +40,7 @@ pub struct SessionReferences {
     automaton: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>>,
     /// The session's event facts then these facts, as the automaton [`TextFacts`] searches
     /// with (one search of a summary text serves both tallies), built on first use.
-    text_automaton: std::sync::OnceLock<Option<aho_corasick::nfa::contiguous::NFA>>,
+    text_automaton: std::sync::OnceLock<Option<super::text_facts::TextSearch>>,
 }
 
 /// One reference: a fact the model event uses that earlier events hold. Its support is
@@ -175,7 +175,7 @@ impl SessionReferences {
     pub fn text_automaton(
         &self,
         event_facts: &super::facts::EventFacts,
-    ) -> Option<&aho_corasick::nfa::contiguous::NFA> {
+    ) -> Option<&super::text_facts::TextSearch> {
         self.text_automaton
             .get_or_init(|| {
                 let all: Vec<&str> = event_facts

@@ -9,25 +9,123 @@
 //! its pre-order numbers.
 
 use crate::engine::summarizer::SummaryText;
+use crate::tokens::cache::{key_map, Key128Map, KeyMap};
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::nfa::contiguous::NFA;
 use aho_corasick::Anchored;
 use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// The automaton [`TextFacts`] searches with (pattern i = fact i), and what it found in lines
+/// of summary text before.
+pub struct TextSearch {
+    nfa: NFA,
+    /// Per line (a run of text without `\n`, by its xxh3-128): the patterns in it and the
+    /// automaton's state after it. Kept across replays of the session: a rolling summary's
+    /// new part is lines of its events, searched again by every replay of every setting.
+    /// `None` when a pattern holds a `\n` (or is empty): then a text is not the sum of its
+    /// lines.
+    lines: Option<Mutex<LineMemo>>,
+}
+
+impl Clone for TextSearch {
+    fn clone(&self) -> Self {
+        let lines = self.lines.as_ref().map(|m| {
+            let m = m.lock().unwrap_or_else(|e| e.into_inner());
+            Mutex::new(LineMemo {
+                seen: m.seen.clone(),
+                found: m.found.clone(),
+            })
+        });
+        TextSearch {
+            nfa: self.nfa.clone(),
+            lines,
+        }
+    }
+}
+
+impl std::fmt::Debug for TextSearch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextSearch")
+            .field("patterns", &self.nfa.patterns_len())
+            .field("by_lines", &self.lines.is_some())
+            .finish()
+    }
+}
+
+#[derive(Default)]
+struct LineMemo {
+    /// Line key -> (patterns at `found[a..b]`, state after the line).
+    seen: Key128Map<(u32, u32, StateID)>,
+    found: Vec<u32>,
+}
 
 /// The automaton [`TextFacts`] searches with (pattern i = fact i): its state can be carried
 /// from the end of a seed into the text written around it. (A DFA was tried: over a long
 /// session's facts its tables are tens of MB and searching was slower.)
-pub fn automaton<P: AsRef<[u8]>>(facts: &[P]) -> Option<NFA> {
-    NFA::new(facts).ok()
+pub fn automaton<P: AsRef<[u8]>>(facts: &[P]) -> Option<TextSearch> {
+    let nfa = NFA::new(facts).ok()?;
+    let lines = facts
+        .iter()
+        .all(|f| !f.as_ref().is_empty() && !f.as_ref().contains(&b'\n'))
+        .then(Mutex::default);
+    Some(TextSearch { nfa, lines })
+}
+
+impl TextSearch {
+    /// Feed `hay` to the automaton from state `sid` (as [`scan`]); where no pattern holds a
+    /// `\n`, each line after the first is looked up (or searched once and remembered): after a
+    /// `\n` the automaton is back at its start, whatever came before.
+    fn feed(&self, sid: StateID, hay: &str, mut found: impl FnMut(u32)) -> StateID {
+        let Some(memo) = &self.lines else {
+            return scan(&self.nfa, sid, hay, found);
+        };
+        let Some(nl) = hay.find('\n') else {
+            return scan(&self.nfa, sid, hay, found);
+        };
+        let mut sid = scan(&self.nfa, sid, &hay[..nl], &mut found);
+        let Ok(start) = self.nfa.start_state(Anchored::No) else {
+            return sid;
+        };
+        let mut memo = memo.lock().unwrap_or_else(|e| e.into_inner());
+        let LineMemo { seen, found: all } = &mut *memo;
+        for line in hay[nl + 1..].split('\n') {
+            let key = xxhash_rust::xxh3::xxh3_128(line.as_bytes());
+            let (a, b, end) = *seen.entry(key).or_insert_with(|| {
+                let a = all.len() as u32;
+                let end = scan(&self.nfa, start, line, |f| all.push(f));
+                (a, all.len() as u32, end)
+            });
+            all[a as usize..b as usize].iter().for_each(|&f| found(f));
+            sid = end;
+        }
+        debug_assert_eq!(
+            sid,
+            scan(
+                &self.nfa,
+                start,
+                &hay[hay.rfind('\n').map_or(0, |k| k + 1)..],
+                |_| {}
+            ),
+            "state after the last line"
+        );
+        sid
+    }
 }
 
 /// Facts (the automaton's patterns) held by each text of a list.
+///
+/// Flat arrays: a replay builds one of these, and a long session has tens of thousands of
+/// facts, most held by no text. A list per fact cost an allocation per fact and per found
+/// fact at every replay (×1.8 per event from 2,500 to 20,000 events).
 #[derive(Debug, Clone, Default)]
 pub struct TextFacts {
     /// Per text: its pre-order number in the seed forest.
     pre: Vec<u32>,
-    /// Per fact: the pre-order ranges (closed, disjoint, ascending) of the texts holding it.
-    ranges: Vec<Vec<(u32, u32)>>,
+    /// Fact f's pre-order ranges are `spans[at[f]..at[f + 1]]` (closed, disjoint, ascending);
+    /// empty when no text holds it (or f is past `at`).
+    at: Vec<u32>,
+    spans: Vec<(u32, u32)>,
 }
 
 /// Feed `hay` to the automaton from state `sid`, calling `found` with each pattern ending in
@@ -44,6 +142,19 @@ fn scan(ac: &NFA, mut sid: StateID, hay: &str, mut found: impl FnMut(u32)) -> St
     sid
 }
 
+/// The patterns of `ac` that occur in `text` (as `text.contains(pattern)` finds them),
+/// ascending, each once: one pass over the text, whatever the number of patterns.
+pub fn found_in(search: &TextSearch, text: &str) -> Vec<u32> {
+    let Ok(start) = search.nfa.start_state(Anchored::No) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    search.feed(start, text, |f| out.push(f));
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 impl TextFacts {
     /// `texts[i]`: the text of summary i (`None`: it wrote none); a text's seed is found among
     /// the earlier texts by identity.
@@ -54,103 +165,176 @@ impl TextFacts {
     /// way), and the tail, the search resumed where the seed's ended (the automaton's state
     /// after a text depends on its last bytes only, as many as the longest fact). Any other
     /// text is searched whole.
-    pub fn new(texts: &[Option<&SummaryText>], ac: &NFA) -> TextFacts {
+    pub fn new(texts: &[Option<&SummaryText>], search: &TextSearch) -> TextFacts {
+        let ac = &search.nfa;
         let n = texts.len();
         let longest = ac.max_pattern_len();
         let Ok(start) = ac.start_state(Anchored::No) else {
             return TextFacts::default();
         };
-        let mut parent: Vec<Option<usize>> = vec![None; n];
+        let mut parent: Vec<u32> = vec![u32::MAX; n];
         let mut end: Vec<StateID> = vec![start; n];
-        let mut by_node: HashMap<usize, usize> = HashMap::new();
-        let mut heads: HashMap<String, Vec<u32>> = HashMap::new();
-        let mut found: Vec<Vec<u32>> = vec![Vec::new(); ac.patterns_len()];
-        let note = |found: &mut Vec<Vec<u32>>, i: usize, f: u32| {
-            let list = &mut found[f as usize];
-            if list.last() != Some(&(i as u32)) {
-                list.push(i as u32);
+        // texts by identity (node ids are addresses: an odd multiple spreads their bits and
+        // keeps them distinct)
+        let node_key = |t: &SummaryText| (t.node_id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut by_node: KeyMap<u32> = key_map(n);
+        // Each text's first `longest - 1` bytes (interned), carried down the chains: a text's
+        // are its head's then its seed's, so no chain is walked for them.
+        let keep = longest.saturating_sub(1);
+        let mut prefixes: Vec<String> = Vec::new();
+        let mut prefix_ids: HashMap<String, u32> = HashMap::new();
+        let mut prefix_of: Vec<u32> = vec![u32::MAX; n];
+        let mut intern = |p: String, prefixes: &mut Vec<String>| -> u32 {
+            if let Some(&id) = prefix_ids.get(p.as_str()) {
+                return id;
             }
+            let id = prefixes.len() as u32;
+            prefixes.push(p.clone());
+            prefix_ids.insert(p, id);
+            id
         };
+        // The facts starting in a head: per (head, seed's prefix), searched once (a chain's
+        // heads pile up the same way), with the prefix of the text that window starts.
+        let mut head_ids: HashMap<&str, u32> = HashMap::new();
+        let mut windows: HashMap<(u32, u32), (u32, u32, u32)> = HashMap::new();
+        let mut window_facts: Vec<u32> = Vec::new();
+        let mut window = String::new();
+        // (fact, text) for every fact found in a text's own part (repeats allowed)
+        let mut found: Vec<(u32, u32)> = Vec::new();
         for (i, t) in texts.iter().enumerate() {
             let Some(t) = t else { continue };
-            by_node.insert(t.node_id(), i);
+            let i = i as u32;
+            by_node.insert(node_key(t), i);
             let (head, seed, tail) = t.parts();
-            let p = seed.and_then(|s| by_node.get(&s.node_id()).copied());
+            let p = seed.and_then(|s| by_node.get(&node_key(s)).copied());
             match (p, seed) {
                 (Some(p), Some(seed)) if seed.len() >= longest => {
-                    parent[i] = Some(p);
-                    let window = [head, &seed.prefix(longest.saturating_sub(1))].concat();
-                    let in_head = heads.entry(window).or_insert_with_key(|w| {
-                        let mut fs = Vec::new();
-                        scan(ac, start, w, |f| fs.push(f));
-                        fs.sort_unstable();
-                        fs.dedup();
-                        fs
+                    parent[i as usize] = p;
+                    let seed_prefix = match prefix_of[p as usize] {
+                        u32::MAX => intern(seed.prefix(keep), &mut prefixes),
+                        id => id,
+                    };
+                    prefix_of[p as usize] = seed_prefix;
+                    let h = head_ids.len() as u32;
+                    let h = *head_ids.entry(head).or_insert(h);
+                    let (a, b, own) = *windows.entry((h, seed_prefix)).or_insert_with(|| {
+                        window.clear();
+                        window.push_str(head);
+                        window.push_str(&prefixes[seed_prefix as usize]);
+                        let a = window_facts.len() as u32;
+                        window_facts.extend(found_in(search, &window));
+                        let mut cut = keep.min(window.len());
+                        while !window.is_char_boundary(cut) {
+                            cut += 1;
+                        }
+                        let own = intern(window[..cut].to_string(), &mut prefixes);
+                        (a, window_facts.len() as u32, own)
                     });
-                    for &f in in_head.iter() {
-                        note(&mut found, i, f);
-                    }
-                    end[i] = scan(ac, end[p], tail, |f| note(&mut found, i, f));
+                    debug_assert_eq!(prefixes[own as usize], t.prefix(keep), "carried prefix");
+                    prefix_of[i as usize] = own;
+                    found.extend(window_facts[a as usize..b as usize].iter().map(|&f| (f, i)));
+                    end[i as usize] = search.feed(end[p as usize], tail, |f| found.push((f, i)));
                 }
                 (p, _) => {
-                    parent[i] = p;
-                    end[i] = scan(ac, start, &t.whole(), |f| note(&mut found, i, f));
+                    parent[i as usize] = p.unwrap_or(u32::MAX);
+                    end[i as usize] = search.feed(start, &t.whole(), |f| found.push((f, i)));
                 }
             }
         }
-        // pre-order numbers and subtree ends (a parent always comes before its children)
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, p) in parent.iter().enumerate() {
-            if let Some(p) = p {
-                children[*p].push(i);
+        let (pre, last) = preorder(&parent);
+        // the texts holding each fact as pre-order ranges, grouped by fact (counting sort)
+        let facts = ac.patterns_len();
+        let mut at = vec![0u32; facts + 1];
+        for &(f, _) in &found {
+            at[f as usize + 1] += 1;
+        }
+        for f in 0..facts {
+            at[f + 1] += at[f];
+        }
+        let mut next = at.clone();
+        let mut spans = vec![(0u32, 0u32); found.len()];
+        for &(f, i) in &found {
+            let k = &mut next[f as usize];
+            spans[*k as usize] = (pre[i as usize], last[i as usize]);
+            *k += 1;
+        }
+        // per fact: ascending, and a subtree inside the last kept one dropped (subtrees nest
+        // or are disjoint); compacted in place
+        let mut w = 0usize;
+        for f in 0..facts {
+            let (a, b) = (at[f] as usize, at[f + 1] as usize);
+            at[f] = w as u32;
+            if a == b {
+                continue;
+            }
+            spans[a..b].sort_unstable();
+            let first = w;
+            for k in a..b {
+                let x = spans[k];
+                if w == first || x.0 > spans[w - 1].1 {
+                    spans[w] = x;
+                    w += 1;
+                }
             }
         }
-        let mut pre = vec![0u32; n];
-        let mut last = vec![0u32; n];
-        let mut next = 0u32;
-        let mut stack: Vec<(usize, bool)> = Vec::new();
-        for root in (0..n).filter(|&i| parent[i].is_none()) {
-            stack.push((root, false));
-            while let Some((i, done)) = stack.pop() {
-                if done {
-                    last[i] = next - 1;
-                    continue;
-                }
-                pre[i] = next;
-                next += 1;
-                stack.push((i, true));
-                stack.extend(children[i].iter().rev().map(|&c| (c, false)));
-            }
-        }
-        let ranges = found
-            .into_iter()
-            .map(|nodes| {
-                let mut r: Vec<(u32, u32)> = nodes
-                    .iter()
-                    .map(|&i| (pre[i as usize], last[i as usize]))
-                    .collect();
-                r.sort_unstable();
-                let mut out: Vec<(u32, u32)> = Vec::with_capacity(r.len());
-                for x in r {
-                    // subtrees nest or are disjoint: drop one inside the last kept
-                    if out.last().is_none_or(|l| x.0 > l.1) {
-                        out.push(x);
-                    }
-                }
-                out
-            })
-            .collect();
-        TextFacts { pre, ranges }
+        at[facts] = w as u32;
+        spans.truncate(w);
+        TextFacts { pre, at, spans }
     }
 
     /// Whether text `i` holds fact `fact`.
     pub fn holds(&self, i: usize, fact: u32) -> bool {
-        let (Some(&p), Some(r)) = (self.pre.get(i), self.ranges.get(fact as usize)) else {
+        let f = fact as usize;
+        let (Some(&p), Some(&a), Some(&b)) = (self.pre.get(i), self.at.get(f), self.at.get(f + 1))
+        else {
             return false;
         };
+        let r = &self.spans[a as usize..b as usize];
         let at = r.partition_point(|&(a, _)| a <= p);
         at > 0 && r[at - 1].1 >= p
     }
+}
+
+/// Pre-order numbers and last pre-order number of each subtree of the forest `parent`
+/// (`u32::MAX`: a root; a parent always comes before its children).
+fn preorder(parent: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let n = parent.len();
+    // children as one list grouped by parent, in index order
+    let mut at = vec![0u32; n + 1];
+    for &p in parent.iter().filter(|&&p| p != u32::MAX) {
+        at[p as usize + 1] += 1;
+    }
+    for i in 0..n {
+        at[i + 1] += at[i];
+    }
+    let mut next = at.clone();
+    let mut children = vec![0u32; at[n] as usize];
+    for (i, &p) in parent.iter().enumerate() {
+        if p != u32::MAX {
+            children[next[p as usize] as usize] = i as u32;
+            next[p as usize] += 1;
+        }
+    }
+    let mut pre = vec![0u32; n];
+    let mut last = vec![0u32; n];
+    let mut count = 0u32;
+    let mut stack: Vec<(u32, bool)> = Vec::new();
+    for root in (0..n).filter(|&i| parent[i] == u32::MAX) {
+        stack.push((root as u32, false));
+        while let Some((i, done)) = stack.pop() {
+            let i = i as usize;
+            if done {
+                last[i] = count - 1;
+                continue;
+            }
+            pre[i] = count;
+            count += 1;
+            stack.push((i as u32, true));
+            let kids = &children[at[i] as usize..at[i + 1] as usize];
+            stack.extend(kids.iter().rev().map(|&c| (c, false)));
+        }
+    }
+    (pre, last)
 }
 
 #[cfg(test)]
@@ -161,15 +345,31 @@ mod tests {
     fn assert_agrees(texts: &[Option<&SummaryText>], facts: &[impl AsRef<str>], what: &str) {
         let patterns: Vec<&str> = facts.iter().map(|f| f.as_ref()).collect();
         let ac = automaton(&patterns).unwrap();
+        // twice: the second finds the lines the first searched
         let tf = TextFacts::new(texts, &ac);
+        let again = TextFacts::new(texts, &ac);
         for (i, t) in texts.iter().enumerate() {
             let whole = t.map(|t| t.to_string()).unwrap_or_default();
+            let contained: Vec<u32> = (0..facts.len() as u32)
+                .filter(|&k| whole.contains(facts[k as usize].as_ref()))
+                .collect();
+            assert_eq!(
+                found_in(&ac, &whole),
+                contained,
+                "{what}: found_in text {i} {whole:?}"
+            );
             for (k, fact) in facts.iter().enumerate() {
                 let fact = fact.as_ref();
+                let holds = t.is_some() && whole.contains(fact);
                 assert_eq!(
                     tf.holds(i, k as u32),
-                    t.is_some() && whole.contains(fact),
+                    holds,
                     "{what}: text {i} {whole:?}, fact {fact:?}"
+                );
+                assert_eq!(
+                    again.holds(i, k as u32),
+                    holds,
+                    "{what}: again, text {i}, {fact:?}"
                 );
             }
         }
@@ -225,7 +425,14 @@ mod tests {
             let word = |len: u64, rnd: &mut dyn FnMut(u64) -> u64| -> String {
                 (0..len).map(|_| alphabet[rnd(7) as usize]).collect()
             };
-            let facts: Vec<String> = (0..8).map(|_| word(1 + rnd(7), &mut rnd)).collect();
+            // every other round no fact holds a `\n`: texts are then searched by their lines
+            let mut facts: Vec<String> = (0..8).map(|_| word(1 + rnd(7), &mut rnd)).collect();
+            if round % 2 == 1 {
+                for f in &mut facts {
+                    *f = f.replace('\n', "b");
+                }
+                assert!(automaton(&facts).unwrap().lines.is_some());
+            }
             let mut texts: Vec<SummaryText> = Vec::new();
             for _ in 0..40 {
                 let t = if texts.is_empty() || rnd(4) == 0 {
