@@ -41,7 +41,10 @@
 //! Growth: time per event at one size divided by time per event at a smaller one (1.0 =
 //! linear), twice: from 2,500 to 20,000 events (1,250 to 10,000 invocations: issue #13's
 //! words, "time per event at 20,000 events within 1.5× of that at 2,500 events"), and from
-//! the smallest size to the largest (2,500 to 40,000 events by default). A case running longer than `--timeout` (default 600 s) is killed and
+//! the smallest size to the largest (2,500 to 40,000 events by default); and from 2,500 to
+//! 20,000 events again in turns, both sessions replayed alternately in one process
+//! (`--child pair`: the same load for both, and neither keeps its data in the core's own cache
+//! between replays). A case running longer than `--timeout` (default 600 s) is killed and
 //! shown as such.
 
 use compaction_sim::cost::client::ClientMode;
