@@ -23,7 +23,7 @@ use super::metrics::SessionMetrics;
 use super::pricing::{ModelPrice, PriceTable, PricingError, ProviderCache};
 use super::references::{self as refs, Basis, Retention, SessionReferences};
 use super::summarizers::{Billed, Harness, SummarizerSpec};
-use super::text_facts::TextFacts;
+use super::text_facts::Searched;
 use crate::engine::summarizer::SummaryText;
 use crate::engine::summarizer::{filler_text, Policy};
 use crate::engine::{CallResult, Phase, Replay, Summarizer, SummarizerCall, Summary};
@@ -556,31 +556,30 @@ pub fn compute_metrics(
         m.critical_hidden,
         critical_hidden_naive(replay, &sizes.critical)
     );
-    // The summary texts by ordinal. Texts written around their seeds (`terse` under a token
-    // trigger) add up to the square of the history: each is searched once, for every fact of
-    // both tallies, where it differs from its seed.
+    // The summary texts by ordinal, each searched once for every fact of both tallies (texts
+    // written around their seeds, `terse` under a token trigger, add up to the square of the
+    // history: those where they differ from their seeds).
     let texts: Vec<Option<&SummaryText>> = replay
         .compactions
         .iter()
         .map(|c| log.texts.get(&c.summarizer_call))
         .collect();
-    let seeded = texts.iter().flatten().any(|t| t.parts().1.is_some());
-    let held = match (seeded, setting.event_facts, setting.references) {
-        (true, Some(f), Some(r)) => r
+    let searched = match (setting.event_facts, setting.references) {
+        (Some(f), Some(r)) => r
             .text_automaton(f)
-            .map(|ac| (TextFacts::new(&texts, ac), f.facts().len() as u32)),
+            .map(|ac| (Searched::new(&texts, ac), f.facts().len() as u32)),
         _ => None,
     };
     if setting.summarizer.writes_real_text() {
-        let held = held.as_ref().map(|(h, _)| h);
-        m.facts_dropped = Some(facts_dropped(session, replay, setting, log, held).share());
+        let searched = searched.as_ref().map(|(h, _)| h);
+        m.facts_dropped = Some(facts_dropped(session, replay, setting, log, searched).share());
     }
     references(
         session,
         replay,
         setting,
         &texts,
-        held.as_ref().map(|(h, offset)| (h, *offset)),
+        searched.as_ref().map(|(h, offset)| (h, *offset)),
         model.latency.retention.as_ref(),
         &mut m,
     );
@@ -596,15 +595,15 @@ pub fn compute_metrics(
     m
 }
 
-/// `facts_dropped` over the summaries written; `held`: the facts each compaction's text
-/// holds (event fact f is pattern f), when found by [`TextFacts`]; else each text is
-/// searched whole. Debug builds compare the two.
+/// `facts_dropped` over the summaries written; `searched`: the facts each compaction's text
+/// holds (event fact f is pattern f), each text searched once; else each text is searched
+/// whole, once per fact of its span. Debug builds compare the two.
 fn facts_dropped(
     session: &Session,
     replay: &Replay,
     setting: &MetricsSetting<'_>,
     log: &ReplayLog,
-    held: Option<&TextFacts>,
+    searched: Option<&Searched>,
 ) -> FactTally {
     let calls: Vec<_> = replay
         .calls
@@ -624,39 +623,30 @@ fn facts_dropped(
         }
         t
     };
-    let Some(facts) = setting.event_facts else {
+    let (Some(facts), Some(searched)) = (setting.event_facts, searched) else {
         return whole();
-    };
-    let Some(held) = held else {
-        // Texts standing alone (a model's, a command's): each is searched once for every
-        // session fact, not once per fact of its span (a rolling summary's span grows with
-        // the session, and so did the searches per event).
-        let Some(ac) = setting.references.and_then(|r| r.text_automaton(facts)) else {
-            return whole();
-        };
-        let mut t = FactTally::default();
-        for c in &calls {
-            let text = log.texts.get(&c.call).map(SummaryText::whole);
-            let found = super::text_facts::found_in(ac, text.as_deref().unwrap_or(""));
-            t.add(super::facts::tally_listed(facts, range(c), &found));
-        }
-        debug_assert_eq!(
-            t,
-            whole(),
-            "facts_dropped by one pass per text vs whole texts"
-        );
-        return t;
     };
     let mut t = FactTally::default();
     for c in &calls {
-        // a summary is a compaction: its text is the compaction's
-        let i = c.compaction.map_or(usize::MAX, |k| k as usize);
-        t.add(tally_held(facts, range(c), |f| held.holds(i, f)));
+        // a summary is a compaction, and its text the compaction's (else it is searched here)
+        let at = c.compaction.map(|k| k as usize).filter(|&k| {
+            replay
+                .compactions
+                .get(k)
+                .is_some_and(|x| x.summarizer_call == c.call)
+        });
+        t.add(match at {
+            Some(k) => tally_held(facts, range(c), |f| searched.holds(k, f)),
+            None => {
+                let text = log.texts.get(&c.call).map(SummaryText::whole);
+                tally_found(facts, range(c), text.as_deref().unwrap_or(""))
+            }
+        });
     }
     debug_assert_eq!(
         t,
         whole(),
-        "facts_dropped by what each text added vs whole texts"
+        "facts_dropped from the texts searched once vs each text per fact"
     );
     t
 }
@@ -667,7 +657,7 @@ fn references(
     replay: &Replay,
     setting: &MetricsSetting<'_>,
     written: &[Option<&SummaryText>],
-    held: Option<(&TextFacts, u32)>,
+    searched: Option<(&Searched, u32)>,
     retention: Option<&Retention>,
     m: &mut SessionMetrics,
 ) {
@@ -685,8 +675,8 @@ fn references(
     // filler.
     let fillers: Vec<SummaryText>;
     let filler_texts: Vec<Option<&SummaryText>>;
-    let texts: Option<&[Option<&SummaryText>]> = match setting.summarizer {
-        SummarizerSpec::Agent | SummarizerSpec::Model(_) => None,
+    let (texts, searched) = match setting.summarizer {
+        SummarizerSpec::Agent | SummarizerSpec::Model(_) => (None, None),
         SummarizerSpec::Deterministic(Policy::Fixed(_) | Policy::Ratio(_)) => {
             fillers = replay
                 .compactions
@@ -694,11 +684,12 @@ fn references(
                 .map(|c| SummaryText::flat(filler_text(c.summary_chars, c.summarizer_call)))
                 .collect();
             filler_texts = fillers.iter().map(Some).collect();
-            Some(&filler_texts)
+            (Some(&filler_texts[..]), None)
         }
-        _ => Some(written),
+        // `searched` was found in these texts
+        _ => (Some(written), searched),
     };
-    let t = refs::tally(found, replay, texts, held);
+    let t = refs::tally(found, replay, texts, searched);
     m.references = t.references;
     m.references_at_risk = t.at_risk_total();
     if m.references_at_risk == 0 {

@@ -248,21 +248,6 @@ pub fn tally_held(
     }
 }
 
-/// [`tally_found`] where `found` lists the facts the summary holds, ascending (e.g.
-/// [`super::text_facts::found_in`] over an automaton whose pattern f is fact f): one pass
-/// over the text instead of one search of it per fact of the span.
-pub fn tally_listed(facts: &EventFacts, span: std::ops::Range<usize>, found: &[u32]) -> FactTally {
-    let all = facts.distinct(span);
-    let held = found
-        .iter()
-        .filter(|f| all.binary_search(f).is_ok())
-        .count() as u64;
-    FactTally {
-        total: all.len() as u64,
-        dropped: all.len() as u64 - held,
-    }
-}
-
 /// Each event's facts (what [`tally`] finds in a span, one event at a time), each distinct
 /// fact stored once: a long session repeats the same order numbers and amounts in turn after
 /// turn, and a list of strings per event was most of its memory.
@@ -507,7 +492,7 @@ mod tests {
                     let ac = crate::cost::text_facts::automaton(&patterns).unwrap();
                     let listed = crate::cost::text_facts::found_in(&ac, sum);
                     assert_eq!(
-                        tally_listed(&found, a..b, &listed),
+                        tally_held(&found, a..b, |f| listed.binary_search(&f).is_ok()),
                         tally(&session.events[a..b], sum),
                         "span {a}..{b}, summary {sum:?}, listed"
                     );

@@ -142,7 +142,7 @@ fn scan(ac: &NFA, mut sid: StateID, hay: &str, mut found: impl FnMut(u32)) -> St
     sid
 }
 
-/// The patterns of `ac` that occur in `text` (as `text.contains(pattern)` finds them),
+/// The patterns of `search` that occur in `text` (as `text.contains(pattern)` finds them),
 /// ascending, each once: one pass over the text, whatever the number of patterns.
 pub fn found_in(search: &TextSearch, text: &str) -> Vec<u32> {
     let Ok(start) = search.nfa.start_state(Anchored::No) else {
@@ -292,6 +292,39 @@ impl TextFacts {
         let r = &self.spans[a as usize..b as usize];
         let at = r.partition_point(|&(a, _)| a <= p);
         at > 0 && r[at - 1].1 >= p
+    }
+}
+
+/// What a replay's summary texts hold (the automaton's patterns), by compaction: each text
+/// searched once, for both tallies (`facts_dropped` and the references).
+#[derive(Debug, Clone)]
+pub enum Searched {
+    /// Some texts are written around their seeds: from what each added ([`TextFacts`]).
+    Held(TextFacts),
+    /// Every text stands alone: the patterns it holds, ascending ([`found_in`]).
+    Listed(Vec<Vec<u32>>),
+}
+
+impl Searched {
+    /// `texts[i]`: the text of compaction i (`None`: it wrote none).
+    pub fn new(texts: &[Option<&SummaryText>], search: &TextSearch) -> Searched {
+        if texts.iter().flatten().any(|t| t.parts().1.is_some()) {
+            return Searched::Held(TextFacts::new(texts, search));
+        }
+        Searched::Listed(
+            texts
+                .iter()
+                .map(|t| t.map_or_else(Vec::new, |t| found_in(search, &t.whole())))
+                .collect(),
+        )
+    }
+
+    /// Whether text `i` holds pattern `p`.
+    pub fn holds(&self, i: usize, p: u32) -> bool {
+        match self {
+            Searched::Held(h) => h.holds(i, p),
+            Searched::Listed(l) => l.get(i).is_some_and(|l| l.binary_search(&p).is_ok()),
+        }
     }
 }
 

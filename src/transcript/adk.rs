@@ -677,14 +677,11 @@ fn content_parts(
         Some("model") => Role::Model,
         _ => Role::User,
     };
+    let listed = non_null(o, "parts");
     // one part each, mostly: sized now, so no shrinking frees room between events later
-    let mut parts = Vec::with_capacity(
-        non_null(o, "parts")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len),
-    );
+    let mut parts = Vec::with_capacity(listed.and_then(Value::as_array).map_or(0, Vec::len));
     let mut extras: Vec<AdkPartExtra> = Vec::new();
-    if let Some(ps) = non_null(o, "parts") {
+    if let Some(ps) = listed {
         let Some(ps) = ps.as_array() else {
             return Err(ReadError::new(
                 file,
