@@ -129,7 +129,7 @@ pub struct Scratch {
     /// `rearrange_events_for_latest_function_response` moved items in the last build.
     latest_rearranged: bool,
     /// Raw events present in the last build (stamp == `gen`), and the same as a list.
-    seen: Vec<u32>,
+    pub(crate) seen: Vec<u32>,
     /// ADK 2.13 isolation scope of the requesting agent (0 = unscoped), set by the caller
     /// before `build`: only events of that scope are visible, and a scoped agent gets its
     /// task input prepended.

@@ -399,8 +399,12 @@ pub fn in_time_range(s: &SessionSizes, n: usize, lo: f64, hi: f64) -> (usize, us
         return (0, n);
     }
     let ts = &s.timestamp[..n];
-    // `hi` is mostly among the newest events, `lo` as often the session's start
-    let a = ts.partition_point(|&t| t < lo);
+    // `hi` is mostly among the newest events, `lo` the session's start (a rolling summary)
+    // or among the newest too (a sliding window): neither needs a search through the middle
+    let a = match ts.first() {
+        Some(&t0) if t0 < lo => partition_point_from_end(ts, |&t| t < lo),
+        _ => 0,
+    };
     let b = partition_point_from_end(ts, |&t| t <= hi);
     (a, b.max(a))
 }
@@ -605,6 +609,43 @@ mod tests {
             "gate by walk vs by index over [{lo}, {hi}]"
         );
         walked
+    }
+
+    /// The index range of a time span, found from the ends, is the one two binary searches
+    /// find: bounds before, at, between, after the events, repeated timestamps, NaN.
+    #[test]
+    fn in_time_range_agrees_with_binary_searches() {
+        let times = [1.0, 2.0, 2.0, 3.0, 5.0, 5.0, 5.0, 8.0, 13.0, 21.0];
+        let evs = times
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| ev("user", &format!("i{i}"), t, vec![text("hi")]))
+            .collect();
+        let s = sizes(evs);
+        assert!(s.ts_sorted);
+        let bounds = [
+            f64::NAN,
+            0.0,
+            1.0,
+            1.5,
+            2.0,
+            4.0,
+            5.0,
+            8.0,
+            20.0,
+            21.0,
+            30.0,
+        ];
+        for n in 0..=times.len() {
+            for &lo in &bounds {
+                for &hi in &bounds {
+                    let ts = &times[..n];
+                    let a = ts.partition_point(|&t| t < lo);
+                    let b = ts.partition_point(|&t| t <= hi).max(a);
+                    assert_eq!(in_time_range(&s, n, lo, hi), (a, b), "n {n} [{lo}, {hi}]");
+                }
+            }
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub mod types;
 pub use summarizer::{Outcome, Seed, SummarizeRequest, Summarizer, Summary};
 pub use types::*;
 
-use crate::tokens::sizes::SessionSizes;
+use crate::tokens::sizes::{prefetch, SessionSizes};
 use contents::{Comp, Measure, Scratch};
 use guards::GuardScratch;
 
@@ -170,6 +170,35 @@ impl<'a> State<'a> {
     pub fn retained_ordinals(&self) -> Vec<u32> {
         let kept = self.comps.iter().enumerate().filter(|(_, c)| c.retained);
         kept.map(|(k, _)| k as u32 + 1).collect()
+    }
+
+    /// Fetch what the replay reads at event `k` and at its model request.
+    #[inline(always)]
+    fn prefetch(&self, k: usize) {
+        let s = self.s;
+        prefetch(&s.model_request, k);
+        prefetch(&s.recorded_prompt, k);
+        prefetch(&s.rewind_to, k);
+        prefetch(&s.inv_id, k);
+        prefetch(&s.timestamp, k);
+        prefetch(&s.author, k);
+        prefetch(&s.branch, k);
+        prefetch(&s.scope, k);
+        prefetch(&s.parts_at, k);
+        prefetch(&s.tokens, k);
+        prefetch(&s.has_calls, k);
+        prefetch(&s.has_resps, k);
+        prefetch(&s.transcription, k);
+        s.long_running.prefetch(k);
+        s.requested.prefetch(k);
+        prefetch(&self.replayed, k);
+        prefetch(&self.sc.seen, k);
+        if let Some(&(a, _)) = s.parts_at.get(k.saturating_sub(AHEAD / 2)) {
+            prefetch(&s.parts, a as usize);
+        }
+        let row = self.req_row + AHEAD / 2;
+        prefetch(&self.base.request, row);
+        prefetch(&self.base.seen_rows, row);
     }
 
     /// Raw event `k` was appended.
@@ -634,6 +663,9 @@ impl<'a> State<'a> {
     }
 }
 
+/// How many events ahead the replay prefetches its per-event arrays.
+const AHEAD: usize = 8;
+
 /// Replay one session under one setting.
 pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
     let base = s.baseline.get_or_init(|| contents::baseline(s));
@@ -690,7 +722,9 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
     for b in 0..s.blocks() {
         let (lo, hi) = (s.block_start[b] as usize, s.block_start[b + 1] as usize);
         let calls_before = st.out.calls.len();
+        prefetch(&st.base.block_end, b + 2);
         for k in lo..hi {
+            st.prefetch(k + AHEAD);
             if s.model_request[k] {
                 pre_request::model_request(&mut st, &mut prev, b as u32, k);
             } else {
