@@ -148,7 +148,35 @@ pub fn price_single(prompt_tokens: u64, output_tokens: u64, price: &ModelPrice) 
 
 /// Sum of charges; `None` if any request was unpriced.
 pub fn total_usd(charges: &[Charge]) -> Option<f64> {
-    charges.iter().map(|c| c.usd).sum()
+    ChargeTotals::of(charges).usd
+}
+
+/// What a session's metrics read from its charges, gathered in one pass (a long session's
+/// charges do not stay in cache from one pass to the next).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChargeTotals {
+    /// `None` when a request has no price.
+    pub usd: Option<f64>,
+    pub cached_read_tokens: u64,
+    /// Requests that crossed a tier threshold.
+    pub over_tier: u64,
+}
+
+impl ChargeTotals {
+    pub fn of(charges: &[Charge]) -> ChargeTotals {
+        let mut t = ChargeTotals {
+            // what `Iterator::sum` starts a float sum with
+            usd: Some(-0.0),
+            cached_read_tokens: 0,
+            over_tier: 0,
+        };
+        for c in charges {
+            t.usd = t.usd.zip(c.usd).map(|(a, b)| a + b);
+            t.cached_read_tokens += c.cached_read_tokens;
+            t.over_tier += u64::from(c.tier_above.is_some());
+        }
+        t
+    }
 }
 
 #[cfg(test)]

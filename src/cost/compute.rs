@@ -14,7 +14,7 @@
 //!   for the agent model's.
 //! - Percentiles interpolate linearly between closest ranks.
 
-use super::caching::{price_requests, price_single, total_usd, CacheMode, Charge, PricedRequest};
+use super::caching::{price_requests, price_single, CacheMode, ChargeTotals, PricedRequest};
 use super::client::{summary_discarded, ClientMode};
 use super::facts::{tally, tally_found, tally_held, FactTally};
 use super::latency::{LatencyParams, LatencyTable};
@@ -375,19 +375,52 @@ pub fn compute_metrics(
     let time = |event: u32| sizes.timestamp.get(event as usize).copied().unwrap_or(0.0);
     let share_1h = |event: u32| sizes.write_1h_share(event);
 
+    // Agent requests, with caching and tiers. Until the first compaction the prompts are the
+    // baseline's, so they share the baseline's rule (the whole previous prompt is a prefix):
+    // a setting that never fires then costs exactly the baseline. From the first summary on,
+    // the engine says how much of the history survived as a prefix. One pass over the
+    // requests gathers these rows and every sum below: a request is three cache lines, and a
+    // long session's requests do not stay in cache from one pass to the next.
+    let mut prev_prompt = 0;
+    let mut compacted = false;
+    let (mut hidden, mut history) = (0u64, 0u64);
+    let mut own_baseline: Vec<(u32, u64)> = match baseline {
+        Some(_) => Vec::new(),
+        None => Vec::with_capacity(replay.requests.len()),
+    };
+    let mut rows: Vec<PricedRequest> = Vec::with_capacity(replay.requests.len());
+    for r in &replay.requests {
+        compacted |= r.summary_tokens > 0 || r.hidden_tokens > 0 || !r.carried.is_empty();
+        let shared = if compacted {
+            let stable = r.prompt_tokens.saturating_sub(r.history_tokens);
+            (stable + r.shared_prefix_tokens).min(r.prompt_tokens)
+        } else {
+            prev_prompt.min(r.prompt_tokens)
+        };
+        prev_prompt = r.prompt_tokens;
+        m.prompt_tokens += r.prompt_tokens;
+        hidden += r.hidden_tokens;
+        history += r.baseline_history_tokens;
+        if baseline.is_none() {
+            own_baseline.push((r.event_index, r.baseline_prompt_tokens));
+        }
+        rows.push(PricedRequest {
+            time_s: time(r.event_index),
+            prompt_tokens: r.prompt_tokens,
+            shared_prefix_tokens: shared,
+            output_tokens: output_tokens(sizes, r.event_index as usize),
+            write_1h_share: share_1h(r.event_index),
+        });
+    }
+
     // Tokens.
-    m.prompt_tokens = replay.requests.iter().map(|r| r.prompt_tokens).sum();
     let baseline_rows: Vec<(u32, u64)> = match baseline {
         Some(b) => b
             .requests
             .iter()
             .map(|r| (r.event_index, r.prompt_tokens))
             .collect(),
-        None => replay
-            .requests
-            .iter()
-            .map(|r| (r.event_index, r.baseline_prompt_tokens))
-            .collect(),
+        None => own_baseline,
     };
     m.baseline_prompt_tokens = baseline_rows.iter().map(|(_, p)| p).sum();
     m.summarizer_calls = replay.calls.len() as u64;
@@ -401,33 +434,6 @@ pub fn compute_metrics(
     m.tokens_saved_net =
         m.tokens_saved_gross - m.summarizer_input_tokens as i64 - m.summarizer_output_tokens as i64;
 
-    // Agent requests, with caching and tiers. Until the first compaction the prompts are the
-    // baseline's, so they share the baseline's rule (the whole previous prompt is a prefix):
-    // a setting that never fires then costs exactly the baseline. From the first summary on,
-    // the engine says how much of the history survived as a prefix.
-    let mut prev_prompt = 0;
-    let mut compacted = false;
-    let rows: Vec<PricedRequest> = replay
-        .requests
-        .iter()
-        .map(|r| {
-            compacted |= r.summary_tokens > 0 || r.hidden_tokens > 0 || !r.carried.is_empty();
-            let shared = if compacted {
-                let stable = r.prompt_tokens.saturating_sub(r.history_tokens);
-                (stable + r.shared_prefix_tokens).min(r.prompt_tokens)
-            } else {
-                prev_prompt.min(r.prompt_tokens)
-            };
-            prev_prompt = r.prompt_tokens;
-            PricedRequest {
-                time_s: time(r.event_index),
-                prompt_tokens: r.prompt_tokens,
-                shared_prefix_tokens: shared,
-                output_tokens: output_tokens(sizes, r.event_index as usize),
-                write_1h_share: share_1h(r.event_index),
-            }
-        })
-        .collect();
     let mut prev_prompt = 0;
     let base_rows: Vec<PricedRequest> = baseline_rows
         .iter()
@@ -443,27 +449,20 @@ pub fn compute_metrics(
             }
         })
         .collect();
-    let (agent_usd, charges) = match agent.price {
-        Some(p) => {
-            let c = price_requests(&rows, p, &agent.rules, model.cache);
-            (total_usd(&c), c)
-        }
-        None => (None, Vec::new()),
+    let priced = |rows: &[PricedRequest]| match agent.price {
+        Some(p) => ChargeTotals::of(&price_requests(rows, p, &agent.rules, model.cache)),
+        None => ChargeTotals {
+            usd: None,
+            cached_read_tokens: 0,
+            over_tier: 0,
+        },
     };
-    let (base_usd, base_charges) = match agent.price {
-        Some(p) => {
-            let c = price_requests(&base_rows, p, &agent.rules, model.cache);
-            (total_usd(&c), c)
-        }
-        None => (None, Vec::new()),
-    };
-    m.cache_read_tokens = charges.iter().map(|c: &Charge| c.cached_read_tokens).sum();
-    m.baseline_cache_read_tokens = base_charges.iter().map(|c| c.cached_read_tokens).sum();
-    m.requests_over_tier = charges.iter().filter(|c| c.tier_above.is_some()).count() as u64;
-    m.baseline_requests_over_tier = base_charges
-        .iter()
-        .filter(|c| c.tier_above.is_some())
-        .count() as u64;
+    let (own, base) = (priced(&rows), priced(&base_rows));
+    let (agent_usd, base_usd) = (own.usd, base.usd);
+    m.cache_read_tokens = own.cached_read_tokens;
+    m.baseline_cache_read_tokens = base.cached_read_tokens;
+    m.requests_over_tier = own.over_tier;
+    m.baseline_requests_over_tier = base.over_tier;
 
     // Summarizer calls: cost, latency, context overflows.
     let billed = setting.summarizer.billed_model(setting.agent_model);
@@ -527,12 +526,6 @@ pub fn compute_metrics(
     m.prefill_time_saved_s = agent.latency.prefill_seconds(m.tokens_saved_gross as f64);
 
     // Detail.
-    let hidden: u64 = replay.requests.iter().map(|r| r.hidden_tokens).sum();
-    let history: u64 = replay
-        .requests
-        .iter()
-        .map(|r| r.baseline_history_tokens)
-        .sum();
     m.detail_lost = if history == 0 {
         0.0
     } else {
