@@ -42,6 +42,8 @@ pub struct SessionMemo {
     counted: Mutex<crate::tokens::cache::Key128Map<u64>>,
     /// `python:` summaries by (summarizer, span).
     spans: super::python::SpanMemo,
+    /// Each event's lines as `terse` writes them, measured on first use.
+    terse: OnceLock<super::summarizers::TerseLines>,
 }
 
 impl Clone for SessionMemo {
@@ -60,6 +62,23 @@ impl SessionMemo {
     pub fn references(&self, session: &Session, lines: &EventLines) -> &SessionReferences {
         self.references.get_or_init(|| {
             SessionReferences::new(session, self.event_facts(session), &lines.shapes)
+        })
+    }
+
+    /// The session's events as `terse` writes them, measured with `tokenizer` on first use
+    /// (a session is counted with one tokenizer).
+    pub fn terse_lines(
+        &self,
+        session: &Session,
+        tokenizer: Tokenizer,
+    ) -> &super::summarizers::TerseLines {
+        self.terse.get_or_init(|| {
+            let count = move |t: &str| crate::tokens::count_text(tokenizer, t) as u64;
+            let count: &(dyn Fn(&str) -> u64 + Sync) = &count;
+            super::summarizers::TerseLines::new(
+                session,
+                (tokenizer != Tokenizer::AdkChars).then_some(count),
+            )
         })
     }
 
@@ -189,6 +208,8 @@ pub fn with_summarizer<R>(
                 Billed::Free => None,
             },
             spans: Some(&inputs.memo.spans),
+            terse: matches!(setting.summarizer, SummarizerSpec::Terse)
+                .then(|| inputs.memo.terse_lines(session, tok)),
         },
     )?;
     Ok(f(&summarizer))

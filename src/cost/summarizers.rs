@@ -28,7 +28,7 @@ use super::latency::LengthModel;
 use super::python::{PythonSummarizer, SpanMemo};
 use crate::engine::summarizer::{summary_json_chars, Deterministic, Policy, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
-use crate::tokens::splice::Spliced;
+use crate::tokens::splice::{Shape, Spliced};
 use crate::tokens::Tokenizer;
 use crate::transcript::{Event, Part, Session};
 use std::collections::{BTreeMap, BTreeSet};
@@ -266,6 +266,50 @@ pub struct Terse<'a> {
     /// The run's tokenizer: a tiktoken encoding counts a seeded text by what it added
     /// ([`Spliced`]); ADK's chars / 4 from the length.
     pub tokenizer: Tokenizer,
+    /// Each event's lines measured once for the session (`None`: measured at each call).
+    pub lines: Option<&'a TerseLines>,
+}
+
+/// What `terse` writes for each event of a session ([`push_terse_lines`]), measured once:
+/// under a token trigger a rolling summary writes an event's lines again at every
+/// compaction of every setting, and cutting and counting them each time was most of its
+/// cost (and its lookups of segment counts, scattered over a table as large as the session,
+/// most of its growth with the session).
+#[derive(Debug, Default)]
+pub struct TerseLines {
+    rows: Vec<TerseRow>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct TerseRow {
+    len: u32,
+    chars: u64,
+    escaped: u64,
+    /// `None`: one segment, or counted by ADK's chars / 4.
+    shape: Option<Shape>,
+}
+
+impl TerseLines {
+    /// Measure every event's lines; `count` is the run's tokenizer (`None`: chars / 4, no
+    /// segments to keep).
+    pub fn new(session: &Session, count: Option<&(dyn Fn(&str) -> u64 + Sync)>) -> TerseLines {
+        let mut text = String::new();
+        let rows = session
+            .events
+            .iter()
+            .map(|e| {
+                text.clear();
+                push_terse_lines(e, &mut text);
+                TerseRow {
+                    len: text.len() as u32,
+                    chars: text.chars().count() as u64,
+                    escaped: crate::tokens::adk::json_str_len_raw(&text),
+                    shape: count.and_then(|c| Shape::of(&text, c)),
+                }
+            })
+            .collect();
+        TerseLines { rows }
+    }
 }
 
 /// What a seeded `Terse` text starts with: the seed is the first event it is handed, and its
@@ -299,21 +343,59 @@ impl Terse<'_> {
     /// `"\n".join(said)`, kept as the seed's text with what this call adds around it, so a
     /// rolling summary costs what it adds, not its length.
     fn summary_text(&self, req: &SummarizeRequest<'_>) -> Option<SummaryText> {
+        let events = &self.session.events;
+        // the session's measures of each event's lines (`TerseLines`), when they are this
+        // session's: the tail is then allocated once, at its length
+        let mut rows = self
+            .lines
+            .map(|l| &l.rows)
+            .filter(|r| r.len() == events.len());
+        let row = |i: u32| rows.map(|r| r[i as usize]);
+        let measured: usize = req
+            .event_indices()
+            .filter_map(row)
+            .map(|r| r.len as usize)
+            .sum();
         // "\n" + each line: the tail after a seed; without a seed the first "\n" is cut
-        let mut tail = String::new();
+        let mut tail = String::with_capacity(measured);
         for i in req.event_indices() {
-            if let Some(e) = self.session.events.get(i as usize) {
+            if let Some(e) = events.get(i as usize) {
                 push_terse_lines(e, &mut tail);
             }
+        }
+        if tail.len() != measured {
+            // not this session's measures after all: measure the text itself
+            rows = None;
         }
         let spliced = self.tokenizer != Tokenizer::AdkChars;
         match req.seed.and_then(|s| s.text).filter(|t| !t.is_empty()) {
             Some(seed) => {
+                let Some(rows) = rows else {
+                    let count = spliced.then(|| match seed.spliced() {
+                        Some(s) => s.compose(SEED_HEAD, &tail, self.count),
+                        None => Spliced::of(&format!("{SEED_HEAD}{seed}{tail}"), self.count),
+                    });
+                    return Some(SummaryText::seeded(SEED_HEAD, seed, &tail, count));
+                };
+                let rows = req.event_indices().map(|i| rows[i as usize]);
+                let sizes = rows
+                    .clone()
+                    .fold((0, 0), |(c, e), r| (c + r.chars, e + r.escaped));
                 let count = spliced.then(|| match seed.spliced() {
-                    Some(s) => s.compose(SEED_HEAD, &tail, self.count),
+                    Some(s) => {
+                        // each event's lines, cut from the tail by their measured lengths
+                        let pieces = rows.scan(0usize, |at, r| {
+                            let piece = &tail[*at..*at + r.len as usize];
+                            *at += r.len as usize;
+                            Some((piece, r.shape))
+                        });
+                        s.compose_pieces(SEED_HEAD, pieces, self.count)
+                    }
                     None => Spliced::of(&format!("{SEED_HEAD}{seed}{tail}"), self.count),
                 });
-                Some(SummaryText::seeded(SEED_HEAD, seed, &tail, count))
+                Some(SummaryText::seeded_measured(
+                    SEED_HEAD, seed, tail, sizes, count,
+                ))
             }
             None if tail.is_empty() => None,
             None => {
@@ -584,6 +666,8 @@ pub struct BuildContext<'a> {
     pub context_window: Option<u64>,
     /// The session's memo of `python:` summaries (shared by every setting of the session).
     pub spans: Option<&'a SpanMemo>,
+    /// The session's events as `terse` writes them, measured once (for a `terse` setting).
+    pub terse: Option<&'a TerseLines>,
 }
 
 /// A summarizer built from its spec, ready for the engine.
@@ -664,6 +748,7 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
             session: ctx.session,
             count: ctx.count,
             tokenizer: ctx.tokenizer,
+            lines: ctx.terse,
         }),
         SummarizerSpec::Command { program, args } => Built::Command(Command::new(
             program,
@@ -915,6 +1000,7 @@ mod tests {
             session: &s,
             count: &words,
             tokenizer: Tokenizer::O200k,
+            lines: None,
         };
         // Events 0..4: user text, tool call (dropped), tool response (dropped), thought + text.
         let Outcome::Summary(sum) = t.summarize(&req(0..4)) else {
@@ -938,6 +1024,7 @@ mod tests {
             session: &s,
             count: &words,
             tokenizer: Tokenizer::O200k,
+            lines: None,
         };
         assert_eq!(t.summarize(&req(1..3)), Outcome::Empty { input_tokens: 0 });
     }
@@ -949,6 +1036,7 @@ mod tests {
             session: &s,
             count: &words,
             tokenizer: Tokenizer::O200k,
+            lines: None,
         };
         let mut r = req(3..4);
         let older = SummaryText::flat("older".into());
@@ -959,6 +1047,78 @@ mod tests {
             text: Some(&older),
         });
         assert_eq!(t.text(&r), "model: older\nagent: done\nagent: Booked.");
+    }
+
+    /// A rolling `terse` summary written from the session's measured lines is the text, the
+    /// count and the sizes written by cutting and counting each call's lines, for both
+    /// encodings, across events whose lines join in every way the segment rules allow.
+    #[test]
+    fn terse_from_measured_lines_writes_and_counts_the_same() {
+        let texts = [
+            "Book flight 123",
+            "ok: seat 4A\nthen: pay",
+            "",
+            "_under: score\n",
+            "caf\u{e9}: \u{4e2d}\u{6587}",
+            "no boundary here",
+            "ends with colon:",
+            " leading space: x\n\ny",
+            "12: numbers\n34",
+        ];
+        let authors = ["user", "agent", "_tool", "9x", "\u{e9}l\u{e8}ve"];
+        let mut events = Vec::new();
+        for (i, text) in texts.iter().cycle().take(40).enumerate() {
+            let author = authors[i % authors.len()];
+            let mut e = Event::new(author, Role::Model, "i1", i as f64);
+            if i % 7 == 3 {
+                e.parts.push(Part::Thought {
+                    text: "thinking: hard".into(),
+                });
+            }
+            e.parts.push(Part::Text {
+                text: (*text).into(),
+            });
+            events.push(e);
+        }
+        let s = Session {
+            events,
+            ..session()
+        };
+        for tok in [Tokenizer::O200k, Tokenizer::Cl100k] {
+            let count = move |t: &str| crate::tokens::count_text(tok, t) as u64;
+            let lines = TerseLines::new(&s, Some(&count));
+            let measured = Terse {
+                session: &s,
+                count: &count,
+                tokenizer: tok,
+                lines: Some(&lines),
+            };
+            let cut = Terse {
+                lines: None,
+                ..measured
+            };
+            let mut seed: Option<SummaryText> = None;
+            let (mut at, mut step) = (0u32, 1u32);
+            while at < 40 {
+                let end = (at + step).min(40);
+                let mut r = req(at..end);
+                r.seed = seed.as_ref().map(|t| crate::engine::Seed {
+                    ordinal: 1,
+                    chars: t.chars(),
+                    start_timestamp: 0.0,
+                    text: Some(t),
+                });
+                let (a, b) = (measured.summarize(&r), cut.summarize(&r));
+                assert_eq!(a, b, "{tok} events {at}..{end}");
+                if let Outcome::Summary(sum) = a {
+                    let whole = sum.text.as_ref().unwrap().to_string();
+                    assert_eq!(sum.tokens, count(&whole), "{tok} events {at}..{end}");
+                    seed = sum.text;
+                }
+                at = end;
+                step = step % 3 + 1;
+            }
+        }
     }
 
     #[test]
@@ -1008,6 +1168,7 @@ mod tests {
             fail_calls: vec![],
             context_window: Some(w),
             spans: None,
+            terse: None,
         };
         let small = build(&SummarizerSpec::Agent, ctx(5_000)).unwrap();
         assert_eq!(
@@ -1025,6 +1186,7 @@ mod tests {
             session: &s,
             count: &words,
             tokenizer: Tokenizer::O200k,
+            lines: None,
         };
         let h = Harness::new(&t, BTreeSet::from([2]));
         let mut r1 = req(0..1);

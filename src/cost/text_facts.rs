@@ -195,8 +195,13 @@ impl TextFacts {
         };
         // The facts starting in a head: per (head, seed's prefix), searched once (a chain's
         // heads pile up the same way), with the prefix of the text that window starts.
-        let mut head_ids: HashMap<&str, u32> = HashMap::new();
-        let mut windows: HashMap<(u32, u32), (u32, u32, u32)> = HashMap::new();
+        // (a summarizer has one head or a few: a list; windows by (head, prefix) as one key,
+        // spread by an odd multiplier)
+        let mut head_ids: Vec<&str> = Vec::new();
+        let mut windows: KeyMap<(u32, u32, u32)> = key_map(0);
+        let window_key = |h: u32, p: u32| {
+            (u64::from(h) << 32 | u64::from(p)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        };
         let mut window_facts: Vec<u32> = Vec::new();
         let mut window = String::new();
         // (fact, text) for every fact found in a text's own part (repeats allowed)
@@ -215,9 +220,15 @@ impl TextFacts {
                         id => id,
                     };
                     prefix_of[p as usize] = seed_prefix;
-                    let h = head_ids.len() as u32;
-                    let h = *head_ids.entry(head).or_insert(h);
-                    let (a, b, own) = *windows.entry((h, seed_prefix)).or_insert_with(|| {
+                    let h = match head_ids.iter().position(|&x| x == head) {
+                        Some(h) => h as u32,
+                        None => {
+                            head_ids.push(head);
+                            head_ids.len() as u32 - 1
+                        }
+                    };
+                    let key = window_key(h, seed_prefix);
+                    let (a, b, own) = *windows.entry(key).or_insert_with(|| {
                         window.clear();
                         window.push_str(head);
                         window.push_str(&prefixes[seed_prefix as usize]);

@@ -17,7 +17,8 @@ use crate::tokens::splice::Spliced;
 pub struct SummaryText(Arc<TextNode>);
 
 struct TextNode {
-    head: Box<str>,
+    /// What a rolling summarizer writes before its seed: a constant of the summarizer.
+    head: &'static str,
     seed: Option<SummaryText>,
     tail: Box<str>,
     len: usize,
@@ -50,7 +51,7 @@ impl SummaryText {
     /// A text standing alone, with its count by segments.
     pub fn flat_spliced(text: String, spliced: Option<Spliced>) -> SummaryText {
         SummaryText(Arc::new(TextNode {
-            head: Box::default(),
+            head: "",
             seed: None,
             len: text.len(),
             chars: text.chars().count() as u64,
@@ -62,26 +63,42 @@ impl SummaryText {
 
     /// `head + seed + tail`, sharing `seed`.
     pub fn seeded(
-        head: &str,
+        head: &'static str,
         seed: &SummaryText,
         tail: &str,
         spliced: Option<Spliced>,
     ) -> SummaryText {
-        let part = |t: &str| {
-            (
-                t.chars().count() as u64,
-                crate::tokens::adk::json_str_len_raw(t),
-            )
-        };
-        let (hc, he) = part(head);
-        let (tc, te) = part(tail);
+        let measured = (
+            tail.chars().count() as u64,
+            crate::tokens::adk::json_str_len_raw(tail),
+        );
+        SummaryText::seeded_measured(head, seed, tail.to_string(), measured, spliced)
+    }
+
+    /// [`SummaryText::seeded`], with the tail's chars and JSON-escaped length already known
+    /// (a rolling summarizer's tail is lines it measured once).
+    pub fn seeded_measured(
+        head: &'static str,
+        seed: &SummaryText,
+        tail: String,
+        (tc, te): (u64, u64),
+        spliced: Option<Spliced>,
+    ) -> SummaryText {
+        debug_assert_eq!(tc, tail.chars().count() as u64, "tail chars");
+        debug_assert_eq!(
+            te,
+            crate::tokens::adk::json_str_len_raw(&tail),
+            "tail escaped"
+        );
+        let hc = head.chars().count() as u64;
+        let he = crate::tokens::adk::json_str_len_raw(head);
         SummaryText(Arc::new(TextNode {
             len: head.len() + seed.0.len + tail.len(),
             chars: hc + seed.0.chars + tc,
             escaped: he + seed.0.escaped + te,
-            head: head.into(),
+            head,
             seed: Some(seed.clone()),
-            tail: tail.into(),
+            tail: tail.into_boxed_str(),
             spliced,
         }))
     }
@@ -111,7 +128,7 @@ impl SummaryText {
 
     /// The seed this text was written around, with what comes before and after it.
     pub fn parts(&self) -> (&str, Option<&SummaryText>, &str) {
-        (&self.0.head, self.0.seed.as_ref(), &self.0.tail)
+        (self.0.head, self.0.seed.as_ref(), &self.0.tail)
     }
 
     /// The same text object (not just equal text).
@@ -148,7 +165,7 @@ impl SummaryText {
         let chain = self.chain();
         out.reserve(self.0.len);
         for n in &chain {
-            out.push_str(&n.head);
+            out.push_str(n.head);
         }
         for n in chain.iter().rev() {
             out.push_str(&n.tail);
@@ -169,7 +186,7 @@ impl SummaryText {
         };
         let mut node = &*self.0;
         loop {
-            if take(&node.head) {
+            if take(node.head) {
                 return out;
             }
             match &node.seed {
@@ -216,7 +233,7 @@ impl SummaryText {
             // every tail taken: the heads, innermost first
             let chain = self.chain();
             for t in chain.into_iter().rev() {
-                if take(&t.head, &mut got, n, &mut rev) {
+                if take(t.head, &mut got, n, &mut rev) {
                     break;
                 }
             }
@@ -291,7 +308,7 @@ pub struct SummarizeRequest<'a> {
 
 impl SummarizeRequest<'_> {
     /// The raw events handed over, in order (`events` minus `skip`).
-    pub fn event_indices(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn event_indices(&self) -> impl Iterator<Item = u32> + Clone + '_ {
         self.events
             .clone()
             .filter(move |i| self.skip.binary_search(i).is_err())

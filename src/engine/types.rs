@@ -268,30 +268,49 @@ impl Replay {
 
 /// Sorted distinct invocation indices, kept as runs of consecutive ones: a rolling summary's
 /// range reaches back to the session's start, and a list of every invocation per summary
-/// made a long replay's compactions quadratic in memory.
+/// made a long replay's compactions quadratic in memory. The first run is kept inline: most
+/// compactions cover one run, and an allocation per compaction, alive to the end of the
+/// replay, was a measurable part of a long replay's time in the allocator.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct InvocationRuns(Vec<std::ops::Range<u32>>);
+pub struct InvocationRuns {
+    /// Empty only when there are no runs at all.
+    first: std::ops::Range<u32>,
+    rest: Vec<std::ops::Range<u32>>,
+}
 
 impl InvocationRuns {
     /// From ascending, distinct indices.
     pub fn from_sorted(indices: impl IntoIterator<Item = u32>) -> InvocationRuns {
-        let mut runs: Vec<std::ops::Range<u32>> = Vec::new();
+        let mut runs = InvocationRuns::default();
         for i in indices {
-            match runs.last_mut() {
-                Some(r) if r.end == i => r.end += 1,
-                _ => runs.push(i..i + 1),
+            let last = runs.rest.last_mut().unwrap_or(&mut runs.first);
+            if last.start == last.end {
+                *last = i..i + 1;
+            } else if last.end == i {
+                last.end += 1;
+            } else {
+                runs.rest.push(i..i + 1);
             }
         }
-        InvocationRuns(runs)
+        runs
     }
 
     /// The indices `a..b`.
     pub fn range(r: std::ops::Range<u32>) -> InvocationRuns {
-        InvocationRuns(if r.is_empty() { Vec::new() } else { vec![r] })
+        InvocationRuns {
+            first: if r.is_empty() { 0..0 } else { r },
+            rest: Vec::new(),
+        }
+    }
+
+    fn runs(&self) -> impl Iterator<Item = &std::ops::Range<u32>> + '_ {
+        std::iter::once(&self.first)
+            .filter(|r| !r.is_empty())
+            .chain(&self.rest)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.0.iter().flat_map(|r| r.clone())
+        self.runs().flat_map(|r| r.clone())
     }
 
     pub fn to_vec(&self) -> Vec<u32> {
@@ -299,11 +318,11 @@ impl InvocationRuns {
     }
 
     pub fn len(&self) -> usize {
-        self.0.iter().map(|r| r.len()).sum()
+        self.runs().map(|r| r.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.first.is_empty()
     }
 }
 
@@ -311,5 +330,39 @@ impl InvocationRuns {
 impl Serialize for InvocationRuns {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InvocationRuns;
+
+    /// Runs list the indices they were built from, whether none, one run (kept inline) or
+    /// several; a run given as a range equals the same indices given one by one.
+    #[test]
+    fn invocation_runs_list_their_indices() {
+        for indices in [
+            vec![],
+            vec![0],
+            vec![3, 4, 5],
+            vec![0, 1, 3],
+            vec![2, 4, 6, 7, 9],
+        ] {
+            let runs = InvocationRuns::from_sorted(indices.iter().copied());
+            assert_eq!(runs.to_vec(), indices);
+            assert_eq!(runs.len(), indices.len());
+            assert_eq!(runs.is_empty(), indices.is_empty());
+            let json = serde_json::to_string(&runs).unwrap();
+            assert_eq!(json, serde_json::to_string(&indices).unwrap());
+        }
+        assert_eq!(
+            InvocationRuns::range(3..6),
+            InvocationRuns::from_sorted([3, 4, 5])
+        );
+        assert_eq!(InvocationRuns::range(4..4), InvocationRuns::default());
+        assert_ne!(
+            InvocationRuns::from_sorted([1, 2]),
+            InvocationRuns::from_sorted([1, 3])
+        );
     }
 }

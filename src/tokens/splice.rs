@@ -103,6 +103,109 @@ impl Spliced {
     }
 }
 
+/// Where a text's first segment ends and its last begins, with the counts: what appending the
+/// text to a [`Spliced`] needs, so a text appended again and again (an event's lines, which a
+/// rolling summary writes at every compaction of every setting) is cut and counted once.
+/// Only for texts of two segments or more ([`Shape::of`] says `None` otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub total: u64,
+    pub first_end: u32,
+    pub first_tokens: u64,
+    pub last_start: u32,
+    pub last_tokens: u64,
+}
+
+impl Shape {
+    /// The shape of `text`, counted with `count`; `None` when it is one segment.
+    pub fn of(text: &str, count: &dyn Fn(&str) -> u64) -> Option<Shape> {
+        let s = Spliced::of(text, count);
+        if s.last.is_empty() {
+            return None;
+        }
+        Some(Shape {
+            total: s.total,
+            first_end: s.first.len() as u32,
+            first_tokens: s.first_tokens,
+            last_start: (text.len() - s.last.len()) as u32,
+            last_tokens: s.last_tokens,
+        })
+    }
+}
+
+/// The length of `pieces` end to end: room for the segment still open at the end.
+fn tail_len<'t>(pieces: impl Iterator<Item = (&'t str, Option<Shape>)>) -> usize {
+    pieces.map(|(t, _)| t.len()).sum()
+}
+
+impl Spliced {
+    /// The count of `head + seed + tail`, where `seed` is the text `self` counts and `tail`
+    /// is `pieces` end to end, each with its [`Shape`] (`None`: one segment): what
+    /// [`Spliced::compose`] gives, counting only the segments that cross from one piece into
+    /// the next. Correct for pieces starting with a `\n`, where no boundary can fall (module
+    /// doc); debug builds compare with `compose`.
+    pub fn compose_pieces<'t>(
+        &self,
+        head: &str,
+        pieces: impl Iterator<Item = (&'t str, Option<Shape>)> + Clone,
+        count: &dyn Fn(&str) -> u64,
+    ) -> Spliced {
+        #[cfg(debug_assertions)]
+        let tail: String = pieces.clone().map(|(t, _)| t).collect();
+        debug_assert!(pieces
+            .clone()
+            .all(|(t, _)| t.is_empty() || t.starts_with('\n')));
+        if self.last.is_empty() {
+            let tail: String = pieces.map(|(t, _)| t).collect();
+            return self.compose(head, &tail, count);
+        }
+        let front = Spliced::of(&[head, &self.first].concat(), count);
+        // segments of the seed's last segment and the pieces: closed ones counted in `closed`,
+        // the open one (still growing) in `open`, its count known when a piece's own last
+        // segment ends the tail
+        let mut closed = 0u64;
+        let mut open = String::with_capacity(self.last.len() + tail_len(pieces.clone()));
+        open.push_str(&self.last);
+        let mut open_tokens = Some(self.last_tokens);
+        for (text, shape) in pieces {
+            if text.is_empty() {
+                continue;
+            }
+            match shape {
+                Some(sh) => {
+                    open.push_str(&text[..sh.first_end as usize]);
+                    closed += count(&open) + sh.total - sh.first_tokens - sh.last_tokens;
+                    open.clear();
+                    open.push_str(&text[sh.last_start as usize..]);
+                    open_tokens = Some(sh.last_tokens);
+                }
+                None => {
+                    open.push_str(text);
+                    open_tokens = None;
+                }
+            }
+        }
+        let last_tokens = open_tokens.unwrap_or_else(|| count(&open));
+        let joined = Spliced {
+            total: self.total - self.first_tokens - self.last_tokens
+                + front.total
+                + closed
+                + last_tokens,
+            first: front.first,
+            first_tokens: front.first_tokens,
+            last: open.into_boxed_str(),
+            last_tokens,
+        };
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(
+            joined,
+            self.compose(head, &tail, count),
+            "pieces vs compose"
+        );
+        joined
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +228,45 @@ mod tests {
                 "x: \u{e9}t\u{e9}\nY: 12345678\n/path: ok\n",
             ] {
                 assert_eq!(Spliced::of(text, &c).total, c(text), "{tok} {text:?}");
+            }
+        }
+    }
+
+    /// Appending pieces by their shapes counts what counting the whole text counts, whether a
+    /// piece is one segment or many and whatever its neighbours end with.
+    #[test]
+    fn composing_pieces_equals_counting_the_whole_text() {
+        let pieces = [
+            "\nuser: Book flight 123",
+            "\nagent: Booked: seat 4A.",
+            "\n_tool: no boundary",
+            "\n",
+            "\n\u{4e2d}\u{6587}: \u{6587}",
+            "\n  indented: x\nY: 1",
+            "\n9: z:",
+            "\nplain",
+        ];
+        for tok in [Tokenizer::O200k, Tokenizer::Cl100k] {
+            let c = counter(tok);
+            for seed in ["user: hi\nagent: ok", "one segment", "a: b"] {
+                let s = Spliced::of(seed, &c);
+                for start in 0..pieces.len() {
+                    for len in 0..4 {
+                        let chosen: Vec<&str> = pieces
+                            .iter()
+                            .cycle()
+                            .skip(start)
+                            .take(len)
+                            .copied()
+                            .collect();
+                        let shaped: Vec<(&str, Option<Shape>)> =
+                            chosen.iter().map(|&p| (p, Shape::of(p, &c))).collect();
+                        let joined = s.compose_pieces("model: ", shaped.iter().copied(), &c);
+                        let text = format!("model: {seed}{}", chosen.concat());
+                        assert_eq!(joined.total, c(&text), "{tok} {text:?}");
+                        assert_eq!(joined, s.compose("model: ", &chosen.concat(), &c));
+                    }
+                }
             }
         }
     }
