@@ -16,6 +16,7 @@
 //! `floor(chars / 4)` per event; it is never read from or written to the disk cache.
 
 use super::cache::{key_map, CacheOpts, CountCache, KeyMap};
+use super::prefetch_lines;
 use crate::transcript::pyjson::{tagged, untag_json_text};
 use crate::transcript::{Part, Session};
 use rayon::prelude::*;
@@ -406,21 +407,6 @@ fn prefetch_value(v: &Value) {
         }
         _ => {}
     }
-}
-
-/// Hints the CPU to load `lines` cache lines from `p` on. A prefetch never faults, whatever
-/// the address (an empty string's dangling pointer included), and changes no result.
-#[inline(always)]
-fn prefetch_lines<T>(p: *const T, lines: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for l in 0..lines {
-        let at = p.cast::<i8>().wrapping_add(64 * l);
-        // SAFETY: `_mm_prefetch` only needs SSE, which every x86_64 CPU has; it reads no
-        // memory architecturally and cannot fault, so any address is sound.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, lines);
 }
 
 /// Appends bytes to the key buffer (same call shape as a streaming hasher).

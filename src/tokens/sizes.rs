@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use crate::tokens::adk;
+use crate::tokens::prefetch_lines;
 use crate::transcript::{Event, Part, Role, Session};
 
 /// Sentinel for "no id" (calls without ids are invisible to ADK's pairing logic).
@@ -162,18 +163,9 @@ impl<T> Jagged<T> {
 /// in a session too long for the core's own cache each array then stalls on its own.
 #[inline(always)]
 pub fn prefetch<T>(v: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
     if let Some(x) = v.get(i) {
-        // SAFETY: a prefetch is only a hint, and the address is inside `v`.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(
-                (x as *const T).cast::<i8>(),
-                std::arch::x86_64::_MM_HINT_T0,
-            )
-        };
+        prefetch_lines(x as *const T, 1);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (v, i);
 }
 
 impl<T> std::ops::Index<usize> for Jagged<T> {
