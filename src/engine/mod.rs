@@ -176,23 +176,29 @@ impl<'a> State<'a> {
     #[inline(always)]
     fn prefetch(&self, k: usize) {
         let s = self.s;
-        prefetch(&s.model_request, k);
-        prefetch(&s.recorded_prompt, k);
-        prefetch(&s.rewind_to, k);
-        prefetch(&s.inv_id, k);
-        prefetch(&s.timestamp, k);
-        prefetch(&s.author, k);
-        prefetch(&s.branch, k);
-        prefetch(&s.scope, k);
-        prefetch(&s.parts_at, k);
-        prefetch(&s.tokens, k);
-        prefetch(&s.has_calls, k);
-        prefetch(&s.has_resps, k);
-        prefetch(&s.transcription, k);
+        // one call per array (their element types differ)
+        macro_rules! at_k {
+            ($($v:expr),* $(,)?) => { $( prefetch($v, k); )* };
+        }
+        at_k!(
+            &s.model_request,
+            &s.recorded_prompt,
+            &s.rewind_to,
+            &s.inv_id,
+            &s.timestamp,
+            &s.author,
+            &s.branch,
+            &s.scope,
+            &s.parts_at,
+            &s.tokens,
+            &s.has_calls,
+            &s.has_resps,
+            &s.transcription,
+            &self.replayed,
+            &self.sc.seen,
+        );
         s.long_running.prefetch(k);
         s.requested.prefetch(k);
-        prefetch(&self.replayed, k);
-        prefetch(&self.sc.seen, k);
         if let Some(&(a, _)) = s.parts_at.get(k.saturating_sub(AHEAD / 2)) {
             prefetch(&s.parts, a as usize);
         }
