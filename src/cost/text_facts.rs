@@ -253,22 +253,13 @@ impl TextFacts {
             }
         }
         let (pre, last) = preorder(&parent);
-        // the texts holding each fact as pre-order ranges, grouped by fact (counting sort)
+        // the texts holding each fact as pre-order ranges, grouped by fact
         let facts = ac.patterns_len();
-        let mut at = vec![0u32; facts + 1];
-        for &(f, _) in &found {
-            at[f as usize + 1] += 1;
-        }
-        for f in 0..facts {
-            at[f + 1] += at[f];
-        }
-        let mut next = at.clone();
-        let mut spans = vec![(0u32, 0u32); found.len()];
-        for &(f, i) in &found {
-            let k = &mut next[f as usize];
-            spans[*k as usize] = (pre[i as usize], last[i as usize]);
-            *k += 1;
-        }
+        let (mut at, holders) = grouped(facts, found.iter().copied());
+        let mut spans: Vec<(u32, u32)> = holders
+            .iter()
+            .map(|&i| (pre[i as usize], last[i as usize]))
+            .collect();
         // per fact: ascending, and a subtree inside the last kept one dropped (subtrees nest
         // or are disjoint); compacted in place
         let mut w = 0usize;
@@ -339,26 +330,39 @@ impl Searched {
     }
 }
 
+/// `(key, value)` pairs (keys below `keys`) grouped by key, in their order within a key (a
+/// counting sort): key k's values are `values[at[k]..at[k + 1]]`. Flat, where a list per key
+/// cost an allocation per key at every replay.
+fn grouped(keys: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> (Vec<u32>, Vec<u32>) {
+    let mut at = vec![0u32; keys + 1];
+    for (k, _) in pairs.clone() {
+        at[k as usize + 1] += 1;
+    }
+    for k in 0..keys {
+        at[k + 1] += at[k];
+    }
+    let mut next = at.clone();
+    let mut values = vec![0u32; at[keys] as usize];
+    for (k, v) in pairs {
+        values[next[k as usize] as usize] = v;
+        next[k as usize] += 1;
+    }
+    (at, values)
+}
+
 /// Pre-order numbers and last pre-order number of each subtree of the forest `parent`
 /// (`u32::MAX`: a root; a parent always comes before its children).
 fn preorder(parent: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let n = parent.len();
     // children as one list grouped by parent, in index order
-    let mut at = vec![0u32; n + 1];
-    for &p in parent.iter().filter(|&&p| p != u32::MAX) {
-        at[p as usize + 1] += 1;
-    }
-    for i in 0..n {
-        at[i + 1] += at[i];
-    }
-    let mut next = at.clone();
-    let mut children = vec![0u32; at[n] as usize];
-    for (i, &p) in parent.iter().enumerate() {
-        if p != u32::MAX {
-            children[next[p as usize] as usize] = i as u32;
-            next[p as usize] += 1;
-        }
-    }
+    let (at, children) = grouped(
+        n,
+        (0..n as u32).filter_map(|i| {
+            Some(parent[i as usize])
+                .filter(|&p| p != u32::MAX)
+                .map(|p| (p, i))
+        }),
+    );
     let mut pre = vec![0u32; n];
     let mut last = vec![0u32; n];
     let mut count = 0u32;
