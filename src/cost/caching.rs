@@ -146,16 +146,11 @@ pub fn price_single(prompt_tokens: u64, output_tokens: u64, price: &ModelPrice) 
     Some((prompt_tokens as f64 * rates.input + output_tokens as f64 * rates.output) / 1e6)
 }
 
-/// Sum of charges; `None` if any request was unpriced.
-pub fn total_usd(charges: &[Charge]) -> Option<f64> {
-    ChargeTotals::of(charges).usd
-}
-
 /// What a session's metrics read from its charges, gathered in one pass (a long session's
 /// charges do not stay in cache from one pass to the next).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChargeTotals {
-    /// `None` when a request has no price.
+    /// Sum of the charges; `None` when a request has no price.
     pub usd: Option<f64>,
     pub cached_read_tokens: u64,
     /// Requests that crossed a tier threshold.
@@ -307,7 +302,7 @@ mod tests {
             &anthropic(),
             CacheMode::Off,
         );
-        assert!((total_usd(&c).unwrap() - 0.066).abs() < 1e-12);
+        assert!((ChargeTotals::of(&c).usd.unwrap() - 0.066).abs() < 1e-12);
         assert_eq!(c[1].cached_read_tokens + c[1].cache_write_tokens, 0);
     }
 
@@ -388,7 +383,7 @@ mod tests {
             CacheMode::On,
         );
         assert_eq!(c[0].usd, None);
-        assert_eq!(total_usd(&c), None);
+        assert_eq!(ChargeTotals::of(&c).usd, None);
         assert_eq!(price_single(1_000, 10, &ModelPrice::default()), None);
     }
 
@@ -406,7 +401,7 @@ mod tests {
             &implicit(),
             CacheMode::On,
         );
-        assert!((total_usd(&c).unwrap() - 0.01).abs() < 1e-12);
+        assert!((ChargeTotals::of(&c).usd.unwrap() - 0.01).abs() < 1e-12);
     }
 
     #[test]
