@@ -350,7 +350,8 @@ impl Terse<'_> {
             .lines
             .map(|l| &l.rows)
             .filter(|r| r.len() == events.len());
-        let row = |i: u32| rows.map(|r| r[i as usize]);
+        // (an index past the session writes nothing: a zero-length row)
+        let row = |i: u32| rows.map(|r| r.get(i as usize).copied().unwrap_or_default());
         let measured: usize = req
             .event_indices()
             .filter_map(row)
@@ -377,7 +378,9 @@ impl Terse<'_> {
                     });
                     return Some(SummaryText::seeded(SEED_HEAD, seed, &tail, count));
                 };
-                let rows = req.event_indices().map(|i| rows[i as usize]);
+                let rows = req
+                    .event_indices()
+                    .map(|i| rows.get(i as usize).copied().unwrap_or_default());
                 let sizes = rows
                     .clone()
                     .fold((0, 0), |(c, e), r| (c + r.chars, e + r.escaped));
