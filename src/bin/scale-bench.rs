@@ -6,7 +6,8 @@
 //!                                          [--reps R] [--min-time SECONDS]
 //!                                          [--summarizers agent,terse]
 //!                                          [--clients waits,streams] [--kinds token,sliding,both]
-//!                                          [--no-big] [--dir DIR] [--timeout SECONDS]
+//!                                          [--pairs P] [--no-big] [--dir DIR]
+//!                                          [--timeout SECONDS]
 //! ```
 //!
 //! How replay cost grows with session length. The sessions are written by `synth`'s long
@@ -44,8 +45,10 @@
 //! the smallest size to the largest (2,500 to 40,000 events by default); and from 2,500 to
 //! 20,000 events again in turns, both sessions replayed alternately in one process
 //! (`--child pair`: the same load for both, and neither keeps its data in the core's own cache
-//! between replays). A case running longer than `--timeout` (default 600 s) is killed and
-//! shown as such.
+//! between replays); and from 2,500 to 20,000 events in separate processes again, `--pairs`
+//! times (default 5; 0: not run), the two sizes' processes alternated, with the median and
+//! range over the pairs and each size's summarizer calls per event (`Alternated`). A case
+//! running longer than `--timeout` (default 600 s) is killed and shown as such.
 
 use compaction_sim::cost::client::ClientMode;
 use compaction_sim::cost::compute::{CostModel, FALLBACK_AGENT_MODEL};
@@ -158,14 +161,15 @@ impl Loaded {
         })
     }
 
-    /// One replay under `cfg`: (seconds, of them inside `engine::replay`, compactions).
+    /// One replay under `cfg`: (seconds, of them inside `engine::replay`, compactions,
+    /// summarizer calls).
     /// `engine_only`: the engine alone, with the summarizer `evaluate` would build (no
     /// metrics); else with the metrics (`cost::evaluate`, as `replay` and `sweep` do).
     fn replay(
         &self,
         (cfg, spec, client, model): &Setup,
         engine_only: bool,
-    ) -> anyhow::Result<(f64, f64, usize)> {
+    ) -> anyhow::Result<(f64, f64, usize, usize)> {
         let session = &self.sessions[0];
         let agent = session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL);
         let setting = CostSetting::new(spec, Some(agent), *client);
@@ -176,7 +180,7 @@ impl Loaded {
                 (t.elapsed().as_secs_f64(), r)
             })
             .map_err(anyhow::Error::msg)?;
-            return Ok((el, el, r.compactions.len()));
+            return Ok((el, el, r.compactions.len(), r.calls.len()));
         }
         let t = Instant::now();
         let inner = std::cell::Cell::new(0.0);
@@ -196,9 +200,9 @@ impl Loaded {
             &run,
         )
         .map_err(anyhow::Error::msg)?;
-        let compactions = e.replay.compactions.len();
+        let counts = (e.replay.compactions.len(), e.replay.calls.len());
         drop(e);
-        Ok((t.elapsed().as_secs_f64(), inner.get(), compactions))
+        Ok((t.elapsed().as_secs_f64(), inner.get(), counts.0, counts.1))
     }
 }
 
@@ -238,16 +242,16 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
     let load_mib = peak_mib();
     let mut total = Vec::new();
     let mut engine_s = Vec::new();
-    let mut compactions = 0;
+    let (mut compactions, mut calls) = (0, 0);
     // at least `reps` replays, and replays after the first until `min_time` seconds of them:
     // a case of a few milliseconds then spans as long a stretch of this shared machine's
     // load as a slow one, so a passing burst does not set its median
     let warm_s = |t: &[f64]| t.iter().skip(1).sum::<f64>();
     while total.len() < reps.max(1) || (reps > 1 && warm_s(&total) < min_time) {
-        let (all, inner, c) = loaded.replay(&case, engine_only)?;
+        let (all, inner, c, k) = loaded.replay(&case, engine_only)?;
         total.push(all);
         engine_s.push(inner);
-        compactions = c;
+        (compactions, calls) = (c, k);
     }
     let first = total[0];
     let first_engine = engine_s[0];
@@ -258,7 +262,8 @@ fn child_replay(args: &[String]) -> anyhow::Result<()> {
     let best_engine = engine_s[1..].iter().copied().fold(f64::NAN, f64::min);
     let sizes = &loaded.sizes;
     println!(
-        "{RESULT} events={} requests={} compactions={compactions} load_s={load_s:.3} \
+        "{RESULT} events={} requests={} compactions={compactions} calls={calls} \
+         load_s={load_s:.3} \
          load_mib={load_mib:.1} first_s={first:.6} first_engine_s={first_engine:.6} \
          warm_s={warm:.6} warm_engine_s={warm_engine:.6} best_s={best:.6} \
          best_engine_s={best_engine:.6} reps={} peak_mib={:.1}",
@@ -295,8 +300,8 @@ fn child_pair(args: &[String]) -> anyhow::Result<()> {
     let (mut ts, mut tl, mut growth) = (Vec::new(), Vec::new(), Vec::new());
     let (es, el) = (small.sizes.n as f64, large.sizes.n as f64);
     while ts.len() < 5 || ts.iter().chain(&tl).sum::<f64>() < min_time {
-        let (s, _, _) = small.replay(&case, false)?;
-        let (l, _, _) = large.replay(&case, false)?;
+        let (s, ..) = small.replay(&case, false)?;
+        let (l, ..) = large.replay(&case, false)?;
         ts.push(s);
         tl.push(l);
         growth.push((l / el) / (s / es));
@@ -422,6 +427,89 @@ fn print_growth(growth: &Growth, from: usize, to: usize, title: &str) {
     }
 }
 
+/// Growth between two sizes in separate processes, `pairs` times: each pair runs the small
+/// session's case in a process, then the large one's (as the table above does once). One
+/// pair's growth swings with what else this shared machine runs at the moment (the same
+/// binary gave 1.38 and 2.35 for one case in two runs), so the median over alternated pairs
+/// is reported, with the range.
+struct Alternated<'a> {
+    small: &'a str,
+    large: &'a str,
+    reps: usize,
+    min_time: f64,
+    pairs: usize,
+    timeout: Duration,
+}
+
+impl Alternated<'_> {
+    fn print<'c>(
+        &self,
+        from: usize,
+        to: usize,
+        cases: impl Iterator<Item = (&'c String, &'c String, &'c String)>,
+    ) -> anyhow::Result<()> {
+        println!();
+        println!(
+            "Growth from {} to {} events ({from} to {to} invocations), time per event, in \
+             separate processes: {} pairs per case, alternated (the small session's process, \
+             then the large one's); per pair, the large process's median replay per event over \
+             the small one's (1.0 = linear). Summarizer calls per event: how much more \
+             summarizing the setting asks of the large session, per event, than of the small \
+             one.",
+            2 * from,
+            2 * to,
+            self.pairs
+        );
+        println!();
+        println!(
+            "| setting | summarizer | client | pairs | growth (median over pairs) | growth (range) \
+             | growth of the fastest replays (median) | summarizer calls per event (small; large) |"
+        );
+        println!("|---|---|---|---|---|---|---|---|");
+        for (kind, summ, client) in cases {
+            let (mut median_growth, mut best_growth) = (Vec::new(), Vec::new());
+            let mut per_event = (f64::NAN, f64::NAN);
+            for _ in 0..self.pairs {
+                let one = |file: &str| {
+                    let args = [
+                        "replay",
+                        file,
+                        kind,
+                        summ,
+                        client,
+                        &self.reps.to_string(),
+                        &self.min_time.to_string(),
+                        "metrics",
+                    ];
+                    spawn(&args, self.timeout)
+                };
+                let (Some(a), Some(b)) = (one(self.small)?, one(self.large)?) else {
+                    break;
+                };
+                let per = |c: &Case, k: &str| c.get(k) / c.get("events");
+                median_growth.push(per(&b, "warm_s") / per(&a, "warm_s"));
+                best_growth.push(per(&b, "best_s") / per(&a, "best_s"));
+                per_event = (per(&a, "calls"), per(&b, "calls"));
+            }
+            if median_growth.is_empty() {
+                println!("| {kind} | {summ} | {client} | killed | | | | |");
+                continue;
+            }
+            let lo = median_growth.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = median_growth.iter().copied().fold(0.0, f64::max);
+            println!(
+                "| {kind} | {summ} | {client} | {} | {:.2} | {lo:.2}–{hi:.2} | {:.2} | {:.3}; {:.3} |",
+                median_growth.len(),
+                median(&mut median_growth),
+                median(&mut best_growth),
+                per_event.0,
+                per_event.1
+            );
+        }
+        Ok(())
+    }
+}
+
 /// One case's numbers, parsed from the child's result line.
 struct Case(Vec<(String, f64)>);
 
@@ -508,6 +596,7 @@ fn run() -> anyhow::Result<()> {
     let mut clients = list("waits,streams");
     let mut kinds = list("token,sliding,both");
     let mut big = true;
+    let mut pairs = 5usize;
     let mut dir: Option<PathBuf> = None;
     let mut timeout = Duration::from_secs(600);
     let mut it = argv.into_iter();
@@ -547,6 +636,11 @@ fn run() -> anyhow::Result<()> {
                 }
             }
             "--no-big" => big = false,
+            "--pairs" => {
+                pairs = val()?
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("--pairs: a number"))?
+            }
             "--dir" => dir = Some(PathBuf::from(val()?)),
             "--timeout" => {
                 timeout = Duration::from_secs(
@@ -678,6 +772,23 @@ fn run() -> anyhow::Result<()> {
             Ok(write_session(&dir, shape)?.to_string_lossy().into_owned())
         };
         let (small, large) = (file(from)?, file(to)?);
+        if pairs > 0 {
+            let (summarizers, clients) = (&summarizers, &clients);
+            let cases = kinds.iter().flat_map(|k| {
+                summarizers
+                    .iter()
+                    .flat_map(move |s| clients.iter().map(move |c| (k, s, c)))
+            });
+            let run = Alternated {
+                small: &small,
+                large: &large,
+                reps,
+                min_time,
+                pairs,
+                timeout,
+            };
+            run.print(from, to, cases)?;
+        }
         println!();
         println!(
             "Growth from {} to {} events ({from} to {to} invocations), time per event, the two \

@@ -425,14 +425,7 @@ pub fn compute_metrics(
     m.baseline_prompt_tokens = baseline_rows.iter().map(|(_, p)| p).sum();
     m.summarizer_calls = replay.calls.len() as u64;
     m.summaries_discarded = log.discarded.len() as u64;
-    for c in &replay.calls {
-        let (i, o) = call_tokens(c, log);
-        m.summarizer_input_tokens += i;
-        m.summarizer_output_tokens += o;
-    }
     m.tokens_saved_gross = m.baseline_prompt_tokens as i64 - m.prompt_tokens as i64;
-    m.tokens_saved_net =
-        m.tokens_saved_gross - m.summarizer_input_tokens as i64 - m.summarizer_output_tokens as i64;
 
     let mut prev_prompt = 0;
     let base_rows: Vec<PricedRequest> = baseline_rows
@@ -476,8 +469,11 @@ pub fn compute_metrics(
     let mut summ_usd = Some(0.0);
     let mut post: BTreeMap<u32, f64> = BTreeMap::new();
     let mut pre: BTreeMap<(u32, u32), f64> = BTreeMap::new();
+    // the calls' tokens, cost and latency in one pass over them
     for c in &replay.calls {
         let (i, o) = call_tokens(c, log);
+        m.summarizer_input_tokens += i;
+        m.summarizer_output_tokens += o;
         // A prompt over the window is rejected by the provider: no charge, no time modelled.
         // A measured call was accepted (or failed, and used nothing).
         let overflow = log.measured.is_none()
@@ -504,6 +500,8 @@ pub fn compute_metrics(
             }
         }
     }
+    m.tokens_saved_net =
+        m.tokens_saved_gross - m.summarizer_input_tokens as i64 - m.summarizer_output_tokens as i64;
     m.summarizer_cost_usd = summ_usd.unwrap_or(0.0);
     m.cost_complete = agent_usd.is_some() && base_usd.is_some() && summ_usd.is_some();
     m.cost_usd = agent_usd.unwrap_or(0.0) + m.summarizer_cost_usd;

@@ -205,7 +205,7 @@ impl TextFacts {
         let mut window_facts: Vec<u32> = Vec::new();
         let mut window = String::new();
         // (fact, text) for every fact found in a text's own part (repeats allowed)
-        let mut found: Vec<(u32, u32)> = Vec::new();
+        let mut found: Vec<(u32, u32)> = Vec::with_capacity(n);
         for (i, t) in texts.iter().enumerate() {
             let Some(t) = t else { continue };
             let i = i as u32;

@@ -166,12 +166,6 @@ pub(crate) struct State<'a> {
 }
 
 impl<'a> State<'a> {
-    /// Ordinals (1-based) of the summaries no other one subsumes.
-    pub fn retained_ordinals(&self) -> Vec<u32> {
-        let kept = self.comps.iter().enumerate().filter(|(_, c)| c.retained);
-        kept.map(|(k, _)| k as u32 + 1).collect()
-    }
-
     /// Fetch what the replay reads at event `k` and at its model request.
     #[inline(always)]
     fn prefetch(&self, k: usize) {
@@ -675,6 +669,10 @@ const AHEAD: usize = 8;
 /// Replay one session under one setting.
 pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
     let base = s.baseline.get_or_init(|| contents::baseline(s));
+    // at most one summarizer call before each model request and one after each invocation:
+    // reserved, so a replay that compacts at every request does not copy its rows again at
+    // every doubling (untouched capacity is not resident)
+    let most_calls = base.request.len() + s.blocks();
     let mut st = State {
         s,
         base,
@@ -684,7 +682,7 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         cfg: *cfg,
         summ,
         n: 0,
-        comps: Vec::new(),
+        comps: Vec::with_capacity(most_calls),
         cov: Vec::new(),
         replayed: vec![None; s.n],
         sc: Scratch::default(),
@@ -694,13 +692,15 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         out: Replay {
             requests: Vec::with_capacity(base.request.len()),
             invocations: Vec::with_capacity(s.blocks()),
+            compactions: Vec::with_capacity(most_calls),
+            calls: Vec::with_capacity(most_calls),
             ..Replay::default()
         },
         window: Vec::new(),
         suffix_at: None,
         scan: guards::PrefixScan::default(),
         special: s.has_scopes_or_rewinds(),
-        comp_scope: Vec::new(),
+        comp_scope: Vec::with_capacity(most_calls),
         spans: Vec::new(),
         spans_version: 0,
         vkey: None,
@@ -748,14 +748,17 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         post_invocation::run(&mut st, &mut base, b, lo, hi, calls_before, main);
     }
     // final flags and totals
-    let retained = st.retained_ordinals();
-    for (k, c) in st.out.compactions.iter_mut().enumerate() {
-        c.retained = st.comps[k].retained;
-    }
+    // ordinals (1-based) of the summaries no other one subsumes
+    let mut retained = Vec::new();
     let t = &mut st.out.totals;
     t.summarizer_calls = st.out.calls.len() as u32;
     t.compactions = st.out.compactions.len() as u32;
-    for c in &st.out.compactions {
+    // one pass over the rows (a long replay's do not stay in cache from one pass to the next)
+    for (c, comp) in st.out.compactions.iter_mut().zip(&st.comps) {
+        c.retained = comp.retained;
+        if comp.retained {
+            retained.push(c.ordinal);
+        }
         match (c.phase, c.trigger) {
             (Phase::PreRequest, _) => t.pre_request_token_threshold += 1,
             (Phase::PostInvocation, Trigger::TokenThreshold) => {
