@@ -372,9 +372,11 @@ impl Terse<'_> {
         match req.seed.and_then(|s| s.text).filter(|t| !t.is_empty()) {
             Some(seed) => {
                 let Some(rows) = rows else {
-                    let count = spliced.then(|| match seed.spliced() {
-                        Some(s) => s.compose(SEED_HEAD, &tail, self.count),
-                        None => Spliced::of(&format!("{SEED_HEAD}{seed}{tail}"), self.count),
+                    let count = spliced.then(|| {
+                        seed.with_ends(|s, ends| s.compose(ends, SEED_HEAD, &tail, self.count))
+                            .unwrap_or_else(|| {
+                                Spliced::of(&format!("{SEED_HEAD}{seed}{tail}"), self.count)
+                            })
                     });
                     return Some(SummaryText::seeded(SEED_HEAD, seed, &tail, count));
                 };
@@ -384,17 +386,13 @@ impl Terse<'_> {
                 let sizes = rows
                     .clone()
                     .fold((0, 0), |(c, e), r| (c + r.chars, e + r.escaped));
-                let count = spliced.then(|| match seed.spliced() {
-                    Some(s) => {
-                        // each event's lines, cut from the tail by their measured lengths
-                        let pieces = rows.scan(0usize, |at, r| {
-                            let piece = &tail[*at..*at + r.len as usize];
-                            *at += r.len as usize;
-                            Some((piece, r.shape))
-                        });
-                        s.compose_pieces(SEED_HEAD, pieces, self.count)
-                    }
-                    None => Spliced::of(&format!("{SEED_HEAD}{seed}{tail}"), self.count),
+                let count = spliced.then(|| {
+                    seed.with_ends(|s, ends| {
+                        // each event's lines in the tail, by their measured lengths
+                        let pieces = rows.map(|r| (r.len, r.shape));
+                        s.compose_pieces(ends, SEED_HEAD, &tail, pieces, self.count)
+                    })
+                    .unwrap_or_else(|| Spliced::of(&format!("{SEED_HEAD}{seed}{tail}"), self.count))
                 });
                 Some(SummaryText::seeded_measured(
                     SEED_HEAD, seed, tail, sizes, count,

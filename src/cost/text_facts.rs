@@ -177,7 +177,12 @@ impl TextFacts {
         // texts by identity (node ids are addresses: an odd multiple spreads their bits and
         // keeps them distinct)
         let node_key = |t: &SummaryText| (t.node_id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let mut by_node: KeyMap<u32> = key_map(n);
+        // (filled only as far as a seed that is not the text just before needs it: a rolling
+        // summary's seed is the summary before it, and a map as large as the replay's texts
+        // is a cache miss per lookup on a long one)
+        let mut by_node: KeyMap<u32> = key_map(0);
+        let mut indexed = 0usize;
+        let mut prev: Option<(usize, u32)> = None;
         // Each text's first `longest - 1` bytes (interned), carried down the chains: a text's
         // are its head's then its seed's, so no chain is walked for them.
         let keep = longest.saturating_sub(1);
@@ -209,9 +214,20 @@ impl TextFacts {
         for (i, t) in texts.iter().enumerate() {
             let Some(t) = t else { continue };
             let i = i as u32;
-            by_node.insert(node_key(t), i);
             let (head, seed, tail) = t.parts();
-            let p = seed.and_then(|s| by_node.get(&node_key(s)).copied());
+            let p = seed.and_then(|s| match prev {
+                Some((node, k)) if node == s.node_id() => Some(k),
+                _ => {
+                    for (k, t) in texts.iter().enumerate().take(i as usize).skip(indexed) {
+                        if let Some(t) = t {
+                            by_node.insert(node_key(t), k as u32);
+                        }
+                    }
+                    indexed = i as usize;
+                    by_node.get(&node_key(s)).copied()
+                }
+            });
+            prev = Some((t.node_id(), i));
             match (p, seed) {
                 (Some(p), Some(seed)) if seed.len() >= longest => {
                     parent[i as usize] = p;

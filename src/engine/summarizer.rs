@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::types::{Phase, Trigger};
-use crate::tokens::splice::Spliced;
+use crate::tokens::splice::{Ends, Spliced};
 
 /// A summary's text. A rolling summarizer writes its seed's text again with a little around
 /// it (`terse`: `model: ` + seed + new lines), so a text can be kept as `head + seed + tail`
@@ -204,8 +204,15 @@ impl SummaryText {
     }
 
     /// The last `n` bytes, or a few more to start on a char boundary (all when shorter).
-    /// Walks the chain only as deep as the bytes asked for.
-    pub fn suffix(&self, n: usize) -> String {
+    /// Borrowed when they are in the text's own tail (a rolling summary's last segment,
+    /// usually); else walks the chain only as deep as the bytes asked for.
+    pub fn suffix(&self, n: usize) -> std::borrow::Cow<'_, str> {
+        let own = &self.0.tail;
+        if let Some(start) = own.len().checked_sub(n) {
+            if own.is_char_boundary(start) {
+                return std::borrow::Cow::Borrowed(&own[start..]);
+            }
+        }
         fn take<'t>(p: &'t str, got: &mut usize, n: usize, rev: &mut Vec<&'t str>) -> bool {
             let mut start = p.len().saturating_sub(n - *got);
             while !p.is_char_boundary(start) {
@@ -238,7 +245,32 @@ impl SummaryText {
                 }
             }
         }
-        rev.iter().rev().copied().collect()
+        std::borrow::Cow::Owned(rev.iter().rev().copied().collect())
+    }
+
+    /// The first and last segments of this text, as its count by segments ([`Spliced`])
+    /// places them: what composing a text around this one counts again.
+    pub fn with_ends<R>(&self, f: impl FnOnce(&Spliced, Ends<'_>) -> R) -> Option<R> {
+        let s = self.0.spliced.as_ref()?;
+        // the first segment is in the head (a rolling summary's) or, with no seed, the tail
+        let n = s.first_len();
+        let own = match &self.0.seed {
+            Some(_) => self.0.head,
+            None if self.0.head.is_empty() => &self.0.tail,
+            None => "",
+        };
+        let first = match own.get(..n) {
+            Some(p) => std::borrow::Cow::Borrowed(p),
+            None => std::borrow::Cow::Owned(self.prefix(n)),
+        };
+        let last = self.suffix(s.last_len());
+        Some(f(
+            s,
+            Ends {
+                first: &first,
+                last: &last,
+            },
+        ))
     }
 }
 
@@ -513,6 +545,43 @@ impl Summarizer for Deterministic {
 mod tests {
     use super::*;
 
+    /// The ends a seeded text hands to the next count are its whole text's first and last
+    /// segments, wherever they lie: in its head or tail, its seed's, or across the joins (an
+    /// empty tail, a tail with no boundary, a first segment longer than the head).
+    #[test]
+    fn a_texts_ends_are_its_whole_texts_segments() {
+        let count = |t: &str| t.len() as u64;
+        let mut t =
+            SummaryText::flat_spliced("user: hi".into(), Some(Spliced::of("user: hi", &count)));
+        let steps = [
+            ("model: ", "\nagent: ok"),
+            ("model: ", ""),
+            ("model: ", "tail with no boundary"),
+            ("x", "\n\u{e9}t\u{e9}: y"),
+            ("", ""),
+            ("model: ", "\nuser: bye"),
+        ];
+        for (i, (head, tail)) in steps.iter().cycle().take(30).enumerate() {
+            let whole = format!("{head}{t}{tail}");
+            let s = t
+                .with_ends(|s, ends| s.compose(ends, head, tail, &count))
+                .expect("counted");
+            t = SummaryText::seeded(head, &t, tail, Some(s));
+            assert_eq!(t.to_string(), whole);
+            let expected = Spliced::of(&whole, &count);
+            assert_eq!(t.spliced(), Some(&expected), "step {i}");
+            let (first, last) = t
+                .with_ends(|_, e| (e.first.to_string(), e.last.to_string()))
+                .expect("counted");
+            let e = expected.ends(&whole);
+            assert_eq!(
+                (first.as_str(), last.as_str()),
+                (e.first, e.last),
+                "step {i}"
+            );
+        }
+    }
+
     /// A chain as deep as a long replay has rolling summaries is dropped without recursing
     /// (a recursive drop overflows a test thread's stack long before 200,000 levels).
     #[test]
@@ -566,7 +635,7 @@ mod tests {
                 assert!(p.len() < n.min(whole.len()) + 4, "{whole:?} {n} {p:?}");
                 let s = t.suffix(n);
                 assert!(
-                    whole.ends_with(&s) && (s.len() >= n.min(whole.len())),
+                    whole.ends_with(&*s) && (s.len() >= n.min(whole.len())),
                     "{whole:?} {n} {s:?}"
                 );
                 assert!(s.len() < n.min(whole.len()) + 4, "{whole:?} {n} {s:?}");

@@ -15,8 +15,9 @@
 //! - after `:` when a space follows: a word may start with one non-letter (the `:`) only if a
 //!   letter follows it, and a punctuation run takes no space after it.
 //!
-//! A [`Spliced`] keeps a text's total and its first and last segments, which are all that
-//! prepending or appending can change. Tests compare with counting the whole text, over the
+//! A [`Spliced`] keeps a text's total and where its first segment ends and its last begins,
+//! which is all that prepending or appending can change; composing reads those two segments
+//! from the text itself ([`Ends`]), so a rolling summary's counts hold no copies of them. Tests compare with counting the whole text, over the
 //! corpus and for both encodings; debug builds of `terse` do the same for each summary.
 
 /// Byte offsets where a segment starts (after 0), by the two rules above.
@@ -27,18 +28,45 @@ fn boundaries(text: &str) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// A text's token count, with its first and last segments (see the module doc).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A text's token count, with the lengths and counts of its first and last segments (see the
+/// module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spliced {
     pub total: u64,
-    first: Box<str>,
+    first_len: u32,
     first_tokens: u64,
-    /// Empty when the text is one segment (`first` is all of it).
-    last: Box<str>,
+    /// 0 when the text is one segment (the first is all of it).
+    last_len: u32,
     last_tokens: u64,
 }
 
+/// The first and last segments of the text a [`Spliced`] counts ([`Spliced::first_len`],
+/// [`Spliced::last_len`]; `last` is empty when the text is one segment), read from the text.
+#[derive(Debug, Clone, Copy)]
+pub struct Ends<'a> {
+    pub first: &'a str,
+    pub last: &'a str,
+}
+
 impl Spliced {
+    /// Bytes of the first segment (all of the text when it is one segment).
+    pub fn first_len(&self) -> usize {
+        self.first_len as usize
+    }
+
+    /// Bytes of the last segment (0 when the text is one segment).
+    pub fn last_len(&self) -> usize {
+        self.last_len as usize
+    }
+
+    /// The first and last segments of `text`, the text this counts.
+    pub fn ends<'t>(&self, text: &'t str) -> Ends<'t> {
+        Ends {
+            first: &text[..self.first_len()],
+            last: &text[text.len() - self.last_len()..],
+        }
+    }
+
     /// Count `text` segment by segment with `count` (a tiktoken encoding's counter).
     pub fn of(text: &str, count: &dyn Fn(&str) -> u64) -> Spliced {
         let mut cuts = boundaries(text).peekable();
@@ -46,9 +74,9 @@ impl Spliced {
             let n = count(text);
             return Spliced {
                 total: n,
-                first: text.into(),
+                first_len: text.len() as u32,
                 first_tokens: n,
-                last: Box::default(),
+                last_len: 0,
                 last_tokens: 0,
             };
         };
@@ -65,39 +93,51 @@ impl Spliced {
         let last_tokens = count(last);
         Spliced {
             total: total + last_tokens,
-            first: first.into(),
+            first_len: first.len() as u32,
             first_tokens,
-            last: last.into(),
+            last_len: last.len() as u32,
             last_tokens,
         }
     }
 
-    /// The count of `head + seed + tail`, where `seed` is the text `self` counts: only the
-    /// seed's first segment with `head` and its last with `tail` are counted again.
-    pub fn compose(&self, head: &str, tail: &str, count: &dyn Fn(&str) -> u64) -> Spliced {
-        if self.last.is_empty() {
+    /// The count of `head + seed + tail`, where `seed` is the text `self` counts, whose
+    /// segments at its ends are `seed`: only the first with `head` and the last with `tail`
+    /// are counted again.
+    pub fn compose(
+        &self,
+        seed: Ends<'_>,
+        head: &str,
+        tail: &str,
+        count: &dyn Fn(&str) -> u64,
+    ) -> Spliced {
+        debug_assert_eq!(
+            (seed.first.len(), seed.last.len()),
+            (self.first_len(), self.last_len()),
+            "the seed's ends"
+        );
+        if self.last_len == 0 {
             // one segment: nothing of it is known to stay apart
-            let mut whole = String::with_capacity(head.len() + self.first.len() + tail.len());
+            let mut whole = String::with_capacity(head.len() + seed.first.len() + tail.len());
             whole.push_str(head);
-            whole.push_str(&self.first);
+            whole.push_str(seed.first);
             whole.push_str(tail);
             return Spliced::of(&whole, count);
         }
-        let front = Spliced::of(&[head, &self.first].concat(), count);
-        let back = Spliced::of(&[&self.last, tail].concat(), count);
+        let front = spliced_joined(head, seed.first, count);
+        let back = spliced_joined(seed.last, tail, count);
         // The seed's first segment still ends at a boundary and its last still starts at one:
         // the bytes either side of those positions are unchanged.
         let total = self.total - self.first_tokens - self.last_tokens + front.total + back.total;
-        let (last, last_tokens) = if back.last.is_empty() {
-            (back.first, back.first_tokens)
+        let (last_len, last_tokens) = if back.last_len == 0 {
+            (back.first_len, back.first_tokens)
         } else {
-            (back.last, back.last_tokens)
+            (back.last_len, back.last_tokens)
         };
         Spliced {
             total,
-            first: front.first,
+            first_len: front.first_len,
             first_tokens: front.first_tokens,
-            last,
+            last_len,
             last_tokens,
         }
     }
@@ -120,86 +160,131 @@ impl Shape {
     /// The shape of `text`, counted with `count`; `None` when it is one segment.
     pub fn of(text: &str, count: &dyn Fn(&str) -> u64) -> Option<Shape> {
         let s = Spliced::of(text, count);
-        if s.last.is_empty() {
+        if s.last_len == 0 {
             return None;
         }
         Some(Shape {
             total: s.total,
-            first_end: s.first.len() as u32,
+            first_end: s.first_len,
             first_tokens: s.first_tokens,
-            last_start: (text.len() - s.last.len()) as u32,
+            last_start: (text.len() - s.last_len()) as u32,
             last_tokens: s.last_tokens,
         })
     }
 }
 
-/// The length of `pieces` end to end: room for the segment still open at the end.
-fn tail_len<'t>(pieces: impl Iterator<Item = (&'t str, Option<Shape>)>) -> usize {
-    pieces.map(|(t, _)| t.len()).sum()
+/// `count` of `a + b`, joined on the stack when short (a summary's first segment with the
+/// head before it, its last with the next lines: a few dozen bytes, at every compaction).
+fn count_joined(a: &str, b: &str, count: &dyn Fn(&str) -> u64) -> u64 {
+    let mut buf = [0u8; 256];
+    let n = a.len() + b.len();
+    if n > buf.len() {
+        return count(&[a, b].concat());
+    }
+    buf[..a.len()].copy_from_slice(a.as_bytes());
+    buf[a.len()..n].copy_from_slice(b.as_bytes());
+    match std::str::from_utf8(&buf[..n]) {
+        Ok(joined) => count(joined),
+        // (two `str`s end to end are UTF-8)
+        Err(_) => count(&[a, b].concat()),
+    }
+}
+
+/// [`Spliced::of`] `a + b`, joined on the stack when short.
+fn spliced_joined(a: &str, b: &str, count: &dyn Fn(&str) -> u64) -> Spliced {
+    let mut buf = [0u8; 256];
+    let n = a.len() + b.len();
+    if n > buf.len() {
+        return Spliced::of(&[a, b].concat(), count);
+    }
+    buf[..a.len()].copy_from_slice(a.as_bytes());
+    buf[a.len()..n].copy_from_slice(b.as_bytes());
+    match std::str::from_utf8(&buf[..n]) {
+        Ok(joined) => Spliced::of(joined, count),
+        Err(_) => Spliced::of(&[a, b].concat(), count),
+    }
 }
 
 impl Spliced {
     /// The count of `head + seed + tail`, where `seed` is the text `self` counts and `tail`
-    /// is `pieces` end to end, each with its [`Shape`] (`None`: one segment): what
-    /// [`Spliced::compose`] gives, counting only the segments that cross from one piece into
-    /// the next. Correct for pieces starting with a `\n`, where no boundary can fall (module
-    /// doc); debug builds compare with `compose`.
-    pub fn compose_pieces<'t>(
+    /// is pieces end to end, each given by its length and its [`Shape`] (`None`: one
+    /// segment): what [`Spliced::compose`] gives, counting only the segments that cross from
+    /// one piece into the next, as slices of `tail` (nothing is copied but the segments that
+    /// start in the seed). Correct for pieces starting with a `\n`, where no boundary can
+    /// fall (module doc); debug builds compare with `compose`.
+    pub fn compose_pieces(
         &self,
+        seed: Ends<'_>,
         head: &str,
-        pieces: impl Iterator<Item = (&'t str, Option<Shape>)> + Clone,
+        tail: &str,
+        pieces: impl Iterator<Item = (u32, Option<Shape>)> + Clone,
         count: &dyn Fn(&str) -> u64,
     ) -> Spliced {
-        #[cfg(debug_assertions)]
-        let tail: String = pieces.clone().map(|(t, _)| t).collect();
+        debug_assert_eq!(
+            pieces.clone().map(|(n, _)| n as usize).sum::<usize>(),
+            tail.len(),
+            "pieces end to end are the tail"
+        );
         debug_assert!(pieces
             .clone()
-            .all(|(t, _)| t.is_empty() || t.starts_with('\n')));
-        if self.last.is_empty() {
-            let tail: String = pieces.map(|(t, _)| t).collect();
-            return self.compose(head, &tail, count);
+            .scan(0usize, |at, (n, _)| {
+                let piece = &tail[*at..*at + n as usize];
+                *at += n as usize;
+                Some(piece)
+            })
+            .all(|t| t.is_empty() || t.starts_with('\n')));
+        if self.last_len == 0 {
+            return self.compose(seed, head, tail, count);
         }
-        let front = Spliced::of(&[head, &self.first].concat(), count);
-        // segments of the seed's last segment and the pieces: closed ones counted in `closed`,
-        // the open one (still growing) in `open`, its count known when a piece's own last
-        // segment ends the tail
+        let front = spliced_joined(head, seed.first, count);
+        // segments of the seed's last segment and the pieces: closed ones counted in
+        // `closed`; the open one (still growing) starts in the seed (`None`) or at a byte of
+        // the tail, its count known when a piece's own last segment ends the tail
         let mut closed = 0u64;
-        let mut open = String::with_capacity(self.last.len() + tail_len(pieces.clone()));
-        open.push_str(&self.last);
+        let mut open_from: Option<usize> = None;
         let mut open_tokens = Some(self.last_tokens);
-        for (text, shape) in pieces {
-            if text.is_empty() {
+        let mut at = 0usize;
+        for (len, shape) in pieces {
+            let len = len as usize;
+            if len == 0 {
                 continue;
             }
             match shape {
                 Some(sh) => {
-                    open.push_str(&text[..sh.first_end as usize]);
-                    closed += count(&open) + sh.total - sh.first_tokens - sh.last_tokens;
-                    open.clear();
-                    open.push_str(&text[sh.last_start as usize..]);
+                    let end = at + sh.first_end as usize;
+                    closed += match open_from {
+                        None => count_joined(seed.last, &tail[..end], count),
+                        Some(from) => count(&tail[from..end]),
+                    };
+                    closed += sh.total - sh.first_tokens - sh.last_tokens;
+                    open_from = Some(at + sh.last_start as usize);
                     open_tokens = Some(sh.last_tokens);
                 }
-                None => {
-                    open.push_str(text);
-                    open_tokens = None;
-                }
+                None => open_tokens = None,
             }
+            at += len;
         }
-        let last_tokens = open_tokens.unwrap_or_else(|| count(&open));
+        let last_tokens = open_tokens.unwrap_or_else(|| match open_from {
+            None => count_joined(seed.last, tail, count),
+            Some(from) => count(&tail[from..]),
+        });
+        let last_len = match open_from {
+            None => seed.last.len() + tail.len(),
+            Some(from) => tail.len() - from,
+        };
         let joined = Spliced {
             total: self.total - self.first_tokens - self.last_tokens
                 + front.total
                 + closed
                 + last_tokens,
-            first: front.first,
+            first_len: front.first_len,
             first_tokens: front.first_tokens,
-            last: open.into_boxed_str(),
+            last_len: last_len as u32,
             last_tokens,
         };
-        #[cfg(debug_assertions)]
         debug_assert_eq!(
             joined,
-            self.compose(head, &tail, count),
+            self.compose(seed, head, tail, count),
             "pieces vs compose"
         );
         joined
@@ -259,12 +344,25 @@ mod tests {
                             .take(len)
                             .copied()
                             .collect();
-                        let shaped: Vec<(&str, Option<Shape>)> =
-                            chosen.iter().map(|&p| (p, Shape::of(p, &c))).collect();
-                        let joined = s.compose_pieces("model: ", shaped.iter().copied(), &c);
+                        let shaped: Vec<(u32, Option<Shape>)> = chosen
+                            .iter()
+                            .map(|&p| (p.len() as u32, Shape::of(p, &c)))
+                            .collect();
+                        let ends = s.ends(seed);
+                        let joined = s.compose_pieces(
+                            ends,
+                            "model: ",
+                            &chosen.concat(),
+                            shaped.iter().copied(),
+                            &c,
+                        );
                         let text = format!("model: {seed}{}", chosen.concat());
                         assert_eq!(joined.total, c(&text), "{tok} {text:?}");
-                        assert_eq!(joined, s.compose("model: ", &chosen.concat(), &c));
+                        assert_eq!(joined, s.compose(ends, "model: ", &chosen.concat(), &c));
+                        // the ends it keeps are the whole text's, as counting it finds them
+                        let whole = Spliced::of(&text, &c);
+                        assert_eq!(joined.ends(&text).first, whole.ends(&text).first);
+                        assert_eq!(joined.ends(&text).last, whole.ends(&text).last);
                     }
                 }
             }
@@ -287,9 +385,10 @@ mod tests {
             ];
             for (i, tail) in tails.iter().cycle().take(24).enumerate() {
                 let head = if i % 5 == 4 { "" } else { "model: " };
-                s = s.compose(head, tail, &c);
+                s = s.compose(s.ends(&text), head, tail, &c);
                 text = format!("{head}{text}{tail}");
                 assert_eq!(s.total, c(&text), "{tok} step {i}: {text:?}");
+                assert_eq!(s, Spliced::of(&text, &c), "{tok} step {i}: ends");
             }
         }
     }

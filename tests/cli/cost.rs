@@ -692,8 +692,9 @@ mod rolling_terse {
                         }
                         Some(s) => {
                             let tail = format!("\n{new}");
+                            let next = s.compose(s.ends(&text), "model: ", &tail, &count);
                             text = format!("model: {text}{tail}");
-                            s.compose("model: ", &tail, &count)
+                            next
                         }
                     });
                     if text.len() > 16_384 {
