@@ -22,7 +22,7 @@ use super::live::CallMeasure;
 use super::metrics::SessionMetrics;
 use super::pricing::{ModelPrice, PriceTable, PricingError, ProviderCache};
 use super::references::{self as refs, Basis, Retention, SessionReferences};
-use super::summarizers::{Billed, Harness, SummarizerSpec};
+use super::summarizers::{Billed, CallTexts, Harness, SummarizerSpec};
 use super::text_facts::Searched;
 use crate::engine::summarizer::SummaryText;
 use crate::engine::summarizer::{filler_text, Policy};
@@ -182,7 +182,7 @@ pub fn attachment_tokens(session: &Session, tok: crate::tokens::Tokenizer) -> Ve
 #[derive(Debug, Clone, Default)]
 pub struct ReplayLog {
     /// Summary texts written, by call number (terse / command / echo).
-    pub texts: BTreeMap<u32, SummaryText>,
+    pub texts: CallTexts,
     /// Summaries produced but discarded by the `streams` race, by call number.
     pub discarded: BTreeMap<u32, Summary>,
     /// For a measured (`live:`) summarizer, what each call really used (a call missing here
@@ -1431,7 +1431,7 @@ mod tests {
         let mut r = replay(true);
         r.calls[0].input_tokens = 0;
         let log = ReplayLog {
-            texts: BTreeMap::from([(1, SummaryText::flat("user: Refund order 4521".into()))]),
+            texts: CallTexts::from([(1, SummaryText::flat("user: Refund order 4521".into()))]),
             discarded: BTreeMap::new(),
             measured: None,
         };
@@ -1459,7 +1459,7 @@ mod tests {
         let spec = SummarizerSpec::parse("live:anthropic/claude-sonnet-4-5").unwrap();
         let r = replay(true);
         let log = ReplayLog {
-            texts: BTreeMap::from([(1, SummaryText::flat("user: Refund order 4521".into()))]),
+            texts: CallTexts::from([(1, SummaryText::flat("user: Refund order 4521".into()))]),
             discarded: BTreeMap::new(),
             measured: Some(BTreeMap::from([(
                 1,

@@ -28,7 +28,7 @@ use super::latency::LengthModel;
 use super::python::{PythonSummarizer, SpanMemo};
 use crate::engine::summarizer::{summary_json_chars, Deterministic, Policy, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
-use crate::tokens::splice::{Shape, Spliced};
+use crate::tokens::splice::{Joined, Shape, Spliced};
 use crate::tokens::Tokenizer;
 use crate::transcript::{Event, Part, Session};
 use std::collections::{BTreeMap, BTreeSet};
@@ -274,41 +274,90 @@ pub struct Terse<'a> {
 /// under a token trigger a rolling summary writes an event's lines again at every
 /// compaction of every setting, and cutting and counting them each time was most of its
 /// cost (and its lookups of segment counts, scattered over a table as large as the session,
-/// most of its growth with the session).
+/// most of its growth with the session). The lines themselves are kept end to end, so a
+/// summary copies them from one buffer in event order instead of following each event's parts
+/// through the session.
 #[derive(Debug, Default)]
 pub struct TerseLines {
     rows: Vec<TerseRow>,
+    /// Every event's lines, end to end (event i's at `rows[i].start`, `rows[i].len` bytes).
+    text: String,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 struct TerseRow {
+    start: usize,
     len: u32,
     chars: u64,
     escaped: u64,
     /// `None`: one segment, or counted by ADK's chars / 4.
     shape: Option<Shape>,
+    /// The nearest earlier event with lines, when both have two segments or more, and the
+    /// count of its last segment joined with this event's first: what a rolling summary
+    /// counts where the two meet (else looked up in the session's count memo, a table as
+    /// large as the session, at every compaction of every setting).
+    join: Option<(u32, u64)>,
 }
 
 impl TerseLines {
     /// Measure every event's lines; `count` is the run's tokenizer (`None`: chars / 4, no
     /// segments to keep).
     pub fn new(session: &Session, count: Option<&(dyn Fn(&str) -> u64 + Sync)>) -> TerseLines {
-        let mut text = String::new();
-        let rows = session
-            .events
-            .iter()
-            .map(|e| {
-                text.clear();
-                push_terse_lines(e, &mut text);
-                TerseRow {
-                    len: text.len() as u32,
-                    chars: text.chars().count() as u64,
-                    escaped: crate::tokens::adk::json_str_len_raw(&text),
-                    shape: count.and_then(|c| Shape::of(&text, c)),
-                }
-            })
-            .collect();
-        TerseLines { rows }
+        let mut all = String::new();
+        let mut rows: Vec<TerseRow> = Vec::with_capacity(session.events.len());
+        // the nearest earlier event with lines
+        let mut before: Option<u32> = None;
+        for (i, e) in session.events.iter().enumerate() {
+            let start = all.len();
+            push_terse_lines(e, &mut all);
+            let text = &all[start..];
+            let shape = count.and_then(|c| Shape::of(text, c));
+            let join = match (before, shape, count) {
+                (Some(p), Some(sh), Some(c)) => rows[p as usize].shape.map(|ps| {
+                    let p_row = &rows[p as usize];
+                    let after = &all[p_row.start + ps.last_start as usize..start];
+                    let first = &text[..sh.first_end as usize];
+                    (p, c(&[after, first].concat()))
+                }),
+                _ => None,
+            };
+            rows.push(TerseRow {
+                start,
+                len: text.len() as u32,
+                chars: text.chars().count() as u64,
+                escaped: crate::tokens::adk::json_str_len_raw(text),
+                shape,
+                join,
+            });
+            if !text.is_empty() {
+                before = Some(i as u32);
+            }
+        }
+        TerseLines { rows, text: all }
+    }
+
+    /// Event `i`'s lines as a piece of a tail ([`Spliced::compose_pieces`]): their length,
+    /// shape, and the count where they meet the lines before them in the session.
+    fn piece(&self, i: u32) -> (u32, Option<Shape>, Option<Joined<'_>>) {
+        let Some(r) = self.rows.get(i as usize) else {
+            return (0, None, None);
+        };
+        let join = r.join.and_then(|(p, tokens)| {
+            let pr = self.rows.get(p as usize)?;
+            let after = self
+                .text
+                .get(pr.start + pr.shape?.last_start as usize..pr.start + pr.len as usize)?;
+            Some(Joined { after, tokens })
+        });
+        (r.len, r.shape, join)
+    }
+
+    /// Event `i`'s lines (empty past the session).
+    fn lines(&self, i: u32) -> &str {
+        self.rows
+            .get(i as usize)
+            .and_then(|r| self.text.get(r.start..r.start + r.len as usize))
+            .unwrap_or_default()
     }
 }
 
@@ -346,10 +395,8 @@ impl Terse<'_> {
         let events = &self.session.events;
         // the session's measures of each event's lines (`TerseLines`), when they are this
         // session's: the tail is then allocated once, at its length
-        let mut rows = self
-            .lines
-            .map(|l| &l.rows)
-            .filter(|r| r.len() == events.len());
+        let lines = self.lines.filter(|l| l.rows.len() == events.len());
+        let mut rows = lines.map(|l| &l.rows);
         // (an index past the session writes nothing: a zero-length row)
         let row = |i: u32| rows.map(|r| r.get(i as usize).copied().unwrap_or_default());
         let measured: usize = req
@@ -359,10 +406,21 @@ impl Terse<'_> {
             .sum();
         // "\n" + each line: the tail after a seed; without a seed the first "\n" is cut
         let mut tail = String::with_capacity(measured);
-        for i in req.event_indices() {
-            if let Some(e) = events.get(i as usize) {
-                push_terse_lines(e, &mut tail);
+        match lines {
+            Some(l) => req.event_indices().for_each(|i| tail.push_str(l.lines(i))),
+            None => {
+                for e in req.event_indices().filter_map(|i| events.get(i as usize)) {
+                    push_terse_lines(e, &mut tail);
+                }
             }
+        }
+        #[cfg(debug_assertions)]
+        if lines.is_some() {
+            let mut written = String::new();
+            for e in req.event_indices().filter_map(|i| events.get(i as usize)) {
+                push_terse_lines(e, &mut written);
+            }
+            assert_eq!(tail, written, "terse lines from the session's buffer");
         }
         if tail.len() != measured {
             // not this session's measures after all: measure the text itself
@@ -371,7 +429,7 @@ impl Terse<'_> {
         let spliced = self.tokenizer != Tokenizer::AdkChars;
         match req.seed.and_then(|s| s.text).filter(|t| !t.is_empty()) {
             Some(seed) => {
-                let Some(rows) = rows else {
+                let (Some(rows), Some(lines)) = (rows, lines) else {
                     let count = spliced.then(|| {
                         seed.with_ends(|s, ends| s.compose(ends, SEED_HEAD, &tail, self.count))
                             .unwrap_or_else(|| {
@@ -380,6 +438,7 @@ impl Terse<'_> {
                     });
                     return Some(SummaryText::seeded(SEED_HEAD, seed, &tail, count));
                 };
+                let pieces = req.event_indices().map(|i| lines.piece(i));
                 let rows = req
                     .event_indices()
                     .map(|i| rows.get(i as usize).copied().unwrap_or_default());
@@ -388,8 +447,7 @@ impl Terse<'_> {
                     .fold((0, 0), |(c, e), r| (c + r.chars, e + r.escaped));
                 let count = spliced.then(|| {
                     seed.with_ends(|s, ends| {
-                        // each event's lines in the tail, by their measured lengths
-                        let pieces = rows.map(|r| (r.len, r.shape));
+                        // each event's lines in the tail, by their measures
                         s.compose_pieces(ends, SEED_HEAD, &tail, pieces, self.count)
                     })
                     .unwrap_or_else(|| Spliced::of(&format!("{SEED_HEAD}{seed}{tail}"), self.count))
@@ -806,8 +864,52 @@ pub struct Harness<'a> {
     pub inner: &'a dyn Summarizer,
     pub discard: BTreeSet<u32>,
     race: Option<Race<'a>>,
-    texts: Mutex<BTreeMap<u32, SummaryText>>,
+    texts: Mutex<CallTexts>,
     discarded: Mutex<BTreeMap<u32, Summary>>,
+}
+
+/// Summary texts by call number. Calls are numbered 1, 2, ... in a replay, so a list
+/// indexed by number: a long rolling replay writes a text at nearly every call, and a tree
+/// of them cost a node walk at each insert and lookup and a scattered drop.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallTexts(Vec<Option<SummaryText>>);
+
+impl CallTexts {
+    /// How many calls wrote a text.
+    pub fn len(&self) -> usize {
+        self.0.iter().flatten().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn insert(&mut self, call: u32, text: SummaryText) {
+        let i = call as usize;
+        if self.0.len() <= i {
+            self.0.resize(i + 1, None);
+        }
+        self.0[i] = Some(text);
+    }
+
+    pub fn get(&self, call: &u32) -> Option<&SummaryText> {
+        self.0.get(*call as usize).and_then(Option::as_ref)
+    }
+
+    /// Call numbers with a text, ascending.
+    pub fn keys(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.0.len() as u32).filter(|&i| self.0[i as usize].is_some())
+    }
+}
+
+impl<const N: usize> From<[(u32, SummaryText); N]> for CallTexts {
+    fn from(texts: [(u32, SummaryText); N]) -> CallTexts {
+        let mut out = CallTexts::default();
+        for (call, text) in texts {
+            out.insert(call, text);
+        }
+        out
+    }
 }
 
 impl<'a> Harness<'a> {
@@ -816,7 +918,7 @@ impl<'a> Harness<'a> {
             inner,
             discard,
             race: None,
-            texts: Mutex::new(BTreeMap::new()),
+            texts: Mutex::new(CallTexts::default()),
             discarded: Mutex::new(BTreeMap::new()),
         }
     }
@@ -831,7 +933,7 @@ impl<'a> Harness<'a> {
 
     /// Texts of the summaries written, by call number, taken out of the harness (not
     /// copied: a rolling text summarizer's texts add up to the square of the history).
-    pub fn texts(&self) -> BTreeMap<u32, SummaryText> {
+    pub fn texts(&self) -> CallTexts {
         self.texts
             .lock()
             .map(|mut t| std::mem::take(&mut *t))
@@ -1196,7 +1298,7 @@ mod tests {
         r2.call = 2;
         assert!(matches!(h.summarize(&r1), Outcome::Summary(_)));
         assert_eq!(h.summarize(&r2), Outcome::Failed { input_tokens: 0 });
-        assert_eq!(h.texts().keys().copied().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(h.texts().keys().collect::<Vec<_>>(), vec![1]);
         assert_eq!(h.discarded().keys().copied().collect::<Vec<_>>(), vec![2]);
     }
 

@@ -173,6 +173,15 @@ impl Shape {
     }
 }
 
+/// A piece's first segment counted after a known text (`after + first`): kept for a piece
+/// that often follows the same lines (an event's lines after the event's before it), and
+/// used when the segment open before the piece is `after`.
+#[derive(Debug, Clone, Copy)]
+pub struct Joined<'a> {
+    pub after: &'a str,
+    pub tokens: u64,
+}
+
 /// `count` of `a + b`, joined on the stack when short (a summary's first segment with the
 /// head before it, its last with the next lines: a few dozen bytes, at every compaction).
 fn count_joined(a: &str, b: &str, count: &dyn Fn(&str) -> u64) -> u64 {
@@ -207,27 +216,27 @@ fn spliced_joined(a: &str, b: &str, count: &dyn Fn(&str) -> u64) -> Spliced {
 
 impl Spliced {
     /// The count of `head + seed + tail`, where `seed` is the text `self` counts and `tail`
-    /// is pieces end to end, each given by its length and its [`Shape`] (`None`: one
-    /// segment): what [`Spliced::compose`] gives, counting only the segments that cross from
+    /// is pieces end to end, each given by its length, its [`Shape`] (`None`: one segment)
+    /// and maybe a [`Joined`] count of its first segment: what [`Spliced::compose`] gives, counting only the segments that cross from
     /// one piece into the next, as slices of `tail` (nothing is copied but the segments that
     /// start in the seed). Correct for pieces starting with a `\n`, where no boundary can
     /// fall (module doc); debug builds compare with `compose`.
-    pub fn compose_pieces(
+    pub fn compose_pieces<'t>(
         &self,
         seed: Ends<'_>,
         head: &str,
         tail: &str,
-        pieces: impl Iterator<Item = (u32, Option<Shape>)> + Clone,
+        pieces: impl Iterator<Item = (u32, Option<Shape>, Option<Joined<'t>>)> + Clone,
         count: &dyn Fn(&str) -> u64,
     ) -> Spliced {
         debug_assert_eq!(
-            pieces.clone().map(|(n, _)| n as usize).sum::<usize>(),
+            pieces.clone().map(|(n, ..)| n as usize).sum::<usize>(),
             tail.len(),
             "pieces end to end are the tail"
         );
         debug_assert!(pieces
             .clone()
-            .scan(0usize, |at, (n, _)| {
+            .scan(0usize, |at, (n, ..)| {
                 let piece = &tail[*at..*at + n as usize];
                 *at += n as usize;
                 Some(piece)
@@ -244,7 +253,7 @@ impl Spliced {
         let mut open_from: Option<usize> = None;
         let mut open_tokens = Some(self.last_tokens);
         let mut at = 0usize;
-        for (len, shape) in pieces {
+        for (len, shape, joined) in pieces {
             let len = len as usize;
             if len == 0 {
                 continue;
@@ -252,10 +261,18 @@ impl Spliced {
             match shape {
                 Some(sh) => {
                     let end = at + sh.first_end as usize;
-                    closed += match open_from {
+                    let open = match open_from {
+                        None if at == 0 => Some(seed.last),
+                        None => None,
+                        Some(from) => Some(&tail[from..at]),
+                    };
+                    let known = joined.filter(|j| open == Some(j.after)).map(|j| j.tokens);
+                    let crossing = || match open_from {
                         None => count_joined(seed.last, &tail[..end], count),
                         Some(from) => count(&tail[from..end]),
                     };
+                    debug_assert!(known.is_none_or(|k| k == crossing()), "joined count");
+                    closed += known.unwrap_or_else(crossing);
                     closed += sh.total - sh.first_tokens - sh.last_tokens;
                     open_from = Some(at + sh.last_start as usize);
                     open_tokens = Some(sh.last_tokens);
@@ -344,9 +361,21 @@ mod tests {
                             .take(len)
                             .copied()
                             .collect();
-                        let shaped: Vec<(u32, Option<Shape>)> = chosen
+                        // each piece's first segment known after the piece before it
+                        let shaped: Vec<(u32, Option<Shape>, Option<Joined>)> = chosen
                             .iter()
-                            .map(|&p| (p.len() as u32, Shape::of(p, &c)))
+                            .enumerate()
+                            .map(|(k, &p)| {
+                                let shape = Shape::of(p, &c);
+                                let before = k.checked_sub(1).map(|b| chosen[b]).and_then(|b| {
+                                    Shape::of(b, &c).map(|bs| &b[bs.last_start as usize..])
+                                });
+                                let joined = before.zip(shape).map(|(after, sh)| Joined {
+                                    after,
+                                    tokens: c(&[after, &p[..sh.first_end as usize]].concat()),
+                                });
+                                (p.len() as u32, shape, joined)
+                            })
                             .collect();
                         let ends = s.ends(seed);
                         let joined = s.compose_pieces(
