@@ -666,13 +666,25 @@ impl<'a> State<'a> {
 /// How many events ahead the replay prefetches its per-event arrays.
 const AHEAD: usize = 8;
 
+/// From how many possible summarizer calls (model requests + invocations) a replay reserves
+/// its per-call rows up front: rows of a thousand calls fit in the core's cache, where
+/// growing them by doubling costs little.
+const RESERVE_FROM: usize = 1024;
+
 /// Replay one session under one setting.
 pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
     let base = s.baseline.get_or_init(|| contents::baseline(s));
     // at most one summarizer call before each model request and one after each invocation:
-    // reserved, so a replay that compacts at every request does not copy its rows again at
-    // every doubling (untouched capacity is not resident)
+    // reserved for a long session, so a replay that compacts at every request does not copy
+    // its rows again at every doubling, from memory (untouched capacity is not resident); a
+    // short one allocates only if it compacts (most do not: a sweep of short sessions paid
+    // four allocations per replay for nothing)
     let most_calls = base.request.len() + s.blocks();
+    let most_calls = if most_calls >= RESERVE_FROM {
+        most_calls
+    } else {
+        0
+    };
     let mut st = State {
         s,
         base,
