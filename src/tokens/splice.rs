@@ -182,36 +182,30 @@ pub struct Joined<'a> {
     pub tokens: u64,
 }
 
-/// `count` of `a + b`, joined on the stack when short (a summary's first segment with the
+/// `f(a + b)`, the two joined on the stack when short (a summary's first segment with the
 /// head before it, its last with the next lines: a few dozen bytes, at every compaction).
-fn count_joined(a: &str, b: &str, count: &dyn Fn(&str) -> u64) -> u64 {
+fn with_joined<R>(a: &str, b: &str, f: impl FnOnce(&str) -> R) -> R {
     let mut buf = [0u8; 256];
     let n = a.len() + b.len();
-    if n > buf.len() {
-        return count(&[a, b].concat());
-    }
-    buf[..a.len()].copy_from_slice(a.as_bytes());
-    buf[a.len()..n].copy_from_slice(b.as_bytes());
-    match std::str::from_utf8(&buf[..n]) {
-        Ok(joined) => count(joined),
+    if n <= buf.len() {
+        buf[..a.len()].copy_from_slice(a.as_bytes());
+        buf[a.len()..n].copy_from_slice(b.as_bytes());
         // (two `str`s end to end are UTF-8)
-        Err(_) => count(&[a, b].concat()),
+        if let Ok(joined) = std::str::from_utf8(&buf[..n]) {
+            return f(joined);
+        }
     }
+    f(&[a, b].concat())
 }
 
-/// [`Spliced::of`] `a + b`, joined on the stack when short.
+/// `count` of `a + b` ([`with_joined`]).
+fn count_joined(a: &str, b: &str, count: &dyn Fn(&str) -> u64) -> u64 {
+    with_joined(a, b, count)
+}
+
+/// [`Spliced::of`] `a + b` ([`with_joined`]).
 fn spliced_joined(a: &str, b: &str, count: &dyn Fn(&str) -> u64) -> Spliced {
-    let mut buf = [0u8; 256];
-    let n = a.len() + b.len();
-    if n > buf.len() {
-        return Spliced::of(&[a, b].concat(), count);
-    }
-    buf[..a.len()].copy_from_slice(a.as_bytes());
-    buf[a.len()..n].copy_from_slice(b.as_bytes());
-    match std::str::from_utf8(&buf[..n]) {
-        Ok(joined) => Spliced::of(joined, count),
-        Err(_) => Spliced::of(&[a, b].concat(), count),
-    }
+    with_joined(a, b, |t| Spliced::of(t, count))
 }
 
 impl Spliced {
