@@ -314,8 +314,8 @@ impl TerseLines {
             let shape = count.and_then(|c| Shape::of(text, c));
             let join = match (before, shape, count) {
                 (Some(p), Some(sh), Some(c)) => rows[p as usize].shape.map(|ps| {
-                    let p_row = &rows[p as usize];
-                    let after = &all[p_row.start + ps.last_start as usize..start];
+                    // (the earlier event's lines end where this one's start)
+                    let after = &all[rows[p as usize].start + ps.last_start as usize..start];
                     let first = &text[..sh.first_end as usize];
                     (p, c(&[after, first].concat()))
                 }),
@@ -336,14 +336,17 @@ impl TerseLines {
         TerseLines { rows, text: all }
     }
 
+    /// Event `i`'s measures (an index past the session writes nothing: a zero-length row).
+    fn row(&self, i: u32) -> TerseRow {
+        self.rows.get(i as usize).copied().unwrap_or_default()
+    }
+
     /// Event `i`'s lines as a piece of a tail ([`Spliced::compose_pieces`]): their length,
     /// shape, and the count where they meet the lines before them in the session.
     fn piece(&self, i: u32) -> (u32, Option<Shape>, Option<Joined<'_>>) {
-        let Some(r) = self.rows.get(i as usize) else {
-            return (0, None, None);
-        };
+        let r = self.row(i);
         let join = r.join.and_then(|(p, tokens)| {
-            let pr = self.rows.get(p as usize)?;
+            let pr = self.row(p);
             let after = self
                 .text
                 .get(pr.start + pr.shape?.last_start as usize..pr.start + pr.len as usize)?;
@@ -354,9 +357,9 @@ impl TerseLines {
 
     /// Event `i`'s lines (empty past the session).
     fn lines(&self, i: u32) -> &str {
-        self.rows
-            .get(i as usize)
-            .and_then(|r| self.text.get(r.start..r.start + r.len as usize))
+        let r = self.row(i);
+        self.text
+            .get(r.start..r.start + r.len as usize)
             .unwrap_or_default()
     }
 }
@@ -394,26 +397,29 @@ impl Terse<'_> {
     fn summary_text(&self, req: &SummarizeRequest<'_>) -> Option<SummaryText> {
         let events = &self.session.events;
         // the session's measures of each event's lines (`TerseLines`), when they are this
-        // session's: the tail is then allocated once, at its length
+        // session's: the tail is then copied from its buffer, allocated once at its length
         let lines = self.lines.filter(|l| l.rows.len() == events.len());
-        let mut rows = lines.map(|l| &l.rows);
-        // (an index past the session writes nothing: a zero-length row)
-        let row = |i: u32| rows.map(|r| r.get(i as usize).copied().unwrap_or_default());
-        let measured: usize = req
-            .event_indices()
-            .filter_map(row)
-            .map(|r| r.len as usize)
-            .sum();
         // "\n" + each line: the tail after a seed; without a seed the first "\n" is cut
-        let mut tail = String::with_capacity(measured);
-        match lines {
-            Some(l) => req.event_indices().for_each(|i| tail.push_str(l.lines(i))),
+        let (mut tail, sizes) = match lines {
+            Some(l) => {
+                let (len, chars, escaped) = req
+                    .event_indices()
+                    .map(|i| l.row(i))
+                    .fold((0usize, 0u64, 0u64), |(n, c, e), r| {
+                        (n + r.len as usize, c + r.chars, e + r.escaped)
+                    });
+                let mut tail = String::with_capacity(len);
+                req.event_indices().for_each(|i| tail.push_str(l.lines(i)));
+                (tail, Some((chars, escaped)))
+            }
             None => {
+                let mut tail = String::new();
                 for e in req.event_indices().filter_map(|i| events.get(i as usize)) {
                     push_terse_lines(e, &mut tail);
                 }
+                (tail, None)
             }
-        }
+        };
         #[cfg(debug_assertions)]
         if lines.is_some() {
             let mut written = String::new();
@@ -422,14 +428,10 @@ impl Terse<'_> {
             }
             assert_eq!(tail, written, "terse lines from the session's buffer");
         }
-        if tail.len() != measured {
-            // not this session's measures after all: measure the text itself
-            rows = None;
-        }
         let spliced = self.tokenizer != Tokenizer::AdkChars;
         match req.seed.and_then(|s| s.text).filter(|t| !t.is_empty()) {
             Some(seed) => {
-                let (Some(rows), Some(lines)) = (rows, lines) else {
+                let (Some(lines), Some(sizes)) = (lines, sizes) else {
                     let count = spliced.then(|| {
                         seed.with_ends(|s, ends| s.compose(ends, SEED_HEAD, &tail, self.count))
                             .unwrap_or_else(|| {
@@ -439,12 +441,6 @@ impl Terse<'_> {
                     return Some(SummaryText::seeded(SEED_HEAD, seed, &tail, count));
                 };
                 let pieces = req.event_indices().map(|i| lines.piece(i));
-                let rows = req
-                    .event_indices()
-                    .map(|i| rows.get(i as usize).copied().unwrap_or_default());
-                let sizes = rows
-                    .clone()
-                    .fold((0, 0), |(c, e), r| (c + r.chars, e + r.escaped));
                 let count = spliced.then(|| {
                     seed.with_ends(|s, ends| {
                         // each event's lines in the tail, by their measures

@@ -17,8 +17,9 @@
 //!
 //! A [`Spliced`] keeps a text's total and where its first segment ends and its last begins,
 //! which is all that prepending or appending can change; composing reads those two segments
-//! from the text itself ([`Ends`]), so a rolling summary's counts hold no copies of them. Tests compare with counting the whole text, over the
-//! corpus and for both encodings; debug builds of `terse` do the same for each summary.
+//! from the text itself ([`Ends`]), so a rolling summary's counts hold no copies of them.
+//! Tests compare with counting the whole text, over the corpus and for both encodings; debug
+//! builds of `terse` do the same for each summary.
 
 /// Byte offsets where a segment starts (after 0), by the two rules above.
 fn boundaries(text: &str) -> impl Iterator<Item = usize> + '_ {
@@ -211,10 +212,11 @@ fn spliced_joined(a: &str, b: &str, count: &dyn Fn(&str) -> u64) -> Spliced {
 impl Spliced {
     /// The count of `head + seed + tail`, where `seed` is the text `self` counts and `tail`
     /// is pieces end to end, each given by its length, its [`Shape`] (`None`: one segment)
-    /// and maybe a [`Joined`] count of its first segment: what [`Spliced::compose`] gives, counting only the segments that cross from
-    /// one piece into the next, as slices of `tail` (nothing is copied but the segments that
-    /// start in the seed). Correct for pieces starting with a `\n`, where no boundary can
-    /// fall (module doc); debug builds compare with `compose`.
+    /// and maybe a [`Joined`] count of its first segment: what [`Spliced::compose`] gives,
+    /// counting only the segments that cross from one piece into the next, as slices of
+    /// `tail` (nothing is copied but the segments that start in the seed). Correct for pieces
+    /// starting with a `\n`, where no boundary can fall (module doc); debug builds compare
+    /// with `compose`.
     pub fn compose_pieces<'t>(
         &self,
         seed: Ends<'_>,
