@@ -335,7 +335,7 @@ pub fn compare(o: &Value, r: &Replay, token_pair: bool) -> Vec<Diff> {
         c.eq(
             p("retained_summaries"),
             oi.get("retained_summaries"),
-            ei.retained_ordinals().into(),
+            r.retained_ordinals(ei).into(),
             true,
         );
         c.eq(

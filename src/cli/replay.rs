@@ -399,7 +399,7 @@ pub fn to_json(
                 "next_request_history_uncompacted": {"adk_chars": inv.next_request_adk_chars_uncompacted,
                     "est_tokens": inv.next_request_adk_chars_uncompacted / 4,
                     "history_tokens": inv.next_request_baseline_history_tokens},
-                "retained_summaries": inv.retained_ordinals(),
+                "retained_summaries": r.retained_ordinals(inv),
                 "summarizer_calls": inv.summarizer_calls,
             })
         })

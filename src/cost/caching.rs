@@ -70,13 +70,37 @@ pub fn price_requests(
     rules: &ProviderCache,
     mode: CacheMode,
 ) -> Vec<Charge> {
-    let caching = mode == CacheMode::On && price.cached_input.is_some();
-    let writes_charged = rules.cache_write_charged || price.cache_write.is_some();
-    let mut out = Vec::with_capacity(reqs.len());
-    let mut prev: Option<&PricedRequest> = None;
-    for r in reqs {
-        let cacheable = caching && r.prompt_tokens >= rules.min_cache_tokens;
-        let cached = match prev {
+    let mut pricer = Pricer::new(price, rules, mode);
+    reqs.iter().map(|&r| pricer.charge(r)).collect()
+}
+
+/// [`price_requests`] one request at a time: the metrics price a long session's requests in
+/// the pass that reads them, with no list of rows or charges in between.
+#[derive(Debug, Clone)]
+pub struct Pricer<'a> {
+    price: &'a ModelPrice,
+    rules: &'a ProviderCache,
+    caching: bool,
+    writes_charged: bool,
+    prev: Option<PricedRequest>,
+}
+
+impl<'a> Pricer<'a> {
+    pub fn new(price: &'a ModelPrice, rules: &'a ProviderCache, mode: CacheMode) -> Pricer<'a> {
+        Pricer {
+            price,
+            rules,
+            caching: mode == CacheMode::On && price.cached_input.is_some(),
+            writes_charged: rules.cache_write_charged || price.cache_write.is_some(),
+            prev: None,
+        }
+    }
+
+    /// The charge of request `r`, made after the requests priced so far.
+    pub fn charge(&mut self, r: PricedRequest) -> Charge {
+        let (price, rules) = (self.price, self.rules);
+        let cacheable = self.caching && r.prompt_tokens >= rules.min_cache_tokens;
+        let cached = match &self.prev {
             Some(p)
                 if cacheable
                     && p.prompt_tokens >= rules.min_cache_tokens
@@ -96,7 +120,7 @@ pub fn price_requests(
             }
             _ => 0,
         };
-        let writes = if cacheable && writes_charged {
+        let writes = if cacheable && self.writes_charged {
             r.prompt_tokens - cached
         } else {
             0
@@ -116,7 +140,8 @@ pub fn price_requests(
                 / 1e6;
             (usd, tier)
         });
-        out.push(Charge {
+        self.prev = Some(r);
+        Charge {
             cached_read_tokens: cached,
             cache_write_tokens: writes,
             cache_write_1h_tokens: writes_1h,
@@ -124,10 +149,8 @@ pub fn price_requests(
             output_tokens: r.output_tokens,
             tier_above: usd_and_tier.and_then(|(_, t)| t),
             usd: usd_and_tier.map(|(u, _)| u),
-        });
-        prev = Some(r);
+        }
     }
-    out
 }
 
 /// How long the prefix `p` wrote stays readable: an hour when it was written (even in part)
@@ -146,8 +169,8 @@ pub fn price_single(prompt_tokens: u64, output_tokens: u64, price: &ModelPrice) 
     Some((prompt_tokens as f64 * rates.input + output_tokens as f64 * rates.output) / 1e6)
 }
 
-/// What a session's metrics read from its charges, gathered in one pass (a long session's
-/// charges do not stay in cache from one pass to the next).
+/// What a session's metrics read from its charges, added up as they are made (a long
+/// session's charges would not stay in cache from one pass to the next).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChargeTotals {
     /// Sum of the charges; `None` when a request has no price.
@@ -158,17 +181,34 @@ pub struct ChargeTotals {
 }
 
 impl ChargeTotals {
-    pub fn of(charges: &[Charge]) -> ChargeTotals {
-        let mut t = ChargeTotals {
+    /// No charge yet.
+    pub fn empty() -> ChargeTotals {
+        ChargeTotals {
             // what `Iterator::sum` starts a float sum with
             usd: Some(-0.0),
             cached_read_tokens: 0,
             over_tier: 0,
-        };
+        }
+    }
+
+    /// No price: the sum is unknown however many requests are added.
+    pub fn unpriced() -> ChargeTotals {
+        ChargeTotals {
+            usd: None,
+            ..ChargeTotals::empty()
+        }
+    }
+
+    pub fn add(&mut self, c: &Charge) {
+        self.usd = self.usd.zip(c.usd).map(|(a, b)| a + b);
+        self.cached_read_tokens += c.cached_read_tokens;
+        self.over_tier += u64::from(c.tier_above.is_some());
+    }
+
+    pub fn of(charges: &[Charge]) -> ChargeTotals {
+        let mut t = ChargeTotals::empty();
         for c in charges {
-            t.usd = t.usd.zip(c.usd).map(|(a, b)| a + b);
-            t.cached_read_tokens += c.cached_read_tokens;
-            t.over_tier += u64::from(c.tier_above.is_some());
+            t.add(c);
         }
         t
     }

@@ -14,7 +14,7 @@
 //!   for the agent model's.
 //! - Percentiles interpolate linearly between closest ranks.
 
-use super::caching::{price_requests, price_single, CacheMode, ChargeTotals, PricedRequest};
+use super::caching::{price_single, CacheMode, ChargeTotals, PricedRequest, Pricer};
 use super::client::{summary_discarded, ClientMode};
 use super::facts::{tally, tally_found, tally_held, FactTally};
 use super::latency::{LatencyParams, LatencyTable};
@@ -355,6 +355,28 @@ fn stats(values: &[f64]) -> (f64, f64, f64, f64) {
     )
 }
 
+/// A sequence of requests' charges, added up as they are priced (unpriced without a price).
+struct Priced<'a> {
+    pricer: Option<Pricer<'a>>,
+    totals: ChargeTotals,
+}
+
+impl<'a> Priced<'a> {
+    fn new(pricer: Option<Pricer<'a>>) -> Priced<'a> {
+        let totals = match pricer {
+            Some(_) => ChargeTotals::empty(),
+            None => ChargeTotals::unpriced(),
+        };
+        Priced { pricer, totals }
+    }
+
+    fn add(&mut self, r: PricedRequest) {
+        if let Some(p) = &mut self.pricer {
+            self.totals.add(&p.charge(r));
+        }
+    }
+}
+
 /// Every metrics.md column for one replay. `baseline` is the same session replayed with no
 /// compaction; without it the replay's own `baseline_*` columns are used (identical by
 /// construction).
@@ -379,16 +401,19 @@ pub fn compute_metrics(
     // baseline's, so they share the baseline's rule (the whole previous prompt is a prefix):
     // a setting that never fires then costs exactly the baseline. From the first summary on,
     // the engine says how much of the history survived as a prefix. One pass over the
-    // requests gathers these rows and every sum below: a request is three cache lines, and a
-    // long session's requests do not stay in cache from one pass to the next.
-    let mut prev_prompt = 0;
+    // requests prices them (and the baseline's, without a baseline replay) and gathers every
+    // sum below, with no list of rows or charges in between: a request is three cache lines,
+    // and a long session's requests do not stay in cache from one pass to the next.
+    let pricer = || {
+        agent
+            .price
+            .map(|p| Pricer::new(p, &agent.rules, model.cache))
+    };
+    let mut own = Priced::new(pricer());
+    let mut base = Priced::new(pricer());
+    let (mut prev_prompt, mut prev_base) = (0, 0);
     let mut compacted = false;
     let (mut hidden, mut history) = (0u64, 0u64);
-    let mut own_baseline: Vec<(u32, u64)> = match baseline {
-        Some(_) => Vec::new(),
-        None => Vec::with_capacity(replay.requests.len()),
-    };
-    let mut rows: Vec<PricedRequest> = Vec::with_capacity(replay.requests.len());
     for r in &replay.requests {
         compacted |= r.summary_tokens > 0 || r.hidden_tokens > 0 || !r.carried.is_empty();
         let shared = if compacted {
@@ -401,56 +426,46 @@ pub fn compute_metrics(
         m.prompt_tokens += r.prompt_tokens;
         hidden += r.hidden_tokens;
         history += r.baseline_history_tokens;
-        if baseline.is_none() {
-            own_baseline.push((r.event_index, r.baseline_prompt_tokens));
-        }
-        rows.push(PricedRequest {
+        let row = PricedRequest {
             time_s: time(r.event_index),
             prompt_tokens: r.prompt_tokens,
             shared_prefix_tokens: shared,
             output_tokens: output_tokens(sizes, r.event_index as usize),
             write_1h_share: share_1h(r.event_index),
-        });
+        };
+        own.add(row);
+        if baseline.is_none() {
+            let p = r.baseline_prompt_tokens;
+            m.baseline_prompt_tokens += p;
+            base.add(PricedRequest {
+                prompt_tokens: p,
+                shared_prefix_tokens: prev_base.min(p),
+                ..row
+            });
+            prev_base = p;
+        }
+    }
+    if let Some(b) = baseline {
+        for r in &b.requests {
+            let p = r.prompt_tokens;
+            m.baseline_prompt_tokens += p;
+            base.add(PricedRequest {
+                time_s: time(r.event_index),
+                prompt_tokens: p,
+                shared_prefix_tokens: prev_base.min(p),
+                output_tokens: output_tokens(sizes, r.event_index as usize),
+                write_1h_share: share_1h(r.event_index),
+            });
+            prev_base = p;
+        }
     }
 
     // Tokens.
-    let baseline_rows: Vec<(u32, u64)> = match baseline {
-        Some(b) => b
-            .requests
-            .iter()
-            .map(|r| (r.event_index, r.prompt_tokens))
-            .collect(),
-        None => own_baseline,
-    };
-    m.baseline_prompt_tokens = baseline_rows.iter().map(|(_, p)| p).sum();
     m.summarizer_calls = replay.calls.len() as u64;
     m.summaries_discarded = log.discarded.len() as u64;
     m.tokens_saved_gross = m.baseline_prompt_tokens as i64 - m.prompt_tokens as i64;
 
-    let mut prev_prompt = 0;
-    let base_rows: Vec<PricedRequest> = baseline_rows
-        .iter()
-        .map(|&(e, p)| {
-            let shared = prev_prompt.min(p);
-            prev_prompt = p;
-            PricedRequest {
-                time_s: time(e),
-                prompt_tokens: p,
-                shared_prefix_tokens: shared,
-                output_tokens: output_tokens(sizes, e as usize),
-                write_1h_share: share_1h(e),
-            }
-        })
-        .collect();
-    let priced = |rows: &[PricedRequest]| match agent.price {
-        Some(p) => ChargeTotals::of(&price_requests(rows, p, &agent.rules, model.cache)),
-        None => ChargeTotals {
-            usd: None,
-            cached_read_tokens: 0,
-            over_tier: 0,
-        },
-    };
-    let (own, base) = (priced(&rows), priced(&base_rows));
+    let (own, base) = (own.totals, base.totals);
     let (agent_usd, base_usd) = (own.usd, base.usd);
     m.cache_read_tokens = own.cached_read_tokens;
     m.baseline_cache_read_tokens = base.cached_read_tokens;
@@ -1143,7 +1158,7 @@ mod tests {
             next_request_contents: 0,
             next_request_history_tokens: 0,
             next_request_baseline_history_tokens: 0,
-            retained_summaries: vec![],
+            retained_summaries: 0..0,
         }
     }
 

@@ -84,6 +84,32 @@ impl Config {
     }
 }
 
+/// The replayed `prompt_token_count`s of the appended events that have one, by ascending
+/// event index: most events have none, and a dense list cost a long replay a clear and a
+/// write of every event's slot, each far from the rest of its work.
+#[derive(Debug, Default)]
+pub(crate) struct ReplayedCounts(Vec<(u32, u64)>);
+
+impl ReplayedCounts {
+    /// Event `k`'s count (events are set in order, each once).
+    pub fn set(&mut self, k: usize, count: Option<u64>) {
+        debug_assert!(self.0.last().is_none_or(|&(i, _)| (i as usize) < k));
+        if let Some(v) = count {
+            self.0.push((k as u32, v));
+        }
+    }
+
+    /// `(event, count)` of the events in `stop..n` that have one, newest first.
+    pub fn newest(&self, stop: usize, n: usize) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.0
+            .iter()
+            .rev()
+            .map(|&(i, v)| (i as usize, v))
+            .skip_while(move |&(i, _)| i >= n)
+            .take_while(move |&(i, _)| i >= stop)
+    }
+}
+
 /// What a request's hidden runs were walked for: scratch generation, compactions, and the
 /// baseline row's bitset and start.
 pub(crate) type HiddenKey = (u32, usize, u32, u32);
@@ -96,8 +122,8 @@ pub(crate) struct State<'a> {
     pub n: usize,
     pub comps: Vec<Comp>,
     pub cov: Vec<(f64, f64)>,
-    /// Replayed `prompt_token_count` of each appended event.
-    pub replayed: Vec<Option<u64>>,
+    /// Replayed `prompt_token_count`s of the appended events.
+    pub replayed: ReplayedCounts,
     pub sc: Scratch,
     pub gs: GuardScratch,
     pub out: Replay,
@@ -143,6 +169,8 @@ pub(crate) struct State<'a> {
     /// The retained ordinals as closed runs, recomputed when a compaction is appended (each
     /// invocation's row takes a copy: O(runs), not O(summaries)).
     pub retained_runs: Vec<(u32, u32)>,
+    /// Where `retained_runs` was last stored in `out.retained` (cleared when it changes).
+    pub retained_at: Option<std::ops::Range<u32>>,
     /// The retained summaries in request order with running sums (ordinary sessions).
     pub ridx: contents::RetainedIndex,
     /// Where the last request's carried ordinals went in `out.carried`, and the build they
@@ -188,7 +216,6 @@ impl<'a> State<'a> {
             &s.has_calls,
             &s.has_resps,
             &s.transcription,
-            &self.replayed,
             &self.sc.seen,
         );
         s.long_running.prefetch(k);
@@ -270,11 +297,9 @@ impl<'a> State<'a> {
     pub fn measured(&mut self, agent: u32, branch: Option<u32>, scope: u32) -> Option<u64> {
         if !self.special {
             let stop = self.comps.last().map_or(0, |c| c.after_raw as usize);
-            for i in (stop..self.n).rev() {
-                if let Some(v) = self.replayed[i] {
-                    if agent == u32::MAX || self.s.author[i] == agent {
-                        return Some(v);
-                    }
+            for (i, v) in self.replayed.newest(stop, self.n) {
+                if agent == u32::MAX || self.s.author[i] == agent {
+                    return Some(v);
                 }
             }
             let m = self.measure(agent, branch, scope);
@@ -286,14 +311,12 @@ impl<'a> State<'a> {
             .rev()
             .find(|&k| self.comp_scope[k] == scope && self.comp_live(self.comps[k].after_raw))
             .map_or(0, |k| self.comps[k].after_raw as usize);
-        for i in (stop..self.n).rev() {
+        for (i, v) in self.replayed.newest(stop, self.n) {
             if self.s.scope[i] != scope || crate::tokens::sizes::in_spans(&self.spans, i) {
                 continue;
             }
-            if let Some(v) = self.replayed[i] {
-                if agent == u32::MAX || self.s.author[i] == agent {
-                    return Some(v);
-                }
+            if agent == u32::MAX || self.s.author[i] == agent {
+                return Some(v);
             }
         }
         self.sc.lead_after_rewinds = true;
@@ -624,6 +647,7 @@ impl<'a> State<'a> {
             contents::coverage(&self.comps, &mut full);
             assert_eq!(full, self.cov, "coverage after append vs recomputed");
         }
+        self.retained_at = None;
         contents::retained_runs_after_append(
             &mut self.retained_runs,
             &self.dropped,
@@ -696,7 +720,7 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         n: 0,
         comps: Vec::with_capacity(most_calls),
         cov: Vec::new(),
-        replayed: vec![None; s.n],
+        replayed: ReplayedCounts::default(),
         sc: Scratch::default(),
         gs: GuardScratch::default(),
         // one row per model request and per invocation: reserved, so long sessions do not
@@ -725,6 +749,7 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         in_new: Vec::new(),
         new_basis: 0.0,
         retained_runs: Vec::new(),
+        retained_at: None,
         ridx: contents::RetainedIndex::new(s),
         carried_at: None,
         carried_lead: None,
@@ -746,10 +771,9 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
             if s.model_request[k] {
                 pre_request::model_request(&mut st, &mut prev, b as u32, k);
             } else {
-                st.replayed[k] = match cfg.usage {
-                    UsageMode::Strip => None,
-                    _ => s.recorded_prompt[k],
-                };
+                if cfg.usage != UsageMode::Strip {
+                    st.replayed.set(k, s.recorded_prompt[k]);
+                }
             }
             st.n = k + 1;
             if s.rewind_to.get(k).is_some_and(|&t| t != u32::MAX) {
@@ -850,14 +874,20 @@ mod tests {
                 let want: Vec<u32> = (1..=made).collect();
                 assert_eq!(r.carried(q), &want[..], "request {i}");
             }
+            // stored once per summary, not once per invocation
+            assert!(
+                r.retained.len() <= c,
+                "{} retained runs stored for {c} summaries",
+                r.retained.len()
+            );
             for inv in &r.invocations {
-                assert!(inv.retained_summaries.len() <= 1, "one run");
+                assert!(r.retained_runs(inv).len() <= 1, "one run");
                 let n = r
                     .compactions
                     .iter()
                     .filter(|x| x.invocation_index <= inv.index)
                     .count() as u32;
-                assert_eq!(inv.retained_ordinals(), (1..=n).collect::<Vec<_>>());
+                assert_eq!(r.retained_ordinals(inv), (1..=n).collect::<Vec<_>>());
             }
         }
     }

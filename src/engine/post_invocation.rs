@@ -212,7 +212,17 @@ pub(crate) fn run(
         contents::retained_runs(&st.comps, &mut runs);
         assert_eq!(runs, st.retained_runs, "kept retained runs vs the flags");
     }
-    let retained = st.retained_runs.clone();
+    // stored once per change: no summary appended since the last invocation, same range
+    let retained = match &st.retained_at {
+        Some(r) => r.clone(),
+        None => {
+            let a = st.out.retained.len() as u32;
+            st.out.retained.extend_from_slice(&st.retained_runs);
+            let r = a..st.out.retained.len() as u32;
+            st.retained_at = Some(r.clone());
+            r
+        }
+    };
     st.out.invocations.push(Invocation {
         index: inv,
         first_event_index: lo as u32,

@@ -628,7 +628,7 @@ pub(crate) fn model_request(st: &mut State<'_>, prev: &mut Prev, inv: u32, k: us
         }
         (UsageMode::Adjust, None) => None,
     };
-    st.replayed[k] = replayed;
+    st.replayed.set(k, replayed);
     let (baseline_prompt, prompt) = match recorded {
         Some(r) => {
             let removed = raw.history_tokens as i64 - sim.history_tokens as i64;

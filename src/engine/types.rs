@@ -189,21 +189,12 @@ pub struct Invocation {
     pub next_request_contents: u32,
     pub next_request_history_tokens: u64,
     pub next_request_baseline_history_tokens: u64,
-    /// Ordinals of the non-subsumed summaries after this invocation, as closed runs
-    /// `(first, last)` ascending (a long sliding session retains thousands of summaries:
-    /// one run, not one number each per invocation); [`Invocation::retained_ordinals`] lists
-    /// them.
-    pub retained_summaries: Vec<(u32, u32)>,
-}
-
-impl Invocation {
-    /// The ordinals of the non-subsumed summaries after this invocation, ascending.
-    pub fn retained_ordinals(&self) -> Vec<u32> {
-        self.retained_summaries
-            .iter()
-            .flat_map(|&(a, b)| a..=b)
-            .collect()
-    }
+    /// Range into `Replay::retained`: the ordinals of the non-subsumed summaries after this
+    /// invocation, as closed runs `(first, last)` ascending (a long sliding session retains
+    /// thousands of summaries: one run, not one number each). Invocations with no summary
+    /// appended between them share one range, so a long replay stores a list per summary,
+    /// not one allocation per invocation; [`Replay::retained_ordinals`] lists them.
+    pub retained_summaries: Range<u32>,
 }
 
 /// Session totals, as the oracle's `totals`.
@@ -236,6 +227,8 @@ pub struct Replay {
     pub hidden: Vec<(u32, u32)>,
     /// Flat storage addressed by `Request::pre_request_compactions`.
     pub pre_request: Vec<u32>,
+    /// Flat storage addressed by `Invocation::retained_summaries`: closed ordinal runs.
+    pub retained: Vec<(u32, u32)>,
 }
 
 impl Replay {
@@ -258,6 +251,21 @@ impl Replay {
         self.pre_request
             .get(r.pre_request_compactions.start as usize..r.pre_request_compactions.end as usize)
             .unwrap_or(&[])
+    }
+
+    /// The non-subsumed summaries after invocation `inv`, as closed ordinal runs ascending.
+    pub fn retained_runs(&self, inv: &Invocation) -> &[(u32, u32)] {
+        self.retained
+            .get(inv.retained_summaries.start as usize..inv.retained_summaries.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The ordinals of the non-subsumed summaries after invocation `inv`, ascending.
+    pub fn retained_ordinals(&self, inv: &Invocation) -> Vec<u32> {
+        self.retained_runs(inv)
+            .iter()
+            .flat_map(|&(a, b)| a..=b)
+            .collect()
     }
 
     /// The compaction with this 1-based ordinal.
