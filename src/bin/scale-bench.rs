@@ -190,16 +190,8 @@ impl Loaded {
             inner.set(inner.get() + t.elapsed().as_secs_f64());
             r
         };
-        let e = evaluate(
-            session,
-            &self.sizes,
-            &self.inputs,
-            model,
-            &setting,
-            None,
-            &run,
-        )
-        .map_err(anyhow::Error::msg)?;
+        let e = evaluate(session, &self.sizes, &self.inputs, model, &setting, &run)
+            .map_err(anyhow::Error::msg)?;
         let counts = (e.replay.compactions.len(), e.replay.calls.len());
         drop(e);
         Ok((t.elapsed().as_secs_f64(), inner.get(), counts.0, counts.1))

@@ -154,7 +154,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         cs.command_timeout = timeout;
         cs.fail_calls = fail.clone();
         let run = |s: &dyn engine::Summarizer| engine::replay(sizes, &cfg, s);
-        evaluate(session, sizes, inputs, &cost_model, &cs, None, &run)
+        evaluate(session, sizes, inputs, &cost_model, &cs, &run)
             .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))
     };
     args.cost

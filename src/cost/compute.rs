@@ -377,14 +377,12 @@ impl<'a> Priced<'a> {
     }
 }
 
-/// Every metrics.md column for one replay. `baseline` is the same session replayed with no
-/// compaction; without it the replay's own `baseline_*` columns are used (identical by
-/// construction).
+/// Every metrics.md column for one replay. The baseline (the same session with no
+/// compaction) is read from the replay's own `baseline_*` columns.
 pub fn compute_metrics(
     session: &Session,
     sizes: &SessionSizes,
     replay: &Replay,
-    baseline: Option<&Replay>,
     model: &CostModel,
     setting: &MetricsSetting<'_>,
     log: &ReplayLog,
@@ -401,7 +399,7 @@ pub fn compute_metrics(
     // baseline's, so they share the baseline's rule (the whole previous prompt is a prefix):
     // a setting that never fires then costs exactly the baseline. From the first summary on,
     // the engine says how much of the history survived as a prefix. One pass over the
-    // requests prices them (and the baseline's, without a baseline replay) and gathers every
+    // requests prices them and the baseline's, and gathers every
     // sum below, with no list of rows or charges in between: a request is three cache lines,
     // and a long session's requests do not stay in cache from one pass to the next.
     let pricer = || {
@@ -434,30 +432,15 @@ pub fn compute_metrics(
             write_1h_share: share_1h(r.event_index),
         };
         own.add(row);
-        if baseline.is_none() {
-            let p = r.baseline_prompt_tokens;
-            m.baseline_prompt_tokens += p;
-            base.add(PricedRequest {
-                prompt_tokens: p,
-                shared_prefix_tokens: prev_base.min(p),
-                ..row
-            });
-            prev_base = p;
-        }
-    }
-    if let Some(b) = baseline {
-        for r in &b.requests {
-            let p = r.prompt_tokens;
-            m.baseline_prompt_tokens += p;
-            base.add(PricedRequest {
-                time_s: time(r.event_index),
-                prompt_tokens: p,
-                shared_prefix_tokens: prev_base.min(p),
-                output_tokens: output_tokens(sizes, r.event_index as usize),
-                write_1h_share: share_1h(r.event_index),
-            });
-            prev_base = p;
-        }
+        // the baseline's prompt is a prefix of its next one
+        let p = r.baseline_prompt_tokens;
+        m.baseline_prompt_tokens += p;
+        base.add(PricedRequest {
+            prompt_tokens: p,
+            shared_prefix_tokens: prev_base.min(p),
+            ..row
+        });
+        prev_base = p;
     }
 
     // Tokens.
@@ -1277,7 +1260,6 @@ mod tests {
             &s,
             &sizes(&s),
             &replay(true),
-            None,
             &model,
             &setting(&spec, Some("claude-sonnet-4-5")),
             &ReplayLog::default(),
@@ -1365,7 +1347,6 @@ mod tests {
             &s,
             &sizes(&s),
             &replay(true),
-            None,
             &CostModel::default(),
             &st,
             &ReplayLog::default(),
@@ -1402,7 +1383,6 @@ mod tests {
             &s,
             &sizes(&s),
             &replay(true),
-            None,
             &model,
             &setting(&spec, Some("claude-sonnet-4-5")),
             &ReplayLog::default(),
@@ -1421,7 +1401,6 @@ mod tests {
             &s,
             &sizes(&s),
             &replay(true),
-            None,
             &model,
             &setting(&spec, Some("llama-4-maverick")),
             &ReplayLog::default(),
@@ -1454,7 +1433,6 @@ mod tests {
             &s,
             &sizes(&s),
             &r,
-            None,
             &model,
             &setting(&spec, Some("claude-sonnet-4-5")),
             &log,
@@ -1490,7 +1468,6 @@ mod tests {
                 &s,
                 &sizes(&s),
                 &r,
-                None,
                 &CostModel::default(),
                 &setting(&spec, Some("claude-sonnet-4-5")),
                 log,
@@ -1529,7 +1506,6 @@ mod tests {
             &s,
             &sizes(&s),
             &r,
-            None,
             &CostModel::default(),
             &setting(&spec, Some("claude-sonnet-4-5")),
             &ReplayLog::default(),
@@ -1545,7 +1521,6 @@ mod tests {
             &s,
             &sizes(&s),
             &r,
-            None,
             &CostModel::default(),
             &setting(&spec, Some("claude-sonnet-4-5")),
             &ReplayLog::default(),
@@ -1573,7 +1548,6 @@ mod tests {
             &s,
             &sizes(&s),
             &r,
-            None,
             &CostModel::default(),
             &setting(&spec, Some("claude-sonnet-4-5")),
             &ReplayLog::default(),
@@ -1605,7 +1579,6 @@ mod tests {
             &s,
             &sz,
             &one(199_000),
-            None,
             &model,
             &setting(&spec, Some("gemini-2.5-pro")),
             &ReplayLog::default(),
@@ -1614,7 +1587,6 @@ mod tests {
             &s,
             &sz,
             &one(201_000),
-            None,
             &model,
             &setting(&spec, Some("gemini-2.5-pro")),
             &ReplayLog::default(),
@@ -1696,7 +1668,7 @@ mod tests {
         let (r, log) = replay_with_client(&inner, &model, &streams, &late);
         assert_eq!(r.calls[0].result, CallResult::Failed);
         assert_eq!(log.discarded.keys().copied().collect::<Vec<_>>(), vec![1]);
-        let m = compute_metrics(&s, &sizes(&s), &r, None, &model, &streams, &log);
+        let m = compute_metrics(&s, &sizes(&s), &r, &model, &streams, &log);
         // Paid: 2,165 in + 217 out; nothing replaced: prompt = baseline.
         assert_eq!((m.summarizer_calls, m.summaries_discarded), (1, 1));
         assert_eq!(

@@ -157,9 +157,8 @@ pub struct Evaluation {
     pub summarizer_errors: Vec<String>,
 }
 
-/// Replay `session` under `setting` (engine call in `run`) and compute its metrics.
-/// `baseline` is the no-compaction replay when the caller has it. Errors: a `command:`
-/// program that does not exist.
+/// Replay `session` under `setting` (engine call in `run`) and compute its metrics. Errors:
+/// a `command:` program that does not exist.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     session: &Session,
@@ -167,13 +166,10 @@ pub fn evaluate(
     inputs: &SessionCostInputs,
     model: &CostModel,
     setting: &CostSetting<'_>,
-    baseline: Option<&Replay>,
     run: &dyn Fn(&dyn Summarizer) -> Replay,
 ) -> Result<Evaluation, String> {
     with_summarizer(session, inputs, model, setting, |summarizer| {
-        evaluate_with(
-            session, sizes, inputs, model, setting, baseline, run, summarizer,
-        )
+        evaluate_with(session, sizes, inputs, model, setting, run, summarizer)
     })
 }
 
@@ -222,7 +218,6 @@ fn evaluate_with(
     inputs: &SessionCostInputs,
     model: &CostModel,
     setting: &CostSetting<'_>,
-    baseline: Option<&Replay>,
     run: &dyn Fn(&dyn Summarizer) -> Replay,
     summarizer: &Built<'_>,
 ) -> Evaluation {
@@ -245,7 +240,7 @@ fn evaluate_with(
         &ms,
         run,
     );
-    let metrics = compute_metrics(session, sizes, &replay, baseline, model, &ms, &log);
+    let metrics = compute_metrics(session, sizes, &replay, model, &ms, &log);
     // A streams replay may run the same call more than once; report each failure once.
     let mut summarizer_errors = summarizer.errors();
     summarizer_errors.sort();
@@ -359,7 +354,6 @@ mod tests {
             &inputs,
             &CostModel::default(),
             &CostSetting::new(&spec, None, ClientMode::Waits),
-            None,
             &fake_run,
         )
         .unwrap();
@@ -385,7 +379,6 @@ mod tests {
             &inputs,
             &CostModel::default(),
             &CostSetting::new(&spec, None, ClientMode::Waits),
-            None,
             &fake_run,
         )
         .unwrap_err();

@@ -840,7 +840,6 @@ impl PipelineEval {
             &sized.inputs,
             &self.cost,
             &cs,
-            None,
             &run,
         )?;
         if !e.summarizer_errors.is_empty() {

@@ -186,7 +186,6 @@ mod with_engine {
             &inputs,
             &CostModel::default(),
             &CostSetting::new(&spec, None, ClientMode::Waits),
-            None,
             &run,
         )
         .unwrap();
@@ -227,7 +226,7 @@ mod with_engine {
         let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
         let model = CostModel::default();
         let streams = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Streams);
-        let e = evaluate(&s, &sizes, &inputs, &model, &streams, None, &run).unwrap();
+        let e = evaluate(&s, &sizes, &inputs, &model, &streams, &run).unwrap();
         assert_eq!(e.log.discarded.keys().copied().collect::<Vec<_>>(), vec![1]);
         assert_eq!(e.replay.calls[0].result, CallResult::Failed);
         assert_eq!(e.replay.calls[0].invocation_index, 0);
@@ -242,7 +241,7 @@ mod with_engine {
         );
 
         let waits = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
-        let w = evaluate(&s, &sizes, &inputs, &model, &waits, None, &run).unwrap();
+        let w = evaluate(&s, &sizes, &inputs, &model, &waits, &run).unwrap();
         assert_eq!(w.metrics.summaries_discarded, 0);
         assert_eq!(w.replay.calls.len(), 1);
         assert_eq!(w.replay.calls[0].result, CallResult::Summary);
@@ -272,7 +271,7 @@ mod with_engine {
         let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
         let model = CostModel::default();
         let st = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
-        let e = evaluate(&s, &sizes, &inputs, &model, &st, None, &run).unwrap();
+        let e = evaluate(&s, &sizes, &inputs, &model, &st, &run).unwrap();
         let ms = compaction_sim::cost::MetricsSetting {
             agent_model: st.agent_model,
             summarizer: &spec,
@@ -306,7 +305,6 @@ mod with_engine {
             &inputs,
             &CostModel::default(),
             &CostSetting::new(&spec, None, ClientMode::Waits),
-            None,
             &run,
         )
         .unwrap();

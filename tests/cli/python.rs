@@ -107,7 +107,6 @@ fn evaluate_session(session: &Session, cfg: &Config, spec: &SummarizerSpec) -> E
         &inputs,
         &CostModel::default(),
         &CostSetting::new(spec, Some("gemini-2.5-flash"), ClientMode::Waits),
-        None,
         &run,
     )
     .unwrap()

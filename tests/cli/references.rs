@@ -192,7 +192,7 @@ fn refs_under(s: &Session, summarizer: &str) -> compaction_sim::cost::metrics::S
     };
     let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
     let st = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
-    let e = evaluate(s, &sizes, &inputs, &CostModel::default(), &st, None, &run).unwrap();
+    let e = evaluate(s, &sizes, &inputs, &CostModel::default(), &st, &run).unwrap();
     assert!(
         !e.replay.compactions.is_empty(),
         "{summarizer}: nothing compacted"
