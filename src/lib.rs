@@ -12,6 +12,7 @@ pub mod cost;
 pub mod engine;
 pub mod error;
 pub mod report;
+pub mod search;
 pub mod settings;
 pub mod stats;
 pub mod sweep;

@@ -10,6 +10,7 @@
 //! last request instead when the events appended since cannot make any step move anything
 //! (debug builds compare the two).
 
+use crate::search::partition_point_from_end;
 use crate::tokens::sizes::{SessionSizes, NO_ID, PART_CALL, PART_RESPONSE};
 
 /// A summary in the session (a compaction event), as the contents logic needs it.
@@ -311,33 +312,10 @@ pub fn covered_spans<'a>(
     let ts = &s.timestamp[..n];
     cov.iter().filter_map(move |&(a, b)| {
         let lo = ts.partition_point(|&t| t < a);
-        let hi = ts.partition_point(|&t| t <= b);
+        // a range's end is mostly among the newest events
+        let hi = partition_point_from_end(ts, |&t| t <= b);
         (lo < hi).then_some((lo, hi))
     })
-}
-
-/// `v.partition_point(pred)`, searched from the end: doubling steps back from the last
-/// element, then a binary search in the last step. For a bound among the newest elements
-/// (the end of a range a replay asks about, the newest event's timestamp) this costs the
-/// log of its distance from the end and touches memory near it, where a binary search over
-/// a long session went through the whole array (cache misses that made time per event grow
-/// with the session). A bound far back costs up to twice a binary search: those keep
-/// `partition_point`.
-pub fn partition_point_from_end<T>(v: &[T], pred: impl Fn(&T) -> bool) -> usize {
-    let n = v.len();
-    // invariant: every element at or after `hi` fails `pred`
-    let mut hi = n;
-    let mut step = 1;
-    loop {
-        let Some(probe) = hi.checked_sub(step) else {
-            return v[..hi].partition_point(&pred);
-        };
-        if pred(&v[probe]) {
-            return probe + 1 + v[probe + 1..hi].partition_point(&pred);
-        }
-        hi = probe;
-        step *= 2;
-    }
 }
 
 /// ADK's `_is_timestamp_compacted`. The newest events, asked about at every request, lie
@@ -475,7 +453,8 @@ impl RetainedIndex {
     pub fn position(&self, comps: &[Comp], ci: usize) -> Option<usize> {
         let c = &comps[ci];
         let key = (c.end, c.after_raw, ci as u32);
-        let at = self.keys.partition_point(|k| key_lt(k, &key));
+        // asked about summaries written since the last request: the newest
+        let at = partition_point_from_end(&self.keys, |k| key_lt(k, &key));
         (self.keys.get(at) == Some(&key)).then_some(at)
     }
 
@@ -491,7 +470,8 @@ impl RetainedIndex {
 
     /// The positions of the retained ranges inside `[lo, hi]` (`lo <= start`, `end <= hi`).
     pub fn inside(&self, lo: f64, hi: f64) -> std::ops::Range<usize> {
-        let a = self.starts.partition_point(|&s| s < lo);
+        // `lo` is mostly a recent start (a new summary's, a token window's)
+        let a = partition_point_from_end(&self.starts, |&s| s < lo);
         let b = partition_point_from_end(&self.keys, |k| k.0 <= hi);
         a..b.max(a)
     }
@@ -2031,26 +2011,6 @@ impl Measure {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Searching from the end finds what `partition_point` finds, for every split of every
-    /// length up to 70 (each doubling step and the fall back to the start), duplicates
-    /// included.
-    #[test]
-    fn partition_point_from_end_agrees_with_partition_point() {
-        for n in 0..70usize {
-            // values 0, 0, 1, 1, 2, 2, ...: each threshold splits the slice somewhere
-            let v: Vec<usize> = (0..n).map(|i| i / 2).collect();
-            for x in 0..=n / 2 + 1 {
-                for pred in [|t: &usize, x: usize| *t < x, |t: &usize, x: usize| *t <= x] {
-                    assert_eq!(
-                        partition_point_from_end(&v, |t| pred(t, x)),
-                        v.partition_point(|t| pred(t, x)),
-                        "n {n}, x {x}"
-                    );
-                }
-            }
-        }
-    }
 
     /// `covered` settles the newest timestamps by the last range and searches for the
     /// others: either way it says whether some range holds the timestamp, at every range

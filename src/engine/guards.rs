@@ -2,8 +2,9 @@
 //! retention split, the self-contained-prefix trim with its dead-call second pass, and the
 //! worth-compacting gate.
 
-use super::contents::{covered, next_gen, partition_point_from_end, Comp, RetainedIndex};
+use super::contents::{covered, next_gen, Comp, RetainedIndex};
 use super::types::InvocationRuns;
+use crate::search::partition_point_from_end;
 use crate::tokens::sizes::{SessionSizes, PART_CALL};
 
 /// Reusable id sets for the guards.

@@ -835,6 +835,27 @@ mod tests {
         SessionSizes::new(&sessions[0], None)
     }
 
+    /// The sparse replayed counts read as the dense per-event list did: the newest count in
+    /// `stop..n`, skipping events without one and events not yet appended.
+    #[test]
+    fn replayed_counts_read_like_one_slot_per_event() {
+        let dense: Vec<Option<u64>> = vec![None, Some(7), None, None, Some(0), Some(9), None];
+        let mut sparse = ReplayedCounts::default();
+        for (k, &v) in dense.iter().enumerate() {
+            sparse.set(k, v);
+        }
+        for n in 0..=dense.len() {
+            for stop in 0..=n {
+                let want: Vec<(usize, u64)> = (stop..n)
+                    .rev()
+                    .filter_map(|i| dense[i].map(|v| (i, v)))
+                    .collect();
+                let got: Vec<(usize, u64)> = sparse.newest(stop, n).collect();
+                assert_eq!(got, want, "stop {stop}, n {n}");
+            }
+        }
+    }
+
     /// Issue 13: every request of a long sliding session carries every summary so far, and
     /// each invocation's row listed them all: O(requests × summaries) numbers. Requests now
     /// share one prefix-extended list and rows keep runs, while every request and row still

@@ -42,8 +42,9 @@ pub(crate) fn token_path(
         let lo = match st.suffix_at {
             Some((end, lo)) if end.to_bits() == last_end.to_bits() && lo <= st.n => lo,
             _ => {
-                let lo =
-                    contents::partition_point_from_end(&s.timestamp[..st.n], |&t| t <= last_end);
+                let lo = crate::search::partition_point_from_end(&s.timestamp[..st.n], |&t| {
+                    t <= last_end
+                });
                 // cached only once an event after the end exists: later events come after it
                 if lo < st.n {
                     st.suffix_at = Some((last_end, lo));

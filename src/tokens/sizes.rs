@@ -73,7 +73,10 @@ impl BaselineCache {
     /// Word `w` (events `64w..64w+64`) of the events model request `row` carries verbatim.
     pub fn seen_word(&self, row: usize, w: usize) -> u64 {
         let mut words = self.seen_words(row);
-        words.pos = words.added.partition_point(|&i| (i as usize) < w * 64);
+        // asked about the newest events: an extended request's added events reach back to
+        // its build, up to the session's start
+        words.pos =
+            crate::search::partition_point_from_end(words.added, |&i| (i as usize) < w * 64);
         words.word(w)
     }
 
