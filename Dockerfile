@@ -17,6 +17,9 @@ FROM debian:bookworm-slim
 COPY --from=builder /src/target/release/compaction-sim /usr/local/bin/compaction-sim
 # Run unprivileged; /data is where deploy/ mounts the transcripts and writes the shards.
 USER 65532:65532
+# That user has no home: the token-count cache goes to /tmp, not into the user's /data
+# (without it every run warns that the cache could not be saved).
+ENV COMPACTION_SIM_CACHE=/tmp/compaction-sim-cache
 WORKDIR /data
 ENTRYPOINT ["compaction-sim"]
 CMD ["--help"]

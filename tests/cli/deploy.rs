@@ -248,6 +248,15 @@ fn the_dockerfile_builds_a_small_runtime_image_with_the_binary() {
     assert!(docker.contains(
         "COPY --from=builder /src/target/release/compaction-sim /usr/local/bin/compaction-sim"
     ));
+    // the unprivileged user has no home: the token cache needs a writable place, not /data
+    let runtime = docker.split("FROM ").nth(2).unwrap_or("");
+    let cache = runtime
+        .lines()
+        .find_map(|l| l.strip_prefix("ENV COMPACTION_SIM_CACHE="));
+    assert!(
+        cache.is_some_and(|c| c.starts_with("/tmp/")),
+        "runtime stage sets COMPACTION_SIM_CACHE under /tmp: {cache:?}"
+    );
     let ignore = read_text(&root().join(".dockerignore"));
     assert!(
         ignore.lines().any(|l| l == "*"),
