@@ -475,7 +475,7 @@ fn oracle_sample(
         let summ = Deterministic::new(
             Policy::Fixed(400),
             vec![],
-            s.events.iter().map(summarizer_text).collect(),
+            s.events.iter().map(summarizer_text).collect::<Vec<_>>(),
         );
         let name = file
             .file_name()

@@ -12,6 +12,7 @@ use super::references::SessionReferences;
 use super::summarizers::{
     build, Billed, BuildContext, Built, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
 };
+use crate::engine::summarizer::Policy;
 use crate::engine::{Replay, Summarizer};
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
@@ -44,6 +45,8 @@ pub struct SessionMemo {
     spans: super::python::SpanMemo,
     /// Each event's lines as `terse` writes them, measured on first use.
     terse: OnceLock<super::summarizers::TerseLines>,
+    /// Each event's summarizer text as `echo` reads it, written on first use.
+    echo: OnceLock<std::sync::Arc<[String]>>,
 }
 
 impl Clone for SessionMemo {
@@ -80,6 +83,21 @@ impl SessionMemo {
                 (tokenizer != Tokenizer::AdkChars).then_some(count),
             )
         })
+    }
+
+    /// Each event's summarizer text (what `echo` summaries are cut from), written once per
+    /// session: building them for every replay was an allocation per event, and freeing
+    /// them a long replay's cache misses.
+    pub fn echo_texts(&self, session: &Session) -> std::sync::Arc<[String]> {
+        self.echo
+            .get_or_init(|| {
+                session
+                    .events
+                    .iter()
+                    .map(crate::tokens::adk::summarizer_text)
+                    .collect()
+            })
+            .clone()
     }
 
     /// `count(text)`, once per distinct text.
@@ -206,6 +224,11 @@ pub fn with_summarizer<R>(
             spans: Some(&inputs.memo.spans),
             terse: matches!(setting.summarizer, SummarizerSpec::Terse)
                 .then(|| inputs.memo.terse_lines(session, tok)),
+            echo: matches!(
+                setting.summarizer,
+                SummarizerSpec::Deterministic(Policy::Echo(_))
+            )
+            .then(|| inputs.memo.echo_texts(session)),
         },
     )?;
     Ok(f(&summarizer))

@@ -723,6 +723,8 @@ pub struct BuildContext<'a> {
     pub spans: Option<&'a SpanMemo>,
     /// The session's events as `terse` writes them, measured once (for a `terse` setting).
     pub terse: Option<&'a TerseLines>,
+    /// The session's events' summarizer texts, written once (for an `echo` setting).
+    pub echo: Option<std::sync::Arc<[String]>>,
 }
 
 /// A summarizer built from its spec, ready for the engine.
@@ -836,14 +838,15 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
             p.clone(),
             ctx.fail_calls,
             // only `echo` writes the lines; the others size from the request
-            match p {
-                Policy::Echo(_) => ctx
+            match (p, ctx.echo) {
+                (Policy::Echo(_), Some(texts)) => texts,
+                (Policy::Echo(_), None) => ctx
                     .session
                     .events
                     .iter()
                     .map(crate::tokens::adk::summarizer_text)
                     .collect(),
-                _ => Vec::new(),
+                _ => std::sync::Arc::from(Vec::new()),
             },
         )),
     })
@@ -1268,6 +1271,7 @@ mod tests {
             context_window: Some(w),
             spans: None,
             terse: None,
+            echo: None,
         };
         let small = build(&SummarizerSpec::Agent, ctx(5_000)).unwrap();
         assert_eq!(

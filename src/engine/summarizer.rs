@@ -445,7 +445,8 @@ pub struct Deterministic {
     pub policy: Policy,
     pub fail_calls: Vec<u32>,
     /// Per event: its summarizer lines joined by `\n` (empty when it contributes none).
-    pub event_text: Vec<String>,
+    /// Shared: one session's texts serve every replay of it.
+    pub event_text: std::sync::Arc<[String]>,
 }
 
 /// `_deterministic_text(n, header)` of the oracle: the header, then ` summary-filler` repeated,
@@ -461,11 +462,15 @@ pub fn filler_text(n: u64, call: u32) -> String {
 }
 
 impl Deterministic {
-    pub fn new(policy: Policy, fail_calls: Vec<u32>, event_text: Vec<String>) -> Self {
+    pub fn new(
+        policy: Policy,
+        fail_calls: Vec<u32>,
+        event_text: impl Into<std::sync::Arc<[String]>>,
+    ) -> Self {
         Deterministic {
             policy,
             fail_calls,
-            event_text,
+            event_text: event_text.into(),
         }
     }
 

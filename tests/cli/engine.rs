@@ -30,7 +30,7 @@ fn load(name: &str) -> Session {
 
 fn run(s: &Session, cfg: &Config, policy: &str) -> Replay {
     let policy = Policy::parse(policy).expect("policy");
-    let texts = s.events.iter().map(summarizer_text).collect();
+    let texts: Vec<String> = s.events.iter().map(summarizer_text).collect();
     let sizes = SessionSizes::new(s, None);
     engine::replay(&sizes, cfg, &Deterministic::new(policy, vec![], texts))
 }
