@@ -1031,6 +1031,38 @@ mod tests {
         t.split_whitespace().count() as u64
     }
 
+    /// `echo:N` writes only the first N chars of the history: what it writes equals the whole
+    /// history cut after, at every N, with a seed line, empty events and non-ASCII text.
+    #[test]
+    fn echo_history_cut_while_written_equals_the_whole_history_cut() {
+        let texts = vec![
+            "user: h\u{e9}llo \u{e9}t\u{e9}".to_string(),
+            String::new(),
+            "agent: ok".to_string(),
+            "\u{1f600} tool: done".to_string(),
+        ];
+        let d = Deterministic::new(Policy::Echo(None), vec![], texts);
+        let seed_text = SummaryText::flat("earlier \u{e9}".into());
+        let seed = crate::engine::summarizer::Seed {
+            ordinal: 1,
+            chars: seed_text.chars(),
+            start_timestamp: 0.0,
+            text: Some(&seed_text),
+        };
+        for seeded in [false, true] {
+            let mut r = req(0..4);
+            if seeded {
+                r.seed = Some(seed.clone());
+            }
+            let whole = d.history(&r, None);
+            assert!(whole.contains("agent: ok") && (whole.starts_with("model: ") == seeded));
+            for n in 0..=whole.chars().count() + 2 {
+                let cut: String = whole.chars().take(n).collect();
+                assert_eq!(d.history(&r, Some(n)), cut, "n {n}, seeded {seeded}");
+            }
+        }
+    }
+
     #[test]
     fn parse_every_spelling() {
         assert_eq!(SummarizerSpec::parse("agent"), Ok(SummarizerSpec::Agent));

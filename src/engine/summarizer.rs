@@ -474,28 +474,53 @@ impl Deterministic {
         }
     }
 
-    /// The formatted history ADK's summarizer builds for this request (seed line first).
-    pub fn history(&self, req: &SummarizeRequest<'_>) -> String {
+    /// The formatted history ADK's summarizer builds for this request (seed line first), cut
+    /// at `limit` chars: `echo:N` keeps N, and copying each span's whole history only to cut
+    /// it was most of a long `echo` replay.
+    pub fn history(&self, req: &SummarizeRequest<'_>, limit: Option<usize>) -> String {
         let mut out = String::new();
+        let mut left = limit.unwrap_or(usize::MAX);
+        // append the first `left` chars of `s` (all of it without a limit)
+        let put = |out: &mut String, s: &str, left: &mut usize| {
+            if limit.is_none() {
+                out.push_str(s);
+                return;
+            }
+            match s.char_indices().nth(*left) {
+                Some((b, _)) => {
+                    out.push_str(&s[..b]);
+                    *left = 0;
+                }
+                None => {
+                    out.push_str(s);
+                    *left -= s.chars().count();
+                }
+            }
+        };
         let mut first = true;
         if let Some(seed) = req.seed {
             if let Some(t) = seed.text {
                 if !t.is_empty() {
-                    out.push_str("model: ");
-                    t.write_to(&mut out);
+                    put(&mut out, "model: ", &mut left);
+                    let mut text = String::new();
+                    t.write_to(&mut text);
+                    put(&mut out, &text, &mut left);
                     first = false;
                 }
             }
         }
         for i in req.event_indices() {
+            if left == 0 {
+                break;
+            }
             if let Some(t) = self.event_text.get(i as usize) {
                 if t.is_empty() {
                     continue;
                 }
                 if !first {
-                    out.push('\n');
+                    put(&mut out, "\n", &mut left);
                 }
-                out.push_str(t);
+                put(&mut out, t, &mut left);
                 first = false;
             }
         }
@@ -520,11 +545,16 @@ impl Summarizer for Deterministic {
                 (n, summary_json_chars(n), None)
             }
             Policy::Echo(limit) => {
-                let history = self.history(req);
-                let mut text = match limit {
-                    None => history,
-                    Some(n) => history.chars().take(n as usize).collect(),
-                };
+                let mut text = self.history(req, limit.map(|n| n as usize));
+                #[cfg(debug_assertions)]
+                {
+                    let whole = self.history(req, None);
+                    let cut: String = match limit {
+                        None => whole,
+                        Some(n) => whole.chars().take(n as usize).collect(),
+                    };
+                    assert_eq!(text, cut, "history cut while written vs cut after");
+                }
                 if text.is_empty() {
                     text = format!("[oracle summary #{}]", req.call);
                 }
