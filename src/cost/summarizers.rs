@@ -1052,7 +1052,7 @@ mod tests {
         for seeded in [false, true] {
             let mut r = req(0..4);
             if seeded {
-                r.seed = Some(seed.clone());
+                r.seed = Some(seed);
             }
             let whole = d.history(&r, None);
             assert!(whole.contains("agent: ok") && (whole.starts_with("model: ") == seeded));
