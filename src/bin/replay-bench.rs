@@ -32,7 +32,6 @@
 
 use compaction_sim::engine::summarizer::{Deterministic, Policy};
 use compaction_sim::engine::{self, Config, UsageMode};
-use compaction_sim::tokens::adk::summarizer_text;
 use compaction_sim::tokens::sizes::SessionSizes;
 use compaction_sim::tokens::{count_sessions, CacheOpts, Tokenizer};
 use compaction_sim::transcript::{load_paths, Session};
@@ -475,7 +474,7 @@ fn oracle_sample(
         let summ = Deterministic::new(
             Policy::Fixed(400),
             vec![],
-            s.events.iter().map(summarizer_text).collect::<Vec<_>>(),
+            compaction_sim::cost::summarizers::echo_texts(&s),
         );
         let name = file
             .file_name()

@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use crate::engine::summarizer::{Deterministic, Policy};
 use crate::engine::{self, Config, Replay, UsageMode};
-use crate::tokens::adk::summarizer_text;
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::adk;
 
@@ -92,9 +91,9 @@ pub fn replay_case(oracle: &Value, dir: &Path) -> Result<(Config, Replay)> {
         .filter_map(|x| x.trim().parse().ok())
         .collect();
     let texts = if matches!(policy, Policy::Echo(_)) {
-        session.events.iter().map(summarizer_text).collect()
+        crate::cost::summarizers::echo_texts(&session)
     } else {
-        Vec::new()
+        Vec::new().into()
     };
     let summ = Deterministic::new(policy, fail_calls, texts);
     let mut sizes = SessionSizes::new(&session, None);

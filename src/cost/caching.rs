@@ -204,19 +204,19 @@ impl ChargeTotals {
         self.cached_read_tokens += c.cached_read_tokens;
         self.over_tier += u64::from(c.tier_above.is_some());
     }
+}
 
-    pub fn of(charges: &[Charge]) -> ChargeTotals {
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(charges: &[Charge]) -> ChargeTotals {
         let mut t = ChargeTotals::empty();
         for c in charges {
             t.add(c);
         }
         t
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     fn anthropic() -> ProviderCache {
         ProviderCache {
@@ -342,7 +342,7 @@ mod tests {
             &anthropic(),
             CacheMode::Off,
         );
-        assert!((ChargeTotals::of(&c).usd.unwrap() - 0.066).abs() < 1e-12);
+        assert!((totals(&c).usd.unwrap() - 0.066).abs() < 1e-12);
         assert_eq!(c[1].cached_read_tokens + c[1].cache_write_tokens, 0);
     }
 
@@ -423,7 +423,7 @@ mod tests {
             CacheMode::On,
         );
         assert_eq!(c[0].usd, None);
-        assert_eq!(ChargeTotals::of(&c).usd, None);
+        assert_eq!(totals(&c).usd, None);
         assert_eq!(price_single(1_000, 10, &ModelPrice::default()), None);
     }
 
@@ -441,7 +441,7 @@ mod tests {
             &implicit(),
             CacheMode::On,
         );
-        assert!((ChargeTotals::of(&c).usd.unwrap() - 0.01).abs() < 1e-12);
+        assert!((totals(&c).usd.unwrap() - 0.01).abs() < 1e-12);
     }
 
     #[test]

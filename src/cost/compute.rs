@@ -399,9 +399,9 @@ pub fn compute_metrics(
     // baseline's, so they share the baseline's rule (the whole previous prompt is a prefix):
     // a setting that never fires then costs exactly the baseline. From the first summary on,
     // the engine says how much of the history survived as a prefix. One pass over the
-    // requests prices them and the baseline's, and gathers every
-    // sum below, with no list of rows or charges in between: a request is three cache lines,
-    // and a long session's requests do not stay in cache from one pass to the next.
+    // requests prices them and the baseline's and gathers every sum below, with no list of
+    // rows or charges in between: a request is three cache lines, and a long session's
+    // requests do not stay in cache from one pass to the next.
     let pricer = || {
         agent
             .price

@@ -90,13 +90,7 @@ impl SessionMemo {
     /// them a long replay's cache misses.
     pub fn echo_texts(&self, session: &Session) -> std::sync::Arc<[String]> {
         self.echo
-            .get_or_init(|| {
-                session
-                    .events
-                    .iter()
-                    .map(crate::tokens::adk::summarizer_text)
-                    .collect()
-            })
+            .get_or_init(|| super::summarizers::echo_texts(session))
             .clone()
     }
 

@@ -840,16 +840,20 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
             // only `echo` writes the lines; the others size from the request
             match (p, ctx.echo) {
                 (Policy::Echo(_), Some(texts)) => texts,
-                (Policy::Echo(_), None) => ctx
-                    .session
-                    .events
-                    .iter()
-                    .map(crate::tokens::adk::summarizer_text)
-                    .collect(),
+                (Policy::Echo(_), None) => echo_texts(ctx.session),
                 _ => std::sync::Arc::from(Vec::new()),
             },
         )),
     })
+}
+
+/// Each event's summarizer text, what `echo` summaries are cut from.
+pub fn echo_texts(session: &Session) -> std::sync::Arc<[String]> {
+    session
+        .events
+        .iter()
+        .map(crate::tokens::adk::summarizer_text)
+        .collect()
 }
 
 /// Says, as a call returns its summary, whether the client throws it away (a `streams`

@@ -502,9 +502,13 @@ impl Deterministic {
             if let Some(t) = seed.text {
                 if !t.is_empty() {
                     put(&mut out, "model: ", &mut left);
-                    let mut text = String::new();
-                    t.write_to(&mut text);
-                    put(&mut out, &text, &mut left);
+                    if limit.is_none() {
+                        t.write_to(&mut out);
+                    } else {
+                        let mut text = String::new();
+                        t.write_to(&mut text);
+                        put(&mut out, &text, &mut left);
+                    }
                     first = false;
                 }
             }

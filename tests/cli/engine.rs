@@ -10,7 +10,6 @@ use serde_json::Value;
 use compaction_sim::engine::summarizer::{Deterministic, Policy};
 use compaction_sim::engine::{self, Config, Replay, UsageMode};
 use compaction_sim::settings;
-use compaction_sim::tokens::adk::summarizer_text;
 use compaction_sim::tokens::sizes::SessionSizes;
 use compaction_sim::transcript::{adk, Session};
 
@@ -30,7 +29,7 @@ fn load(name: &str) -> Session {
 
 fn run(s: &Session, cfg: &Config, policy: &str) -> Replay {
     let policy = Policy::parse(policy).expect("policy");
-    let texts: Vec<String> = s.events.iter().map(summarizer_text).collect();
+    let texts = compaction_sim::cost::summarizers::echo_texts(s);
     let sizes = SessionSizes::new(s, None);
     engine::replay(&sizes, cfg, &Deterministic::new(policy, vec![], texts))
 }
