@@ -638,6 +638,13 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
     }
     let mut sessions = loaded.sessions;
     sessions.sort_by(|a, b| (&a.source, &a.id).cmp(&(&b.source, &b.id)));
+    super::warn_orphan_responses(sessions.iter().map(|s| {
+        (
+            s.source.as_str(),
+            s.id.as_str(),
+            crate::transcript::util::orphan_responses(&s.events) as u64,
+        )
+    }));
 
     let cache = CacheOpts::resolve(args.cache_dir.clone(), args.no_cache);
     let (counts, stats): (Vec<Vec<u32>>, CountStats) =

@@ -158,6 +158,23 @@ pub fn term(s: &str) -> std::borrow::Cow<'_, str> {
     crate::transcript::util::escape_control(s)
 }
 
+/// One warning per session holding tool responses without their call: ADK 2.13.0 reads such
+/// a session and leaves those responses out of every request, and so does the replay; the
+/// reader says so instead of refusing the session. Always said, even with -q.
+pub fn warn_orphan_responses<'a>(sessions: impl IntoIterator<Item = (&'a str, &'a str, u64)>) {
+    for (source, id, n) in sessions {
+        if n > 0 {
+            errln!(
+                "warning: {} (session {}): {n} tool response{} without {} call: kept, and left out of requests as ADK 2.13.0 leaves them",
+                term(source),
+                term(id),
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "its" } else { "their" },
+            );
+        }
+    }
+}
+
 /// The exit code for an error that reached the edge, and whether to say anything: a closed
 /// pipe on stdout ends quietly with 0.
 fn exit_for(e: &anyhow::Error) -> (u8, bool) {

@@ -118,6 +118,13 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                 .map_or(String::new(), |s| format!(" `{s}`"))
         );
     }
+    super::warn_orphan_responses(sessions.iter().map(|s| {
+        (
+            s.source.as_str(),
+            s.id.as_str(),
+            crate::transcript::util::orphan_responses(&s.events) as u64,
+        )
+    }));
     let counts = match tok {
         Tokenizer::AdkChars => None,
         _ => Some(count_sessions(&sessions, tok, &CacheOpts::disabled())?),

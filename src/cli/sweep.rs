@@ -336,6 +336,12 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             super::term(&s.reason)
         );
     }
+    super::warn_orphan_responses(
+        catalog
+            .infos
+            .iter()
+            .map(|i| (i.source.as_str(), i.session_id.as_str(), i.orphan_responses)),
+    );
     let mut inputs = RunInputs {
         sessions: catalog.infos.clone(),
         inputs: catalog.inputs.clone(),

@@ -191,6 +191,7 @@ pub fn session_info(s: &Session, tok: Tokenizer) -> SessionInfo {
         requests_with_attachment: first.map_or(0, |f| {
             s.events[f..].iter().filter(|e| e.model_request).count() as u64
         }),
+        orphan_responses: crate::transcript::util::orphan_responses(&s.events) as u64,
     }
 }
 

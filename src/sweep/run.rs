@@ -27,6 +27,14 @@ pub struct SessionInfo {
     /// Model requests at or after the first attachment (they carry it while it is visible).
     #[serde(default)]
     pub requests_with_attachment: u64,
+    /// Tool responses answering no earlier call (ADK keeps them in the session and leaves
+    /// them out of every request): read, replayed as ADK would, and warned about.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub orphan_responses: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// An input file and how many sessions it gave.

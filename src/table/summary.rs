@@ -77,12 +77,17 @@ impl SettingSummary {
     }
 }
 
-/// One aggregate; percentiles sort `values` in place (sums and means are taken first, in
-/// session order, as `Agg` lists them).
+/// One aggregate of one setting's per-session values. `values` is sorted in place first and
+/// every aggregate is taken over the sorted values: a sum then depends only on the values,
+/// not on the session order, which follows source names (a database read, `URL#app/user/id`,
+/// and a folder of its exports list the same sessions in different orders; summed in input
+/// order, a mean could differ in its sixth decimal, issue #30).
 fn aggregate(values: &mut [f64], integer: bool, agg: Agg) -> AggValue {
     if values.is_empty() {
         return AggValue::Null;
     }
+    values.sort_by(f64::total_cmp);
+    let values = &*values;
     let int_or_float = |x: f64| {
         if integer {
             AggValue::Int(x.round() as i64)
@@ -96,14 +101,10 @@ fn aggregate(values: &mut [f64], integer: bool, agg: Agg) -> AggValue {
         Agg::Mean => AggValue::Float(round_fixed(
             values.iter().sum::<f64>() / values.len() as f64,
         )),
-        Agg::P50 | Agg::P95 => {
-            let mut s = values.to_vec();
-            s.sort_by(f64::total_cmp);
-            AggValue::Float(round_fixed(percentile(
-                &s,
-                if agg == Agg::P50 { 0.5 } else { 0.95 },
-            )))
-        }
+        Agg::P50 | Agg::P95 => AggValue::Float(round_fixed(percentile(
+            values,
+            if agg == Agg::P50 { 0.5 } else { 0.95 },
+        ))),
     }
 }
 

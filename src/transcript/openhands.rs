@@ -11,7 +11,8 @@
 //!   matched by response id, into `Event::latency_s`. A latency whose response produced no
 //!   action (a malformed tool call answered by an `error` observation) has no event.
 //! - Observations answer the call named by their `tool_call_id` (or by `cause`); an
-//!   observation naming a call that never came is bad input. The legacy resolver format
+//!   observation naming a call that never came is kept as a tool response without its call
+//!   (as ADK keeps one; the loaders warn). The legacy resolver format
 //!   has no ids or sources: each observation answers the oldest unanswered action, the
 //!   first `message` is the user's, and calls get ids `call-N`.
 //! - The `system` action (the system prompt) is fixed overhead, not history, and is
@@ -496,18 +497,9 @@ fn build(
                 .and_then(Value::as_i64)
                 .and_then(|c| call_of_action.get(&c).cloned());
             let call = match (&named, by_cause) {
-                (Some(id), _) => {
-                    if !call_names.contains_key(id) {
-                        return Err(err(
-                            i,
-                            ".tool_call_metadata.tool_call_id",
-                            format!(
-                                "observation answers call {id:?}, which no earlier action made"
-                            ),
-                        ));
-                    }
-                    Some(id.clone())
-                }
+                // A call that never came (ADK reads such responses; the loaders warn):
+                // kept under the observation's own name.
+                (Some(id), _) => Some(id.clone()),
                 (None, Some(id)) => Some(id),
                 (None, None) if source.is_none() && obs != "recall" && obs != "error" => {
                     match unanswered.first() {
@@ -861,8 +853,12 @@ mod tests {
     fn bad_input_names_the_json_path() {
         let ok = r#"[{"id":0,"timestamp":"2025-01-01T00:00:00","source":"user","action":"message","args":{"content":"hi"}},"#;
         let orphan = r#"{"id":1,"timestamp":"2025-01-01T00:00:01","source":"agent","observation":"run","content":"x","tool_call_metadata":{"tool_call_id":"t9"}}]"#;
-        let e = read("t.json", &format!("{ok}{orphan}")).expect_err("orphan");
-        assert_eq!(e.location, "$[1].tool_call_metadata.tool_call_id");
+        // An observation answering a call that never came is kept, and counted.
+        let s = &read("t.json", &format!("{ok}{orphan}")).expect("orphan is read")[0];
+        assert!(
+            matches!(&s.events[1].parts[0], Part::ToolResponse { id: Some(i), name, .. } if i == "t9" && name == "run")
+        );
+        assert_eq!(util::orphan_responses(&s.events), 1);
         let late = r#"{"id":1,"timestamp":"2024-01-01T00:00:01","source":"user","action":"message","args":{"content":"again"}}]"#;
         let e = read("t.json", &format!("{ok}{late}")).expect_err("out of order");
         assert_eq!(e.location, "$[1].timestamp");

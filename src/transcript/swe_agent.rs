@@ -174,18 +174,22 @@ fn from_history(cx: &Ctx, history: &[Value], stem: &str) -> Result<Vec<Event>, R
                         (None, None) => Vec::new(),
                     },
                 };
-                if ids.is_empty() {
-                    return Err(cx.err(mp, "tool response without its call (no tool_call_ids)"));
-                }
                 pending = None;
                 let mut e = Event::new(agent.as_str(), Role::Tool, inv.current(), t);
                 if util::looks_like_tool_error(&text) {
                     e.critical.push(Critical::ToolError);
                 }
+                // A response without its call (ADK reads that; the loaders warn) has no
+                // name, and no id when the message names none.
+                if ids.is_empty() {
+                    e.parts.push(Part::ToolResponse {
+                        id: None,
+                        name: String::new(),
+                        response: Value::String(text.clone()),
+                    });
+                }
                 for id in ids {
-                    let Some(name) = calls.get(&id).cloned() else {
-                        return Err(cx.err(mp, format!("tool response (id {id}) without its call")));
-                    };
+                    let name = calls.get(&id).cloned().unwrap_or_default();
                     e.parts.push(Part::ToolResponse {
                         id: Some(id),
                         name,
@@ -309,14 +313,15 @@ mod tests {
     }
 
     #[test]
-    fn function_calling_tool_messages_need_their_calls() {
+    fn function_calling_tool_messages_without_their_calls_are_read_and_counted() {
         let text = r#"{"history":[{"role":"user","content":"task"},
-          {"role":"tool","content":"x","tool_call_ids":["nope"]}]}"#;
+          {"role":"tool","content":"x","tool_call_ids":["nope"]},
+          {"role":"tool","content":"y"}]}"#;
         assert!(sniff(text));
-        let e = read("y.traj", text).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "y.traj: $.history[1]: tool response (id nope) without its call"
+        let s = &read("y.traj", text).unwrap()[0];
+        assert_eq!(util::orphan_responses(&s.events), 2);
+        assert!(
+            matches!(&s.events[2].parts[0], Part::ToolResponse { id: None, name, .. } if name.is_empty())
         );
     }
 }

@@ -135,9 +135,8 @@ fn simulation(
             }
             "tool" => {
                 let cid = cx.req_str(m, "id", &mp)?;
-                let Some(name) = calls.get(cid) else {
-                    return Err(cx.err(mp, format!("tool response (id {cid}) without its call")));
-                };
+                // Without its call (ADK reads that; the loaders warn), it has no name.
+                let name = calls.get(cid).cloned().unwrap_or_default();
                 let mut e = Event::new("tool", Role::Tool, inv.current(), t);
                 let is_err = matches!(m.get("error"), Some(Value::Bool(true)));
                 if is_err || util::looks_like_tool_error(&text) {
@@ -145,7 +144,7 @@ fn simulation(
                 }
                 e.parts.push(Part::ToolResponse {
                     id: Some(cid.to_string()),
-                    name: name.clone(),
+                    name,
                     response: Value::String(text),
                 });
                 e
@@ -264,16 +263,12 @@ mod tests {
     }
 
     #[test]
-    fn out_of_order_and_orphans_are_errors() {
+    fn out_of_order_is_an_error_and_orphans_are_read() {
         let bad = SAMPLE.replace("23:38:16", "23:38:10");
         let e = read("r.json", &bad).unwrap_err();
         assert_eq!(e.location, "$.simulations[0].messages[4].timestamp");
         let bad = SAMPLE.replace(r#""id":"u1","content""#, r#""id":"zz","content""#);
-        let e = read("r.json", &bad).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("$.simulations[0].messages[3]: tool response (id zz) without its call"),
-            "{e}"
-        );
+        let s = &read("r.json", &bad).unwrap()[0];
+        assert_eq!(util::orphan_responses(&s.events), 1);
     }
 }

@@ -382,17 +382,17 @@ impl Invocations {
     }
 }
 
-/// Check what the engine relies on: finite, non-decreasing timestamps and every tool response
-/// answering an earlier call (by id when it has one, else by name). `loc(i)` names event `i`'s
-/// place in the source (a line or JSON path) for the error.
+/// Check what the engine relies on: finite, non-decreasing timestamps. `loc(i)` names event
+/// `i`'s place in the source (a line or JSON path) for the error. A tool response without its
+/// call is not refused: ADK 2.13.0 reads such sessions (a call recorded before a rewind, a
+/// session resumed from another) and drops the response from requests; see
+/// [`orphan_responses`] for the count the loaders warn with.
 pub fn validate_events(
     file: &str,
     events: &[Event],
     loc: impl Fn(usize) -> String,
 ) -> Result<(), ReadError> {
     let mut prev = f64::NEG_INFINITY;
-    let mut ids: HashSet<&str> = HashSet::new();
-    let mut names: HashSet<&str> = HashSet::new();
     for (i, e) in events.iter().enumerate() {
         if !e.timestamp.is_finite() {
             return Err(ReadError::new(
@@ -413,34 +413,44 @@ pub fn validate_events(
             ));
         }
         prev = e.timestamp;
+    }
+    Ok(())
+}
+
+/// How many tool responses answer no earlier call, by ADK 2.13.0's own rule
+/// (`drop_orphaned_function_responses`): a response with an id needs an earlier call with that
+/// id; one without an id needs an earlier id-less call of its name; an event's own calls count
+/// only for later events. ADK keeps such a response in the session and leaves it out of every
+/// request; the loaders warn with this count, per session.
+pub fn orphan_responses(events: &[Event]) -> usize {
+    let mut ids: HashSet<&str> = HashSet::new();
+    let mut idless_names: HashSet<&str> = HashSet::new();
+    let mut orphans = 0;
+    for e in events {
         for p in &e.parts {
-            match p {
-                Part::ToolCall { id, name, .. } => {
-                    if let Some(id) = id {
+            if let Part::ToolResponse { id, name, .. } = p {
+                let matched = match id.as_deref().filter(|id| !id.is_empty()) {
+                    Some(id) => ids.contains(id),
+                    None => !name.is_empty() && idless_names.contains(name.as_str()),
+                };
+                orphans += usize::from(!matched);
+            }
+        }
+        for p in &e.parts {
+            if let Part::ToolCall { id, name, .. } = p {
+                match id.as_deref().filter(|id| !id.is_empty()) {
+                    Some(id) => {
                         ids.insert(id);
                     }
-                    names.insert(name);
-                }
-                Part::ToolResponse { id, name, .. } => {
-                    let known = match id {
-                        Some(id) => ids.contains(id.as_str()),
-                        None => names.contains(name.as_str()),
-                    };
-                    if !known {
-                        let what = match id {
-                            Some(id) => {
-                                format!("tool response `{name}` (id {id}) without its call")
-                            }
-                            None => format!("tool response `{name}` without its call"),
-                        };
-                        return Err(ReadError::new(file, loc(i), what));
+                    None if !name.is_empty() => {
+                        idless_names.insert(name);
                     }
+                    None => {}
                 }
-                _ => {}
             }
         }
     }
-    Ok(())
+    orphans
 }
 
 /// A timestamp for messages: RFC 3339 with milliseconds, or the raw number when out of range.
@@ -840,29 +850,56 @@ mod tests {
     }
 
     #[test]
-    fn validation_catches_order_and_orphans() {
+    fn validation_catches_order_and_counts_orphans_as_adk_does() {
         let mut a = Event::new("user", Role::User, "inv-1", 2.0);
         a.parts.push(Part::Text { text: "hi".into() });
         let b = Event::new("agent", Role::Model, "inv-1", 1.0);
         let e = validate_events("f", &[a.clone(), b], |i| format!("event {i}")).unwrap_err();
         assert_eq!(e.location, "event 1");
         assert!(e.message.contains("out of order"), "{e}");
-        let mut r = Event::new("tool", Role::Tool, "inv-1", 3.0);
-        r.parts.push(Part::ToolResponse {
-            id: Some("c1".into()),
-            name: "f".into(),
-            response: Value::Null,
-        });
-        let e =
-            validate_events("f", &[a.clone(), r.clone()], |i| format!("event {i}")).unwrap_err();
-        assert!(e.message.contains("without its call"), "{e}");
-        let mut c = Event::new("agent", Role::Model, "inv-1", 2.0);
-        c.parts.push(Part::ToolCall {
-            id: Some("c1".into()),
-            name: "f".into(),
+        let response = |id: Option<&str>, name: &str, t: f64| {
+            let mut r = Event::new("tool", Role::Tool, "inv-1", t);
+            r.parts.push(Part::ToolResponse {
+                id: id.map(str::to_string),
+                name: name.into(),
+                response: Value::Null,
+            });
+            r
+        };
+        let call = |id: Option<&str>, name: &str, t: f64| {
+            let mut c = Event::new("agent", Role::Model, "inv-1", t);
+            c.parts.push(Part::ToolCall {
+                id: id.map(str::to_string),
+                name: name.into(),
+                args: Value::Null,
+            });
+            c
+        };
+        // A response without its call is read (ADK reads it), and counted.
+        let r = response(Some("c1"), "f", 3.0);
+        validate_events("f", &[a.clone(), r.clone()], |i| format!("event {i}")).unwrap();
+        assert_eq!(orphan_responses(&[a.clone(), r.clone()]), 1);
+        assert_eq!(
+            orphan_responses(&[a.clone(), call(Some("c1"), "f", 2.0), r]),
+            0
+        );
+        // By name only between id-less ones; an id-ful call does not answer an id-less
+        // response of its name, nor does a call in the response's own event.
+        let idless = response(None, "f", 3.0);
+        assert_eq!(orphan_responses(&[call(None, "f", 2.0), idless.clone()]), 0);
+        assert_eq!(orphan_responses(&[call(Some("c1"), "f", 2.0), idless]), 1);
+        let mut both = response(Some("c2"), "g", 3.0);
+        both.parts.push(Part::ToolCall {
+            id: Some("c2".into()),
+            name: "g".into(),
             args: Value::Null,
         });
-        validate_events("f", &[a, c, r], |i| format!("event {i}")).unwrap();
+        assert_eq!(orphan_responses(&[both]), 1);
+        // An empty id is no id (Python's falsy string).
+        assert_eq!(
+            orphan_responses(&[call(None, "f", 2.0), response(Some(""), "f", 3.0)]),
+            0
+        );
     }
 
     #[test]

@@ -224,3 +224,66 @@ fn rewound_sessions_report_the_prompt_size_adk_reads() {
         );
     }
 }
+
+/// Issue #30: sessions holding tool responses without their calls (y01-y03 here) are read, as
+/// ADK reads them, by every command that loads sessions; each command says so once per
+/// session with the count ADK's rule gives, and still exits 0.
+#[test]
+fn responses_without_their_calls_are_read_and_warned_once_per_session() {
+    use compaction_sim::transcript::detect::load_file;
+    use compaction_sim::transcript::util::orphan_responses;
+    let cases = [
+        "y01_confirmation_at_start.session.json",
+        "y02_response_without_call.session.json",
+        "y03_late_and_unmatched_responses.session.json",
+    ];
+    let out = tempfile::tempdir().unwrap();
+    for case in cases {
+        let path = extra_dir().join(case);
+        let sessions = load_file(&path, None).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let n = orphan_responses(&sessions[0].events);
+        assert!(
+            n >= 2,
+            "{case}: expected responses without calls, found {n}"
+        );
+        let p = path.to_str().unwrap();
+        let sweep_out = out.path().join(case);
+        let runs: [Vec<&str>; 3] = [
+            vec!["inspect", p],
+            vec![
+                "replay",
+                p,
+                "--after-tokens",
+                "100",
+                "--keep-recent-events",
+                "2",
+                "--json",
+            ],
+            vec![
+                "sweep",
+                p,
+                "--no-cache",
+                "--quiet",
+                "--out",
+                sweep_out.to_str().unwrap(),
+            ],
+        ];
+        for args in runs {
+            let o = crate::common::bin().args(&args).output().expect("runs");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+            let warned: Vec<&str> = err
+                .lines()
+                .filter(|l| l.contains("without their call"))
+                .collect();
+            assert_eq!(warned.len(), 1, "{args:?}: one warning per session:\n{err}");
+            assert!(
+                warned[0].starts_with("warning: ")
+                    && warned[0].contains(case)
+                    && warned[0].contains(&format!(": {n} tool responses without")),
+                "{args:?}: {}",
+                warned[0]
+            );
+        }
+    }
+}
