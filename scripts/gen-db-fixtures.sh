@@ -18,3 +18,10 @@ hostport="${url#*@}"; hostport="${hostport%%/*}"
 "$bin/pg_dump" --no-owner --no-privileges --no-comments -h "${hostport%:*}" -p "${hostport#*:}" \
   -U compaction_sim -d adk_gen | grep -v '^-- Dumped' >"$here/tests/fixtures/db/postgres.sql"
 echo "wrote $here/tests/fixtures/db/postgres.sql" >&2
+# Issue #30: a second database whose timestamps are as a live run stamps them (full float
+# precision), some read back from the column (scripts/gen_db_precise.py).
+url="$(COMPACTION_SIM_PG_DB=adk_precise "$here/scripts/start-postgres.sh" --empty | tail -1)"
+"$venv/bin/python" "$here/scripts/gen_db_precise.py" --pg-url "${url/postgresql:/postgresql+asyncpg:}"
+"$bin/pg_dump" --no-owner --no-privileges --no-comments -h "${hostport%:*}" -p "${hostport#*:}" \
+  -U compaction_sim -d adk_precise | grep -v '^-- Dumped' >"$here/tests/fixtures/db/postgres-precise.sql"
+echo "wrote $here/tests/fixtures/db/postgres-precise.sql" >&2

@@ -4,7 +4,8 @@
 # cache folder of the user that runs it (root runs it as `postgres`, in that user's
 # ~/.cache: initdb refuses root, and root's home is closed to other users), start it on
 # 127.0.0.1:$COMPACTION_SIM_PG_PORT (default 54329), (re)create the role and database and
-# load tests/fixtures/db/postgres.sql (tables written by google-adk's DatabaseSessionService).
+# load tests/fixtures/db/postgres.sql (tables written by google-adk's DatabaseSessionService),
+# and tests/fixtures/db/postgres-precise.sql into a second database, `<db>_precise`.
 #
 # The last line printed is the URL to export:
 #   export COMPACTION_SIM_TEST_POSTGRES="$(scripts/start-postgres.sh | tail -1)"
@@ -60,6 +61,14 @@ SQL
 if [ "${1:-}" != "--empty" ]; then
   as_owner "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$data" -p "$port" -U "$role" -d "$db" \
     -f - >/dev/null <"$dump"
+  # Beside it, `${db}_precise`: timestamps as a live run stamps them, some read back from the
+  # column (tests/fixtures/db/postgres-precise.sql, issue #30).
+  psql_admin -d postgres >&2 <<SQL
+DROP DATABASE IF EXISTS ${db}_precise;
+CREATE DATABASE ${db}_precise OWNER $role;
+SQL
+  as_owner "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$data" -p "$port" -U "$role" -d "${db}_precise" \
+    -f - >/dev/null <"$here/tests/fixtures/db/postgres-precise.sql"
 fi
 echo "start-postgres: PostgreSQL $version on 127.0.0.1:$port, data in $data (owner $owner)" >&2
 echo "postgresql://$role:$password@127.0.0.1:$port/$db"

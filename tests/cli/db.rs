@@ -777,6 +777,33 @@ mod postgres {
         assert!(out.contains("449f343b") && !out.contains(&pw) && !err.contains(&pw));
     }
 
+    /// `<db>_precise` (scripts/start-postgres.sh): timestamps as a live run stamps them (full
+    /// float precision), every other event of one session read back from the `timestamp`
+    /// column. Read exactly as ADK reads them back (issue #30): every session equals ADK's
+    /// export, timestamps included, and the sweeps are the same bytes.
+    #[test]
+    fn precise_timestamps_read_as_adk_reads_them_back() {
+        let base = pg_url();
+        let (head, db) = base.rsplit_once('/').unwrap();
+        let url = format!("{head}/{db}_precise");
+        let from_db = load_paths(&[url.clone()], None);
+        assert!(from_db.skipped.is_empty(), "{:?}", from_db.skipped);
+        let dir = fixtures().join("exports").join("postgres-precise");
+        let from_json = load_paths(&[dir.display().to_string()], None);
+        assert_eq!(from_db.sessions.len(), 2);
+        assert_eq!(by_id(&from_db.sessions), by_id(&from_json.sessions));
+        // The fixture holds what it is for: sub-millisecond times, and column-read events.
+        let times: Vec<f64> = from_db
+            .sessions
+            .iter()
+            .flat_map(|s| s.events.iter().map(|e| e.timestamp))
+            .collect();
+        let whole_micros = |t: &f64| (t * 1e6).round() / 1e6 == *t;
+        assert!(times.iter().any(|t| !whole_micros(t)));
+        assert!(times.iter().any(whole_micros));
+        assert_same_sweep(&url, "postgres-precise", Some(&pg_password(&base)));
+    }
+
     #[test]
     fn postgres_filters() {
         let url = pg_url();
