@@ -786,7 +786,7 @@ mod postgres {
         let base = pg_url();
         let (head, db) = base.rsplit_once('/').unwrap();
         let url = format!("{head}/{db}_precise");
-        let from_db = load_paths(&[url.clone()], None);
+        let from_db = load_paths(std::slice::from_ref(&url), None);
         assert!(from_db.skipped.is_empty(), "{:?}", from_db.skipped);
         let dir = fixtures().join("exports").join("postgres-precise");
         let from_json = load_paths(&[dir.display().to_string()], None);
