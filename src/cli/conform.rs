@@ -51,7 +51,7 @@ pub fn replay_case(oracle: &Value, dir: &Path) -> Result<(Config, Replay)> {
         .pointer("/transcript/path")
         .and_then(Value::as_str)
         .context("no transcript.path in the oracle output")?;
-    let full = dir.join(tpath);
+    let full = transcript_path(dir, tpath);
     let text = std::fs::read_to_string(&full)
         .with_context(|| format!("reading transcript {}", full.display()))?;
     let sessions =
@@ -102,6 +102,22 @@ pub fn replay_case(oracle: &Value, dir: &Path) -> Result<(Config, Replay)> {
     }
     let r = engine::replay(&sizes, &cfg, &summ);
     Ok((cfg, r))
+}
+
+/// Where an oracle output's `transcript.path` points: relative to the output's folder, or,
+/// when nothing is there, to a folder above it (shared/oracle/examples/ outputs name
+/// `examples/travel_8inv.session.json`: the oracle ran from shared/oracle/).
+fn transcript_path(dir: &Path, tpath: &str) -> PathBuf {
+    let first = dir.join(tpath);
+    if first.exists() {
+        return first;
+    }
+    dir.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|d| d.join(tpath))
+        .find(|p| p.exists())
+        .unwrap_or(first)
 }
 
 fn num_eq(a: &Value, b: &Value) -> bool {

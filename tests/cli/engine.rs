@@ -17,7 +17,7 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle")
 }
 
-use crate::common::bin;
+use crate::common::{bin, root};
 
 fn load(name: &str) -> Session {
     let p = fixtures().join("goldens").join(name);
@@ -64,6 +64,27 @@ fn conform_agrees_with_new_seed_cases() {
         .assert()
         .success()
         .stdout(predicate::str::contains(format!("{n}/{n} agree")));
+}
+
+/// The oracle's own examples (shared/oracle/examples/) and goldens, where they lie: the
+/// examples name their transcript from the oracle's folder (`examples/travel_8inv...`), so
+/// conform also looks one folder up.
+#[test]
+fn conform_agrees_with_the_shared_oracle_sets_in_place() {
+    let shared = root().join("../shared/oracle");
+    assert!(
+        shared.join("adk_oracle.py").is_file(),
+        "the shared oracle is missing: expected it at {}",
+        shared.display()
+    );
+    for (set, n) in [("examples", 6), ("goldens", 30)] {
+        bin()
+            .args(["conform", "--strict"])
+            .arg(shared.join(set))
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!("{n}/{n} agree")));
+    }
 }
 
 /// Hand-made transcripts with what the generator does not make (thoughts, id-less calls,
