@@ -8,6 +8,7 @@
 pub mod atomic;
 pub mod chart;
 pub mod cli;
+pub mod conform;
 pub mod cost;
 pub mod engine;
 pub mod error;

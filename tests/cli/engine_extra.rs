@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use compaction_sim::cli::conform::{check_case, compare, replay_case};
+use compaction_sim::conform::{check_case, compare, replay_case};
 
 fn extra_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle-extra")
