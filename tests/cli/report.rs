@@ -496,3 +496,77 @@ fn charts_without_data_are_skipped_with_a_reason() {
     );
     assert!(dir.join("cost_vs_detail.png").exists());
 }
+
+/// The cells of report.md's frontier rows (`| F1 | ... |`), split on ` | `.
+fn frontier_cells(md: &str) -> Vec<Vec<String>> {
+    md.lines()
+        .filter(|l| l.starts_with("| F"))
+        .map(|l| l.split(" | ").map(str::to_string).collect())
+        .collect()
+}
+
+/// The number a printed percentage or amount holds (`10.68 %`, `$0.9555`).
+fn printed_number(cell: &str) -> f64 {
+    cell.trim_matches(|c: char| !c.is_ascii_digit() && c != '.' && c != '-')
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|e| panic!("`{cell}` is not a printed number: {e}"))
+}
+
+/// Issue #29: the default run's F1 and F2 both read 10.7 % and the advice named F2 as
+/// losing less. Every frontier row now prints its own cost and broken references, and the
+/// advice names a setting that loses strictly less as printed.
+#[test]
+fn default_run_frontier_rows_differ_as_printed_and_the_advice_loses_strictly_less() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("run");
+    bin()
+        .current_dir(root())
+        .args(["sweep", "transcripts", "-q", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let md = read(&out.join("report.md"));
+    let head = md
+        .lines()
+        .find(|l| l.starts_with("| \\# |"))
+        .expect("the frontier table's head");
+    let cols: Vec<&str> = head.split(" | ").collect();
+    let col = |name: &str| {
+        cols.iter()
+            .position(|c| c.trim() == name)
+            .unwrap_or_else(|| panic!("no `{name}` column in {head}"))
+    };
+    let (cost, broken) = (col("cost (USD)"), col("broken references"));
+    let rows = frontier_cells(&md);
+    assert!(rows.len() > 2, "a frontier to check: {md}");
+    for (i, a) in rows.iter().enumerate() {
+        for b in &rows[i + 1..] {
+            assert!(
+                a[cost] != b[cost] && a[broken] != b[broken],
+                "two frontier rows print the same figure:\n{}\n{}",
+                a.join(" | "),
+                b.join(" | ")
+            );
+        }
+    }
+    let advice = md
+        .lines()
+        .find(|l| l.starts_with("If that loses too much detail"))
+        .expect("the default run has a safer step");
+    let after_setting = advice.rsplit('`').next().expect("text after the setting");
+    let (_, tail) = after_setting.split_once(" loses ").expect("loses");
+    let (theirs, rest) = tail.split_once(" instead of ").expect("instead of");
+    let ours = rest.split(" and costs").next().expect("ours");
+    assert!(
+        printed_number(theirs) < printed_number(ours),
+        "the advice must lose strictly less as printed: {advice}"
+    );
+    // And that figure is the one its frontier row prints.
+    let named = advice.split('`').nth(1).expect("a setting in code");
+    let row = rows
+        .iter()
+        .find(|r| r[1].contains(&format!("`{named}`")))
+        .unwrap_or_else(|| panic!("{named} is not a frontier row"));
+    assert_eq!(row[broken].trim(), theirs.trim());
+}
