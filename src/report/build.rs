@@ -56,6 +56,15 @@ fn money(d: &RunData) -> fn(f64) -> String {
     }
 }
 
+/// The decimals of the run's money (see [`money`]), for the explorer.
+pub fn money_decimals(d: &RunData) -> usize {
+    if in_cents(d) {
+        2
+    } else {
+        4
+    }
+}
+
 /// Whether the run's money reads in cents (a no-compaction cost of $100 or more).
 fn in_cents(d: &RunData) -> bool {
     let scale = d
@@ -229,6 +238,7 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
         "Read it in order: the recommendation says what to deploy and what it costs you; the frontier lists the settings worth considering instead; the charts show why; the alternatives say where something other than compaction would do better.",
     )));
     recommendation(d, &mut b);
+    b.push(Block::Explorer);
     what_was_run(d, sessions, &mut b);
     frontier_table(d, &mut b);
     b.push(Block::Heading(2, "Charts".into()));
