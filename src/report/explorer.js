@@ -339,6 +339,12 @@
       var key = step.slice(0, i), value = step.slice(i + 1);
       var input = document.getElementById("ex-budget-" + key) || document.getElementById("ex-" + key);
       if (!input) { log.push("no control " + key); return; }
+      if (input.tagName === "SELECT") {
+        // An option by its value or by the text it shows (a summarizer's name).
+        for (var k = 0; k < input.options.length; k++) {
+          if (input.options[k].textContent === value) value = input.options[k].value;
+        }
+      }
       input.value = value;
       input.dispatchEvent(new Event(input.tagName === "SELECT" ? "change" : "input", { bubbles: true }));
       log.push(key + "=" + input.value);

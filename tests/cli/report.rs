@@ -277,8 +277,26 @@ fn charts_are_valid_svg_and_png_and_html_is_self_contained() {
     assert_eq!(run["budgets"]["detail_lost"], 0.25);
     assert!(read(&dir.join("cost_vs_detail.svg")).contains("detail budget: at most 25 %"));
     let lower = html.to_lowercase();
+    // Two script elements, both ours: the explorer's data island and its script, which the
+    // CSP names by hash (no other script may run).
+    assert_eq!(
+        lower.matches("<script").count(),
+        2,
+        "only the explorer's scripts"
+    );
+    assert!(html.contains("<script type=\"application/json\" id=\"explorer-data\">"));
+    assert!(
+        html.contains(&format!(
+            "<script>{}</script>",
+            compaction_sim::report::explorer::SCRIPT
+        )),
+        "the explorer script verbatim"
+    );
+    assert!(html.contains(&format!(
+        "script-src {};",
+        compaction_sim::report::explorer::script_source()
+    )));
     for banned in [
-        "<script",
         "src=\"http",
         "href=\"http",
         "url(http",
@@ -386,9 +404,46 @@ fn hostile_transcript_strings_are_escaped_and_ids_never_become_paths() {
     let html = read(&dir.join("report.html"));
     let md = read(&dir.join("report.md"));
     // HTML: the only tags are ours; each hostile string appears escaped.
+    assert_eq!(
+        html.to_lowercase().matches("<script").count(),
+        2,
+        "no script tag in report.html but the explorer's two"
+    );
     assert!(
-        !html.to_lowercase().contains("<script"),
-        "no script tag in report.html"
+        !html.contains("<script>alert"),
+        "the injected script is text only"
+    );
+    // In the explorer's data island the hostile strings are JSON with <, > and & escaped.
+    let island = html
+        .split("<script type=\"application/json\" id=\"explorer-data\">")
+        .nth(1)
+        .and_then(|t| t.split("</script>").next())
+        .expect("the data island");
+    assert!(!island.contains('<') && !island.contains('>') && !island.contains('&'));
+    let data: serde_json::Value = serde_json::from_str(island).expect("the island is JSON");
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![v.clone()];
+        while let Some(x) = stack.pop() {
+            match x {
+                serde_json::Value::String(s) => out.push(s),
+                serde_json::Value::Array(a) => stack.extend(a),
+                serde_json::Value::Object(o) => stack.extend(o.into_iter().map(|(_, v)| v)),
+                _ => {}
+            }
+        }
+        out
+    };
+    let all = strings(&data);
+    for hostile in [evil_id, script] {
+        assert!(
+            all.iter().any(|s| s == hostile),
+            "{hostile} kept as is in the island"
+        );
+    }
+    assert!(
+        all.iter().any(|s| s.contains(svg_close)),
+        "the label kept as is"
     );
     assert!(
         !html.contains("<img") && !html.contains("<b>"),
@@ -569,4 +624,28 @@ fn default_run_frontier_rows_differ_as_printed_and_the_advice_loses_strictly_les
         .find(|r| r[1].contains(&format!("`{named}`")))
         .unwrap_or_else(|| panic!("{named} is not a frontier row"));
     assert_eq!(row[broken].trim(), theirs.trim());
+}
+
+/// The explorer is added on top of the static report: its section is empty and hidden in
+/// the file (a browser without scripts shows the static report), and print hides it.
+#[test]
+fn without_scripts_or_in_print_the_page_is_the_static_report() {
+    let (_tmp, dir) = fixture_copy();
+    render(&dir);
+    let html = read(&dir.join("report.html"));
+    assert_eq!(html.matches("<section id=\"explorer\"").count(), 1);
+    assert!(html.contains("<section id=\"explorer\" hidden></section>"));
+    let print = html.split("@media print {").nth(1).expect("print styles");
+    assert!(print.contains("#explorer { display: none !important; }"));
+    // The static content is all there, before the scripts.
+    let scripts = html.find("<script").expect("scripts");
+    for part in [
+        "<h2>Recommendation</h2>",
+        "<h2>The frontier</h2>",
+        "<h2>Charts</h2>",
+    ] {
+        assert!(html.find(part).is_some_and(|at| at < scripts), "{part}");
+    }
+    let md = read(&dir.join("report.md"));
+    assert!(!md.contains("xplore"), "report.md has no explorer");
 }
