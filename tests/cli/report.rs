@@ -649,3 +649,64 @@ fn without_scripts_or_in_print_the_page_is_the_static_report() {
     let md = read(&dir.join("report.md"));
     assert!(!md.contains("xplore"), "report.md has no explorer");
 }
+
+/// Issue #29: a run of 10,000 settings gives a report.html under 5 MB; the explorer embeds
+/// a subset and says so. The settings are synthesized from the fixture's rows (varied
+/// thresholds and figures), with the fixture's session rows.
+#[test]
+fn a_run_of_10000_settings_gives_a_page_under_5_mb() {
+    let (_tmp, dir) = fixture_copy();
+    let settings: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("settings.json"))).expect("json");
+    let rows = settings.as_array().expect("array");
+    let base = rows
+        .iter()
+        .find(|r| r["trigger_kind"] == "none")
+        .expect("baseline")
+        .clone();
+    let template = rows
+        .iter()
+        .find(|r| r["trigger_kind"] == "tokens")
+        .expect("a size-triggered row")
+        .clone();
+    let mut out = vec![base];
+    for i in 1..10_000u64 {
+        let mut r = template.clone();
+        let o = r.as_object_mut().expect("object");
+        let (at, keep) = (20_000 + (i % 100) * 1_000, i / 100);
+        // Deterministic, spread figures: cost falls as more is broken.
+        let h = ((i * 7_919) % 1_000) as f64 / 1_000.0;
+        o.insert("setting_id".into(), i.into());
+        o.insert("after_tokens".into(), at.into());
+        o.insert("keep_recent_events".into(), keep.into());
+        o.insert(
+            "label".into(),
+            format!("compaction=Compaction(after_tokens={at}, keep_recent_events={keep})").into(),
+        );
+        o.insert("cost_usd_sum".into(), (1.0 + h).into());
+        o.insert(
+            "references_broken_share_mean".into(),
+            (0.3 * (1.0 - h)).into(),
+        );
+        o.insert("detail_lost_mean".into(), (0.5 * h).into());
+        o.insert("pareto".into(), (i % 500 == 0).into());
+        o.insert("recommended".into(), (i == 500).into());
+        out.push(r);
+    }
+    std::fs::write(
+        dir.join("settings.json"),
+        serde_json::to_string(&out).expect("json"),
+    )
+    .expect("write");
+    render(&dir);
+    let size = std::fs::metadata(dir.join("report.html"))
+        .expect("report")
+        .len();
+    eprintln!("report.html of a 10,000-setting run: {size} bytes");
+    assert!(size < 5_000_000, "report.html is {size} bytes");
+    let html = read(&dir.join("report.html"));
+    assert!(
+        html.contains("This page shows ") && html.contains(" of the run's 10000 settings"),
+        "the page says it shows a subset"
+    );
+}
