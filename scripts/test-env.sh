@@ -13,3 +13,17 @@ if ! "$VENV/bin/python" -c 'import google.adk, sys; sys.exit(google.adk.__versio
   "$VENV/bin/pip" install --quiet --disable-pip-version-check 'google-adk==2.13.0'
 fi
 export COMPACTION_SIM_TEST_PYTHON="$VENV/bin/python"
+# A headless browser for the report explorer's tests (tests/cli/browser.rs): Debian's
+# chromium, installed once as root when it is not on PATH. Without one those tests fail
+# unless COMPACTION_SIM_SKIP_BROWSER says why no browser can be installed.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "test-env: chromium is not installed and cannot be installed here (not root or no apt-get)" >&2
+  fi
+fi
+if command -v chromium >/dev/null 2>&1; then
+  COMPACTION_SIM_TEST_CHROMIUM="$(command -v chromium)"
+  export COMPACTION_SIM_TEST_CHROMIUM
+fi

@@ -204,6 +204,10 @@ pub struct RunData {
     /// each row of a compacting setting that made at least one summarizer call, in file order.
     pub latency: Vec<Vec<f64>>,
     pub timelines: Vec<Timeline>,
+    /// Per setting (parallel to `settings`): at most [`WORST_SESSIONS`] of its session rows,
+    /// those that lose most first (broken references, then history read only through
+    /// summaries).
+    pub worst: Vec<Vec<RunRow>>,
 }
 
 /// The metric columns of a run row the report reads.
@@ -215,7 +219,34 @@ pub const RUN_COLUMNS: &[&str] = &[
     "critical_hidden",
     "end_of_run_latency_max_s",
     "end_of_run_latency_p95_s",
+    "references_broken_share",
+    "cost_usd",
 ];
+
+/// Sessions kept per setting for the report's drill-down (the explorer in report.html):
+/// the ones that lose most, so a run of many settings and sessions stays small in memory
+/// and in the page.
+pub const WORST_SESSIONS: usize = 5;
+
+/// The columns a drill-down row keeps.
+const WORST_COLUMNS: &[&str] = &[
+    "references_broken_share",
+    "detail_lost",
+    "critical_hidden",
+    "cost_usd",
+    "model_requests",
+];
+
+/// Orders session rows by how much they lose: broken references, then history read only
+/// through summaries, most first; then by session id and source, so the pick is stable.
+fn loses_more(a: &RunRow, b: &RunRow) -> std::cmp::Ordering {
+    let key = |r: &RunRow, c: &str| r.num(c).unwrap_or(f64::NEG_INFINITY);
+    key(b, "references_broken_share")
+        .total_cmp(&key(a, "references_broken_share"))
+        .then(key(b, "detail_lost").total_cmp(&key(a, "detail_lost")))
+        .then(a.session_id.cmp(&b.session_id))
+        .then(a.source.cmp(&b.source))
+}
 
 /// Folds rows into what [`RunData`] keeps.
 struct Digest {
@@ -225,6 +256,7 @@ struct Digest {
     ids: std::collections::HashSet<String>,
     runs: Vec<RunRow>,
     latency: Vec<Vec<f64>>,
+    worst: Vec<Vec<RunRow>>,
 }
 
 impl Digest {
@@ -248,6 +280,7 @@ impl Digest {
             ids: Default::default(),
             runs: Vec::new(),
             latency: vec![Vec::new(); settings.len()],
+            worst: vec![Vec::new(); settings.len()],
         }
     }
 
@@ -263,6 +296,27 @@ impl Digest {
             self.ids.insert(session_id.to_string());
         }
         if let Some(&i) = self.index.get(setting_id) {
+            let worst = &mut self.worst[i];
+            // A cheap check first (no allocation: most rows lose less than the list's last);
+            // a row that passes is placed by the full order, and one placed last drops.
+            let key = |c: &str| num(c).unwrap_or(f64::NEG_INFINITY);
+            let may_enter = |w: &RunRow| {
+                let wk = |c: &str| w.num(c).unwrap_or(f64::NEG_INFINITY);
+                wk("references_broken_share")
+                    .total_cmp(&key("references_broken_share"))
+                    .then(wk("detail_lost").total_cmp(&key("detail_lost")))
+                    .then(session_id.cmp(w.session_id.as_str()))
+                    .is_le()
+            };
+            if worst.len() < WORST_SESSIONS || worst.last().is_some_and(may_enter) {
+                let mut r = row();
+                r.numbers.retain(|k, _| WORST_COLUMNS.contains(&k.as_str()));
+                let at = worst
+                    .binary_search_by(|w| loses_more(w, &r))
+                    .unwrap_or_else(|e| e);
+                worst.insert(at, r);
+                worst.truncate(WORST_SESSIONS);
+            }
             if self.compacting[i] && num("summarizer_calls").unwrap_or(0.0) > 0.0 {
                 if let Some(v) =
                     num("end_of_run_latency_max_s").or_else(|| num("end_of_run_latency_p95_s"))
@@ -334,6 +388,7 @@ impl RunData {
             runs: digest.runs,
             sessions: digest.ids.len(),
             latency: digest.latency,
+            worst: digest.worst,
             timelines,
         }
     }

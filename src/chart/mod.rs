@@ -226,9 +226,61 @@ pub fn fmt_usd_axis(v: f64) -> String {
     format!("{sign}${a:.decimals$}")
 }
 
+/// The most decimals a dollar amount is printed with: the run folder's tables hold 6
+/// (`sweep::run::FLOAT_DECIMALS`), so two stored amounts that read the same are the same.
+pub const MAX_USD_DECIMALS: usize = 6;
+/// The most decimals a percentage is printed with: a share's 6 stored decimals.
+pub const MAX_PCT_DECIMALS: usize = 4;
+
 /// A 0..1 share as a percentage with one decimal.
 pub fn fmt_pct(v: f64) -> String {
-    format!("{:.1} %", v * 100.0)
+    fmt_pct_to(v, 1)
+}
+
+/// A 0..1 share as a percentage with `decimals` decimals (tables that must tell close
+/// values apart, see [`decimals_to_tell_apart`]).
+pub fn fmt_pct_to(v: f64, decimals: usize) -> String {
+    format!("{:.decimals$} %", v * 100.0)
+}
+
+/// USD with `decimals` decimals and grouped thousands (`$1,234.5678`).
+pub fn fmt_usd_to(v: f64, decimals: usize) -> String {
+    let sign = if v < 0.0 { "-" } else { "" };
+    let text = format!("{:.decimals$}", v.abs());
+    let (int_part, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let mut grouped = String::new();
+    for (i, ch) in int_part.chars().enumerate() {
+        if i > 0 && (int_part.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    if frac.is_empty() {
+        format!("{sign}${grouped}")
+    } else {
+        format!("{sign}${grouped}.{frac}")
+    }
+}
+
+/// The fewest decimals from `from` up to `to` at which `fmt` prints every two distinct
+/// `values` differently (`to` when none does): a table whose rows are a trade must not show
+/// two steps of it with the same figure.
+pub fn decimals_to_tell_apart(
+    values: &[f64],
+    from: usize,
+    to: usize,
+    fmt: impl Fn(f64, usize) -> String,
+) -> usize {
+    let mut distinct: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    (from..=to)
+        .find(|&dec| {
+            let mut printed: Vec<String> = distinct.iter().map(|&v| fmt(v, dec)).collect();
+            printed.dedup();
+            printed.len() == distinct.len()
+        })
+        .unwrap_or(to)
 }
 
 /// Token counts as `80k` / `1.2M`.

@@ -1,8 +1,8 @@
 //! The six charts of the report. Each reads [`RunData`] only.
 
 use super::{
-    e, fit, fmt_pct, fmt_tokens, fmt_usd, fmt_usd4, fmt_usd_axis, Chart, ChartInfo, LabelPlacer,
-    FONT,
+    e, fit, fmt_pct, fmt_pct_to, fmt_tokens, fmt_usd, fmt_usd4, fmt_usd_axis, Chart, ChartInfo,
+    LabelPlacer, FONT, MAX_PCT_DECIMALS,
 };
 use crate::chart::data::{RunData, SettingRow};
 use plotters::coord::types::RangedCoordusize;
@@ -327,13 +327,14 @@ impl Chart for CostVsDetail<'_> {
         }
         // At most ~15 frontier labels, evenly spread (F1 and the last always), so a long
         // frontier stays readable; the report's table lists every one.
-        let fr = frontier(d);
+        let fr = frontier_groups(d);
         let step = fr.len().div_ceil(15).max(1);
-        for (i, f) in fr.iter().enumerate() {
+        for (i, g) in fr.iter().enumerate() {
             if !(i.is_multiple_of(step) || i + 1 == fr.len()) {
                 continue;
             }
-            if !f.recommended && !f.is_baseline() {
+            let f = g[0];
+            if !g.iter().any(|x| x.recommended || x.is_baseline()) {
                 if let (Some(x), Some(y)) = ((detail.value)(f), f.cost_usd()) {
                     labels.push((format!("F{}", i + 1), (x * 100.0, y), FRONT_C));
                 }
@@ -367,6 +368,27 @@ pub fn frontier(d: &RunData) -> Vec<&SettingRow> {
             .then(a.setting_id.cmp(&b.setting_id))
     });
     f
+}
+
+/// The frontier as the report numbers it (F1 = the first group): neighbours that lose the
+/// same detail at the tables' full precision ([`MAX_PCT_DECIMALS`]: a share's stored
+/// decimals) are one row of the table ("A or B") and one label of the chart, never two steps
+/// of a trade that buys nothing. On a frontier of stored figures such neighbours also cost
+/// the same; only hand-edited figures finer than the stored precision differ in cost.
+pub fn frontier_groups(d: &RunData) -> Vec<Vec<&SettingRow>> {
+    let key = |s: &SettingRow| {
+        s.broken_references()
+            .or_else(|| s.detail_lost())
+            .map(|x| fmt_pct_to(x, MAX_PCT_DECIMALS))
+    };
+    let mut groups: Vec<Vec<&SettingRow>> = Vec::new();
+    for s in frontier(d) {
+        match groups.last_mut() {
+            Some(g) if key(g[0]) == key(s) => g.push(s),
+            _ => groups.push(vec![s]),
+        }
+    }
+    groups
 }
 
 /// Frontier settings whose trigger no session reached: the same as no compaction.

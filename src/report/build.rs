@@ -2,8 +2,11 @@
 
 use super::{t, Block, Inline};
 use crate::chart::data::{RunData, RunRow, SettingRow};
-use crate::chart::plots::{frontier, idle_frontier, summarizer_rows};
-use crate::chart::{fmt_pct, fmt_usd, fmt_usd4 as usd4, ChartOutcome};
+use crate::chart::plots::{frontier_groups, idle_frontier, summarizer_rows};
+use crate::chart::{
+    decimals_to_tell_apart, fmt_pct, fmt_pct_to, fmt_usd, fmt_usd4 as usd4, fmt_usd_to,
+    ChartOutcome, MAX_PCT_DECIMALS, MAX_USD_DECIMALS,
+};
 use serde_json::Value;
 
 /// A share of sessions' history above which a session is listed as better kept short.
@@ -46,6 +49,24 @@ fn secs(v: f64) -> String {
 /// One money format for the whole report, chosen from the no-compaction cost: cents from
 /// $100 up, else 4 decimals, so every amount in a table has the same precision.
 fn money(d: &RunData) -> fn(f64) -> String {
+    if in_cents(d) {
+        fmt_usd
+    } else {
+        usd4
+    }
+}
+
+/// The decimals of the run's money (see [`money`]), for the explorer.
+pub fn money_decimals(d: &RunData) -> usize {
+    if in_cents(d) {
+        2
+    } else {
+        4
+    }
+}
+
+/// Whether the run's money reads in cents (a no-compaction cost of $100 or more).
+fn in_cents(d: &RunData) -> bool {
     let scale = d
         .baseline()
         .and_then(|b| b.cost_usd())
@@ -56,10 +77,40 @@ fn money(d: &RunData) -> fn(f64) -> String {
                 .reduce(f64::max)
         })
         .unwrap_or(0.0);
-    if scale >= 100.0 {
-        fmt_usd
+    scale >= 100.0
+}
+
+/// How the frontier table and the advice under the recommendation print cost and broken
+/// references: the report's precision, or more where two frontier rows (or a row and the
+/// recommendation) would otherwise print the same figure and read as a trade that buys
+/// nothing (issue #29).
+struct FrontierFormat {
+    usd: Box<dyn Fn(f64) -> String>,
+    pct: Box<dyn Fn(f64) -> String>,
+}
+
+/// The frontier's detail axis: broken references, or detail lost for older runs.
+fn frontier_axis(x: &SettingRow) -> Option<f64> {
+    x.broken_references().or_else(|| x.detail_lost())
+}
+
+fn frontier_format(d: &RunData) -> FrontierFormat {
+    let groups = frontier_groups(d);
+    let heads = groups.iter().map(|g| g[0]);
+    let costs: Vec<f64> = heads.clone().filter_map(|s| s.cost_usd()).collect();
+    let mut shares: Vec<f64> = heads.filter_map(frontier_axis).collect();
+    shares.extend(d.recommended().and_then(frontier_axis));
+    let base = if in_cents(d) { 2 } else { 4 };
+    let usd_dec = decimals_to_tell_apart(&costs, base, MAX_USD_DECIMALS, fmt_usd_to);
+    let usd: Box<dyn Fn(f64) -> String> = if usd_dec == base {
+        Box::new(money(d))
     } else {
-        usd4
+        Box::new(move |v| fmt_usd_to(v, usd_dec))
+    };
+    let pct_dec = decimals_to_tell_apart(&shares, 1, MAX_PCT_DECIMALS, fmt_pct_to);
+    FrontierFormat {
+        usd,
+        pct: Box::new(move |v| fmt_pct_to(v, pct_dec)),
     }
 }
 
@@ -106,6 +157,10 @@ fn summarizer_words(name: &str) -> String {
 }
 
 fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
+    opt_with(v, &f)
+}
+
+fn opt_with(v: Option<f64>, f: &dyn Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "n/a".to_string())
 }
 
@@ -183,6 +238,7 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
         "Read it in order: the recommendation says what to deploy and what it costs you; the frontier lists the settings worth considering instead; the charts show why; the alternatives say where something other than compaction would do better.",
     )));
     recommendation(d, &mut b);
+    b.push(Block::Explorer);
     what_was_run(d, sessions, &mut b);
     frontier_table(d, &mut b);
     b.push(Block::Heading(2, "Charts".into()));
@@ -389,28 +445,20 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
     }
     b.push(Block::Para(why));
     // The next frontier step toward less detail lost, so a reader who finds the loss too high
-    // sees what keeping more costs.
-    // The frontier's detail axis: broken references, or detail lost for older runs.
-    let axis = |x: &SettingRow| x.broken_references().or_else(|| x.detail_lost());
-    if let (Some(rc), Some(rd)) = (r.cost_usd(), axis(r)) {
-        let safer = frontier(d)
-            .into_iter()
-            .filter(|f| !f.is_baseline() && f.setting_id != r.setting_id)
-            .filter_map(|f| Some((f, f.cost_usd()?, axis(f)?)))
-            .filter(|(_, _, fd)| *fd < rd)
-            .min_by(|a, c| a.1.total_cmp(&c.1));
-        if let Some((f, fc, fd)) = safer {
-            b.push(Block::Para(vec![
-                Inline::Text("If that loses too much detail: ".into()),
-                Inline::Code(table_label(f)),
-                Inline::Text(format!(
-                    " loses {} instead and costs {} {}.",
-                    fmt_pct(fd),
-                    usd((fc - rc).abs()),
-                    if fc >= rc { "more" } else { "less" }
-                )),
-            ]));
-        }
+    // sees what keeping more costs: only a setting that loses strictly less as printed.
+    if let Some((f, fc, fd, rc, rd)) = safer_step(d, r) {
+        let ff = frontier_format(d);
+        b.push(Block::Para(vec![
+            Inline::Text("If that loses too much detail: ".into()),
+            Inline::Code(table_label(f)),
+            Inline::Text(format!(
+                " loses {} instead of {} and costs {} {}.",
+                (ff.pct)(fd),
+                (ff.pct)(rd),
+                (ff.usd)((fc - rc).abs()),
+                if fc >= rc { "more" } else { "less" }
+            )),
+        ]));
     }
     if d.settings
         .iter()
@@ -480,6 +528,21 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
             if r.summarizer.is_empty() { "chosen" } else { r.summarizer.as_str() }
         ))));
     }
+}
+
+/// The cheapest frontier setting other than `r` that loses strictly less than `r`, both as
+/// stored and as the frontier prints it: `(setting, its cost, its loss, r's cost, r's loss)`.
+fn safer_step<'a>(d: &'a RunData, r: &SettingRow) -> Option<(&'a SettingRow, f64, f64, f64, f64)> {
+    let (rc, rd) = (r.cost_usd()?, frontier_axis(r)?);
+    let ff = frontier_format(d);
+    frontier_groups(d)
+        .into_iter()
+        .flatten()
+        .filter(|f| !f.is_baseline() && f.setting_id != r.setting_id)
+        .filter_map(|f| Some((f, f.cost_usd()?, frontier_axis(f)?)))
+        .filter(|(_, _, fd)| *fd < rd && (ff.pct)(*fd) != (ff.pct)(rd))
+        .min_by(|a, c| a.1.total_cmp(&c.1))
+        .map(|(f, fc, fd)| (f, fc, fd, rc, rd))
 }
 
 fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
@@ -639,51 +702,72 @@ fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
         "Settings no other setting beats on both cost and detail lost (broken references: the facts the agent used later that no text it could still read held), cheapest first (F1, F2, ... as labelled in the first chart). Anything off this list is dominated: some frontier setting is at least as cheap and loses no more detail. Going down the table, each setting costs more and keeps more of what the agent used; pick the first whose loss you accept. The history column is the share of history read only through summaries, whatever they keep.",
     )));
     let with_refs = d.settings.iter().any(|s| s.broken_references().is_some());
-    let usd = money(d);
+    let ff = frontier_format(d);
+    let usd = &ff.usd;
     let base_cost = d.baseline().and_then(|x| x.cost_usd());
     // One client mode: it is in "what was run", and the column would only repeat it.
     let by_client = d.distinct(|s| &s.client).len() > 1;
-    let rows: Vec<Vec<Vec<Inline>>> = frontier(d)
+    // A cell of a row that stands for several tied settings: each distinct value once.
+    let either = |g: &[&SettingRow], f: &dyn Fn(&SettingRow) -> String| {
+        let mut v: Vec<String> = Vec::new();
+        for s in g {
+            let x = f(s);
+            if !v.contains(&x) {
+                v.push(x);
+            }
+        }
+        t(v.join(" or "))
+    };
+    let rows: Vec<Vec<Vec<Inline>>> = frontier_groups(d)
         .iter()
         .enumerate()
-        .map(|(i, s)| {
+        .map(|(i, g)| {
             let mut id = vec![Inline::Text(format!("F{}", i + 1))];
-            if s.recommended {
+            if g.iter().any(|s| s.recommended) {
                 id.push(Inline::Text(" ".into()));
                 id.push(Inline::Strong("recommended".into()));
             }
-            if s.is_baseline() {
+            if g.iter().any(|s| s.is_baseline()) {
                 id.push(Inline::Text(" baseline".into()));
             }
-            let saved = match (base_cost, s.cost_usd()) {
-                (Some(b0), Some(c)) => usd(b0 - c),
-                _ => "n/a".into(),
-            };
-            let mut row = vec![
-                id,
-                vec![Inline::Code(if s.is_baseline() {
+            let mut setting = Vec::new();
+            for (k, s) in g.iter().enumerate() {
+                if k > 0 {
+                    setting.push(Inline::Text(" or ".into()));
+                }
+                setting.push(Inline::Code(if s.is_baseline() {
                     "(no compaction)".into()
                 } else {
                     table_label(s)
-                })],
-                t(if s.summarizer.is_empty() {
-                    "none".to_string()
-                } else {
-                    s.summarizer.clone()
+                }));
+            }
+            let mut row = vec![
+                id,
+                setting,
+                either(g, &|s| {
+                    if s.summarizer.is_empty() {
+                        "none".to_string()
+                    } else {
+                        s.summarizer.clone()
+                    }
                 }),
             ];
             if by_client {
-                row.push(t(s.client.clone()));
+                row.push(either(g, &|s| s.client.clone()));
             }
-            row.extend([t(opt(s.cost_usd(), usd)), t(saved)]);
+            row.push(either(g, &|s| opt_with(s.cost_usd(), usd)));
+            row.push(either(g, &|s| match (base_cost, s.cost_usd()) {
+                (Some(b0), Some(c)) => usd(b0 - c),
+                _ => "n/a".into(),
+            }));
             if with_refs {
-                row.push(t(broken_words(s)));
+                row.push(either(g, &|s| broken_words(s, &ff.pct)));
             }
             row.extend([
-                t(opt(s.detail_lost(), fmt_pct)),
-                t(opt(s.critical_hidden(), int)),
-                t(opt(s.end_of_run_latency_p95(), secs)),
-                t(opt(s.summarizer_calls(), int)),
+                either(g, &|s| opt(s.detail_lost(), fmt_pct)),
+                either(g, &|s| opt(s.critical_hidden(), int)),
+                either(g, &|s| opt(s.end_of_run_latency_p95(), secs)),
+                either(g, &|s| opt(s.summarizer_calls(), int)),
             ]);
             row
         })
@@ -821,11 +905,11 @@ fn summarizers(d: &RunData, b: &mut Vec<Block>) {
 
 /// Broken references of a setting as the frontier shows them: the mean share, and for an
 /// estimate its basis.
-fn broken_words(s: &SettingRow) -> String {
+fn broken_words(s: &SettingRow, pct: &dyn Fn(f64) -> String) -> String {
     match s.broken_references() {
         None => "n/a".into(),
-        Some(v) if s.references_basis == "estimated" => format!("{} (estimated)", fmt_pct(v)),
-        Some(v) => fmt_pct(v),
+        Some(v) if s.references_basis == "estimated" => format!("{} (estimated)", pct(v)),
+        Some(v) => pct(v),
     }
 }
 
@@ -1191,6 +1275,112 @@ mod tests {
         let big = money(&data(2500.0));
         assert_eq!(big(1234.567), "$1,234.57");
         assert_eq!(usd4(12345.6), "$12,345.6000");
+    }
+
+    /// A run whose settings are `(id, cost, broken share, recommended)`, all on the frontier,
+    /// plus a dominated baseline.
+    fn frontier_run(rows: &[(u32, f64, f64, bool)]) -> RunData {
+        let mut v = vec![
+            serde_json::json!({"setting_id": 0, "trigger_kind": "none", "cost_usd_sum": 9.0,
+            "references_broken_share_mean": 0.0, "pareto": false, "summarizer_calls_sum": 0,
+            "label": "compaction=None"}),
+        ];
+        for &(id, cost, broken, reco) in rows {
+            v.push(
+                serde_json::json!({"setting_id": id, "trigger_kind": "invocations",
+                "after_invocations": id, "overlap": 0, "summarizer": "terse",
+                "label": format!("compaction=Compaction(after_invocations={id}, overlap=0)"),
+                "cost_usd_sum": cost, "references_broken_share_mean": broken,
+                "references_basis": "measured", "pareto": true, "summarizer_calls_sum": 3,
+                "recommended": reco}),
+            );
+        }
+        RunData::from_rows(
+            Path::new("."),
+            serde_json::json!({}),
+            parse_settings(Path::new("settings.json"), &serde_json::Value::Array(v))
+                .expect("settings"),
+            Vec::new(),
+            Vec::new(),
+        )
+    }
+
+    fn frontier_lines(md: &str) -> Vec<Vec<String>> {
+        md.lines()
+            .filter(|l| l.starts_with("| F"))
+            .map(|l| l.split(" | ").map(str::to_string).collect())
+            .collect()
+    }
+
+    #[test]
+    fn frontier_rows_never_print_the_same_cost_or_broken_references() {
+        // F1 and F2 of the default run: 10.6843 % and 10.6518 % both read 10.7 % at one
+        // decimal; costs $1.00001 and $1.00004 both read $1.0000 at four.
+        let d = frontier_run(&[
+            (1, 1.00001, 0.106843, true),
+            (2, 1.00004, 0.106518, false),
+            (3, 1.5, 0.01, false),
+        ]);
+        let md = super::super::to_markdown(&build(&d, &[]));
+        let rows = frontier_lines(&md);
+        assert_eq!(rows.len(), 3, "{md}");
+        for col in [3, 5] {
+            let printed: std::collections::BTreeSet<&str> =
+                rows.iter().map(|r| r[col].as_str()).collect();
+            assert_eq!(
+                printed.len(),
+                rows.len(),
+                "column {col} repeats a figure: {md}"
+            );
+        }
+        assert!(md.contains("10.68 %") && md.contains("10.65 %"), "{md}");
+        assert!(md.contains("$1.00001") && md.contains("$1.00004"), "{md}");
+    }
+
+    #[test]
+    fn settings_tied_on_cost_and_broken_references_are_one_frontier_row() {
+        let d = frontier_run(&[
+            (1, 1.0, 0.2, true),
+            (2, 1.2, 0.1, false),
+            (3, 1.2, 0.1, false),
+        ]);
+        let md = super::super::to_markdown(&build(&d, &[]));
+        let rows = frontier_lines(&md);
+        assert_eq!(rows.len(), 2, "{md}");
+        assert!(
+            rows[1][1].contains(
+                "`Compaction(after_invocations=2, overlap=0)` or `Compaction(after_invocations=3, overlap=0)`"
+            ),
+            "{md}"
+        );
+        // Two settings that differ only beyond the stored precision are one row too.
+        let d = frontier_run(&[(1, 1.0, 0.1068431, true), (2, 1.0000001, 0.1068430, false)]);
+        let md = super::super::to_markdown(&build(&d, &[]));
+        assert_eq!(frontier_lines(&md).len(), 1, "{md}");
+    }
+
+    #[test]
+    fn advice_names_only_a_setting_that_loses_strictly_less_as_printed() {
+        // The cheaper step loses less only beyond any printed precision: it is not advice.
+        let d = frontier_run(&[
+            (1, 1.0, 0.1068431, true),
+            (2, 1.1, 0.1068430, false),
+            (3, 1.3, 0.05, false),
+        ]);
+        let md = super::super::to_markdown(&build(&d, &[]));
+        let advice = md
+            .lines()
+            .find(|l| l.starts_with("If that loses too much detail"))
+            .expect("an advice line");
+        assert!(
+            advice.contains("`Compaction(after_invocations=3, overlap=0)`"),
+            "{advice}"
+        );
+        assert!(advice.contains("loses 5.0 % instead of 10.7 %"), "{advice}");
+        // With no setting losing less as printed there is no advice at all.
+        let d = frontier_run(&[(1, 1.0, 0.1068431, true), (2, 1.1, 0.1068430, false)]);
+        let md = super::super::to_markdown(&build(&d, &[]));
+        assert!(!md.contains("If that loses too much detail"), "{md}");
     }
 
     #[test]

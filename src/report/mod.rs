@@ -7,6 +7,7 @@
 
 mod build;
 pub mod escape;
+pub mod explorer;
 
 use crate::chart::{self, ChartOutcome, RunData};
 use std::path::Path;
@@ -34,6 +35,8 @@ pub enum Block {
         rows: Vec<Vec<Vec<Inline>>>,
         numeric: Vec<bool>,
     },
+    /// Where report.html's explorer goes (nothing in report.md, nothing printed).
+    Explorer,
     Chart {
         stem: String,
         title: String,
@@ -89,9 +92,10 @@ pub fn render_run(
     let charts = chart::render_all(&data, dir, cancel)?;
     let blocks = build(&data, &charts);
     crate::atomic::write_atomic(&dir.join("report.md"), to_markdown(&blocks).as_bytes())?;
+    let island = explorer::island(&data, build::money_decimals(&data));
     crate::atomic::write_atomic(
         &dir.join("report.html"),
-        to_html(&blocks, &title(&data)).as_bytes(),
+        to_html(&blocks, &title(&data), Some(&island)).as_bytes(),
     )?;
     let mut skipped = Vec::new();
     let mut drawn = 0;
@@ -157,6 +161,7 @@ pub fn to_markdown(blocks: &[Block]) -> String {
                 out.push_str(&md_inline(parts));
                 out.push_str("\n\n");
             }
+            Block::Explorer => {}
             Block::Code(code) => {
                 out.push_str(&escape::md_code_block(code));
                 out.push('\n');
@@ -267,7 +272,13 @@ figure { margin: 1em 0 2em; }
 figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; font-size: .95em; margin-top: .3em; }
 .skipped { color: #666; font-style: italic; }
+#explorer { border: 1px solid #d0d7de; border-radius: 6px; padding: 0 1em 1em; margin: 1.5em 0; background: #fbfcfd; }
+.ex-controls { display: flex; flex-wrap: wrap; gap: .4em 1.2em; margin: .6em 0; }
+.ex-controls label { white-space: nowrap; }
+#explorer-chart { width: 100%; height: auto; border: 1px solid #eee; background: #fff; }
+#explorer-paste { user-select: all; }
 @media print {
+  #explorer { display: none !important; }
   body { max-width: none; margin: 0; padding: 0; font-size: 9pt; }
   h2, h3 { break-after: avoid; }
   tr, pre, li { break-inside: avoid; }
@@ -279,12 +290,18 @@ figcaption { color: #444; font-size: .95em; margin-top: .3em; }
 }
 "#;
 
-/// report.html: one file, no scripts, no external resources (the CSP forbids any), charts
-/// inline as SVG.
-pub fn to_html(blocks: &[Block], title: &str) -> String {
+/// report.html: one file, no external resources (the CSP forbids any), charts inline as
+/// SVG. With `island` (the explorer's data, see [`explorer::island`]) the page also carries
+/// the explorer's one script, the only one the CSP lets run (by its hash); without scripts
+/// the page is the static report.
+pub fn to_html(blocks: &[Block], title: &str, island: Option<&str>) -> String {
     let mut out = String::new();
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    out.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n");
+    let script_src = match island {
+        Some(_) => format!("script-src {}; ", explorer::script_source()),
+        None => String::new(),
+    };
+    out.push_str(&format!("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; {script_src}style-src 'unsafe-inline'; img-src data:\">\n"));
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     out.push_str(&format!(
         "<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
@@ -297,6 +314,11 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
                 out.push_str(&format!("<h{l}>{}</h{l}>\n", escape::html(text)));
             }
             Block::Para(parts) => out.push_str(&format!("<p>{}</p>\n", html_inline(parts))),
+            Block::Explorer => {
+                if island.is_some() {
+                    out.push_str("<section id=\"explorer\" hidden></section>\n");
+                }
+            }
             Block::Code(code) => {
                 out.push_str(&format!("<pre><code>{}</code></pre>\n", escape::html(code)))
             }
@@ -364,6 +386,13 @@ pub fn to_html(blocks: &[Block], title: &str) -> String {
                 out.push_str("</section>\n");
             }
         }
+    }
+    if let Some(island) = island {
+        out.push_str("<script type=\"application/json\" id=\"explorer-data\">");
+        out.push_str(island);
+        out.push_str("</script>\n<script>");
+        out.push_str(explorer::SCRIPT);
+        out.push_str("</script>\n");
     }
     out.push_str("</body>\n</html>\n");
     out

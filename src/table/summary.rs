@@ -225,34 +225,16 @@ pub fn summarize_by<E>(
             .iter()
             .enumerate()
             .any(|(j, &(c2, d2))| j != i && c2 <= c && d2 <= d && (c2 < c || d2 < d));
-        s.within_budget = !s.setting.is_baseline() && meets(s, budgets);
+        s.within_budget = meets_budgets(&s.rule_figures(), budgets);
     }
 
-    let mut order: Vec<usize> = (0..out.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (x, y) = (&out[a], &out[b]);
-        let group = |s: &SettingSummary| {
-            if s.setting.is_baseline() {
-                2
-            } else if s.within_budget {
-                0
-            } else {
-                1
-            }
-        };
-        group(x)
-            .cmp(&group(y))
-            .then(x.cost().total_cmp(&y.cost()))
-            .then(x.broken_references().total_cmp(&y.broken_references()))
-            .then(x.setting.setting_id.cmp(&y.setting.setting_id))
-    });
+    let figures: Vec<RuleFigures> = out.iter().map(SettingSummary::rule_figures).collect();
+    let order = rank_order(&figures, budgets);
     for (r, &i) in order.iter().enumerate() {
         out[i].rank = r as u32 + 1;
     }
-    if let Some(&best) = order.first() {
-        if out[best].within_budget {
-            out[best].recommended = true;
-        }
+    if let Some(best) = pick(&figures, budgets) {
+        out[best].recommended = true;
     }
     Ok(out)
 }
@@ -323,11 +305,76 @@ pub fn summarize_parquet(
     summarize_by(settings, &facts, budgets, values)
 }
 
-fn meets(s: &SettingSummary, b: &Budgets) -> bool {
-    b.broken_references
-        .is_none_or(|x| s.broken_references() <= x)
-        && b.detail_lost.is_none_or(|x| s.detail_lost() <= x)
-        && b.latency_s.is_none_or(|x| s.wait_p95() <= x)
+/// The figures of one setting the recommendation rule reads: the one rule is
+/// [`meets_budgets`], [`rank_order`] and [`pick`] over these, whether the figures come from
+/// a sweep's rows or from a run folder's settings.json (the report's explorer embeds them
+/// and applies the same rule in the page; a browser test holds the two to the same pick).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RuleFigures {
+    pub setting_id: u32,
+    pub baseline: bool,
+    /// `cost_usd_sum`, USD over all sessions.
+    pub cost: f64,
+    /// `references_broken_share_mean`, 0..1.
+    pub broken_references: f64,
+    /// `detail_lost_mean`, 0..1.
+    pub detail_lost: f64,
+    /// The larger of `end_of_run_latency_max_s_p95` and `pre_request_latency_max_s_p95`, s.
+    pub wait_p95: f64,
+}
+
+impl SettingSummary {
+    pub fn rule_figures(&self) -> RuleFigures {
+        RuleFigures {
+            setting_id: self.setting.setting_id,
+            baseline: self.setting.is_baseline(),
+            cost: self.cost(),
+            broken_references: self.broken_references(),
+            detail_lost: self.detail_lost(),
+            wait_p95: self.wait_p95(),
+        }
+    }
+}
+
+/// Whether a compacting setting meets every budget set (a baseline never does: it is what
+/// compaction is compared with).
+pub fn meets_budgets(f: &RuleFigures, b: &Budgets) -> bool {
+    !f.baseline
+        && b.broken_references.is_none_or(|x| f.broken_references <= x)
+        && b.detail_lost.is_none_or(|x| f.detail_lost <= x)
+        && b.latency_s.is_none_or(|x| f.wait_p95 <= x)
+}
+
+/// Indexes of `figures` best first: settings within budget by cost, then broken
+/// references, then id; then those out of budget the same way; baselines last.
+pub fn rank_order(figures: &[RuleFigures], b: &Budgets) -> Vec<usize> {
+    let group = |f: &RuleFigures| {
+        if f.baseline {
+            2
+        } else if meets_budgets(f, b) {
+            0
+        } else {
+            1
+        }
+    };
+    let mut order: Vec<usize> = (0..figures.len()).collect();
+    order.sort_by(|&a, &c| {
+        let (x, y) = (&figures[a], &figures[c]);
+        group(x)
+            .cmp(&group(y))
+            .then(x.cost.total_cmp(&y.cost))
+            .then(x.broken_references.total_cmp(&y.broken_references))
+            .then(x.setting_id.cmp(&y.setting_id))
+    });
+    order
+}
+
+/// The recommended setting's index: the best-ranked one, when it meets the budgets.
+pub fn pick(figures: &[RuleFigures], b: &Budgets) -> Option<usize> {
+    rank_order(figures, b)
+        .first()
+        .copied()
+        .filter(|&i| meets_budgets(&figures[i], b))
 }
 
 /// The recommended setting, or the one closest to the budgets when none meets them

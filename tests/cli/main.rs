@@ -4,6 +4,7 @@
 mod common;
 
 mod bad_input;
+mod browser;
 mod cost;
 mod db;
 mod deploy;

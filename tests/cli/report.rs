@@ -277,8 +277,26 @@ fn charts_are_valid_svg_and_png_and_html_is_self_contained() {
     assert_eq!(run["budgets"]["detail_lost"], 0.25);
     assert!(read(&dir.join("cost_vs_detail.svg")).contains("detail budget: at most 25 %"));
     let lower = html.to_lowercase();
+    // Two script elements, both ours: the explorer's data island and its script, which the
+    // CSP names by hash (no other script may run).
+    assert_eq!(
+        lower.matches("<script").count(),
+        2,
+        "only the explorer's scripts"
+    );
+    assert!(html.contains("<script type=\"application/json\" id=\"explorer-data\">"));
+    assert!(
+        html.contains(&format!(
+            "<script>{}</script>",
+            compaction_sim::report::explorer::SCRIPT
+        )),
+        "the explorer script verbatim"
+    );
+    assert!(html.contains(&format!(
+        "script-src {};",
+        compaction_sim::report::explorer::script_source()
+    )));
     for banned in [
-        "<script",
         "src=\"http",
         "href=\"http",
         "url(http",
@@ -386,9 +404,46 @@ fn hostile_transcript_strings_are_escaped_and_ids_never_become_paths() {
     let html = read(&dir.join("report.html"));
     let md = read(&dir.join("report.md"));
     // HTML: the only tags are ours; each hostile string appears escaped.
+    assert_eq!(
+        html.to_lowercase().matches("<script").count(),
+        2,
+        "no script tag in report.html but the explorer's two"
+    );
     assert!(
-        !html.to_lowercase().contains("<script"),
-        "no script tag in report.html"
+        !html.contains("<script>alert"),
+        "the injected script is text only"
+    );
+    // In the explorer's data island the hostile strings are JSON with <, > and & escaped.
+    let island = html
+        .split("<script type=\"application/json\" id=\"explorer-data\">")
+        .nth(1)
+        .and_then(|t| t.split("</script>").next())
+        .expect("the data island");
+    assert!(!island.contains('<') && !island.contains('>') && !island.contains('&'));
+    let data: serde_json::Value = serde_json::from_str(island).expect("the island is JSON");
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![v.clone()];
+        while let Some(x) = stack.pop() {
+            match x {
+                serde_json::Value::String(s) => out.push(s),
+                serde_json::Value::Array(a) => stack.extend(a),
+                serde_json::Value::Object(o) => stack.extend(o.into_iter().map(|(_, v)| v)),
+                _ => {}
+            }
+        }
+        out
+    };
+    let all = strings(&data);
+    for hostile in [evil_id, script] {
+        assert!(
+            all.iter().any(|s| s == hostile),
+            "{hostile} kept as is in the island"
+        );
+    }
+    assert!(
+        all.iter().any(|s| s.contains(svg_close)),
+        "the label kept as is"
     );
     assert!(
         !html.contains("<img") && !html.contains("<b>"),
@@ -495,4 +550,163 @@ fn charts_without_data_are_skipped_with_a_reason() {
         !dir.join("prompt_timeline.png").exists() && !dir.join("invocations_overlap.svg").exists()
     );
     assert!(dir.join("cost_vs_detail.png").exists());
+}
+
+/// The cells of report.md's frontier rows (`| F1 | ... |`), split on ` | `.
+fn frontier_cells(md: &str) -> Vec<Vec<String>> {
+    md.lines()
+        .filter(|l| l.starts_with("| F"))
+        .map(|l| l.split(" | ").map(str::to_string).collect())
+        .collect()
+}
+
+/// The number a printed percentage or amount holds (`10.68 %`, `$0.9555`).
+fn printed_number(cell: &str) -> f64 {
+    cell.trim_matches(|c: char| !c.is_ascii_digit() && c != '.' && c != '-')
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|e| panic!("`{cell}` is not a printed number: {e}"))
+}
+
+/// Issue #29: the default run's F1 and F2 both read 10.7 % and the advice named F2 as
+/// losing less. Every frontier row now prints its own cost and broken references, and the
+/// advice names a setting that loses strictly less as printed.
+#[test]
+fn default_run_frontier_rows_differ_as_printed_and_the_advice_loses_strictly_less() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("run");
+    bin()
+        .current_dir(root())
+        .args(["sweep", "transcripts", "-q", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let md = read(&out.join("report.md"));
+    let head = md
+        .lines()
+        .find(|l| l.starts_with("| \\# |"))
+        .expect("the frontier table's head");
+    let cols: Vec<&str> = head.split(" | ").collect();
+    let col = |name: &str| {
+        cols.iter()
+            .position(|c| c.trim() == name)
+            .unwrap_or_else(|| panic!("no `{name}` column in {head}"))
+    };
+    let (cost, broken) = (col("cost (USD)"), col("broken references"));
+    let rows = frontier_cells(&md);
+    assert!(rows.len() > 2, "a frontier to check: {md}");
+    for (i, a) in rows.iter().enumerate() {
+        for b in &rows[i + 1..] {
+            assert!(
+                a[cost] != b[cost] && a[broken] != b[broken],
+                "two frontier rows print the same figure:\n{}\n{}",
+                a.join(" | "),
+                b.join(" | ")
+            );
+        }
+    }
+    let advice = md
+        .lines()
+        .find(|l| l.starts_with("If that loses too much detail"))
+        .expect("the default run has a safer step");
+    let after_setting = advice.rsplit('`').next().expect("text after the setting");
+    let (_, tail) = after_setting.split_once(" loses ").expect("loses");
+    let (theirs, rest) = tail.split_once(" instead of ").expect("instead of");
+    let ours = rest.split(" and costs").next().expect("ours");
+    assert!(
+        printed_number(theirs) < printed_number(ours),
+        "the advice must lose strictly less as printed: {advice}"
+    );
+    // And that figure is the one its frontier row prints.
+    let named = advice.split('`').nth(1).expect("a setting in code");
+    let row = rows
+        .iter()
+        .find(|r| r[1].contains(&format!("`{named}`")))
+        .unwrap_or_else(|| panic!("{named} is not a frontier row"));
+    assert_eq!(row[broken].trim(), theirs.trim());
+}
+
+/// The explorer is added on top of the static report: its section is empty and hidden in
+/// the file (a browser without scripts shows the static report), and print hides it.
+#[test]
+fn without_scripts_or_in_print_the_page_is_the_static_report() {
+    let (_tmp, dir) = fixture_copy();
+    render(&dir);
+    let html = read(&dir.join("report.html"));
+    assert_eq!(html.matches("<section id=\"explorer\"").count(), 1);
+    assert!(html.contains("<section id=\"explorer\" hidden></section>"));
+    let print = html.split("@media print {").nth(1).expect("print styles");
+    assert!(print.contains("#explorer { display: none !important; }"));
+    // The static content is all there, before the scripts.
+    let scripts = html.find("<script").expect("scripts");
+    for part in [
+        "<h2>Recommendation</h2>",
+        "<h2>The frontier</h2>",
+        "<h2>Charts</h2>",
+    ] {
+        assert!(html.find(part).is_some_and(|at| at < scripts), "{part}");
+    }
+    let md = read(&dir.join("report.md"));
+    assert!(!md.contains("xplore"), "report.md has no explorer");
+}
+
+/// Issue #29: a run of 10,000 settings gives a report.html under 5 MB; the explorer embeds
+/// a subset and says so. The settings are synthesized from the fixture's rows (varied
+/// thresholds and figures), with the fixture's session rows.
+#[test]
+fn a_run_of_10000_settings_gives_a_page_under_5_mb() {
+    let (_tmp, dir) = fixture_copy();
+    let settings: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("settings.json"))).expect("json");
+    let rows = settings.as_array().expect("array");
+    let base = rows
+        .iter()
+        .find(|r| r["trigger_kind"] == "none")
+        .expect("baseline")
+        .clone();
+    let template = rows
+        .iter()
+        .find(|r| r["trigger_kind"] == "tokens")
+        .expect("a size-triggered row")
+        .clone();
+    let mut out = vec![base];
+    for i in 1..10_000u64 {
+        let mut r = template.clone();
+        let o = r.as_object_mut().expect("object");
+        let (at, keep) = (20_000 + (i % 100) * 1_000, i / 100);
+        // Deterministic, spread figures: cost falls as more is broken.
+        let h = ((i * 7_919) % 1_000) as f64 / 1_000.0;
+        o.insert("setting_id".into(), i.into());
+        o.insert("after_tokens".into(), at.into());
+        o.insert("keep_recent_events".into(), keep.into());
+        o.insert(
+            "label".into(),
+            format!("compaction=Compaction(after_tokens={at}, keep_recent_events={keep})").into(),
+        );
+        o.insert("cost_usd_sum".into(), (1.0 + h).into());
+        o.insert(
+            "references_broken_share_mean".into(),
+            (0.3 * (1.0 - h)).into(),
+        );
+        o.insert("detail_lost_mean".into(), (0.5 * h).into());
+        o.insert("pareto".into(), (i % 500 == 0).into());
+        o.insert("recommended".into(), (i == 500).into());
+        out.push(r);
+    }
+    std::fs::write(
+        dir.join("settings.json"),
+        serde_json::to_string(&out).expect("json"),
+    )
+    .expect("write");
+    render(&dir);
+    let size = std::fs::metadata(dir.join("report.html"))
+        .expect("report")
+        .len();
+    eprintln!("report.html of a 10,000-setting run: {size} bytes");
+    assert!(size < 5_000_000, "report.html is {size} bytes");
+    let html = read(&dir.join("report.html"));
+    assert!(
+        html.contains("This page shows ") && html.contains(" of the run's 10000 settings"),
+        "the page says it shows a subset"
+    );
 }

@@ -1,0 +1,325 @@
+//! The explorer on top of report.html: the run's settings as a JSON data island and a small
+//! hand-written script (`explorer.js`, no library) that lets a reviewer pick a setting,
+//! compare it with the recommended one and the baseline, and move the budgets.
+//!
+//! The page stays the static report: the explorer's section is hidden until the script runs
+//! and never printed. The script applies the recommendation rule of
+//! [`crate::table::summary::pick`] to the [`RuleFigures`] embedded here; a browser test holds
+//! the page's pick to the CLI's. Bounded: per setting only the figures the page shows and at
+//! most [`WORST_SESSIONS`] sessions; beyond [`MAX_SETTINGS`] settings, those any budget
+//! could recommend, the frontier, the baselines and an even sample, and the page says so.
+
+use crate::chart::data::{RunData, SettingRow, WORST_SESSIONS};
+use crate::table::summary::RuleFigures;
+use base64::Engine as _;
+use serde_json::{json, Value};
+use sha2::Digest as _;
+
+/// The explorer's script, included in the page verbatim.
+pub const SCRIPT: &str = include_str!("explorer.js");
+
+/// The most settings embedded in full; a larger run embeds a subset (see [`embedded`]).
+pub const MAX_SETTINGS: usize = 2_000;
+
+/// The script's `'sha256-…'` source for the page's Content-Security-Policy: the only script
+/// the page may run.
+pub fn script_source() -> String {
+    let hash = sha2::Sha256::digest(SCRIPT.as_bytes());
+    format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(hash)
+    )
+}
+
+/// What the recommendation rule reads of a settings.json row: the same columns
+/// `SettingSummary` reads (missing ones as 0), so the rule sees the figures the sweep saw.
+pub fn rule_figures(s: &SettingRow, index: usize) -> RuleFigures {
+    let n = |c: &str| s.num(&[c]).unwrap_or(0.0);
+    RuleFigures {
+        setting_id: s.setting_id.parse().unwrap_or(index as u32),
+        baseline: s.is_baseline(),
+        cost: n("cost_usd_sum"),
+        broken_references: n("references_broken_share_mean"),
+        detail_lost: n("detail_lost_mean"),
+        wait_p95: n("end_of_run_latency_max_s_p95").max(n("pre_request_latency_max_s_p95")),
+    }
+}
+
+/// The settings any budgets could recommend: a compacting setting is left out only when an
+/// earlier one in the rule's order (cost, broken references, id) is no worse on broken
+/// references, history read only through summaries and wait, so it meets every budget this
+/// one meets and is picked first.
+fn could_be_picked(figures: &[RuleFigures]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..figures.len())
+        .filter(|&i| !figures[i].baseline)
+        .collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&figures[a], &figures[b]);
+        x.cost
+            .total_cmp(&y.cost)
+            .then(x.broken_references.total_cmp(&y.broken_references))
+            .then(x.setting_id.cmp(&y.setting_id))
+    });
+    let mut kept: Vec<usize> = Vec::new();
+    for i in order {
+        let p = &figures[i];
+        let beaten = kept.iter().any(|&k| {
+            let q = &figures[k];
+            q.broken_references <= p.broken_references
+                && q.detail_lost <= p.detail_lost
+                && q.wait_p95 <= p.wait_p95
+        });
+        if !beaten {
+            kept.push(i);
+        }
+    }
+    kept
+}
+
+/// Indexes (into `d.settings`, in file order) of the settings the page embeds, and whether
+/// that is a subset.
+pub fn embedded(d: &RunData) -> (Vec<usize>, bool) {
+    let n = d.settings.len();
+    if n <= MAX_SETTINGS {
+        return ((0..n).collect(), false);
+    }
+    let figures: Vec<RuleFigures> = d
+        .settings
+        .iter()
+        .enumerate()
+        .map(|(i, s)| rule_figures(s, i))
+        .collect();
+    let mut keep = vec![false; n];
+    for i in could_be_picked(&figures) {
+        keep[i] = true;
+    }
+    for (i, s) in d.settings.iter().enumerate() {
+        keep[i] |= s.is_baseline() || s.recommended || s.pareto;
+    }
+    let required = keep.iter().filter(|k| **k).count();
+    let room = MAX_SETTINGS.saturating_sub(required);
+    let rest: Vec<usize> = (0..n).filter(|&i| !keep[i]).collect();
+    // An even sample of the rest, by position in settings.json: the same on every render.
+    if room > 0 && !rest.is_empty() {
+        let step = rest.len() as f64 / room as f64;
+        for k in 0..room.min(rest.len()) {
+            keep[rest[(k as f64 * step) as usize]] = true;
+        }
+    }
+    ((0..n).filter(|&i| keep[i]).collect(), true)
+}
+
+/// Index of `v` in `list`, added when new.
+fn intern(list: &mut Vec<String>, v: &str) -> usize {
+    match list.iter().position(|x| x == v) {
+        Some(i) => i,
+        None => {
+            list.push(v.to_string());
+            list.len() - 1
+        }
+    }
+}
+
+/// The column names of a row of the island, in order (explorer.js reads them by name).
+const COLS: &[&str] = &[
+    "id", "kind", "at", "keep", "ai", "ov", "sum", "cli", "model", "tok", "label", "base",
+    "pareto", "reco", "baseline", "cost", "broken", "detail", "wait", "saved", "eor", "pre",
+    "basis", "low", "high", "refs", "crit", "calls",
+];
+
+/// The data island's JSON, escaped for a `<script type="application/json">` element: `<`,
+/// `>`, `&` and U+2028/9 as `\uXXXX` escapes, so no transcript string can end the element or
+/// be read as markup.
+pub fn island(d: &RunData, money_decimals: usize) -> String {
+    let (shown, sampled) = embedded(d);
+    let mut summarizers = Vec::new();
+    let mut clients = Vec::new();
+    let mut models = Vec::new();
+    let mut tokenizers = Vec::new();
+    let mut bases = vec![String::new()];
+    let mut sessions: Vec<(String, String)> = Vec::new();
+    let mut session_index: std::collections::HashMap<(String, String), usize> = Default::default();
+    let position: std::collections::HashMap<usize, usize> =
+        shown.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+    let mut rows = Vec::with_capacity(shown.len());
+    let mut worst = Vec::with_capacity(shown.len());
+    for &i in &shown {
+        let s = &d.settings[i];
+        let f = rule_figures(s, i);
+        let base = d.settings.iter().position(|b| {
+            b.is_baseline() && b.agent_model == s.agent_model && b.tokenizer == s.tokenizer
+        });
+        let base = base.and_then(|b| position.get(&b).copied());
+        let saved = match (
+            base.map(|b| &d.settings[shown[b]])
+                .and_then(|b| b.cost_usd()),
+            s.cost_usd(),
+        ) {
+            (Some(b), Some(c)) => json!(b - c),
+            _ => Value::Null,
+        };
+        let opt = |v: Option<f64>| v.map_or(Value::Null, |x| json!(x));
+        let row = vec![
+            json!(f.setting_id),
+            json!(s.trigger_kind),
+            json!(s.after_tokens),
+            json!(s.keep_recent_events),
+            json!(s.after_invocations),
+            json!(s.overlap),
+            json!(intern(&mut summarizers, &s.summarizer)),
+            json!(intern(&mut clients, &s.client)),
+            json!(intern(&mut models, &s.agent_model)),
+            json!(intern(&mut tokenizers, &s.tokenizer)),
+            json!(super::build::paste_line(s)),
+            json!(base),
+            json!(s.pareto),
+            json!(s.recommended),
+            json!(f.baseline),
+            json!(f.cost),
+            opt(s.broken_references()),
+            json!(f.detail_lost),
+            json!(f.wait_p95),
+            saved,
+            opt(s.end_of_run_latency_p95()),
+            opt(s.pre_request_latency_p95()),
+            json!(intern(&mut bases, &s.references_basis)),
+            opt(s.num(&["references_broken_low_sum"])),
+            opt(s.num(&["references_broken_high_sum"])),
+            opt(s.num(&["references_sum"])),
+            opt(s.critical_hidden()),
+            opt(s.summarizer_calls()),
+        ];
+        debug_assert_eq!(row.len(), COLS.len());
+        rows.push(Value::Array(row));
+        let w: Vec<Value> = d
+            .worst
+            .get(i)
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                let key = (r.session_id.clone(), r.source.clone());
+                let k = *session_index.entry(key.clone()).or_insert_with(|| {
+                    sessions.push(key);
+                    sessions.len() - 1
+                });
+                json!([
+                    k,
+                    r.num("references_broken_share"),
+                    r.num("detail_lost"),
+                    r.num("critical_hidden"),
+                    r.num("cost_usd"),
+                    r.num("model_requests")
+                ])
+            })
+            .collect();
+        worst.push(Value::Array(w));
+    }
+    let budget = |k: &str| {
+        d.run
+            .get("budgets")
+            .and_then(|b| b.get(k))
+            .and_then(Value::as_f64)
+    };
+    let note = if sampled {
+        format!(
+            "This page shows {} of the run's {} settings: every setting any budgets could recommend, the frontier, the baselines and an even sample of the rest (settings.json has them all). Pick a setting with the controls or on the chart; change a budget and the recommendation follows, by the rule the sweep uses.",
+            shown.len(),
+            d.settings.len()
+        )
+    } else {
+        format!(
+            "All {} settings of the run. Pick a setting with the controls or on the chart to see its row beside the recommended one and the baseline; change a budget and the recommendation follows, by the rule the sweep uses (the cheapest compacting setting within every budget). Money is USD over all sessions; broken references and history are means per session.",
+            shown.len()
+        )
+    };
+    let v = json!({
+        "note": note,
+        "sampled": sampled,
+        "total": d.settings.len(),
+        "money_decimals": money_decimals,
+        "worst_per_setting": WORST_SESSIONS,
+        "budgets": {
+            "broken_references": budget("broken_references"),
+            "detail_lost": budget("detail_lost"),
+            "latency_s": budget("latency_s"),
+        },
+        "summarizers": summarizers,
+        "clients": clients,
+        "models": models,
+        "tokenizers": tokenizers,
+        "bases": bases,
+        "cols": COLS,
+        "rows": rows,
+        "worst": worst,
+        "sessions": sessions.into_iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>(),
+    });
+    script_safe(&v.to_string())
+}
+
+/// JSON text made safe inside `<script>`: the escapes are JSON's own, so the parsed value is
+/// unchanged.
+pub fn script_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn island_json_cannot_close_its_script_element() {
+        let s = script_safe(
+            &json!({"id": "</script><img src=x onerror=alert(1)>&\u{2028}"}).to_string(),
+        );
+        assert!(
+            !s.contains('<') && !s.contains('>') && !s.contains('&') && !s.contains('\u{2028}')
+        );
+        let back: Value = serde_json::from_str(&s).expect("still JSON");
+        assert_eq!(back["id"], "</script><img src=x onerror=alert(1)>&\u{2028}");
+    }
+
+    #[test]
+    fn could_be_picked_keeps_every_budgets_pick() {
+        // Every (broken, detail, wait) budget on a small lattice: the rule's pick over all
+        // settings is always among the kept ones.
+        let mut figures = Vec::new();
+        for i in 0..60u32 {
+            let h = |k: u32| ((i * 7919 + k * 104729) % 97) as f64 / 97.0;
+            figures.push(RuleFigures {
+                setting_id: i,
+                baseline: i == 0,
+                cost: (h(1) * 10.0).round() / 10.0,
+                broken_references: (h(2) * 5.0).round() / 5.0,
+                detail_lost: h(3),
+                wait_p95: (h(4) * 3.0).round(),
+            });
+        }
+        let kept = could_be_picked(&figures);
+        assert!(kept.len() < figures.len(), "some are left out");
+        for b in [None, Some(0.2), Some(0.5), Some(0.8)] {
+            for dl in [None, Some(0.3), Some(0.6)] {
+                for w in [None, Some(0.0), Some(1.0), Some(2.0)] {
+                    let budgets = crate::sweep::grid::Budgets {
+                        broken_references: b,
+                        detail_lost: dl,
+                        latency_s: w,
+                    };
+                    if let Some(p) = crate::table::summary::pick(&figures, &budgets) {
+                        assert!(kept.contains(&p), "{budgets:?} picks {p}, left out");
+                    }
+                }
+            }
+        }
+    }
+}
