@@ -7,6 +7,7 @@ mod bad_input;
 mod cost;
 mod db;
 mod deploy;
+mod docs;
 mod engine;
 mod engine_extra;
 mod inspect;
