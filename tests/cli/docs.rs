@@ -16,6 +16,9 @@
 //!
 //! `cargo run --release --bin NAME` commands (the benchmarks) are checked for the binary's
 //! source only: those binaries do not use clap.
+//!
+//! And every `docs/FILE.md "Section"` that a source file, data file, script or test cites
+//! names a heading that exists.
 
 use crate::common::{bin, root};
 use regex::Regex;
@@ -603,4 +606,85 @@ fn an_unknown_flag_or_subcommand_in_the_docs_is_reported() {
     assert!(msgs[3].contains("no-such-command"), "{}", msgs[3]);
     // A value clap cannot parse is caught by running it; a wrong exit code by the `# exit`.
     assert!(msgs[5].contains("exit 0, expected 1"), "{}", msgs[5]);
+}
+
+/// The headings of a Markdown file as written (inline code marks dropped).
+fn headings(text: &str) -> BTreeSet<String> {
+    let heading = Regex::new(r"^#{1,6}\s+(.*?)\s*$").unwrap();
+    prose_lines_keep_code(text)
+        .iter()
+        .filter_map(|(_, l)| heading.captures(l).map(|c| c[1].replace('`', "")))
+        .collect()
+}
+
+/// Every `docs/FILE.md "Section"` a source file, a data file or a test names: `FILE:LINE:
+/// what is missing`.
+fn missing_sections(file: &Path, text: &str) -> Vec<String> {
+    let cite = Regex::new(r#"docs/([a-z-]+\.md)((?:(?:,| and)? ?\\?"[^"\\]+\\?")*)"#).unwrap();
+    let quoted = Regex::new(r#"\\?"([^"\\]+)\\?""#).unwrap();
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        for c in cite.captures_iter(line) {
+            let doc = root().join("docs").join(&c[1]);
+            let at = format!("{}:{}", rel(file), n + 1);
+            let Ok(doc_text) = std::fs::read_to_string(&doc) else {
+                out.push(format!("{at}: docs/{} does not exist", &c[1]));
+                continue;
+            };
+            let offered = headings(&doc_text);
+            for q in quoted.captures_iter(&c[2]) {
+                if !offered.contains(&q[1]) {
+                    out.push(format!("{at}: docs/{} has no section \"{}\"", &c[1], &q[1]));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("read the folder") {
+        let p = e.expect("folder entry").path();
+        if p.is_dir() {
+            files_under(&p, out);
+        } else if p
+            .extension()
+            .is_some_and(|x| ["rs", "toml", "sh", "py"].iter().any(|y| x == *y))
+        {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_docs_section_the_code_names_exists() {
+    let mut files = vec![root().join("Cargo.toml")];
+    for d in ["src", "tests/cli", "scripts"] {
+        files_under(&root().join(d), &mut files);
+    }
+    let mut missing = Vec::new();
+    let mut cited = 0;
+    // This file cites missing sections on purpose, to show the check fails on them.
+    files.retain(|f| !f.ends_with("tests/cli/docs.rs"));
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        cited += text.matches("docs/").count();
+        missing.extend(missing_sections(f, &text));
+    }
+    assert!(cited > 10, "only {cited} citations of docs/ found");
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn a_citation_of_a_missing_docs_section_is_reported() {
+    let text = "//! (docs/cli.md \"Where outputs go\", \"No such part\")\n\
+                # (docs/pricing.md \\\"Prices\\\") and docs/nothing.md \"X\"\n";
+    let missing = missing_sections(Path::new("x.rs"), text);
+    assert_eq!(missing.len(), 2, "{missing:#?}");
+    assert!(missing[0].contains("\"No such part\""), "{}", missing[0]);
+    assert!(
+        missing[1].contains("docs/nothing.md does not exist"),
+        "{}",
+        missing[1]
+    );
 }
