@@ -3,7 +3,8 @@
 //! `compaction-sim ...`, `cargo run --release -- ...` (or `cargo run -- ...`) command in a
 //! ```bash block is checked against the binary:
 //!
-//! - a usage line (`PATH...`, `[--flag X]`, `a|b`, `...`) must name a real subcommand, and
+//! - a usage line (`PATH...`, `[--flag X]`, `a|b`, `...`), and a command written in running
+//!   text or a table (`` `compaction-sim merge DIR...` ``), must name a real subcommand, and
 //!   each of its flags must appear in that subcommand's `--help`;
 //! - a command that needs what the repository does not hold (a database URL, a `live:` or
 //!   `python:` summarizer, `--yes`, an input path that is not there) is run with `--help`
@@ -217,6 +218,8 @@ struct DocCommand {
     args: Vec<String>,
     /// The exit code a trailing `# exit N` names, else 0.
     exit: i32,
+    /// Written in running text (`compaction-sim x ...` in backticks): checked as a usage line.
+    inline: bool,
 }
 
 /// What a ```bash block line runs, if it is one of ours.
@@ -276,7 +279,22 @@ fn commands(file: &Path, text: &str) -> Vec<Found> {
             text: joined.clone(),
             args: args.iter().map(|s| s.to_string()).collect(),
             exit,
+            inline: false,
         }));
+    }
+    // Commands named in running text and tables, up to a pipe into another program.
+    let span = Regex::new(r"`(?:compaction-sim|cargo run --release --) ([^`]*)`").unwrap();
+    for (n, line) in prose_lines_keep_code(text) {
+        for c in span.captures_iter(&line) {
+            let text = c[1].split(" \\| ").next().unwrap_or_default();
+            out.push(Found::Ours(DocCommand {
+                at: format!("{}:{n}", rel(file)),
+                text: text.to_string(),
+                args: shell_words(text).0,
+                exit: 0,
+                inline: true,
+            }));
+        }
     }
     out
 }
@@ -427,7 +445,7 @@ fn check_command(
     if !unknown.is_empty() {
         return fail(format!("not in its --help: {}", unknown.join(", ")));
     }
-    if is_usage_line(&cmd.args) {
+    if cmd.inline || is_usage_line(&cmd.args) {
         return Ok(Checked::Usage);
     }
     if let Some(why) = needs_outside(&cmd.args, sandbox) {
@@ -581,9 +599,10 @@ fn an_unknown_flag_or_subcommand_in_the_docs_is_reported() {
                 cargo run --release -- replay transcripts/01-support-3.session.json --after-tokens lots\n\
                 compaction-sim check 'Compaction(after_tokens=80_000, keep_recent_events=20)'   # exit 1\n\
                 cargo run --release --bin no-such-bench -- --x\n\
-                ```\n";
+                ```\n\
+                Then `compaction-sim merge DIR... --no-such-flag` merges.\n";
     let found = commands(Path::new("doc.md"), text);
-    assert_eq!(found.len(), 7);
+    assert_eq!(found.len(), 8);
     let mut results = Vec::new();
     for f in &found {
         match f {
@@ -606,6 +625,7 @@ fn an_unknown_flag_or_subcommand_in_the_docs_is_reported() {
     assert!(msgs[3].contains("no-such-command"), "{}", msgs[3]);
     // A value clap cannot parse is caught by running it; a wrong exit code by the `# exit`.
     assert!(msgs[5].contains("exit 0, expected 1"), "{}", msgs[5]);
+    assert!(msgs[6].contains("--no-such-flag"), "{}", msgs[6]);
 }
 
 /// The headings of a Markdown file as written (inline code marks dropped).
