@@ -1,5 +1,5 @@
 //! What kind of failure an error is, so the command line can map it to an exit code
-//! (README "Exit codes"): 1 a refused setting or a disagreement, 2 bad input or usage,
+//! (docs/cli.md "Exit codes"): 1 a refused setting or a disagreement, 2 bad input or usage,
 //! 3 an I/O or environment failure (disk full, permission denied), 130 interrupted by a
 //! signal.
 //!

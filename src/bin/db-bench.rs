@@ -1,4 +1,4 @@
-//! Session-database read benchmark (README "Benchmark" → "Session databases"):
+//! Session-database read benchmark (docs/benchmarks.md "Session databases"):
 //!
 //! ```text
 //! cargo run --release --bin db-bench -- [--sessions N] [--from DIR] [--repeat R] [--keep DIR [--reuse]]

@@ -1,4 +1,4 @@
-//! Replay benchmark (README "Benchmark" → "Replay"):
+//! Replay benchmark (docs/benchmarks.md "Replay"):
 //!
 //! ```text
 //! cargo run --release --bin replay-bench -- [--corpus DIR] [--longest N] [--python PY]

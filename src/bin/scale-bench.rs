@@ -1,4 +1,4 @@
-//! Scale benchmark (README "Benchmark" → "Scale"):
+//! Scale benchmark (docs/benchmarks.md "Scale: long sessions"):
 //!
 //! ```text
 //! cargo run --release --bin scale-bench -- [--sizes 1250,2500,5000,10000,20000]

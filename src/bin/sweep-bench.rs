@@ -1,4 +1,4 @@
-//! Sweep benchmark (README "Benchmark"):
+//! Sweep benchmark (docs/benchmarks.md "Sweep" and "Scale: many sessions"):
 //!
 //! ```text
 //! cargo run --release --bin sweep-bench -- [--corpus DIR] [--grid FILE.toml] [--settings N] [--out FILE.json]

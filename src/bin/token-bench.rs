@@ -1,4 +1,4 @@
-//! Tokenization benchmark (README "Benchmark" → "Tokenization"):
+//! Tokenization benchmark (docs/benchmarks.md "Tokenization"):
 //!
 //! ```text
 //! cargo run --release --bin token-bench -- [--corpus DIR] [--python PY] [--repeat N] \

@@ -271,7 +271,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
 /// The first line of every file calibrate writes: how it knows a file is its own.
 const HEADER: &str = "# Written by `compaction-sim calibrate`";
 
-/// Where the fit goes, checked before any work (README "Where outputs go").
+/// Where the fit goes, checked before any work (docs/cli.md "Where outputs go").
 fn out_path(args: &CalibrateArgs) -> anyhow::Result<PathBuf> {
     use crate::table::publish::{check_file_target, Chosen};
     let (out, chosen) = match &args.out {

@@ -1,5 +1,5 @@
 //! The command-line edge: clap definitions, printing, and mapping library errors to exit
-//! codes by kind (README "Exit codes"): 0 ok, 1 refused or disagreement, 2 bad input or
+//! codes by kind (docs/cli.md "Exit codes"): 0 ok, 1 refused or disagreement, 2 bad input or
 //! usage, 3 an I/O or environment failure, 130 interrupted.
 //!
 //! Each subcommand lives in its own file with its `Args` struct and a `run` function.

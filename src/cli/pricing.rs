@@ -52,7 +52,7 @@ pub fn run(args: PricingArgs) -> anyhow::Result<u8> {
 fn run_import(a: ImportArgs) -> anyhow::Result<u8> {
     use crate::table::publish::{check_file_target, Chosen};
     let chosen = Chosen::ByUser { force: a.force };
-    // Outputs are checked before any work (README "Where outputs go"). The filtered copy is
+    // Outputs are checked before any work (docs/cli.md "Where outputs go"). The filtered copy is
     // LiteLLM's JSON, which carries no header: it is the import's own when its first entry
     // is, which only --force vouches for.
     if let Some(p) = &a.out {

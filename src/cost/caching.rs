@@ -1,6 +1,6 @@
 //! Prompt caching and size tiers: the price of a sequence of model requests.
 //!
-//! Rules ("Prompt caching" in metrics.md; README "Cost, pricing and latency"):
+//! Rules ("Prompt caching" in metrics.md; docs/pricing.md "Prompt caching"):
 //! - A request reads from the cache the prefix it shares with the previous request
 //!   (`shared_prefix_tokens`, which the replay computes: fixed overhead + the history items
 //!   before the first one that changed), if it arrives within the provider's cache lifetime

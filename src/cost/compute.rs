@@ -1,6 +1,6 @@
 //! Every column of metrics.md for one session under one setting, from an engine [`Replay`].
 //!
-//! Conventions (README "Cost, pricing and latency"):
+//! Conventions (docs/pricing.md):
 //! - An agent request's output tokens are the recorded `output_tokens`, else the model
 //!   event's own size in the run tokenizer; they are the same with and without compaction.
 //! - The non-history part of a prompt (`prompt_tokens - history_tokens`: system
@@ -33,8 +33,8 @@ use crate::transcript::Session;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The agent model `recorded` stands for when a transcript names none (ADK exports often
-/// omit `model_version`): ADK's usual default, so such sessions still get prices. README
-/// "Sweeps" says so.
+/// omit `model_version`): ADK's usual default, so such sessions still get prices.
+/// docs/sweeps.md "Axes" says so.
 pub const FALLBACK_AGENT_MODEL: &str = "gemini-2.5-flash";
 
 /// Prices, latency parameters and the caching switch of a run.

@@ -243,7 +243,7 @@ pub struct Budgets {
     pub latency_s: Option<f64>,
 }
 
-/// The documented default grid (README "Sweeps"): 40 size-trigger and 12 turn-trigger
+/// The documented default grid (docs/sweeps.md "Axes"): 40 size-trigger and 12 turn-trigger
 /// settings, each with the agent's own model and the rule-based `terse` summarizer, and a
 /// detail budget so the default recommendation is not simply the most aggressive setting.
 pub const DEFAULT_GRID_TOML: &str = r#"# compaction-sim default grid
@@ -505,7 +505,7 @@ fn check_summarizer(name: &str, known: &Known) -> Result<(), String> {
     }
 }
 
-/// Most settings a grid may resolve to unless `--max-settings` raises it (README "Sweeps"):
+/// Most settings a grid may resolve to unless `--max-settings` raises it (docs/sweeps.md "Axes"):
 /// far above any sweep that finishes in a day, so a larger grid is almost always a typo in a
 /// range; the settings list itself (a few hundred bytes each) stays small.
 pub const MAX_SETTINGS: u64 = 100_000;

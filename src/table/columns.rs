@@ -1,5 +1,5 @@
 //! The metric columns of metrics.md: name, type, unit and which aggregates over sessions are
-//! meaningful. One list, used by the runs frame, the settings frame, `merge` and the README.
+//! meaningful. One list, used by the runs frame, the settings frame, `merge` and docs/columns.md.
 
 use crate::cost::metrics::SessionMetrics;
 

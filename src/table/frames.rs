@@ -388,7 +388,7 @@ pub fn settings_json(summaries: &[SettingSummary]) -> Result<String> {
 
 /// `runs.csv` is written for runs of at most this many (session, setting) rows, unless asked
 /// for (`--runs-csv`): above it the CSV (~400 bytes a row) outgrows what a spreadsheet opens,
-/// and `runs.parquet` holds the same rows (README "Sweeps").
+/// and `runs.parquet` holds the same rows (docs/sweeps.md "The run folder").
 pub const RUNS_CSV_MAX_ROWS: u64 = 500_000;
 
 fn parquet_writer<W: std::io::Write>(w: W) -> ParquetWriter<W> {

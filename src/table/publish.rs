@@ -1,5 +1,5 @@
 //! Where an output folder may go, and how it is put in place without ever touching what the
-//! user did not ask the tool to touch (README "Where outputs go").
+//! user did not ask the tool to touch (docs/cli.md "Where outputs go").
 //!
 //! - `--out` takes a new path, an empty folder, or a folder compaction-sim wrote (it holds the
 //!   [`MARKER`] file), the last only with `--force` (or when it is the default run name, which

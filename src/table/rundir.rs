@@ -76,7 +76,7 @@ impl RunInputs {
     }
 }
 
-/// Files of a full run folder (README "Sweeps").
+/// Files of a full run folder (docs/sweeps.md "The run folder").
 pub const RUN_FILES: &[&str] = &[
     "runs.parquet",
     "runs.csv",

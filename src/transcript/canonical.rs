@@ -4,7 +4,7 @@
 //! A file holds one or more sessions. Each starts with a header line
 //! `{"compaction_sim":1,"session":{"id":…,"format_of_origin":…,"source":…,"model":…,
 //! "synthetic_timestamps":…,"recorded_compactions":[…]}}`, followed by one [`Event`] per line
-//! exactly as serde serialises it. Blank lines are ignored. See README "Canonical JSONL".
+//! exactly as serde serialises it. Blank lines are ignored. See docs/formats.md "Canonical JSONL".
 
 use serde::{Deserialize, Serialize};
 
@@ -339,11 +339,12 @@ mod tests {
 
     #[test]
     fn the_readme_example_reads() {
-        let readme = include_str!("../../README.md");
+        // The example in docs/formats.md (it was in the README before the docs moved).
+        let readme = include_str!("../../docs/formats.md");
         let sec = &readme[readme.find("## Canonical JSONL").expect("section")..];
         let start = sec.find("```json\n").expect("example") + 8;
         let end = start + sec[start..].find("```").expect("end");
-        let s = &read("ex.jsonl", &sec[start..end]).expect("README example parses")[0];
+        let s = &read("ex.jsonl", &sec[start..end]).expect("docs/formats.md example parses")[0];
         assert_eq!(s.format, Format::ClaudeCode);
         assert_eq!(s.events.len(), 3);
         assert_eq!(s.recorded_compactions[0].pre_tokens, Some(170_000));

@@ -24,7 +24,7 @@ pub enum Format {
     SweAgent,
     /// tau2-bench results JSON.
     Tau2,
-    /// compaction-sim's own canonical JSONL (one [`Event`] per line, see README).
+    /// compaction-sim's own canonical JSONL (one [`Event`] per line, see docs/formats.md).
     Canonical,
 }
 

@@ -295,7 +295,7 @@ fn emit_jsonl_round_trips() {
         .collect();
     names.sort();
     // The id `fixture/weather 2` is sanitized into a plain file name; the marker says the
-    // folder is compaction-sim's (README "Where outputs go").
+    // folder is compaction-sim's (docs/cli.md "Where outputs go").
     assert_eq!(
         names,
         [

@@ -8,6 +8,7 @@ mod browser;
 mod cost;
 mod db;
 mod deploy;
+mod docs;
 mod engine;
 mod engine_extra;
 mod inspect;

@@ -1,4 +1,4 @@
-//! Output safety (README "Where outputs go", "Exit codes"): the tool never touches what it
+//! Output safety (docs/cli.md "Where outputs go", "Exit codes"): the tool never touches what it
 //! did not write, never publishes half a run, never panics on stdout, and escapes what it
 //! prints. Each test is named after the failure it guards against.
 
