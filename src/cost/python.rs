@@ -118,8 +118,15 @@ struct Worker {
     stdin: ChildStdin,
     lines: Receiver<String>,
     stderr_tail: Arc<Mutex<String>>,
+    /// Closed when the stderr reader has read everything the worker wrote: a crash message is
+    /// read after it, or the last line may still be in the pipe (a race seen under load).
+    stderr_done: Receiver<()>,
     next_id: u64,
 }
+
+/// How long an exited worker's stderr may take to drain (longer only when a process the worker
+/// started still holds the pipe open).
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
 impl Drop for Worker {
     fn drop(&mut self) {
@@ -188,7 +195,9 @@ impl Worker {
         });
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let tail = Arc::clone(&stderr_tail);
+        let (done_tx, stderr_done) = mpsc::channel::<()>();
         std::thread::spawn(move || {
+            let _done = done_tx;
             let mut buf = [0u8; 4096];
             while let Ok(n) = stderr.read(&mut buf) {
                 if n == 0 {
@@ -210,6 +219,7 @@ impl Worker {
             stdin,
             lines,
             stderr_tail,
+            stderr_done,
             next_id: 0,
         };
         let fail = |detail: String| PythonError::Worker {
@@ -226,6 +236,7 @@ impl Worker {
             }
             Err(RecvTimeoutError::Disconnected) => {
                 let status = worker.child.wait().ok();
+                let _ = worker.stderr_done.recv_timeout(STDERR_DRAIN);
                 let err = last_line(&worker.stderr_tail);
                 let code = status
                     .and_then(|s| s.code())
@@ -332,6 +343,7 @@ impl Worker {
 
     fn exit_message(&mut self) -> String {
         let status = self.child.wait().ok();
+        let _ = self.stderr_done.recv_timeout(STDERR_DRAIN);
         let code = status
             .and_then(|s| s.code())
             .map_or("a signal".to_string(), |c| format!("status {c}"));
