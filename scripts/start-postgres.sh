@@ -3,7 +3,8 @@
 # install Debian's `postgresql` package if no server is installed, create a cluster in the
 # cache folder of the user that runs it (root runs it as `postgres`, in that user's
 # ~/.cache: initdb refuses root, and root's home is closed to other users), start it on
-# 127.0.0.1:$COMPACTION_SIM_PG_PORT (default 54329), (re)create the role and database and
+# 127.0.0.1:$COMPACTION_SIM_PG_PORT (default 54329), (re)create the role and, unless it already
+# holds the same dump, the database, and
 # load tests/fixtures/db/postgres.sql (tables written by google-adk's DatabaseSessionService),
 # and tests/fixtures/db/postgres-precise.sql into a second database, `<db>_precise`.
 #
@@ -55,20 +56,38 @@ psql_admin() { as_owner "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$data" -p "$por
 psql_admin -d postgres >&2 <<SQL
 SELECT 'CREATE ROLE $role LOGIN' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$role')\gexec
 ALTER ROLE $role LOGIN PASSWORD '$password';
-DROP DATABASE IF EXISTS $db;
-CREATE DATABASE $db OWNER $role;
 SQL
-if [ "${1:-}" != "--empty" ]; then
-  as_owner "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$data" -p "$port" -U "$role" -d "$db" \
-    -f - >/dev/null <"$dump"
+
+# (Re)create database $1 and load dump $2 into it, unless it already holds that dump (its
+# checksum is kept as the database's comment): running this again while tests read the
+# database leaves it alone. An empty $2 always makes a new, empty database.
+load_db() {
+  local name="$1" file="$2" mark=""
+  if [ -n "$file" ]; then
+    mark="fixture $(sha256sum "$file" | cut -c1-16)"
+    local have
+    have="$(psql_admin -d postgres -At -c \
+      "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = '$name'")"
+    [ "$have" = "$mark" ] && return 0
+  fi
+  psql_admin -d postgres >&2 <<SQL
+DROP DATABASE IF EXISTS $name;
+CREATE DATABASE $name OWNER $role;
+SQL
+  if [ -n "$file" ]; then
+    as_owner "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$data" -p "$port" -U "$role" -d "$name" \
+      -f - >/dev/null <"$file"
+    psql_admin -d postgres -c "COMMENT ON DATABASE $name IS '$mark'" >&2
+  fi
+}
+
+if [ "${1:-}" = "--empty" ]; then
+  load_db "$db" ""
+else
+  load_db "$db" "$dump"
   # Beside it, `${db}_precise`: timestamps as a live run stamps them, some read back from the
   # column (tests/fixtures/db/postgres-precise.sql, issue #30).
-  psql_admin -d postgres >&2 <<SQL
-DROP DATABASE IF EXISTS ${db}_precise;
-CREATE DATABASE ${db}_precise OWNER $role;
-SQL
-  as_owner "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$data" -p "$port" -U "$role" -d "${db}_precise" \
-    -f - >/dev/null <"$here/tests/fixtures/db/postgres-precise.sql"
+  load_db "${db}_precise" "$here/tests/fixtures/db/postgres-precise.sql"
 fi
 echo "start-postgres: PostgreSQL $version on 127.0.0.1:$port, data in $data (owner $owner)" >&2
 echo "postgresql://$role:$password@127.0.0.1:$port/$db"
