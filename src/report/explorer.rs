@@ -253,24 +253,7 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
         "worst": worst,
         "sessions": sessions.into_iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>(),
     });
-    script_safe(&v.to_string())
-}
-
-/// JSON text made safe inside `<script>`: the escapes are JSON's own, so the parsed value is
-/// unchanged.
-pub fn script_safe(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
-    for c in json.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
+    super::escape::script_safe(&v.to_string())
 }
 
 #[cfg(test)]
@@ -279,7 +262,7 @@ mod tests {
 
     #[test]
     fn island_json_cannot_close_its_script_element() {
-        let s = script_safe(
+        let s = crate::report::escape::script_safe(
             &json!({"id": "</script><img src=x onerror=alert(1)>&\u{2028}"}).to_string(),
         );
         assert!(

@@ -327,16 +327,7 @@ fn a_hostile_session_id_is_shown_as_text_never_run() {
 #[test]
 fn the_console_check_catches_a_request_and_a_script_error() {
     let Some(chrome) = chromium() else { return };
-    let (_tmp, dir) = {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("run");
-        std::fs::create_dir(&dir).expect("mkdir");
-        let src = root().join("tests/fixtures/report/run");
-        for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
-            std::fs::copy(src.join(f), dir.join(f)).expect("copy fixture");
-        }
-        (tmp, dir)
-    };
+    let (_tmp, dir) = crate::common::report_fixture_copy();
     bin().arg("report").arg(&dir).assert().success();
     let html = read_text(&dir.join("report.html"));
     let lower = html.to_lowercase();

@@ -58,3 +58,16 @@ pub fn json_stdout(out: &std::process::Output, what: &str) -> serde_json::Value 
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e})"))
 }
+
+/// A fresh copy of the hand-written report fixture run folder (tests/fixtures/report/run), in
+/// a temporary folder kept alive by the returned guard.
+pub fn report_fixture_copy() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let src = root().join("tests/fixtures/report/run");
+    for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).expect("copy fixture");
+    }
+    (tmp, dir)
+}

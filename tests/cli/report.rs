@@ -1,6 +1,6 @@
 //! The `report` and `synth` commands, driven through the binary.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const CHARTS: [&str; 7] = [
     "cost_vs_detail",
@@ -12,19 +12,7 @@ const CHARTS: [&str; 7] = [
     "summarizer_comparison",
 ];
 
-use crate::common::{bin, root};
-
-/// A fresh copy of the hand-written fixture run folder.
-fn fixture_copy() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("run");
-    std::fs::create_dir(&dir).expect("mkdir");
-    let src = root().join("tests/fixtures/report/run");
-    for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
-        std::fs::copy(src.join(f), dir.join(f)).expect("copy fixture");
-    }
-    (tmp, dir)
-}
+use crate::common::{bin, report_fixture_copy, root};
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
@@ -155,7 +143,7 @@ fn synth_sessions_have_the_promised_shapes() {
 
 #[test]
 fn report_md_snapshot_for_the_fixture_run() {
-    let (_tmp, dir) = fixture_copy();
+    let (_tmp, dir) = report_fixture_copy();
     render(&dir);
     let md = read(&dir.join("report.md"));
     // Independent of the snapshot: the paste-ready line is the recommended row's label, and
@@ -199,7 +187,7 @@ fn report_md_snapshot_for_the_fixture_run() {
 
 #[test]
 fn settings_that_never_compacted_are_summed_up_not_listed_in_the_frontier() {
-    let (_tmp, dir) = fixture_copy();
+    let (_tmp, dir) = report_fixture_copy();
     let mut settings: serde_json::Value =
         serde_json::from_str(&read(&dir.join("settings.json"))).expect("json");
     let rows = settings.as_array_mut().expect("array");
@@ -246,7 +234,7 @@ fn settings_that_never_compacted_are_summed_up_not_listed_in_the_frontier() {
 
 #[test]
 fn charts_are_valid_svg_and_png_and_html_is_self_contained() {
-    let (_tmp, dir) = fixture_copy();
+    let (_tmp, dir) = report_fixture_copy();
     render(&dir);
     let html = read(&dir.join("report.html"));
     for c in CHARTS {
@@ -319,7 +307,7 @@ fn charts_are_valid_svg_and_png_and_html_is_self_contained() {
 
 #[test]
 fn rerendering_gives_the_same_bytes() {
-    let (_tmp, dir) = fixture_copy();
+    let (_tmp, dir) = report_fixture_copy();
     render(&dir);
     let a: Vec<Vec<u8>> = [
         "report.md",
@@ -364,7 +352,7 @@ fn inject(dir: &Path, file: &str, from: &str, to: &str) {
 
 #[test]
 fn hostile_transcript_strings_are_escaped_and_ids_never_become_paths() {
-    let (tmp, dir) = fixture_copy();
+    let (tmp, dir) = report_fixture_copy();
     let evil_id = "../../etc/passwd";
     let script = "<script>alert(\"x\")</script>";
     let svg_close = "</svg><img src=x onerror=alert(1)>";
@@ -490,7 +478,7 @@ fn hostile_transcript_strings_are_escaped_and_ids_never_become_paths() {
 
 #[test]
 fn report_errors_name_the_file_and_line() {
-    let (_tmp, dir) = fixture_copy();
+    let (_tmp, dir) = report_fixture_copy();
     let csv = read(&dir.join("runs.csv"));
     let mut lines: Vec<&str> = csv.lines().collect();
     lines[3] = "s-support-01,only-two-fields";
@@ -521,7 +509,7 @@ fn report_errors_name_the_file_and_line() {
 
 #[test]
 fn charts_without_data_are_skipped_with_a_reason() {
-    let (_tmp, dir) = fixture_copy();
+    let (_tmp, dir) = report_fixture_copy();
     std::fs::remove_file(dir.join("timelines.json")).expect("rm");
     // Keep only the baseline and the size-triggered rows: no turn-triggered settings left.
     let settings: serde_json::Value =
@@ -630,7 +618,7 @@ fn default_run_frontier_rows_differ_as_printed_and_the_advice_loses_strictly_les
 /// the file (a browser without scripts shows the static report), and print hides it.
 #[test]
 fn without_scripts_or_in_print_the_page_is_the_static_report() {
-    let (_tmp, dir) = fixture_copy();
+    let (_tmp, dir) = report_fixture_copy();
     render(&dir);
     let html = read(&dir.join("report.html"));
     assert_eq!(html.matches("<section id=\"explorer\"").count(), 1);
@@ -655,7 +643,7 @@ fn without_scripts_or_in_print_the_page_is_the_static_report() {
 /// thresholds and figures), with the fixture's session rows.
 #[test]
 fn a_run_of_10000_settings_gives_a_page_under_5_mb() {
-    let (_tmp, dir) = fixture_copy();
+    let (_tmp, dir) = report_fixture_copy();
     let settings: serde_json::Value =
         serde_json::from_str(&read(&dir.join("settings.json"))).expect("json");
     let rows = settings.as_array().expect("array");
