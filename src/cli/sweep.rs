@@ -50,6 +50,12 @@ pub struct SweepArgs {
     /// Print the resolved grid and exit.
     #[arg(long)]
     pub show_grid: bool,
+    /// The guide's alternatives to replay beside compaction (docs/alternatives.md): `all`,
+    /// `cap` (capped runs, RunConfig(max_llm_calls=N)) or `none`. With `all` or `cap` and no
+    /// --max-llm-calls, the caps are 10, 25 and 50, each kept only when some invocation of
+    /// the data made more model calls.
+    #[arg(long, value_name = "WHICH", default_value = "all")]
+    pub alternatives: String,
     /// Write runs.csv whatever the run's size (by default only up to 500,000 rows;
     /// runs.parquet always holds every row).
     #[arg(long)]
@@ -105,6 +111,10 @@ pub struct AxisFlags {
     /// Token counter(s): o200k, cl100k, adk-chars.
     #[arg(long, value_name = "LIST")]
     pub tokenizer: Option<String>,
+    /// Caps of the capped-runs alternative, e.g. `10,25,50`: each replays the sessions as
+    /// RunConfig(max_llm_calls=N) would have run them.
+    #[arg(long, value_name = "LIST")]
+    pub max_llm_calls: Option<String>,
     /// Largest acceptable share of broken references (0..1, mean per session) for the
     /// recommendation [default grid: 0.2].
     #[arg(long, value_name = "X")]
@@ -152,6 +162,7 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         agent_model: text_axis(&args.axes.agent_model),
         client: text_axis(&args.axes.client),
         tokenizer: text_axis(&args.axes.tokenizer),
+        max_llm_calls: text_axis(&args.axes.max_llm_calls),
         budget: if args.axes.budget_broken_references.is_some()
             || args.axes.budget_detail_lost.is_some()
             || args.axes.budget_latency.is_some()
@@ -179,6 +190,23 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         }
     }
     spec.overlay(flags);
+    match args.alternatives.as_str() {
+        "all" | "cap" => {}
+        "none" => {
+            if args.axes.max_llm_calls.is_some() {
+                return Err("--max-llm-calls: capped runs are an alternative, and --alternatives none replays none; drop one of the two".into());
+            }
+            spec.max_llm_calls = None;
+        }
+        "split" | "artifacts" => {
+            return Err(format!("--alternatives {}: not modelled yet (docs/alternatives.md says what is); use all, cap or none", args.alternatives));
+        }
+        other => {
+            return Err(format!(
+                "--alternatives: unknown value `{other}`; use all, cap or none"
+            ))
+        }
+    }
     let known_model = |m: &str| costing.knows_model(m);
     let tokenizers = pipeline::tokenizer_names();
     spec.resolve_with_limit(
@@ -192,6 +220,9 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
 }
 
 use super::{install_signal_handler, CANCEL};
+
+/// The caps `--alternatives all|cap` replays when no --max-llm-calls is given.
+pub const DEFAULT_CAPS: [u64; 3] = [10, 25, 50];
 
 fn progress(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
@@ -278,7 +309,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     for w in &costing.model.prices.warnings {
         errln!("warning: {w}");
     }
-    let grid = match resolve_grid(&args, &costing) {
+    let mut grid = match resolve_grid(&args, &costing) {
         Ok(g) => g,
         Err(msg) => {
             errln!("error: {}", super::term(&msg));
@@ -342,6 +373,22 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             .iter()
             .map(|i| (i.source.as_str(), i.session_id.as_str(), i.orphan_responses)),
     );
+    if args.alternatives != "none" && grid.max_llm_calls.is_empty() {
+        // The default caps, each only where some invocation made more calls (a cap no
+        // invocation reaches would repeat the baseline's row).
+        let longest = catalog
+            .infos
+            .iter()
+            .map(|i| i.max_model_requests_per_invocation)
+            .max()
+            .unwrap_or(0);
+        let caps: Vec<u64> = DEFAULT_CAPS
+            .iter()
+            .copied()
+            .filter(|&n| n < longest)
+            .collect();
+        grid.add_caps(&caps);
+    }
     let mut inputs = RunInputs {
         sessions: catalog.infos.clone(),
         inputs: catalog.inputs.clone(),

@@ -1053,6 +1053,7 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Para(t(
         "Compaction is one answer to a long history; the platform guide lists others. Each is suggested below only where this run's data points to it.",
     )));
+    priced_alternatives(d, b);
     let facts = SessionFacts::new(d);
     let reco_rows: Vec<&RunRow> = match d.recommended() {
         Some(r) => d
@@ -1220,6 +1221,112 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
                             Inline::Text(format!(
                                 ": up to {} model calls in one invocation",
                                 int(*m)
+                            )),
+                        ]
+                    })
+                    .collect(),
+            ));
+        }
+    }
+}
+
+/// The alternatives the sweep replayed, priced like compaction settings: the recommended
+/// setting first, then each alternative, against the recorded sessions with no compaction.
+fn priced_alternatives(d: &RunData, b: &mut Vec<Block>) {
+    b.push(Block::Para(t(
+        "Summarize deliberately, as a tool: not priced, since no transcript records where a person would have called such a tool; to weigh the summarizer class you would write, replay it with --summarizer python:REF (docs/summarizers.md).",
+    )));
+    if d.alternatives.is_empty() {
+        b.push(Block::Para(t(
+            "No alternative was replayed in this run (sweep --alternatives none, or no session where one applies): the sections below only point to the sessions where one might help.",
+        )));
+        return;
+    }
+    let m = money(d);
+    let base = d.baseline();
+    let base_cost = base.and_then(|x| x.cost_usd());
+    let mut rows = Vec::new();
+    let row = |name: String, x: &SettingRow| {
+        let saved = match (base_cost, x.cost_usd()) {
+            (Some(bc), Some(c)) => m(bc - c),
+            _ => "n/a".into(),
+        };
+        vec![
+            t(name),
+            t(opt(x.cost_usd(), m)),
+            t(saved),
+            t(opt(x.broken_references(), fmt_pct)),
+            t(opt(x.critical_hidden(), int)),
+            t(opt(x.num(&["invocations_failed_sum"]), int)),
+        ]
+    };
+    if let Some(r) = d.recommended() {
+        rows.push(row(format!("recommended: {}", r.label), r));
+    }
+    for a in &d.alternatives {
+        rows.push(row(a.label.clone(), a));
+    }
+    b.push(Block::Table {
+        head: vec![
+            "alternative".into(),
+            "cost (USD, all sessions)".into(),
+            "saved vs none (USD)".into(),
+            "broken references (mean share per session)".into(),
+            "critical hidden (events)".into(),
+            "failed runs (invocations)".into(),
+        ],
+        rows,
+        numeric: vec![false, true, true, true, true, true],
+    });
+    b.push(Block::Para(t(
+        "Each alternative is a counterfactual replay of the same sessions through the same ADK 2.13.0 engine and prices (docs/alternatives.md): saved is against the recorded sessions with no compaction. A capped run is not free: every invocation counted as failed raised LlmCallsLimitExceededError in ADK and returned no final answer. Alternatives are replayed with no compaction and are not candidates for the recommendation, which stays a compaction setting; splitting sessions and loading files as artifacts are not modelled yet.",
+    )));
+    // Which invocations fail, per session, for the tightest cap.
+    if let Some(tight) = d
+        .alternatives
+        .iter()
+        .filter(|a| a.alternative.starts_with("max_llm_calls="))
+        .min_by_key(|a| {
+            a.alternative
+                .trim_start_matches("max_llm_calls=")
+                .parse::<u64>()
+                .unwrap_or(u64::MAX)
+        })
+    {
+        let mut hit: Vec<(&RunRow, f64)> = d
+            .runs
+            .iter()
+            .filter(|r| r.setting_id == tight.setting_id)
+            .filter_map(|r| {
+                let n = r.num("invocations_failed")?;
+                (n > 0.0).then_some((r, n))
+            })
+            .collect();
+        hit.sort_by(|a, c| {
+            c.1.total_cmp(&a.1)
+                .then(a.0.session_id.cmp(&c.0.session_id))
+        });
+        if !hit.is_empty() {
+            b.push(Block::Para(t(format!(
+                "Under {} these sessions' runs would have failed{}:",
+                tight.alternative,
+                if hit.len() > 10 {
+                    " (the 10 with most failures)"
+                } else {
+                    ""
+                }
+            ))));
+            b.push(Block::List(
+                hit.iter()
+                    .take(10)
+                    .map(|(r, n)| {
+                        vec![
+                            Inline::Text("session ".into()),
+                            Inline::Code(r.session_id.clone()),
+                            Inline::Text(format!(
+                                ": {} failed invocation{}",
+                                int(*n),
+                                if *n == 1.0 { "" } else { "s" }
                             )),
                         ]
                     })

@@ -83,16 +83,44 @@ pub struct Setting {
     pub agent_model: String,
     pub client: ClientMode,
     pub tokenizer: String,
+    /// The guide's alternative replayed instead of the recorded session (e.g.
+    /// `max_llm_calls=25`); `None` for a plain compaction setting or the baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternative: Option<String>,
+}
+
+/// The `alternative` text of a capped-runs setting.
+pub fn cap_alternative(n: u64) -> String {
+    format!("max_llm_calls={n}")
+}
+
+/// The cap N of an `alternative` text written by [`cap_alternative`].
+pub fn parse_cap_alternative(a: &str) -> Option<u64> {
+    a.strip_prefix("max_llm_calls=")?.parse().ok()
 }
 
 impl Setting {
+    /// No compaction: the baseline and the alternatives replayed without compaction (the
+    /// recommendation rule never picks these; see [`Setting::is_plain_baseline`]).
     pub fn is_baseline(&self) -> bool {
         self.trigger_kind == TriggerKind::None
+    }
+
+    /// The recorded sessions with no compaction: what every "saved" is measured against.
+    pub fn is_plain_baseline(&self) -> bool {
+        self.is_baseline() && self.alternative.is_none()
     }
 
     /// The line to paste into the manifest, e.g.
     /// `compaction=Compaction(after_tokens=80_000, keep_recent_events=20)`.
     pub fn label(&self) -> String {
+        if let Some(a) = &self.alternative {
+            let what = match parse_cap_alternative(a) {
+                Some(n) => format!("run_config=RunConfig(max_llm_calls={n})"),
+                None => a.clone(),
+            };
+            return format!("{what} (no compaction)");
+        }
         if self.is_baseline() {
             return "no compaction (leave `compaction` out of the manifest)".to_string();
         }
@@ -223,6 +251,10 @@ pub struct GridSpec {
     pub tokenizer: Option<AxisSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budgets>,
+    /// Caps of the capped-runs alternative (`RunConfig(max_llm_calls=N)`), each replayed as
+    /// its own no-compaction setting after the compaction settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_llm_calls: Option<AxisSpec>,
 }
 
 /// Limits a recommended setting must meet.
@@ -287,7 +319,8 @@ impl GridSpec {
             summarizer,
             agent_model,
             client,
-            tokenizer
+            tokenizer,
+            max_llm_calls
         );
         if let Some(b) = other.budget {
             let mut mine = self.budget.unwrap_or_default();
@@ -488,6 +521,9 @@ pub struct ResolvedGrid {
     pub client: Vec<ClientMode>,
     pub tokenizer: Vec<String>,
     pub budget: Budgets,
+    /// Caps of the capped-runs alternative, ascending (empty: none replayed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub max_llm_calls: Vec<u64>,
     #[serde(skip)]
     pub settings: Vec<Setting>,
 }
@@ -774,6 +810,7 @@ impl GridSpec {
                     agent_model: model.clone(),
                     client: clients[0],
                     tokenizer: tok.clone(),
+                    alternative: None,
                 });
             }
         }
@@ -811,6 +848,7 @@ impl GridSpec {
                                         agent_model: model.clone(),
                                         client,
                                         tokenizer: tok.clone(),
+                                        alternative: None,
                                     });
                                 }
                             }
@@ -819,7 +857,14 @@ impl GridSpec {
                 }
             }
         }
-        Ok(ResolvedGrid {
+        let caps = match &self.max_llm_calls {
+            Some(spec) => parse_numeric_axis("max_llm_calls", spec)?,
+            None => Vec::new(),
+        };
+        if caps.first() == Some(&0) {
+            return err("grid axis max_llm_calls: value `0` disables the cap in ADK (RunConfig enforces only a positive max_llm_calls); use 1 or more");
+        }
+        let mut grid = ResolvedGrid {
             trigger: triggers,
             after_tokens,
             keep_recent_events: keep_recent,
@@ -830,12 +875,48 @@ impl GridSpec {
             client: clients,
             tokenizer: tokenizers,
             budget,
+            max_llm_calls: Vec::new(),
             settings,
-        })
+        };
+        grid.add_caps(&caps);
+        Ok(grid)
     }
 }
 
 impl ResolvedGrid {
+    /// Append one capped-runs setting per (tokenizer, agent model, cap) not already there,
+    /// after every other setting, so the ids of the compaction settings do not move.
+    pub fn add_caps(&mut self, caps: &[u64]) {
+        let mut caps: Vec<u64> = caps
+            .iter()
+            .copied()
+            .filter(|c| *c > 0 && !self.max_llm_calls.contains(c))
+            .collect();
+        caps.sort_unstable();
+        caps.dedup();
+        for tok in self.tokenizer.clone() {
+            for model in self.agent_model.clone() {
+                for &n in &caps {
+                    self.settings.push(Setting {
+                        setting_id: self.settings.len() as u32,
+                        trigger_kind: TriggerKind::None,
+                        after_tokens: None,
+                        keep_recent_events: None,
+                        after_invocations: None,
+                        overlap: None,
+                        summarizer: None,
+                        agent_model: model.clone(),
+                        client: self.client[0],
+                        tokenizer: tok.clone(),
+                        alternative: Some(cap_alternative(n)),
+                    });
+                }
+            }
+        }
+        self.max_llm_calls.extend(caps);
+        self.max_llm_calls.sort_unstable();
+    }
+
     /// The resolved grid as a grid file: every axis written out as an explicit list, so
     /// re-resolving it gives the same settings in the same order (what `merge` relies on).
     pub fn to_toml(&self) -> String {
@@ -896,6 +977,9 @@ impl ResolvedGrid {
             )
         ));
         out.push_str(&format!("tokenizer = {}\n", strs(&self.tokenizer)));
+        if !self.max_llm_calls.is_empty() {
+            out.push_str(&format!("max_llm_calls = {}\n", nums(&self.max_llm_calls)));
+        }
         if self.budget.broken_references.is_some()
             || self.budget.detail_lost.is_some()
             || self.budget.latency_s.is_some()
@@ -916,12 +1000,26 @@ impl ResolvedGrid {
 
     /// Human summary for `--show-grid`.
     pub fn describe(&self) -> String {
-        let baselines = self.settings.iter().filter(|s| s.is_baseline()).count();
+        let baselines = self
+            .settings
+            .iter()
+            .filter(|s| s.is_plain_baseline())
+            .count();
+        let alternatives = self
+            .settings
+            .iter()
+            .filter(|s| s.alternative.is_some())
+            .count();
+        let alt = if alternatives > 0 {
+            format!(" + {alternatives} alternative")
+        } else {
+            String::new()
+        };
         format!(
-            "{}\n# {} settings ({} compaction + {} no-compaction baseline)\n",
+            "{}\n# {} settings ({} compaction + {} no-compaction baseline{alt})\n",
             self.to_toml(),
             self.settings.len(),
-            self.settings.len() - baselines,
+            self.settings.len() - baselines - alternatives,
             baselines
         )
     }

@@ -209,11 +209,25 @@ struct Sized {
     tok: Tokenizer,
     sizes: SessionSizes,
     inputs: SessionCostInputs,
+    /// Each event's token count (what `sizes` was built from; empty when counted as
+    /// adk-chars), kept to size the session's counterfactuals without counting again.
+    counts: Vec<u32>,
 }
 
 struct Prepared {
     session: std::sync::Arc<Session>,
     sized: Vec<Sized>,
+    /// Counterfactual sessions of the guide's alternatives by (alternative, tokenizer),
+    /// built on first use and shared by every setting that replays them; dropped with the
+    /// window, so memory stays that of one window.
+    variants: std::sync::Mutex<HashMap<(String, String), std::sync::Arc<Counterfactual>>>,
+}
+
+/// One alternative's session, sized for one tokenizer.
+struct Counterfactual {
+    session: std::sync::Arc<Session>,
+    sized: Sized,
+    invocations_failed: u64,
 }
 
 /// Prepared sessions, ready to replay: each `evaluate` is one engine replay (two or more
@@ -692,9 +706,14 @@ impl Counted {
                         tok,
                         sizes: SessionSizes::new(&session, Some(&c[k])),
                         inputs: SessionCostInputs::new(&session, tok),
+                        counts: c[k].clone(),
                     })
                     .collect();
-                Prepared { session, sized }
+                Prepared {
+                    session,
+                    sized,
+                    variants: Default::default(),
+                }
             })
             .collect();
         self.times.size_s += t2.elapsed().as_secs_f64();
@@ -802,7 +821,53 @@ impl PipelineEval {
         Ok(s)
     }
 
-    /// One replay of `session` under `setting`, with what the metrics need.
+    /// The counterfactual session of `alternative` for `p` under tokenizer `sized.tok`,
+    /// built once per window.
+    fn counterfactual(
+        &self,
+        p: &Prepared,
+        sized: &Sized,
+        alternative: &str,
+    ) -> Result<std::sync::Arc<Counterfactual>, String> {
+        let key = (alternative.to_string(), sized.tok.name().to_string());
+        if let Some(c) = p
+            .variants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(c.clone());
+        }
+        let n = super::grid::parse_cap_alternative(alternative)
+            .ok_or_else(|| format!("unknown alternative `{alternative}`"))?;
+        let v = super::alternatives::cap_llm_calls(&p.session, n);
+        let counts: Vec<u32> = if sized.counts.len() == p.session.events.len() {
+            v.kept.iter().map(|&i| sized.counts[i as usize]).collect()
+        } else {
+            Vec::new()
+        };
+        let sizes = SessionSizes::new(&v.session, (!counts.is_empty()).then_some(&counts[..]));
+        let inputs = SessionCostInputs::new(&v.session, sized.tok);
+        let c = std::sync::Arc::new(Counterfactual {
+            invocations_failed: v.failed_invocations.len() as u64,
+            sized: Sized {
+                tok: sized.tok,
+                sizes,
+                inputs,
+                counts,
+            },
+            session: std::sync::Arc::new(v.session),
+        });
+        p.variants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, c.clone());
+        Ok(c)
+    }
+
+    /// One replay of `session` under `setting`, with what the metrics need. An alternative
+    /// replays its counterfactual session and is measured against the recorded session's
+    /// no-compaction baseline.
     fn replay(
         &self,
         session: usize,
@@ -816,9 +881,48 @@ impl PipelineEval {
             .iter()
             .find(|s| s.tok.name() == setting.tokenizer)
             .ok_or_else(|| format!("tokenizer `{}` was not counted", setting.tokenizer))?;
+        let Some(alternative) = &setting.alternative else {
+            return self.replay_on(session, &p.session, sized, setting);
+        };
+        let c = self.counterfactual(p, sized, alternative)?;
+        let (r, mut m) = self.replay_on(session, &c.session, &c.sized, setting)?;
+        let plain = Setting {
+            trigger_kind: super::grid::TriggerKind::None,
+            after_tokens: None,
+            keep_recent_events: None,
+            after_invocations: None,
+            overlap: None,
+            summarizer: None,
+            alternative: None,
+            ..setting.clone()
+        };
+        let (_, base) = self.replay_on(session, &p.session, sized, &plain)?;
+        let agent = self.cost.latency.for_model(self.agent_model(p, setting));
+        super::alternatives::rebase(&mut m, &base, |t| agent.prefill_seconds(t));
+        m.invocations_failed = c.invocations_failed;
+        Ok((r, m))
+    }
+
+    fn agent_model<'a>(&self, p: &'a Prepared, setting: &'a Setting) -> &'a str {
+        if setting.agent_model == "recorded" {
+            p.session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL)
+        } else {
+            setting.agent_model.as_str()
+        }
+    }
+
+    /// One engine replay of `session` (the recorded one or a counterfactual) under
+    /// `setting`'s compaction, priced.
+    fn replay_on(
+        &self,
+        session: usize,
+        s: &Session,
+        sized: &Sized,
+        setting: &Setting,
+    ) -> Result<(Replay, SessionMetrics), String> {
         let spec = self.spec(setting.summarizer.as_deref().unwrap_or("agent"))?;
         let agent_model: Option<&str> = if setting.agent_model == "recorded" {
-            Some(p.session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL))
+            Some(s.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL))
         } else {
             Some(setting.agent_model.as_str())
         };
@@ -834,15 +938,8 @@ impl PipelineEval {
         };
         let mut cs = CostSetting::new(&spec, agent_model, client);
         cs.command_timeout = self.summarizer_timeout;
-        let run = |s: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, s);
-        let e = evaluate(
-            &p.session,
-            &sized.sizes,
-            &sized.inputs,
-            &self.cost,
-            &cs,
-            &run,
-        )?;
+        let run = |su: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, su);
+        let e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)?;
         if !e.summarizer_errors.is_empty() {
             self.errors
                 .lock()

@@ -150,7 +150,10 @@ fn outcome_of(summaries: Vec<SettingSummary>, budgets: &Budgets) -> Outcome {
     };
     let baseline = match &recommendation {
         Ok(r) => baseline_for(&summaries, &r.setting).cloned(),
-        Err(_) => summaries.iter().find(|s| s.setting.is_baseline()).cloned(),
+        Err(_) => summaries
+            .iter()
+            .find(|s| s.setting.is_plain_baseline())
+            .cloned(),
     };
     Outcome {
         summaries,

@@ -215,16 +215,25 @@ pub fn summarize_by<E>(
         .collect();
 
     // Pareto: no other setting is at most as costly and at most as lossy, and better in one.
-    let points: Vec<(f64, f64)> = out
+    // Over the compaction settings and the baseline only: an alternative's row is weighed in
+    // the report's Alternatives table, not on the frontier of `Compaction(...)` settings.
+    let points: Vec<Option<(f64, f64)>> = out
         .iter()
-        .map(|s| (s.cost(), s.broken_references()))
+        .map(|s| {
+            s.setting
+                .alternative
+                .is_none()
+                .then(|| (s.cost(), s.broken_references()))
+        })
         .collect();
     for (i, s) in out.iter_mut().enumerate() {
-        let (c, d) = points[i];
-        s.pareto = !points
-            .iter()
-            .enumerate()
-            .any(|(j, &(c2, d2))| j != i && c2 <= c && d2 <= d && (c2 < c || d2 < d));
+        let Some((c, d)) = points[i] else {
+            s.within_budget = false;
+            continue;
+        };
+        s.pareto = !points.iter().enumerate().any(|(j, p)| {
+            p.is_some_and(|(c2, d2)| j != i && c2 <= c && d2 <= d && (c2 < c || d2 < d))
+        });
         s.within_budget = meets_budgets(&s.rule_figures(), budgets);
     }
 
@@ -313,6 +322,8 @@ pub fn summarize_parquet(
 pub struct RuleFigures {
     pub setting_id: u32,
     pub baseline: bool,
+    /// One of the guide's alternatives (never recommended; ranked after the baselines).
+    pub alternative: bool,
     /// `cost_usd_sum`, USD over all sessions.
     pub cost: f64,
     /// `references_broken_share_mean`, 0..1.
@@ -328,6 +339,7 @@ impl SettingSummary {
         RuleFigures {
             setting_id: self.setting.setting_id,
             baseline: self.setting.is_baseline(),
+            alternative: self.setting.alternative.is_some(),
             cost: self.cost(),
             broken_references: self.broken_references(),
             detail_lost: self.detail_lost(),
@@ -349,7 +361,9 @@ pub fn meets_budgets(f: &RuleFigures, b: &Budgets) -> bool {
 /// references, then id; then those out of budget the same way; baselines last.
 pub fn rank_order(figures: &[RuleFigures], b: &Budgets) -> Vec<usize> {
     let group = |f: &RuleFigures| {
-        if f.baseline {
+        if f.alternative {
+            3
+        } else if f.baseline {
             2
         } else if meets_budgets(f, b) {
             0
@@ -400,7 +414,7 @@ pub fn closest_to_budget<'a>(
     };
     summaries
         .iter()
-        .filter(|s| !s.setting.is_baseline())
+        .filter(|s| !s.setting.is_baseline() && s.setting.alternative.is_none())
         .min_by(|x, y| {
             excess(x)
                 .total_cmp(&excess(y))
@@ -415,7 +429,7 @@ pub fn baseline_for<'a>(
     s: &Setting,
 ) -> Option<&'a SettingSummary> {
     summaries.iter().find(|b| {
-        b.setting.is_baseline()
+        b.setting.is_plain_baseline()
             && b.setting.agent_model == s.agent_model
             && b.setting.tokenizer == s.tokenizer
     })

@@ -1,0 +1,276 @@
+//! Issue 27: the guide's alternatives as counterfactual replays, driven through `sweep` on
+//! hand-made sessions.
+
+use crate::common::bin;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// One ADK event.
+fn event(
+    inv: &str,
+    author: &str,
+    role: &str,
+    t: f64,
+    part: serde_json::Value,
+) -> serde_json::Value {
+    serde_json::json!({
+        "invocation_id": inv,
+        "author": author,
+        "timestamp": t,
+        "content": {"role": role, "parts": [part]},
+    })
+}
+
+/// A session whose first invocation makes `calls` model calls (tool calls, then a final
+/// answer) and whose second makes one; `keep` cuts the first invocation before its
+/// `keep+1`-th model call, as a hand-written counterfactual.
+fn session(calls: usize, keep: Option<usize>) -> serde_json::Value {
+    let mut t = 1_800_000_000.0;
+    let mut tick = || {
+        t += 7.0;
+        t
+    };
+    let mut ev = vec![event(
+        "inv-1",
+        "user",
+        "user",
+        tick(),
+        serde_json::json!({"text": "Reconcile the ledger in /srv/ledger/2026-q3.csv against INC-7741."}),
+    )];
+    for k in 1..=calls {
+        if keep.is_some_and(|n| k > n) {
+            break;
+        }
+        if k < calls {
+            ev.push(event(
+                "inv-1",
+                "agent",
+                "model",
+                tick(),
+                serde_json::json!({"function_call": {"id": format!("c{k}"), "name": "read_rows", "args": {"page": k}}}),
+            ));
+            ev.push(event(
+                "inv-1",
+                "agent",
+                "user",
+                tick(),
+                serde_json::json!({"function_response": {"id": format!("c{k}"), "name": "read_rows", "response": {"rows": format!("{} row {k} of the ledger, amount {}", "x".repeat(400), 100 + k)}}}),
+            ));
+        } else {
+            ev.push(event(
+                "inv-1",
+                "agent",
+                "model",
+                tick(),
+                serde_json::json!({"text": "The ledger matches except row 3."}),
+            ));
+        }
+    }
+    ev.push(event(
+        "inv-2",
+        "user",
+        "user",
+        tick(),
+        serde_json::json!({"text": "Thanks, and row 3?"}),
+    ));
+    ev.push(event(
+        "inv-2",
+        "agent",
+        "model",
+        tick(),
+        serde_json::json!({"text": "Row 3 is a duplicate."}),
+    ));
+    serde_json::json!({"id": "ledger", "app_name": "a", "user_id": "u", "events": ev})
+}
+
+fn sweep(dir: &Path, input: &Path, extra: &[&str]) -> std::process::Output {
+    let out = bin()
+        .current_dir(dir)
+        .arg("sweep")
+        .arg(input)
+        .args([
+            "--out",
+            dir.join("run").to_str().unwrap(),
+            "--trigger",
+            "invocations",
+            "--after-invocations",
+            "2",
+            "--overlap",
+            "0",
+            "--summarizer",
+            "terse",
+            "--tokenizer",
+            "o200k",
+            "--no-cache",
+            "-q",
+        ])
+        .args(extra)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "sweep failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// runs.csv rows keyed by setting id: column name → text.
+fn runs(dir: &Path) -> HashMap<String, HashMap<String, String>> {
+    let text = std::fs::read_to_string(dir.join("run/runs.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines
+        .map(|l| {
+            let row: HashMap<String, String> = head
+                .iter()
+                .zip(l.split(','))
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect();
+            (row["setting_id"].clone(), row)
+        })
+        .collect()
+}
+
+fn settings(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("run/settings.json")).unwrap();
+    serde_json::from_str::<serde_json::Value>(&text)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn num(row: &HashMap<String, String>, col: &str) -> f64 {
+    row.get(col)
+        .unwrap_or_else(|| panic!("column {col}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("{col} = {}", row[col]))
+}
+
+/// `max_llm_calls=3` on an invocation of 5 model calls: the capped replay is exactly the
+/// session cut by hand before call 4 (same prompts, same dollars), saves what calls 4 and 5
+/// cost against the recorded session, and counts 1 failed run.
+#[test]
+fn a_cap_of_3_on_5_calls_saves_two_calls_and_fails_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (full, cut) = (dir.path().join("full"), dir.path().join("cut"));
+    for (d, s) in [(&full, session(5, None)), (&cut, session(5, Some(3)))] {
+        std::fs::create_dir_all(d.join("in")).unwrap();
+        std::fs::write(d.join("in/ledger.session.json"), s.to_string()).unwrap();
+    }
+    sweep(&full, &full.join("in"), &["--max-llm-calls", "3"]);
+    sweep(&cut, &cut.join("in"), &["--alternatives", "none"]);
+    let set = settings(&full);
+    let cap = set
+        .iter()
+        .find(|s| s["alternative"] == "max_llm_calls=3")
+        .expect("a max_llm_calls=3 row in settings.json");
+    assert_eq!(cap["trigger_kind"], "none");
+    assert!(cap["label"]
+        .as_str()
+        .unwrap()
+        .contains("RunConfig(max_llm_calls=3)"));
+    assert_eq!(cap["invocations_failed_sum"], 1);
+    assert_eq!(cap["recommended"], false);
+    let plain: Vec<&serde_json::Value> = set.iter().filter(|s| s["alternative"] == "").collect();
+    assert!(plain.iter().all(|s| s["invocations_failed_sum"] == 0));
+    // Compaction settings keep their ids: the alternative comes after them.
+    assert_eq!(cap["setting_id"].as_u64().unwrap() as usize, plain.len());
+
+    let full_rows = runs(&full);
+    let cut_rows = runs(&cut);
+    let capped = &full_rows[&cap["setting_id"].as_u64().unwrap().to_string()];
+    let recorded = &full_rows["0"];
+    let by_hand = &cut_rows["0"];
+    assert_eq!(num(recorded, "model_requests"), 6.0);
+    assert_eq!(
+        num(capped, "model_requests"),
+        4.0,
+        "calls 4 and 5 are not made"
+    );
+    assert_eq!(num(capped, "invocations_failed"), 1.0);
+    for col in ["model_requests", "prompt_tokens", "cost_usd"] {
+        assert_eq!(num(capped, col), num(by_hand, col), "{col}");
+    }
+    // Saved is against the recorded session, not the capped one.
+    assert_eq!(
+        num(capped, "baseline_prompt_tokens"),
+        num(recorded, "prompt_tokens")
+    );
+    let saved = num(recorded, "prompt_tokens") - num(by_hand, "prompt_tokens");
+    assert!(saved > 0.0);
+    assert_eq!(num(capped, "tokens_saved_gross"), saved);
+    let usd = num(recorded, "cost_usd") - num(by_hand, "cost_usd");
+    assert!((num(capped, "cost_saved_usd") - usd).abs() < 1e-6);
+
+    // The report prices it beside the recommended setting and lists the failed session.
+    let report = std::fs::read_to_string(full.join("run/report.md")).unwrap();
+    assert!(
+        report.contains("| alternative | cost (USD, all sessions)"),
+        "{report}"
+    );
+    assert!(report.contains("RunConfig(max\\_llm\\_calls=3)"));
+    assert!(report.contains("session `ledger`: 1 failed invocation"));
+}
+
+/// By default (`--alternatives all`) caps are replayed only where some invocation exceeds
+/// them; `--alternatives none` replays none, and its settings are the plain grid's.
+#[test]
+fn default_caps_follow_the_data_and_none_turns_them_off() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("in")).unwrap();
+    std::fs::write(
+        dir.path().join("in/ledger.session.json"),
+        session(12, None).to_string(),
+    )
+    .unwrap();
+    sweep(dir.path(), &dir.path().join("in"), &[]);
+    let alts: Vec<String> = settings(dir.path())
+        .iter()
+        .filter_map(|s| {
+            s["alternative"]
+                .as_str()
+                .filter(|a| !a.is_empty())
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(alts, vec!["max_llm_calls=10".to_string()]);
+    let grid = std::fs::read_to_string(dir.path().join("run/grid.toml")).unwrap();
+    assert!(grid.contains("max_llm_calls = [10]"), "{grid}");
+    let d2 = tempfile::tempdir().unwrap();
+    sweep(
+        d2.path(),
+        &dir.path().join("in"),
+        &["--alternatives", "none"],
+    );
+    assert!(settings(d2.path()).iter().all(|s| s["alternative"] == ""));
+    assert_eq!(settings(dir.path()).len(), settings(d2.path()).len() + 1);
+}
+
+/// Bad values get one line naming the flag.
+#[test]
+fn bad_alternative_flags_name_the_flag() {
+    for (args, want) in [
+        (vec!["--alternatives", "sometimes"], "--alternatives"),
+        (vec!["--max-llm-calls", "0"], "max_llm_calls"),
+        (vec!["--max-llm-calls", "ten"], "max_llm_calls"),
+        (
+            vec!["--alternatives", "none", "--max-llm-calls", "5"],
+            "--max-llm-calls",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bin()
+            .current_dir(dir.path())
+            .arg("sweep")
+            .args(&args)
+            .arg("--show-grid")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
