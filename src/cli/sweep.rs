@@ -51,9 +51,10 @@ pub struct SweepArgs {
     #[arg(long)]
     pub show_grid: bool,
     /// The guide's alternatives to replay beside compaction (docs/alternatives.md): `all`,
-    /// `cap` (capped runs, RunConfig(max_llm_calls=N)) or `none`. With `all` or `cap` and no
-    /// --max-llm-calls, the caps are 10, 25 and 50, each kept only when some invocation of
-    /// the data made more model calls.
+    /// `cap` (capped runs, RunConfig(max_llm_calls=N)), `artifacts` (attached files sent
+    /// once, as load_artifact would) or `none`. With `all` or `cap` and no --max-llm-calls,
+    /// the caps are 10, 25 and 50, each kept only when some invocation of the data made more
+    /// model calls; `artifacts` is replayed when some session has an attachment.
     #[arg(long, value_name = "WHICH", default_value = "all")]
     pub alternatives: String,
     /// Write runs.csv whatever the run's size (by default only up to 500,000 rows;
@@ -163,6 +164,7 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         client: text_axis(&args.axes.client),
         tokenizer: text_axis(&args.axes.tokenizer),
         max_llm_calls: text_axis(&args.axes.max_llm_calls),
+        artifacts: None,
         budget: if args.axes.budget_broken_references.is_some()
             || args.axes.budget_detail_lost.is_some()
             || args.axes.budget_latency.is_some()
@@ -191,21 +193,28 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
     }
     spec.overlay(flags);
     match args.alternatives.as_str() {
-        "all" | "cap" => {}
+        "all" | "cap" | "artifacts" => {}
         "none" => {
             if args.axes.max_llm_calls.is_some() {
                 return Err("--max-llm-calls: capped runs are an alternative, and --alternatives none replays none; drop one of the two".into());
             }
             spec.max_llm_calls = None;
+            spec.artifacts = None;
         }
-        "split" | "artifacts" => {
-            return Err(format!("--alternatives {}: not modelled yet (docs/alternatives.md says what is); use all, cap or none", args.alternatives));
+        "split" => {
+            return Err("--alternatives split: not modelled yet (docs/alternatives.md says what is); use all, cap, artifacts or none".into());
         }
         other => {
             return Err(format!(
-                "--alternatives: unknown value `{other}`; use all, cap or none"
+                "--alternatives: unknown value `{other}`; use all, cap, artifacts or none"
             ))
         }
+    }
+    if args.alternatives == "artifacts" {
+        if args.axes.max_llm_calls.is_some() {
+            return Err("--max-llm-calls: capped runs are not replayed with --alternatives artifacts; use all or cap".into());
+        }
+        spec.max_llm_calls = None;
     }
     let known_model = |m: &str| costing.knows_model(m);
     let tokenizers = pipeline::tokenizer_names();
@@ -373,7 +382,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             .iter()
             .map(|i| (i.source.as_str(), i.session_id.as_str(), i.orphan_responses)),
     );
-    if args.alternatives != "none" && grid.max_llm_calls.is_empty() {
+    if matches!(args.alternatives.as_str(), "all" | "cap") && grid.max_llm_calls.is_empty() {
         // The default caps, each only where some invocation made more calls (a cap no
         // invocation reaches would repeat the baseline's row).
         let longest = catalog
@@ -388,6 +397,12 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             .filter(|&n| n < longest)
             .collect();
         grid.add_caps(&caps);
+    }
+    if matches!(args.alternatives.as_str(), "all" | "artifacts")
+        && catalog.infos.iter().any(|i| i.attachment_tokens > 0)
+    {
+        // After the caps (grid.toml lists both, and re-resolving adds them in this order).
+        grid.add_artifacts();
     }
     let mut inputs = RunInputs {
         sessions: catalog.infos.clone(),

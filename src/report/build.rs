@@ -1279,8 +1279,30 @@ fn priced_alternatives(d: &RunData, b: &mut Vec<Block>) {
         numeric: vec![false, true, true, true, true, true],
     });
     b.push(Block::Para(t(
-        "Each alternative is a counterfactual replay of the same sessions through the same ADK 2.13.0 engine and prices (docs/alternatives.md): saved is against the recorded sessions with no compaction. A capped run is not free: every invocation counted as failed raised LlmCallsLimitExceededError in ADK and returned no final answer. Alternatives are replayed with no compaction and are not candidates for the recommendation, which stays a compaction setting; splitting sessions and loading files as artifacts are not modelled yet.",
+        "Each alternative is a counterfactual replay of the same sessions through the same ADK 2.13.0 engine and prices (docs/alternatives.md): saved is against the recorded sessions with no compaction. A capped run is not free: every invocation counted as failed raised LlmCallsLimitExceededError in ADK and returned no final answer. Alternatives are replayed with no compaction and are not candidates for the recommendation, which stays a compaction setting; splitting sessions is not modelled yet.",
     )));
+    if let Some(a) = d.alternatives.iter().find(|a| a.alternative == "artifacts") {
+        let share = |num: &str, den: &str| match (a.num(&[num]), a.num(&[den])) {
+            (Some(n), Some(d)) if d > 0.0 => Some(n / d),
+            _ => None,
+        };
+        let tokens = share("tokens_saved_gross_sum", "baseline_prompt_tokens_sum");
+        let dollars = share("cost_saved_usd_sum", "baseline_cost_usd_sum");
+        let mut line = String::from(
+            "Files loaded once as artifacts: each attached file is priced in the first request after the message that names it only, not in every request while the message is in the history; a later reference to a fact only the file held is not counted as broken (facts are found per event, not per file).",
+        );
+        if let (Some(tk), Some(usd)) = (tokens, dollars) {
+            line.push_str(&format!(
+                " It removes {} of the prompt tokens and {} of the dollars.",
+                fmt_pct(tk),
+                fmt_pct(usd)
+            ));
+            if usd < tk / 2.0 {
+                line.push_str(" The saving in dollars is small because prompt caching already bills a file re-sent in a cached prefix at the cached-input rate.");
+            }
+        }
+        b.push(Block::Para(t(line)));
+    }
     // Which invocations fail, per session, for the tightest cap.
     if let Some(tight) = d
         .alternatives

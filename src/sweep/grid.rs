@@ -94,6 +94,9 @@ pub fn cap_alternative(n: u64) -> String {
     format!("max_llm_calls={n}")
 }
 
+/// The `alternative` text of the files-as-artifacts setting.
+pub const ARTIFACTS: &str = "artifacts";
+
 /// The cap N of an `alternative` text written by [`cap_alternative`].
 pub fn parse_cap_alternative(a: &str) -> Option<u64> {
     a.strip_prefix("max_llm_calls=")?.parse().ok()
@@ -117,6 +120,9 @@ impl Setting {
         if let Some(a) = &self.alternative {
             let what = match parse_cap_alternative(a) {
                 Some(n) => format!("run_config=RunConfig(max_llm_calls={n})"),
+                None if a == ARTIFACTS => {
+                    "attached files loaded once with load_artifact".to_string()
+                }
                 None => a.clone(),
             };
             return format!("{what} (no compaction)");
@@ -255,6 +261,9 @@ pub struct GridSpec {
     /// its own no-compaction setting after the compaction settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_llm_calls: Option<AxisSpec>,
+    /// Replay the files-as-artifacts alternative (after the caps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<bool>,
 }
 
 /// Limits a recommended setting must meet.
@@ -320,7 +329,8 @@ impl GridSpec {
             agent_model,
             client,
             tokenizer,
-            max_llm_calls
+            max_llm_calls,
+            artifacts
         );
         if let Some(b) = other.budget {
             let mut mine = self.budget.unwrap_or_default();
@@ -524,6 +534,9 @@ pub struct ResolvedGrid {
     /// Caps of the capped-runs alternative, ascending (empty: none replayed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub max_llm_calls: Vec<u64>,
+    /// Whether the files-as-artifacts alternative is replayed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub artifacts: bool,
     #[serde(skip)]
     pub settings: Vec<Setting>,
 }
@@ -876,14 +889,44 @@ impl GridSpec {
             tokenizer: tokenizers,
             budget,
             max_llm_calls: Vec::new(),
+            artifacts: false,
             settings,
         };
         grid.add_caps(&caps);
+        if self.artifacts == Some(true) {
+            grid.add_artifacts();
+        }
         Ok(grid)
     }
 }
 
 impl ResolvedGrid {
+    /// Append the files-as-artifacts setting per (tokenizer, agent model), once; always
+    /// after the caps, so a grid re-resolved from grid.toml gives the same ids.
+    pub fn add_artifacts(&mut self) {
+        if self.artifacts {
+            return;
+        }
+        self.artifacts = true;
+        for tok in self.tokenizer.clone() {
+            for model in self.agent_model.clone() {
+                self.settings.push(Setting {
+                    setting_id: self.settings.len() as u32,
+                    trigger_kind: TriggerKind::None,
+                    after_tokens: None,
+                    keep_recent_events: None,
+                    after_invocations: None,
+                    overlap: None,
+                    summarizer: None,
+                    agent_model: model.clone(),
+                    client: self.client[0],
+                    tokenizer: tok.clone(),
+                    alternative: Some(ARTIFACTS.to_string()),
+                });
+            }
+        }
+    }
+
     /// Append one capped-runs setting per (tokenizer, agent model, cap) not already there,
     /// after every other setting, so the ids of the compaction settings do not move.
     pub fn add_caps(&mut self, caps: &[u64]) {
@@ -979,6 +1022,9 @@ impl ResolvedGrid {
         out.push_str(&format!("tokenizer = {}\n", strs(&self.tokenizer)));
         if !self.max_llm_calls.is_empty() {
             out.push_str(&format!("max_llm_calls = {}\n", nums(&self.max_llm_calls)));
+        }
+        if self.artifacts {
+            out.push_str("artifacts = true\n");
         }
         if self.budget.broken_references.is_some()
             || self.budget.detail_lost.is_some()

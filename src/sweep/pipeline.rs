@@ -882,10 +882,15 @@ impl PipelineEval {
             .find(|s| s.tok.name() == setting.tokenizer)
             .ok_or_else(|| format!("tokenizer `{}` was not counted", setting.tokenizer))?;
         let Some(alternative) = &setting.alternative else {
-            return self.replay_on(session, &p.session, sized, setting);
+            return self.replay_on(session, &p.session, sized, setting, false);
         };
+        if alternative == super::grid::ARTIFACTS {
+            // The recorded session, each attachment priced once: its baseline columns are
+            // already the recorded session's.
+            return self.replay_on(session, &p.session, sized, setting, true);
+        }
         let c = self.counterfactual(p, sized, alternative)?;
-        let (r, mut m) = self.replay_on(session, &c.session, &c.sized, setting)?;
+        let (r, mut m) = self.replay_on(session, &c.session, &c.sized, setting, false)?;
         let plain = Setting {
             trigger_kind: super::grid::TriggerKind::None,
             after_tokens: None,
@@ -896,7 +901,7 @@ impl PipelineEval {
             alternative: None,
             ..setting.clone()
         };
-        let (_, base) = self.replay_on(session, &p.session, sized, &plain)?;
+        let (_, base) = self.replay_on(session, &p.session, sized, &plain, false)?;
         let agent = self.cost.latency.for_model(self.agent_model(p, setting));
         super::alternatives::rebase(&mut m, &base, |t| agent.prefill_seconds(t));
         m.invocations_failed = c.invocations_failed;
@@ -912,13 +917,14 @@ impl PipelineEval {
     }
 
     /// One engine replay of `session` (the recorded one or a counterfactual) under
-    /// `setting`'s compaction, priced.
+    /// `setting`'s compaction, priced (each attachment once when `attachments_once`).
     fn replay_on(
         &self,
         session: usize,
         s: &Session,
         sized: &Sized,
         setting: &Setting,
+        attachments_once: bool,
     ) -> Result<(Replay, SessionMetrics), String> {
         let spec = self.spec(setting.summarizer.as_deref().unwrap_or("agent"))?;
         let agent_model: Option<&str> = if setting.agent_model == "recorded" {
@@ -938,6 +944,7 @@ impl PipelineEval {
         };
         let mut cs = CostSetting::new(&spec, agent_model, client);
         cs.command_timeout = self.summarizer_timeout;
+        cs.attachments_once = attachments_once;
         let run = |su: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, su);
         let e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)?;
         if !e.summarizer_errors.is_empty() {

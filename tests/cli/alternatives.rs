@@ -253,6 +253,7 @@ fn default_caps_follow_the_data_and_none_turns_them_off() {
 fn bad_alternative_flags_name_the_flag() {
     for (args, want) in [
         (vec!["--alternatives", "sometimes"], "--alternatives"),
+        (vec!["--alternatives", "split"], "not modelled yet"),
         (vec!["--max-llm-calls", "0"], "max_llm_calls"),
         (vec!["--max-llm-calls", "ten"], "max_llm_calls"),
         (
@@ -273,4 +274,117 @@ fn bad_alternative_flags_name_the_flag() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
+}
+
+/// A file named once and re-sent with 10 requests is sent once under `artifacts`: the
+/// attachment tokens priced fall from 10 × the file to 1 × the file, and the tokens saved
+/// against the recorded session are the other 9.
+#[test]
+fn a_file_resent_with_10_requests_is_sent_once_as_an_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv: String = (0..120)
+        .map(|i| {
+            format!(
+                "2026-11-{:02},invoice {i},{}.{:02},ORD-{}\n",
+                i % 28 + 1,
+                100 + i * 7,
+                i % 100,
+                50_000 + i * 13
+            )
+        })
+        .collect();
+    let data = {
+        // base64 without a crate: the standard alphabet, padded.
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let b = csv.as_bytes();
+        let mut out = String::new();
+        for c in b.chunks(3) {
+            let n = (c[0] as u32) << 16
+                | (*c.get(1).unwrap_or(&0) as u32) << 8
+                | *c.get(2).unwrap_or(&0) as u32;
+            for k in 0..4 {
+                if k <= c.len() {
+                    out.push(A[(n >> (18 - 6 * k) & 63) as usize] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    };
+    let mut t = 1_800_000_000.0;
+    let mut tick = || {
+        t += 5.0;
+        t
+    };
+    let mut ev = vec![serde_json::json!({
+        "invocation_id": "inv-1",
+        "author": "user",
+        "timestamp": tick(),
+        "content": {"role": "user", "parts": [
+            {"text": "Please check statement-9.csv for duplicates."},
+            {"inline_data": {"display_name": "statement-9.csv", "mime_type": "text/csv", "data": data}},
+        ]},
+    })];
+    for k in 1..=10 {
+        if k < 10 {
+            ev.push(event("inv-1", "agent", "model", tick(), serde_json::json!({"function_call": {"id": format!("c{k}"), "name": "lookup", "args": {"row": k}}})));
+            ev.push(event("inv-1", "agent", "user", tick(), serde_json::json!({"function_response": {"id": format!("c{k}"), "name": "lookup", "response": {"ok": k}}})));
+        } else {
+            ev.push(event(
+                "inv-1",
+                "agent",
+                "model",
+                tick(),
+                serde_json::json!({"text": "No duplicates."}),
+            ));
+        }
+    }
+    let doc = serde_json::json!({"id": "statement", "app_name": "a", "user_id": "u", "events": ev});
+    std::fs::create_dir_all(dir.path().join("in")).unwrap();
+    std::fs::write(
+        dir.path().join("in/statement.session.json"),
+        doc.to_string(),
+    )
+    .unwrap();
+    sweep(
+        dir.path(),
+        &dir.path().join("in"),
+        &["--alternatives", "artifacts"],
+    );
+    let set = settings(dir.path());
+    let art = set
+        .iter()
+        .find(|s| s["alternative"] == "artifacts")
+        .expect("an artifacts row (the session has an attachment)");
+    assert!(set.iter().all(|s| !s["alternative"]
+        .as_str()
+        .unwrap()
+        .starts_with("max_llm_calls")));
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/run.json")).unwrap())
+            .unwrap();
+    let file = run["session_facts"][0]["attachment_tokens"]
+        .as_f64()
+        .unwrap();
+    assert!(file > 500.0, "{file}");
+    let rows = runs(dir.path());
+    let recorded = &rows["0"];
+    let once = &rows[&art["setting_id"].as_u64().unwrap().to_string()];
+    assert_eq!(num(recorded, "model_requests"), 10.0);
+    assert_eq!(num(recorded, "attachment_prompt_tokens"), 10.0 * file);
+    assert_eq!(num(once, "model_requests"), 10.0);
+    assert_eq!(num(once, "attachment_prompt_tokens"), file, "sent once");
+    assert_eq!(num(once, "tokens_saved_gross"), 9.0 * file);
+    assert_eq!(
+        num(once, "prompt_tokens"),
+        num(recorded, "prompt_tokens") - 9.0 * file
+    );
+    assert_eq!(
+        num(once, "baseline_prompt_tokens"),
+        num(recorded, "prompt_tokens")
+    );
+    assert!(num(once, "cost_saved_usd") > 0.0);
+    assert!(num(once, "cache_read_tokens") <= num(recorded, "cache_read_tokens"));
+    assert_eq!(num(once, "invocations_failed"), 0.0);
 }
