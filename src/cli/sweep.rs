@@ -52,9 +52,11 @@ pub struct SweepArgs {
     pub show_grid: bool,
     /// The guide's alternatives to replay beside compaction (docs/alternatives.md): `all`,
     /// `cap` (capped runs, RunConfig(max_llm_calls=N)), `artifacts` (attached files sent
-    /// once, as load_artifact would) or `none`. With `all` or `cap` and no --max-llm-calls,
-    /// the caps are 10, 25 and 50, each kept only when some invocation of the data made more
-    /// model calls; `artifacts` is replayed when some session has an attachment.
+    /// once, as load_artifact would), `split` (sessions cut where nothing is lost, and after
+    /// pauses) or `none`. With `all` or `cap` and no --max-llm-calls, the caps are 10, 25 and
+    /// 50, each kept only when some invocation of the data made more model calls; `artifacts`
+    /// is replayed when some session has an attachment; with no --split, the splits are
+    /// `lossless` and `idle=30m`.
     #[arg(long, value_name = "WHICH", default_value = "all")]
     pub alternatives: String,
     /// Write runs.csv whatever the run's size (by default only up to 500,000 rows;
@@ -116,6 +118,10 @@ pub struct AxisFlags {
     /// RunConfig(max_llm_calls=N) would have run them.
     #[arg(long, value_name = "LIST")]
     pub max_llm_calls: Option<String>,
+    /// Split rules of the split alternative, e.g. `lossless,idle=30m`: each replays every
+    /// session cut into independent sessions (docs/alternatives.md "Split").
+    #[arg(long, value_name = "LIST")]
+    pub split: Option<String>,
     /// Largest acceptable share of broken references (0..1, mean per session) for the
     /// recommendation [default grid: 0.2].
     #[arg(long, value_name = "X")]
@@ -165,6 +171,7 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         tokenizer: text_axis(&args.axes.tokenizer),
         max_llm_calls: text_axis(&args.axes.max_llm_calls),
         artifacts: None,
+        split: text_axis(&args.axes.split),
         budget: if args.axes.budget_broken_references.is_some()
             || args.axes.budget_detail_lost.is_some()
             || args.axes.budget_latency.is_some()
@@ -192,29 +199,31 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         }
     }
     spec.overlay(flags);
-    match args.alternatives.as_str() {
-        "all" | "cap" | "artifacts" => {}
-        "none" => {
-            if args.axes.max_llm_calls.is_some() {
-                return Err("--max-llm-calls: capped runs are an alternative, and --alternatives none replays none; drop one of the two".into());
-            }
-            spec.max_llm_calls = None;
-            spec.artifacts = None;
-        }
-        "split" => {
-            return Err("--alternatives split: not modelled yet (docs/alternatives.md says what is); use all, cap, artifacts or none".into());
-        }
-        other => {
+    let which = args.alternatives.as_str();
+    if !matches!(which, "all" | "cap" | "artifacts" | "split" | "none") {
+        return Err(format!(
+            "--alternatives: unknown value `{which}`; use all, cap, artifacts, split or none"
+        ));
+    }
+    let wants = |kind: &str| which == "all" || which == kind;
+    for (kind, flag, given) in [
+        ("cap", "--max-llm-calls", args.axes.max_llm_calls.is_some()),
+        ("split", "--split", args.axes.split.is_some()),
+    ] {
+        if given && !wants(kind) {
             return Err(format!(
-                "--alternatives: unknown value `{other}`; use all, cap, artifacts or none"
-            ))
+                "{flag}: --alternatives {which} does not replay it; use --alternatives all or {kind}"
+            ));
         }
     }
-    if args.alternatives == "artifacts" {
-        if args.axes.max_llm_calls.is_some() {
-            return Err("--max-llm-calls: capped runs are not replayed with --alternatives artifacts; use all or cap".into());
-        }
+    if !wants("cap") {
         spec.max_llm_calls = None;
+    }
+    if !wants("artifacts") {
+        spec.artifacts = None;
+    }
+    if !wants("split") {
+        spec.split = None;
     }
     let known_model = |m: &str| costing.knows_model(m);
     let tokenizers = pipeline::tokenizer_names();
@@ -232,6 +241,9 @@ use super::{install_signal_handler, CANCEL};
 
 /// The caps `--alternatives all|cap` replays when no --max-llm-calls is given.
 pub const DEFAULT_CAPS: [u64; 3] = [10, 25, 50];
+
+/// The split rules `--alternatives all|split` replays when no --split is given.
+pub const DEFAULT_SPLITS: [&str; 2] = ["lossless", "idle=30m"];
 
 fn progress(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
@@ -403,6 +415,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     {
         // After the caps (grid.toml lists both, and re-resolving adds them in this order).
         grid.add_artifacts();
+    }
+    if matches!(args.alternatives.as_str(), "all" | "split") && grid.split.is_empty() {
+        grid.add_splits(&DEFAULT_SPLITS.map(String::from));
     }
     let mut inputs = RunInputs {
         sessions: catalog.infos.clone(),

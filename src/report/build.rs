@@ -1279,7 +1279,7 @@ fn priced_alternatives(d: &RunData, b: &mut Vec<Block>) {
         numeric: vec![false, true, true, true, true, true],
     });
     b.push(Block::Para(t(
-        "Each alternative is a counterfactual replay of the same sessions through the same ADK 2.13.0 engine and prices (docs/alternatives.md): saved is against the recorded sessions with no compaction. A capped run is not free: every invocation counted as failed raised LlmCallsLimitExceededError in ADK and returned no final answer. Alternatives are replayed with no compaction and are not candidates for the recommendation, which stays a compaction setting; splitting sessions is not modelled yet.",
+        "Each alternative is a counterfactual replay of the same sessions through the same ADK 2.13.0 engine and prices (docs/alternatives.md): saved is against the recorded sessions with no compaction. A capped run is not free: every invocation counted as failed raised LlmCallsLimitExceededError in ADK and returned no final answer. Alternatives are replayed with no compaction and are not candidates for the recommendation, which stays a compaction setting. A split session's broken references count the references an earlier part alone held (0 at lossless split points); each new session's first request starts with nothing cached, which can make a split cost more than the tokens it saves suggest.",
     )));
     if let Some(a) = d.alternatives.iter().find(|a| a.alternative == "artifacts") {
         let share = |num: &str, den: &str| match (a.num(&[num]), a.num(&[den])) {

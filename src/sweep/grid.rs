@@ -123,6 +123,13 @@ impl Setting {
                 None if a == ARTIFACTS => {
                     "attached files loaded once with load_artifact".to_string()
                 }
+                None if a == "split:lossless" => {
+                    "a new session at every lossless split point".to_string()
+                }
+                None if a.starts_with("split:idle=") => format!(
+                    "a new session after every pause longer than {}",
+                    a.trim_start_matches("split:idle=")
+                ),
                 None => a.clone(),
             };
             return format!("{what} (no compaction)");
@@ -264,6 +271,9 @@ pub struct GridSpec {
     /// Replay the files-as-artifacts alternative (after the caps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifacts: Option<bool>,
+    /// Split rules of the split alternative: `lossless`, `idle=DURATION` (`30m`, `2h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<AxisSpec>,
 }
 
 /// Limits a recommended setting must meet.
@@ -330,7 +340,8 @@ impl GridSpec {
             client,
             tokenizer,
             max_llm_calls,
-            artifacts
+            artifacts,
+            split
         );
         if let Some(b) = other.budget {
             let mut mine = self.budget.unwrap_or_default();
@@ -537,6 +548,9 @@ pub struct ResolvedGrid {
     /// Whether the files-as-artifacts alternative is replayed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub artifacts: bool,
+    /// Split rules replayed (`lossless`, `idle=30m`), in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split: Vec<String>,
     #[serde(skip)]
     pub settings: Vec<Setting>,
 }
@@ -890,56 +904,73 @@ impl GridSpec {
             budget,
             max_llm_calls: Vec::new(),
             artifacts: false,
+            split: Vec::new(),
             settings,
         };
-        grid.add_caps(&caps);
-        if self.artifacts == Some(true) {
-            grid.add_artifacts();
-        }
+        let splits = match &self.split {
+            Some(spec) => {
+                let v = parse_text_axis("split", spec)?;
+                for r in &v {
+                    if crate::sweep::alternatives::parse_split(&format!("split:{r}")).is_none() {
+                        return err(format!("grid axis split: unknown value `{r}`; use lossless or idle=DURATION (e.g. idle=30m, idle=2h)"));
+                    }
+                }
+                v
+            }
+            None => Vec::new(),
+        };
+        grid.max_llm_calls = caps;
+        grid.artifacts = self.artifacts == Some(true);
+        grid.split = splits;
+        grid.rebuild_alternatives();
         Ok(grid)
     }
 }
 
 impl ResolvedGrid {
-    /// Append the files-as-artifacts setting per (tokenizer, agent model), once; always
-    /// after the caps, so a grid re-resolved from grid.toml gives the same ids.
+    /// Add the files-as-artifacts alternative (see [`ResolvedGrid::rebuild_alternatives`]).
     pub fn add_artifacts(&mut self) {
-        if self.artifacts {
-            return;
-        }
         self.artifacts = true;
-        for tok in self.tokenizer.clone() {
-            for model in self.agent_model.clone() {
-                self.settings.push(Setting {
-                    setting_id: self.settings.len() as u32,
-                    trigger_kind: TriggerKind::None,
-                    after_tokens: None,
-                    keep_recent_events: None,
-                    after_invocations: None,
-                    overlap: None,
-                    summarizer: None,
-                    agent_model: model.clone(),
-                    client: self.client[0],
-                    tokenizer: tok.clone(),
-                    alternative: Some(ARTIFACTS.to_string()),
-                });
-            }
-        }
+        self.rebuild_alternatives();
     }
 
-    /// Append one capped-runs setting per (tokenizer, agent model, cap) not already there,
-    /// after every other setting, so the ids of the compaction settings do not move.
+    /// Add capped-runs alternatives, one per cap (see [`ResolvedGrid::rebuild_alternatives`]).
     pub fn add_caps(&mut self, caps: &[u64]) {
-        let mut caps: Vec<u64> = caps
+        self.max_llm_calls
+            .extend(caps.iter().copied().filter(|&c| c > 0));
+        self.max_llm_calls.sort_unstable();
+        self.max_llm_calls.dedup();
+        self.rebuild_alternatives();
+    }
+
+    /// Add split alternatives (`lossless`, `idle=30m`), kept in the order first given.
+    pub fn add_splits(&mut self, rules: &[String]) {
+        for r in rules {
+            if !self.split.contains(r) {
+                self.split.push(r.clone());
+            }
+        }
+        self.rebuild_alternatives();
+    }
+
+    /// The alternative settings again, after every compaction setting (whose ids never move)
+    /// and in one order whatever the order they were added in: per (tokenizer, agent model),
+    /// the caps ascending, then artifacts, then the splits. A grid re-resolved from grid.toml
+    /// (what `merge` does) so gets the same ids.
+    fn rebuild_alternatives(&mut self) {
+        self.settings.retain(|s| s.alternative.is_none());
+        let mut alts: Vec<String> = self
+            .max_llm_calls
             .iter()
-            .copied()
-            .filter(|c| *c > 0 && !self.max_llm_calls.contains(c))
+            .map(|&n| cap_alternative(n))
             .collect();
-        caps.sort_unstable();
-        caps.dedup();
+        if self.artifacts {
+            alts.push(ARTIFACTS.to_string());
+        }
+        alts.extend(self.split.iter().map(|r| format!("split:{r}")));
         for tok in self.tokenizer.clone() {
             for model in self.agent_model.clone() {
-                for &n in &caps {
+                for a in &alts {
                     self.settings.push(Setting {
                         setting_id: self.settings.len() as u32,
                         trigger_kind: TriggerKind::None,
@@ -951,13 +982,11 @@ impl ResolvedGrid {
                         agent_model: model.clone(),
                         client: self.client[0],
                         tokenizer: tok.clone(),
-                        alternative: Some(cap_alternative(n)),
+                        alternative: Some(a.clone()),
                     });
                 }
             }
         }
-        self.max_llm_calls.extend(caps);
-        self.max_llm_calls.sort_unstable();
     }
 
     /// The resolved grid as a grid file: every axis written out as an explicit list, so
@@ -1025,6 +1054,9 @@ impl ResolvedGrid {
         }
         if self.artifacts {
             out.push_str("artifacts = true\n");
+        }
+        if !self.split.is_empty() {
+            out.push_str(&format!("split = {}\n", strs(&self.split)));
         }
         if self.budget.broken_references.is_some()
             || self.budget.detail_lost.is_some()

@@ -223,11 +223,13 @@ struct Prepared {
     variants: std::sync::Mutex<HashMap<(String, String), std::sync::Arc<Counterfactual>>>,
 }
 
-/// One alternative's session, sized for one tokenizer.
+/// One alternative's session (or, for a split, its parts, each replayed as a session of
+/// its own), sized for one tokenizer.
 struct Counterfactual {
-    session: std::sync::Arc<Session>,
-    sized: Sized,
+    parts: Vec<(std::sync::Arc<Session>, Sized)>,
     invocations_failed: u64,
+    /// References the cut breaks (a split's: facts only earlier parts held).
+    references_cut: u64,
 }
 
 /// Prepared sessions, ready to replay: each `evaluate` is one engine replay (two or more
@@ -838,25 +840,50 @@ impl PipelineEval {
         {
             return Ok(c.clone());
         }
-        let n = super::grid::parse_cap_alternative(alternative)
-            .ok_or_else(|| format!("unknown alternative `{alternative}`"))?;
-        let v = super::alternatives::cap_llm_calls(&p.session, n);
-        let counts: Vec<u32> = if sized.counts.len() == p.session.events.len() {
-            v.kept.iter().map(|&i| sized.counts[i as usize]).collect()
-        } else {
-            Vec::new()
-        };
-        let sizes = SessionSizes::new(&v.session, (!counts.is_empty()).then_some(&counts[..]));
-        let inputs = SessionCostInputs::new(&v.session, sized.tok);
+        use super::alternatives as alt;
+        let (variants, failed, cut) =
+            if let Some(n) = super::grid::parse_cap_alternative(alternative) {
+                let v = alt::cap_llm_calls(&p.session, n);
+                let failed = v.failed_invocations.len() as u64;
+                (vec![v], failed, 0)
+            } else if let Some(rule) = alt::parse_split(alternative) {
+                let refs = sized
+                    .inputs
+                    .memo
+                    .references(&p.session, &sized.inputs.lines);
+                let points = alt::split_points(&p.session, refs.supports(), rule);
+                let cut = alt::references_cut(refs.supports(), &points);
+                (alt::split_at(&p.session, &points), 0, cut)
+            } else {
+                return Err(format!("unknown alternative `{alternative}`"));
+            };
+        let parts = variants
+            .into_iter()
+            .map(|mut v| {
+                alt::drop_removed_from_usage(&mut v, &sized.sizes.tokens);
+                let counts: Vec<u32> = if sized.counts.len() == p.session.events.len() {
+                    v.kept.iter().map(|&i| sized.counts[i as usize]).collect()
+                } else {
+                    Vec::new()
+                };
+                let sizes =
+                    SessionSizes::new(&v.session, (!counts.is_empty()).then_some(&counts[..]));
+                let inputs = SessionCostInputs::new(&v.session, sized.tok);
+                (
+                    std::sync::Arc::new(v.session),
+                    Sized {
+                        tok: sized.tok,
+                        sizes,
+                        inputs,
+                        counts,
+                    },
+                )
+            })
+            .collect();
         let c = std::sync::Arc::new(Counterfactual {
-            invocations_failed: v.failed_invocations.len() as u64,
-            sized: Sized {
-                tok: sized.tok,
-                sizes,
-                inputs,
-                counts,
-            },
-            session: std::sync::Arc::new(v.session),
+            parts,
+            invocations_failed: failed,
+            references_cut: cut,
         });
         p.variants
             .lock()
@@ -890,7 +917,22 @@ impl PipelineEval {
             return self.replay_on(session, &p.session, sized, setting, true);
         }
         let c = self.counterfactual(p, sized, alternative)?;
-        let (r, mut m) = self.replay_on(session, &c.session, &c.sized, setting, false)?;
+        let mut replays = Vec::with_capacity(c.parts.len());
+        let mut metrics = Vec::with_capacity(c.parts.len());
+        for (s, z) in &c.parts {
+            let (r, m) = self.replay_on(session, s, z, setting, false)?;
+            replays.push(r);
+            metrics.push(m);
+        }
+        let mut m = if metrics.len() == 1 {
+            metrics.pop().unwrap_or_default()
+        } else {
+            super::alternatives::sum_parts(&metrics)
+        };
+        super::alternatives::add_cut_references(&mut m, c.references_cut);
+        // The first part's replay stands for the session's timeline (an alternative is never
+        // drawn: timelines are the baseline's and the recommended setting's).
+        let r = replays.into_iter().next().unwrap_or_default();
         let plain = Setting {
             trigger_kind: super::grid::TriggerKind::None,
             after_tokens: None,

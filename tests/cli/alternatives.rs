@@ -235,9 +235,18 @@ fn default_caps_follow_the_data_and_none_turns_them_off() {
                 .map(str::to_string)
         })
         .collect();
-    assert_eq!(alts, vec!["max_llm_calls=10".to_string()]);
+    // The one cap an invocation exceeds, no artifacts (no attachment), the default splits.
+    assert_eq!(
+        alts,
+        ["max_llm_calls=10", "split:lossless", "split:idle=30m"]
+    );
     let grid = std::fs::read_to_string(dir.path().join("run/grid.toml")).unwrap();
     assert!(grid.contains("max_llm_calls = [10]"), "{grid}");
+    assert!(
+        grid.contains("split = [\"lossless\", \"idle=30m\"]"),
+        "{grid}"
+    );
+    assert!(!grid.contains("artifacts"), "{grid}");
     let d2 = tempfile::tempdir().unwrap();
     sweep(
         d2.path(),
@@ -245,7 +254,7 @@ fn default_caps_follow_the_data_and_none_turns_them_off() {
         &["--alternatives", "none"],
     );
     assert!(settings(d2.path()).iter().all(|s| s["alternative"] == ""));
-    assert_eq!(settings(dir.path()).len(), settings(d2.path()).len() + 1);
+    assert_eq!(settings(dir.path()).len(), settings(d2.path()).len() + 3);
 }
 
 /// Bad values get one line naming the flag.
@@ -253,7 +262,12 @@ fn default_caps_follow_the_data_and_none_turns_them_off() {
 fn bad_alternative_flags_name_the_flag() {
     for (args, want) in [
         (vec!["--alternatives", "sometimes"], "--alternatives"),
-        (vec!["--alternatives", "split"], "not modelled yet"),
+        (vec!["--split", "idle=5d"], "split"),
+        (vec!["--split", "sometimes"], "split"),
+        (
+            vec!["--alternatives", "cap", "--split", "lossless"],
+            "--split",
+        ),
         (vec!["--max-llm-calls", "0"], "max_llm_calls"),
         (vec!["--max-llm-calls", "ten"], "max_llm_calls"),
         (
@@ -387,4 +401,117 @@ fn a_file_resent_with_10_requests_is_sent_once_as_an_artifact() {
     assert!(num(once, "cost_saved_usd") > 0.0);
     assert!(num(once, "cache_read_tokens") <= num(recorded, "cache_read_tokens"));
     assert_eq!(num(once, "invocations_failed"), 0.0);
+}
+
+/// Two unrelated tasks, two turns each (task A about a path, task B about an incident id; a
+/// pause of 2 hours between them). `reuse` makes B's last answer name A's path.
+fn two_tasks(reuse: bool) -> (serde_json::Value, serde_json::Value, serde_json::Value) {
+    let mut t = 1_800_000_000.0;
+    let mut turn = |inv: &str, ask: &str, answer: &str, pause: f64| {
+        t += pause;
+        let q = event(inv, "user", "user", t, serde_json::json!({"text": ask}));
+        t += 9.0;
+        let a = event(
+            inv,
+            "agent",
+            "model",
+            t,
+            serde_json::json!({"text": answer}),
+        );
+        vec![q, a]
+    };
+    let mut a = turn(
+        "a1",
+        "Please open /srv/app/config.yaml and check it.",
+        "I opened /srv/app/config.yaml: it is fine.",
+        10.0,
+    );
+    a.extend(turn(
+        "a2",
+        "Then back it up.",
+        "Backed up /srv/app/config.yaml to the archive.",
+        30.0,
+    ));
+    let mut b = turn(
+        "b1",
+        "New question: what is incident INC-7741?",
+        "INC-7741 is a login outage.",
+        7200.0,
+    );
+    let last = if reuse {
+        "The on-call team owns INC-7741; its notes are in /srv/app/config.yaml too."
+    } else {
+        "The on-call team owns INC-7741."
+    };
+    b.extend(turn("b2", "Who owns it?", last, 30.0));
+    let doc = |id: &str, ev: Vec<serde_json::Value>| serde_json::json!({"id": id, "app_name": "a", "user_id": "u", "events": ev});
+    let mut all = a.clone();
+    all.extend(b.clone());
+    (doc("both", all), doc("a", a), doc("b", b))
+}
+
+/// Splitting two unrelated tasks at their one lossless point costs exactly what the two
+/// halves cost as sessions of their own, and breaks nothing; an idle split of 1 hour cuts
+/// there too. When task B reuses A's path the point is gone (the lossless split is the
+/// recorded session), and the idle split, which cuts anyway, breaks that reference.
+#[test]
+fn a_lossless_split_costs_what_the_two_halves_cost_alone() {
+    for reuse in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (both, a, b) = two_tasks(reuse);
+        let mut halves = Vec::new();
+        for (name, doc) in [("a", a), ("b", b)] {
+            let d = dir.path().join(name);
+            std::fs::create_dir_all(d.join("in")).unwrap();
+            std::fs::write(d.join("in/s.session.json"), doc.to_string()).unwrap();
+            sweep(&d, &d.join("in"), &["--alternatives", "none"]);
+            halves.push(runs(&d)["0"].clone());
+        }
+        let d = dir.path().join("both");
+        std::fs::create_dir_all(d.join("in")).unwrap();
+        std::fs::write(d.join("in/s.session.json"), both.to_string()).unwrap();
+        sweep(
+            &d,
+            &d.join("in"),
+            &["--alternatives", "split", "--split", "lossless,idle=1h"],
+        );
+        let set = settings(&d);
+        let id = |a: &str| {
+            set.iter()
+                .find(|s| s["alternative"] == a)
+                .unwrap_or_else(|| panic!("{a} row"))["setting_id"]
+                .as_u64()
+                .unwrap()
+                .to_string()
+        };
+        let rows = runs(&d);
+        let recorded = &rows["0"];
+        let lossless = &rows[&id("split:lossless")];
+        let idle = &rows[&id("split:idle=1h")];
+        let halves_sum = |c: &str| num(&halves[0], c) + num(&halves[1], c);
+        if !reuse {
+            for col in ["model_requests", "prompt_tokens"] {
+                assert_eq!(num(lossless, col), halves_sum(col), "{col}");
+                assert_eq!(num(idle, col), halves_sum(col), "{col}");
+            }
+            assert!((num(lossless, "cost_usd") - halves_sum("cost_usd")).abs() < 1e-6);
+            assert!(num(lossless, "prompt_tokens") < num(recorded, "prompt_tokens"));
+            assert_eq!(num(lossless, "references_broken"), 0.0);
+            assert_eq!(
+                num(lossless, "baseline_prompt_tokens"),
+                num(recorded, "prompt_tokens")
+            );
+            assert_eq!(
+                num(lossless, "tokens_saved_gross"),
+                num(recorded, "prompt_tokens") - halves_sum("prompt_tokens")
+            );
+        } else {
+            for col in ["model_requests", "prompt_tokens", "cost_usd"] {
+                assert_eq!(num(lossless, col), num(recorded, col), "{col}");
+            }
+            assert_eq!(num(idle, "prompt_tokens"), halves_sum("prompt_tokens"));
+            assert!(num(idle, "references_broken") >= 1.0, "{idle:?}");
+            assert!(num(idle, "references_broken_share") > 0.0);
+        }
+    }
 }
