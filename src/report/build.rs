@@ -367,6 +367,22 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
         closest_settings(d, b);
         return;
     };
+    if let Some(a) = beating_alternative(d) {
+        let m = money(d);
+        b.push(Block::Para(vec![
+            Inline::Strong(format!(
+                "One of the guide's alternatives beats every compaction setting within the budgets: {}.",
+                a.label
+            )),
+            Inline::Text(format!(
+                " It costs {} against {} for the recommended setting, with {} broken references (mean per session) and no failed run. To deploy it: {}. The Alternatives section prices it beside the others; the compaction setting below is the best if you keep the sessions as they are.",
+                opt(a.cost_usd(), m),
+                opt(r.cost_usd(), m),
+                opt(a.broken_references(), fmt_pct),
+                crate::table::summary::alternative_action(&a.alternative)
+            )),
+        ]));
+    }
     b.push(Block::Para(t(
         "Paste this line into the agent's MANIFEST (AgentManifest(..., compaction=...)):",
     )));
@@ -1228,6 +1244,32 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
             ));
         }
     }
+}
+
+/// The alternative that beats the recommended setting: the rule of
+/// [`crate::table::summary::better_alternative`] over settings.json's rows and the run's
+/// budgets.
+fn beating_alternative(d: &RunData) -> Option<&SettingRow> {
+    let r = d.recommended()?;
+    let rc = r.cost_usd()?;
+    let budgets: crate::sweep::grid::Budgets = d
+        .run
+        .get("budgets")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    d.alternatives
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.num(&["invocations_failed_sum"]).unwrap_or(0.0) == 0.0)
+        .filter(|(i, a)| {
+            let mut f = super::explorer::rule_figures(a, *i);
+            f.baseline = false;
+            crate::table::summary::meets_budgets(&f, &budgets)
+        })
+        .filter_map(|(_, a)| Some((a, a.cost_usd()?)))
+        .filter(|(_, c)| *c < rc)
+        .min_by(|x, y| x.1.total_cmp(&y.1))
+        .map(|(a, _)| a)
 }
 
 /// The alternatives the sweep replayed, priced like compaction settings: the recommended

@@ -391,6 +391,49 @@ pub fn pick(figures: &[RuleFigures], b: &Budgets) -> Option<usize> {
         .filter(|&i| meets_budgets(&figures[i], b))
 }
 
+/// The guide's alternative that beats the recommended setting (`None` when there is no
+/// recommendation or none does): within every budget (its figures read as a compacting
+/// setting's), no failed run (a cap that stops runs is never named, whatever it saves), and
+/// cheaper than the recommended setting; the cheapest such, then by id.
+pub fn better_alternative<'a>(
+    summaries: &'a [SettingSummary],
+    recommended: &SettingSummary,
+    b: &Budgets,
+) -> Option<&'a SettingSummary> {
+    summaries
+        .iter()
+        .filter(|s| s.setting.alternative.is_some())
+        .filter(|s| s.get("invocations_failed_sum").unwrap_or(0.0) == 0.0)
+        .filter(|s| {
+            let mut f = s.rule_figures();
+            f.baseline = false;
+            meets_budgets(&f, b)
+        })
+        .filter(|s| s.cost() < recommended.cost())
+        .min_by(|x, y| {
+            x.cost()
+                .total_cmp(&y.cost())
+                .then(x.setting.setting_id.cmp(&y.setting.setting_id))
+        })
+}
+
+/// What to do to deploy an alternative, in one line.
+pub fn alternative_action(alternative: &str) -> String {
+    if let Some(n) = crate::sweep::grid::parse_cap_alternative(alternative) {
+        return format!("pass run_config=RunConfig(max_llm_calls={n}) to the runner");
+    }
+    if alternative == crate::sweep::grid::ARTIFACTS {
+        return "save attached files as artifacts and read them with a load_artifact tool instead of attaching them to the message".into();
+    }
+    if alternative == "split:lossless" {
+        return "start a new session (a new session id) when the task changes, at the points where no later turn uses an earlier fact".into();
+    }
+    if let Some(d) = alternative.strip_prefix("split:idle=") {
+        return format!("start a new session (a new session id) after a pause longer than {d}");
+    }
+    alternative.to_string()
+}
+
 /// The recommended setting, or the one closest to the budgets when none meets them
 /// (smallest worst ratio of value to limit).
 pub fn recommended(summaries: &[SettingSummary]) -> Option<&SettingSummary> {
@@ -497,6 +540,65 @@ mod tests {
                 ..Default::default()
             },
         }
+    }
+
+    /// Issue 27: an alternative is named when it meets the budgets, fails no run and costs
+    /// less than the recommended setting; it never takes the recommendation or the frontier.
+    #[test]
+    fn an_alternative_is_named_only_when_it_beats_the_recommendation_without_failed_runs() {
+        let k = Known {
+            model: &|_| true,
+            tokenizers: &["o200k"],
+        };
+        let settings = GridSpec::from_toml(
+            "g",
+            "after_tokens=[1000]\nkeep_recent_events=[1]\nmax_llm_calls=[3]\nsplit=['lossless']",
+        )
+        .unwrap()
+        .resolve(&k)
+        .unwrap()
+        .settings;
+        let alt = |a: &str| {
+            settings
+                .iter()
+                .find(|s| s.alternative.as_deref() == Some(a))
+                .unwrap()
+                .setting_id
+        };
+        let (cap, split) = (alt("max_llm_calls=3"), alt("split:lossless"));
+        let budgets = Budgets {
+            broken_references: Some(0.2),
+            ..Default::default()
+        };
+        let run = |split_cost: f64, split_lost: f64| {
+            let mut rows = vec![row(0, 0, 10.0, 0.0, 0), row(0, 1, 5.0, 0.1, 2)];
+            let mut capped = row(0, cap, 1.0, 0.0, 0);
+            capped.metrics.invocations_failed = 2;
+            rows.push(capped);
+            rows.push(row(0, split, split_cost, split_lost, 0));
+            summarize(&settings, &rows, &budgets)
+        };
+        let s = run(3.0, 0.0);
+        let r = recommended(&s).unwrap();
+        assert_eq!(
+            r.setting.setting_id, 1,
+            "the recommendation stays a compaction setting"
+        );
+        assert!(s
+            .iter()
+            .filter(|x| x.setting.alternative.is_some())
+            .all(|x| !x.pareto));
+        let named = better_alternative(&s, r, &budgets).unwrap();
+        assert_eq!(
+            named.setting.setting_id, split,
+            "the cheaper cap fails runs"
+        );
+        assert!(alternative_action("split:lossless").contains("new session"));
+        // Dearer than the recommendation, or over the budget: not named.
+        let s = run(6.0, 0.0);
+        assert!(better_alternative(&s, recommended(&s).unwrap(), &budgets).is_none());
+        let s = run(3.0, 0.5);
+        assert!(better_alternative(&s, recommended(&s).unwrap(), &budgets).is_none());
     }
 
     #[test]

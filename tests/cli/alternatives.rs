@@ -515,3 +515,89 @@ fn a_lossless_split_costs_what_the_two_halves_cost_alone() {
         }
     }
 }
+
+/// When a lossless split beats every compaction setting within the budgets (two unrelated
+/// tasks, the first with a long message), the report's recommendation names it with the
+/// action to take, the recommendation itself stays a compaction setting, and the
+/// cost-vs-detail chart draws the alternatives with their own marker and labels.
+#[test]
+fn a_winning_lossless_split_is_named_beside_the_recommendation() {
+    let dir = tempfile::tempdir().unwrap();
+    let long: String = (0..3000).map(|i| format!("word{i} ")).collect();
+    let mut t = 1_800_000_000.0;
+    let mut ev = Vec::new();
+    let mut turn = |inv: &str, ask: &str, answer: &str, pause: f64| {
+        t += pause;
+        ev.push(event(
+            inv,
+            "user",
+            "user",
+            t,
+            serde_json::json!({"text": ask}),
+        ));
+        t += 9.0;
+        ev.push(event(
+            inv,
+            "agent",
+            "model",
+            t,
+            serde_json::json!({"text": answer}),
+        ));
+    };
+    turn(
+        "a1",
+        &format!("Please open /srv/app/config.yaml and check it. {long}"),
+        "I opened /srv/app/config.yaml: it is fine.",
+        10.0,
+    );
+    turn(
+        "a2",
+        "Then back it up.",
+        "Backed up /srv/app/config.yaml to the archive.",
+        30.0,
+    );
+    turn(
+        "b1",
+        "New question: what is incident INC-7741?",
+        "INC-7741 is a login outage.",
+        60.0,
+    );
+    turn(
+        "b2",
+        "Who owns it?",
+        "The on-call team owns INC-7741.",
+        30.0,
+    );
+    turn("b3", "And when?", "INC-7741 started at noon.", 30.0);
+    let doc = serde_json::json!({"id": "two", "app_name": "a", "user_id": "u", "events": ev});
+    std::fs::create_dir_all(dir.path().join("in")).unwrap();
+    std::fs::write(dir.path().join("in/s.session.json"), doc.to_string()).unwrap();
+    sweep(
+        dir.path(),
+        &dir.path().join("in"),
+        &["--alternatives", "split"],
+    );
+    let set = settings(dir.path());
+    let reco = set
+        .iter()
+        .find(|s| s["recommended"] == true)
+        .expect("a recommendation");
+    assert_eq!(reco["alternative"], "");
+    let split = set
+        .iter()
+        .find(|s| s["alternative"] == "split:lossless")
+        .unwrap();
+    assert!(split["cost_usd_sum"].as_f64().unwrap() < reco["cost_usd_sum"].as_f64().unwrap());
+    let report = std::fs::read_to_string(dir.path().join("run/report.md")).unwrap();
+    assert!(
+        report.contains("One of the guide's alternatives beats every compaction setting within the budgets: a new session at every lossless split point"),
+        "{report}"
+    );
+    assert!(report.contains("To deploy it: start a new session"));
+    let svg = std::fs::read_to_string(dir.path().join("run/cost_vs_detail.svg")).unwrap();
+    assert!(svg.contains("split:lossless"), "the alternative's label");
+    assert!(
+        svg.contains("the guide&apos;s alternatives (no compaction)"),
+        "the alternatives' legend"
+    );
+}
