@@ -301,7 +301,7 @@ impl Chart for CostVsDetail<'_> {
                         .map(|p| Cross::new((p.1, p.2), 8, ALT_C.stroke_width(3))),
                 )
                 .map_err(e)?
-                .label("the guide's alternatives (no compaction)")
+                .label("the guide's alternatives")
                 .legend(|(x, y)| Cross::new((x + 12, y), 6, ALT_C.stroke_width(3)));
         }
         if let Some(r) = pts.iter().find(|p| p.0.recommended) {
@@ -342,7 +342,8 @@ impl Chart for CostVsDetail<'_> {
         if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
             labels.push(("baseline".to_string(), (b.1, b.2), BLACK));
         }
-        for a in &alts {
+        // Labelled: the alternatives without compaction (combinations are marked, not named).
+        for a in alts.iter().filter(|a| a.0.is_baseline()) {
             labels.push((a.0.alternative.clone(), (a.1, a.2), ALT_C));
         }
         // At most ~15 frontier labels, evenly spread (F1 and the last always), so a long

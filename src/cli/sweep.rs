@@ -59,6 +59,11 @@ pub struct SweepArgs {
     /// `lossless` and `idle=30m`.
     #[arg(long, value_name = "WHICH", default_value = "all")]
     pub alternatives: String,
+    /// Also replay each alternative combined with each compaction setting (e.g.
+    /// `split:lossless + Compaction(...)`): one more setting per (alternative, compaction
+    /// setting), so the sweep takes that many times longer.
+    #[arg(long)]
+    pub combine: bool,
     /// Write runs.csv whatever the run's size (by default only up to 500,000 rows;
     /// runs.parquet always holds every row).
     #[arg(long)]
@@ -172,6 +177,7 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         max_llm_calls: text_axis(&args.axes.max_llm_calls),
         artifacts: None,
         split: text_axis(&args.axes.split),
+        combine: args.combine.then_some(true),
         budget: if args.axes.budget_broken_references.is_some()
             || args.axes.budget_detail_lost.is_some()
             || args.axes.budget_latency.is_some()

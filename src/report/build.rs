@@ -379,7 +379,7 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
                 opt(a.cost_usd(), m),
                 opt(r.cost_usd(), m),
                 opt(a.broken_references(), fmt_pct),
-                crate::table::summary::alternative_action(&a.alternative)
+                crate::table::summary::deploy_text(&a.label, &a.alternative)
             )),
         ]));
     }
@@ -1250,16 +1250,21 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
 /// [`crate::table::summary::better_alternative`] over settings.json's rows and the run's
 /// budgets.
 fn beating_alternative(d: &RunData) -> Option<&SettingRow> {
-    let r = d.recommended()?;
-    let rc = r.cost_usd()?;
+    let rc = d.recommended()?.cost_usd()?;
+    best_within_budgets(d, d.alternatives.iter()).filter(|a| a.cost_usd().is_some_and(|c| c < rc))
+}
+
+/// The cheapest of `rows` that meets the run's budgets with no failed run.
+fn best_within_budgets<'a>(
+    d: &RunData,
+    rows: impl Iterator<Item = &'a SettingRow>,
+) -> Option<&'a SettingRow> {
     let budgets: crate::sweep::grid::Budgets = d
         .run
         .get("budgets")
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
-    d.alternatives
-        .iter()
-        .enumerate()
+    rows.enumerate()
         .filter(|(_, a)| a.num(&["invocations_failed_sum"]).unwrap_or(0.0) == 0.0)
         .filter(|(i, a)| {
             let mut f = super::explorer::rule_figures(a, *i);
@@ -1267,7 +1272,6 @@ fn beating_alternative(d: &RunData) -> Option<&SettingRow> {
             crate::table::summary::meets_budgets(&f, &budgets)
         })
         .filter_map(|(_, a)| Some((a, a.cost_usd()?)))
-        .filter(|(_, c)| *c < rc)
         .min_by(|x, y| x.1.total_cmp(&y.1))
         .map(|(a, _)| a)
 }
@@ -1305,8 +1309,26 @@ fn priced_alternatives(d: &RunData, b: &mut Vec<Block>) {
     if let Some(r) = d.recommended() {
         rows.push(row(format!("recommended: {}", r.label), r));
     }
-    for a in &d.alternatives {
+    for a in d.alternatives.iter().filter(|a| a.is_baseline()) {
         rows.push(row(a.label.clone(), a));
+    }
+    // The best combination (alternative + compaction), when the run replayed them: the
+    // cheapest within the budgets with no failed run.
+    let combos = d.alternatives.iter().filter(|a| !a.is_baseline()).count();
+    if combos > 0 {
+        match best_within_budgets(d, d.alternatives.iter().filter(|a| !a.is_baseline())) {
+            Some(c) => rows.push(row(format!("best combination: {}", c.label), c)),
+            None => rows.push(vec![
+                t(format!(
+                    "best combination: none of the {combos} combinations meets the budgets without a failed run"
+                )),
+                t(""),
+                t(""),
+                t(""),
+                t(""),
+                t(""),
+            ]),
+        }
     }
     b.push(Block::Table {
         head: vec![
@@ -1321,7 +1343,7 @@ fn priced_alternatives(d: &RunData, b: &mut Vec<Block>) {
         numeric: vec![false, true, true, true, true, true],
     });
     b.push(Block::Para(t(
-        "Each alternative is a counterfactual replay of the same sessions through the same ADK 2.13.0 engine and prices (docs/alternatives.md): saved is against the recorded sessions with no compaction. A capped run is not free: every invocation counted as failed raised LlmCallsLimitExceededError in ADK and returned no final answer. Alternatives are replayed with no compaction and are not candidates for the recommendation, which stays a compaction setting. A split session's broken references count the references an earlier part alone held (0 at lossless split points); each new session's first request starts with nothing cached, which can make a split cost more than the tokens it saves suggest.",
+        "Each alternative is a counterfactual replay of the same sessions through the same ADK 2.13.0 engine and prices (docs/alternatives.md): saved is against the recorded sessions with no compaction. A capped run is not free: every invocation counted as failed raised LlmCallsLimitExceededError in ADK and returned no final answer. The rows above are replayed with no compaction (the last, when the run combined them, with its compaction setting); alternatives are not candidates for the recommendation, which stays a compaction setting and names an alternative that beats it. A split session's broken references count the references an earlier part alone held (0 at lossless split points); each new session's first request starts with nothing cached, which can make a split cost more than the tokens it saves suggest.",
     )));
     if let Some(a) = d.alternatives.iter().find(|a| a.alternative == "artifacts") {
         let share = |num: &str, den: &str| match (a.num(&[num]), a.num(&[den])) {

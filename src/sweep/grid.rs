@@ -132,7 +132,14 @@ impl Setting {
                 ),
                 None => a.clone(),
             };
-            return format!("{what} (no compaction)");
+            if self.is_baseline() {
+                return format!("{what} (no compaction)");
+            }
+            let plain = Setting {
+                alternative: None,
+                ..self.clone()
+            };
+            return format!("{what} + {}", plain.label());
         }
         if self.is_baseline() {
             return "no compaction (leave `compaction` out of the manifest)".to_string();
@@ -274,6 +281,9 @@ pub struct GridSpec {
     /// Split rules of the split alternative: `lossless`, `idle=DURATION` (`30m`, `2h`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<AxisSpec>,
+    /// Also replay each alternative combined with each compaction setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub combine: Option<bool>,
 }
 
 /// Limits a recommended setting must meet.
@@ -341,7 +351,8 @@ impl GridSpec {
             tokenizer,
             max_llm_calls,
             artifacts,
-            split
+            split,
+            combine
         );
         if let Some(b) = other.budget {
             let mut mine = self.budget.unwrap_or_default();
@@ -551,6 +562,9 @@ pub struct ResolvedGrid {
     /// Split rules replayed (`lossless`, `idle=30m`), in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub split: Vec<String>,
+    /// Whether each alternative is also replayed with each compaction setting.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub combine: bool,
     #[serde(skip)]
     pub settings: Vec<Setting>,
 }
@@ -905,6 +919,7 @@ impl GridSpec {
             max_llm_calls: Vec::new(),
             artifacts: false,
             split: Vec::new(),
+            combine: self.combine == Some(true),
             settings,
         };
         let splits = match &self.split {
@@ -987,6 +1002,24 @@ impl ResolvedGrid {
                 }
             }
         }
+        if self.combine {
+            // Then every compaction setting with every alternative, in the settings' order.
+            let plain: Vec<Setting> = self
+                .settings
+                .iter()
+                .filter(|s| s.alternative.is_none() && !s.is_baseline())
+                .cloned()
+                .collect();
+            for c in plain {
+                for a in &alts {
+                    self.settings.push(Setting {
+                        setting_id: self.settings.len() as u32,
+                        alternative: Some(a.clone()),
+                        ..c.clone()
+                    });
+                }
+            }
+        }
     }
 
     /// The resolved grid as a grid file: every axis written out as an explicit list, so
@@ -1057,6 +1090,9 @@ impl ResolvedGrid {
         }
         if !self.split.is_empty() {
             out.push_str(&format!("split = {}\n", strs(&self.split)));
+        }
+        if self.combine {
+            out.push_str("combine = true\n");
         }
         if self.budget.broken_references.is_some()
             || self.budget.detail_lost.is_some()

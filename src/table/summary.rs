@@ -417,6 +417,16 @@ pub fn better_alternative<'a>(
         })
 }
 
+/// What to do to deploy a setting of the guide's alternatives, in one line: the
+/// alternative's action, and for a combination the compaction line to paste as well.
+pub fn deploy_text(label: &str, alternative: &str) -> String {
+    let action = alternative_action(alternative);
+    match label.split_once(" + ") {
+        Some((_, compaction)) => format!("{action}, and paste {compaction}"),
+        None => action,
+    }
+}
+
 /// What to do to deploy an alternative, in one line.
 pub fn alternative_action(alternative: &str) -> String {
     if let Some(n) = crate::sweep::grid::parse_cap_alternative(alternative) {

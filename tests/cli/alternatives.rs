@@ -159,7 +159,11 @@ fn a_cap_of_3_on_5_calls_saves_two_calls_and_fails_one_run() {
         std::fs::create_dir_all(d.join("in")).unwrap();
         std::fs::write(d.join("in/ledger.session.json"), s.to_string()).unwrap();
     }
-    sweep(&full, &full.join("in"), &["--max-llm-calls", "3"]);
+    sweep(
+        &full,
+        &full.join("in"),
+        &["--max-llm-calls", "3", "--combine"],
+    );
     sweep(&cut, &cut.join("in"), &["--alternatives", "none"]);
     let set = settings(&full);
     let cap = set
@@ -203,6 +207,31 @@ fn a_cap_of_3_on_5_calls_saves_two_calls_and_fails_one_run() {
     assert_eq!(num(capped, "tokens_saved_gross"), saved);
     let usd = num(recorded, "cost_usd") - num(by_hand, "cost_usd");
     assert!((num(capped, "cost_saved_usd") - usd).abs() < 1e-6);
+
+    // Combined with the compaction setting (--combine): the capped session replayed under it
+    // is the hand-cut session under it, and saved is still against the recorded baseline.
+    let combo = set
+        .iter()
+        .find(|s| s["alternative"] == "max_llm_calls=3" && s["trigger_kind"] == "invocations")
+        .expect("a max_llm_calls=3 + Compaction row");
+    assert!(combo["label"].as_str().unwrap().starts_with(
+        "run_config=RunConfig(max_llm_calls=3) + compaction=Compaction(after_invocations=2"
+    ));
+    let combo = &full_rows[&combo["setting_id"].as_u64().unwrap().to_string()];
+    let by_hand_compacted = &cut_rows["1"];
+    for col in [
+        "model_requests",
+        "prompt_tokens",
+        "summarizer_calls",
+        "cost_usd",
+    ] {
+        assert_eq!(num(combo, col), num(by_hand_compacted, col), "{col}");
+    }
+    assert_eq!(
+        num(combo, "baseline_prompt_tokens"),
+        num(recorded, "prompt_tokens")
+    );
+    assert_eq!(num(combo, "invocations_failed"), 1.0);
 
     // The report prices it beside the recommended setting and lists the failed session.
     let report = std::fs::read_to_string(full.join("run/report.md")).unwrap();
@@ -597,7 +626,7 @@ fn a_winning_lossless_split_is_named_beside_the_recommendation() {
     let svg = std::fs::read_to_string(dir.path().join("run/cost_vs_detail.svg")).unwrap();
     assert!(svg.contains("split:lossless"), "the alternative's label");
     assert!(
-        svg.contains("the guide&apos;s alternatives (no compaction)"),
+        svg.contains("the guide&apos;s alternatives\n</text>"),
         "the alternatives' legend"
     );
 }
