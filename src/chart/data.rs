@@ -54,6 +54,9 @@ pub struct SettingRow {
     /// `references_broken_basis`: `measured`, `estimated`, `none`; empty for runs made
     /// before the column.
     pub references_basis: String,
+    /// The guide's alternative this row replays (`max_llm_calls=25`); empty for compaction
+    /// settings and the baseline.
+    pub alternative: String,
 }
 
 impl SettingRow {
@@ -194,8 +197,14 @@ pub struct Timeline {
 pub struct RunData {
     pub dir: PathBuf,
     pub run: Value,
+    /// The compaction settings and the baselines (what the charts, the frontier and the
+    /// explorer weigh).
     pub settings: Vec<SettingRow>,
-    /// The rows of the recommended setting and of the baselines, in file order, with the
+    /// The rows of the guide's alternatives (settings.json rows with an `alternative`),
+    /// weighed in the report's Alternatives table.
+    pub alternatives: Vec<SettingRow>,
+    /// The rows of the recommended setting and of the baselines (alternatives included), in
+    /// file order, with the
     /// [`RUN_COLUMNS`] only.
     pub runs: Vec<RunRow>,
     /// Distinct `session_id`s over all rows.
@@ -221,6 +230,7 @@ pub const RUN_COLUMNS: &[&str] = &[
     "end_of_run_latency_p95_s",
     "references_broken_share",
     "cost_usd",
+    "invocations_failed",
 ];
 
 /// Sessions kept per setting for the report's drill-down (the explorer in report.html):
@@ -381,14 +391,28 @@ impl RunData {
         digest: Digest,
         timelines: Vec<Timeline>,
     ) -> RunData {
+        let alt: Vec<bool> = settings.iter().map(|s| !s.alternative.is_empty()).collect();
+        fn keep<T>(v: Vec<T>, alt: &[bool]) -> Vec<T> {
+            v.into_iter()
+                .zip(alt)
+                .filter(|(_, a)| !**a)
+                .map(|(x, _)| x)
+                .collect()
+        }
+        let latency = keep(digest.latency, &alt);
+        let worst = keep(digest.worst, &alt);
+        let (alternatives, settings): (Vec<SettingRow>, Vec<SettingRow>) = settings
+            .into_iter()
+            .partition(|s| !s.alternative.is_empty());
         RunData {
             dir: dir.to_path_buf(),
             run,
             settings,
+            alternatives,
             runs: digest.runs,
             sessions: digest.ids.len(),
-            latency: digest.latency,
-            worst: digest.worst,
+            latency,
+            worst,
             timelines,
         }
     }
@@ -567,6 +591,7 @@ pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataErr
             recommended: obj.get("recommended").is_some_and(as_bool),
             numbers,
             references_basis: as_string(obj.get("references_broken_basis")),
+            alternative: as_string(obj.get("alternative")),
         });
     }
     Ok(out)

@@ -22,6 +22,7 @@ const INVOC_C: RGBColor = RGBColor(230, 120, 20);
 const BOTH_C: RGBColor = RGBColor(44, 160, 44);
 const RECO_C: RGBColor = RGBColor(214, 39, 40);
 const FRONT_C: RGBColor = RGBColor(60, 60, 60);
+const ALT_C: RGBColor = RGBColor(148, 103, 189);
 const PALETTE: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(230, 120, 20),
@@ -193,8 +194,14 @@ impl Chart for CostVsDetail<'_> {
                 detail.subtitle
             ),
         )?;
-        let (x0, x1) = min_max(pts.iter().map(|p| p.1)).unwrap_or((0.0, 1.0));
-        let (y0, y1) = min_max(pts.iter().map(|p| p.2)).unwrap_or((0.0, 1.0));
+        // The guide's alternatives (docs/alternatives.md): their own marker, off the frontier.
+        let alts: Vec<(&SettingRow, f64, f64)> = d
+            .alternatives
+            .iter()
+            .filter_map(|s| Some((s, (detail.value)(s)? * 100.0, s.cost_usd()?)))
+            .collect();
+        let (x0, x1) = min_max(pts.iter().chain(&alts).map(|p| p.1)).unwrap_or((0.0, 1.0));
+        let (y0, y1) = min_max(pts.iter().chain(&alts).map(|p| p.2)).unwrap_or((0.0, 1.0));
         let (x0, x1) = padded(x0.min(0.0), x1);
         let (y0, y1) = padded(y0, y1);
         let mut chart = ChartBuilder::on(&area)
@@ -287,6 +294,16 @@ impl Chart for CostVsDetail<'_> {
                 .label("baseline: no compaction")
                 .legend(|(x, y)| TriangleMarker::new((x + 12, y), 8, BLACK.filled()));
         }
+        if !alts.is_empty() {
+            chart
+                .draw_series(
+                    alts.iter()
+                        .map(|p| Cross::new((p.1, p.2), 8, ALT_C.stroke_width(3))),
+                )
+                .map_err(e)?
+                .label("the guide's alternatives")
+                .legend(|(x, y)| Cross::new((x + 12, y), 6, ALT_C.stroke_width(3)));
+        }
         if let Some(r) = pts.iter().find(|p| p.0.recommended) {
             chart
                 .draw_series(std::iter::once(Circle::new(
@@ -324,6 +341,10 @@ impl Chart for CostVsDetail<'_> {
         }
         if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
             labels.push(("baseline".to_string(), (b.1, b.2), BLACK));
+        }
+        // Labelled: the alternatives without compaction (combinations are marked, not named).
+        for a in alts.iter().filter(|a| a.0.is_baseline()) {
+            labels.push((a.0.alternative.clone(), (a.1, a.2), ALT_C));
         }
         // At most ~15 frontier labels, evenly spread (F1 and the last always), so a long
         // frontier stays readable; the report's table lists every one.

@@ -198,6 +198,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                 attachment_tokens: &inputs.attachments,
                 event_facts: None,
                 references: None,
+                attachments_once: false,
             };
             outln!();
             out!("{}", render_metrics(&e.metrics, &cost_model, &ms));

@@ -50,6 +50,20 @@ pub struct SweepArgs {
     /// Print the resolved grid and exit.
     #[arg(long)]
     pub show_grid: bool,
+    /// The guide's alternatives to replay beside compaction (docs/alternatives.md): `all`,
+    /// `cap` (capped runs, RunConfig(max_llm_calls=N)), `artifacts` (attached files sent
+    /// once, as load_artifact would), `split` (sessions cut where nothing is lost, and after
+    /// pauses) or `none`. With `all` or `cap` and no --max-llm-calls, the caps are 10, 25 and
+    /// 50, each kept only when some invocation of the data made more model calls; `artifacts`
+    /// is replayed when some session has an attachment; with no --split, the splits are
+    /// `lossless` and `idle=30m`.
+    #[arg(long, value_name = "WHICH", default_value = "all")]
+    pub alternatives: String,
+    /// Also replay each alternative combined with each compaction setting (e.g.
+    /// `split:lossless + Compaction(...)`): one more setting per (alternative, compaction
+    /// setting), so the sweep takes that many times longer.
+    #[arg(long)]
+    pub combine: bool,
     /// Write runs.csv whatever the run's size (by default only up to 500,000 rows;
     /// runs.parquet always holds every row).
     #[arg(long)]
@@ -105,6 +119,14 @@ pub struct AxisFlags {
     /// Token counter(s): o200k, cl100k, adk-chars.
     #[arg(long, value_name = "LIST")]
     pub tokenizer: Option<String>,
+    /// Caps of the capped-runs alternative, e.g. `10,25,50`: each replays the sessions as
+    /// RunConfig(max_llm_calls=N) would have run them.
+    #[arg(long, value_name = "LIST")]
+    pub max_llm_calls: Option<String>,
+    /// Split rules of the split alternative, e.g. `lossless,idle=30m`: each replays every
+    /// session cut into independent sessions (docs/alternatives.md "Split").
+    #[arg(long, value_name = "LIST")]
+    pub split: Option<String>,
     /// Largest acceptable share of broken references (0..1, mean per session) for the
     /// recommendation [default grid: 0.2].
     #[arg(long, value_name = "X")]
@@ -152,6 +174,10 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         agent_model: text_axis(&args.axes.agent_model),
         client: text_axis(&args.axes.client),
         tokenizer: text_axis(&args.axes.tokenizer),
+        max_llm_calls: text_axis(&args.axes.max_llm_calls),
+        artifacts: None,
+        split: text_axis(&args.axes.split),
+        combine: args.combine.then_some(true),
         budget: if args.axes.budget_broken_references.is_some()
             || args.axes.budget_detail_lost.is_some()
             || args.axes.budget_latency.is_some()
@@ -179,6 +205,32 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         }
     }
     spec.overlay(flags);
+    let which = args.alternatives.as_str();
+    if !matches!(which, "all" | "cap" | "artifacts" | "split" | "none") {
+        return Err(format!(
+            "--alternatives: unknown value `{which}`; use all, cap, artifacts, split or none"
+        ));
+    }
+    let wants = |kind: &str| which == "all" || which == kind;
+    for (kind, flag, given) in [
+        ("cap", "--max-llm-calls", args.axes.max_llm_calls.is_some()),
+        ("split", "--split", args.axes.split.is_some()),
+    ] {
+        if given && !wants(kind) {
+            return Err(format!(
+                "{flag}: --alternatives {which} does not replay it; use --alternatives all or {kind}"
+            ));
+        }
+    }
+    if !wants("cap") {
+        spec.max_llm_calls = None;
+    }
+    if !wants("artifacts") {
+        spec.artifacts = None;
+    }
+    if !wants("split") {
+        spec.split = None;
+    }
     let known_model = |m: &str| costing.knows_model(m);
     let tokenizers = pipeline::tokenizer_names();
     spec.resolve_with_limit(
@@ -192,6 +244,12 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
 }
 
 use super::{install_signal_handler, CANCEL};
+
+/// The caps `--alternatives all|cap` replays when no --max-llm-calls is given.
+pub const DEFAULT_CAPS: [u64; 3] = [10, 25, 50];
+
+/// The split rules `--alternatives all|split` replays when no --split is given.
+pub const DEFAULT_SPLITS: [&str; 2] = ["lossless", "idle=30m"];
 
 fn progress(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
@@ -278,7 +336,7 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     for w in &costing.model.prices.warnings {
         errln!("warning: {w}");
     }
-    let grid = match resolve_grid(&args, &costing) {
+    let mut grid = match resolve_grid(&args, &costing) {
         Ok(g) => g,
         Err(msg) => {
             errln!("error: {}", super::term(&msg));
@@ -342,6 +400,31 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             .iter()
             .map(|i| (i.source.as_str(), i.session_id.as_str(), i.orphan_responses)),
     );
+    if matches!(args.alternatives.as_str(), "all" | "cap") && grid.max_llm_calls.is_empty() {
+        // The default caps, each only where some invocation made more calls (a cap no
+        // invocation reaches would repeat the baseline's row).
+        let longest = catalog
+            .infos
+            .iter()
+            .map(|i| i.max_model_requests_per_invocation)
+            .max()
+            .unwrap_or(0);
+        let caps: Vec<u64> = DEFAULT_CAPS
+            .iter()
+            .copied()
+            .filter(|&n| n < longest)
+            .collect();
+        grid.add_caps(&caps);
+    }
+    if matches!(args.alternatives.as_str(), "all" | "artifacts")
+        && catalog.infos.iter().any(|i| i.attachment_tokens > 0)
+    {
+        // After the caps (grid.toml lists both, and re-resolving adds them in this order).
+        grid.add_artifacts();
+    }
+    if matches!(args.alternatives.as_str(), "all" | "split") && grid.split.is_empty() {
+        grid.add_splits(&DEFAULT_SPLITS.map(String::from));
+    }
     let mut inputs = RunInputs {
         sessions: catalog.infos.clone(),
         inputs: catalog.inputs.clone(),

@@ -154,6 +154,57 @@ pub struct MetricsSetting<'a> {
     /// The session's references when found beforehand ([`SessionReferences::new`]); `None`:
     /// found here.
     pub references: Option<&'a SessionReferences>,
+    /// The `artifacts` alternative (docs/alternatives.md): each attachment is priced in the
+    /// first request that carries its message only, as if a tool had loaded it once.
+    pub attachments_once: bool,
+}
+
+/// Per request, under the `artifacts` alternative: the attachment tokens it no longer sends
+/// (every attachment visible verbatim in it, except in the first request that carries it),
+/// and, where an attachment sent by the previous request is gone, the longest prefix it can
+/// still share with that request (the prompt up to the first such attachment's event).
+fn attachments_sent_once(
+    replay: &Replay,
+    sizes: &SessionSizes,
+    attachment_tokens: &[u64],
+) -> Vec<(u64, Option<u64>)> {
+    let files: Vec<u32> = attachment_tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, &t)| t > 0)
+        .map(|(e, _)| e as u32)
+        .collect();
+    let mut first: Vec<Option<usize>> = vec![None; files.len()];
+    let mut out = Vec::with_capacity(replay.requests.len());
+    let mut prev_sent: Vec<bool> = vec![false; files.len()];
+    for (j, r) in replay.requests.iter().enumerate() {
+        let hidden = replay.hidden(r);
+        let visible = |e: u32| e < r.event_index && !hidden.iter().any(|&(a, b)| a <= e && e <= b);
+        let mut drop = 0u64;
+        let mut broken_at: Option<u32> = None;
+        for (k, &e) in files.iter().enumerate() {
+            let sent = visible(e) && first[k].is_none_or(|f| f == j);
+            if visible(e) {
+                first[k].get_or_insert(j);
+                if !sent {
+                    drop += attachment_tokens[e as usize];
+                }
+            }
+            if prev_sent[k] && !sent {
+                broken_at = Some(broken_at.map_or(e, |b: u32| b.min(e)));
+            }
+            prev_sent[k] = sent;
+        }
+        let cap = broken_at.map(|e| {
+            let before: u64 = (0..e)
+                .filter(|&i| visible(i))
+                .map(|i| sizes.tokens.get(i as usize).copied().unwrap_or(0) as u64)
+                .sum();
+            r.prompt_tokens.saturating_sub(r.history_tokens) + r.summary_tokens + before
+        });
+        out.push((drop, cap));
+    }
+    out
 }
 
 /// Per event, the tokens of its attached files (the guide: a file a user message names
@@ -412,21 +463,32 @@ pub fn compute_metrics(
     let (mut prev_prompt, mut prev_base) = (0, 0);
     let mut compacted = false;
     let (mut hidden, mut history) = (0u64, 0u64);
-    for r in &replay.requests {
+    let once = setting
+        .attachments_once
+        .then(|| attachments_sent_once(replay, sizes, setting.attachment_tokens));
+    let mut unsent = 0u64;
+    for (j, r) in replay.requests.iter().enumerate() {
         compacted |= r.summary_tokens > 0 || r.hidden_tokens > 0 || !r.carried.is_empty();
+        let (drop, cap) = once
+            .as_ref()
+            .and_then(|o| o.get(j).copied())
+            .unwrap_or((0, None));
+        unsent += drop;
+        let prompt = r.prompt_tokens.saturating_sub(drop);
         let shared = if compacted {
             let stable = r.prompt_tokens.saturating_sub(r.history_tokens);
-            (stable + r.shared_prefix_tokens).min(r.prompt_tokens)
+            (stable + r.shared_prefix_tokens).min(prompt)
         } else {
-            prev_prompt.min(r.prompt_tokens)
+            prev_prompt.min(prompt)
         };
-        prev_prompt = r.prompt_tokens;
-        m.prompt_tokens += r.prompt_tokens;
+        let shared = cap.map_or(shared, |c| shared.min(c));
+        prev_prompt = prompt;
+        m.prompt_tokens += prompt;
         hidden += r.hidden_tokens;
         history += r.baseline_history_tokens;
         let row = PricedRequest {
             time_s: time(r.event_index),
-            prompt_tokens: r.prompt_tokens,
+            prompt_tokens: prompt,
             shared_prefix_tokens: shared,
             output_tokens: output_tokens(sizes, r.event_index as usize),
             write_1h_share: share_1h(r.event_index),
@@ -533,6 +595,7 @@ pub fn compute_metrics(
             with,
             attachment_tokens_sent_naive(replay, setting.attachment_tokens)
         );
+        let with = with.saturating_sub(unsent);
         m.attachment_prompt_tokens = with;
         m.attachment_share = if m.prompt_tokens == 0 {
             0.0
@@ -1248,6 +1311,7 @@ mod tests {
             attachment_tokens: &[],
             event_facts: None,
             references: None,
+            attachments_once: false,
         }
     }
 
@@ -1659,6 +1723,7 @@ mod tests {
             attachment_tokens: &[],
             event_facts: None,
             references: None,
+            attachments_once: false,
         };
         let (r, log) = replay_with_client(&inner, &model, &streams, &fake_engine);
         assert_eq!(r.calls[0].result, CallResult::Summary);

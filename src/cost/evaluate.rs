@@ -140,6 +140,9 @@ pub struct CostSetting<'a> {
     pub command_timeout: Duration,
     /// 1-based calls of a deterministic summarizer that fail (the oracle's failures).
     pub fail_calls: Vec<u32>,
+    /// The `artifacts` alternative: each attachment priced once (see
+    /// [`super::compute::MetricsSetting::attachments_once`]).
+    pub attachments_once: bool,
 }
 
 impl<'a> CostSetting<'a> {
@@ -154,6 +157,7 @@ impl<'a> CostSetting<'a> {
             client,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             fail_calls: Vec::new(),
+            attachments_once: false,
         }
     }
 }
@@ -248,6 +252,7 @@ fn evaluate_with(
             .writes_real_text()
             .then(|| inputs.memo.event_facts(session)),
         references: Some(inputs.memo.references(session, &inputs.lines)),
+        attachments_once: setting.attachments_once,
     };
     let (replay, log) = replay_measured(
         summarizer,

@@ -99,4 +99,9 @@ pub struct SessionMetrics {
     pub references_broken_low: u64,
     #[serde(default)]
     pub references_broken_high: u64,
+    /// Invocations that would have failed: under the capped-runs alternative, those whose
+    /// model calls exceeded `max_llm_calls` (ADK raises `LlmCallsLimitExceededError`); 0 for
+    /// every other setting.
+    #[serde(default)]
+    pub invocations_failed: u64,
 }

@@ -190,6 +190,19 @@ impl SessionReferences {
             .as_ref()
     }
 
+    /// Each reference as (the model event making it, the first and the latest earlier event
+    /// holding its fact): what tells whether a session can be cut before an event without
+    /// losing what a later turn uses (docs/alternatives.md "Split").
+    pub fn supports(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
+        self.by_event.iter().enumerate().flat_map(move |(e, r)| {
+            self.refs
+                .get(r.start as usize..r.end as usize)
+                .unwrap_or(&[])
+                .iter()
+                .map(move |x| (e as u32, x.first, x.latest))
+        })
+    }
+
     /// References in the session (over every model event), whatever the setting.
     pub fn len(&self) -> usize {
         self.refs.len()

@@ -367,6 +367,22 @@ fn recommendation(d: &RunData, b: &mut Vec<Block>) {
         closest_settings(d, b);
         return;
     };
+    if let Some(a) = beating_alternative(d) {
+        let m = money(d);
+        b.push(Block::Para(vec![
+            Inline::Strong(format!(
+                "One of the guide's alternatives beats every compaction setting within the budgets: {}.",
+                a.label
+            )),
+            Inline::Text(format!(
+                " It costs {} against {} for the recommended setting, with {} broken references (mean per session) and no failed run. To deploy it: {}. The Alternatives section prices it beside the others; the compaction setting below is the best if you keep the sessions as they are.",
+                opt(a.cost_usd(), m),
+                opt(r.cost_usd(), m),
+                opt(a.broken_references(), fmt_pct),
+                crate::table::summary::deploy_text(&a.label, &a.alternative)
+            )),
+        ]));
+    }
     b.push(Block::Para(t(
         "Paste this line into the agent's MANIFEST (AgentManifest(..., compaction=...)):",
     )));
@@ -1053,6 +1069,7 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Para(t(
         "Compaction is one answer to a long history; the platform guide lists others. Each is suggested below only where this run's data points to it.",
     )));
+    priced_alternatives(d, b);
     let facts = SessionFacts::new(d);
     let reco_rows: Vec<&RunRow> = match d.recommended() {
         Some(r) => d
@@ -1220,6 +1237,182 @@ fn alternatives(d: &RunData, b: &mut Vec<Block>) {
                             Inline::Text(format!(
                                 ": up to {} model calls in one invocation",
                                 int(*m)
+                            )),
+                        ]
+                    })
+                    .collect(),
+            ));
+        }
+    }
+}
+
+/// The alternative that beats the recommended setting: the rule of
+/// [`crate::table::summary::better_alternative`] over settings.json's rows and the run's
+/// budgets.
+fn beating_alternative(d: &RunData) -> Option<&SettingRow> {
+    let rc = d.recommended()?.cost_usd()?;
+    best_within_budgets(d, d.alternatives.iter()).filter(|a| a.cost_usd().is_some_and(|c| c < rc))
+}
+
+/// The cheapest of `rows` that meets the run's budgets with no failed run.
+fn best_within_budgets<'a>(
+    d: &RunData,
+    rows: impl Iterator<Item = &'a SettingRow>,
+) -> Option<&'a SettingRow> {
+    let budgets: crate::sweep::grid::Budgets = d
+        .run
+        .get("budgets")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    rows.enumerate()
+        .filter(|(_, a)| a.num(&["invocations_failed_sum"]).unwrap_or(0.0) == 0.0)
+        .filter(|(i, a)| {
+            let mut f = super::explorer::rule_figures(a, *i);
+            f.baseline = false;
+            crate::table::summary::meets_budgets(&f, &budgets)
+        })
+        .filter_map(|(_, a)| Some((a, a.cost_usd()?)))
+        .min_by(|x, y| x.1.total_cmp(&y.1))
+        .map(|(a, _)| a)
+}
+
+/// The alternatives the sweep replayed, priced like compaction settings: the recommended
+/// setting first, then each alternative, against the recorded sessions with no compaction.
+fn priced_alternatives(d: &RunData, b: &mut Vec<Block>) {
+    b.push(Block::Para(t(
+        "Summarize deliberately, as a tool: not priced, since no transcript records where a person would have called such a tool; to weigh the summarizer class you would write, replay it with --summarizer python:REF (docs/summarizers.md).",
+    )));
+    if d.alternatives.is_empty() {
+        b.push(Block::Para(t(
+            "No alternative was replayed in this run (sweep --alternatives none, or no session where one applies): the sections below only point to the sessions where one might help.",
+        )));
+        return;
+    }
+    let m = money(d);
+    let base = d.baseline();
+    let base_cost = base.and_then(|x| x.cost_usd());
+    let mut rows = Vec::new();
+    let row = |name: String, x: &SettingRow| {
+        let saved = match (base_cost, x.cost_usd()) {
+            (Some(bc), Some(c)) => m(bc - c),
+            _ => "n/a".into(),
+        };
+        vec![
+            t(name),
+            t(opt(x.cost_usd(), m)),
+            t(saved),
+            t(opt(x.broken_references(), fmt_pct)),
+            t(opt(x.critical_hidden(), int)),
+            t(opt(x.num(&["invocations_failed_sum"]), int)),
+        ]
+    };
+    if let Some(r) = d.recommended() {
+        rows.push(row(format!("recommended: {}", r.label), r));
+    }
+    for a in d.alternatives.iter().filter(|a| a.is_baseline()) {
+        rows.push(row(a.label.clone(), a));
+    }
+    // The best combination (alternative + compaction), when the run replayed them: the
+    // cheapest within the budgets with no failed run.
+    let combos = d.alternatives.iter().filter(|a| !a.is_baseline()).count();
+    if combos > 0 {
+        match best_within_budgets(d, d.alternatives.iter().filter(|a| !a.is_baseline())) {
+            Some(c) => rows.push(row(format!("best combination: {}", c.label), c)),
+            None => rows.push(vec![
+                t(format!(
+                    "best combination: none of the {combos} combinations meets the budgets without a failed run"
+                )),
+                t(""),
+                t(""),
+                t(""),
+                t(""),
+                t(""),
+            ]),
+        }
+    }
+    b.push(Block::Table {
+        head: vec![
+            "alternative".into(),
+            "cost (USD, all sessions)".into(),
+            "saved vs none (USD)".into(),
+            "broken references (mean share per session)".into(),
+            "critical hidden (events)".into(),
+            "failed runs (invocations)".into(),
+        ],
+        rows,
+        numeric: vec![false, true, true, true, true, true],
+    });
+    b.push(Block::Para(t(
+        "Each alternative is a counterfactual replay of the same sessions through the same ADK 2.13.0 engine and prices (docs/alternatives.md): saved is against the recorded sessions with no compaction. A capped run is not free: every invocation counted as failed raised LlmCallsLimitExceededError in ADK and returned no final answer. The rows above are replayed with no compaction (the last, when the run combined them, with its compaction setting); alternatives are not candidates for the recommendation, which stays a compaction setting and names an alternative that beats it. A split session's broken references count the references an earlier part alone held (0 at lossless split points); each new session's first request starts with nothing cached, which can make a split cost more than the tokens it saves suggest.",
+    )));
+    if let Some(a) = d.alternatives.iter().find(|a| a.alternative == "artifacts") {
+        let share = |num: &str, den: &str| match (a.num(&[num]), a.num(&[den])) {
+            (Some(n), Some(d)) if d > 0.0 => Some(n / d),
+            _ => None,
+        };
+        let tokens = share("tokens_saved_gross_sum", "baseline_prompt_tokens_sum");
+        let dollars = share("cost_saved_usd_sum", "baseline_cost_usd_sum");
+        let mut line = String::from(
+            "Files loaded once as artifacts: each attached file is priced in the first request after the message that names it only, not in every request while the message is in the history; a later reference to a fact only the file held is not counted as broken (facts are found per event, not per file).",
+        );
+        if let (Some(tk), Some(usd)) = (tokens, dollars) {
+            line.push_str(&format!(
+                " It removes {} of the prompt tokens and {} of the dollars.",
+                fmt_pct(tk),
+                fmt_pct(usd)
+            ));
+            if usd < tk / 2.0 {
+                line.push_str(" The saving in dollars is small because prompt caching already bills a file re-sent in a cached prefix at the cached-input rate.");
+            }
+        }
+        b.push(Block::Para(t(line)));
+    }
+    // Which invocations fail, per session, for the tightest cap.
+    if let Some(tight) = d
+        .alternatives
+        .iter()
+        .filter(|a| a.alternative.starts_with("max_llm_calls="))
+        .min_by_key(|a| {
+            a.alternative
+                .trim_start_matches("max_llm_calls=")
+                .parse::<u64>()
+                .unwrap_or(u64::MAX)
+        })
+    {
+        let mut hit: Vec<(&RunRow, f64)> = d
+            .runs
+            .iter()
+            .filter(|r| r.setting_id == tight.setting_id)
+            .filter_map(|r| {
+                let n = r.num("invocations_failed")?;
+                (n > 0.0).then_some((r, n))
+            })
+            .collect();
+        hit.sort_by(|a, c| {
+            c.1.total_cmp(&a.1)
+                .then(a.0.session_id.cmp(&c.0.session_id))
+        });
+        if !hit.is_empty() {
+            b.push(Block::Para(t(format!(
+                "Under {} these sessions' runs would have failed{}:",
+                tight.alternative,
+                if hit.len() > 10 {
+                    " (the 10 with most failures)"
+                } else {
+                    ""
+                }
+            ))));
+            b.push(Block::List(
+                hit.iter()
+                    .take(10)
+                    .map(|(r, n)| {
+                        vec![
+                            Inline::Text("session ".into()),
+                            Inline::Code(r.session_id.clone()),
+                            Inline::Text(format!(
+                                ": {} failed invocation{}",
+                                int(*n),
+                                if *n == 1.0 { "" } else { "s" }
                             )),
                         ]
                     })

@@ -38,6 +38,7 @@ pub fn rule_figures(s: &SettingRow, index: usize) -> RuleFigures {
     RuleFigures {
         setting_id: s.setting_id.parse().unwrap_or(index as u32),
         baseline: s.is_baseline(),
+        alternative: !s.alternative.is_empty(),
         cost: n("cost_usd_sum"),
         broken_references: n("references_broken_share_mean"),
         detail_lost: n("detail_lost_mean"),
@@ -282,6 +283,7 @@ mod tests {
             figures.push(RuleFigures {
                 setting_id: i,
                 baseline: i == 0,
+                alternative: false,
                 cost: (h(1) * 10.0).round() / 10.0,
                 broken_references: (h(2) * 5.0).round() / 5.0,
                 detail_lost: h(3),

@@ -83,16 +83,64 @@ pub struct Setting {
     pub agent_model: String,
     pub client: ClientMode,
     pub tokenizer: String,
+    /// The guide's alternative replayed instead of the recorded session (e.g.
+    /// `max_llm_calls=25`); `None` for a plain compaction setting or the baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternative: Option<String>,
+}
+
+/// The `alternative` text of a capped-runs setting.
+pub fn cap_alternative(n: u64) -> String {
+    format!("max_llm_calls={n}")
+}
+
+/// The `alternative` text of the files-as-artifacts setting.
+pub const ARTIFACTS: &str = "artifacts";
+
+/// The cap N of an `alternative` text written by [`cap_alternative`].
+pub fn parse_cap_alternative(a: &str) -> Option<u64> {
+    a.strip_prefix("max_llm_calls=")?.parse().ok()
 }
 
 impl Setting {
+    /// No compaction: the baseline and the alternatives replayed without compaction (the
+    /// recommendation rule never picks these; see [`Setting::is_plain_baseline`]).
     pub fn is_baseline(&self) -> bool {
         self.trigger_kind == TriggerKind::None
+    }
+
+    /// The recorded sessions with no compaction: what every "saved" is measured against.
+    pub fn is_plain_baseline(&self) -> bool {
+        self.is_baseline() && self.alternative.is_none()
     }
 
     /// The line to paste into the manifest, e.g.
     /// `compaction=Compaction(after_tokens=80_000, keep_recent_events=20)`.
     pub fn label(&self) -> String {
+        if let Some(a) = &self.alternative {
+            let what = match parse_cap_alternative(a) {
+                Some(n) => format!("run_config=RunConfig(max_llm_calls={n})"),
+                None if a == ARTIFACTS => {
+                    "attached files loaded once with load_artifact".to_string()
+                }
+                None if a == "split:lossless" => {
+                    "a new session at every lossless split point".to_string()
+                }
+                None if a.starts_with("split:idle=") => format!(
+                    "a new session after every pause longer than {}",
+                    a.trim_start_matches("split:idle=")
+                ),
+                None => a.clone(),
+            };
+            if self.is_baseline() {
+                return format!("{what} (no compaction)");
+            }
+            let plain = Setting {
+                alternative: None,
+                ..self.clone()
+            };
+            return format!("{what} + {}", plain.label());
+        }
         if self.is_baseline() {
             return "no compaction (leave `compaction` out of the manifest)".to_string();
         }
@@ -223,6 +271,19 @@ pub struct GridSpec {
     pub tokenizer: Option<AxisSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budgets>,
+    /// Caps of the capped-runs alternative (`RunConfig(max_llm_calls=N)`), each replayed as
+    /// its own no-compaction setting after the compaction settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_llm_calls: Option<AxisSpec>,
+    /// Replay the files-as-artifacts alternative (after the caps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<bool>,
+    /// Split rules of the split alternative: `lossless`, `idle=DURATION` (`30m`, `2h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<AxisSpec>,
+    /// Also replay each alternative combined with each compaction setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub combine: Option<bool>,
 }
 
 /// Limits a recommended setting must meet.
@@ -287,7 +348,11 @@ impl GridSpec {
             summarizer,
             agent_model,
             client,
-            tokenizer
+            tokenizer,
+            max_llm_calls,
+            artifacts,
+            split,
+            combine
         );
         if let Some(b) = other.budget {
             let mut mine = self.budget.unwrap_or_default();
@@ -488,6 +553,18 @@ pub struct ResolvedGrid {
     pub client: Vec<ClientMode>,
     pub tokenizer: Vec<String>,
     pub budget: Budgets,
+    /// Caps of the capped-runs alternative, ascending (empty: none replayed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub max_llm_calls: Vec<u64>,
+    /// Whether the files-as-artifacts alternative is replayed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub artifacts: bool,
+    /// Split rules replayed (`lossless`, `idle=30m`), in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split: Vec<String>,
+    /// Whether each alternative is also replayed with each compaction setting.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub combine: bool,
     #[serde(skip)]
     pub settings: Vec<Setting>,
 }
@@ -774,6 +851,7 @@ impl GridSpec {
                     agent_model: model.clone(),
                     client: clients[0],
                     tokenizer: tok.clone(),
+                    alternative: None,
                 });
             }
         }
@@ -811,6 +889,7 @@ impl GridSpec {
                                         agent_model: model.clone(),
                                         client,
                                         tokenizer: tok.clone(),
+                                        alternative: None,
                                     });
                                 }
                             }
@@ -819,7 +898,14 @@ impl GridSpec {
                 }
             }
         }
-        Ok(ResolvedGrid {
+        let caps = match &self.max_llm_calls {
+            Some(spec) => parse_numeric_axis("max_llm_calls", spec)?,
+            None => Vec::new(),
+        };
+        if caps.first() == Some(&0) {
+            return err("grid axis max_llm_calls: value `0` disables the cap in ADK (RunConfig enforces only a positive max_llm_calls); use 1 or more");
+        }
+        let mut grid = ResolvedGrid {
             trigger: triggers,
             after_tokens,
             keep_recent_events: keep_recent,
@@ -830,12 +916,112 @@ impl GridSpec {
             client: clients,
             tokenizer: tokenizers,
             budget,
+            max_llm_calls: Vec::new(),
+            artifacts: false,
+            split: Vec::new(),
+            combine: self.combine == Some(true),
             settings,
-        })
+        };
+        let splits = match &self.split {
+            Some(spec) => {
+                let v = parse_text_axis("split", spec)?;
+                for r in &v {
+                    if crate::sweep::alternatives::parse_split(&format!("split:{r}")).is_none() {
+                        return err(format!("grid axis split: unknown value `{r}`; use lossless or idle=DURATION (e.g. idle=30m, idle=2h)"));
+                    }
+                }
+                v
+            }
+            None => Vec::new(),
+        };
+        grid.max_llm_calls = caps;
+        grid.artifacts = self.artifacts == Some(true);
+        grid.split = splits;
+        grid.rebuild_alternatives();
+        Ok(grid)
     }
 }
 
 impl ResolvedGrid {
+    /// Add the files-as-artifacts alternative (see [`ResolvedGrid::rebuild_alternatives`]).
+    pub fn add_artifacts(&mut self) {
+        self.artifacts = true;
+        self.rebuild_alternatives();
+    }
+
+    /// Add capped-runs alternatives, one per cap (see [`ResolvedGrid::rebuild_alternatives`]).
+    pub fn add_caps(&mut self, caps: &[u64]) {
+        self.max_llm_calls
+            .extend(caps.iter().copied().filter(|&c| c > 0));
+        self.max_llm_calls.sort_unstable();
+        self.max_llm_calls.dedup();
+        self.rebuild_alternatives();
+    }
+
+    /// Add split alternatives (`lossless`, `idle=30m`), kept in the order first given.
+    pub fn add_splits(&mut self, rules: &[String]) {
+        for r in rules {
+            if !self.split.contains(r) {
+                self.split.push(r.clone());
+            }
+        }
+        self.rebuild_alternatives();
+    }
+
+    /// The alternative settings again, after every compaction setting (whose ids never move)
+    /// and in one order whatever the order they were added in: per (tokenizer, agent model),
+    /// the caps ascending, then artifacts, then the splits. A grid re-resolved from grid.toml
+    /// (what `merge` does) so gets the same ids.
+    fn rebuild_alternatives(&mut self) {
+        self.settings.retain(|s| s.alternative.is_none());
+        let mut alts: Vec<String> = self
+            .max_llm_calls
+            .iter()
+            .map(|&n| cap_alternative(n))
+            .collect();
+        if self.artifacts {
+            alts.push(ARTIFACTS.to_string());
+        }
+        alts.extend(self.split.iter().map(|r| format!("split:{r}")));
+        for tok in self.tokenizer.clone() {
+            for model in self.agent_model.clone() {
+                for a in &alts {
+                    self.settings.push(Setting {
+                        setting_id: self.settings.len() as u32,
+                        trigger_kind: TriggerKind::None,
+                        after_tokens: None,
+                        keep_recent_events: None,
+                        after_invocations: None,
+                        overlap: None,
+                        summarizer: None,
+                        agent_model: model.clone(),
+                        client: self.client[0],
+                        tokenizer: tok.clone(),
+                        alternative: Some(a.clone()),
+                    });
+                }
+            }
+        }
+        if self.combine {
+            // Then every compaction setting with every alternative, in the settings' order.
+            let plain: Vec<Setting> = self
+                .settings
+                .iter()
+                .filter(|s| s.alternative.is_none() && !s.is_baseline())
+                .cloned()
+                .collect();
+            for c in plain {
+                for a in &alts {
+                    self.settings.push(Setting {
+                        setting_id: self.settings.len() as u32,
+                        alternative: Some(a.clone()),
+                        ..c.clone()
+                    });
+                }
+            }
+        }
+    }
+
     /// The resolved grid as a grid file: every axis written out as an explicit list, so
     /// re-resolving it gives the same settings in the same order (what `merge` relies on).
     pub fn to_toml(&self) -> String {
@@ -896,6 +1082,18 @@ impl ResolvedGrid {
             )
         ));
         out.push_str(&format!("tokenizer = {}\n", strs(&self.tokenizer)));
+        if !self.max_llm_calls.is_empty() {
+            out.push_str(&format!("max_llm_calls = {}\n", nums(&self.max_llm_calls)));
+        }
+        if self.artifacts {
+            out.push_str("artifacts = true\n");
+        }
+        if !self.split.is_empty() {
+            out.push_str(&format!("split = {}\n", strs(&self.split)));
+        }
+        if self.combine {
+            out.push_str("combine = true\n");
+        }
         if self.budget.broken_references.is_some()
             || self.budget.detail_lost.is_some()
             || self.budget.latency_s.is_some()
@@ -916,12 +1114,26 @@ impl ResolvedGrid {
 
     /// Human summary for `--show-grid`.
     pub fn describe(&self) -> String {
-        let baselines = self.settings.iter().filter(|s| s.is_baseline()).count();
+        let baselines = self
+            .settings
+            .iter()
+            .filter(|s| s.is_plain_baseline())
+            .count();
+        let alternatives = self
+            .settings
+            .iter()
+            .filter(|s| s.alternative.is_some())
+            .count();
+        let alt = if alternatives > 0 {
+            format!(" + {alternatives} alternative")
+        } else {
+            String::new()
+        };
         format!(
-            "{}\n# {} settings ({} compaction + {} no-compaction baseline)\n",
+            "{}\n# {} settings ({} compaction + {} no-compaction baseline{alt})\n",
             self.to_toml(),
             self.settings.len(),
-            self.settings.len() - baselines,
+            self.settings.len() - baselines - alternatives,
             baselines
         )
     }

@@ -1,5 +1,6 @@
 //! Sweeps: grid axes, the work list over (session, setting), rayon, shards.
 
+pub mod alternatives;
 pub mod grid;
 pub mod pipeline;
 pub mod run;

@@ -209,11 +209,27 @@ struct Sized {
     tok: Tokenizer,
     sizes: SessionSizes,
     inputs: SessionCostInputs,
+    /// Each event's token count (what `sizes` was built from; empty when counted as
+    /// adk-chars), kept to size the session's counterfactuals without counting again.
+    counts: Vec<u32>,
 }
 
 struct Prepared {
     session: std::sync::Arc<Session>,
     sized: Vec<Sized>,
+    /// Counterfactual sessions of the guide's alternatives by (alternative, tokenizer),
+    /// built on first use and shared by every setting that replays them; dropped with the
+    /// window, so memory stays that of one window.
+    variants: std::sync::Mutex<HashMap<(String, String), std::sync::Arc<Counterfactual>>>,
+}
+
+/// One alternative's session (or, for a split, its parts, each replayed as a session of
+/// its own), sized for one tokenizer.
+struct Counterfactual {
+    parts: Vec<(std::sync::Arc<Session>, Sized)>,
+    invocations_failed: u64,
+    /// References the cut breaks (a split's: facts only earlier parts held).
+    references_cut: u64,
 }
 
 /// Prepared sessions, ready to replay: each `evaluate` is one engine replay (two or more
@@ -692,9 +708,14 @@ impl Counted {
                         tok,
                         sizes: SessionSizes::new(&session, Some(&c[k])),
                         inputs: SessionCostInputs::new(&session, tok),
+                        counts: c[k].clone(),
                     })
                     .collect();
-                Prepared { session, sized }
+                Prepared {
+                    session,
+                    sized,
+                    variants: Default::default(),
+                }
             })
             .collect();
         self.times.size_s += t2.elapsed().as_secs_f64();
@@ -802,7 +823,78 @@ impl PipelineEval {
         Ok(s)
     }
 
-    /// One replay of `session` under `setting`, with what the metrics need.
+    /// The counterfactual session of `alternative` for `p` under tokenizer `sized.tok`,
+    /// built once per window.
+    fn counterfactual(
+        &self,
+        p: &Prepared,
+        sized: &Sized,
+        alternative: &str,
+    ) -> Result<std::sync::Arc<Counterfactual>, String> {
+        let key = (alternative.to_string(), sized.tok.name().to_string());
+        if let Some(c) = p
+            .variants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(c.clone());
+        }
+        use super::alternatives as alt;
+        let (variants, failed, cut) =
+            if let Some(n) = super::grid::parse_cap_alternative(alternative) {
+                let v = alt::cap_llm_calls(&p.session, n);
+                let failed = v.failed_invocations.len() as u64;
+                (vec![v], failed, 0)
+            } else if let Some(rule) = alt::parse_split(alternative) {
+                let refs = sized
+                    .inputs
+                    .memo
+                    .references(&p.session, &sized.inputs.lines);
+                let points = alt::split_points(&p.session, refs.supports(), rule);
+                let cut = alt::references_cut(refs.supports(), &points);
+                (alt::split_at(&p.session, &points), 0, cut)
+            } else {
+                return Err(format!("unknown alternative `{alternative}`"));
+            };
+        let parts = variants
+            .into_iter()
+            .map(|mut v| {
+                alt::drop_removed_from_usage(&mut v, &sized.sizes.tokens);
+                let counts: Vec<u32> = if sized.counts.len() == p.session.events.len() {
+                    v.kept.iter().map(|&i| sized.counts[i as usize]).collect()
+                } else {
+                    Vec::new()
+                };
+                let sizes =
+                    SessionSizes::new(&v.session, (!counts.is_empty()).then_some(&counts[..]));
+                let inputs = SessionCostInputs::new(&v.session, sized.tok);
+                (
+                    std::sync::Arc::new(v.session),
+                    Sized {
+                        tok: sized.tok,
+                        sizes,
+                        inputs,
+                        counts,
+                    },
+                )
+            })
+            .collect();
+        let c = std::sync::Arc::new(Counterfactual {
+            parts,
+            invocations_failed: failed,
+            references_cut: cut,
+        });
+        p.variants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, c.clone());
+        Ok(c)
+    }
+
+    /// One replay of `session` under `setting`, with what the metrics need. An alternative
+    /// replays its counterfactual session and is measured against the recorded session's
+    /// no-compaction baseline.
     fn replay(
         &self,
         session: usize,
@@ -816,9 +908,69 @@ impl PipelineEval {
             .iter()
             .find(|s| s.tok.name() == setting.tokenizer)
             .ok_or_else(|| format!("tokenizer `{}` was not counted", setting.tokenizer))?;
+        let Some(alternative) = &setting.alternative else {
+            return self.replay_on(session, &p.session, sized, setting, false);
+        };
+        if alternative == super::grid::ARTIFACTS {
+            // The recorded session, each attachment priced once: its baseline columns are
+            // already the recorded session's.
+            return self.replay_on(session, &p.session, sized, setting, true);
+        }
+        let c = self.counterfactual(p, sized, alternative)?;
+        let mut replays = Vec::with_capacity(c.parts.len());
+        let mut metrics = Vec::with_capacity(c.parts.len());
+        for (s, z) in &c.parts {
+            let (r, m) = self.replay_on(session, s, z, setting, false)?;
+            replays.push(r);
+            metrics.push(m);
+        }
+        let mut m = if metrics.len() == 1 {
+            metrics.pop().unwrap_or_default()
+        } else {
+            super::alternatives::sum_parts(&metrics)
+        };
+        super::alternatives::add_cut_references(&mut m, c.references_cut);
+        // The first part's replay stands for the session's timeline (an alternative is never
+        // drawn: timelines are the baseline's and the recommended setting's).
+        let r = replays.into_iter().next().unwrap_or_default();
+        let plain = Setting {
+            trigger_kind: super::grid::TriggerKind::None,
+            after_tokens: None,
+            keep_recent_events: None,
+            after_invocations: None,
+            overlap: None,
+            summarizer: None,
+            alternative: None,
+            ..setting.clone()
+        };
+        let (_, base) = self.replay_on(session, &p.session, sized, &plain, false)?;
+        let agent = self.cost.latency.for_model(self.agent_model(p, setting));
+        super::alternatives::rebase(&mut m, &base, |t| agent.prefill_seconds(t));
+        m.invocations_failed = c.invocations_failed;
+        Ok((r, m))
+    }
+
+    fn agent_model<'a>(&self, p: &'a Prepared, setting: &'a Setting) -> &'a str {
+        if setting.agent_model == "recorded" {
+            p.session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL)
+        } else {
+            setting.agent_model.as_str()
+        }
+    }
+
+    /// One engine replay of `session` (the recorded one or a counterfactual) under
+    /// `setting`'s compaction, priced (each attachment once when `attachments_once`).
+    fn replay_on(
+        &self,
+        session: usize,
+        s: &Session,
+        sized: &Sized,
+        setting: &Setting,
+        attachments_once: bool,
+    ) -> Result<(Replay, SessionMetrics), String> {
         let spec = self.spec(setting.summarizer.as_deref().unwrap_or("agent"))?;
         let agent_model: Option<&str> = if setting.agent_model == "recorded" {
-            Some(p.session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL))
+            Some(s.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL))
         } else {
             Some(setting.agent_model.as_str())
         };
@@ -834,15 +986,9 @@ impl PipelineEval {
         };
         let mut cs = CostSetting::new(&spec, agent_model, client);
         cs.command_timeout = self.summarizer_timeout;
-        let run = |s: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, s);
-        let e = evaluate(
-            &p.session,
-            &sized.sizes,
-            &sized.inputs,
-            &self.cost,
-            &cs,
-            &run,
-        )?;
+        cs.attachments_once = attachments_once;
+        let run = |su: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, su);
+        let e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)?;
         if !e.summarizer_errors.is_empty() {
             self.errors
                 .lock()

@@ -110,6 +110,7 @@ macro_rules! for_each_metric {
         );
         $m!(references_broken_low, Count, "references", TOTAL);
         $m!(references_broken_high, Count, "references", TOTAL);
+        $m!(invocations_failed, Count, "invocations", TOTAL);
     };
 }
 

@@ -263,6 +263,13 @@ pub fn settings_frame(summaries: &[SettingSummary]) -> Result<DataFrame> {
             .collect::<Vec<_>>(),
     ));
     cols.push(Column::new(
+        "alternative".into(),
+        summaries
+            .iter()
+            .map(|s| s.setting.alternative.as_deref().unwrap_or(""))
+            .collect::<Vec<_>>(),
+    ));
+    cols.push(Column::new(
         "sessions".into(),
         summaries.iter().map(|s| s.sessions).collect::<Vec<_>>(),
     ));
@@ -366,6 +373,10 @@ pub fn settings_json(summaries: &[SettingSummary]) -> Result<String> {
         o.insert("tokenizer".into(), st.tokenizer.clone().into());
         o.insert("setting_id".into(), st.setting_id.into());
         o.insert("label".into(), s.label.clone().into());
+        o.insert(
+            "alternative".into(),
+            st.alternative.clone().unwrap_or_default().into(),
+        );
         o.insert("sessions".into(), s.sessions.into());
         o.insert("cost_complete".into(), s.cost_complete.into());
         o.insert(

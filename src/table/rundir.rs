@@ -97,6 +97,9 @@ pub struct Outcome {
     /// `Err(one-line message)` when budgets rule out every setting.
     pub recommendation: std::result::Result<SettingSummary, String>,
     pub baseline: Option<SettingSummary>,
+    /// The guide's alternative that beats the recommendation within the budgets
+    /// ([`super::summary::better_alternative`]).
+    pub better_alternative: Option<SettingSummary>,
 }
 
 fn key_numbers(s: &SettingSummary) -> serde_json::Value {
@@ -150,9 +153,17 @@ fn outcome_of(summaries: Vec<SettingSummary>, budgets: &Budgets) -> Outcome {
     };
     let baseline = match &recommendation {
         Ok(r) => baseline_for(&summaries, &r.setting).cloned(),
-        Err(_) => summaries.iter().find(|s| s.setting.is_baseline()).cloned(),
+        Err(_) => summaries
+            .iter()
+            .find(|s| s.setting.is_plain_baseline())
+            .cloned(),
     };
+    let better_alternative = recommendation
+        .as_ref()
+        .ok()
+        .and_then(|r| super::summary::better_alternative(&summaries, r, budgets).cloned());
     Outcome {
+        better_alternative,
         summaries,
         recommendation,
         baseline,
@@ -616,6 +627,19 @@ pub fn recommendation_lines(out: &Outcome) -> Vec<String> {
                 if r.cost() >= b.cost() {
                     lines.push("  note: no compaction setting in this grid is cheaper than no compaction on these sessions".into());
                 }
+            }
+            if let Some(a) = &out.better_alternative {
+                lines.push(format!(
+                    "  the guide's alternative beats it: {}: ${:.4} (${:.4} less), references broken {:.1}% (mean), no failed run; to deploy it: {}",
+                    a.label,
+                    a.cost(),
+                    r.cost() - a.cost(),
+                    100.0 * a.broken_references(),
+                    super::summary::deploy_text(
+                        &a.label,
+                        a.setting.alternative.as_deref().unwrap_or("")
+                    )
+                ));
             }
         }
         Err(m) => lines.push(m.clone()),

@@ -215,16 +215,25 @@ pub fn summarize_by<E>(
         .collect();
 
     // Pareto: no other setting is at most as costly and at most as lossy, and better in one.
-    let points: Vec<(f64, f64)> = out
+    // Over the compaction settings and the baseline only: an alternative's row is weighed in
+    // the report's Alternatives table, not on the frontier of `Compaction(...)` settings.
+    let points: Vec<Option<(f64, f64)>> = out
         .iter()
-        .map(|s| (s.cost(), s.broken_references()))
+        .map(|s| {
+            s.setting
+                .alternative
+                .is_none()
+                .then(|| (s.cost(), s.broken_references()))
+        })
         .collect();
     for (i, s) in out.iter_mut().enumerate() {
-        let (c, d) = points[i];
-        s.pareto = !points
-            .iter()
-            .enumerate()
-            .any(|(j, &(c2, d2))| j != i && c2 <= c && d2 <= d && (c2 < c || d2 < d));
+        let Some((c, d)) = points[i] else {
+            s.within_budget = false;
+            continue;
+        };
+        s.pareto = !points.iter().enumerate().any(|(j, p)| {
+            p.is_some_and(|(c2, d2)| j != i && c2 <= c && d2 <= d && (c2 < c || d2 < d))
+        });
         s.within_budget = meets_budgets(&s.rule_figures(), budgets);
     }
 
@@ -313,6 +322,8 @@ pub fn summarize_parquet(
 pub struct RuleFigures {
     pub setting_id: u32,
     pub baseline: bool,
+    /// One of the guide's alternatives (never recommended; ranked after the baselines).
+    pub alternative: bool,
     /// `cost_usd_sum`, USD over all sessions.
     pub cost: f64,
     /// `references_broken_share_mean`, 0..1.
@@ -328,6 +339,7 @@ impl SettingSummary {
         RuleFigures {
             setting_id: self.setting.setting_id,
             baseline: self.setting.is_baseline(),
+            alternative: self.setting.alternative.is_some(),
             cost: self.cost(),
             broken_references: self.broken_references(),
             detail_lost: self.detail_lost(),
@@ -349,7 +361,9 @@ pub fn meets_budgets(f: &RuleFigures, b: &Budgets) -> bool {
 /// references, then id; then those out of budget the same way; baselines last.
 pub fn rank_order(figures: &[RuleFigures], b: &Budgets) -> Vec<usize> {
     let group = |f: &RuleFigures| {
-        if f.baseline {
+        if f.alternative {
+            3
+        } else if f.baseline {
             2
         } else if meets_budgets(f, b) {
             0
@@ -377,6 +391,59 @@ pub fn pick(figures: &[RuleFigures], b: &Budgets) -> Option<usize> {
         .filter(|&i| meets_budgets(&figures[i], b))
 }
 
+/// The guide's alternative that beats the recommended setting (`None` when there is no
+/// recommendation or none does): within every budget (its figures read as a compacting
+/// setting's), no failed run (a cap that stops runs is never named, whatever it saves), and
+/// cheaper than the recommended setting; the cheapest such, then by id.
+pub fn better_alternative<'a>(
+    summaries: &'a [SettingSummary],
+    recommended: &SettingSummary,
+    b: &Budgets,
+) -> Option<&'a SettingSummary> {
+    summaries
+        .iter()
+        .filter(|s| s.setting.alternative.is_some())
+        .filter(|s| s.get("invocations_failed_sum").unwrap_or(0.0) == 0.0)
+        .filter(|s| {
+            let mut f = s.rule_figures();
+            f.baseline = false;
+            meets_budgets(&f, b)
+        })
+        .filter(|s| s.cost() < recommended.cost())
+        .min_by(|x, y| {
+            x.cost()
+                .total_cmp(&y.cost())
+                .then(x.setting.setting_id.cmp(&y.setting.setting_id))
+        })
+}
+
+/// What to do to deploy a setting of the guide's alternatives, in one line: the
+/// alternative's action, and for a combination the compaction line to paste as well.
+pub fn deploy_text(label: &str, alternative: &str) -> String {
+    let action = alternative_action(alternative);
+    match label.split_once(" + ") {
+        Some((_, compaction)) => format!("{action}, and paste {compaction}"),
+        None => action,
+    }
+}
+
+/// What to do to deploy an alternative, in one line.
+pub fn alternative_action(alternative: &str) -> String {
+    if let Some(n) = crate::sweep::grid::parse_cap_alternative(alternative) {
+        return format!("pass run_config=RunConfig(max_llm_calls={n}) to the runner");
+    }
+    if alternative == crate::sweep::grid::ARTIFACTS {
+        return "save attached files as artifacts and read them with a load_artifact tool instead of attaching them to the message".into();
+    }
+    if alternative == "split:lossless" {
+        return "start a new session (a new session id) when the task changes, at the points where no later turn uses an earlier fact".into();
+    }
+    if let Some(d) = alternative.strip_prefix("split:idle=") {
+        return format!("start a new session (a new session id) after a pause longer than {d}");
+    }
+    alternative.to_string()
+}
+
 /// The recommended setting, or the one closest to the budgets when none meets them
 /// (smallest worst ratio of value to limit).
 pub fn recommended(summaries: &[SettingSummary]) -> Option<&SettingSummary> {
@@ -400,7 +467,7 @@ pub fn closest_to_budget<'a>(
     };
     summaries
         .iter()
-        .filter(|s| !s.setting.is_baseline())
+        .filter(|s| !s.setting.is_baseline() && s.setting.alternative.is_none())
         .min_by(|x, y| {
             excess(x)
                 .total_cmp(&excess(y))
@@ -415,7 +482,7 @@ pub fn baseline_for<'a>(
     s: &Setting,
 ) -> Option<&'a SettingSummary> {
     summaries.iter().find(|b| {
-        b.setting.is_baseline()
+        b.setting.is_plain_baseline()
             && b.setting.agent_model == s.agent_model
             && b.setting.tokenizer == s.tokenizer
     })
@@ -483,6 +550,65 @@ mod tests {
                 ..Default::default()
             },
         }
+    }
+
+    /// Issue 27: an alternative is named when it meets the budgets, fails no run and costs
+    /// less than the recommended setting; it never takes the recommendation or the frontier.
+    #[test]
+    fn an_alternative_is_named_only_when_it_beats_the_recommendation_without_failed_runs() {
+        let k = Known {
+            model: &|_| true,
+            tokenizers: &["o200k"],
+        };
+        let settings = GridSpec::from_toml(
+            "g",
+            "after_tokens=[1000]\nkeep_recent_events=[1]\nmax_llm_calls=[3]\nsplit=['lossless']",
+        )
+        .unwrap()
+        .resolve(&k)
+        .unwrap()
+        .settings;
+        let alt = |a: &str| {
+            settings
+                .iter()
+                .find(|s| s.alternative.as_deref() == Some(a))
+                .unwrap()
+                .setting_id
+        };
+        let (cap, split) = (alt("max_llm_calls=3"), alt("split:lossless"));
+        let budgets = Budgets {
+            broken_references: Some(0.2),
+            ..Default::default()
+        };
+        let run = |split_cost: f64, split_lost: f64| {
+            let mut rows = vec![row(0, 0, 10.0, 0.0, 0), row(0, 1, 5.0, 0.1, 2)];
+            let mut capped = row(0, cap, 1.0, 0.0, 0);
+            capped.metrics.invocations_failed = 2;
+            rows.push(capped);
+            rows.push(row(0, split, split_cost, split_lost, 0));
+            summarize(&settings, &rows, &budgets)
+        };
+        let s = run(3.0, 0.0);
+        let r = recommended(&s).unwrap();
+        assert_eq!(
+            r.setting.setting_id, 1,
+            "the recommendation stays a compaction setting"
+        );
+        assert!(s
+            .iter()
+            .filter(|x| x.setting.alternative.is_some())
+            .all(|x| !x.pareto));
+        let named = better_alternative(&s, r, &budgets).unwrap();
+        assert_eq!(
+            named.setting.setting_id, split,
+            "the cheaper cap fails runs"
+        );
+        assert!(alternative_action("split:lossless").contains("new session"));
+        // Dearer than the recommendation, or over the budget: not named.
+        let s = run(6.0, 0.0);
+        assert!(better_alternative(&s, recommended(&s).unwrap(), &budgets).is_none());
+        let s = run(3.0, 0.5);
+        assert!(better_alternative(&s, recommended(&s).unwrap(), &budgets).is_none());
     }
 
     #[test]

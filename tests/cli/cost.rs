@@ -279,6 +279,7 @@ mod with_engine {
             attachment_tokens: &inputs.attachments,
             event_facts: None,
             references: None,
+            attachments_once: false,
         };
         insta::assert_snapshot!(compaction_sim::cost::render_metrics(
             &e.metrics, &model, &ms

@@ -501,6 +501,9 @@ fn a_timeout_is_a_failed_call_listed_in_run_json_and_the_report() {
             "0.5",
             "--live-concurrency",
             "8",
+            // Only compaction rows: the guide's alternatives save tokens with no summarizer.
+            "--alternatives",
+            "none",
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));

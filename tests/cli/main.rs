@@ -3,6 +3,7 @@
 
 mod common;
 
+mod alternatives;
 mod bad_input;
 mod browser;
 mod cost;
