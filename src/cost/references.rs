@@ -240,6 +240,10 @@ pub fn tally(
     let Some(texts) = texts else {
         return walk(refs, replay, None::<fn(&Request, u32) -> bool>);
     };
+    if texts.is_empty() {
+        // no summary at all (a policy that clears tool results): nothing holds a fact
+        return walk(refs, replay, Some(|_: &Request, _: u32| false));
+    }
     #[cfg(debug_assertions)]
     let naive = |t: RefTally| {
         let whole: Vec<Option<String>> = texts.iter().map(|t| t.map(|t| t.to_string())).collect();

@@ -2,6 +2,7 @@
 
 pub mod grid;
 pub mod pipeline;
+pub mod policy_axes;
 pub mod run;
 pub mod shard;
 

@@ -834,7 +834,16 @@ impl PipelineEval {
         };
         let mut cs = CostSetting::new(&spec, agent_model, client);
         cs.command_timeout = self.summarizer_timeout;
-        let run = |s: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, s);
+        let window = self.cost.context_window(agent_model);
+        let policy_ctx = crate::policy::Ctx {
+            sizes: &sized.sizes,
+            session: &p.session,
+            window,
+        };
+        let run = |s: &dyn Summarizer| match &setting.policy {
+            Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, s),
+            None => crate::engine::replay(&sized.sizes, &cfg, s),
+        };
         let e = evaluate(
             &p.session,
             &sized.sizes,

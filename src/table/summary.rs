@@ -225,7 +225,7 @@ pub fn summarize_by<E>(
             .iter()
             .enumerate()
             .any(|(j, &(c2, d2))| j != i && c2 <= c && d2 <= d && (c2 < c || d2 < d));
-        s.within_budget = meets_budgets(&s.rule_figures(), budgets);
+        s.within_budget = within_budgets(&s.rule_figures(), budgets);
     }
 
     let figures: Vec<RuleFigures> = out.iter().map(SettingSummary::rule_figures).collect();
@@ -313,6 +313,9 @@ pub fn summarize_parquet(
 pub struct RuleFigures {
     pub setting_id: u32,
     pub baseline: bool,
+    /// Another framework's policy (docs/policies.md): ranked with the ADK settings, never
+    /// recommended (it is a finding, not a line for a manifest).
+    pub policy: bool,
     /// `cost_usd_sum`, USD over all sessions.
     pub cost: f64,
     /// `references_broken_share_mean`, 0..1.
@@ -328,6 +331,7 @@ impl SettingSummary {
         RuleFigures {
             setting_id: self.setting.setting_id,
             baseline: self.setting.is_baseline(),
+            policy: self.setting.policy.is_some(),
             cost: self.cost(),
             broken_references: self.broken_references(),
             detail_lost: self.detail_lost(),
@@ -339,6 +343,12 @@ impl SettingSummary {
 /// Whether a compacting setting meets every budget set (a baseline never does: it is what
 /// compaction is compared with).
 pub fn meets_budgets(f: &RuleFigures, b: &Budgets) -> bool {
+    !f.policy && within_budgets(f, b)
+}
+
+/// Whether a compacting setting or policy meets every budget set (how the ranking groups
+/// them; [`meets_budgets`] adds that a policy is never recommended).
+fn within_budgets(f: &RuleFigures, b: &Budgets) -> bool {
     !f.baseline
         && b.broken_references.is_none_or(|x| f.broken_references <= x)
         && b.detail_lost.is_none_or(|x| f.detail_lost <= x)
@@ -351,7 +361,7 @@ pub fn rank_order(figures: &[RuleFigures], b: &Budgets) -> Vec<usize> {
     let group = |f: &RuleFigures| {
         if f.baseline {
             2
-        } else if meets_budgets(f, b) {
+        } else if within_budgets(f, b) {
             0
         } else {
             1
@@ -372,8 +382,8 @@ pub fn rank_order(figures: &[RuleFigures], b: &Budgets) -> Vec<usize> {
 /// The recommended setting's index: the best-ranked one, when it meets the budgets.
 pub fn pick(figures: &[RuleFigures], b: &Budgets) -> Option<usize> {
     rank_order(figures, b)
-        .first()
-        .copied()
+        .into_iter()
+        .find(|&i| !figures[i].policy)
         .filter(|&i| meets_budgets(&figures[i], b))
 }
 

@@ -14,6 +14,7 @@ mod engine_extra;
 mod inspect;
 mod live;
 mod mutations;
+mod policies;
 mod python;
 mod readers;
 mod readers_more;
