@@ -1078,9 +1078,14 @@ fn other_policies(d: &RunData, b: &mut Vec<Block>) {
         .enumerate()
         .map(|(i, s)| {
             let (name, setting, adk) = if s.is_policy() {
+                let setting = if s.summarizer.is_empty() {
+                    s.policy_setting.clone()
+                } else {
+                    format!("{} summarizer={}", s.policy_setting, s.summarizer)
+                };
                 (
                     s.policy.clone(),
-                    s.policy_setting.clone(),
+                    setting,
                     crate::policy::adk_expressible(&s.policy).to_string(),
                 )
             } else if s.is_baseline() {

@@ -565,3 +565,33 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod policy_tests {
+    use super::*;
+
+    fn f(id: u32, cost: f64, policy: bool) -> RuleFigures {
+        RuleFigures {
+            setting_id: id,
+            baseline: id == 0,
+            policy,
+            cost,
+            broken_references: 0.01,
+            detail_lost: 0.1,
+            wait_p95: 0.0,
+        }
+    }
+
+    /// Issue 28: a policy is ranked with the ADK settings (cheapest first) but the
+    /// recommendation is the best-ranked ADK setting: a policy is never a line to paste.
+    #[test]
+    fn a_cheaper_policy_ranks_first_but_is_never_picked() {
+        let figures = [f(0, 10.0, false), f(1, 8.0, false), f(2, 5.0, true)];
+        let b = Budgets::default();
+        assert_eq!(rank_order(&figures, &b), vec![2, 1, 0]);
+        assert_eq!(pick(&figures, &b), Some(1));
+        assert!(!meets_budgets(&figures[2], &b));
+        // only policies and the baseline: nothing to recommend
+        assert_eq!(pick(&[f(0, 10.0, false), f(2, 5.0, true)], &b), None);
+    }
+}
