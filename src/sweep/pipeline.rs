@@ -834,7 +834,11 @@ impl PipelineEval {
         };
         let mut cs = CostSetting::new(&spec, agent_model, client);
         cs.command_timeout = self.summarizer_timeout;
-        let window = self.cost.context_window(agent_model);
+        // only a policy reads the window (a price-table lookup per replay otherwise)
+        let window = setting
+            .policy
+            .as_ref()
+            .and_then(|_| self.cost.context_window(agent_model));
         let policy_ctx = crate::policy::Ctx {
             sizes: &sized.sizes,
             session: &p.session,
