@@ -12,6 +12,7 @@ pub mod conform;
 pub mod cost;
 pub mod engine;
 pub mod error;
+pub mod policy;
 pub mod report;
 pub mod search;
 pub mod settings;

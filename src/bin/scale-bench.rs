@@ -57,6 +57,7 @@ use compaction_sim::cost::live;
 use compaction_sim::cost::python;
 use compaction_sim::cost::summarizers::SummarizerSpec;
 use compaction_sim::engine::{self, Config, UsageMode};
+use compaction_sim::policy::{self, LcTrigger, PolicySpec};
 use compaction_sim::synth::{write_long_session, LongShape};
 use compaction_sim::tokens::sizes::SessionSizes;
 use compaction_sim::tokens::{count_sessions, CacheOpts, Tokenizer};
@@ -79,7 +80,35 @@ fn peak_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-/// The setting of a kind.
+/// Another framework's policy as a case kind (`policy:FAMILY`, docs/policies.md), with
+/// numbers that fire on these sessions: 20,000 tokens where the policy has a token trigger
+/// (2 % of the agent model's 1,048,576-token window where it has a share), its defaults
+/// otherwise.
+fn policy_of(kind: &str) -> Option<PolicySpec> {
+    Some(match kind.strip_prefix("policy:")? {
+        "clear-tool-results" => PolicySpec::ClearToolResults {
+            trigger: 20_000,
+            keep: 3,
+            clear_at_least: 0,
+            exclude_tools: Vec::new(),
+        },
+        "mask-observations" => PolicySpec::MaskObservations { window: 10 },
+        "claude-code" => PolicySpec::ClaudeCode { pct: Some(2) },
+        "codex" => PolicySpec::Codex { pct: 2 },
+        "openhands" => PolicySpec::Openhands {
+            max_size: 240,
+            keep_first: 2,
+        },
+        "langchain" => PolicySpec::Langchain {
+            trigger: LcTrigger::Tokens(20_000),
+            keep: 20,
+        },
+        "gemini-cli" => PolicySpec::GeminiCli { threshold_pct: 2 },
+        _ => return None,
+    })
+}
+
+/// The setting of a kind (a policy kind replays with the ADK fields unset).
 fn config(kind: &str) -> Option<Config> {
     let token = Some((20_000, 10));
     let sliding = Some((5, 1));
@@ -87,6 +116,7 @@ fn config(kind: &str) -> Option<Config> {
         "token" => (token, None),
         "sliding" => (None, sliding),
         "both" => (token, sliding),
+        k if policy_of(k).is_some() => (None, None),
         _ => return None,
     };
     Some(Config {
@@ -167,16 +197,25 @@ impl Loaded {
     /// metrics); else with the metrics (`cost::evaluate`, as `replay` and `sweep` do).
     fn replay(
         &self,
-        (cfg, spec, client, model): &Setup,
+        (cfg, policy, spec, client, model): &Setup,
         engine_only: bool,
     ) -> anyhow::Result<(f64, f64, usize, usize)> {
         let session = &self.sessions[0];
         let agent = session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL);
         let setting = CostSetting::new(spec, Some(agent), *client);
+        let ctx = policy::Ctx {
+            sizes: &self.sizes,
+            session,
+            window: model.context_window(Some(agent)),
+        };
+        let engine_run = |s: &dyn engine::Summarizer| match policy {
+            Some(p) => policy::replay_spec(p, &ctx, s),
+            None => engine::replay(&self.sizes, cfg, s),
+        };
         if engine_only {
             let (el, r) = with_summarizer(session, &self.inputs, model, &setting, |summarizer| {
                 let t = Instant::now();
-                let r = engine::replay(&self.sizes, cfg, summarizer);
+                let r = engine_run(summarizer);
                 (t.elapsed().as_secs_f64(), r)
             })
             .map_err(anyhow::Error::msg)?;
@@ -186,7 +225,7 @@ impl Loaded {
         let inner = std::cell::Cell::new(0.0);
         let run = |s: &dyn engine::Summarizer| {
             let t = Instant::now();
-            let r = engine::replay(&self.sizes, cfg, s);
+            let r = engine_run(s);
             inner.set(inner.get() + t.elapsed().as_secs_f64());
             r
         };
@@ -199,7 +238,13 @@ impl Loaded {
 }
 
 /// A case's setup: the setting, the summarizer, the client mode, and the prices and latencies.
-type Setup = (Config, SummarizerSpec, ClientMode, CostModel);
+type Setup = (
+    Config,
+    Option<PolicySpec>,
+    SummarizerSpec,
+    ClientMode,
+    CostModel,
+);
 
 /// The parsed `KIND SUMMARIZER CLIENT` of a child's arguments (the summarizer started).
 fn case_args(kind: &str, summ: &str, client: &str) -> anyhow::Result<Setup> {
@@ -209,7 +254,7 @@ fn case_args(kind: &str, summ: &str, client: &str) -> anyhow::Result<Setup> {
     let client: ClientMode = client
         .parse()
         .map_err(|e| anyhow::anyhow!("--client: {e}"))?;
-    Ok((cfg, spec, client, CostModel::default()))
+    Ok((cfg, policy_of(kind), spec, client, CostModel::default()))
 }
 
 /// `--child replay FILE KIND SUMMARIZER CLIENT REPS MIN_TIME metrics|engine`: one case, one
@@ -588,6 +633,7 @@ fn run() -> anyhow::Result<()> {
     let mut clients = list("waits,streams");
     let mut kinds = list("token,sliding,both");
     let mut big = true;
+    let mut tool_rounds = false;
     let mut pairs = 5usize;
     let mut dir: Option<PathBuf> = None;
     let mut timeout = Duration::from_secs(600);
@@ -624,10 +670,16 @@ fn run() -> anyhow::Result<()> {
             "--kinds" => {
                 kinds = list(&val()?);
                 if let Some(k) = kinds.iter().find(|k| config(k).is_none()) {
-                    anyhow::bail!("--kinds: `{k}` is not token, sliding or both");
+                    anyhow::bail!(
+                        "--kinds: `{k}` is not token, sliding, both or policy:FAMILY ({})",
+                        policy::FAMILIES.join(", ")
+                    );
                 }
             }
             "--no-big" => big = false,
+            // a tool round in every invocation of the sized sessions (what the policies that
+            // clear tool results act on)
+            "--tool-rounds" => tool_rounds = true,
             "--pairs" => {
                 pairs = val()?
                     .parse()
@@ -663,7 +715,7 @@ fn run() -> anyhow::Result<()> {
     for &n in &sizes {
         let shape = LongShape {
             invocations: n,
-            tool_rounds: false,
+            tool_rounds,
         };
         let file = write_session(&dir, shape)?;
         let f = file.to_string_lossy().into_owned();
@@ -759,7 +811,7 @@ fn run() -> anyhow::Result<()> {
         let file = |n: usize| -> anyhow::Result<String> {
             let shape = LongShape {
                 invocations: n,
-                tool_rounds: false,
+                tool_rounds,
             };
             Ok(write_session(&dir, shape)?.to_string_lossy().into_owned())
         };

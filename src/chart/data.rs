@@ -57,6 +57,10 @@ pub struct SettingRow {
     /// The guide's alternative this row replays (`max_llm_calls=25`); empty for compaction
     /// settings and the baseline.
     pub alternative: String,
+    /// Another framework's policy (`policy` family, e.g. `codex`) and its numbers; empty
+    /// for ADK settings (docs/policies.md).
+    pub policy: String,
+    pub policy_setting: String,
 }
 
 impl SettingRow {
@@ -64,11 +68,16 @@ impl SettingRow {
         self.trigger_kind == "none"
     }
 
+    /// Another framework's policy, modelled (not an ADK setting).
+    pub fn is_policy(&self) -> bool {
+        !self.policy.is_empty()
+    }
+
     /// A compacting setting whose trigger no session reached (zero summarizer calls): it
     /// behaves exactly as no compaction, so the frontier and labels leave it out (it would
     /// only repeat the baseline's row).
     pub fn never_compacts(&self) -> bool {
-        !self.is_baseline() && self.summarizer_calls() == Some(0.0)
+        !self.is_baseline() && !self.is_policy() && self.summarizer_calls() == Some(0.0)
     }
 
     /// The first of `names` present, so the charts survive a missing aggregate.
@@ -592,6 +601,8 @@ pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataErr
             numbers,
             references_basis: as_string(obj.get("references_broken_basis")),
             alternative: as_string(obj.get("alternative")),
+            policy: as_string(obj.get("policy")),
+            policy_setting: as_string(obj.get("policy_setting")),
         });
     }
     Ok(out)

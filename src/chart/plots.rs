@@ -32,6 +32,20 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(23, 190, 207),
 ];
 
+/// Each policy family's colour and whether its marker is a cross (the ones that clear tool
+/// results) or a hollow triangle (the ones that summarize): one marker per family.
+fn policy_marker(family: &str) -> (RGBColor, bool) {
+    match family {
+        "clear-tool-results" => (RGBColor(148, 103, 189), true),
+        "mask-observations" => (RGBColor(140, 86, 75), true),
+        "claude-code" => (RGBColor(227, 119, 194), false),
+        "codex" => (RGBColor(23, 190, 207), false),
+        "openhands" => (RGBColor(188, 189, 34), false),
+        "langchain" => (RGBColor(127, 127, 127), false),
+        _ => (RGBColor(31, 60, 120), false),
+    }
+}
+
 fn kind_color(kind: &str) -> RGBColor {
     match kind {
         "tokens" => TOKENS_C,
@@ -282,6 +296,35 @@ impl Chart for CostVsDetail<'_> {
                 .map_err(e)?
                 .label(name)
                 .legend(move |(x, y)| Circle::new((x + 12, y), 7, c.filled()));
+        }
+        // Other frameworks' policies (docs/policies.md): modelled, one marker per family.
+        for &family in crate::policy::FAMILIES {
+            let ps: Vec<(f64, f64)> = pts
+                .iter()
+                .filter(|p| p.0.policy == family)
+                .map(|p| (p.1, p.2))
+                .collect();
+            if ps.is_empty() {
+                continue;
+            }
+            let (c, cross) = policy_marker(family);
+            let name = format!("policy (modelled): {family}");
+            if cross {
+                chart
+                    .draw_series(ps.iter().map(|p| Cross::new(*p, 8, c.stroke_width(3))))
+                    .map_err(e)?
+                    .label(name)
+                    .legend(move |(x, y)| Cross::new((x + 12, y), 7, c.stroke_width(3)));
+            } else {
+                chart
+                    .draw_series(
+                        ps.iter()
+                            .map(|p| TriangleMarker::new(*p, 9, c.stroke_width(3))),
+                    )
+                    .map_err(e)?
+                    .label(name)
+                    .legend(move |(x, y)| TriangleMarker::new((x + 12, y), 7, c.stroke_width(3)));
+            }
         }
         if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
             chart

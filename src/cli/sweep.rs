@@ -137,6 +137,47 @@ pub struct AxisFlags {
     /// Largest acceptable summary wait, seconds (p95 over sessions of the longest wait).
     #[arg(long, value_name = "S")]
     pub budget_latency: Option<f64>,
+    /// Other frameworks' policies replayed beside the ADK settings (docs/policies.md):
+    /// clear-tool-results, mask-observations, claude-code, codex, openhands, langchain,
+    /// gemini-cli, or all.
+    #[arg(long, value_name = "LIST")]
+    pub policy: Option<String>,
+    /// clear-tool-results: prompt tokens above which old tool results are cleared [100k].
+    #[arg(long, value_name = "LIST")]
+    pub clear_trigger: Option<String>,
+    /// clear-tool-results: newest tool results kept [3].
+    #[arg(long, value_name = "LIST")]
+    pub clear_keep: Option<String>,
+    /// clear-tool-results: clear only when at least this many tokens would be [0].
+    #[arg(long, value_name = "LIST")]
+    pub clear_at_least: Option<String>,
+    /// clear-tool-results: tool names never cleared (one list, not an axis).
+    #[arg(long, value_name = "NAMES")]
+    pub clear_exclude_tools: Option<String>,
+    /// mask-observations: turns whose tool results stay verbatim [10].
+    #[arg(long, value_name = "LIST")]
+    pub mask_window: Option<String>,
+    /// claude-code: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE values, 1..100 [unset].
+    #[arg(long, value_name = "LIST")]
+    pub pct: Option<String>,
+    /// codex: auto_compact_token_limit as % of the context window [90].
+    #[arg(long, value_name = "LIST")]
+    pub codex_pct: Option<String>,
+    /// openhands: max_size, events in the view [240].
+    #[arg(long, value_name = "LIST")]
+    pub openhands_max_size: Option<String>,
+    /// openhands: keep_first [2].
+    #[arg(long, value_name = "LIST")]
+    pub openhands_keep_first: Option<String>,
+    /// langchain: triggers tokens:N, messages:N or fraction:F [fraction:0.8].
+    #[arg(long, value_name = "LIST")]
+    pub lc_trigger: Option<String>,
+    /// langchain: messages kept [20].
+    #[arg(long, value_name = "LIST")]
+    pub lc_keep: Option<String>,
+    /// gemini-cli: compression threshold, fraction of the window [0.5].
+    #[arg(long, value_name = "LIST")]
+    pub gemini_threshold: Option<String>,
 }
 
 fn text_axis(s: &Option<String>) -> Option<AxisSpec> {
@@ -190,6 +231,19 @@ pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid,
         } else {
             None
         },
+        policy: text_axis(&args.axes.policy),
+        clear_trigger: text_axis(&args.axes.clear_trigger),
+        clear_keep: text_axis(&args.axes.clear_keep),
+        clear_at_least: text_axis(&args.axes.clear_at_least),
+        clear_exclude_tools: text_axis(&args.axes.clear_exclude_tools),
+        mask_window: text_axis(&args.axes.mask_window),
+        pct: text_axis(&args.axes.pct),
+        codex_pct: text_axis(&args.axes.codex_pct),
+        openhands_max_size: text_axis(&args.axes.openhands_max_size),
+        openhands_keep_first: text_axis(&args.axes.openhands_keep_first),
+        lc_trigger: text_axis(&args.axes.lc_trigger),
+        lc_keep: text_axis(&args.axes.lc_keep),
+        gemini_threshold: text_axis(&args.axes.gemini_threshold),
     };
     if args.grid.is_none() && explicit_trigger {
         // `--trigger invocations` alone over the default grid: the default's size-trigger

@@ -727,7 +727,11 @@ fn references(
     // filler.
     let fillers: Vec<SummaryText>;
     let filler_texts: Vec<Option<&SummaryText>>;
+    let no_summary = replay.compactions.is_empty() && !replay.hidden.is_empty();
     let (texts, searched) = match setting.summarizer {
+        // Detail hidden with no summary written (a policy that clears tool results,
+        // docs/policies.md): every reference at risk is broken, measured.
+        _ if no_summary => (Some(&[][..]), None),
         SummarizerSpec::Agent | SummarizerSpec::Model(_) => (None, None),
         SummarizerSpec::Deterministic(Policy::Fixed(_) | Policy::Ratio(_)) => {
             fillers = replay
@@ -1013,13 +1017,24 @@ fn range_sum(prefix: &[u64], a: u32, b: u32) -> u64 {
 /// place) are read once.
 fn critical_hidden(replay: &Replay, critical: &[u8]) -> u64 {
     let mut spans = Vec::new();
-    let mut last = None;
+    // The list read so far: a request whose list starts at the same place only adds what
+    // lies past it (a policy's cleared tool results are one list every request reads a
+    // prefix of: reading it whole for each request was quadratic).
+    let mut read: Option<std::ops::Range<u32>> = None;
     for r in &replay.requests {
-        if last.as_ref() == Some(&r.hidden) {
-            continue;
+        match &mut read {
+            Some(l) if l.start == r.hidden.start => {
+                if r.hidden.end > l.end {
+                    let new = replay.hidden.get(l.end as usize..r.hidden.end as usize);
+                    spans.extend_from_slice(new.unwrap_or(&[]));
+                    l.end = r.hidden.end;
+                }
+            }
+            _ => {
+                spans.extend_from_slice(replay.hidden(r));
+                read = Some(r.hidden.clone());
+            }
         }
-        last = Some(r.hidden.clone());
-        spans.extend_from_slice(replay.hidden(r));
     }
     let prefix = prefix_sums(critical.iter().map(|&bits| u64::from(bits != 0)));
     merged(spans)
@@ -1049,12 +1064,34 @@ fn critical_hidden_naive(replay: &Replay, critical: &[u8]) -> u64 {
 fn attachment_tokens_sent(replay: &Replay, attachment_tokens: &[u64]) -> u64 {
     let prefix = prefix_sums(attachment_tokens.iter().copied());
     let mut with = 0u64;
+    // (list range, its hidden attachment tokens) of the previous request: a list that only
+    // grew past it (a policy's cleared tool results) adds its new ranges only.
+    let mut last: Option<(std::ops::Range<u32>, u64)> = None;
     for r in &replay.requests {
         let before = r.event_index;
         if before == 0 {
             continue;
         }
         let seen = range_sum(&prefix, 0, before - 1);
+        if let Some((l, sum)) = &mut last {
+            let grew = l.start == r.hidden.start && l.end <= r.hidden.end && l.end > l.start;
+            let new = replay.hidden.get(l.end as usize..r.hidden.end as usize);
+            let ordered = |v: &[(u32, u32)]| v.windows(2).all(|w| w[0].1 < w[1].0);
+            // the old list's last range included: the new ones must lie past it
+            let joined = replay
+                .hidden
+                .get((l.end as usize).saturating_sub(1)..r.hidden.end as usize);
+            let fits = grew && joined.is_some_and(ordered);
+            if let Some(new) = new.filter(|n| fits && n.iter().all(|&(_, b)| b < before)) {
+                *sum += new
+                    .iter()
+                    .map(|&(a, b)| range_sum(&prefix, a, b))
+                    .sum::<u64>();
+                l.end = r.hidden.end;
+                with += seen - *sum;
+                continue;
+            }
+        }
         // The engine's hidden ranges are sorted and disjoint; merge only if not.
         let ranges = replay.hidden(r);
         let owned;
@@ -1070,6 +1107,8 @@ fn attachment_tokens_sent(replay: &Replay, attachment_tokens: &[u64]) -> u64 {
             .map(|&(a, b)| range_sum(&prefix, a, b.min(before - 1)))
             .sum();
         with += seen - hidden;
+        let clipped = ranges.iter().all(|&(_, b)| b < before);
+        last = clipped.then(|| (r.hidden.clone(), hidden));
     }
     with
 }

@@ -253,6 +253,10 @@ pub fn tally(
     let Some(texts) = texts else {
         return walk(refs, replay, None::<fn(&Request, u32) -> bool>);
     };
+    if texts.is_empty() {
+        // no summary at all (a policy that clears tool results): nothing holds a fact
+        return walk(refs, replay, Some(|_: &Request, _: u32| false));
+    }
     #[cfg(debug_assertions)]
     let naive = |t: RefTally| {
         let whole: Vec<Option<String>> = texts.iter().map(|t| t.map(|t| t.to_string())).collect();
@@ -320,6 +324,7 @@ fn walk(
     mut kept: Option<impl FnMut(&Request, u32) -> bool>,
 ) -> RefTally {
     let mut t = RefTally::default();
+    let mut memo = HiddenMemo::default();
     for r in &replay.requests {
         let Some(range) = refs.by_event.get(r.event_index as usize) else {
             continue;
@@ -334,7 +339,12 @@ fn walk(
             continue;
         }
         for rf in list {
-            if !ref_hidden(refs, rf, hidden) {
+            let all = if hidden.len() > HiddenMemo::MIN_RUNS {
+                memo.ref_hidden(refs, rf, hidden, &r.hidden)
+            } else {
+                ref_hidden(refs, rf, hidden)
+            };
+            if !all {
                 continue;
             }
             let Ref {
@@ -353,6 +363,59 @@ fn walk(
         }
     }
     t
+}
+
+/// Per fact, how many of its holders (from the first) were found hidden in a request's hidden
+/// list, kept while later requests read the same list grown in place. A policy that clears
+/// tool results hides one run per result, and a fact held by every result (a path, a
+/// command) made each request search its whole support: quadratic in the session. With the
+/// memo each holder is found hidden once per list. Lists of a few runs (ADK's summaries)
+/// never allocate it.
+#[derive(Default)]
+struct HiddenMemo {
+    /// Per fact: (list start, list end when counted, holders counted hidden).
+    per_fact: Vec<(u32, u32, u32)>,
+}
+
+impl HiddenMemo {
+    const MIN_RUNS: usize = 16;
+
+    fn ref_hidden(
+        &mut self,
+        refs: &SessionReferences,
+        rf: &Ref,
+        hidden: &[(u32, u32)],
+        list: &Range<u32>,
+    ) -> bool {
+        if rf.n == 0 {
+            return true;
+        }
+        if run_of(hidden, rf.latest).is_none() {
+            return false;
+        }
+        if self.per_fact.is_empty() {
+            self.per_fact = vec![(u32::MAX, 0, 0); refs.facts.len()];
+        }
+        let Some(m) = self.per_fact.get_mut(rf.fact as usize) else {
+            return ref_hidden(refs, rf, hidden);
+        };
+        // the list read before is a prefix of this one only when it starts at the same
+        // place and did not end later (the flat storage is only appended to)
+        if m.0 != list.start || m.1 > list.end {
+            *m = (list.start, list.end, 0);
+        }
+        m.1 = list.end;
+        let support = &refs.holders[rf.fact as usize][..rf.n as usize];
+        while let Some(&(e, _)) = support.get(m.2 as usize) {
+            if run_of(hidden, e).is_none() {
+                break;
+            }
+            m.2 += 1;
+        }
+        let all = m.2 as usize >= support.len();
+        debug_assert_eq!(all, ref_hidden(refs, rf, hidden), "memo vs search");
+        all
+    }
 }
 
 /// Whether every holder of reference `rf` lies in one of the `hidden` runs: from its ends

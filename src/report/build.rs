@@ -206,7 +206,7 @@ fn table_label(s: &SettingRow) -> String {
 /// The `compaction=Compaction(...)` line ready to paste into the manifest.
 pub fn paste_line(s: &SettingRow) -> String {
     let l = s.label.trim();
-    if l.starts_with("compaction=") {
+    if s.is_policy() || l.starts_with("compaction=") {
         l.to_string()
     } else {
         format!("compaction={l}")
@@ -266,6 +266,7 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
     summarizers(d, &mut b);
     skipped(d, &mut b);
     summarizer_errors(d, &mut b);
+    other_policies(d, &mut b);
     alternatives(d, &mut b);
     glossary(&mut b);
     b
@@ -1064,6 +1065,92 @@ impl<'a> SessionFacts<'a> {
     }
 }
 
+/// "Other policies": other frameworks' compaction policies replayed on the same sessions
+/// (`--policy`, docs/policies.md), in one table with the recommended ADK setting and the
+/// baseline, cheapest first. Nothing when the run has none.
+fn other_policies(d: &RunData, b: &mut Vec<Block>) {
+    let policies: Vec<&SettingRow> = d.settings.iter().filter(|s| s.is_policy()).collect();
+    if policies.is_empty() {
+        return;
+    }
+    let usd = money(d);
+    b.push(Block::Heading(2, "Other policies".into()));
+    b.push(Block::Para(t(
+        "Other frameworks' compaction policies, replayed on the same sessions and priced the same way (caching, summarizer calls, broken references), beside the recommended ADK setting and no compaction. Their numbers are modelled: each policy is a rule read from its framework's source (docs/policies.md says what is left out). None is an ADK setting a manifest can take: a policy is a finding about what kind of compaction suits these sessions, never a line to paste, so none is recommended. Where ADK can come near one, the last column says how (a `python:` summarizer only changes the summary text, not what is kept).",
+    )));
+    let mut rows: Vec<&SettingRow> = policies.clone();
+    rows.extend(d.recommended());
+    rows.extend(d.baseline());
+    rows.sort_by(|a, c| {
+        a.cost_usd()
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&c.cost_usd().unwrap_or(f64::INFINITY))
+            .then(a.setting_id.cmp(&c.setting_id))
+    });
+    let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |x| format!("{:.1} %", x * 100.0));
+    let num = |v: Option<f64>| v.map_or("n/a".to_string(), int);
+    let table_rows = rows
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let (name, setting, adk) = if s.is_policy() {
+                let setting = if s.summarizer.is_empty() {
+                    s.policy_setting.clone()
+                } else {
+                    format!("{} summarizer={}", s.policy_setting, s.summarizer)
+                };
+                (
+                    s.policy.clone(),
+                    setting,
+                    crate::policy::adk_expressible(&s.policy).to_string(),
+                )
+            } else if s.is_baseline() {
+                (
+                    "ADK: no compaction".to_string(),
+                    String::new(),
+                    "yes".to_string(),
+                )
+            } else {
+                (
+                    "ADK: recommended".to_string(),
+                    table_label(s),
+                    "yes: paste it".to_string(),
+                )
+            };
+            vec![
+                t((i + 1).to_string()),
+                t(name),
+                vec![Inline::Code(setting)],
+                t(s.cost_usd().map_or("n/a".to_string(), usd)),
+                t(s.cost_saved_usd().map_or("n/a".to_string(), usd)),
+                t(num(s.num(&["tokens_saved_net_sum"]))),
+                t(num(s.summarizer_calls())),
+                t(pct(s.broken_references())),
+                t(num(s.critical_hidden())),
+                t(adk),
+            ]
+        })
+        .collect();
+    b.push(Block::Table {
+        head: vec![
+            "rank by cost".into(),
+            "policy".into(),
+            "its setting".into(),
+            "cost (USD, modelled for policies)".into(),
+            "saved vs no compaction (USD)".into(),
+            "tokens saved (net)".into(),
+            "summarizer calls".into(),
+            "broken references (mean share)".into(),
+            "critical events hidden".into(),
+            "an ADK setting?".into(),
+        ],
+        rows: table_rows,
+        numeric: vec![
+            true, false, false, true, true, true, true, true, true, false,
+        ],
+    });
+}
+
 fn alternatives(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Heading(2, "Alternatives from the guide".into()));
     b.push(Block::Para(t(
@@ -1269,7 +1356,7 @@ fn best_within_budgets<'a>(
         .filter(|(i, a)| {
             let mut f = super::explorer::rule_figures(a, *i);
             f.baseline = false;
-            crate::table::summary::meets_budgets(&f, &budgets)
+            crate::table::summary::within_budgets(&f, &budgets)
         })
         .filter_map(|(_, a)| Some((a, a.cost_usd()?)))
         .min_by(|x, y| x.1.total_cmp(&y.1))

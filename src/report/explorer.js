@@ -44,7 +44,7 @@
 
   // --- the recommendation rule, as table::summary::pick ------------------------------------
   function meets(r, b) {
-    return !r.baseline &&
+    return !r.baseline && !r.policy &&
       (b.broken === null || r.broken <= b.broken) &&
       (b.detail === null || r.detail <= b.detail) &&
       (b.wait === null || r.wait <= b.wait);

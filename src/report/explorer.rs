@@ -39,6 +39,7 @@ pub fn rule_figures(s: &SettingRow, index: usize) -> RuleFigures {
         setting_id: s.setting_id.parse().unwrap_or(index as u32),
         baseline: s.is_baseline(),
         alternative: !s.alternative.is_empty(),
+        policy: s.is_policy(),
         cost: n("cost_usd_sum"),
         broken_references: n("references_broken_share_mean"),
         detail_lost: n("detail_lost_mean"),
@@ -52,7 +53,7 @@ pub fn rule_figures(s: &SettingRow, index: usize) -> RuleFigures {
 /// one meets and is picked first.
 fn could_be_picked(figures: &[RuleFigures]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..figures.len())
-        .filter(|&i| !figures[i].baseline)
+        .filter(|&i| !figures[i].baseline && !figures[i].policy)
         .collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&figures[a], &figures[b]);
@@ -125,7 +126,7 @@ fn intern(list: &mut Vec<String>, v: &str) -> usize {
 const COLS: &[&str] = &[
     "id", "kind", "at", "keep", "ai", "ov", "sum", "cli", "model", "tok", "label", "base",
     "pareto", "reco", "baseline", "cost", "broken", "detail", "wait", "saved", "eor", "pre",
-    "basis", "low", "high", "refs", "crit", "calls",
+    "basis", "low", "high", "refs", "crit", "calls", "policy",
 ];
 
 /// The data island's JSON, escaped for a `<script type="application/json">` element: `<`,
@@ -189,6 +190,7 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
             opt(s.num(&["references_sum"])),
             opt(s.critical_hidden()),
             opt(s.summarizer_calls()),
+            json!(f.policy),
         ];
         debug_assert_eq!(row.len(), COLS.len());
         rows.push(Value::Array(row));
@@ -284,6 +286,7 @@ mod tests {
                 setting_id: i,
                 baseline: i == 0,
                 alternative: false,
+                policy: i % 11 == 3,
                 cost: (h(1) * 10.0).round() / 10.0,
                 broken_references: (h(2) * 5.0).round() / 5.0,
                 detail_lost: h(3),

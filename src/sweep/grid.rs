@@ -16,6 +16,8 @@ pub enum TriggerKind {
     Tokens,
     Invocations,
     Both,
+    /// Another framework's policy (docs/policies.md), not an ADK setting.
+    Policy,
 }
 
 impl TriggerKind {
@@ -25,6 +27,7 @@ impl TriggerKind {
             TriggerKind::Tokens => "tokens",
             TriggerKind::Invocations => "invocations",
             TriggerKind::Both => "both",
+            TriggerKind::Policy => "policy",
         }
     }
     fn parse(s: &str) -> Option<TriggerKind> {
@@ -87,6 +90,9 @@ pub struct Setting {
     /// `max_llm_calls=25`); `None` for a plain compaction setting or the baseline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alternative: Option<String>,
+    /// Another framework's policy replayed instead of ADK's compaction (`--policy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::policy::PolicySpec>,
 }
 
 /// The `alternative` text of a capped-runs setting.
@@ -143,6 +149,9 @@ impl Setting {
         }
         if self.is_baseline() {
             return "no compaction (leave `compaction` out of the manifest)".to_string();
+        }
+        if let Some(p) = &self.policy {
+            return p.label();
         }
         let mut args = Vec::new();
         if let (Some(t), Some(k)) = (self.after_tokens, self.keep_recent_events) {
@@ -235,7 +244,7 @@ impl AxisSpec {
             AxisSpec::Many(v) => v.clone(),
         }
     }
-    fn text(&self) -> String {
+    pub fn text(&self) -> String {
         self.items()
             .iter()
             .map(|i| match i {
@@ -284,6 +293,33 @@ pub struct GridSpec {
     /// Also replay each alternative combined with each compaction setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub combine: Option<bool>,
+    /// Other frameworks' policies (`--policy`, docs/policies.md) and their axes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear_trigger: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear_keep: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear_at_least: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear_exclude_tools: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask_window: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codex_pct: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openhands_max_size: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openhands_keep_first: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lc_trigger: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lc_keep: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gemini_threshold: Option<AxisSpec>,
 }
 
 /// Limits a recommended setting must meet.
@@ -336,6 +372,27 @@ impl GridSpec {
 
     /// Flags given on the command line replace the same keys of the base grid.
     pub fn overlay(&mut self, other: GridSpec) {
+        {
+            let (mine, theirs) = (&mut *self, &other);
+            macro_rules! takep {
+                ($($f:ident),*) => { $( if theirs.$f.is_some() { mine.$f = theirs.$f.clone(); } )* };
+            }
+            takep!(
+                policy,
+                clear_trigger,
+                clear_keep,
+                clear_at_least,
+                clear_exclude_tools,
+                mask_window,
+                pct,
+                codex_pct,
+                openhands_max_size,
+                openhands_keep_first,
+                lc_trigger,
+                lc_keep,
+                gemini_threshold
+            );
+        }
         macro_rules! take {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f; } )* };
         }
@@ -565,6 +622,10 @@ pub struct ResolvedGrid {
     /// Whether each alternative is also replayed with each compaction setting.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub combine: bool,
+    /// Other frameworks' policies replayed too (docs/policies.md); their settings follow
+    /// the ADK ones, so an ADK setting's id does not depend on them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<crate::policy::PolicySpec>,
     #[serde(skip)]
     pub settings: Vec<Setting>,
 }
@@ -789,6 +850,7 @@ impl GridSpec {
             }
         }
 
+        let policies = super::policy_axes::resolve(self)?;
         // Counted before anything is materialized: a grid of 10^12 settings is refused in
         // microseconds instead of aborting on a failed allocation.
         let axes: [(&str, usize); 9] = [
@@ -812,6 +874,19 @@ impl GridSpec {
                 agent_models.len(),
                 tokenizers.len(),
             ],
+        )
+        .saturating_add(
+            policies
+                .iter()
+                .map(|p| {
+                    if p.summarizes() {
+                        summarizers.len() as u128
+                    } else {
+                        1
+                    }
+                })
+                .sum::<u128>()
+                .saturating_mul((agent_models.len() * tokenizers.len()) as u128),
         );
         if count > max_settings as u128 {
             let sizes: Vec<String> = axes
@@ -852,6 +927,7 @@ impl GridSpec {
                     client: clients[0],
                     tokenizer: tok.clone(),
                     alternative: None,
+                    policy: None,
                 });
             }
         }
@@ -890,10 +966,39 @@ impl GridSpec {
                                         client,
                                         tokenizer: tok.clone(),
                                         alternative: None,
+                                        policy: None,
                                     });
                                 }
                             }
                         }
+                    }
+                }
+            }
+        }
+        // Other frameworks' policies, after every ADK setting.
+        for tok in &tokenizers {
+            for model in &agent_models {
+                for p in &policies {
+                    let summs: Vec<Option<String>> = if p.summarizes() {
+                        summarizers.iter().cloned().map(Some).collect()
+                    } else {
+                        vec![None]
+                    };
+                    for summ in summs {
+                        push(Setting {
+                            setting_id: 0,
+                            trigger_kind: TriggerKind::Policy,
+                            after_tokens: None,
+                            keep_recent_events: None,
+                            after_invocations: None,
+                            overlap: None,
+                            summarizer: summ,
+                            agent_model: model.clone(),
+                            client: clients[0],
+                            tokenizer: tok.clone(),
+                            alternative: None,
+                            policy: Some(p.clone()),
+                        });
                     }
                 }
             }
@@ -906,6 +1011,7 @@ impl GridSpec {
             return err("grid axis max_llm_calls: value `0` disables the cap in ADK (RunConfig enforces only a positive max_llm_calls); use 1 or more");
         }
         let mut grid = ResolvedGrid {
+            policies,
             trigger: triggers,
             after_tokens,
             keep_recent_events: keep_recent,
@@ -998,16 +1104,18 @@ impl ResolvedGrid {
                         client: self.client[0],
                         tokenizer: tok.clone(),
                         alternative: Some(a.clone()),
+                        policy: None,
                     });
                 }
             }
         }
         if self.combine {
-            // Then every compaction setting with every alternative, in the settings' order.
+            // Then every compaction setting with every alternative, in the settings' order
+            // (another framework's policy is not combined: its rows are ADK's neighbours).
             let plain: Vec<Setting> = self
                 .settings
                 .iter()
-                .filter(|s| s.alternative.is_none() && !s.is_baseline())
+                .filter(|s| s.alternative.is_none() && s.policy.is_none() && !s.is_baseline())
                 .cloned()
                 .collect();
             for c in plain {
@@ -1094,6 +1202,7 @@ impl ResolvedGrid {
         if self.combine {
             out.push_str("combine = true\n");
         }
+        out.push_str(&super::policy_axes::to_toml(&self.policies));
         if self.budget.broken_references.is_some()
             || self.budget.detail_lost.is_some()
             || self.budget.latency_s.is_some()

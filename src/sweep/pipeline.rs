@@ -987,7 +987,20 @@ impl PipelineEval {
         let mut cs = CostSetting::new(&spec, agent_model, client);
         cs.command_timeout = self.summarizer_timeout;
         cs.attachments_once = attachments_once;
-        let run = |su: &dyn Summarizer| crate::engine::replay(&sized.sizes, &cfg, su);
+        // only a policy reads the window (a price-table lookup per replay otherwise)
+        let window = setting
+            .policy
+            .as_ref()
+            .and_then(|_| self.cost.context_window(agent_model));
+        let policy_ctx = crate::policy::Ctx {
+            sizes: &sized.sizes,
+            session: s,
+            window,
+        };
+        let run = |su: &dyn Summarizer| match &setting.policy {
+            Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, su),
+            None => crate::engine::replay(&sized.sizes, &cfg, su),
+        };
         let e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)?;
         if !e.summarizer_errors.is_empty() {
             self.errors

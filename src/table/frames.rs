@@ -67,6 +67,28 @@ fn setting_columns(settings: Vec<&Setting>) -> Vec<Column> {
     ]
 }
 
+/// The `policy` and `policy_setting` columns (docs/policies.md): the other framework's
+/// policy a row replays and its numbers; empty for ADK settings. Kept last so that a run
+/// without `--policy` differs from one made before them only by these two empty columns.
+fn policy_columns(settings: &[&Setting]) -> Vec<Column> {
+    vec![
+        Column::new(
+            "policy".into(),
+            settings
+                .iter()
+                .map(|x| x.policy.as_ref().map(|p| p.family()))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "policy_setting".into(),
+            settings
+                .iter()
+                .map(|x| x.policy.as_ref().map(|p| p.params()))
+                .collect::<Vec<_>>(),
+        ),
+    ]
+}
+
 /// One row per (session, setting): session keys, the setting's fields, every metric.
 pub fn runs_frame(
     sessions: &[SessionInfo],
@@ -96,6 +118,7 @@ pub fn runs_frame(
                 .ok_or(TableError::UnknownSetting(r.setting))
         })
         .collect::<Result<_>>()?;
+    let policy_cols = policy_columns(&set_refs);
     cols.extend(setting_columns(set_refs));
     macro_rules! col {
         ($f:ident, OptFloat, $u:expr, $a:ident) => {
@@ -120,6 +143,7 @@ pub fn runs_frame(
         };
     }
     for_each_metric!(col);
+    cols.extend(policy_cols);
     DataFrame::new_infer_height(cols).map_err(|source| TableError::Polars {
         what: "building the runs frame",
         source,
@@ -324,6 +348,8 @@ pub fn settings_frame(summaries: &[SettingSummary]) -> Result<DataFrame> {
         "recommended".into(),
         summaries.iter().map(|s| s.recommended).collect::<Vec<_>>(),
     ));
+    let set_refs: Vec<&Setting> = summaries.iter().map(|s| &s.setting).collect();
+    cols.extend(policy_columns(&set_refs));
     DataFrame::new_infer_height(cols).map_err(|source| TableError::Polars {
         what: "building the settings frame",
         source,
@@ -390,6 +416,11 @@ pub fn settings_json(summaries: &[SettingSummary]) -> Result<String> {
         o.insert("within_budget".into(), s.within_budget.into());
         o.insert("rank".into(), s.rank.into());
         o.insert("recommended".into(), s.recommended.into());
+        // only on policy rows: a run without `--policy` writes the same JSON as before
+        if let Some(p) = &st.policy {
+            o.insert("policy".into(), p.family().into());
+            o.insert("policy_setting".into(), p.params().into());
+        }
         arr.push(serde_json::Value::Object(o));
     }
     let mut text = serde_json::to_string_pretty(&arr)?;
@@ -832,7 +863,7 @@ mod tests {
         assert!(header.starts_with("trigger_kind,after_tokens,keep_recent_events,after_invocations,overlap,summarizer,agent_model,client,tokenizer,setting_id,label"));
         assert!(
             header.contains("cost_usd_sum")
-                && header.ends_with("pareto,within_budget,rank,recommended")
+                && header.ends_with("pareto,within_budget,rank,recommended,policy,policy_setting")
         );
         // fixed precision: 0.000123 + 0.000246 + 0.000369 = 0.000738
         assert!(csv.contains("0.000738"), "{csv}");

@@ -234,7 +234,7 @@ pub fn summarize_by<E>(
         s.pareto = !points.iter().enumerate().any(|(j, p)| {
             p.is_some_and(|(c2, d2)| j != i && c2 <= c && d2 <= d && (c2 < c || d2 < d))
         });
-        s.within_budget = meets_budgets(&s.rule_figures(), budgets);
+        s.within_budget = within_budgets(&s.rule_figures(), budgets);
     }
 
     let figures: Vec<RuleFigures> = out.iter().map(SettingSummary::rule_figures).collect();
@@ -324,6 +324,9 @@ pub struct RuleFigures {
     pub baseline: bool,
     /// One of the guide's alternatives (never recommended; ranked after the baselines).
     pub alternative: bool,
+    /// Another framework's policy (docs/policies.md): ranked with the ADK settings, never
+    /// recommended (it is a finding, not a line for a manifest).
+    pub policy: bool,
     /// `cost_usd_sum`, USD over all sessions.
     pub cost: f64,
     /// `references_broken_share_mean`, 0..1.
@@ -340,6 +343,7 @@ impl SettingSummary {
             setting_id: self.setting.setting_id,
             baseline: self.setting.is_baseline(),
             alternative: self.setting.alternative.is_some(),
+            policy: self.setting.policy.is_some(),
             cost: self.cost(),
             broken_references: self.broken_references(),
             detail_lost: self.detail_lost(),
@@ -348,9 +352,16 @@ impl SettingSummary {
     }
 }
 
-/// Whether a compacting setting meets every budget set (a baseline never does: it is what
-/// compaction is compared with).
+/// Whether a setting may be recommended: a compacting ADK setting within every budget set (a
+/// baseline never is: it is what compaction is compared with; another framework's policy and
+/// the guide's alternatives are findings, not a `Compaction(...)` line).
 pub fn meets_budgets(f: &RuleFigures, b: &Budgets) -> bool {
+    !f.policy && !f.alternative && within_budgets(f, b)
+}
+
+/// Whether a non-baseline row's figures meet every budget set (how the ranking groups rows,
+/// and how an alternative is weighed; [`meets_budgets`] adds what may be recommended).
+pub fn within_budgets(f: &RuleFigures, b: &Budgets) -> bool {
     !f.baseline
         && b.broken_references.is_none_or(|x| f.broken_references <= x)
         && b.detail_lost.is_none_or(|x| f.detail_lost <= x)
@@ -365,7 +376,7 @@ pub fn rank_order(figures: &[RuleFigures], b: &Budgets) -> Vec<usize> {
             3
         } else if f.baseline {
             2
-        } else if meets_budgets(f, b) {
+        } else if within_budgets(f, b) {
             0
         } else {
             1
@@ -386,8 +397,8 @@ pub fn rank_order(figures: &[RuleFigures], b: &Budgets) -> Vec<usize> {
 /// The recommended setting's index: the best-ranked one, when it meets the budgets.
 pub fn pick(figures: &[RuleFigures], b: &Budgets) -> Option<usize> {
     rank_order(figures, b)
-        .first()
-        .copied()
+        .into_iter()
+        .find(|&i| !figures[i].policy && !figures[i].alternative)
         .filter(|&i| meets_budgets(&figures[i], b))
 }
 
@@ -407,7 +418,7 @@ pub fn better_alternative<'a>(
         .filter(|s| {
             let mut f = s.rule_figures();
             f.baseline = false;
-            meets_budgets(&f, b)
+            within_budgets(&f, b)
         })
         .filter(|s| s.cost() < recommended.cost())
         .min_by(|x, y| {
@@ -679,5 +690,36 @@ mod tests {
             msg.contains("after_tokens=2000"),
             "closest is the 0.2 setting: {msg}"
         );
+    }
+}
+
+#[cfg(test)]
+mod policy_tests {
+    use super::*;
+
+    fn f(id: u32, cost: f64, policy: bool) -> RuleFigures {
+        RuleFigures {
+            setting_id: id,
+            baseline: id == 0,
+            alternative: false,
+            policy,
+            cost,
+            broken_references: 0.01,
+            detail_lost: 0.1,
+            wait_p95: 0.0,
+        }
+    }
+
+    /// Issue 28: a policy is ranked with the ADK settings (cheapest first) but the
+    /// recommendation is the best-ranked ADK setting: a policy is never a line to paste.
+    #[test]
+    fn a_cheaper_policy_ranks_first_but_is_never_picked() {
+        let figures = [f(0, 10.0, false), f(1, 8.0, false), f(2, 5.0, true)];
+        let b = Budgets::default();
+        assert_eq!(rank_order(&figures, &b), vec![2, 1, 0]);
+        assert_eq!(pick(&figures, &b), Some(1));
+        assert!(!meets_budgets(&figures[2], &b));
+        // only policies and the baseline: nothing to recommend
+        assert_eq!(pick(&[f(0, 10.0, false), f(2, 5.0, true)], &b), None);
     }
 }

@@ -15,6 +15,7 @@ mod engine_extra;
 mod inspect;
 mod live;
 mod mutations;
+mod policies;
 mod python;
 mod readers;
 mod readers_more;

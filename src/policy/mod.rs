@@ -1,0 +1,319 @@
+//! Other frameworks' compaction policies, replayed on the same per-event arrays as the ADK
+//! engine (docs/policies.md). The engine stays google-adk 2.13.0 exactly; a policy is a
+//! model of another framework's rule, written beside it.
+//!
+//! Every policy produces the engine's [`Replay`] shape (requests with prompt, history,
+//! summary and hidden tokens, shared prefixes for caching, summarizer calls, hidden
+//! raw-event intervals), so the cost layer prices it and measures its lost detail unchanged.
+//! A policy says only what happens before each model request ([`CompactionPolicy::decide`]);
+//! [`driver`] walks the requests once and builds the rows, in time linear in the session.
+
+pub mod claude_code;
+pub mod clear;
+pub mod codex;
+pub mod driver;
+pub mod gemini_cli;
+pub mod langchain;
+pub mod mask;
+pub mod openhands;
+
+use crate::engine::{Replay, Summarizer};
+use crate::tokens::sizes::SessionSizes;
+use crate::transcript::Session;
+use serde::{Deserialize, Serialize};
+
+pub use driver::replay;
+
+/// A policy's grid point: the family and its numbers (defaults as the framework ships them).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "kebab-case")]
+pub enum PolicySpec {
+    /// Anthropic `clear_tool_uses_20250919` / LangChain `ClearToolUsesEdit`.
+    ClearToolResults {
+        trigger: u64,
+        keep: u64,
+        clear_at_least: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        exclude_tools: Vec<String>,
+    },
+    /// The Complexity Trap's observation masking.
+    MaskObservations { window: u64 },
+    /// Claude Code auto-compact; `pct`: `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (can only lower it).
+    ClaudeCode { pct: Option<u64> },
+    /// Codex auto-compact at `pct` % of the window (`auto_compact_token_limit`).
+    Codex { pct: u64 },
+    /// OpenHands V1 `LLMSummarizingCondenser`.
+    Openhands { max_size: u64, keep_first: u64 },
+    /// LangChain `SummarizationMiddleware`.
+    Langchain { trigger: LcTrigger, keep: u64 },
+    /// Gemini CLI chat compression at `threshold_pct` % of the window.
+    GeminiCli { threshold_pct: u64 },
+}
+
+/// LangChain's `trigger` context size: `("tokens", n)`, `("messages", n)` or
+/// `("fraction", f)` (kept as per-mille so a setting stays hashable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LcTrigger {
+    Tokens(u64),
+    Messages(u64),
+    FractionPermille(u64),
+}
+
+impl LcTrigger {
+    /// `tokens:N`, `messages:N` or `fraction:F` (0 < F <= 1).
+    pub fn parse(s: &str) -> Option<LcTrigger> {
+        let (k, v) = s.split_once(':')?;
+        match k.trim() {
+            "tokens" => crate::sweep::grid::parse_number("lc-trigger", v)
+                .ok()
+                .filter(|&n| n > 0)
+                .map(LcTrigger::Tokens),
+            "messages" => v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(LcTrigger::Messages),
+            "fraction" => {
+                let f: f64 = v.trim().parse().ok()?;
+                (f > 0.0 && f <= 1.0)
+                    .then(|| LcTrigger::FractionPermille((f * 1000.0).round() as u64))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn text(&self) -> String {
+        match self {
+            LcTrigger::Tokens(n) => format!("tokens:{n}"),
+            LcTrigger::Messages(n) => format!("messages:{n}"),
+            LcTrigger::FractionPermille(p) => format!("fraction:{}", *p as f64 / 1000.0),
+        }
+    }
+}
+
+/// The policy families, in the order `--policy all` lists them.
+pub const FAMILIES: &[&str] = &[
+    "clear-tool-results",
+    "mask-observations",
+    "claude-code",
+    "codex",
+    "openhands",
+    "langchain",
+    "gemini-cli",
+];
+
+impl PolicySpec {
+    /// The family name (`--policy` value, the `policy` column).
+    pub fn family(&self) -> &'static str {
+        match self {
+            PolicySpec::ClearToolResults { .. } => "clear-tool-results",
+            PolicySpec::MaskObservations { .. } => "mask-observations",
+            PolicySpec::ClaudeCode { .. } => "claude-code",
+            PolicySpec::Codex { .. } => "codex",
+            PolicySpec::Openhands { .. } => "openhands",
+            PolicySpec::Langchain { .. } => "langchain",
+            PolicySpec::GeminiCli { .. } => "gemini-cli",
+        }
+    }
+
+    /// Its numbers as `name=value` pairs (the `policy_setting` column).
+    pub fn params(&self) -> String {
+        match self {
+            PolicySpec::ClearToolResults {
+                trigger,
+                keep,
+                clear_at_least,
+                exclude_tools,
+            } => {
+                let mut s =
+                    format!("trigger={trigger} keep={keep} clear_at_least={clear_at_least}");
+                if !exclude_tools.is_empty() {
+                    s.push_str(&format!(" exclude_tools={}", exclude_tools.join(",")));
+                }
+                s
+            }
+            PolicySpec::MaskObservations { window } => format!("window={window}"),
+            PolicySpec::ClaudeCode { pct: None } => "pct=default".to_string(),
+            PolicySpec::ClaudeCode { pct: Some(p) } => format!("pct={p}"),
+            PolicySpec::Codex { pct } => format!("limit_pct={pct}"),
+            PolicySpec::Openhands {
+                max_size,
+                keep_first,
+            } => format!("max_size={max_size} keep_first={keep_first}"),
+            PolicySpec::Langchain { trigger, keep } => {
+                format!("trigger={} keep=messages:{keep}", trigger.text())
+            }
+            PolicySpec::GeminiCli { threshold_pct } => {
+                format!("threshold={}", *threshold_pct as f64 / 100.0)
+            }
+        }
+    }
+
+    /// Whether it calls a summarizer (the setting's `summarizer` axis applies).
+    pub fn summarizes(&self) -> bool {
+        !matches!(
+            self,
+            PolicySpec::ClearToolResults { .. } | PolicySpec::MaskObservations { .. }
+        )
+    }
+
+    /// Whether it needs the agent model's context window (from the pricing table).
+    pub fn needs_window(&self) -> bool {
+        match self {
+            PolicySpec::ClaudeCode { .. }
+            | PolicySpec::Codex { .. }
+            | PolicySpec::GeminiCli { .. } => true,
+            PolicySpec::Langchain { trigger, .. } => {
+                matches!(trigger, LcTrigger::FractionPermille(_))
+            }
+            _ => false,
+        }
+    }
+
+    /// The report's label: plainly not a line for an ADK manifest.
+    pub fn label(&self) -> String {
+        format!(
+            "policy {} ({}): modelled, not an ADK setting",
+            self.family(),
+            self.params()
+        )
+    }
+
+    /// A fresh rule object for one replay.
+    pub fn build(&self, ctx: &Ctx<'_>) -> Box<dyn CompactionPolicy> {
+        match self {
+            PolicySpec::ClearToolResults {
+                trigger,
+                keep,
+                clear_at_least,
+                exclude_tools,
+            } => Box::new(clear::ClearToolResults::new(
+                ctx,
+                *trigger,
+                *keep,
+                *clear_at_least,
+                exclude_tools,
+            )),
+            PolicySpec::MaskObservations { window } => {
+                Box::new(mask::MaskObservations::new(ctx, *window))
+            }
+            PolicySpec::ClaudeCode { pct } => Box::new(claude_code::ClaudeCode::new(ctx, *pct)),
+            PolicySpec::Codex { pct } => Box::new(codex::Codex::new(ctx, *pct)),
+            PolicySpec::Openhands {
+                max_size,
+                keep_first,
+            } => Box::new(openhands::OpenHands::new(ctx, *max_size, *keep_first)),
+            PolicySpec::Langchain { trigger, keep } => {
+                Box::new(langchain::LangChain::new(ctx, *trigger, *keep))
+            }
+            PolicySpec::GeminiCli { threshold_pct } => {
+                Box::new(gemini_cli::GeminiCli::new(ctx, *threshold_pct))
+            }
+        }
+    }
+}
+
+/// What a policy may read: the session's arrays and text, and the agent model's window.
+pub struct Ctx<'a> {
+    pub sizes: &'a SessionSizes,
+    pub session: &'a Session,
+    /// `max_input_tokens` of the agent model (pricing table); `None`: unknown, so the
+    /// window-relative policies never fire.
+    pub window: Option<u64>,
+}
+
+impl Ctx<'_> {
+    /// A tool result: the event carries a function response.
+    pub fn is_result(&self, e: usize) -> bool {
+        self.sizes.has_resps[e]
+    }
+
+    /// A user message: the user's own content, not a tool result.
+    pub fn is_user_message(&self, e: usize) -> bool {
+        let s = self.sizes;
+        s.author[e] == s.user_author && s.has_content[e] && !s.has_resps[e]
+    }
+
+    /// A message of the framework's own list (events with content a model reads).
+    pub fn is_message(&self, e: usize) -> bool {
+        self.sizes.has_content[e] && self.sizes.visible[e]
+    }
+}
+
+/// How near ADK 2.13 can come to a policy family (the report's "Other policies" says it).
+pub fn adk_expressible(family: &str) -> &'static str {
+    match family {
+        "clear-tool-results" | "mask-observations" => {
+            "no: ADK compaction only summarizes; clearing tool results needs a before_model_callback"
+        }
+        "claude-code" | "codex" | "gemini-cli" => {
+            "partly: after_tokens at the same threshold fires at the same point; what is kept differs"
+        }
+        _ => "partly: keep_recent_events is the nearest tail rule; ADK triggers on tokens or invocations, not message counts",
+    }
+}
+
+/// What the driver tells a policy before model request `q`.
+#[derive(Debug, Clone, Copy)]
+pub struct At {
+    /// 0-based request number.
+    pub q: usize,
+    /// Its model event; events `0..event` exist.
+    pub event: u32,
+    /// The prompt without any compaction (what a client that keeps everything sends).
+    pub baseline_prompt: u64,
+    /// The prompt under the policy's state so far (before this request's decision).
+    pub prompt: u64,
+    /// Messages in the current view (a summary counts as one).
+    pub messages: u64,
+    /// Raw events `0..head` are kept verbatim at the start; `cut..event` at the end.
+    pub head: u32,
+    pub cut: u32,
+    /// Chars of the summary carried (0 without one).
+    pub summary_chars: u64,
+}
+
+/// A policy's decision before one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Keep the state.
+    Keep,
+    /// Tool results: the first `n` of [`CompactionPolicy::clearable`] are placeholders in
+    /// this request (the rest verbatim).
+    Clear(usize),
+    /// Replace raw events `head..cut` (minus `keep`) by one summary; `passes` summarizer
+    /// calls, each later one reading the one before with the same events (a verification).
+    Summarize {
+        head: u32,
+        cut: u32,
+        /// Events in `head..cut` re-attached verbatim after the summary, ascending, with
+        /// the tokens kept of each (a message cut to fit counts its kept part).
+        keep: Vec<(u32, u64)>,
+        passes: u32,
+    },
+}
+
+/// One framework's rule: when it fires, what the next prompt holds, how many summarizer
+/// calls it makes. Built fresh per replay ([`PolicySpec::build`]), called once per model
+/// request in order, so it may keep cursors that only move forward.
+pub trait CompactionPolicy {
+    /// Tool-result events this policy can replace by a placeholder, oldest first, with the
+    /// tokens each placeholder leaves (clearing policies only).
+    fn clearable(&self) -> (&[u32], u64) {
+        (&[], 0)
+    }
+
+    /// The decision before request `at`.
+    fn decide(&mut self, ctx: &Ctx<'_>, at: &At) -> Decision;
+}
+
+/// Replay `session` under `spec` with `summarizer` (the one `evaluate` wraps).
+pub fn replay_spec(spec: &PolicySpec, ctx: &Ctx<'_>, summarizer: &dyn Summarizer) -> Replay {
+    let mut policy = spec.build(ctx);
+    driver::replay(ctx, policy.as_mut(), summarizer)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,335 @@
+//! Hand-made sessions pinning each policy's firing point and the next prompt's contents.
+
+use super::*;
+use crate::engine::summarizer::{Deterministic, Policy};
+use crate::transcript::{Event, Format, Part, Role, Usage};
+
+const RESULT_TOKENS: u32 = 500;
+
+/// user message; then per round: a model request calling a tool, its result; then a final
+/// model request. `prompts[j]` is request j's recorded prompt (`None`: not recorded).
+/// Tokens: user 10, call 10, result 500, final answer 10.
+fn session(rounds: usize, prompts: &[Option<u64>]) -> (Session, Vec<u32>) {
+    let mut events = Vec::new();
+    let mut toks = Vec::new();
+    let mut u = Event::new("user", Role::User, "i1", 0.0);
+    u.parts.push(Part::Text {
+        text: "please look at the logs".into(),
+    });
+    events.push(u);
+    toks.push(10);
+    let mut t = 1.0;
+    let mut req = 0usize;
+    let mut model = |events: &mut Vec<Event>, toks: &mut Vec<u32>, t: f64, call: Option<usize>| {
+        let mut m = Event::new("agent", Role::Model, "i1", t);
+        m.model_request = true;
+        if let Some(Some(p)) = prompts.get(req) {
+            m.usage = Some(Usage {
+                prompt_tokens: *p,
+                output_tokens: 10,
+                ..Default::default()
+            });
+        }
+        req += 1;
+        match call {
+            Some(i) => m.parts.push(Part::ToolCall {
+                id: Some(format!("c{i}")),
+                name: "read".into(),
+                args: serde_json::json!({"file": format!("f{i}")}),
+            }),
+            None => m.parts.push(Part::Text {
+                text: "done".into(),
+            }),
+        }
+        events.push(m);
+        toks.push(10);
+    };
+    for i in 0..rounds {
+        model(&mut events, &mut toks, t, Some(i));
+        let mut r = Event::new("user", Role::User, "i1", t + 0.5);
+        r.parts.push(Part::ToolResponse {
+            id: Some(format!("c{i}")),
+            name: "read".into(),
+            response: serde_json::json!({"content": format!("line {i} of the log")}),
+        });
+        events.push(r);
+        toks.push(RESULT_TOKENS);
+        t += 1.0;
+    }
+    model(&mut events, &mut toks, t, None);
+    let s = Session {
+        id: "s".into(),
+        source: "test".into(),
+        format: Format::Adk,
+        events,
+        recorded_compactions: Vec::new(),
+        model: None,
+        synthetic_timestamps: false,
+        approval_policies: Vec::new(),
+    };
+    (s, toks)
+}
+
+fn run(s: &Session, toks: &[u32], spec: &PolicySpec, window: Option<u64>) -> Replay {
+    let sizes = SessionSizes::new(s, Some(toks));
+    let ctx = Ctx {
+        sizes: &sizes,
+        session: s,
+        window,
+    };
+    let summ = Deterministic::new(Policy::Fixed(400), Vec::new(), Vec::<String>::new());
+    replay_spec(spec, &ctx, &summ)
+}
+
+/// Result events (index of the i-th tool result).
+fn result(i: u32) -> u32 {
+    2 + 2 * i
+}
+
+#[test]
+fn clear_tool_results_clears_the_oldest_at_the_request_that_passes_the_trigger() {
+    // four results of 500 tokens; the recorded prompt first passes 1,000 at the last request
+    let prompts = [Some(100), Some(200), Some(300), Some(400), Some(2_100)];
+    let (s, toks) = session(4, &prompts);
+    let clear = |keep, at_least| PolicySpec::ClearToolResults {
+        trigger: 1_000,
+        keep,
+        clear_at_least: at_least,
+        exclude_tools: Vec::new(),
+    };
+    let r = run(&s, &toks, &clear(1, 0), None);
+    assert_eq!(r.requests.len(), 5);
+    for q in &r.requests[..4] {
+        assert!(r.hidden(q).is_empty());
+        assert_eq!(q.prompt_tokens, q.baseline_prompt_tokens);
+    }
+    let last = &r.requests[4];
+    let want: Vec<(u32, u32)> = (0..3).map(|i| (result(i), result(i))).collect();
+    assert_eq!(r.hidden(last), &want[..]);
+    assert_eq!(last.hidden_tokens, 3 * RESULT_TOKENS as u64);
+    let ph = clear::PLACEHOLDER_TOKENS;
+    assert_eq!(
+        last.prompt_tokens,
+        2_100 - 3 * RESULT_TOKENS as u64 + 3 * ph
+    );
+    // the cached prefix breaks at the first cleared result
+    let tp = &sizes_of(&s, &toks)
+        .baseline
+        .get()
+        .unwrap()
+        .tok_prefix
+        .clone();
+    assert_eq!(last.shared_prefix_tokens, tp[result(0) as usize]);
+    assert!(r.calls.is_empty() && r.compactions.is_empty());
+    // keep 3 clears one; clear_at_least above what 3 results free clears none
+    let r3 = run(&s, &toks, &clear(3, 0), None);
+    assert_eq!(r3.hidden(&r3.requests[4]), &[(result(0), result(0))]);
+    let none = run(&s, &toks, &clear(1, 3 * RESULT_TOKENS as u64), None);
+    assert!(none.hidden(&none.requests[4]).is_empty());
+    // excluded tools are never cleared
+    let ex = PolicySpec::ClearToolResults {
+        trigger: 1_000,
+        keep: 1,
+        clear_at_least: 0,
+        exclude_tools: vec!["read".into()],
+    };
+    let rx = run(&s, &toks, &ex, None);
+    assert!(rx.hidden(&rx.requests[4]).is_empty());
+}
+
+fn sizes_of(s: &Session, toks: &[u32]) -> SessionSizes {
+    let sizes = SessionSizes::new(s, Some(toks));
+    sizes
+        .baseline
+        .get_or_init(|| crate::engine::contents::baseline(&sizes));
+    sizes
+}
+
+#[test]
+fn mask_observations_keeps_the_last_window_turns_always() {
+    let (s, toks) = session(5, &[]);
+    let r = run(&s, &toks, &PolicySpec::MaskObservations { window: 2 }, None);
+    // request q masks the results of requests before q - 2: none before request 3
+    for (q, req) in r.requests.iter().enumerate() {
+        let masked = q.saturating_sub(2);
+        let want: Vec<(u32, u32)> = (0..masked as u32).map(|i| (result(i), result(i))).collect();
+        assert_eq!(r.hidden(req), &want[..], "request {q}");
+        let ph = mask::PLACEHOLDER_TOKENS;
+        assert_eq!(
+            req.prompt_tokens,
+            req.baseline_prompt_tokens - masked as u64 * (RESULT_TOKENS as u64 - ph),
+            "request {q}"
+        );
+    }
+    assert!(r.calls.is_empty());
+}
+
+#[test]
+fn claude_code_threshold_and_whole_history_summary() {
+    assert_eq!(claude_code::threshold(200_000, None), 167_000);
+    assert_eq!(claude_code::threshold(200_000, Some(50)), 90_000);
+    // the override can only lower it
+    assert_eq!(claude_code::threshold(200_000, Some(95)), 167_000);
+    let prompts = [Some(50_000), Some(100_000), Some(170_000), Some(120_000)];
+    let (s, toks) = session(3, &prompts);
+    let r = run(
+        &s,
+        &toks,
+        &PolicySpec::ClaudeCode { pct: None },
+        Some(200_000),
+    );
+    assert_eq!(r.calls.len(), 1);
+    let c = &r.compactions[0];
+    assert_eq!(c.before_event_index, Some(r.requests[2].event_index));
+    let at = &r.requests[2];
+    let k = at.event_index;
+    // everything before the request is in the summary
+    assert_eq!(r.hidden(at), &[(0, k - 1)]);
+    let tp = sizes_of(&s, &toks)
+        .baseline
+        .get()
+        .unwrap()
+        .tok_prefix
+        .clone();
+    assert_eq!(at.hidden_tokens, tp[k as usize]);
+    assert_eq!(
+        at.prompt_tokens,
+        170_000 - tp[k as usize] + c.summary_tokens
+    );
+    assert_eq!(r.carried(at), &[1]);
+    assert!(r.requests[..2]
+        .iter()
+        .all(|q| q.prompt_tokens == q.baseline_prompt_tokens));
+    // pct 50 fires at the second request already (100,000 >= 90,000)
+    let r50 = run(
+        &s,
+        &toks,
+        &PolicySpec::ClaudeCode { pct: Some(50) },
+        Some(200_000),
+    );
+    assert_eq!(
+        r50.compactions[0].before_event_index,
+        Some(r.requests[1].event_index)
+    );
+    // no window known: never fires
+    let none = run(&s, &toks, &PolicySpec::ClaudeCode { pct: None }, None);
+    assert!(none.calls.is_empty());
+}
+
+#[test]
+fn codex_keeps_the_newest_user_messages_and_the_summary() {
+    let prompts = [Some(10_000), Some(95_000), Some(20_000), Some(30_000)];
+    let (s, toks) = session(3, &prompts);
+    let r = run(&s, &toks, &PolicySpec::Codex { pct: 90 }, Some(100_000));
+    assert_eq!(r.compactions.len(), 1);
+    let at = &r.requests[1];
+    assert!(at.pre_request_compacted);
+    // the user message (event 0) is re-attached: hidden is everything else before it
+    let k = at.event_index;
+    assert_eq!(r.hidden(at), &[(1, k - 1)]);
+    let tp = sizes_of(&s, &toks)
+        .baseline
+        .get()
+        .unwrap()
+        .tok_prefix
+        .clone();
+    assert_eq!(at.hidden_tokens, tp[k as usize] - 10);
+    // below 90 % of the window it does not fire
+    let r2 = run(&s, &toks, &PolicySpec::Codex { pct: 96 }, Some(100_000));
+    assert!(r2.compactions.is_empty());
+}
+
+#[test]
+fn openhands_keeps_head_and_tail_of_half_max_size() {
+    // 1 + 2 * 10 + 1 = 22 events; max_size 12 fires when the view holds 13
+    let (s, toks) = session(10, &[]);
+    let spec = PolicySpec::Openhands {
+        max_size: 12,
+        keep_first: 2,
+    };
+    let r = run(&s, &toks, &spec, None);
+    let first = r.compactions.first().expect("fires");
+    let at = r.requests.iter().find(|q| q.pre_request_compacted).unwrap();
+    // first time the view passes 12 events: request at event 13 (events 0..13 exist)
+    assert_eq!(at.event_index, 13);
+    // head: events 0..2; tail: 12 / 2 - 2 - 1 = 3 events before the request
+    assert_eq!(first.summarized_events, 2..10);
+    assert_eq!(r.hidden(at), &[(2, 9)]);
+}
+
+#[test]
+fn langchain_keeps_the_newest_messages_without_orphan_results() {
+    let (s, toks) = session(6, &[]);
+    let spec = PolicySpec::Langchain {
+        trigger: LcTrigger::Messages(8),
+        keep: 4,
+    };
+    let r = run(&s, &toks, &spec, None);
+    let at = r.requests.iter().find(|q| q.pre_request_compacted).unwrap();
+    // 8 messages exist before event 8
+    assert_eq!(at.event_index, 9);
+    // keep the newest 4 of events 0..9: 5..9, and 5 is a call (not a result): cut at 5
+    assert_eq!(r.compactions[0].summarized_events, 0..5);
+    // keep 3: the newest 3 start at a result (6), so the cut moves back to its call (5)
+    let r3 = run(
+        &s,
+        &toks,
+        &PolicySpec::Langchain {
+            trigger: LcTrigger::Messages(8),
+            keep: 3,
+        },
+        None,
+    );
+    assert_eq!(r3.compactions[0].summarized_events, 0..5);
+}
+
+#[test]
+fn gemini_cli_compresses_the_oldest_seventy_percent_in_two_calls() {
+    // one user message per invocation so that there are split points
+    let (mut s, toks) = session(4, &[Some(100), Some(200), Some(600), Some(300), Some(300)]);
+    // results become plain user messages (split points need user text)
+    for e in s.events.iter_mut() {
+        if let Some(Part::ToolResponse { .. }) = e.parts.first() {
+            e.parts = vec![Part::Text {
+                text: "x".repeat(400),
+            }];
+        }
+        if e.model_request {
+            e.parts = vec![Part::Text { text: "ok".into() }];
+        }
+    }
+    let r = run(
+        &s,
+        &toks,
+        &PolicySpec::GeminiCli { threshold_pct: 50 },
+        Some(1_000),
+    );
+    // fires at the request whose prompt first reaches 500, with a summary and a verification
+    let at = r.requests.iter().find(|q| q.pre_request_compacted).unwrap();
+    assert_eq!(at.event_index, r.requests[2].event_index);
+    assert_eq!(r.calls.len(), 2);
+    assert_eq!(r.compactions[1].seed, Some(1));
+    assert_eq!(r.carried(at), &[2]);
+    // the split is a user message at or past 70 % of the chars before the request
+    let cut = r.compactions[1].summarized_events.end as usize;
+    assert!(s.events[cut].author == "user");
+    assert!(cut < at.event_index as usize);
+}
+
+#[test]
+fn every_family_parses_and_labels() {
+    for f in FAMILIES {
+        assert!(!f.is_empty());
+    }
+    assert_eq!(
+        LcTrigger::parse("fraction:0.8"),
+        Some(LcTrigger::FractionPermille(800))
+    );
+    assert_eq!(
+        LcTrigger::parse("tokens:50k"),
+        Some(LcTrigger::Tokens(50_000))
+    );
+    assert_eq!(LcTrigger::parse("fraction:1.5"), None);
+    let p = PolicySpec::MaskObservations { window: 10 };
+    assert!(p.label().contains("not an ADK setting"));
+}

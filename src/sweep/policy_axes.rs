@@ -1,0 +1,304 @@
+//! `--policy` and its axes: which other frameworks' policies a sweep replays beside the ADK
+//! settings, and with which numbers (docs/policies.md). Each axis defaults to the value the
+//! framework ships; an axis given for a policy that is not asked for is refused.
+
+use super::grid::{parse_numeric_axis, parse_text_axis, AxisSpec, GridError, GridSpec};
+use crate::policy::{LcTrigger, PolicySpec, FAMILIES};
+
+fn err<T>(msg: impl Into<String>) -> Result<T, GridError> {
+    Err(GridError(msg.into()))
+}
+
+/// The axis keys and the family each belongs to.
+const AXES: &[(&str, &str)] = &[
+    ("clear_trigger", "clear-tool-results"),
+    ("clear_keep", "clear-tool-results"),
+    ("clear_at_least", "clear-tool-results"),
+    ("clear_exclude_tools", "clear-tool-results"),
+    ("mask_window", "mask-observations"),
+    ("pct", "claude-code"),
+    ("codex_pct", "codex"),
+    ("openhands_max_size", "openhands"),
+    ("openhands_keep_first", "openhands"),
+    ("lc_trigger", "langchain"),
+    ("lc_keep", "langchain"),
+    ("gemini_threshold", "gemini-cli"),
+];
+
+fn axis<'a>(g: &'a GridSpec, key: &str) -> &'a Option<AxisSpec> {
+    match key {
+        "clear_trigger" => &g.clear_trigger,
+        "clear_keep" => &g.clear_keep,
+        "clear_at_least" => &g.clear_at_least,
+        "clear_exclude_tools" => &g.clear_exclude_tools,
+        "mask_window" => &g.mask_window,
+        "pct" => &g.pct,
+        "codex_pct" => &g.codex_pct,
+        "openhands_max_size" => &g.openhands_max_size,
+        "openhands_keep_first" => &g.openhands_keep_first,
+        "lc_trigger" => &g.lc_trigger,
+        "lc_keep" => &g.lc_keep,
+        _ => &g.gemini_threshold,
+    }
+}
+
+/// The families asked for, in [`FAMILIES`] order (`all` = every one).
+pub fn families(g: &GridSpec) -> Result<Vec<&'static str>, GridError> {
+    let Some(spec) = &g.policy else {
+        return Ok(Vec::new());
+    };
+    let mut want = Vec::new();
+    for v in parse_text_axis("policy", spec)? {
+        if v == "all" {
+            want.extend_from_slice(FAMILIES);
+            continue;
+        }
+        match FAMILIES.iter().find(|f| **f == v) {
+            Some(f) => want.push(*f),
+            None => {
+                return err(format!(
+                    "grid axis policy: unknown value `{v}`; use all or {}",
+                    FAMILIES.join(", ")
+                ))
+            }
+        }
+    }
+    Ok(FAMILIES
+        .iter()
+        .copied()
+        .filter(|f| want.contains(f))
+        .collect())
+}
+
+fn nums(g: &GridSpec, key: &str, default: u64) -> Result<Vec<u64>, GridError> {
+    match axis(g, key) {
+        Some(s) => parse_numeric_axis(key, s),
+        None => Ok(vec![default]),
+    }
+}
+
+/// Every policy grid point the spec asks for, in family then axis order.
+pub fn resolve(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let fams = families(g)?;
+    for (key, fam) in AXES {
+        if let Some(s) = axis(g, key) {
+            if !fams.contains(fam) {
+                return err(format!(
+                    "grid axis {key}: values `{}` are given but policy {fam} is not asked for; add `--policy {fam}` or drop the axis",
+                    s.text()
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for fam in fams {
+        match fam {
+            "clear-tool-results" => {
+                let exclude = match &g.clear_exclude_tools {
+                    Some(s) => parse_text_axis("clear_exclude_tools", s)?,
+                    None => Vec::new(),
+                };
+                for t in nums(g, "clear_trigger", 100_000)? {
+                    if t == 0 {
+                        return err("grid axis clear_trigger: value 0 would clear before every request; use 1 or more tokens");
+                    }
+                    for k in nums(g, "clear_keep", 3)? {
+                        for a in nums(g, "clear_at_least", 0)? {
+                            out.push(PolicySpec::ClearToolResults {
+                                trigger: t,
+                                keep: k,
+                                clear_at_least: a,
+                                exclude_tools: exclude.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+            "mask-observations" => {
+                for w in nums(g, "mask_window", 10)? {
+                    out.push(PolicySpec::MaskObservations { window: w });
+                }
+            }
+            "claude-code" => match &g.pct {
+                None => out.push(PolicySpec::ClaudeCode { pct: None }),
+                Some(s) => {
+                    for p in parse_numeric_axis("pct", s)? {
+                        if !(1..=100).contains(&p) {
+                            return err(format!("grid axis pct: value `{p}` is outside 1..100 (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE)"));
+                        }
+                        out.push(PolicySpec::ClaudeCode { pct: Some(p) });
+                    }
+                }
+            },
+            "codex" => {
+                for p in nums(g, "codex_pct", 90)? {
+                    if !(1..=100).contains(&p) {
+                        return err(format!(
+                            "grid axis codex_pct: value `{p}` is outside 1..100 (% of the context window)"
+                        ));
+                    }
+                    out.push(PolicySpec::Codex { pct: p });
+                }
+            }
+            "openhands" => {
+                for m in nums(g, "openhands_max_size", 240)? {
+                    for f in nums(g, "openhands_keep_first", 2)? {
+                        if m / 2 <= f + 1 {
+                            return err(format!("grid axis openhands_keep_first: value `{f}` must be below openhands_max_size // 2 - 1 (max_size {m}), as the condenser requires"));
+                        }
+                        out.push(PolicySpec::Openhands {
+                            max_size: m,
+                            keep_first: f,
+                        });
+                    }
+                }
+            }
+            "langchain" => {
+                let triggers = match &g.lc_trigger {
+                    Some(s) => parse_text_axis("lc_trigger", s)?,
+                    None => vec!["fraction:0.8".to_string()],
+                };
+                for t in triggers {
+                    let Some(trigger) = LcTrigger::parse(&t) else {
+                        return err(format!("grid axis lc_trigger: value `{t}` is not tokens:N, messages:N or fraction:F (0 < F <= 1)"));
+                    };
+                    for k in nums(g, "lc_keep", 20)? {
+                        out.push(PolicySpec::Langchain { trigger, keep: k });
+                    }
+                }
+            }
+            _ => {
+                let values = match &g.gemini_threshold {
+                    Some(s) => parse_text_axis("gemini_threshold", s)?,
+                    None => vec!["0.5".to_string()],
+                };
+                for v in values {
+                    let f: f64 = v.trim().parse().map_err(|_| {
+                        GridError(format!(
+                            "grid axis gemini_threshold: value `{v}` is not a fraction (0 < F <= 1)"
+                        ))
+                    })?;
+                    if !(f > 0.0 && f <= 1.0) {
+                        return err(format!(
+                            "grid axis gemini_threshold: value `{v}` is outside 0..1"
+                        ));
+                    }
+                    out.push(PolicySpec::GeminiCli {
+                        threshold_pct: (f * 100.0).round() as u64,
+                    });
+                }
+            }
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+/// The resolved policies as grid-file lines: every axis of every family asked for, so
+/// re-resolving gives the same settings (`merge` relies on it).
+pub fn to_toml(policies: &[PolicySpec]) -> String {
+    if policies.is_empty() {
+        return String::new();
+    }
+    let mut fams: Vec<&str> = policies.iter().map(|p| p.family()).collect();
+    fams.dedup();
+    let q = |v: &[String]| {
+        format!(
+            "[{}]",
+            v.iter()
+                .map(|s| toml::Value::String(s.clone()).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let n = |v: &mut Vec<u64>| {
+        v.sort();
+        v.dedup();
+        format!(
+            "[{}]",
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let mut out = format!(
+        "policy = {}\n",
+        q(&fams.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    );
+    macro_rules! collect {
+        ($pat:pat => $e:expr) => {
+            policies
+                .iter()
+                .filter_map(|p| match p {
+                    $pat => Some($e),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+    }
+    if fams.contains(&"clear-tool-results") {
+        out += &format!(
+            "clear_trigger = {}\n",
+            n(&mut collect!(PolicySpec::ClearToolResults { trigger, .. } => *trigger))
+        );
+        out += &format!(
+            "clear_keep = {}\n",
+            n(&mut collect!(PolicySpec::ClearToolResults { keep, .. } => *keep))
+        );
+        out += &format!(
+            "clear_at_least = {}\n",
+            n(
+                &mut collect!(PolicySpec::ClearToolResults { clear_at_least, .. } => *clear_at_least)
+            )
+        );
+        let ex =
+            collect!(PolicySpec::ClearToolResults { exclude_tools, .. } => exclude_tools.clone());
+        if let Some(ex) = ex.first().filter(|e| !e.is_empty()) {
+            out += &format!("clear_exclude_tools = {}\n", q(ex));
+        }
+    }
+    if fams.contains(&"mask-observations") {
+        out += &format!(
+            "mask_window = {}\n",
+            n(&mut collect!(PolicySpec::MaskObservations { window } => *window))
+        );
+    }
+    let pcts = collect!(PolicySpec::ClaudeCode { pct: Some(p) } => *p);
+    if !pcts.is_empty() {
+        out += &format!("pct = {}\n", n(&mut pcts.clone()));
+    }
+    if fams.contains(&"codex") {
+        out += &format!(
+            "codex_pct = {}\n",
+            n(&mut collect!(PolicySpec::Codex { pct } => *pct))
+        );
+    }
+    if fams.contains(&"openhands") {
+        out += &format!(
+            "openhands_max_size = {}\n",
+            n(&mut collect!(PolicySpec::Openhands { max_size, .. } => *max_size))
+        );
+        out += &format!(
+            "openhands_keep_first = {}\n",
+            n(&mut collect!(PolicySpec::Openhands { keep_first, .. } => *keep_first))
+        );
+    }
+    if fams.contains(&"langchain") {
+        let mut t = collect!(PolicySpec::Langchain { trigger, .. } => trigger.text());
+        t.dedup();
+        out += &format!("lc_trigger = {}\n", q(&t));
+        out += &format!(
+            "lc_keep = {}\n",
+            n(&mut collect!(PolicySpec::Langchain { keep, .. } => *keep))
+        );
+    }
+    if fams.contains(&"gemini-cli") {
+        let mut v = collect!(PolicySpec::GeminiCli { threshold_pct } => *threshold_pct);
+        v.sort();
+        v.dedup();
+        let t: Vec<String> = v.iter().map(|p| format!("{}", *p as f64 / 100.0)).collect();
+        out += &format!("gemini_threshold = {}\n", q(&t));
+    }
+    out
+}

@@ -1,0 +1,153 @@
+//! Issue 28: other frameworks' compaction policies (`--policy`, docs/policies.md) replayed
+//! beside the ADK settings, through the binary.
+
+use crate::common::{bin, read_text, root};
+use std::path::Path;
+
+/// Every family, with thresholds low enough that the repository's small transcripts reach
+/// them (the shipped defaults do not fire on sessions this short).
+const LOW: &[&str] = &[
+    "--policy",
+    "all",
+    "--clear-trigger",
+    "5k,20k",
+    "--clear-keep",
+    "1,3",
+    "--pct",
+    "5",
+    "--codex-pct",
+    "5",
+    "--openhands-max-size",
+    "20",
+    "--lc-trigger",
+    "tokens:5k",
+    "--gemini-threshold",
+    "0.03",
+    "--summarizer",
+    "terse",
+    "-q",
+];
+
+fn sweep(out: &Path, extra: &[&str], threads: &str) {
+    let o = bin()
+        .env("RAYON_NUM_THREADS", threads)
+        .arg("sweep")
+        .arg(root().join("transcripts"))
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn settings(dir: &Path) -> Vec<serde_json::Value> {
+    serde_json::from_str(&read_text(&dir.join("settings.json"))).unwrap()
+}
+
+/// Each family gets rows beside the ADK settings, with its `policy` column; the policies are
+/// ranked with them in "Other policies" but never recommended; the same bytes whatever the
+/// thread count; the run's grid.toml gives the same settings again.
+#[test]
+fn every_policy_runs_beside_the_adk_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    sweep(&a, LOW, "1");
+    sweep(&b, LOW, "3");
+    for f in ["settings.csv", "runs.csv", "report.md"] {
+        assert_eq!(
+            read_text(&a.join(f)).replace("# Compaction report: a", ""),
+            read_text(&b.join(f)).replace("# Compaction report: b", ""),
+            "{f} depends on the thread count"
+        );
+    }
+    let rows = settings(&a);
+    let families: std::collections::BTreeSet<&str> =
+        rows.iter().filter_map(|r| r["policy"].as_str()).collect();
+    assert_eq!(families.len(), 7, "{families:?}");
+    let policy_rows: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["policy"].is_string()).collect();
+    // clear-tool-results: 2 triggers x 2 keeps
+    assert_eq!(
+        policy_rows
+            .iter()
+            .filter(|r| r["policy"] == "clear-tool-results")
+            .count(),
+        4
+    );
+    for r in &policy_rows {
+        assert_eq!(r["trigger_kind"], "policy");
+        assert_eq!(r["recommended"], false);
+        assert!(r["label"].as_str().unwrap().contains("not an ADK setting"));
+    }
+    // clearing tool results hides detail with no summary: measured, not estimated
+    let clear = policy_rows
+        .iter()
+        .find(|r| r["policy_setting"] == "trigger=5000 keep=1 clear_at_least=0")
+        .unwrap();
+    assert!(clear["tokens_saved_net_sum"].as_f64().unwrap() > 0.0);
+    assert_eq!(clear["summarizer_calls_sum"].as_f64().unwrap(), 0.0);
+    assert_eq!(clear["references_broken_basis"], "measured");
+    // the summarizing policies fire and call the summarizer
+    for fam in [
+        "claude-code",
+        "codex",
+        "openhands",
+        "langchain",
+        "gemini-cli",
+    ] {
+        let r = policy_rows.iter().find(|r| r["policy"] == fam).unwrap();
+        assert!(r["summarizer_calls_sum"].as_f64().unwrap() > 0.0, "{fam}");
+    }
+    let reco = rows.iter().find(|r| r["recommended"] == true).unwrap();
+    assert!(reco.get("policy").is_none());
+    let md = read_text(&a.join("report.md"));
+    let sec = md.split("## Other policies").nth(1).expect("section");
+    let sec = sec.split("\n## ").next().unwrap();
+    assert!(sec.contains("ADK: recommended") && sec.contains("ADK: no compaction"));
+    for fam in &families {
+        assert!(sec.contains(&format!("| {fam} |")), "{fam} missing");
+    }
+    // grid.toml lists the policy axes: the same settings again from it
+    let c = dir.path().join("c");
+    let grid = a.join("grid.toml");
+    assert!(read_text(&grid).contains("clear_trigger = [5000, 20000]"));
+    sweep(&c, &["--grid", grid.to_str().unwrap(), "-q"], "2");
+    assert_eq!(
+        read_text(&a.join("settings.csv")),
+        read_text(&c.join("settings.csv"))
+    );
+}
+
+/// A policy axis without its policy, an unknown policy and an out-of-range value are each
+/// refused in one line naming the flag.
+#[test]
+fn bad_policy_flags_are_refused_in_one_line() {
+    for (args, must) in [
+        (vec!["--clear-keep", "3"], "clear_keep"),
+        (vec!["--policy", "summarize-harder"], "policy"),
+        (vec!["--policy", "claude-code", "--pct", "150"], "pct"),
+        (
+            vec!["--policy", "langchain", "--lc-trigger", "lots"],
+            "lc_trigger",
+        ),
+        (
+            vec!["--policy", "openhands", "--openhands-keep-first", "200"],
+            "openhands_keep_first",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = bin()
+            .arg("sweep")
+            .arg(root().join("transcripts"))
+            .arg("--out")
+            .arg(dir.path().join("run"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(must), "{args:?}: {err}");
+    }
+}
