@@ -1107,7 +1107,7 @@ fn other_policies(d: &RunData, b: &mut Vec<Block>) {
             } else if s.is_baseline() {
                 (
                     "ADK: no compaction".to_string(),
-                    String::new(),
+                    "leave compaction out of the manifest".to_string(),
                     "yes".to_string(),
                 )
             } else {
