@@ -1133,24 +1133,7 @@ impl ResolvedGrid {
     /// The resolved grid as a grid file: every axis written out as an explicit list, so
     /// re-resolving it gives the same settings in the same order (what `merge` relies on).
     pub fn to_toml(&self) -> String {
-        let nums = |v: &[u64]| {
-            format!(
-                "[{}]",
-                v.iter()
-                    .map(|n| n.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        let strs = |v: &[String]| {
-            format!(
-                "[{}]",
-                v.iter()
-                    .map(|s| toml::Value::String(s.clone()).to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
+        let (nums, strs) = (toml_nums, toml_strs);
         let mut out =
             String::from("# resolved grid (compaction-sim); every axis as an explicit list\n");
         out.push_str(&format!(
@@ -1246,6 +1229,21 @@ impl ResolvedGrid {
             baselines
         )
     }
+}
+
+/// A TOML list of numbers, as grid files write an axis.
+pub(crate) fn toml_nums(v: &[u64]) -> String {
+    let items: Vec<String> = v.iter().map(u64::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// A TOML list of strings (each quoted and escaped by the toml crate).
+pub(crate) fn toml_strs(v: &[String]) -> String {
+    let items: Vec<String> = v
+        .iter()
+        .map(|s| toml::Value::String(s.clone()).to_string())
+        .collect();
+    format!("[{}]", items.join(", "))
 }
 
 #[cfg(test)]

@@ -202,25 +202,11 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
     }
     let mut fams: Vec<&str> = policies.iter().map(|p| p.family()).collect();
     fams.dedup();
-    let q = |v: &[String]| {
-        format!(
-            "[{}]",
-            v.iter()
-                .map(|s| toml::Value::String(s.clone()).to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
+    let q = super::grid::toml_strs;
     let n = |v: &mut Vec<u64>| {
         v.sort();
         v.dedup();
-        format!(
-            "[{}]",
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        super::grid::toml_nums(v)
     };
     let mut out = format!(
         "policy = {}\n",
