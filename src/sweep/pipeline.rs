@@ -221,6 +221,9 @@ struct Prepared {
     /// built on first use and shared by every setting that replays them; dropped with the
     /// window, so memory stays that of one window.
     variants: std::sync::Mutex<HashMap<(String, String), std::sync::Arc<Counterfactual>>>,
+    /// The recorded session's no-compaction metrics every alternative is measured against,
+    /// by (tokenizer, agent model, client): replayed once, not once per alternative setting.
+    baselines: std::sync::Mutex<HashMap<(String, String, ClientMode), SessionMetrics>>,
 }
 
 /// One alternative's session (or, for a split, its parts, each replayed as a session of
@@ -715,6 +718,7 @@ impl Counted {
                     session,
                     sized,
                     variants: Default::default(),
+                    baselines: Default::default(),
                 }
             })
             .collect();
@@ -933,6 +937,35 @@ impl PipelineEval {
         // The first part's replay stands for the session's timeline (an alternative is never
         // drawn: timelines are the baseline's and the recommended setting's).
         let r = replays.into_iter().next().unwrap_or_default();
+        let base = self.recorded_baseline(session, p, sized, setting)?;
+        let agent = self.cost.latency.for_model(self.agent_model(p, setting));
+        super::alternatives::rebase(&mut m, &base, |t| agent.prefill_seconds(t));
+        m.invocations_failed = c.invocations_failed;
+        Ok((r, m))
+    }
+
+    /// The recorded session's no-compaction metrics for `setting`'s tokenizer, agent model
+    /// and client (memoized per window in `p`).
+    fn recorded_baseline(
+        &self,
+        session: usize,
+        p: &Prepared,
+        sized: &Sized,
+        setting: &Setting,
+    ) -> Result<SessionMetrics, String> {
+        let key = (
+            setting.tokenizer.clone(),
+            setting.agent_model.clone(),
+            setting.client,
+        );
+        if let Some(m) = p
+            .baselines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(m.clone());
+        }
         let plain = Setting {
             trigger_kind: super::grid::TriggerKind::None,
             after_tokens: None,
@@ -941,13 +974,15 @@ impl PipelineEval {
             overlap: None,
             summarizer: None,
             alternative: None,
+            policy: None,
             ..setting.clone()
         };
         let (_, base) = self.replay_on(session, &p.session, sized, &plain, false)?;
-        let agent = self.cost.latency.for_model(self.agent_model(p, setting));
-        super::alternatives::rebase(&mut m, &base, |t| agent.prefill_seconds(t));
-        m.invocations_failed = c.invocations_failed;
-        Ok((r, m))
+        p.baselines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, base.clone());
+        Ok(base)
     }
 
     fn agent_model<'a>(&self, p: &'a Prepared, setting: &'a Setting) -> &'a str {
