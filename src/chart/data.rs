@@ -68,6 +68,17 @@ impl SettingRow {
         self.trigger_kind == "none"
     }
 
+    /// One of the guide's alternatives (docs/alternatives.md), alone or with compaction.
+    pub fn is_alternative(&self) -> bool {
+        !self.alternative.is_empty()
+    }
+
+    /// The recorded sessions with no compaction: what every "saved" is measured against (an
+    /// alternative with no compaction is not it).
+    pub fn is_plain_baseline(&self) -> bool {
+        self.is_baseline() && !self.is_alternative()
+    }
+
     /// Another framework's policy, modelled (not an ADK setting).
     pub fn is_policy(&self) -> bool {
         !self.policy.is_empty()

@@ -208,7 +208,8 @@ impl Chart for CostVsDetail<'_> {
                 detail.subtitle
             ),
         )?;
-        // The guide's alternatives (docs/alternatives.md): their own marker, off the frontier.
+        // The guide's alternatives (docs/alternatives.md): their own marker; on the frontier
+        // line where they win.
         let alts: Vec<(&SettingRow, f64, f64)> = d
             .alternatives
             .iter()
@@ -240,7 +241,8 @@ impl Chart for CostVsDetail<'_> {
         // Frontier first, so the markers sit on top of it.
         let mut front: Vec<(f64, f64)> = pts
             .iter()
-            .filter(|p| p.0.pareto)
+            .chain(&alts)
+            .filter(|p| p.0.pareto && !p.0.never_compacts())
             .map(|p| (p.1, p.2))
             .collect();
         front.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
@@ -382,16 +384,34 @@ impl Chart for CostVsDetail<'_> {
         if let Some(r) = pts.iter().find(|p| p.0.recommended) {
             labels.push((format!("recommended: {}", r.0.short()), (r.1, r.2), RECO_C));
         }
+        let fr = frontier_groups(d);
+        // Labelled: the alternatives without compaction (combinations are marked, not named),
+        // those on the frontier first (with their number), as labels that find no room are
+        // left out.
+        let mut named: Vec<(Option<usize>, String, (f64, f64))> = alts
+            .iter()
+            .filter(|a| a.0.is_baseline())
+            .map(|a| {
+                let at = fr
+                    .iter()
+                    .position(|g| g.iter().any(|x| std::ptr::eq(*x, a.0)));
+                let text = match at {
+                    Some(i) => format!("F{} {}", i + 1, a.0.alternative),
+                    None => a.0.alternative.clone(),
+                };
+                (at, text, (a.1, a.2))
+            })
+            .collect();
+        named.sort_by_key(|n| n.0.is_none());
+        let on_frontier = named.iter().take_while(|n| n.0.is_some()).count();
+        let mut named = named.into_iter().map(|(_, text, at)| (text, at, ALT_C));
+        labels.extend(named.by_ref().take(on_frontier));
         if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
             labels.push(("baseline".to_string(), (b.1, b.2), BLACK));
         }
-        // Labelled: the alternatives without compaction (combinations are marked, not named).
-        for a in alts.iter().filter(|a| a.0.is_baseline()) {
-            labels.push((a.0.alternative.clone(), (a.1, a.2), ALT_C));
-        }
+        labels.extend(named);
         // At most ~15 frontier labels, evenly spread (F1 and the last always), so a long
         // frontier stays readable; the report's table lists every one.
-        let fr = frontier_groups(d);
         let step = fr.len().div_ceil(15).max(1);
         for (i, g) in fr.iter().enumerate() {
             if !(i.is_multiple_of(step) || i + 1 == fr.len()) {
@@ -416,13 +436,15 @@ fn distinct_sessions(d: &RunData) -> usize {
     d.sessions
 }
 
-/// Frontier settings, cheapest first (the report numbers them F1, F2, ...). Settings that
-/// never compacted are left out: they tie with the baseline on both axes and would only
-/// repeat its row (see [`idle_frontier`]).
+/// Frontier settings, cheapest first (the report numbers them F1, F2, ...), the guide's
+/// alternatives among them where they win. Settings that never compacted are left out: they
+/// tie with the baseline (or an alternative with its alternative alone) on both axes and
+/// would only repeat its row (see [`idle_frontier`]).
 pub fn frontier(d: &RunData) -> Vec<&SettingRow> {
     let mut f: Vec<&SettingRow> = d
         .settings
         .iter()
+        .chain(&d.alternatives)
         .filter(|s| s.pareto && !s.never_compacts())
         .collect();
     f.sort_by(|a, b| {

@@ -555,7 +555,7 @@ fn safer_step<'a>(d: &'a RunData, r: &SettingRow) -> Option<(&'a SettingRow, f64
     frontier_groups(d)
         .into_iter()
         .flatten()
-        .filter(|f| !f.is_baseline() && f.setting_id != r.setting_id)
+        .filter(|f| !f.is_baseline() && !f.is_alternative() && f.setting_id != r.setting_id)
         .filter_map(|f| Some((f, f.cost_usd()?, frontier_axis(f)?)))
         .filter(|(_, _, fd)| *fd < rd && (ff.pct)(*fd) != (ff.pct)(rd))
         .min_by(|a, c| a.1.total_cmp(&c.1))
@@ -718,6 +718,15 @@ fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Para(t(
         "Settings no other setting beats on both cost and detail lost (broken references: the facts the agent used later that no text it could still read held), cheapest first (F1, F2, ... as labelled in the first chart). Anything off this list is dominated: some frontier setting is at least as cheap and loses no more detail. Going down the table, each setting costs more and keeps more of what the agent used; pick the first whose loss you accept. The history column is the share of history read only through summaries, whatever they keep.",
     )));
+    if frontier_groups(d)
+        .iter()
+        .flatten()
+        .any(|s| s.is_alternative())
+    {
+        b.push(Block::Para(t(
+            "Rows marked alternative are the guide's alternatives to compaction, replayed on the same sessions (docs/alternatives.md): they win here on cost or detail, but they are an action, not a line to paste; the Alternatives section says what to do for each. A cap that stopped runs is never listed: its failed runs are a loss this table does not show.",
+        )));
+    }
     let with_refs = d.settings.iter().any(|s| s.broken_references().is_some());
     let ff = frontier_format(d);
     let usd = &ff.usd;
@@ -744,15 +753,18 @@ fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
                 id.push(Inline::Text(" ".into()));
                 id.push(Inline::Strong("recommended".into()));
             }
-            if g.iter().any(|s| s.is_baseline()) {
+            if g.iter().any(|s| s.is_plain_baseline()) {
                 id.push(Inline::Text(" baseline".into()));
+            }
+            if g.iter().any(|s| s.is_alternative()) {
+                id.push(Inline::Text(" alternative".into()));
             }
             let mut setting = Vec::new();
             for (k, s) in g.iter().enumerate() {
                 if k > 0 {
                     setting.push(Inline::Text(" or ".into()));
                 }
-                setting.push(Inline::Code(if s.is_baseline() {
+                setting.push(Inline::Code(if s.is_plain_baseline() {
                     "(no compaction)".into()
                 } else {
                     table_label(s)

@@ -3,7 +3,8 @@
 // the recommendation move. It reads only the JSON island #explorer-data and writes the DOM
 // with textContent, never markup from data. The recommendation rule is the CLI's
 // (table::summary::pick): compacting settings within every budget set, cheapest first, then
-// fewest broken references, then lowest setting id.
+// fewest broken references, then lowest setting id; never another framework's policy or one
+// of the guide's alternatives (rows with `alt`, drawn as squares).
 (function () {
   "use strict";
   var root = document.getElementById("explorer");
@@ -44,7 +45,7 @@
 
   // --- the recommendation rule, as table::summary::pick ------------------------------------
   function meets(r, b) {
-    return !r.baseline && !r.policy &&
+    return !r.baseline && !r.policy && !r.alt &&
       (b.broken === null || r.broken <= b.broken) &&
       (b.detail === null || r.detail <= b.detail) &&
       (b.wait === null || r.wait <= b.wait);
@@ -77,7 +78,7 @@
   var byId = {};
   rows.forEach(function (r) { byId[String(r.id)] = r; });
   var reco = pick(budgets);
-  var chosen = byId[hash.setting] || reco || rows.filter(function (r) { return !r.baseline; })[0] || rows[0];
+  var chosen = byId[hash.setting] || reco || rows.filter(function (r) { return !r.baseline && !r.alt; })[0] || rows[0];
   var showFrontier = true;
 
   // --- layout --------------------------------------------------------------------------------
@@ -97,7 +98,7 @@
     ["tok", "tokenizer", function (r) { return r.tok; }]
   ];
   var selects = {};
-  var compacting = rows.filter(function (r) { return !r.baseline; });
+  var compacting = rows.filter(function (r) { return !r.baseline && !r.alt; });
   fields.forEach(function (f) {
     var values = [];
     compacting.forEach(function (r) {
@@ -194,7 +195,7 @@
   }
   function syncControls() {
     fields.forEach(function (f) {
-      var v = chosen.baseline ? null : f[2](chosen);
+      var v = chosen.baseline || chosen.alt ? null : f[2](chosen);
       selects[f[0]].value = v === null || v === undefined ? "" : String(v);
     });
   }
@@ -249,6 +250,7 @@
     table.appendChild(body);
     table.setAttribute("data-chosen", String(chosen.id));
     paste.textContent = chosen.baseline ? "(no compaction: leave compaction unset)" :
+      chosen.alt ? "(" + chosen.alt + ": one of the guide's alternatives, an action rather than a manifest line; the report's Alternatives section says what to do)" :
       (chosen.label.indexOf("compaction=") === 0 ? chosen.label : "compaction=" + chosen.label);
     drawDrill();
     draw();
@@ -280,6 +282,7 @@
     drill.appendChild(body);
   }
   var COLORS = { tokens: "#1f77b4", invocations: "#2ca02c", both: "#9467bd", none: "#000000" };
+  var ALT_COLOR = "#8c564b";
   function draw() {
     plot.textContent = "";
     var pts = rows.filter(function (r) { return r.cost !== null && r.broken !== null; });
@@ -313,8 +316,15 @@
         points: f.map(function (r) { return X(r.broken * 100) + "," + Y(r.cost); }).join(" ") }));
     }
     pts.forEach(function (r) {
-      var c = svg("circle", { cx: X(r.broken * 100), cy: Y(r.cost), r: 4.5, fill: COLORS[r.kind] || "#777",
-        "fill-opacity": "0.75", "data-setting-id": String(r.id), style: "cursor:pointer" });
+      var at = { "fill-opacity": "0.75", "data-setting-id": String(r.id), style: "cursor:pointer" };
+      var c;
+      if (r.alt) {
+        at.x = X(r.broken * 100) - 5; at.y = Y(r.cost) - 5; at.width = 10; at.height = 10; at.fill = ALT_COLOR;
+        c = svg("rect", at);
+      } else {
+        at.cx = X(r.broken * 100); at.cy = Y(r.cost); at.r = 4.5; at.fill = COLORS[r.kind] || "#777";
+        c = svg("circle", at);
+      }
       var title = svg("title");
       title.textContent = (r.baseline ? "no compaction" : r.label) + ": " + usd(r.cost) + ", broken references " + pct(r.broken);
       c.appendChild(title);

@@ -37,8 +37,8 @@ pub fn rule_figures(s: &SettingRow, index: usize) -> RuleFigures {
     let n = |c: &str| s.num(&[c]).unwrap_or(0.0);
     RuleFigures {
         setting_id: s.setting_id.parse().unwrap_or(index as u32),
-        baseline: s.is_baseline(),
-        alternative: !s.alternative.is_empty(),
+        baseline: s.is_plain_baseline(),
+        alternative: s.is_alternative(),
         policy: s.is_policy(),
         cost: n("cost_usd_sum"),
         broken_references: n("references_broken_share_mean"),
@@ -111,6 +111,16 @@ pub fn embedded(d: &RunData) -> (Vec<usize>, bool) {
     ((0..n).filter(|&i| keep[i]).collect(), true)
 }
 
+/// Indexes (into `d.alternatives`) of the guide's alternatives the page embeds, after the
+/// settings: each alternative on its own, and a combination with compaction where it is on
+/// the frontier (a run with `--combine` has one per compaction setting; the report's
+/// Alternatives table weighs the rest).
+pub fn embedded_alternatives(d: &RunData) -> Vec<usize> {
+    (0..d.alternatives.len())
+        .filter(|&i| d.alternatives[i].is_baseline() || d.alternatives[i].pareto)
+        .collect()
+}
+
 /// Index of `v` in `list`, added when new.
 fn intern(list: &mut Vec<String>, v: &str) -> usize {
     match list.iter().position(|x| x == v) {
@@ -126,7 +136,7 @@ fn intern(list: &mut Vec<String>, v: &str) -> usize {
 const COLS: &[&str] = &[
     "id", "kind", "at", "keep", "ai", "ov", "sum", "cli", "model", "tok", "label", "base",
     "pareto", "reco", "baseline", "cost", "broken", "detail", "wait", "saved", "eor", "pre",
-    "basis", "low", "high", "refs", "crit", "calls", "policy",
+    "basis", "low", "high", "refs", "crit", "calls", "policy", "alt",
 ];
 
 /// The data island's JSON, escaped for a `<script type="application/json">` element: `<`,
@@ -143,10 +153,20 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
     let mut session_index: std::collections::HashMap<(String, String), usize> = Default::default();
     let position: std::collections::HashMap<usize, usize> =
         shown.iter().enumerate().map(|(k, &i)| (i, k)).collect();
-    let mut rows = Vec::with_capacity(shown.len());
-    let mut worst = Vec::with_capacity(shown.len());
-    for &i in &shown {
-        let s = &d.settings[i];
+    let alternatives = embedded_alternatives(d);
+    let mut rows = Vec::with_capacity(shown.len() + alternatives.len());
+    let mut worst = Vec::with_capacity(shown.len() + alternatives.len());
+    // The settings, then the alternatives (no per-session rows are kept for those).
+    let none = Vec::new();
+    let listed = shown
+        .iter()
+        .map(|&i| (&d.settings[i], i, d.worst.get(i).unwrap_or(&none)))
+        .chain(
+            alternatives
+                .iter()
+                .map(|&i| (&d.alternatives[i], d.settings.len() + i, &none)),
+        );
+    for (s, i, worst_rows) in listed {
         let f = rule_figures(s, i);
         let base = d.settings.iter().position(|b| {
             b.is_baseline() && b.agent_model == s.agent_model && b.tokenizer == s.tokenizer
@@ -172,7 +192,11 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
             json!(intern(&mut clients, &s.client)),
             json!(intern(&mut models, &s.agent_model)),
             json!(intern(&mut tokenizers, &s.tokenizer)),
-            json!(super::build::paste_line(s)),
+            json!(if s.is_alternative() {
+                s.label.clone()
+            } else {
+                super::build::paste_line(s)
+            }),
             json!(base),
             json!(s.pareto),
             json!(s.recommended),
@@ -191,14 +215,12 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
             opt(s.critical_hidden()),
             opt(s.summarizer_calls()),
             json!(f.policy),
+            json!(s.alternative),
         ];
         debug_assert_eq!(row.len(), COLS.len());
         rows.push(Value::Array(row));
-        let w: Vec<Value> = d
-            .worst
-            .get(i)
-            .into_iter()
-            .flatten()
+        let w: Vec<Value> = worst_rows
+            .iter()
             .map(|r| {
                 let key = (r.session_id.clone(), r.source.clone());
                 let k = *session_index.entry(key.clone()).or_insert_with(|| {
@@ -233,6 +255,14 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
         format!(
             "All {} settings of the run. Pick a setting with the controls or on the chart to see its row beside the recommended one and the baseline; change a budget and the recommendation follows, by the rule the sweep uses (the cheapest compacting setting within every budget). Money is USD over all sessions; broken references and history are means per session.",
             shown.len()
+        )
+    };
+    let note = if alternatives.is_empty() {
+        note
+    } else {
+        format!(
+            "{note} Also shown, as squares: {} of the guide's alternatives to compaction (each on its own, and a combination with compaction where it is on the frontier); they are weighed, never recommended, and the report's Alternatives section says how to deploy each.",
+            alternatives.len()
         )
     };
     let v = json!({

@@ -215,15 +215,14 @@ pub fn summarize_by<E>(
         .collect();
 
     // Pareto: no other setting is at most as costly and at most as lossy, and better in one.
-    // Over the compaction settings and the baseline only: an alternative's row is weighed in
-    // the report's Alternatives table, not on the frontier of `Compaction(...)` settings.
+    // The guide's alternatives take part where they win (issue 27), except a cap that stopped
+    // runs: a failed run is a loss the detail axis does not show, so it is weighed in the
+    // Alternatives table only.
     let points: Vec<Option<(f64, f64)>> = out
         .iter()
         .map(|s| {
-            s.setting
-                .alternative
-                .is_none()
-                .then(|| (s.cost(), s.broken_references()))
+            let failed = s.get("invocations_failed_sum").unwrap_or(0.0) > 0.0;
+            (s.setting.alternative.is_none() || !failed).then(|| (s.cost(), s.broken_references()))
         })
         .collect();
     for (i, s) in out.iter_mut().enumerate() {
@@ -234,7 +233,8 @@ pub fn summarize_by<E>(
         s.pareto = !points.iter().enumerate().any(|(j, p)| {
             p.is_some_and(|(c2, d2)| j != i && c2 <= c && d2 <= d && (c2 < c || d2 < d))
         });
-        s.within_budget = within_budgets(&s.rule_figures(), budgets);
+        s.within_budget =
+            s.setting.alternative.is_none() && within_budgets(&s.rule_figures(), budgets);
     }
 
     let figures: Vec<RuleFigures> = out.iter().map(SettingSummary::rule_figures).collect();
@@ -564,7 +564,8 @@ mod tests {
     }
 
     /// Issue 27: an alternative is named when it meets the budgets, fails no run and costs
-    /// less than the recommended setting; it never takes the recommendation or the frontier.
+    /// less than the recommended setting; it never takes the recommendation, and it is on the
+    /// frontier where it wins (a cap that stopped runs never is).
     #[test]
     fn an_alternative_is_named_only_when_it_beats_the_recommendation_without_failed_runs() {
         let k = Known {
@@ -605,10 +606,17 @@ mod tests {
             r.setting.setting_id, 1,
             "the recommendation stays a compaction setting"
         );
-        assert!(s
-            .iter()
-            .filter(|x| x.setting.alternative.is_some())
-            .all(|x| !x.pareto));
+        // On the frontier where it wins: the split (3.0, 0 %) beats the baseline (10.0, 0 %)
+        // and the compaction setting (5.0, 10 %); the cheaper cap stopped runs, so it is
+        // weighed in the Alternatives table, never on the frontier.
+        let pareto = |id: u32| {
+            s.iter()
+                .find(|x| x.setting.setting_id == id)
+                .unwrap()
+                .pareto
+        };
+        assert!(pareto(split));
+        assert!(!pareto(cap) && !pareto(0) && !pareto(1));
         let named = better_alternative(&s, r, &budgets).unwrap();
         assert_eq!(
             named.setting.setting_id, split,
@@ -618,6 +626,16 @@ mod tests {
         // Dearer than the recommendation, or over the budget: not named.
         let s = run(6.0, 0.0);
         assert!(better_alternative(&s, recommended(&s).unwrap(), &budgets).is_none());
+        let pareto = |id: u32| {
+            s.iter()
+                .find(|x| x.setting.setting_id == id)
+                .unwrap()
+                .pareto
+        };
+        assert!(
+            pareto(split) && pareto(1) && !pareto(0),
+            "both trade cost for detail"
+        );
         let s = run(3.0, 0.5);
         assert!(better_alternative(&s, recommended(&s).unwrap(), &budgets).is_none());
     }

@@ -623,6 +623,21 @@ fn a_winning_lossless_split_is_named_beside_the_recommendation() {
         "{report}"
     );
     assert!(report.contains("To deploy it: start a new session"));
+    // It wins, so it is on the frontier: in settings.json, as a frontier row of the report
+    // marked as an alternative, and on the explorer's page (never its pick).
+    assert_eq!(split["pareto"], true, "{split}");
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("| F") && l.contains("lossless split point"))
+        .unwrap_or_else(|| panic!("a frontier row for the split: {report}"));
+    assert!(row.contains("alternative"), "{row}");
+    assert!(!row.contains("baseline"), "{row}");
+    assert!(report.contains("Rows marked alternative are the guide's alternatives"));
+    let html = std::fs::read_to_string(dir.path().join("run/report.html")).unwrap();
+    assert!(
+        html.contains("\"split:lossless\""),
+        "the alternative in the explorer's data"
+    );
     let svg = std::fs::read_to_string(dir.path().join("run/cost_vs_detail.svg")).unwrap();
     assert!(svg.contains("split:lossless"), "the alternative's label");
     assert!(

@@ -280,6 +280,34 @@ fn choosing_a_setting_shows_its_row_point_and_manifest_line() {
         attr(&dom, "explorer-compare", "data-chosen"),
         Some(want["setting_id"].to_string())
     );
+    // One of the guide's alternatives (the bundled transcripts have them): a square of its
+    // own on the chart, its row beside the others, and an action, not a manifest line.
+    let alt = settings
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|r| r["alternative"] != "" && r["trigger_kind"] == "none")
+        .expect("the default run replays the guide's alternatives");
+    let id = alt["setting_id"].to_string();
+    let dom = load_clean(&chrome, &page, &format!("setting={id}"));
+    assert_eq!(
+        attr(&dom, "explorer-compare", "data-chosen"),
+        Some(id.clone())
+    );
+    let square = dom.split("<rect").skip(1).any(|r| {
+        r[..r.find('>').unwrap_or(r.len())].contains(&format!("data-setting-id=\"{id}\""))
+    });
+    assert!(square, "the alternative {id} drawn as a square");
+    let paste = dom
+        .split("<pre id=\"explorer-paste\">")
+        .nth(1)
+        .and_then(|p| p.split("</pre>").next())
+        .expect("the paste line");
+    assert!(
+        paste.contains("one of the guide's alternatives")
+            && paste.contains(alt["alternative"].as_str().unwrap()),
+        "{paste}"
+    );
 }
 
 #[test]

@@ -507,18 +507,22 @@ mod run_folder {
             .iter()
             .filter(|s| s["trigger_kind"] != "none")
             .all(|s| cost(s) >= cost(rec[0])));
-        // Pareto: no frontier point is dominated by another setting (the frontier is that of
-        // the compaction settings and the baseline; alternatives are weighed in the report's
-        // Alternatives table and never marked).
-        let lost = |s: &serde_json::Value| s["detail_lost_mean"].as_f64().unwrap();
-        let plain: Vec<_> = settings.iter().filter(|s| s["alternative"] == "").collect();
+        // Pareto: exactly the settings no other one beats on cost and broken references, the
+        // guide's alternatives among them, except a cap that stopped runs (never on it).
+        let lost = |s: &serde_json::Value| s["references_broken_share_mean"].as_f64().unwrap();
+        let failed = |s: &serde_json::Value| s["invocations_failed_sum"].as_f64().unwrap_or(0.0);
+        let weighed: Vec<_> = settings
+            .iter()
+            .filter(|s| s["alternative"] == "" || failed(s) == 0.0)
+            .collect();
         assert!(settings
             .iter()
-            .all(|s| s["alternative"] == "" || s["pareto"] == false));
-        for p in settings.iter().filter(|s| s["pareto"] == true) {
-            assert!(!plain.iter().any(|q| cost(q) <= cost(p)
-                && lost(q) <= lost(p)
-                && (cost(q) < cost(p) || lost(q) < lost(p))));
+            .all(|s| failed(s) == 0.0 || s["pareto"] == false));
+        for p in &weighed {
+            let beaten = weighed.iter().any(|q| {
+                cost(q) <= cost(p) && lost(q) <= lost(p) && (cost(q) < cost(p) || lost(q) < lost(p))
+            });
+            assert_eq!(p["pareto"] == true, !beaten, "{p}");
         }
         // Timelines: at most 5 sessions, baseline and recommended series of equal length.
         let tl: serde_json::Value =
