@@ -472,6 +472,8 @@ fn print_growth(growth: &Growth, from: usize, to: usize, title: &str) {
 struct Alternated<'a> {
     small: &'a str,
     large: &'a str,
+    /// 2, or 4 with `--tool-rounds` (a tool call and its result in every invocation).
+    events_per_invocation: usize,
     reps: usize,
     min_time: f64,
     pairs: usize,
@@ -493,8 +495,8 @@ impl Alternated<'_> {
              the small one's (1.0 = linear). Summarizer calls per event: how much more \
              summarizing the setting asks of the large session, per event, than of the small \
              one.",
-            2 * from,
-            2 * to,
+            self.events_per_invocation * from,
+            self.events_per_invocation * to,
             self.pairs
         );
         println!();
@@ -773,13 +775,18 @@ fn run() -> anyhow::Result<()> {
     }
     // The issue's measure (time per event at 20,000 events over 2,500 events: 1,250 and
     // 10,000 invocations), then the bench's widest span, from its smallest size to its largest.
+    let epi = if tool_rounds { 4 } else { 2 };
     if sizes.contains(&1_250) && sizes.contains(&10_000) {
         print_growth(
             &growth,
             1_250,
             10_000,
-            "Growth from 2,500 to 20,000 events (1,250 to 10,000 invocations), time per event \
-             (1.0 = linear):",
+            &format!(
+                "Growth from {} to {} events (1,250 to 10,000 invocations), time per event \
+                 (1.0 = linear):",
+                epi * 1_250,
+                epi * 10_000
+            ),
         );
     }
     if let (Some(&from), Some(&to)) = (sizes.iter().min(), sizes.iter().max()) {
@@ -791,8 +798,8 @@ fn run() -> anyhow::Result<()> {
                 &format!(
                     "Growth from {from} to {to} invocations ({} to {} events), time per \
                      event (1.0 = linear):",
-                    2 * from,
-                    2 * to
+                    epi * from,
+                    epi * to
                 ),
             );
         }
@@ -826,6 +833,7 @@ fn run() -> anyhow::Result<()> {
             let run = Alternated {
                 small: &small,
                 large: &large,
+                events_per_invocation: epi,
                 reps,
                 min_time,
                 pairs,
@@ -838,8 +846,8 @@ fn run() -> anyhow::Result<()> {
             "Growth from {} to {} events ({from} to {to} invocations), time per event, the two \
              sessions replayed in turns in one process (each turn: the small one, then the \
              large one; at least {min_time} s of turns; 1.0 = linear):",
-            2 * from,
-            2 * to
+            epi * from,
+            epi * to
         );
         println!();
         println!(

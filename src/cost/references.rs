@@ -64,6 +64,12 @@ struct Ref {
 
 /// The position of the `hidden` run (sorted, disjoint, closed) holding event `e`, if any.
 fn run_of(hidden: &[(u32, u32)], e: u32) -> Option<usize> {
+    // Outside the runs' span, as the latest holder of most references is (it is recent):
+    // no search.
+    match (hidden.first(), hidden.last()) {
+        (Some(&(a, _)), Some(&(_, b))) if a <= e && e <= b => {}
+        _ => return None,
+    }
     let at = hidden.partition_point(|&(_, b)| b < e);
     hidden.get(at).filter(|&&(a, _)| a <= e).map(|_| at)
 }
@@ -340,7 +346,7 @@ fn walk(
         }
         for rf in list {
             let all = if hidden.len() > HiddenMemo::MIN_RUNS {
-                memo.ref_hidden(refs, rf, hidden, &r.hidden)
+                memo.ref_hidden(refs, rf, &replay.hidden, &r.hidden)
             } else {
                 ref_hidden(refs, rf, hidden)
             };
@@ -365,57 +371,127 @@ fn walk(
     t
 }
 
-/// Per fact, how many of its holders (from the first) were found hidden in a request's hidden
-/// list, kept while later requests read the same list grown in place. A policy that clears
-/// tool results hides one run per result, and a fact held by every result (a path, a
-/// command) made each request search its whole support: quadratic in the session. With the
-/// memo each holder is found hidden once per list. Lists of a few runs (ADK's summaries)
-/// never allocate it.
+/// Hidden-ness for long hidden lists: the current list as one bit per event, and per fact
+/// how many of its holders (from the first) were found hidden in it, kept while later
+/// requests read the same list grown in place.
+///
+/// A policy that clears tool results hides one run per result, and a fact held by every
+/// result (a path, a command) made each request search its whole support: quadratic in the
+/// session. With the per-fact count each holder is found hidden once per list. The bits (one
+/// per event, 5 kB for 40,000 events: they stay in the core's cache) settle most references
+/// from the reference alone (its latest or first holder visible) without reaching into the
+/// per-fact counts or the holders, whose random reads grew the time per event with the
+/// session. Lists of a few runs (ADK's summaries) never allocate it.
 #[derive(Default)]
 struct HiddenMemo {
     /// Per fact: (list start, list end when counted, holders counted hidden).
     per_fact: Vec<(u32, u32, u32)>,
+    /// The list the bits hold, as a range of the flat storage.
+    list: Range<u32>,
+    bits: Vec<u64>,
 }
 
 impl HiddenMemo {
     const MIN_RUNS: usize = 16;
 
+    fn hidden(&self, e: u32) -> bool {
+        self.bits
+            .get(e as usize / 64)
+            .is_some_and(|w| w >> (e % 64) & 1 == 1)
+    }
+
+    /// Set (or clear) the bits of `runs`, word by word.
+    fn mark(&mut self, runs: &[(u32, u32)], on: bool) {
+        for &(a, b) in runs {
+            let words = b as usize / 64 + 1;
+            if self.bits.len() < words {
+                self.bits.resize(words, 0);
+            }
+            let (a, b) = (a as usize, b as usize);
+            for w in a / 64..=b / 64 {
+                let lo = if w == a / 64 { a % 64 } else { 0 };
+                let hi = if w == b / 64 { b % 64 } else { 63 };
+                let m = (u64::MAX >> (63 - hi)) & (u64::MAX << lo);
+                if on {
+                    self.bits[w] |= m;
+                } else {
+                    self.bits[w] &= !m;
+                }
+            }
+        }
+    }
+
+    /// The bits of `list` (a range of `flat`): the runs appended since, when it is the list
+    /// held grown in place; else the old list's runs cleared and the new one's set. Work in
+    /// the runs that change, never in the session's events.
+    fn hold(&mut self, flat: &[(u32, u32)], list: &Range<u32>) {
+        let get = |r: Range<u32>| flat.get(r.start as usize..r.end as usize).unwrap_or(&[]);
+        if self.list.start == list.start && self.list.end <= list.end {
+            self.mark(get(self.list.end..list.end), true);
+        } else {
+            self.mark(get(self.list.clone()), false);
+            self.mark(get(list.clone()), true);
+        }
+        self.list = list.clone();
+    }
+
+    /// Whether every holder of `rf` lies in `list`, a range of the flat storage `flat`.
     fn ref_hidden(
         &mut self,
         refs: &SessionReferences,
         rf: &Ref,
-        hidden: &[(u32, u32)],
+        flat: &[(u32, u32)],
         list: &Range<u32>,
     ) -> bool {
         if rf.n == 0 {
             return true;
         }
-        if run_of(hidden, rf.latest).is_none() {
+        if self.list != *list {
+            self.hold(flat, list);
+        }
+        // from the reference alone, as most are settled
+        if !self.hidden(rf.latest) || !self.hidden(rf.first) {
             return false;
+        }
+        if rf.n <= 2 {
+            return true;
         }
         if self.per_fact.is_empty() {
             self.per_fact = vec![(u32::MAX, 0, 0); refs.facts.len()];
         }
-        let Some(m) = self.per_fact.get_mut(rf.fact as usize) else {
-            return ref_hidden(refs, rf, hidden);
+        let Some(&m) = self.per_fact.get(rf.fact as usize) else {
+            return ref_hidden(refs, rf, get_list(flat, list));
         };
-        // the list read before is a prefix of this one only when it starts at the same
+        // the list counted before is a prefix of this one only when it starts at the same
         // place and did not end later (the flat storage is only appended to)
-        if m.0 != list.start || m.1 > list.end {
-            *m = (list.start, list.end, 0);
-        }
+        let mut m = if m.0 != list.start || m.1 > list.end {
+            (list.start, list.end, 0)
+        } else {
+            m
+        };
         m.1 = list.end;
         let support = &refs.holders[rf.fact as usize][..rf.n as usize];
         while let Some(&(e, _)) = support.get(m.2 as usize) {
-            if run_of(hidden, e).is_none() {
+            if !self.hidden(e) {
                 break;
             }
             m.2 += 1;
         }
+        self.per_fact[rf.fact as usize] = m;
         let all = m.2 as usize >= support.len();
-        debug_assert_eq!(all, ref_hidden(refs, rf, hidden), "memo vs search");
+        debug_assert_eq!(
+            all,
+            ref_hidden(refs, rf, get_list(flat, list)),
+            "memo vs search"
+        );
         all
     }
+}
+
+/// The runs of `list`, a range of the flat storage.
+fn get_list<'a>(flat: &'a [(u32, u32)], list: &Range<u32>) -> &'a [(u32, u32)] {
+    flat.get(list.start as usize..list.end as usize)
+        .unwrap_or(&[])
 }
 
 /// Whether every holder of reference `rf` lies in one of the `hidden` runs: from its ends
@@ -727,6 +803,94 @@ mod tests {
             }
         }
     }
+
+    /// The memo answers as walking every holder does, request after request, while lists
+    /// grow in place (a policy's cleared results), a new list starts (a summary), holders
+    /// are added and a holder found visible is covered by a run added later.
+    #[test]
+    fn the_memo_agrees_with_walking_every_holder_as_lists_grow() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as u32
+        };
+        for _case in 0..200 {
+            let events = 600u32;
+            let facts = 4usize;
+            let mut refs = SessionReferences::default();
+            let mut supports = Vec::new();
+            for _ in 0..facts {
+                let support: Vec<(u32, bool)> = (0..events)
+                    .filter(|_| next(4) == 0)
+                    .map(|e| (e, true))
+                    .collect();
+                refs.holders.push(support.iter().copied());
+                supports.push(support);
+            }
+            refs.facts = (0..facts).map(|f| f.to_string()).collect();
+            let mut memo = HiddenMemo::default();
+            let mut flat: Vec<(u32, u32)> = Vec::new();
+            let mut list = 0u32..0u32;
+            let mut at = 0u32; // the next event a run may start at
+            for _request in 0..40 {
+                match next(6) {
+                    // a new list (a summary's runs)
+                    0 => {
+                        let start = flat.len() as u32;
+                        at = 0;
+                        for _ in 0..(MIN + 1 + next(4) as usize) {
+                            let a = at + u32::from(next(4) == 0);
+                            // now and then a run across a word of the bits
+                            let b = a + if next(6) == 0 { next(90) } else { next(2) };
+                            if b >= events {
+                                break;
+                            }
+                            flat.push((a, b));
+                            at = b + 1;
+                        }
+                        list = start..flat.len() as u32;
+                    }
+                    // the same list, grown in place (cleared results)
+                    1..=3 if list.end as usize == flat.len() => {
+                        for _ in 0..next(4) {
+                            let a = at + u32::from(next(4) == 0);
+                            if a >= events {
+                                break;
+                            }
+                            flat.push((a, a));
+                            at = a + 1;
+                        }
+                        list.end = flat.len() as u32;
+                    }
+                    _ => {}
+                }
+                let hidden = &flat[list.start as usize..list.end as usize];
+                if hidden.len() <= MIN {
+                    continue;
+                }
+                for (f, support) in supports.iter().enumerate() {
+                    let n = next(support.len() as u32 + 1) as usize;
+                    let rf = Ref {
+                        fact: f as u32,
+                        n: n as u32,
+                        first: support.first().filter(|_| n > 0).map_or(u32::MAX, |h| h.0),
+                        latest: n.checked_sub(1).map_or(u32::MAX, |k| support[k].0),
+                        kind: FactKind::Path,
+                        unseen: false,
+                    };
+                    assert_eq!(
+                        memo.ref_hidden(&refs, &rf, &flat, &list),
+                        every_holder_hidden(&support[..n], hidden),
+                        "{:?} in {hidden:?}",
+                        &support[..n]
+                    );
+                }
+            }
+        }
+    }
+    const MIN: usize = HiddenMemo::MIN_RUNS;
 
     use crate::engine::Request;
     use crate::transcript::{Event, Format};
