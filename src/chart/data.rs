@@ -223,8 +223,8 @@ pub struct RunData {
     /// The rows of the guide's alternatives (settings.json rows with an `alternative`),
     /// weighed in the report's Alternatives table.
     pub alternatives: Vec<SettingRow>,
-    /// The rows of the recommended setting and of the baselines (alternatives included), in
-    /// file order, with the
+    /// The rows of the recommended setting and of the no-compaction baselines, and those of
+    /// the tightest `max_llm_calls` cap where a run failed, in file order, with the
     /// [`RUN_COLUMNS`] only.
     pub runs: Vec<RunRow>,
     /// Distinct `session_id`s over all rows.
@@ -281,7 +281,12 @@ fn loses_more(a: &RunRow, b: &RunRow) -> std::cmp::Ordering {
 /// Folds rows into what [`RunData`] keeps.
 struct Digest {
     index: std::collections::HashMap<String, usize>,
+    /// Settings whose every row is kept: the no-compaction baselines and the recommended one.
     keep: std::collections::HashSet<String>,
+    /// The tightest `max_llm_calls` cap, whose rows are kept where a run failed (the report
+    /// lists those sessions). No other alternative's rows are kept: per session they were
+    /// most of what the report's memory grew by.
+    tight_cap: Option<String>,
     compacting: Vec<bool>,
     ids: std::collections::HashSet<String>,
     runs: Vec<RunRow>,
@@ -293,10 +298,20 @@ impl Digest {
     fn new(settings: &[SettingRow]) -> Digest {
         let mut keep: std::collections::HashSet<String> = settings
             .iter()
-            .filter(|s| s.is_baseline() || s.recommended)
+            .filter(|s| s.is_plain_baseline() || s.recommended)
             .map(|s| s.setting_id.clone())
             .collect();
         keep.shrink_to_fit();
+        let tight_cap = settings
+            .iter()
+            .filter_map(|s| {
+                Some((
+                    crate::sweep::grid::parse_cap_alternative(&s.alternative)?,
+                    s,
+                ))
+            })
+            .min_by_key(|(n, _)| *n)
+            .map(|(_, s)| s.setting_id.clone());
         Digest {
             // The first setting of an id wins, as `RunData::setting` finds it.
             index: settings
@@ -306,6 +321,7 @@ impl Digest {
                 .map(|(i, s)| (s.setting_id.clone(), i))
                 .collect(),
             keep,
+            tight_cap,
             compacting: settings.iter().map(|s| !s.is_baseline()).collect(),
             ids: Default::default(),
             runs: Vec::new(),
@@ -355,7 +371,11 @@ impl Digest {
                 }
             }
         }
-        if self.keep.contains(setting_id) {
+        let failed = || {
+            self.tight_cap.as_deref() == Some(setting_id)
+                && num("invocations_failed").unwrap_or(0.0) > 0.0
+        };
+        if self.keep.contains(setting_id) || failed() {
             let mut r = row();
             r.numbers.retain(|k, _| RUN_COLUMNS.contains(&k.as_str()));
             self.runs.push(r);
@@ -902,6 +922,45 @@ pub fn parse_timelines(path: &Path, v: &Value) -> Result<Vec<Timeline>, DataErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report keeps per-session rows only where it reads them: the baseline's, the
+    /// recommended setting's, and the tightest cap's where a run failed. An alternative's
+    /// rows are not kept (per session they were most of what the report's memory grew by).
+    #[test]
+    fn only_the_rows_the_report_reads_are_kept() {
+        let settings = serde_json::json!([
+            {"setting_id": 0, "trigger_kind": "none", "label": "no compaction", "cost_usd_sum": 10.0},
+            {"setting_id": 1, "trigger_kind": "tokens", "after_tokens": 1000, "keep_recent_events": 2, "label": "x", "cost_usd_sum": 8.0, "recommended": true},
+            {"setting_id": 2, "trigger_kind": "tokens", "after_tokens": 2000, "keep_recent_events": 2, "label": "y", "cost_usd_sum": 9.0},
+            {"setting_id": 3, "trigger_kind": "none", "alternative": "artifacts", "label": "a", "cost_usd_sum": 7.0},
+            {"setting_id": 4, "trigger_kind": "none", "alternative": "max_llm_calls=10", "label": "c10", "cost_usd_sum": 6.0},
+            {"setting_id": 5, "trigger_kind": "none", "alternative": "max_llm_calls=5", "label": "c5", "cost_usd_sum": 5.0}
+        ]);
+        let mut runs = String::from("session_id,source,setting_id,invocations_failed\n");
+        for s in ["a", "b"] {
+            for id in 0..=5 {
+                let failed = u32::from(s == "a" && id >= 4);
+                runs.push_str(&format!("{s},f,{id},{failed}\n"));
+            }
+        }
+        let d = RunData::from_rows(
+            Path::new("."),
+            serde_json::json!({}),
+            parse_settings(Path::new("settings.json"), &settings).expect("settings"),
+            parse_runs(Path::new("runs.csv"), &runs).expect("runs"),
+            Vec::new(),
+        );
+        let kept: Vec<(&str, &str)> = d
+            .runs
+            .iter()
+            .map(|r| (r.session_id.as_str(), r.setting_id.as_str()))
+            .collect();
+        assert_eq!(
+            kept,
+            vec![("a", "0"), ("a", "1"), ("a", "5"), ("b", "0"), ("b", "1")]
+        );
+        assert_eq!(d.sessions, 2);
+    }
 
     #[test]
     fn broken_references_pool_counts_over_sessions_with_their_bounds() {
