@@ -294,6 +294,22 @@ struct Digest {
     worst: Vec<Vec<RunRow>>,
 }
 
+/// The tightest `max_llm_calls` cap among `settings` (the lowest N), if any.
+pub fn tightest_cap<'a>(
+    settings: impl IntoIterator<Item = &'a SettingRow>,
+) -> Option<&'a SettingRow> {
+    settings
+        .into_iter()
+        .filter_map(|s| {
+            Some((
+                crate::sweep::grid::parse_cap_alternative(&s.alternative)?,
+                s,
+            ))
+        })
+        .min_by_key(|(n, _)| *n)
+        .map(|(_, s)| s)
+}
+
 impl Digest {
     fn new(settings: &[SettingRow]) -> Digest {
         let mut keep: std::collections::HashSet<String> = settings
@@ -302,16 +318,7 @@ impl Digest {
             .map(|s| s.setting_id.clone())
             .collect();
         keep.shrink_to_fit();
-        let tight_cap = settings
-            .iter()
-            .filter_map(|s| {
-                Some((
-                    crate::sweep::grid::parse_cap_alternative(&s.alternative)?,
-                    s,
-                ))
-            })
-            .min_by_key(|(n, _)| *n)
-            .map(|(_, s)| s.setting_id.clone());
+        let tight_cap = tightest_cap(settings).map(|s| s.setting_id.clone());
         Digest {
             // The first setting of an id wins, as `RunData::setting` finds it.
             index: settings

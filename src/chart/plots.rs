@@ -388,28 +388,21 @@ impl Chart for CostVsDetail<'_> {
         // Labelled: the alternatives without compaction (combinations are marked, not named),
         // those on the frontier first (with their number), as labels that find no room are
         // left out.
-        let mut named: Vec<(Option<usize>, String, (f64, f64))> = alts
-            .iter()
-            .filter(|a| a.0.is_baseline())
-            .map(|a| {
-                let at = fr
-                    .iter()
-                    .position(|g| g.iter().any(|x| std::ptr::eq(*x, a.0)));
-                let text = match at {
-                    Some(i) => format!("F{} {}", i + 1, a.0.alternative),
-                    None => a.0.alternative.clone(),
-                };
-                (at, text, (a.1, a.2))
-            })
-            .collect();
-        named.sort_by_key(|n| n.0.is_none());
-        let on_frontier = named.iter().take_while(|n| n.0.is_some()).count();
-        let mut named = named.into_iter().map(|(_, text, at)| (text, at, ALT_C));
-        labels.extend(named.by_ref().take(on_frontier));
+        let mut off_frontier = Vec::new();
+        for a in alts.iter().filter(|a| a.0.is_baseline()) {
+            let at = (a.1, a.2);
+            match fr
+                .iter()
+                .position(|g| g.iter().any(|x| std::ptr::eq(*x, a.0)))
+            {
+                Some(i) => labels.push((format!("F{} {}", i + 1, a.0.alternative), at, ALT_C)),
+                None => off_frontier.push((a.0.alternative.clone(), at, ALT_C)),
+            }
+        }
         if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
             labels.push(("baseline".to_string(), (b.1, b.2), BLACK));
         }
-        labels.extend(named);
+        labels.extend(off_frontier);
         // At most ~15 frontier labels, evenly spread (F1 and the last always), so a long
         // frontier stays readable; the report's table lists every one.
         let step = fr.len().div_ceil(15).max(1);

@@ -425,12 +425,11 @@ impl HiddenMemo {
     /// held grown in place; else the old list's runs cleared and the new one's set. Work in
     /// the runs that change, never in the session's events.
     fn hold(&mut self, flat: &[(u32, u32)], list: &Range<u32>) {
-        let get = |r: Range<u32>| flat.get(r.start as usize..r.end as usize).unwrap_or(&[]);
         if self.list.start == list.start && self.list.end <= list.end {
-            self.mark(get(self.list.end..list.end), true);
+            self.mark(get_list(flat, &(self.list.end..list.end)), true);
         } else {
-            self.mark(get(self.list.clone()), false);
-            self.mark(get(list.clone()), true);
+            self.mark(get_list(flat, &self.list.clone()), false);
+            self.mark(get_list(flat, list), true);
         }
         self.list = list.clone();
     }

@@ -18,10 +18,7 @@ impl Codex {
     pub fn new(ctx: &Ctx<'_>, pct: u64) -> Self {
         Codex {
             limit: ctx.window.map(|w| w * pct / 100),
-            users: (0..ctx.sizes.n)
-                .filter(|&e| ctx.is_user_message(e))
-                .map(|e| e as u32)
-                .collect(),
+            users: ctx.user_messages(),
             before: 0,
         }
     }

@@ -70,15 +70,9 @@ pub fn replay(
         .baseline
         .get_or_init(|| crate::engine::contents::baseline(s));
     let tp = &base.tok_prefix;
-    let (cands, ph) = {
-        let (c, p) = policy.clearable();
-        (c.to_vec(), p)
-    };
-    let mut cp = Vec::with_capacity(cands.len() + 1);
-    cp.push(0u64);
-    for &e in &cands {
-        cp.push(cp.last().copied().unwrap_or(0) + response_tokens(s, e as usize));
-    }
+    // a copy: the policy is borrowed mutably for its decisions
+    let clearable = policy.clearable().cloned().unwrap_or_default();
+    let (cands, cp, ph) = (&clearable.events, &clearable.prefix, clearable.placeholder);
     let mut mp = Vec::with_capacity(s.n + 1);
     mp.push(0u64);
     for e in 0..s.n {

@@ -19,10 +19,7 @@ impl GeminiCli {
     pub fn new(ctx: &Ctx<'_>, threshold_pct: u64) -> Self {
         GeminiCli {
             threshold: ctx.window.map(|w| w * threshold_pct / 100),
-            users: (0..ctx.sizes.n)
-                .filter(|&e| ctx.is_user_message(e))
-                .map(|e| e as u32)
-                .collect(),
+            users: ctx.user_messages(),
         }
     }
 }

@@ -3,13 +3,13 @@
 //! placeholder, always (no trigger). A turn is one model request; a result belongs to the
 //! request that called it. No summarizer call.
 
-use super::{At, CompactionPolicy, Ctx, Decision};
+use super::{At, Clearable, CompactionPolicy, Ctx, Decision};
 
 /// Tokens of SWE-agent's placeholder ("Old environment output: (N lines omitted)"), modelled.
 pub const PLACEHOLDER_TOKENS: u64 = 10;
 
 pub struct MaskObservations {
-    cands: Vec<u32>,
+    results: Clearable,
     /// Per candidate: model requests before it (its turn + 1).
     turn: Vec<u64>,
     window: u64,
@@ -30,7 +30,7 @@ impl MaskObservations {
             }
         }
         MaskObservations {
-            cands,
+            results: Clearable::new(ctx, cands, PLACEHOLDER_TOKENS),
             turn,
             window,
             masked: 0,
@@ -39,8 +39,8 @@ impl MaskObservations {
 }
 
 impl CompactionPolicy for MaskObservations {
-    fn clearable(&self) -> (&[u32], u64) {
-        (&self.cands, PLACEHOLDER_TOKENS)
+    fn clearable(&self) -> Option<&Clearable> {
+        Some(&self.results)
     }
 
     fn decide(&mut self, _ctx: &Ctx<'_>, at: &At) -> Decision {
@@ -49,7 +49,7 @@ impl CompactionPolicy for MaskObservations {
             .turn
             .get(self.masked)
             .is_some_and(|&t| t + self.window <= q)
-            && self.cands[self.masked] < at.event
+            && self.results.events[self.masked] < at.event
         {
             self.masked += 1;
         }

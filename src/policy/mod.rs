@@ -236,9 +236,55 @@ impl Ctx<'_> {
         s.author[e] == s.user_author && s.has_content[e] && !s.has_resps[e]
     }
 
+    /// The session's user messages, in order (what Codex and Gemini CLI keep or split at).
+    pub fn user_messages(&self) -> Vec<u32> {
+        (0..self.sizes.n)
+            .filter(|&e| self.is_user_message(e))
+            .map(|e| e as u32)
+            .collect()
+    }
+
     /// A message of the framework's own list (events with content a model reads).
     pub fn is_message(&self, e: usize) -> bool {
         self.sizes.has_content[e] && self.sizes.visible[e]
+    }
+}
+
+/// Tool-result events a clearing policy can replace by a placeholder, oldest first: their
+/// tokens as prefix sums (computed once, for the policy's rule and the driver's rows), and
+/// the tokens each placeholder leaves.
+#[derive(Debug, Clone)]
+pub struct Clearable {
+    pub events: Vec<u32>,
+    /// `prefix[j]`: tokens of the first `j` results' responses.
+    pub prefix: Vec<u64>,
+    pub placeholder: u64,
+}
+
+/// None: what a policy that clears nothing has.
+impl Default for Clearable {
+    fn default() -> Self {
+        Clearable {
+            events: Vec::new(),
+            prefix: vec![0],
+            placeholder: 0,
+        }
+    }
+}
+
+impl Clearable {
+    pub fn new(ctx: &Ctx<'_>, events: Vec<u32>, placeholder: u64) -> Self {
+        let mut prefix = Vec::with_capacity(events.len() + 1);
+        prefix.push(0u64);
+        for &e in &events {
+            let last = prefix[prefix.len() - 1];
+            prefix.push(last + driver::response_tokens(ctx.sizes, e as usize));
+        }
+        Clearable {
+            events,
+            prefix,
+            placeholder,
+        }
     }
 }
 
@@ -299,10 +345,9 @@ pub enum Decision {
 /// calls it makes. Built fresh per replay ([`PolicySpec::build`]), called once per model
 /// request in order, so it may keep cursors that only move forward.
 pub trait CompactionPolicy {
-    /// Tool-result events this policy can replace by a placeholder, oldest first, with the
-    /// tokens each placeholder leaves (clearing policies only).
-    fn clearable(&self) -> (&[u32], u64) {
-        (&[], 0)
+    /// Tool results this policy can replace by a placeholder (clearing policies only).
+    fn clearable(&self) -> Option<&Clearable> {
+        None
     }
 
     /// The decision before request `at`.

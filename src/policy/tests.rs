@@ -113,12 +113,7 @@ fn clear_tool_results_clears_the_oldest_at_the_request_that_passes_the_trigger()
         2_100 - 3 * RESULT_TOKENS as u64 + 3 * ph
     );
     // the cached prefix breaks at the first cleared result
-    let tp = &sizes_of(&s, &toks)
-        .baseline
-        .get()
-        .unwrap()
-        .tok_prefix
-        .clone();
+    let tp = tok_prefix(&s, &toks);
     assert_eq!(last.shared_prefix_tokens, tp[result(0) as usize]);
     assert!(r.calls.is_empty() && r.compactions.is_empty());
     // keep 3 clears one; clear_at_least above what 3 results free clears none
@@ -143,6 +138,12 @@ fn sizes_of(s: &Session, toks: &[u32]) -> SessionSizes {
         .baseline
         .get_or_init(|| crate::engine::contents::baseline(&sizes));
     sizes
+}
+
+/// Tokens of the events before each index, with no compaction.
+fn tok_prefix(s: &Session, toks: &[u32]) -> Vec<u64> {
+    let sizes = sizes_of(s, toks);
+    sizes.baseline.get().unwrap().tok_prefix.clone()
 }
 
 #[test]
@@ -185,12 +186,7 @@ fn claude_code_threshold_and_whole_history_summary() {
     let k = at.event_index;
     // everything before the request is in the summary
     assert_eq!(r.hidden(at), &[(0, k - 1)]);
-    let tp = sizes_of(&s, &toks)
-        .baseline
-        .get()
-        .unwrap()
-        .tok_prefix
-        .clone();
+    let tp = tok_prefix(&s, &toks);
     assert_eq!(at.hidden_tokens, tp[k as usize]);
     assert_eq!(
         at.prompt_tokens,
@@ -227,12 +223,7 @@ fn codex_keeps_the_newest_user_messages_and_the_summary() {
     // the user message (event 0) is re-attached: hidden is everything else before it
     let k = at.event_index;
     assert_eq!(r.hidden(at), &[(1, k - 1)]);
-    let tp = sizes_of(&s, &toks)
-        .baseline
-        .get()
-        .unwrap()
-        .tok_prefix
-        .clone();
+    let tp = tok_prefix(&s, &toks);
     assert_eq!(at.hidden_tokens, tp[k as usize] - 10);
     // below 90 % of the window it does not fire
     let r2 = run(&s, &toks, &PolicySpec::Codex { pct: 96 }, Some(100_000));

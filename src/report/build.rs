@@ -1467,17 +1467,7 @@ fn priced_alternatives(d: &RunData, b: &mut Vec<Block>) {
         b.push(Block::Para(t(line)));
     }
     // Which invocations fail, per session, for the tightest cap.
-    if let Some(tight) = d
-        .alternatives
-        .iter()
-        .filter(|a| a.alternative.starts_with("max_llm_calls="))
-        .min_by_key(|a| {
-            a.alternative
-                .trim_start_matches("max_llm_calls=")
-                .parse::<u64>()
-                .unwrap_or(u64::MAX)
-        })
-    {
+    if let Some(tight) = crate::chart::data::tightest_cap(&d.alternatives) {
         let mut hit: Vec<(&RunRow, f64)> = d
             .runs
             .iter()

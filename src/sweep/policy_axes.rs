@@ -250,9 +250,9 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
             n(&mut collect!(PolicySpec::MaskObservations { window } => *window))
         );
     }
-    let pcts = collect!(PolicySpec::ClaudeCode { pct: Some(p) } => *p);
+    let mut pcts = collect!(PolicySpec::ClaudeCode { pct: Some(p) } => *p);
     if !pcts.is_empty() {
-        out += &format!("pct = {}\n", n(&mut pcts.clone()));
+        out += &format!("pct = {}\n", n(&mut pcts));
     }
     if fams.contains(&"codex") {
         out += &format!(

@@ -8,7 +8,7 @@
 //! `chromium` on PATH). Without one the tests fail, unless `COMPACTION_SIM_SKIP_BROWSER`
 //! gives a reason, which is printed.
 
-use crate::common::{bin, read_text, root};
+use crate::common::{bin, read_text, report_fixture_copy, root};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -313,13 +313,7 @@ fn choosing_a_setting_shows_its_row_point_and_manifest_line() {
 #[test]
 fn a_hostile_session_id_is_shown_as_text_never_run() {
     let Some(chrome) = chromium() else { return };
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("run");
-    std::fs::create_dir(&dir).expect("mkdir");
-    let src = root().join("tests/fixtures/report/run");
-    for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
-        std::fs::copy(src.join(f), dir.join(f)).expect("copy fixture");
-    }
+    let (_tmp, dir) = report_fixture_copy();
     let hostile = "</script><img src=x onerror=\"document.title='pwned'\">";
     let csv = read_text(&dir.join("runs.csv"));
     std::fs::write(
@@ -355,7 +349,7 @@ fn a_hostile_session_id_is_shown_as_text_never_run() {
 #[test]
 fn the_console_check_catches_a_request_and_a_script_error() {
     let Some(chrome) = chromium() else { return };
-    let (_tmp, dir) = crate::common::report_fixture_copy();
+    let (_tmp, dir) = report_fixture_copy();
     bin().arg("report").arg(&dir).assert().success();
     let html = read_text(&dir.join("report.html"));
     let lower = html.to_lowercase();
