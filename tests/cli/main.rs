@@ -13,6 +13,7 @@ mod docs;
 mod engine;
 mod engine_extra;
 mod inspect;
+mod layers;
 mod live;
 mod mutations;
 mod policies;
