@@ -362,6 +362,7 @@ impl SessionSizes {
 
     /// Where event `i` of `evs` sits: its time, invocation (block and id), author, branch and
     /// isolation scope, interned in first-appearance order.
+    #[inline]
     fn push_place<'e>(&mut self, names: &mut Interned<'e>, evs: &'e [Event], i: usize) {
         let s = self;
         let e = &evs[i];
@@ -416,6 +417,7 @@ impl SessionSizes {
     /// What event `i` (`e`) holds: its sizes as ADK and the summarizer count them, its parts
     /// (ids and tool names interned), its recorded usage and marks. `tokens`: its count in
     /// the run tokenizer, if given.
+    #[inline]
     fn push_content(&mut self, names: &mut Interned<'_>, e: &Event, i: usize, tokens: Option<u32>) {
         let s = self;
         // A transcription has no content: the gate counts 0 and the summarizer skips it.
