@@ -841,7 +841,8 @@ fn process_compaction_events(
 }
 
 /// The visible raw events outside the coverage (`_is_timestamp_compacted`), keyed into
-/// `sc.keyed` in stream order. Returns whether their timestamps never decrease.
+/// `sc.keyed` in stream order (adk-compaction.md §8: "emit it unless start <= timestamp <=
+/// end for some coverage interval"). Returns whether their timestamps never decrease.
 #[inline(always)]
 fn list_uncovered(ask: &Ask<'_>, vf: View<'_>, sc: &mut Scratch) -> bool {
     let (s, n) = (ask.s, ask.n);
@@ -1318,6 +1319,8 @@ fn recover_call(rec: &Recovery<'_>, sc: &mut Scratch, out: &mut Vec<Item>, c: u3
     }
 }
 
+/// Step 4, `drop_orphaned_function_responses` (adk-compaction.md §8): a response whose call
+/// no earlier item holds goes (by id, or by tool name for id-less calls).
 fn drop_orphan_responses(ctx: &Ask<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     sc.gen_bump_sets();
@@ -1582,6 +1585,8 @@ fn responses_to(ctx: &Ask<'_>, sc: &mut Scratch, idx: usize, split: &[u32]) -> I
     Item::parts(s, &sc.arena, first_src, a, b)
 }
 
+/// Whether item `it` is a model text reply of invocation `inv` that a later update of the
+/// same call makes stale (step 6).
 fn is_stale_text_reply(ctx: &Ask<'_>, sc: &Scratch, it: &Item, inv: u32) -> bool {
     let s = ctx.s;
     if it.kind == K_SUM {
@@ -1880,6 +1885,8 @@ fn drops_with_sibling(
         || (k + 1 < p1 && joined(k + 1) && orphan(sc, k + 1))
 }
 
+/// Step 7, `drop_orphaned_function_calls` (adk-compaction.md §8): a call no item answers
+/// goes, unless it is long-running.
 fn drop_orphan_calls(ctx: &Ask<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     sc.gen_bump_sets();
