@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::engine::summarizer::{Deterministic, Policy};
-use crate::engine::{self, Config, Replay, UsageMode};
+use crate::engine::summarizer::{Deterministic, Policy, PolicyError};
+use crate::engine::{self, Config, Replay, Request, UsageMode};
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::{adk, ReadError};
 
@@ -28,7 +28,7 @@ pub enum ConformError {
     #[error("transcript {0} holds no session")]
     NoSession(String),
     #[error("summary_policy: {0}")]
-    Policy(String),
+    Policy(#[from] PolicyError),
 }
 
 /// One disagreement: the JSON path of the field, and both values.
@@ -89,8 +89,7 @@ pub fn replay_case(oracle: &Value, dir: &Path) -> Result<(Config, Replay), Confo
             .get("summary_policy")
             .and_then(Value::as_str)
             .unwrap_or("fixed:400"),
-    )
-    .map_err(|e| ConformError::Policy(e.to_string()))?;
+    )?;
     let fail_calls: Vec<u32> = oracle
         .get("fail_calls")
         .and_then(Value::as_str)
@@ -140,6 +139,11 @@ struct Cmp {
 }
 
 impl Cmp {
+    /// The fields of the oracle's `o`, compared under the path `at`.
+    fn fields<'c, 'o>(&'c mut self, at: String, o: Option<&'o Value>) -> Fields<'c, 'o> {
+        Fields { c: self, at, o }
+    }
+
     fn eq(&mut self, path: String, oracle: Option<&Value>, engine: Value, secondary: bool) {
         let o = oracle.cloned().unwrap_or(Value::Null);
         if !num_eq(&o, &engine) {
@@ -153,303 +157,231 @@ impl Cmp {
     }
 }
 
+/// The fields of one oracle object, compared under one path.
+struct Fields<'c, 'o> {
+    c: &'c mut Cmp,
+    at: String,
+    o: Option<&'o Value>,
+}
+
+impl Fields<'_, '_> {
+    /// Field `f`, a dotted path (the oracle names each field as its path does), against the
+    /// engine's value.
+    fn eq(&mut self, f: &str, engine: Value, secondary: bool) {
+        let pointer = format!("/{}", f.replace('.', "/"));
+        let oracle = self.o.and_then(|o| o.pointer(&pointer));
+        self.c
+            .eq(format!("{}.{f}", self.at), oracle, engine, secondary);
+    }
+}
+
 fn opt<T: Into<Value>>(v: Option<T>) -> Value {
     v.map_or(Value::Null, Into::into)
 }
 
-/// Field-by-field comparison of an oracle output with a replay.
+/// The elements of array `key` of `v` (none when missing).
+fn array<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// Field-by-field comparison of an oracle output with a replay: the compactions, then each
+/// invocation with its model calls, then the totals (the order the diffs are listed in).
 pub fn compare(o: &Value, r: &Replay, token_pair: bool) -> Vec<Diff> {
     let mut c = Cmp { diffs: Vec::new() };
-    let empty = Vec::new();
-    let ocomps = o
-        .get("compactions")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
-    c.eq(
-        "compactions.length".into(),
-        Some(&Value::from(ocomps.len())),
-        Value::from(r.compactions.len()),
-        false,
-    );
-    for (i, (oc, ec)) in ocomps.iter().zip(&r.compactions).enumerate() {
-        let p = |f: &str| format!("compactions[{i}].{f}");
-        c.eq(p("phase"), oc.get("phase"), ec.phase.name().into(), false);
+    c.compactions(array(o, "compactions"), r);
+    c.invocations(array(o, "invocations"), r, token_pair);
+    c.totals(o.get("totals"), r);
+    c.diffs
+}
+
+impl Cmp {
+    /// Each compaction event's range, trigger and sizes.
+    fn compactions(&mut self, ocomps: &[Value], r: &Replay) {
+        let c = self;
         c.eq(
-            p("trigger"),
-            oc.get("trigger"),
-            ec.trigger.name().into(),
+            "compactions.length".into(),
+            Some(&Value::from(ocomps.len())),
+            Value::from(r.compactions.len()),
             false,
         );
-        c.eq(
-            p("invocation_index"),
-            oc.get("invocation_index"),
-            ec.invocation_index.into(),
-            false,
-        );
-        c.eq(
-            p("start_timestamp"),
-            oc.get("start_timestamp"),
-            ec.start_timestamp.into(),
-            false,
-        );
-        c.eq(
-            p("end_timestamp"),
-            oc.get("end_timestamp"),
-            ec.end_timestamp.into(),
-            false,
-        );
-        c.eq(
-            p("raw_events_in_range"),
-            oc.get("raw_events_in_range"),
-            ec.raw_events_in_range.into(),
-            false,
-        );
-        c.eq(
-            p("first_raw_event_index"),
-            oc.get("first_raw_event_index"),
-            opt(ec.first_raw_event_index),
-            false,
-        );
-        c.eq(
-            p("last_raw_event_index"),
-            oc.get("last_raw_event_index"),
-            opt(ec.last_raw_event_index),
-            false,
-        );
-        c.eq(
-            p("summarizer_prompt_chars"),
-            oc.get("summarizer_prompt_chars"),
-            ec.summarizer_prompt_chars.into(),
-            false,
-        );
-        c.eq(
-            p("summary_chars"),
-            oc.get("summary_chars"),
-            ec.summary_chars.into(),
-            false,
-        );
-        c.eq(
-            p("before_event_index"),
-            oc.get("before_event_index"),
-            opt(ec.before_event_index),
-            true,
-        );
-        c.eq(
-            p("seeded_with_previous_summary"),
-            oc.get("seeded_with_previous_summary"),
-            ec.seeded_with_previous_summary.into(),
-            true,
-        );
-        c.eq(
-            p("summarizer_input_events"),
-            oc.get("summarizer_input_events"),
-            ec.summarizer_input_events.into(),
-            true,
-        );
-        c.eq(
-            p("invocations_in_range"),
-            oc.get("invocations_in_range"),
-            ec.invocations_in_range.to_vec().into(),
-            true,
-        );
-        c.eq(
-            p("summary_json_chars"),
-            oc.get("summary_json_chars"),
-            ec.summary_json_chars.into(),
-            true,
-        );
-        c.eq(p("retained"), oc.get("retained"), ec.retained.into(), true);
+        for (i, (oc, ec)) in ocomps.iter().zip(&r.compactions).enumerate() {
+            let mut f = c.fields(format!("compactions[{i}]"), Some(oc));
+            f.eq("phase", ec.phase.name().into(), false);
+            f.eq("trigger", ec.trigger.name().into(), false);
+            f.eq("invocation_index", ec.invocation_index.into(), false);
+            f.eq("start_timestamp", ec.start_timestamp.into(), false);
+            f.eq("end_timestamp", ec.end_timestamp.into(), false);
+            f.eq("raw_events_in_range", ec.raw_events_in_range.into(), false);
+            f.eq(
+                "first_raw_event_index",
+                opt(ec.first_raw_event_index),
+                false,
+            );
+            f.eq("last_raw_event_index", opt(ec.last_raw_event_index), false);
+            f.eq(
+                "summarizer_prompt_chars",
+                ec.summarizer_prompt_chars.into(),
+                false,
+            );
+            f.eq("summary_chars", ec.summary_chars.into(), false);
+            f.eq("before_event_index", opt(ec.before_event_index), true);
+            f.eq(
+                "seeded_with_previous_summary",
+                ec.seeded_with_previous_summary.into(),
+                true,
+            );
+            f.eq(
+                "summarizer_input_events",
+                ec.summarizer_input_events.into(),
+                true,
+            );
+            f.eq(
+                "invocations_in_range",
+                ec.invocations_in_range.to_vec().into(),
+                true,
+            );
+            f.eq("summary_json_chars", ec.summary_json_chars.into(), true);
+            f.eq("retained", ec.retained.into(), true);
+        }
     }
-    let oinvs = o
-        .get("invocations")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
-    c.eq(
-        "invocations.length".into(),
-        Some(&Value::from(oinvs.len())),
-        Value::from(r.invocations.len()),
-        false,
-    );
-    let mut req_i = 0usize;
-    for (i, (oi, ei)) in oinvs.iter().zip(&r.invocations).enumerate() {
-        let ocalls = oi
-            .get("model_calls")
-            .and_then(Value::as_array)
-            .unwrap_or(&empty);
-        for (j, oc) in ocalls.iter().enumerate() {
-            let p = |f: &str| format!("invocations[{i}].model_calls[{j}].{f}");
-            let Some(er) = r.requests.get(req_i) else {
-                c.eq(p("event_index"), oc.get("event_index"), Value::Null, false);
-                continue;
-            };
-            req_i += 1;
-            c.eq(
-                p("event_index"),
-                oc.get("event_index"),
-                er.event_index.into(),
+
+    /// Each invocation's model calls and what follows it, then the number of model calls.
+    fn invocations(&mut self, oinvs: &[Value], r: &Replay, token_pair: bool) {
+        let c = self;
+        c.eq(
+            "invocations.length".into(),
+            Some(&Value::from(oinvs.len())),
+            Value::from(r.invocations.len()),
+            false,
+        );
+        let mut req_i = 0usize;
+        for (i, (oi, ei)) in oinvs.iter().zip(&r.invocations).enumerate() {
+            for (j, oc) in array(oi, "model_calls").iter().enumerate() {
+                let Some(er) = r.requests.get(req_i) else {
+                    let p = format!("invocations[{i}].model_calls[{j}].event_index");
+                    c.eq(p, oc.get("event_index"), Value::Null, false);
+                    continue;
+                };
+                req_i += 1;
+                c.model_call(i, j, oc, er, token_pair);
+            }
+            let mut f = c.fields(format!("invocations[{i}]"), Some(oi));
+            f.eq(
+                "next_request_history.adk_chars",
+                ei.next_request_adk_chars.into(),
                 false,
             );
-            c.eq(
-                p("request_contents.adk_chars"),
-                oc.pointer("/request_contents/adk_chars"),
-                er.adk_chars.into(),
-                false,
-            );
+            f.eq("post_invocation.compaction", opt(ei.post_compaction), false);
             if token_pair {
-                c.eq(
-                    p("measured_prompt_tokens"),
-                    oc.get("measured_prompt_tokens"),
-                    opt(er.measured_prompt_tokens),
-                    false,
+                f.eq(
+                    "post_invocation.measured_prompt_tokens",
+                    opt(ei.post_measured_prompt_tokens),
+                    true,
                 );
             }
-            c.eq(
-                p("request_contents_uncompacted.adk_chars"),
-                oc.pointer("/request_contents_uncompacted/adk_chars"),
-                er.adk_chars_uncompacted.into(),
+            f.eq(
+                "next_request_history_uncompacted.adk_chars",
+                ei.next_request_adk_chars_uncompacted.into(),
                 true,
             );
-            c.eq(
-                p("request_contents.contents"),
-                oc.pointer("/request_contents/contents"),
-                er.contents.into(),
-                true,
-            );
-            c.eq(
-                p("request_contents.json_chars"),
-                oc.pointer("/request_contents/json_chars"),
-                er.json_chars.into(),
-                true,
-            );
-            c.eq(
-                p("replayed_prompt_tokens"),
-                oc.get("replayed_prompt_tokens"),
-                opt(er.replayed_prompt_tokens),
-                true,
-            );
+            f.eq("retained_summaries", r.retained_ordinals(ei).into(), true);
+            f.eq("summarizer_calls", ei.summarizer_calls.into(), true);
         }
-        let p = |f: &str| format!("invocations[{i}].{f}");
+        let ocalls: usize = oinvs
+            .iter()
+            .map(|i| {
+                i.get("model_calls")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len)
+            })
+            .sum();
         c.eq(
-            p("next_request_history.adk_chars"),
-            oi.pointer("/next_request_history/adk_chars"),
-            ei.next_request_adk_chars.into(),
+            "model_calls.total".into(),
+            Some(&Value::from(ocalls)),
+            Value::from(r.requests.len()),
             false,
         );
-        c.eq(
-            p("post_invocation.compaction"),
-            oi.pointer("/post_invocation/compaction"),
-            opt(ei.post_compaction),
-            false,
-        );
+    }
+
+    /// Model call `j` of invocation `i`: where it is and what its request holds.
+    fn model_call(&mut self, i: usize, j: usize, oc: &Value, er: &Request, token_pair: bool) {
+        let mut f = self.fields(format!("invocations[{i}].model_calls[{j}]"), Some(oc));
+        f.eq("event_index", er.event_index.into(), false);
+        f.eq("request_contents.adk_chars", er.adk_chars.into(), false);
         if token_pair {
-            c.eq(
-                p("post_invocation.measured_prompt_tokens"),
-                oi.pointer("/post_invocation/measured_prompt_tokens"),
-                opt(ei.post_measured_prompt_tokens),
-                true,
+            f.eq(
+                "measured_prompt_tokens",
+                opt(er.measured_prompt_tokens),
+                false,
             );
         }
-        c.eq(
-            p("next_request_history_uncompacted.adk_chars"),
-            oi.pointer("/next_request_history_uncompacted/adk_chars"),
-            ei.next_request_adk_chars_uncompacted.into(),
+        f.eq(
+            "request_contents_uncompacted.adk_chars",
+            er.adk_chars_uncompacted.into(),
             true,
         );
-        c.eq(
-            p("retained_summaries"),
-            oi.get("retained_summaries"),
-            r.retained_ordinals(ei).into(),
-            true,
-        );
-        c.eq(
-            p("summarizer_calls"),
-            oi.get("summarizer_calls"),
-            ei.summarizer_calls.into(),
+        f.eq("request_contents.contents", er.contents.into(), true);
+        f.eq("request_contents.json_chars", er.json_chars.into(), true);
+        f.eq(
+            "replayed_prompt_tokens",
+            opt(er.replayed_prompt_tokens),
             true,
         );
     }
-    let ocalls: usize = oinvs
-        .iter()
-        .map(|i| {
-            i.get("model_calls")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len)
-        })
-        .sum();
-    c.eq(
-        "model_calls.total".into(),
-        Some(&Value::from(ocalls)),
-        Value::from(r.requests.len()),
-        false,
-    );
-    let t = o.get("totals");
-    let tp = |f: &str| format!("totals.{f}");
-    let tg = |f: &str| t.and_then(|t| t.get(f));
-    c.eq(
-        tp("summarizer_calls"),
-        tg("summarizer_calls"),
-        r.totals.summarizer_calls.into(),
-        false,
-    );
-    c.eq(
-        tp("compactions"),
-        tg("compactions"),
-        r.totals.compactions.into(),
-        false,
-    );
-    let mut by = serde_json::Map::new();
-    for (k, v) in [
-        (
-            "post_invocation:sliding_window",
-            r.totals.post_invocation_sliding_window,
-        ),
-        (
-            "post_invocation:token_threshold",
-            r.totals.post_invocation_token_threshold,
-        ),
-        (
-            "pre_request:token_threshold",
-            r.totals.pre_request_token_threshold,
-        ),
-    ] {
-        if v > 0 {
-            by.insert(k.into(), v.into());
+
+    /// The replay's totals.
+    fn totals(&mut self, t: Option<&Value>, r: &Replay) {
+        let mut f = self.fields("totals".into(), t);
+        f.eq("summarizer_calls", r.totals.summarizer_calls.into(), false);
+        f.eq("compactions", r.totals.compactions.into(), false);
+        let mut by = serde_json::Map::new();
+        for (k, v) in [
+            (
+                "post_invocation:sliding_window",
+                r.totals.post_invocation_sliding_window,
+            ),
+            (
+                "post_invocation:token_threshold",
+                r.totals.post_invocation_token_threshold,
+            ),
+            (
+                "pre_request:token_threshold",
+                r.totals.pre_request_token_threshold,
+            ),
+        ] {
+            if v > 0 {
+                by.insert(k.into(), v.into());
+            }
         }
+        let mut oby = t
+            .and_then(|t| t.get("compactions_by_trigger"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        oby.sort_keys();
+        f.c.eq(
+            "totals.compactions_by_trigger".into(),
+            Some(&Value::Object(oby)),
+            Value::Object(by),
+            false,
+        );
+        f.eq(
+            "failed_or_empty_summaries",
+            r.totals.failed_or_empty_summaries.into(),
+            false,
+        );
+        f.eq(
+            "summarizer_prompt_chars",
+            r.totals.summarizer_prompt_chars.into(),
+            false,
+        );
+        f.eq("summary_chars", r.totals.summary_chars.into(), false);
+        f.eq(
+            "final_retained_summaries",
+            r.totals.final_retained_summaries.clone().into(),
+            false,
+        );
     }
-    let mut oby = tg("compactions_by_trigger")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    oby.sort_keys();
-    c.eq(
-        tp("compactions_by_trigger"),
-        Some(&Value::Object(oby)),
-        Value::Object(by),
-        false,
-    );
-    c.eq(
-        tp("failed_or_empty_summaries"),
-        tg("failed_or_empty_summaries"),
-        r.totals.failed_or_empty_summaries.into(),
-        false,
-    );
-    c.eq(
-        tp("summarizer_prompt_chars"),
-        tg("summarizer_prompt_chars"),
-        r.totals.summarizer_prompt_chars.into(),
-        false,
-    );
-    c.eq(
-        tp("summary_chars"),
-        tg("summary_chars"),
-        r.totals.summary_chars.into(),
-        false,
-    );
-    c.eq(
-        tp("final_retained_summaries"),
-        tg("final_retained_summaries"),
-        r.totals.final_retained_summaries.clone().into(),
-        false,
-    );
-    c.diffs
 }

@@ -243,23 +243,6 @@ pub fn coverage(comps: &[Comp], out: &mut Vec<(f64, f64)>) {
     }
 }
 
-/// Whether raw event `i` passes `_get_contents`' filter for `viewer` on `branch` (visible,
-/// on the branch, not another tool's sub-branch), before compaction processing.
-#[inline(always)]
-fn in_context(
-    s: &SessionSizes,
-    viewer: u32,
-    branch: Option<u32>,
-    n: usize,
-    i: usize,
-    vf: View<'_>,
-) -> bool {
-    s.visible[i]
-        && s.belongs_to_branch(branch, i)
-        && !vf.tool_sub_branch(s, branch, viewer, n, i)
-        && vf.keeps(s, i)
-}
-
 /// ADK 2.13 isolation scopes and rewinds: an event of another scope than the requesting
 /// agent's, or annulled by a rewind, is not in context (`on` only for sessions having either).
 #[derive(Clone, Copy)]
@@ -619,12 +602,19 @@ pub fn retained_runs_after_append(
     }
 }
 
-struct Ctx<'a> {
-    s: &'a SessionSizes,
-    viewer: u32,
+/// Who asks for a request and over what: `viewer` (author index, or `u32::MAX` for ADK's
+/// `agent_name=''`) on branch `branch`, over raw events `0..n` of `s`, `cov` being the
+/// coverage of the retained summaries. One value, read by every step of the build.
+#[derive(Clone, Copy)]
+pub struct Ask<'a> {
+    pub s: &'a SessionSizes,
+    pub n: usize,
+    pub cov: &'a [(f64, f64)],
+    pub viewer: u32,
+    pub branch: Option<u32>,
 }
 
-impl Ctx<'_> {
+impl Ask<'_> {
     fn author_of(&self, it: &Item) -> u32 {
         match it.kind {
             K_SUM => self.viewer, // author = agent_name or 'model'
@@ -632,25 +622,28 @@ impl Ctx<'_> {
             _ => self.s.author[it.src as usize],
         }
     }
+
+    /// Whether raw event `i` passes `_get_contents`' filter for `viewer` on `branch`
+    /// (visible, on the branch, not another tool's sub-branch, in the view), before
+    /// compaction processing.
+    #[inline(always)]
+    fn in_context(&self, i: usize, vf: View<'_>) -> bool {
+        let s = self.s;
+        s.visible[i]
+            && s.belongs_to_branch(self.branch, i)
+            && !vf.tool_sub_branch(s, self.branch, self.viewer, self.n, i)
+            && vf.keeps(s, i)
+    }
 }
 
-/// Build the request for `viewer` (author index, or `u32::MAX` for ADK's `agent_name=''`) on
-/// branch `branch`, over raw events `0..n` and the summaries in `comps` (those with
-/// `after_raw <= n`). `cov` is the coverage of the retained summaries.
-pub fn build(
-    s: &SessionSizes,
-    n: usize,
-    comps: &[Comp],
-    cov: &[(f64, f64)],
-    viewer: u32,
-    branch: Option<u32>,
-    sc: &mut Scratch,
-) -> Measure {
+/// Build the request `ask` describes, with the summaries in `comps` (those with
+/// `after_raw <= n`).
+pub fn build(ask: &Ask<'_>, comps: &[Comp], sc: &mut Scratch) -> Measure {
     // Compiled twice, so sessions without scopes or rewinds pay nothing for them.
-    if s.has_scopes_or_rewinds() {
-        build_in::<true>(s, n, comps, cov, viewer, branch, sc, None)
+    if ask.s.has_scopes_or_rewinds() {
+        build_in::<true>(ask, comps, sc, None)
     } else {
-        build_in::<false>(s, n, comps, cov, viewer, branch, sc, None)
+        build_in::<false>(ask, comps, sc, None)
     }
 }
 
@@ -660,28 +653,23 @@ pub fn build(
 /// are measured from the index's sums and recorded as `sc.prefix`. A sliding window's
 /// request, rebuilt after every compaction with every retained summary, then costs what
 /// its raw events and later summaries cost.
-#[allow(clippy::too_many_arguments)]
 pub fn build_indexed(
-    s: &SessionSizes,
-    n: usize,
+    ask: &Ask<'_>,
     comps: &[Comp],
-    cov: &[(f64, f64)],
-    viewer: u32,
-    branch: Option<u32>,
     sc: &mut Scratch,
     ridx: &RetainedIndex,
 ) -> Measure {
     let fits = ridx.usable()
-        && !s.has_scopes_or_rewinds()
-        && comps.last().is_some_and(|c| c.after_raw as usize <= n);
-    let m = build_in::<false>(s, n, comps, cov, viewer, branch, sc, fits.then_some(ridx));
+        && !ask.s.has_scopes_or_rewinds()
+        && comps.last().is_some_and(|c| c.after_raw as usize <= ask.n);
+    let m = build_in::<false>(ask, comps, sc, fits.then_some(ridx));
     #[cfg(debug_assertions)]
     {
         let mut fresh = Scratch {
             scope: sc.scope,
             ..Scratch::default()
         };
-        let f = build(s, n, comps, cov, viewer, branch, &mut fresh);
+        let f = build(ask, comps, &mut fresh);
         assert_eq!(f, m, "build with the summary index vs without");
         assert_eq!(
             fresh.seq,
@@ -692,21 +680,16 @@ pub fn build_indexed(
     m
 }
 
-/// [`build`]; `VIEW`: the session has isolation scopes or rewinds.
-#[allow(clippy::too_many_arguments)]
+/// [`build`]; `VIEW`: the session has isolation scopes or rewinds. The steps of
+/// `_get_contents` in ADK's order (adk-compaction.md §8), then the request's measures.
 fn build_in<const VIEW: bool>(
-    s: &SessionSizes,
-    n: usize,
+    ask: &Ask<'_>,
     comps: &[Comp],
-    cov: &[(f64, f64)],
-    viewer: u32,
-    branch: Option<u32>,
     sc: &mut Scratch,
     ridx: Option<&RetainedIndex>,
 ) -> Measure {
+    let Ask { s, n, viewer, .. } = *ask;
     sc.prepare(s);
-    let g = sc.gen;
-    let ctx = Ctx { s, viewer };
     let comps_live = if ridx.is_some() {
         comps.len()
     } else {
@@ -715,127 +698,30 @@ fn build_in<const VIEW: bool>(
             .take_while(|c| c.after_raw as usize <= n)
             .count()
     };
-    // leading summaries measured from the index, not listed
-    let mut lead = [0u64; 3];
     let comps = &comps[..comps_live];
     // ADK 2.13 isolation scopes and rewinds (callers pass the summaries that remain for this
     // view).
-    let view = VIEW;
     let mut spans = std::mem::take(&mut sc.spans);
-    if view {
+    if VIEW {
         s.rewound_spans(n, &mut spans);
     }
     let scope = sc.scope;
     let vf = View {
-        on: view,
+        on: VIEW,
         scope,
         spans: &spans,
     };
 
-    // 1-2. visibility filter, then compaction processing.
-    if comps.is_empty() {
-        for i in 0..n {
-            if s.visible[i]
-                && s.belongs_to_branch(branch, i)
-                && !vf.tool_sub_branch(s, branch, viewer, n, i)
-                && vf.keeps(s, i)
-            {
-                let r = s.part_range(i);
-                let p0 = sc.arena.len() as u32;
-                sc.arena.extend(r);
-                let p1 = sc.arena.len() as u32;
-                sc.items.push(Item::event(s, i as u32, p0, p1));
-            }
-        }
+    // 1-2. visibility filter, then compaction processing; leading summaries measured from
+    // the index, not listed.
+    let lead = if comps.is_empty() {
+        list_visible(ask, vf, sc);
+        [0u64; 3]
     } else {
-        sc.keyed.clear();
-        sc.sums.clear();
-        if ridx.is_none() {
-            for (ci, c) in comps.iter().enumerate() {
-                if c.retained {
-                    sc.sums
-                        .push((c.end, c.after_raw, ci as u32, Item::bare(K_SUM, ci as u32)));
-                }
-            }
-        }
-        // Raw events arrive in stream order; when their timestamps never decrease (the usual
-        // case) only the few summaries need sorting, then one merge.
-        let mut in_order = sc.sums.iter().all(|k| !k.0.is_nan());
-        let mut prev_ts = f64::NEG_INFINITY;
-        let mut push_raw = |sc: &mut Scratch, i: usize| {
-            if !in_context(s, viewer, branch, n, i, vf) {
-                return;
-            }
-            let ts = s.timestamp[i];
-            in_order &= ts >= prev_ts;
-            prev_ts = ts;
-            let r = s.part_range(i);
-            let p0 = sc.arena.len() as u32;
-            sc.arena.extend(r);
-            let p1 = sc.arena.len() as u32;
-            sc.keyed
-                .push((ts, i as u32, u32::MAX, Item::event(s, i as u32, p0, p1)));
-        };
-        if s.ts_sorted {
-            // Compacted spans are index ranges: skip them without looking.
-            let mut next = 0;
-            for (lo, hi) in covered_spans(s, n, cov) {
-                for i in next..lo {
-                    push_raw(sc, i);
-                }
-                next = next.max(hi);
-            }
-            for i in next..n {
-                push_raw(sc, i);
-            }
-        } else {
-            for i in 0..n {
-                if !covered(cov, s.timestamp[i]) {
-                    push_raw(sc, i);
-                }
-            }
-        }
-        if let Some(ix) = ridx {
-            // The index lists the retained summaries in request order (no NaN ends); with the
-            // raw events in order too, those before the first raw event lead the request.
-            let first = sc.keyed.first().map(|k| (k.0, k.1, k.2));
-            let p = match first {
-                Some(k) if in_order => ix.before(&k),
-                Some(_) => 0,
-                None => ix.len(),
-            };
-            sc.prefix = p as u32;
-            lead = ix.sums_to(p);
-            sc.sums.extend((p..ix.len()).map(|i| {
-                let ci = ix.comp_at(i);
-                let c = &comps[ci as usize];
-                (c.end, c.after_raw, ci, Item::bare(K_SUM, ci))
-            }));
-        }
-        let by_key = |a: &Keyed, b: &Keyed| {
-            a.0.partial_cmp(&b.0)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(a.1.cmp(&b.1))
-                .then(a.2.cmp(&b.2))
-        };
-        if in_order {
-            sc.sums.sort_by(by_key);
-            let mut j = 0;
-            for k in &sc.keyed {
-                while j < sc.sums.len() && by_key(&sc.sums[j], k).is_lt() {
-                    sc.items.push(sc.sums[j].3);
-                    j += 1;
-                }
-                sc.items.push(k.3);
-            }
-            sc.items.extend(sc.sums[j..].iter().map(|k| k.3));
-        } else {
-            sc.keyed.extend_from_slice(&sc.sums);
-            sc.keyed.sort_by(by_key);
-            sc.items.extend(sc.keyed.iter().map(|k| k.3));
-        }
-        recover_calls(s, n, viewer, branch, vf, sc);
-    }
+        let lead = process_compaction_events(ask, comps, vf, sc, ridx);
+        recover_calls(ask, vf, sc);
+        lead
+    };
 
     // 3. fc_author_by_id, then other-agent presentation: nothing to present when every
     // author is the viewer or the user.
@@ -846,15 +732,165 @@ fn build_in<const VIEW: bool>(
     }
 
     // 4. drop_orphaned_function_responses
-    drop_orphan_responses(&ctx, sc);
+    drop_orphan_responses(ask, sc);
     // 5. rearrange_events_for_latest_function_response
-    rearrange_latest(&ctx, sc);
+    rearrange_latest(ask, sc);
     // 6. rearrange_events_for_async_function_responses_in_history
-    rearrange_async(&ctx, sc);
+    rearrange_async(ask, sc);
     // 7. drop_orphaned_function_calls
-    drop_orphan_calls(&ctx, sc);
+    drop_orphan_calls(ask, sc);
 
-    // Measure.
+    let mut m = measure_items(s, comps, sc, lead);
+    if VIEW && scope != 0 {
+        // `_build_task_input_user_content`: a scoped agent's first turn is the delegating
+        // call's args (history tokens: ADK's chars/4, no event owns this content).
+        let rewound = |e: usize| sc.lead_after_rewinds && crate::tokens::sizes::in_spans(&spans, e);
+        if let Some((a, j)) = s.scope_lead(scope, n, rewound) {
+            m.contents += 1;
+            m.adk_chars += a;
+            m.json_chars += j;
+            m.history_tokens += a / 4;
+        }
+    }
+    sc.spans = spans;
+    m
+}
+
+/// Steps 1-2 without summaries (adk-compaction.md §8, first line): the events visible to
+/// the asker, in stream order.
+#[inline(always)]
+fn list_visible(ask: &Ask<'_>, vf: View<'_>, sc: &mut Scratch) {
+    let s = ask.s;
+    for i in 0..ask.n {
+        if ask.in_context(i, vf) {
+            let r = s.part_range(i);
+            let p0 = sc.arena.len() as u32;
+            sc.arena.extend(r);
+            let p1 = sc.arena.len() as u32;
+            sc.items.push(Item::event(s, i as u32, p0, p1));
+        }
+    }
+}
+
+/// Step 2, `_process_compaction_events` (adk-compaction.md §8): the visible raw events
+/// outside the coverage and each retained summary at its range's end, sorted by (timestamp,
+/// stream position). Returns the sizes of the leading summaries `ridx` measures instead of
+/// listing (zero without it).
+#[inline(always)]
+fn process_compaction_events(
+    ask: &Ask<'_>,
+    comps: &[Comp],
+    vf: View<'_>,
+    sc: &mut Scratch,
+    ridx: Option<&RetainedIndex>,
+) -> [u64; 3] {
+    sc.keyed.clear();
+    sc.sums.clear();
+    if ridx.is_none() {
+        for (ci, c) in comps.iter().enumerate() {
+            if c.retained {
+                sc.sums
+                    .push((c.end, c.after_raw, ci as u32, Item::bare(K_SUM, ci as u32)));
+            }
+        }
+    }
+    // Raw events arrive in stream order; when their timestamps never decrease (the usual
+    // case) only the few summaries need sorting, then one merge.
+    let in_order = sc.sums.iter().all(|k| !k.0.is_nan()) & list_uncovered(ask, vf, sc);
+    let mut lead = [0u64; 3];
+    if let Some(ix) = ridx {
+        // The index lists the retained summaries in request order (no NaN ends); with the
+        // raw events in order too, those before the first raw event lead the request.
+        let first = sc.keyed.first().map(|k| (k.0, k.1, k.2));
+        let p = match first {
+            Some(k) if in_order => ix.before(&k),
+            Some(_) => 0,
+            None => ix.len(),
+        };
+        sc.prefix = p as u32;
+        lead = ix.sums_to(p);
+        sc.sums.extend((p..ix.len()).map(|i| {
+            let ci = ix.comp_at(i);
+            let c = &comps[ci as usize];
+            (c.end, c.after_raw, ci, Item::bare(K_SUM, ci))
+        }));
+    }
+    let by_key = |a: &Keyed, b: &Keyed| {
+        a.0.partial_cmp(&b.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+    };
+    if in_order {
+        sc.sums.sort_by(by_key);
+        let mut j = 0;
+        for k in &sc.keyed {
+            while j < sc.sums.len() && by_key(&sc.sums[j], k).is_lt() {
+                sc.items.push(sc.sums[j].3);
+                j += 1;
+            }
+            sc.items.push(k.3);
+        }
+        sc.items.extend(sc.sums[j..].iter().map(|k| k.3));
+    } else {
+        sc.keyed.extend_from_slice(&sc.sums);
+        sc.keyed.sort_by(by_key);
+        sc.items.extend(sc.keyed.iter().map(|k| k.3));
+    }
+    lead
+}
+
+/// The visible raw events outside the coverage (`_is_timestamp_compacted`), keyed into
+/// `sc.keyed` in stream order (adk-compaction.md §8: "emit it unless start <= timestamp <=
+/// end for some coverage interval"). Returns whether their timestamps never decrease.
+#[inline(always)]
+fn list_uncovered(ask: &Ask<'_>, vf: View<'_>, sc: &mut Scratch) -> bool {
+    let (s, n) = (ask.s, ask.n);
+    let mut in_order = true;
+    let mut prev_ts = f64::NEG_INFINITY;
+    let mut push_raw = |sc: &mut Scratch, i: usize| {
+        if !ask.in_context(i, vf) {
+            return;
+        }
+        let ts = s.timestamp[i];
+        in_order &= ts >= prev_ts;
+        prev_ts = ts;
+        let r = s.part_range(i);
+        let p0 = sc.arena.len() as u32;
+        sc.arena.extend(r);
+        let p1 = sc.arena.len() as u32;
+        sc.keyed
+            .push((ts, i as u32, u32::MAX, Item::event(s, i as u32, p0, p1)));
+    };
+    if s.ts_sorted {
+        // Compacted spans are index ranges: skip them without looking.
+        let mut next = 0;
+        for (lo, hi) in covered_spans(s, n, ask.cov) {
+            for i in next..lo {
+                push_raw(sc, i);
+            }
+            next = next.max(hi);
+        }
+        for i in next..n {
+            push_raw(sc, i);
+        }
+    } else {
+        for i in 0..n {
+            if !covered(ask.cov, s.timestamp[i]) {
+                push_raw(sc, i);
+            }
+        }
+    }
+    in_order
+}
+
+/// The request's measures (ADK's sizes of the contents it sends): each item's chars and
+/// JSON, the run-tokenizer tokens of the raw events present (each once) and of the
+/// summaries, after the `lead` summaries measured from the index. Records the items and
+/// the raw events present.
+#[inline(always)]
+fn measure_items(s: &SessionSizes, comps: &[Comp], sc: &mut Scratch, lead: [u64; 3]) -> Measure {
+    let g = sc.gen;
     let mut m = Measure {
         contents: sc.prefix,
         adk_chars: lead[0],
@@ -932,23 +968,11 @@ fn build_in<const VIEW: bool>(
         m.contents += 1;
         sc.seq.push((it.kind, it.src));
     }
-    if view && scope != 0 {
-        // `_build_task_input_user_content`: a scoped agent's first turn is the delegating
-        // call's args (history tokens: ADK's chars/4, no event owns this content).
-        let rewound = |e: usize| sc.lead_after_rewinds && crate::tokens::sizes::in_spans(&spans, e);
-        if let Some((a, j)) = s.scope_lead(scope, n, rewound) {
-            m.contents += 1;
-            m.adk_chars += a;
-            m.json_chars += j;
-            m.history_tokens += a / 4;
-        }
-    }
-    sc.spans = spans;
     m
 }
 
 /// The request of the last build (`prev`, over raw events `0..n0`) after raw events
-/// `n0..n` were appended, when that is only its list plus those events: the summaries are the
+/// `n0..ask.n` were appended, when that is only its list plus those events: the summaries are the
 /// same (the caller checks) and timestamps are sorted; every new event is outside the request
 /// (and calls nothing), or plain (no call, response, long-running mark or transcription; said
 /// by the viewer or the user, or measured for anyone), or a tool round trip: an event of the
@@ -956,18 +980,14 @@ fn build_in<const VIEW: bool>(
 /// of them, and nothing else. Then no step of `_get_contents` moves, merges or drops anything
 /// because of them, provided the last build's latest-response rearrangement moved nothing.
 /// `None`: build from scratch.
-#[allow(clippy::too_many_arguments)]
 pub fn extend(
-    s: &SessionSizes,
+    ask: &Ask<'_>,
     base: &crate::tokens::sizes::BaselineCache,
     n0: usize,
-    n: usize,
-    cov: &[(f64, f64)],
-    viewer: u32,
-    branch: Option<u32>,
     sc: &mut Scratch,
     prev: Measure,
 ) -> Option<Measure> {
+    let Ask { s, n, viewer, .. } = *ask;
     if !s.ts_sorted || sc.latest_rearranged || n0 > n {
         return None;
     }
@@ -979,7 +999,7 @@ pub fn extend(
     let own = |i: usize| viewer != u32::MAX && s.author[i] == viewer && simple(i);
     let mut add = std::mem::take(&mut sc.extended);
     add.clear();
-    if !extendable(s, base, n0, n, cov, viewer, branch, simple, own, &mut add) {
+    if !extendable(ask, base, n0, simple, own, &mut add) {
         sc.extended = add;
         return None;
     }
@@ -1004,25 +1024,21 @@ pub fn extend(
     Some(m)
 }
 
-/// The events of `n0..n` [`extend`] adds (into `add`), or `false` when one of them rules the
-/// extension out.
-#[allow(clippy::too_many_arguments)]
+/// The events of `n0..ask.n` [`extend`] adds (into `add`), or `false` when one of them rules
+/// the extension out.
 fn extendable(
-    s: &SessionSizes,
+    ask: &Ask<'_>,
     base: &crate::tokens::sizes::BaselineCache,
     n0: usize,
-    n: usize,
-    cov: &[(f64, f64)],
-    viewer: u32,
-    branch: Option<u32>,
     simple: impl Fn(usize) -> bool,
     own: impl Fn(usize) -> bool,
     add: &mut Vec<u32>,
 ) -> bool {
+    let s = ask.s;
     // the round trip's call event, waiting for its answer
     let mut open: Option<usize> = None;
-    for i in n0..n {
-        let in_req = in_context(s, viewer, branch, n, i, ORDINARY) && !covered(cov, s.timestamp[i]);
+    for i in n0..ask.n {
+        let in_req = ask.in_context(i, ORDINARY) && !covered(ask.cov, s.timestamp[i]);
         if !in_req {
             // a call, even outside the request, can make earlier events a tool's sub-branch
             if s.has_calls[i] {
@@ -1153,34 +1169,54 @@ fn item_parts<'a>(sc: &'a Scratch, it: &Item) -> &'a [u32] {
     &sc.arena[it.p0 as usize..it.p1 as usize]
 }
 
-/// ADK `_recover_compacted_function_calls`: re-insert a compacted call event (and its
-/// compacted sibling responses) right before a surviving response.
-fn recover_calls(
-    s: &SessionSizes,
-    n: usize,
-    viewer: u32,
-    branch: Option<u32>,
-    vf: View<'_>,
-    sc: &mut Scratch,
-) {
-    let g = sc.gen;
-    // in raw_filtered_events (the recovery source), asked only of the few events recovery
-    // looks at
-    let filtered = |i: usize| in_context(s, viewer, branch, n, i, vf);
-    // ADK resolves a response's call among those events: the latest one before it calling
-    // its id. `resp_owner` is that among all visible events; when it is outside this request's
-    // view (another scope, rewound, another branch), look further back (ids can be reused).
-    let owner = |p: u32| -> u32 {
+/// The events `_recover_compacted_function_calls` recovers from (ADK's
+/// `raw_filtered_events`) and how a response finds its call among them.
+#[derive(Clone, Copy)]
+struct Recovery<'a> {
+    ask: &'a Ask<'a>,
+    vf: View<'a>,
+}
+
+impl Recovery<'_> {
+    /// In raw_filtered_events (the recovery source), asked only of the few events recovery
+    /// looks at.
+    #[inline]
+    fn filtered(&self, i: usize) -> bool {
+        self.ask.in_context(i, self.vf)
+    }
+
+    /// The call event of response part `p`, if any. ADK resolves a response's call among the
+    /// filtered events: the latest one before it calling its id. `resp_owner` is that among
+    /// all visible events; when it is outside this request's view (another scope, rewound,
+    /// another branch), look further back (ids can be reused).
+    #[inline]
+    fn owner(&self, p: u32) -> u32 {
+        let s = self.ask.s;
         let o = s.resp_owner[p as usize];
-        if o == NO_ID || (o as usize) >= n || filtered(o as usize) {
+        if o == NO_ID || (o as usize) >= self.ask.n || self.filtered(o as usize) {
             return o;
         }
         let id = s.parts[p as usize].id;
         (0..o as usize)
             .rev()
-            .find(|&j| s.has_calls[j] && filtered(j) && s.call_ids(j).any(|c| c == id))
+            .find(|&j| s.has_calls[j] && self.filtered(j) && s.call_ids(j).any(|c| c == id))
             .map_or(NO_ID, |j| j as u32)
-    };
+    }
+
+    /// The owner of response part `p` when it is a filtered event `0..n`.
+    #[inline]
+    fn filtered_owner(&self, p: u32) -> Option<u32> {
+        let c = self.owner(p);
+        (c != NO_ID && (c as usize) < self.ask.n && self.filtered(c as usize)).then_some(c)
+    }
+}
+
+/// ADK `_recover_compacted_function_calls` (adk-compaction.md §8): re-insert a compacted
+/// call event (and its compacted sibling responses) right before a surviving response.
+fn recover_calls(ask: &Ask<'_>, vf: View<'_>, sc: &mut Scratch) {
+    let s = ask.s;
+    let g = sc.gen;
+    let rec = Recovery { ask, vf };
     // present raw events
     let mut any_resp = false;
     for it in &sc.items {
@@ -1189,30 +1225,7 @@ fn recover_calls(
             any_resp |= s.has_resps[it.src as usize];
         }
     }
-    if !any_resp {
-        return;
-    }
-    // Is anything to recover?
-    let mut need = false;
-    'outer: for it in &sc.items {
-        if it.kind != K_RAW || !s.has_resps[it.src as usize] {
-            continue;
-        }
-        for p in s.part_range(it.src as usize) {
-            if s.parts[p as usize].kind == PART_RESPONSE {
-                let o = owner(p);
-                if o != NO_ID
-                    && (o as usize) < n
-                    && filtered(o as usize)
-                    && sc.ev_b[o as usize] != g
-                {
-                    need = true;
-                    break 'outer;
-                }
-            }
-        }
-    }
-    if !need {
+    if !any_resp || !anything_to_recover(&rec, sc) {
         return;
     }
     let items = std::mem::take(&mut sc.items);
@@ -1226,55 +1239,13 @@ fn recover_calls(
                 if pi.kind != PART_RESPONSE || pi.id == NO_ID {
                     continue;
                 }
-                let c = owner(p);
-                if c == NO_ID || c as usize >= n || !filtered(c as usize) {
+                let Some(c) = rec.filtered_owner(p) else {
                     continue;
-                }
+                };
                 if sc.ev_b[c as usize] == g || sc.ev_c[c as usize] == g {
                     continue;
                 }
-                let r = s.part_range(c as usize);
-                let p0 = sc.arena.len() as u32;
-                sc.arena.extend(r.clone());
-                out.push(Item::event(s, c, p0, sc.arena.len() as u32));
-                sc.ev_c[c as usize] = g;
-                // sibling responses compacted away
-                for cp in r {
-                    let cpi = s.parts[cp as usize];
-                    if cpi.kind != PART_CALL || cpi.id == NO_ID {
-                        continue;
-                    }
-                    let mut surviving = false;
-                    let mut latest: Option<usize> = None;
-                    for j in (c as usize)..n {
-                        if !s.has_resps[j] || !filtered(j) {
-                            continue;
-                        }
-                        for rp in s.part_range(j) {
-                            let rpi = s.parts[rp as usize];
-                            if rpi.kind == PART_RESPONSE && rpi.id == cpi.id && owner(rp) == c {
-                                if sc.ev_b[j] == g {
-                                    surviving = true;
-                                }
-                                if latest.is_none_or(|l| s.timestamp[j] >= s.timestamp[l]) {
-                                    latest = Some(j);
-                                }
-                            }
-                        }
-                    }
-                    if surviving {
-                        continue;
-                    }
-                    if let Some(j) = latest {
-                        if sc.ev_c[j] != g {
-                            let r = s.part_range(j);
-                            let p0 = sc.arena.len() as u32;
-                            sc.arena.extend(r);
-                            out.push(Item::event(s, j as u32, p0, sc.arena.len() as u32));
-                            sc.ev_c[j] = g;
-                        }
-                    }
-                }
+                recover_call(&rec, sc, &mut out, c);
             }
         }
         out.push(it);
@@ -1282,7 +1253,75 @@ fn recover_calls(
     sc.items = out;
 }
 
-fn drop_orphan_responses(ctx: &Ctx<'_>, sc: &mut Scratch) {
+/// Whether a present response's call event is filtered in but not present (`ev_b` marks
+/// the present raw events).
+fn anything_to_recover(rec: &Recovery<'_>, sc: &Scratch) -> bool {
+    let s = rec.ask.s;
+    let g = sc.gen;
+    sc.items.iter().any(|it| {
+        it.kind == K_RAW
+            && s.has_resps[it.src as usize]
+            && s.part_range(it.src as usize).any(|p| {
+                s.parts[p as usize].kind == PART_RESPONSE
+                    && rec
+                        .filtered_owner(p)
+                        .is_some_and(|o| sc.ev_b[o as usize] != g)
+            })
+    })
+}
+
+/// Re-inserts compacted call event `c` into `out`, then, for each of its calls whose
+/// responses were all compacted away, the latest of them (ADK's sibling responses).
+fn recover_call(rec: &Recovery<'_>, sc: &mut Scratch, out: &mut Vec<Item>, c: u32) {
+    let (s, n) = (rec.ask.s, rec.ask.n);
+    let g = sc.gen;
+    let r = s.part_range(c as usize);
+    let p0 = sc.arena.len() as u32;
+    sc.arena.extend(r.clone());
+    out.push(Item::event(s, c, p0, sc.arena.len() as u32));
+    sc.ev_c[c as usize] = g;
+    // sibling responses compacted away
+    for cp in r {
+        let cpi = s.parts[cp as usize];
+        if cpi.kind != PART_CALL || cpi.id == NO_ID {
+            continue;
+        }
+        let mut surviving = false;
+        let mut latest: Option<usize> = None;
+        for j in (c as usize)..n {
+            if !s.has_resps[j] || !rec.filtered(j) {
+                continue;
+            }
+            for rp in s.part_range(j) {
+                let rpi = s.parts[rp as usize];
+                if rpi.kind == PART_RESPONSE && rpi.id == cpi.id && rec.owner(rp) == c {
+                    if sc.ev_b[j] == g {
+                        surviving = true;
+                    }
+                    if latest.is_none_or(|l| s.timestamp[j] >= s.timestamp[l]) {
+                        latest = Some(j);
+                    }
+                }
+            }
+        }
+        if surviving {
+            continue;
+        }
+        if let Some(j) = latest {
+            if sc.ev_c[j] != g {
+                let r = s.part_range(j);
+                let p0 = sc.arena.len() as u32;
+                sc.arena.extend(r);
+                out.push(Item::event(s, j as u32, p0, sc.arena.len() as u32));
+                sc.ev_c[j] = g;
+            }
+        }
+    }
+}
+
+/// Step 4, `drop_orphaned_function_responses` (adk-compaction.md §8): a response whose call
+/// no earlier item holds goes (by id, or by tool name for id-less calls).
+fn drop_orphan_responses(ctx: &Ask<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     sc.gen_bump_sets();
     let g = sc.gen2();
@@ -1349,7 +1388,7 @@ impl Scratch {
 }
 
 /// ADK `_find_owning_call_event_index` over `items[..end]`.
-fn find_owner(ctx: &Ctx<'_>, sc: &Scratch, end: usize, resp: u32) -> Option<usize> {
+fn find_owner(ctx: &Ask<'_>, sc: &Scratch, end: usize, resp: u32) -> Option<usize> {
     let s = ctx.s;
     let rp = s.parts[resp as usize];
     for idx in (0..end).rev() {
@@ -1372,7 +1411,7 @@ fn find_owner(ctx: &Ctx<'_>, sc: &Scratch, end: usize, resp: u32) -> Option<usiz
     None
 }
 
-fn has_kind(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, kind: u8) -> bool {
+fn has_kind(ctx: &Ask<'_>, sc: &Scratch, it: &Item, kind: u8) -> bool {
     it.kind == K_RAW
         && match kind {
             PART_RESPONSE => it.resp,
@@ -1385,7 +1424,7 @@ fn has_kind(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, kind: u8) -> bool {
 
 /// `merge_function_response_events` over items given as part lists: the first item's parts,
 /// later responses replacing same-id responses, everything else appended.
-fn merge_parts(ctx: &Ctx<'_>, sc: &mut Scratch, lists: &[(u32, u32)]) -> (u32, u32) {
+fn merge_parts(ctx: &Ask<'_>, sc: &mut Scratch, lists: &[(u32, u32)]) -> (u32, u32) {
     let s = ctx.s;
     let mut merged: Vec<u32> = Vec::new();
     for (li, &(a, b)) in lists.iter().enumerate() {
@@ -1409,7 +1448,11 @@ fn merge_parts(ctx: &Ctx<'_>, sc: &mut Scratch, lists: &[(u32, u32)]) -> (u32, u
     (p0, sc.arena.len() as u32)
 }
 
-fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
+/// ADK `rearrange_events_for_latest_function_response` (step 5 of `_get_contents`,
+/// adk-compaction.md §8): when the last item answers calls made earlier than the item before
+/// it, the responses to those calls are merged into one item right after the latest of them,
+/// and everything after it goes.
+fn rearrange_latest(ctx: &Ask<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     let len = sc.items.len();
     if len < 2 {
@@ -1419,32 +1462,9 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
     if !has_kind(ctx, sc, &trailing, PART_RESPONSE) {
         return;
     }
-    // parts_by_call_idx (ordered by first appearance), non-response parts
-    let mut by_call: Vec<(usize, Vec<u32>)> = Vec::new();
-    let mut non_fr: Vec<u32> = Vec::new();
-    for k in trailing.p0..trailing.p1 {
-        let gp = sc.arena[k as usize];
-        if s.parts[gp as usize].kind == PART_RESPONSE {
-            if let Some(ci) = find_owner(ctx, sc, len - 1, gp) {
-                match by_call.iter_mut().find(|(c, _)| *c == ci) {
-                    Some((_, v)) => v.push(gp),
-                    None => by_call.push((ci, vec![gp])),
-                }
-            }
-        } else {
-            non_fr.push(gp);
-        }
-    }
-    if by_call.is_empty() {
+    let Some((by_call, latest)) = trailing_by_call(ctx, sc, trailing) else {
         return;
-    }
-    let latest = by_call.iter().map(|(c, _)| *c).max().unwrap_or(0);
-    if let Some((_, v)) = by_call.iter_mut().find(|(c, _)| *c == latest) {
-        v.extend(non_fr);
-    }
-    if latest == len - 2 && by_call.len() == 1 {
-        return;
-    }
+    };
     sc.latest_rearranged = true;
     let in_calls = |c: Option<usize>| c.is_some_and(|c| by_call.iter().any(|(x, _)| *x == c));
     let mut out: Vec<Item> = Vec::with_capacity(latest + 2);
@@ -1472,55 +1492,102 @@ fn rearrange_latest(ctx: &Ctx<'_>, sc: &mut Scratch) {
         }
         out.push(it);
         if let Some((_, split)) = by_call.iter().find(|(c, _)| *c == idx) {
-            // intermediate response events for this call, then the trailing split
-            let mut lists: Vec<(u32, u32)> = Vec::new();
-            let mut first_src = trailing.src;
-            for ev_idx in idx + 1..len - 1 {
-                let ev = sc.items[ev_idx];
-                if !has_kind(ctx, sc, &ev, PART_RESPONSE) {
-                    continue;
-                }
-                let is_call_event = has_kind(ctx, sc, &ev, PART_CALL);
-                let mut matched: Vec<u32> = Vec::new();
-                for k in ev.p0..ev.p1 {
-                    let gp = sc.arena[k as usize];
-                    let ok = if s.parts[gp as usize].kind == PART_RESPONSE {
-                        find_owner(ctx, sc, ev_idx, gp) == Some(idx)
-                    } else {
-                        !is_call_event
-                    };
-                    if ok {
-                        matched.push(gp);
-                    }
-                }
-                if matched
-                    .iter()
-                    .any(|&p| s.parts[p as usize].kind == PART_RESPONSE)
-                {
-                    if lists.is_empty() {
-                        first_src = ev.src;
-                    }
-                    let p0 = sc.arena.len() as u32;
-                    sc.arena.extend(matched);
-                    lists.push((p0, sc.arena.len() as u32));
-                }
-            }
-            let split = split.clone();
-            let p0 = sc.arena.len() as u32;
-            sc.arena.extend(split);
-            lists.push((p0, sc.arena.len() as u32));
-            let (a, b) = if lists.len() > 1 {
-                merge_parts(ctx, sc, &lists)
-            } else {
-                lists[0]
-            };
-            out.push(Item::parts(s, &sc.arena, first_src, a, b));
+            out.push(responses_to(ctx, sc, idx, split));
         }
     }
     sc.items = out;
 }
 
-fn is_stale_text_reply(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, inv: u32) -> bool {
+/// The trailing item's parts by the item calling them (`parts_by_call_idx`, ordered by
+/// first appearance; the other parts go with the latest call), and that latest call's
+/// position. `None` when nothing moves: no response has a call, or the one call is the item
+/// just before.
+fn trailing_by_call(
+    ctx: &Ask<'_>,
+    sc: &Scratch,
+    trailing: Item,
+) -> Option<(Vec<(usize, Vec<u32>)>, usize)> {
+    let s = ctx.s;
+    let len = sc.items.len();
+    let mut by_call: Vec<(usize, Vec<u32>)> = Vec::new();
+    let mut non_fr: Vec<u32> = Vec::new();
+    for k in trailing.p0..trailing.p1 {
+        let gp = sc.arena[k as usize];
+        if s.parts[gp as usize].kind == PART_RESPONSE {
+            if let Some(ci) = find_owner(ctx, sc, len - 1, gp) {
+                match by_call.iter_mut().find(|(c, _)| *c == ci) {
+                    Some((_, v)) => v.push(gp),
+                    None => by_call.push((ci, vec![gp])),
+                }
+            }
+        } else {
+            non_fr.push(gp);
+        }
+    }
+    if by_call.is_empty() {
+        return None;
+    }
+    let latest = by_call.iter().map(|(c, _)| *c).max().unwrap_or(0);
+    if let Some((_, v)) = by_call.iter_mut().find(|(c, _)| *c == latest) {
+        v.extend(non_fr);
+    }
+    if latest == len - 2 && by_call.len() == 1 {
+        return None;
+    }
+    Some((by_call, latest))
+}
+
+/// The one item answering call item `idx`: the responses to it in the items between it and
+/// the trailing one, then `split` (the trailing item's parts for it), merged.
+fn responses_to(ctx: &Ask<'_>, sc: &mut Scratch, idx: usize, split: &[u32]) -> Item {
+    let s = ctx.s;
+    let len = sc.items.len();
+    let mut lists: Vec<(u32, u32)> = Vec::new();
+    let mut first_src = sc.items[len - 1].src;
+    for ev_idx in idx + 1..len - 1 {
+        let ev = sc.items[ev_idx];
+        if !has_kind(ctx, sc, &ev, PART_RESPONSE) {
+            continue;
+        }
+        let is_call_event = has_kind(ctx, sc, &ev, PART_CALL);
+        let mut matched: Vec<u32> = Vec::new();
+        for k in ev.p0..ev.p1 {
+            let gp = sc.arena[k as usize];
+            let ok = if s.parts[gp as usize].kind == PART_RESPONSE {
+                find_owner(ctx, sc, ev_idx, gp) == Some(idx)
+            } else {
+                !is_call_event
+            };
+            if ok {
+                matched.push(gp);
+            }
+        }
+        if matched
+            .iter()
+            .any(|&p| s.parts[p as usize].kind == PART_RESPONSE)
+        {
+            if lists.is_empty() {
+                first_src = ev.src;
+            }
+            let p0 = sc.arena.len() as u32;
+            sc.arena.extend(matched);
+            lists.push((p0, sc.arena.len() as u32));
+        }
+    }
+    let p0 = sc.arena.len() as u32;
+    sc.arena.extend_from_slice(split);
+    lists.push((p0, sc.arena.len() as u32));
+    let (a, b) = if lists.len() > 1 {
+        merge_parts(ctx, sc, &lists)
+    } else {
+        lists[0]
+    };
+    Item::parts(s, &sc.arena, first_src, a, b)
+}
+
+/// Whether item `it` is a model text reply of invocation `inv` that a later update of the
+/// same call makes stale (step 6).
+fn is_stale_text_reply(ctx: &Ask<'_>, sc: &Scratch, it: &Item, inv: u32) -> bool {
     let s = ctx.s;
     if it.kind == K_SUM {
         return false; // a compaction event is never stale
@@ -1541,9 +1608,11 @@ fn is_stale_text_reply(ctx: &Ctx<'_>, sc: &Scratch, it: &Item, inv: u32) -> bool
     })
 }
 
-fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
-    let s = ctx.s;
-    let len = sc.items.len();
+/// ADK `rearrange_events_for_async_function_responses_in_history` (step 6 of
+/// `_get_contents`, adk-compaction.md §8): each call item is followed by the latest response
+/// to each of its calls (merged when several items hold them); response items stay only
+/// there, and model text replies made stale by a later update of the same call go.
+fn rearrange_async(ctx: &Ask<'_>, sc: &mut Scratch) {
     if !sc.items.iter().any(|it| it.kind == K_RAW && it.resp) {
         return;
     }
@@ -1552,11 +1621,52 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
     // latest such call before it, else the first one. For one id the owner never moves back,
     // so the responses of one (id, owner) key arrive as one run: consecutive updates of a
     // call are found, and each key's last response recorded, in one forward pass.
-    let n_ids = s.n_ids as usize;
+    let n_ids = ctx.s.n_ids as usize;
     sc.ra_prepare(n_ids + 1, sc.arena.len());
+    first_calls(ctx, sc);
+    let mut stale = std::mem::take(&mut sc.ra_stale);
+    stale.clear();
+    stale.resize(sc.items.len(), false);
+    // (id slot, owner, last response item) of each finished run
+    let mut done = std::mem::take(&mut sc.ra_runs);
+    done.clear();
+    response_runs(ctx, sc, &mut stale, &mut done);
     let g = sc.ra_gen;
-    let slot = |id: u32| if id == NO_ID { n_ids } else { id as usize };
-    for i in 0..len {
+    // each key's last response, on the owner's call parts with that id
+    for &(k, owner, last) in &done {
+        let c = sc.items[owner as usize];
+        for a in c.p0..c.p1 {
+            let p = ctx.s.parts[sc.arena[a as usize] as usize];
+            if p.kind == PART_CALL && id_slot(p.id, n_ids) == k as usize {
+                sc.ra_ans_stamp[a as usize] = g;
+                sc.ra_ans[a as usize] = last;
+            }
+        }
+    }
+    let mut out = std::mem::take(&mut sc.ra_out);
+    out.clear();
+    calls_with_answers(ctx, sc, &stale, &mut out);
+    sc.ra_out = std::mem::replace(&mut sc.items, out);
+    sc.ra_runs = done;
+    sc.ra_stale = stale;
+}
+
+/// [`rearrange_async`]'s key of a call id: the id, or `n_ids` for id-less calls (ADK's
+/// key `None`).
+#[inline]
+fn id_slot(id: u32, n_ids: usize) -> usize {
+    if id == NO_ID {
+        n_ids
+    } else {
+        id as usize
+    }
+}
+
+/// The first call item of each id (`ra_first`), among the items calling without responding.
+fn first_calls(ctx: &Ask<'_>, sc: &mut Scratch) {
+    let s = ctx.s;
+    let (g, n_ids) = (sc.ra_gen, s.n_ids as usize);
+    for i in 0..sc.items.len() {
         let it = sc.items[i];
         if it.kind != K_RAW || it.resp || !it.call {
             continue;
@@ -1564,7 +1674,7 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
         for a in it.p0..it.p1 {
             let p = s.parts[sc.arena[a as usize] as usize];
             if p.kind == PART_CALL {
-                let k = slot(p.id);
+                let k = id_slot(p.id, n_ids);
                 if sc.ra_first_stamp[k] != g {
                     sc.ra_first_stamp[k] = g;
                     sc.ra_first[k] = i as u32;
@@ -1572,13 +1682,20 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
             }
         }
     }
-    let mut stale = std::mem::take(&mut sc.ra_stale);
-    stale.clear();
-    stale.resize(len, false);
-    // (id slot, owner, last response item) of each finished run
-    let mut done = std::mem::take(&mut sc.ra_runs);
-    done.clear();
-    for i in 0..len {
+}
+
+/// One forward pass over the items: each response's owning call item (the latest call of
+/// its id before it, else the first), the runs of responses of one (id, owner) key into
+/// `done`, and the stale replies between consecutive updates of one call into `stale`.
+fn response_runs(
+    ctx: &Ask<'_>,
+    sc: &mut Scratch,
+    stale: &mut [bool],
+    done: &mut Vec<(u32, u32, u32)>,
+) {
+    let s = ctx.s;
+    let (g, n_ids) = (sc.ra_gen, s.n_ids as usize);
+    for i in 0..sc.items.len() {
         let it = sc.items[i];
         if it.kind != K_RAW {
             continue;
@@ -1588,7 +1705,7 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
                 for k in it.p0..it.p1 {
                     let p = s.parts[sc.arena[k as usize] as usize];
                     if p.kind == PART_CALL {
-                        let k = slot(p.id);
+                        let k = id_slot(p.id, n_ids);
                         sc.ra_latest_stamp[k] = g;
                         sc.ra_latest[k] = i as u32;
                     }
@@ -1601,7 +1718,7 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
             if p.kind != PART_RESPONSE {
                 continue;
             }
-            let k = slot(p.id);
+            let k = id_slot(p.id, n_ids);
             if sc.ra_first_stamp[k] != g {
                 continue; // no call with this id
             }
@@ -1612,7 +1729,7 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
             };
             if sc.ra_run_stamp[k] == g && sc.ra_run_owner[k] == owner {
                 let cur = sc.ra_run_last[k] as usize;
-                mark_stale(ctx, sc, &mut stale, cur, i);
+                mark_stale(ctx, sc, stale, cur, i);
             } else if sc.ra_run_stamp[k] == g {
                 done.push((k as u32, sc.ra_run_owner[k], sc.ra_run_last[k]));
             }
@@ -1626,19 +1743,12 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
             done.push((k as u32, sc.ra_run_owner[k], sc.ra_run_last[k]));
         }
     }
-    // each key's last response, on the owner's call parts with that id
-    for &(k, owner, last) in &done {
-        let c = sc.items[owner as usize];
-        for a in c.p0..c.p1 {
-            let p = s.parts[sc.arena[a as usize] as usize];
-            if p.kind == PART_CALL && slot(p.id) == k as usize {
-                sc.ra_ans_stamp[a as usize] = g;
-                sc.ra_ans[a as usize] = last;
-            }
-        }
-    }
-    let mut out = std::mem::take(&mut sc.ra_out);
-    out.clear();
+}
+
+/// The rearranged list into `out`: every item but the stale ones and the responses, each
+/// call item followed by the last responses to its calls (`ra_ans`), merged when several.
+fn calls_with_answers(ctx: &Ask<'_>, sc: &mut Scratch, stale: &[bool], out: &mut Vec<Item>) {
+    let g = sc.ra_gen;
     let mut idxs = std::mem::take(&mut sc.ra_idxs);
     for (i, &is_stale) in stale.iter().enumerate() {
         if is_stale {
@@ -1670,16 +1780,13 @@ fn rearrange_async(ctx: &Ctx<'_>, sc: &mut Scratch) {
                         .collect();
                     let src = sc.items[idxs[0]].src;
                     let (a, b) = merge_parts(ctx, sc, &lists);
-                    out.push(Item::parts(s, &sc.arena, src, a, b));
+                    out.push(Item::parts(ctx.s, &sc.arena, src, a, b));
                 }
             }
             continue;
         }
         out.push(it);
     }
-    sc.ra_out = std::mem::replace(&mut sc.items, out);
-    sc.ra_runs = done;
-    sc.ra_stale = stale;
     sc.ra_idxs = idxs;
 }
 
@@ -1719,7 +1826,7 @@ impl Scratch {
 
 /// Consecutive updates `cur` < `next` of one call: the model text replies between them are
 /// stale when both updates come from one invocation and author, and the first asked nothing.
-fn mark_stale(ctx: &Ctx<'_>, sc: &Scratch, stale: &mut [bool], cur: usize, next: usize) {
+fn mark_stale(ctx: &Ask<'_>, sc: &Scratch, stale: &mut [bool], cur: usize, next: usize) {
     let s = ctx.s;
     let (a, b) = (sc.items[cur], sc.items[next]);
     if s.inv_id[a.src as usize] != s.inv_id[b.src as usize]
@@ -1778,7 +1885,9 @@ fn drops_with_sibling(
         || (k + 1 < p1 && joined(k + 1) && orphan(sc, k + 1))
 }
 
-fn drop_orphan_calls(ctx: &Ctx<'_>, sc: &mut Scratch) {
+/// Step 7, `drop_orphaned_function_calls` (adk-compaction.md §8): a call no item answers
+/// goes, unless it is long-running.
+fn drop_orphan_calls(ctx: &Ask<'_>, sc: &mut Scratch) {
     let s = ctx.s;
     sc.gen_bump_sets();
     let g = sc.gen2();
@@ -1943,11 +2052,18 @@ impl Chain {
         branch: Option<u32>,
         scope: u32,
     ) -> (Measure, bool) {
+        let ask = Ask {
+            s,
+            n,
+            cov: &[],
+            viewer,
+            branch,
+        };
         if let Some((v, b, n0)) = self.last.filter(|_| !s.has_scopes_or_rewinds()) {
             if (v, b) == (viewer, branch) {
-                if let Some(m) = extend(s, base, n0, n, &[], viewer, branch, &mut self.sc, self.m) {
+                if let Some(m) = extend(&ask, base, n0, &mut self.sc, self.m) {
                     #[cfg(debug_assertions)]
-                    assert_same_as_fresh(s, n, &[], &[], viewer, branch, &self.sc, m, None);
+                    assert_same_as_fresh(&ask, &[], &self.sc, m, None);
                     self.last = Some((viewer, branch, n));
                     self.m = m;
                     return (m, true);
@@ -1955,7 +2071,7 @@ impl Chain {
             }
         }
         self.sc.scope = scope;
-        let m = build(s, n, &[], &[], viewer, branch, &mut self.sc);
+        let m = build(&ask, &[], &mut self.sc);
         self.last = Some((viewer, branch, n));
         self.m = m;
         (m, false)
@@ -1965,14 +2081,9 @@ impl Chain {
 /// Debug builds: an extended request equals the request built from scratch, down to the
 /// items present and their order.
 #[cfg(debug_assertions)]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn assert_same_as_fresh(
-    s: &SessionSizes,
-    n: usize,
+    ask: &Ask<'_>,
     comps: &[Comp],
-    cov: &[(f64, f64)],
-    viewer: u32,
-    branch: Option<u32>,
     sc: &Scratch,
     m: Measure,
     ridx: Option<&RetainedIndex>,
@@ -1981,7 +2092,7 @@ pub(crate) fn assert_same_as_fresh(
         scope: sc.scope,
         ..Scratch::default()
     };
-    let f = build(s, n, comps, cov, viewer, branch, &mut fresh);
+    let f = build(ask, comps, &mut fresh);
     assert_eq!(f, m, "extended request differs from a fresh build");
     let seq = match ridx {
         Some(ix) => sc.full_seq(ix),

@@ -419,19 +419,18 @@ impl<'a> State<'a> {
         // (Ordinary sessions only: one view, one scope.)
         if let Some((v, b, n0, c)) = self.last_key.filter(|_| !self.special) {
             if (v, b, c) == (viewer, branch, self.comps.len()) && c > 0 {
-                if let Some(m) = contents::extend(
-                    self.s,
-                    self.base,
-                    n0,
-                    self.n,
-                    &self.cov,
-                    viewer,
-                    branch,
-                    &mut self.sc,
-                    self.last_measure,
-                ) {
+                let ask = self.ask(viewer, branch, &self.cov);
+                if let Some(m) =
+                    contents::extend(&ask, self.base, n0, &mut self.sc, self.last_measure)
+                {
                     #[cfg(debug_assertions)]
-                    self.check_extension(viewer, branch, m);
+                    contents::assert_same_as_fresh(
+                        &ask,
+                        &self.comps,
+                        &self.sc,
+                        m,
+                        Some(&self.ridx),
+                    );
                     self.last_key = Some(key);
                     self.last_measure = m;
                     return m;
@@ -440,45 +439,31 @@ impl<'a> State<'a> {
         }
         self.view(scope);
         self.sc.scope = scope;
-        let (comps, cov) = if self.special {
-            (&self.vcomps[..], &self.vcov[..])
-        } else {
-            (&self.comps[..], &self.cov[..])
-        };
         let m = if self.special {
-            contents::build(self.s, self.n, comps, cov, viewer, branch, &mut self.sc)
+            let ask = self.ask(viewer, branch, &self.vcov);
+            contents::build(&ask, &self.vcomps, &mut self.sc)
         } else {
-            let ridx = &self.ridx;
-            contents::build_indexed(
-                self.s,
-                self.n,
-                comps,
-                cov,
-                viewer,
-                branch,
-                &mut self.sc,
-                ridx,
-            )
+            let ask = self.ask(viewer, branch, &self.cov);
+            contents::build_indexed(&ask, &self.comps, &mut self.sc, &self.ridx)
         };
         self.last_key = Some(key);
         self.last_measure = m;
         m
     }
 
-    /// Debug builds: an extended request equals the request built from scratch.
-    #[cfg(debug_assertions)]
-    fn check_extension(&self, viewer: u32, branch: Option<u32>, m: Measure) {
-        contents::assert_same_as_fresh(
-            self.s,
-            self.n,
-            &self.comps,
-            &self.cov,
+    /// The request `viewer` on `branch` asks for over the raw events so far, with coverage
+    /// `cov` (the view's, for sessions with scopes or rewinds).
+    fn ask<'c>(&self, viewer: u32, branch: Option<u32>, cov: &'c [(f64, f64)]) -> contents::Ask<'c>
+    where
+        'a: 'c,
+    {
+        contents::Ask {
+            s: self.s,
+            n: self.n,
+            cov,
             viewer,
             branch,
-            &self.sc,
-            m,
-            Some(&self.ridx),
-        );
+        }
     }
 
     /// Summarizer prompt chars for raw events `evs` after an optional seed of `seed_chars`.
@@ -510,63 +495,22 @@ impl<'a> State<'a> {
         chars + blocks.saturating_sub(1)
     }
 
-    /// Call the summarizer and, on a summary, append the compaction. Returns whether a
-    /// compaction was appended.
-    #[allow(clippy::too_many_arguments)]
-    pub fn summarize(
-        &mut self,
-        phase: Phase,
-        trigger: Trigger,
-        inv: u32,
-        before: Option<u32>,
-        evs: &[u32],
-        seed: Option<usize>,
-        scope: u32,
-    ) -> bool {
-        let s = self.s;
-        // Events between the first and the last handed over that ADK did not hand over.
-        let skip: Vec<u32> = match (evs.first(), evs.last()) {
-            (Some(&a), Some(&b)) if b >= a && (b - a + 1) as usize != evs.len() => {
-                (a..=b).filter(|i| evs.binary_search(i).is_err()).collect()
-            }
-            _ => Vec::new(),
-        };
-        let seed_chars = seed.map(|k| self.comps[k].chars);
-        let history = self.history_chars(evs, seed_chars);
-        let prompt = TEMPLATE_FIXED_CHARS + history;
-        let call = self.out.calls.len() as u32 + 1;
-        let seed_info = seed.map(|k| Seed {
-            ordinal: k as u32 + 1,
-            chars: self.comps[k].chars,
-            start_timestamp: self.comps[k].start,
-            text: self.comps[k].text.as_ref(),
-        });
-        let req = SummarizeRequest {
-            call,
-            phase,
-            trigger,
-            events: evs.first().copied().unwrap_or(0)..evs.last().map_or(0, |l| l + 1),
-            skip: &skip,
-            seed: seed_info,
-            prompt_chars: prompt,
-            history_chars: history,
-            fired_at_s: s
-                .block_start
-                .get(inv as usize + 1)
-                .and_then(|&e| (e as usize).checked_sub(1))
-                .map_or(0.0, |e| s.timestamp[e]),
-            next_turn_at_s: (inv as usize + 1 < s.blocks())
-                .then(|| s.timestamp[s.block_start[inv as usize + 1] as usize]),
-        };
+    /// Call the summarizer for `f` and, on a summary, append the compaction (the last steps
+    /// of adk-compaction.md §4 and §5: "summary := summarizer(...)", "if summary: append it").
+    /// Returns whether a compaction was appended.
+    pub fn summarize(&mut self, f: &Firing<'_>) -> bool {
+        let skip = skipped(f.evs);
+        let req = self.summarize_request(f, &skip);
         let outcome = self.summ.summarize(&req);
-        let first = evs.first().copied().unwrap_or(0);
-        let last = evs.last().copied().unwrap_or(0);
+        let (call, prompt, history) = (req.call, req.prompt_chars, req.history_chars);
+        let first = f.evs.first().copied().unwrap_or(0);
+        let last = f.evs.last().copied().unwrap_or(0);
         let mut row = SummarizerCall {
             call,
-            phase,
-            trigger,
-            invocation_index: inv,
-            before_event_index: before,
+            phase: f.phase,
+            trigger: f.trigger,
+            invocation_index: f.inv,
+            before_event_index: f.before,
             result: CallResult::Summary,
             summarizer_prompt_chars: prompt,
             summarizer_history_chars: history,
@@ -591,27 +535,70 @@ impl<'a> State<'a> {
                 return false;
             }
         };
-        let start = match seed {
+        let start = match f.seed {
             Some(k) => self.comps[k].start,
-            None => s.timestamp[first as usize],
+            None => self.s.timestamp[first as usize],
         };
-        let end = s.timestamp[last as usize];
-        let ordinal = self.comps.len() as u32 + 1;
+        let end = self.s.timestamp[last as usize];
         row.input_tokens = summary.input_tokens;
         row.output_tokens = summary.tokens;
         row.summary_chars = summary.chars;
-        row.compaction = Some(ordinal - 1);
+        row.compaction = Some(self.comps.len() as u32);
+        self.record_compaction(f, &row, &summary, (start, end));
         self.out.calls.push(row);
-        self.comps.push(Comp {
-            start,
-            end,
-            after_raw: self.n as u32,
-            chars: summary.chars,
-            json_chars: summary.json_chars,
-            tokens: summary.tokens,
-            text: summary.text,
-            retained: true,
-        });
+        self.append_summary(
+            Comp {
+                start,
+                end,
+                after_raw: self.n as u32,
+                chars: summary.chars,
+                json_chars: summary.json_chars,
+                tokens: summary.tokens,
+                text: summary.text,
+                retained: true,
+            },
+            f.scope,
+        );
+        true
+    }
+
+    /// The request ADK's summarizer gets for `f` (adk-compaction.md §9): the template's fixed
+    /// chars around the formatted history, the seed's text first.
+    fn summarize_request<'r>(&'r self, f: &Firing<'_>, skip: &'r [u32]) -> SummarizeRequest<'r> {
+        let s = self.s;
+        let evs = f.evs;
+        let seed_chars = f.seed.map(|k| self.comps[k].chars);
+        let history = self.history_chars(evs, seed_chars);
+        let next = f.inv as usize + 1;
+        SummarizeRequest {
+            call: self.out.calls.len() as u32 + 1,
+            phase: f.phase,
+            trigger: f.trigger,
+            events: evs.first().copied().unwrap_or(0)..evs.last().map_or(0, |l| l + 1),
+            skip,
+            seed: f.seed.map(|k| Seed {
+                ordinal: k as u32 + 1,
+                chars: self.comps[k].chars,
+                start_timestamp: self.comps[k].start,
+                text: self.comps[k].text.as_ref(),
+            }),
+            prompt_chars: TEMPLATE_FIXED_CHARS + history,
+            history_chars: history,
+            fired_at_s: s
+                .block_start
+                .get(next)
+                .and_then(|&e| (e as usize).checked_sub(1))
+                .map_or(0.0, |e| s.timestamp[e]),
+            next_turn_at_s: (next < s.blocks()).then(|| s.timestamp[s.block_start[next] as usize]),
+        }
+    }
+
+    /// Appends summary `c` (of isolation scope `scope`) and keeps what follows from the
+    /// retained set current (adk-compaction.md §8, `_process_compaction_events`: the ranges
+    /// it subsumes, the union coverage, the retained runs of the invocation rows).
+    fn append_summary(&mut self, c: Comp, scope: u32) {
+        let ordinal = self.comps.len() as u32 + 1;
+        self.comps.push(c);
         self.comp_scope.push(scope);
         let mut dropped = std::mem::take(&mut self.dropped);
         if !self.ridx.append(&mut self.comps, &mut dropped) {
@@ -654,28 +641,40 @@ impl<'a> State<'a> {
             ordinal,
             self.comps[ordinal as usize - 1].retained,
         );
+    }
+
+    /// The compaction event's row for the summary `call` wrote over `(start, end)` (the
+    /// oracle's fields, adk-compaction.md §12).
+    fn record_compaction(
+        &mut self,
+        f: &Firing<'_>,
+        call: &SummarizerCall,
+        summary: &Summary,
+        (start, end): (f64, f64),
+    ) {
+        let s = self.s;
         // The oracle counts the raw events of the compaction's scope, rewound ones included.
-        let (count, f, l) = guards::raw_in_range(s, self.n, start, end, scope);
-        let invs = guards::invocations_in_range(s, self.n, start, end, scope);
+        let (count, first, last) = guards::raw_in_range(s, self.n, start, end, f.scope);
+        let invs = guards::invocations_in_range(s, self.n, start, end, f.scope);
         self.out.compactions.push(types::Compaction {
-            ordinal,
-            phase,
-            trigger,
-            invocation_index: inv,
-            before_event_index: before,
+            ordinal: self.comps.len() as u32 + 1,
+            phase: f.phase,
+            trigger: f.trigger,
+            invocation_index: f.inv,
+            before_event_index: f.before,
             start_timestamp: start,
             end_timestamp: end,
-            summarizer_input_events: evs.len() as u32 + seed.is_some() as u32,
-            seeded_with_previous_summary: seed.is_some(),
-            seed: seed.map(|k| k as u32 + 1),
+            summarizer_input_events: f.evs.len() as u32 + f.seed.is_some() as u32,
+            seeded_with_previous_summary: f.seed.is_some(),
+            seed: f.seed.map(|k| k as u32 + 1),
             raw_events_in_range: count,
-            first_raw_event_index: f,
-            last_raw_event_index: l,
-            summarized_events: first..last + 1,
+            first_raw_event_index: first,
+            last_raw_event_index: last,
+            summarized_events: call.raw_events.clone(),
             invocations_in_range: invs,
-            summarizer_call: call,
-            summarizer_prompt_chars: prompt,
-            summarizer_history_chars: history,
+            summarizer_call: call.call,
+            summarizer_prompt_chars: call.summarizer_prompt_chars,
+            summarizer_history_chars: call.summarizer_history_chars,
             summary_chars: summary.chars,
             summary_json_chars: summary.json_chars,
             summary_tokens: summary.tokens,
@@ -683,7 +682,49 @@ impl<'a> State<'a> {
             retained: true,
             subsumed_by: None,
         });
-        true
+    }
+}
+
+/// Events between the first and the last of `evs` (ascending) that ADK did not hand over.
+fn skipped(evs: &[u32]) -> Vec<u32> {
+    match (evs.first(), evs.last()) {
+        (Some(&a), Some(&b)) if b >= a && (b - a + 1) as usize != evs.len() => {
+            (a..=b).filter(|i| evs.binary_search(i).is_err()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// What fires a summarizer call and over which events (adk-compaction.md §4, §5).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Firing<'e> {
+    pub phase: Phase,
+    pub trigger: Trigger,
+    /// The invocation block it runs in.
+    pub inv: u32,
+    /// The model request it runs before (pre-request only).
+    pub before: Option<u32>,
+    /// The raw events handed over, ascending.
+    pub evs: &'e [u32],
+    /// The previous summary seeding it (token path), by index into the compactions.
+    pub seed: Option<usize>,
+    /// The isolation scope it runs in (0: unscoped).
+    pub scope: u32,
+}
+
+impl<'e> Firing<'e> {
+    /// The sliding window's call after invocation `inv` over `evs` (adk-compaction.md §4:
+    /// unscoped, never seeded).
+    pub fn sliding_window(inv: u32, evs: &'e [u32]) -> Firing<'e> {
+        Firing {
+            phase: Phase::PostInvocation,
+            trigger: Trigger::SlidingWindow,
+            inv,
+            before: None,
+            evs,
+            seed: None,
+            scope: 0,
+        }
     }
 }
 
@@ -695,70 +736,11 @@ const AHEAD: usize = 8;
 /// growing them by doubling costs little.
 const RESERVE_FROM: usize = 1024;
 
-/// Replay one session under one setting.
+/// Replay one session under one setting: events appended one by one, the pre-request check
+/// before each model request, post-invocation compaction after each invocation
+/// (adk-compaction.md §3).
 pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
-    let base = s.baseline.get_or_init(|| contents::baseline(s));
-    // at most one summarizer call before each model request and one after each invocation:
-    // reserved for a long session, so a replay that compacts at every request does not copy
-    // its rows again at every doubling, from memory (untouched capacity is not resident); a
-    // short one allocates only if it compacts (most do not: a sweep of short sessions paid
-    // four allocations per replay for nothing)
-    let most_calls = base.request.len() + s.blocks();
-    let most_calls = if most_calls >= RESERVE_FROM {
-        most_calls
-    } else {
-        0
-    };
-    let mut st = State {
-        s,
-        base,
-        req_row: 0,
-        last_key: None,
-        last_measure: Measure::default(),
-        cfg: *cfg,
-        summ,
-        n: 0,
-        comps: Vec::with_capacity(most_calls),
-        cov: Vec::new(),
-        replayed: ReplayedCounts::default(),
-        sc: Scratch::default(),
-        gs: GuardScratch::default(),
-        // one row per model request and per invocation: reserved, so long sessions do not
-        // copy their rows again at every doubling
-        out: Replay {
-            requests: Vec::with_capacity(base.request.len()),
-            invocations: Vec::with_capacity(s.blocks()),
-            compactions: Vec::with_capacity(most_calls),
-            calls: Vec::with_capacity(most_calls),
-            ..Replay::default()
-        },
-        window: Vec::new(),
-        suffix_at: None,
-        scan: guards::PrefixScan::default(),
-        special: s.has_scopes_or_rewinds(),
-        comp_scope: Vec::with_capacity(most_calls),
-        spans: Vec::new(),
-        spans_version: 0,
-        vkey: None,
-        vcomps: Vec::new(),
-        vcov: Vec::new(),
-        inv_latest: Vec::new(),
-        inv_first: Vec::new(),
-        inv_last: Vec::new(),
-        new_invs: Vec::new(),
-        in_new: Vec::new(),
-        new_basis: 0.0,
-        retained_runs: Vec::new(),
-        retained_at: None,
-        ridx: contents::RetainedIndex::new(s),
-        carried_at: None,
-        carried_lead: None,
-        dropped: Vec::new(),
-        carried_buf: Vec::new(),
-        hidden_at: None,
-        hidden_cov: Vec::new(),
-        hidden_none_present: false,
-    };
+    let mut st = State::new(s, cfg, summ);
     let mut base = Scratch::default();
     let mut prev = pre_request::Prev::default();
     let main = s.main_agent.unwrap_or(u32::MAX);
@@ -783,14 +765,87 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         }
         post_invocation::run(&mut st, &mut base, b, lo, hi, calls_before, main);
     }
-    // final flags and totals
-    // ordinals (1-based) of the summaries no other one subsumes
+    totals(&mut st.out, &st.comps);
+    st.out
+}
+
+impl<'a> State<'a> {
+    /// A replay of `s` before its first event, its rows reserved.
+    fn new(s: &'a SessionSizes, cfg: &Config, summ: &'a dyn Summarizer) -> State<'a> {
+        let base = s.baseline.get_or_init(|| contents::baseline(s));
+        // at most one summarizer call before each model request and one after each invocation:
+        // reserved for a long session, so a replay that compacts at every request does not copy
+        // its rows again at every doubling, from memory (untouched capacity is not resident); a
+        // short one allocates only if it compacts (most do not: a sweep of short sessions paid
+        // four allocations per replay for nothing)
+        let most_calls = base.request.len() + s.blocks();
+        let most_calls = if most_calls >= RESERVE_FROM {
+            most_calls
+        } else {
+            0
+        };
+        State {
+            s,
+            base,
+            req_row: 0,
+            last_key: None,
+            last_measure: Measure::default(),
+            cfg: *cfg,
+            summ,
+            n: 0,
+            comps: Vec::with_capacity(most_calls),
+            cov: Vec::new(),
+            replayed: ReplayedCounts::default(),
+            sc: Scratch::default(),
+            gs: GuardScratch::default(),
+            // one row per model request and per invocation: reserved, so long sessions do not
+            // copy their rows again at every doubling
+            out: Replay {
+                requests: Vec::with_capacity(base.request.len()),
+                invocations: Vec::with_capacity(s.blocks()),
+                compactions: Vec::with_capacity(most_calls),
+                calls: Vec::with_capacity(most_calls),
+                ..Replay::default()
+            },
+            window: Vec::new(),
+            suffix_at: None,
+            scan: guards::PrefixScan::default(),
+            special: s.has_scopes_or_rewinds(),
+            comp_scope: Vec::with_capacity(most_calls),
+            spans: Vec::new(),
+            spans_version: 0,
+            vkey: None,
+            vcomps: Vec::new(),
+            vcov: Vec::new(),
+            inv_latest: Vec::new(),
+            inv_first: Vec::new(),
+            inv_last: Vec::new(),
+            new_invs: Vec::new(),
+            in_new: Vec::new(),
+            new_basis: 0.0,
+            retained_runs: Vec::new(),
+            retained_at: None,
+            ridx: contents::RetainedIndex::new(s),
+            carried_at: None,
+            carried_lead: None,
+            dropped: Vec::new(),
+            carried_buf: Vec::new(),
+            hidden_at: None,
+            hidden_cov: Vec::new(),
+            hidden_none_present: false,
+        }
+    }
+}
+
+/// The replay's final flags and totals: which summaries stay retained, and what the calls
+/// and compactions add up to.
+fn totals(out: &mut Replay, comps: &[Comp]) {
     let mut retained = Vec::new();
-    let t = &mut st.out.totals;
-    t.summarizer_calls = st.out.calls.len() as u32;
-    t.compactions = st.out.compactions.len() as u32;
+    let t = &mut out.totals;
+    t.summarizer_calls = out.calls.len() as u32;
+    t.compactions = out.compactions.len() as u32;
     // one pass over the rows (a long replay's do not stay in cache from one pass to the next)
-    for (c, comp) in st.out.compactions.iter_mut().zip(&st.comps) {
+    for (c, comp) in out.compactions.iter_mut().zip(comps) {
         c.retained = comp.retained;
         if comp.retained {
             retained.push(c.ordinal);
@@ -805,7 +860,7 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
             }
         }
     }
-    for c in &st.out.calls {
+    for c in &out.calls {
         if c.result != CallResult::Summary {
             t.failed_or_empty_summaries += 1;
         }
@@ -815,7 +870,6 @@ pub fn replay(s: &SessionSizes, cfg: &Config, summ: &dyn Summarizer) -> Replay {
         t.summarizer_output_tokens += c.output_tokens;
     }
     t.final_retained_summaries = retained;
-    st.out
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 use super::contents::{self, Scratch};
 use super::guards;
 use super::pre_request::token_path;
-use super::types::{Invocation, Phase, Trigger};
-use super::State;
+use super::types::{Invocation, Phase};
+use super::{Firing, State};
 
 /// ADK `_run_compaction_for_sliding_window` after the token path did not compact.
 fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
@@ -59,15 +59,7 @@ fn sliding_window(st: &mut State<'_>, inv: u32) -> bool {
     ) {
         return false;
     }
-    st.summarize(
-        Phase::PostInvocation,
-        Trigger::SlidingWindow,
-        inv,
-        None,
-        &win,
-        None,
-        0,
-    )
+    st.summarize(&Firing::sliding_window(inv, &win))
 }
 
 /// [`sliding_window`] for sessions with isolation scopes or rewinds: ADK works on
@@ -140,15 +132,7 @@ fn sliding_window_view(st: &mut State<'_>, inv: u32) -> bool {
     if !guards::worth_compacting_in(s, n, comps, cov, lo, hi, |i| st.in_view(i, 0)) {
         return false;
     }
-    st.summarize(
-        Phase::PostInvocation,
-        Trigger::SlidingWindow,
-        inv,
-        None,
-        &win,
-        None,
-        0,
-    )
+    st.summarize(&Firing::sliding_window(inv, &win))
 }
 
 /// Post-invocation compaction for invocation block `inv` (events `lo..hi`), then the
@@ -198,7 +182,14 @@ pub(crate) fn run(
         Some(r) => contents::Measure::from_row(*r),
         None => {
             base.scope = 0;
-            contents::build(s, st.n, &[], &[], main, None, base)
+            let ask = contents::Ask {
+                s,
+                n: st.n,
+                cov: &[],
+                viewer: main,
+                branch: None,
+            };
+            contents::build(&ask, &[], base)
         }
     };
     let sim = if st.comps.is_empty() {

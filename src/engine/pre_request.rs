@@ -5,10 +5,10 @@
 use super::contents::{self, K_SUM};
 use super::guards;
 use super::types::{Phase, Request, Trigger};
-use super::{State, UsageMode};
+use super::{Firing, State, UsageMode};
 
-/// ADK `_run_compaction_for_token_threshold_config` once the measured count is known:
-/// returns whether a compaction was appended.
+/// ADK `_run_compaction_for_token_threshold_config` once the measured count is known
+/// (adk-compaction.md §5): returns whether a compaction was appended.
 pub(crate) fn token_path(
     st: &mut State<'_>,
     measured: Option<u64>,
@@ -24,13 +24,41 @@ pub(crate) fn token_path(
         Some(m) if m >= threshold => {}
         _ => return false,
     }
-    let s = st.s;
     // ADK works on `_apply_rewinds(events)` of the caller's isolation scope.
     st.view(scope);
     // latest non-subsumed compaction by stream order, and its end
     let latest = st.vc().0.iter().rposition(|c| c.retained);
     let last_end = latest.map_or(0.0, |k| st.comps[k].end);
+    let r = retention as usize;
     let mut cands = std::mem::take(&mut st.window);
+    let done = list_candidates(st, &mut cands, last_end, r, scope) && {
+        let keep = to_compact(st, &cands, r, scope);
+        let f = Firing {
+            phase,
+            trigger: Trigger::TokenThreshold,
+            inv,
+            before,
+            evs: &cands[..keep],
+            seed: latest,
+            scope,
+        };
+        keep > 0 && worth_compacting(st, &f) && st.summarize(&f)
+    };
+    st.window = cands;
+    done
+}
+
+/// adk-compaction.md §5 "cands": the events after the latest summary's end, into `cands`
+/// (the last attempt's list, extended when it starts at the same event). Returns whether
+/// there are more than `r` of them (else nothing is compacted).
+fn list_candidates(
+    st: &mut State<'_>,
+    cands: &mut Vec<u32>,
+    last_end: f64,
+    r: usize,
+    scope: u32,
+) -> bool {
+    let s = st.s;
     if st.special {
         cands.clear();
         cands.extend(
@@ -57,8 +85,7 @@ pub(crate) fn token_path(
             s.timestamp[..st.n].partition_point(|&t| t <= last_end),
             "cached suffix start vs search"
         );
-        if st.n - lo <= retention as usize {
-            st.window = cands;
+        if st.n - lo <= r {
             return false;
         }
         // The last attempt's list when it started at the same event (no summary since, or
@@ -73,18 +100,21 @@ pub(crate) fn token_path(
         cands.clear();
         cands.extend((0..st.n as u32).filter(|&i| s.timestamp[i as usize] > last_end));
     }
-    let r = retention as usize;
-    if cands.len() <= r {
-        st.window = cands;
-        return false;
-    }
+    cands.len() > r
+}
+
+/// adk-compaction.md §5 "to_compact" and §7: how many leading candidates are compacted, the
+/// split that keeps `r` events (and every retained response's call) pushed back to the
+/// longest self-contained prefix.
+fn to_compact(st: &mut State<'_>, cands: &[u32], r: usize, scope: u32) -> usize {
+    let s = st.s;
     let split = if r == 0 {
         cands.len()
     } else {
-        guards::safe_split(s, &cands, r, &mut st.gs)
+        guards::safe_split(s, cands, r, &mut st.gs)
     };
     let win = &cands[..split];
-    let keep = if st.special {
+    if st.special {
         let (spans, n) = (&st.spans, st.n);
         guards::self_contained_prefix_in(s, win, n, &mut st.gs, |i| {
             s.scope[i] == scope && !crate::tokens::sizes::in_spans(spans, i)
@@ -93,40 +123,25 @@ pub(crate) fn token_path(
         guards::self_contained_prefix_scanned(s, win, st.n, &mut st.gs, &mut st.scan)
     } else {
         guards::self_contained_prefix(s, win, st.n, &mut st.gs)
-    };
-    let evs = &cands[..keep];
-    if evs.is_empty() {
-        st.window = cands;
-        return false;
     }
-    // the seed (the previous summary, placed at its start) is part of the range
-    let (mut lo, mut hi) = guards::time_span(s, evs);
-    if let Some(k) = latest {
+}
+
+/// adk-compaction.md §7 `worth_compacting` for the token path: the range runs from the seed
+/// (the previous summary, placed at its start) to the last event compacted.
+fn worth_compacting(st: &State<'_>, f: &Firing<'_>) -> bool {
+    let s = st.s;
+    let (mut lo, mut hi) = guards::time_span(s, f.evs);
+    if let Some(k) = f.seed {
         lo = lo.min(st.comps[k].start);
         hi = hi.max(st.comps[k].start);
     }
     let (comps, cov) = st.vc();
-    let worth = if st.special {
-        guards::worth_compacting_in(s, st.n, comps, cov, lo, hi, |i| st.in_view(i, scope))
+    if st.special {
+        guards::worth_compacting_in(s, st.n, comps, cov, lo, hi, |i| st.in_view(i, f.scope))
     } else {
         let fast = Some((&st.ridx, &st.base.json_prefix[..]));
         guards::worth_compacting(s, st.n, comps, cov, lo, hi, fast)
-    };
-    if !worth {
-        st.window = cands;
-        return false;
     }
-    let done = st.summarize(
-        phase,
-        Trigger::TokenThreshold,
-        inv,
-        before,
-        &cands[..keep],
-        latest,
-        scope,
-    );
-    st.window = cands;
-    done
 }
 
 /// What the previous model request looked like (for the shared-prefix column).

@@ -399,29 +399,46 @@ pub enum Policy {
     None,
 }
 
+/// Why a `--summary` policy does not parse (each carries the text as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    #[error("summary policy `{0}` needs a number")]
+    NeedsNumber(String),
+    #[error("summary policy `{0}`: not a whole number")]
+    NotWhole(String),
+    #[error("summary policy `{0}` needs a ratio")]
+    NeedsRatio(String),
+    #[error("summary policy `{0}`: not a number")]
+    NotNumber(String),
+    #[error("summary policy `{0}`: ratio must be >= 0")]
+    NegativeRatio(String),
+    #[error("unknown summary policy `{0}` (expected fixed:N, ratio:R, echo[:N] or none)")]
+    Unknown(String),
+}
+
 impl Policy {
     /// Parse `fixed:N | ratio:R | echo[:N] | none`.
-    pub fn parse(s: &str) -> Result<Policy, String> {
+    pub fn parse(s: &str) -> Result<Policy, PolicyError> {
         let (kind, arg) = match s.split_once(':') {
             Some((k, a)) => (k, Some(a)),
             None => (s, None),
         };
-        let num = |a: Option<&str>| -> Result<u64, String> {
-            a.ok_or_else(|| format!("summary policy `{s}` needs a number"))?
+        let num = |a: Option<&str>| -> Result<u64, PolicyError> {
+            a.ok_or_else(|| PolicyError::NeedsNumber(s.to_string()))?
                 .trim()
                 .parse::<u64>()
-                .map_err(|_| format!("summary policy `{s}`: not a whole number"))
+                .map_err(|_| PolicyError::NotWhole(s.to_string()))
         };
         match kind {
             "fixed" | "fixed-chars" => Ok(Policy::Fixed(num(arg)?)),
             "ratio" => {
                 let r: f64 = arg
-                    .ok_or_else(|| format!("summary policy `{s}` needs a ratio"))?
+                    .ok_or_else(|| PolicyError::NeedsRatio(s.to_string()))?
                     .trim()
                     .parse()
-                    .map_err(|_| format!("summary policy `{s}`: not a number"))?;
+                    .map_err(|_| PolicyError::NotNumber(s.to_string()))?;
                 if !r.is_finite() || r < 0.0 {
-                    return Err(format!("summary policy `{s}`: ratio must be >= 0"));
+                    return Err(PolicyError::NegativeRatio(s.to_string()));
                 }
                 Ok(Policy::Ratio(r))
             }
@@ -430,9 +447,7 @@ impl Policy {
                 a => Ok(Policy::Echo(Some(num(a)?))),
             },
             "none" if arg.is_none() => Ok(Policy::None),
-            _ => Err(format!(
-                "unknown summary policy `{s}` (expected fixed:N, ratio:R, echo[:N] or none)"
-            )),
+            _ => Err(PolicyError::Unknown(s.to_string())),
         }
     }
 }

@@ -16,7 +16,7 @@
 //! processes saving at once cannot corrupt the file; the later rename wins, and the entries
 //! only the other one added are tokenized again next time.
 
-use super::count::Tokenizer;
+use super::tokenizer::Tokenizer;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
@@ -276,26 +276,41 @@ fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// Why a cache file is ignored (and rebuilt).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum DecodeError {
+    #[error("not a compaction-sim count cache, version 2 (bad header)")]
+    BadHeader,
+    #[error("checksum mismatch (corrupted or truncated)")]
+    Checksum,
+    #[error("{bytes} bytes of entries for {n} entries of {ENTRY} bytes")]
+    Length { bytes: usize, n: u64 },
+    #[error("{0} entries (at most {max} supported)", max = u32::MAX)]
+    TooMany(u64),
+    #[error("keys out of order (corrupted)")]
+    OutOfOrder,
+}
+
 /// The entries of a cache file; every length is checked before any slicing, so no input
 /// panics.
-fn decode(bytes: &[u8]) -> Result<Sorted, String> {
+fn decode(bytes: &[u8]) -> Result<Sorted, DecodeError> {
     if bytes.len() < OVERHEAD || !bytes.starts_with(MAGIC) {
-        return Err("not a compaction-sim count cache, version 2 (bad header)".into());
+        return Err(DecodeError::BadHeader);
     }
     let (body, sum) = bytes.split_at(bytes.len() - 8);
     if xxhash_rust::xxh3::xxh3_64(body) != le_u64(sum) {
-        return Err("checksum mismatch (corrupted or truncated)".into());
+        return Err(DecodeError::Checksum);
     }
     let n = le_u64(&body[MAGIC.len()..16]);
     let entries = &body[16..];
     if u64::try_from(entries.len()).ok() != n.checked_mul(ENTRY as u64) {
-        return Err(format!(
-            "{} bytes of entries for {n} entries of {ENTRY} bytes",
-            entries.len()
-        ));
+        return Err(DecodeError::Length {
+            bytes: entries.len(),
+            n,
+        });
     }
     if n > u64::from(u32::MAX) {
-        return Err(format!("{n} entries (at most {} supported)", u32::MAX));
+        return Err(DecodeError::TooMany(n));
     }
     let (key_bytes, count_bytes) = entries.split_at(entries.len() / ENTRY * 8);
     let mut keys = Vec::with_capacity(key_bytes.len() / 8);
@@ -303,7 +318,7 @@ fn decode(bytes: &[u8]) -> Result<Sorted, String> {
         let k = le_u64(k);
         // Written strictly ascending: anything else (a duplicate key included) is damage.
         if keys.last().is_some_and(|&p| p >= k) {
-            return Err("keys out of order (corrupted)".into());
+            return Err(DecodeError::OutOfOrder);
         }
         keys.push(k);
     }
@@ -317,6 +332,33 @@ fn decode(bytes: &[u8]) -> Result<Sorted, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The warning names a damaged file's fault in the words it always used.
+    #[test]
+    fn decode_errors_keep_their_wording() {
+        let words = [
+            (
+                DecodeError::BadHeader,
+                "not a compaction-sim count cache, version 2 (bad header)",
+            ),
+            (
+                DecodeError::Checksum,
+                "checksum mismatch (corrupted or truncated)",
+            ),
+            (
+                DecodeError::Length { bytes: 5, n: 1 },
+                "5 bytes of entries for 1 entries of 12 bytes",
+            ),
+            (
+                DecodeError::TooMany(4294967296),
+                "4294967296 entries (at most 4294967295 supported)",
+            ),
+            (DecodeError::OutOfOrder, "keys out of order (corrupted)"),
+        ];
+        for (e, text) in words {
+            assert_eq!(e.to_string(), text);
+        }
+    }
 
     #[test]
     fn round_trip_and_lookups() {

@@ -6,12 +6,13 @@ pub mod cache;
 pub mod count;
 pub mod sizes;
 pub mod splice;
+pub mod tokenizer;
 
 pub use cache::CacheOpts;
 pub use count::{
     count_sessions, count_sessions_with_stats, count_text, counted_texts, CountStats, Counter,
-    Tokenizer,
 };
+pub use tokenizer::Tokenizer;
 
 /// Hints the CPU to load `lines` cache lines from `p` on. A prefetch never faults, whatever
 /// the address (an empty string's dangling pointer included), and changes no result.

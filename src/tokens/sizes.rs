@@ -281,8 +281,24 @@ pub struct SessionSizes {
     pub write_1h: Vec<(u32, f64)>,
 }
 
+#[derive(Default)]
 struct Interner {
     map: HashMap<String, u32>,
+}
+
+/// Names to dense indices, in first-appearance order, as [`SessionSizes::new`] meets them.
+#[derive(Default)]
+struct Interned<'e> {
+    authors: HashMap<String, u32>,
+    inv_ids: HashMap<&'e str, u32>,
+    /// Function call ids (parts, long-running and requested ids).
+    ids: Interner,
+    /// Tool names.
+    names: Interner,
+    branches: HashMap<String, u32>,
+    scopes: HashMap<&'e str, u32>,
+    /// The first event of each distinct invocation id.
+    inv_first_event: Vec<u32>,
 }
 
 impl Interner {
@@ -317,145 +333,165 @@ impl SessionSizes {
             user_author: u32::MAX,
             ..Default::default()
         };
-        let mut authors: HashMap<String, u32> = HashMap::new();
-        let mut inv_ids: HashMap<&str, u32> = HashMap::new();
-        let mut ids = Interner {
-            map: HashMap::new(),
-        };
-        let mut names = Interner {
-            map: HashMap::new(),
-        };
-        let mut branches: HashMap<String, u32> = HashMap::new();
-        let mut scopes: HashMap<&str, u32> = HashMap::new();
-        let mut inv_first_event: Vec<u32> = Vec::new();
+        let mut names = Interned::default();
         for name in [
             "adk_request_confirmation",
             "adk_request_credential",
             "adk_request_input",
         ] {
-            let id = names.get(name);
+            let id = names.names.get(name);
             s.client_call_names.push(id);
         }
         let use_tokens = tokens.filter(|t| t.len() == n);
         s.tokens_are_adk_chars = use_tokens.is_none();
         for (i, e) in evs.iter().enumerate() {
-            s.timestamp.push(e.timestamp);
-            let block = if i > 0 && evs[i - 1].invocation_id == e.invocation_id {
-                s.inv_block[i - 1]
-            } else {
-                s.block_start.push(i as u32);
-                s.block_start.len() as u32 - 1
-            };
-            s.inv_block.push(block);
-            let next_inv = inv_ids.len() as u32;
-            let iid = *inv_ids.entry(e.invocation_id.as_str()).or_insert(next_inv);
-            if iid == next_inv {
-                s.inv_first_block.push(block);
-            }
-            s.inv_id.push(iid);
-            let na = authors.len() as u32;
-            let a = *authors.entry(e.author.clone()).or_insert_with(|| {
-                s.authors.push(e.author.clone());
-                na
-            });
-            if e.author == "user" {
-                s.user_author = a;
-            }
-            s.author.push(a);
-            s.role_model.push(e.role == Role::Model);
-            s.model_request.push(e.model_request);
-            // A transcription has no content: the gate counts 0 and the summarizer skips it.
-            s.has_content.push(!e.parts.is_empty() && !e.transcription);
-            s.transcription.push(match (e.transcription, e.role) {
-                (false, _) => 0,
-                (true, Role::Model) => 2,
-                (true, _) => 1,
-            });
-            let ac = adk::adk_chars(e);
-            s.adk_chars.push(ac);
-            s.json_chars.push(if e.parts.is_empty() || e.transcription {
-                0
-            } else {
-                adk::json_chars(e)
-            });
-            s.other.push(adk::other_agent_sizes(e));
-            let (sc, sl) = adk::summarizer_stats(e);
-            s.summ_chars.push(sc);
-            s.summ_lines.push(sl);
-            s.tokens.push(match use_tokens {
-                Some(t) => t[i],
-                None => (ac / 4) as u32,
-            });
-            s.visible.push(is_visible(e));
-            let p0 = s.parts.len() as u32;
-            for (pi, p) in e.parts.iter().enumerate() {
-                let (kind, id, name) = match p {
-                    Part::ToolCall { id, name, .. } => (PART_CALL, id, names.get(name)),
-                    Part::ToolResponse { id, name, .. } => (PART_RESPONSE, id, names.get(name)),
-                    _ => (PART_OTHER, &None, u32::MAX),
-                };
-                s.parts.push(PartInfo {
-                    kind,
-                    id: id
-                        .as_deref()
-                        .filter(|x| !x.is_empty())
-                        .map_or(NO_ID, |x| ids.get(x)),
-                    name,
-                    adk_chars: adk::event_part_adk_chars(e, pi),
-                    json_chars: adk::event_part_json_chars(e, pi),
-                    id_strip_json: json_id_strip(id),
-                    joined: e.adk_part(pi).is_some_and(|x| x.joined),
-                });
-            }
-            let p1 = s.parts.len() as u32;
-            s.parts_at.push((p0, p1));
-            s.has_calls
-                .push(e.parts.iter().any(|p| matches!(p, Part::ToolCall { .. })));
-            s.has_resps.push(
-                e.parts
-                    .iter()
-                    .any(|p| matches!(p, Part::ToolResponse { .. })),
-            );
-            s.long_running
-                .push(e.long_running_tool_ids.iter().map(|x| ids.get(x)));
-            s.requested.push(e.requested_ids.iter().map(|x| ids.get(x)));
-            s.recorded_prompt.push(e.usage.map(|u| u.prompt_tokens));
-            s.usage.push(e.usage);
-            if let Some(u) = e.usage.filter(|u| u.cache_write_tokens > 0) {
-                let share = (e.cache_write_1h_tokens as f64 / u.cache_write_tokens as f64).min(1.0);
-                if s.write_1h.last().map_or(0.0, |&(_, x)| x) != share {
-                    s.write_1h.push((i as u32, share));
-                }
-            }
-            s.critical
-                .push(e.critical.iter().fold(0u8, |m, c| m | (1u8 << (*c as u8))));
-            s.branch.push(e.branch.as_ref().map(|b| {
-                let nb = branches.len() as u32;
-                *branches.entry(b.clone()).or_insert_with(|| {
-                    s.branches.push(b.clone());
-                    nb
-                })
-            }));
-            if iid == next_inv {
-                inv_first_event.push(i as u32);
-            }
-            s.scope.push(match &e.isolation_scope {
-                None => 0,
-                Some(sc) => {
-                    let k = s.scopes.len() as u32 + 1;
-                    *scopes.entry(sc.as_str()).or_insert_with(|| {
-                        s.scopes.push(sc.clone());
-                        k
-                    })
-                }
-            });
+            s.push_place(&mut names, evs, i);
+            s.push_content(&mut names, e, i, use_tokens.map(|t| t[i]));
         }
         s.block_start.push(n as u32);
-        s.scope_and_rewinds(evs, &scopes, &inv_ids, &inv_first_event);
-        // Tool sub-branch segments (ADK `_BranchPath.is_tool_branch`: leaf `name@id`, split at
-        // the last `@`, with `id` a recorded function call id).
+        s.scope_and_rewinds(evs, &names.scopes, &names.inv_ids, &names.inv_first_event);
+        s.tool_sub_branches(evs, &names);
+        s.n_ids = names.ids.map.len() as u32;
+        s.n_names = names.names.map.len() as u32;
+        s.response_owners();
+        s.main_agent = s.most_frequent_agent();
+        s.ts_sorted =
+            s.timestamp.windows(2).all(|w| w[0] <= w[1]) && !s.timestamp.iter().any(|t| t.is_nan());
+        s
+    }
+
+    /// Where event `i` of `evs` sits: its time, invocation (block and id), author, branch and
+    /// isolation scope, interned in first-appearance order.
+    #[inline]
+    fn push_place<'e>(&mut self, names: &mut Interned<'e>, evs: &'e [Event], i: usize) {
+        let s = self;
+        let e = &evs[i];
+        s.timestamp.push(e.timestamp);
+        let block = if i > 0 && evs[i - 1].invocation_id == e.invocation_id {
+            s.inv_block[i - 1]
+        } else {
+            s.block_start.push(i as u32);
+            s.block_start.len() as u32 - 1
+        };
+        s.inv_block.push(block);
+        let next_inv = names.inv_ids.len() as u32;
+        let iid = *names
+            .inv_ids
+            .entry(e.invocation_id.as_str())
+            .or_insert(next_inv);
+        if iid == next_inv {
+            s.inv_first_block.push(block);
+            names.inv_first_event.push(i as u32);
+        }
+        s.inv_id.push(iid);
+        let na = names.authors.len() as u32;
+        let a = *names.authors.entry(e.author.clone()).or_insert_with(|| {
+            s.authors.push(e.author.clone());
+            na
+        });
+        if e.author == "user" {
+            s.user_author = a;
+        }
+        s.author.push(a);
+        s.role_model.push(e.role == Role::Model);
+        s.model_request.push(e.model_request);
+        s.branch.push(e.branch.as_ref().map(|b| {
+            let nb = names.branches.len() as u32;
+            *names.branches.entry(b.clone()).or_insert_with(|| {
+                s.branches.push(b.clone());
+                nb
+            })
+        }));
+        s.scope.push(match &e.isolation_scope {
+            None => 0,
+            Some(sc) => {
+                let k = s.scopes.len() as u32 + 1;
+                *names.scopes.entry(sc.as_str()).or_insert_with(|| {
+                    s.scopes.push(sc.clone());
+                    k
+                })
+            }
+        });
+    }
+
+    /// What event `i` (`e`) holds: its sizes as ADK and the summarizer count them, its parts
+    /// (ids and tool names interned), its recorded usage and marks. `tokens`: its count in
+    /// the run tokenizer, if given.
+    #[inline]
+    fn push_content(&mut self, names: &mut Interned<'_>, e: &Event, i: usize, tokens: Option<u32>) {
+        let s = self;
+        // A transcription has no content: the gate counts 0 and the summarizer skips it.
+        s.has_content.push(!e.parts.is_empty() && !e.transcription);
+        s.transcription.push(match (e.transcription, e.role) {
+            (false, _) => 0,
+            (true, Role::Model) => 2,
+            (true, _) => 1,
+        });
+        let ac = adk::adk_chars(e);
+        s.adk_chars.push(ac);
+        s.json_chars.push(if e.parts.is_empty() || e.transcription {
+            0
+        } else {
+            adk::json_chars(e)
+        });
+        s.other.push(adk::other_agent_sizes(e));
+        let (sc, sl) = adk::summarizer_stats(e);
+        s.summ_chars.push(sc);
+        s.summ_lines.push(sl);
+        s.tokens.push(tokens.unwrap_or((ac / 4) as u32));
+        s.visible.push(is_visible(e));
+        let p0 = s.parts.len() as u32;
+        for (pi, p) in e.parts.iter().enumerate() {
+            let (kind, id, name) = match p {
+                Part::ToolCall { id, name, .. } => (PART_CALL, id, names.names.get(name)),
+                Part::ToolResponse { id, name, .. } => (PART_RESPONSE, id, names.names.get(name)),
+                _ => (PART_OTHER, &None, u32::MAX),
+            };
+            s.parts.push(PartInfo {
+                kind,
+                id: id
+                    .as_deref()
+                    .filter(|x| !x.is_empty())
+                    .map_or(NO_ID, |x| names.ids.get(x)),
+                name,
+                adk_chars: adk::event_part_adk_chars(e, pi),
+                json_chars: adk::event_part_json_chars(e, pi),
+                id_strip_json: json_id_strip(id),
+                joined: e.adk_part(pi).is_some_and(|x| x.joined),
+            });
+        }
+        let p1 = s.parts.len() as u32;
+        s.parts_at.push((p0, p1));
+        s.has_calls
+            .push(e.parts.iter().any(|p| matches!(p, Part::ToolCall { .. })));
+        s.has_resps.push(
+            e.parts
+                .iter()
+                .any(|p| matches!(p, Part::ToolResponse { .. })),
+        );
+        s.long_running
+            .push(e.long_running_tool_ids.iter().map(|x| names.ids.get(x)));
+        s.requested
+            .push(e.requested_ids.iter().map(|x| names.ids.get(x)));
+        s.recorded_prompt.push(e.usage.map(|u| u.prompt_tokens));
+        s.usage.push(e.usage);
+        if let Some(u) = e.usage.filter(|u| u.cache_write_tokens > 0) {
+            let share = (e.cache_write_1h_tokens as f64 / u.cache_write_tokens as f64).min(1.0);
+            if s.write_1h.last().map_or(0.0, |&(_, x)| x) != share {
+                s.write_1h.push((i as u32, share));
+            }
+        }
+        s.critical
+            .push(e.critical.iter().fold(0u8, |m, c| m | (1u8 << (*c as u8))));
+    }
+
+    /// Tool sub-branch segments (ADK `_BranchPath.is_tool_branch`: leaf `name@id`, split at
+    /// the last `@`, with `id` a recorded function call id), and the events calling each
+    /// such id.
+    fn tool_sub_branches(&mut self, evs: &[Event], names: &Interned<'_>) {
+        let s = self;
         let mut first_call: HashMap<u32, u32> = HashMap::new();
-        for i in 0..n {
+        for i in 0..s.n {
             for p in s.part_range(i) {
                 let pi = s.parts[p as usize];
                 if pi.kind == PART_CALL && pi.id != NO_ID {
@@ -468,7 +504,7 @@ impl SessionSizes {
             if let Some(b) = e.branch.as_deref().filter(|b| b.contains('@')) {
                 for (d, seg) in b.split('.').enumerate() {
                     if let Some((name, id)) = seg.rsplit_once('@') {
-                        let interned = ids.map.get(id).copied();
+                        let interned = names.ids.map.get(id).copied();
                         let first = interned
                             .and_then(|x| first_call.get(&x))
                             .copied()
@@ -481,7 +517,7 @@ impl SessionSizes {
                         let who = if name.is_empty() {
                             u32::MAX
                         } else {
-                            authors.get(name).copied().unwrap_or(u32::MAX - 1)
+                            names.authors.get(name).copied().unwrap_or(u32::MAX - 1)
                         };
                         segs.push((d as u32 + 1, who, first, interned.unwrap_or(NO_ID)));
                     }
@@ -490,7 +526,7 @@ impl SessionSizes {
             s.tool_segs.push(segs);
         }
         if !s.seg_calls.is_empty() {
-            for i in 0..n {
+            for i in 0..s.n {
                 for p in s.part_range(i) {
                     let pi = s.parts[p as usize];
                     if pi.kind == PART_CALL {
@@ -503,11 +539,15 @@ impl SessionSizes {
                 }
             }
         }
-        s.n_ids = ids.map.len() as u32;
-        s.n_names = names.map.len() as u32;
+    }
+
+    /// Each response part's owning call event (ADK's `latest_call_by_id` over the visible
+    /// events): `resp_owner`.
+    fn response_owners(&mut self) {
+        let s = self;
         let mut latest_call: Vec<u32> = vec![NO_ID; s.n_ids as usize];
         s.resp_owner = vec![NO_ID; s.parts.len()];
-        for i in 0..n {
+        for i in 0..s.n {
             if !s.visible[i] {
                 continue;
             }
@@ -524,11 +564,14 @@ impl SessionSizes {
                 }
             }
         }
-        // The oracle's measured agent: collections.Counter(...).most_common(1) (first seen
-        // wins ties, as Counter keeps insertion order).
-        let mut counts: Vec<u32> = vec![0; s.authors.len()];
-        for &a in &s.author {
-            if a != s.user_author {
+    }
+
+    /// The oracle's measured agent: collections.Counter(...).most_common(1) over the non-user
+    /// authors (first seen wins ties, as Counter keeps insertion order).
+    fn most_frequent_agent(&self) -> Option<u32> {
+        let mut counts: Vec<u32> = vec![0; self.authors.len()];
+        for &a in &self.author {
+            if a != self.user_author {
                 counts[a as usize] += 1;
             }
         }
@@ -538,10 +581,7 @@ impl SessionSizes {
                 best = Some(a as u32);
             }
         }
-        s.main_agent = best;
-        s.ts_sorted =
-            s.timestamp.windows(2).all(|w| w[0] <= w[1]) && !s.timestamp.iter().any(|t| t.is_nan());
-        s
+        best
     }
 
     /// The task inputs of each scope and the rewind targets (after the per-event pass).
