@@ -9,43 +9,7 @@
 //! The race is decided here, from recorded times and the latency model, and handed to the
 //! pure engine as a per-call outcome (see `summarizers::RaceSummarizer`).
 
-use std::fmt;
-use std::str::FromStr;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
-pub enum ClientMode {
-    #[default]
-    Waits,
-    Streams,
-}
-
-impl ClientMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            ClientMode::Waits => "waits",
-            ClientMode::Streams => "streams",
-        }
-    }
-}
-
-impl fmt::Display for ClientMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ClientMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "waits" => Ok(ClientMode::Waits),
-            "streams" => Ok(ClientMode::Streams),
-            other => Err(format!(
-                "unknown client mode `{other}` (expected `waits` or `streams`)"
-            )),
-        }
-    }
-}
+pub use crate::settings::{ClientMode, UnknownClientMode};
 
 /// Whether a post-invocation summary that starts at `fired_at_s` (the invocation's last
 /// recorded event) and takes `summary_s` seconds loses the race with the next turn, which
@@ -66,16 +30,6 @@ pub fn summary_discarded(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parse_modes() {
-        assert_eq!("waits".parse::<ClientMode>(), Ok(ClientMode::Waits));
-        assert_eq!("streams".parse::<ClientMode>(), Ok(ClientMode::Streams));
-        assert!("stream"
-            .parse::<ClientMode>()
-            .unwrap_err()
-            .contains("`stream`"));
-    }
 
     #[test]
     fn race() {

@@ -4,6 +4,7 @@
 //! saved against what really ran.
 
 use crate::cost::metrics::SessionMetrics;
+use crate::settings::Alternative;
 use crate::transcript::Session;
 use std::collections::HashMap;
 
@@ -61,26 +62,25 @@ pub enum SplitRule {
     Idle(f64),
 }
 
+impl SplitRule {
+    /// The rule of a split alternative (`None` for another alternative).
+    pub fn of(a: &Alternative) -> Option<SplitRule> {
+        match a {
+            Alternative::SplitLossless => Some(SplitRule::Lossless),
+            Alternative::SplitIdle { seconds, .. } => Some(SplitRule::Idle(*seconds as f64)),
+            _ => None,
+        }
+    }
+}
+
 /// The `alternative` text of a split: `split:lossless` or `split:idle=30m`.
 pub fn parse_split(a: &str) -> Option<SplitRule> {
-    let rule = a.strip_prefix("split:")?;
-    if rule == "lossless" {
-        return Some(SplitRule::Lossless);
-    }
-    parse_duration(rule.strip_prefix("idle=")?).map(SplitRule::Idle)
+    SplitRule::of(&Alternative::parse(a)?)
 }
 
 /// `90s`, `30m`, `2h` as seconds (whole, above 0).
 pub fn parse_duration(s: &str) -> Option<f64> {
-    let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
-    let n: u64 = n.parse().ok().filter(|&n| n > 0)?;
-    let mult = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        _ => return None,
-    };
-    Some((n * mult) as f64)
+    crate::settings::setting::duration_seconds(s).map(|n| n as f64)
 }
 
 /// Where each invocation after the first starts (event index).

@@ -5,219 +5,28 @@
 //! refuses combinations the manifest would refuse in the manifest's own words: a sweep never
 //! silently drops a setting, so what the report ranks is exactly what the grid asked for.
 
+pub use crate::settings::number::parse_number;
+pub use crate::settings::py_int;
+pub use crate::settings::setting::{
+    parse_cap_alternative, Alternative, Budgets, ClientMode, Setting, TriggerKind, ARTIFACTS,
+};
+use crate::settings::NumberError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Which trigger pair(s) a setting sets; `None` is the no-compaction baseline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TriggerKind {
-    None,
-    Tokens,
-    Invocations,
-    Both,
-    /// Another framework's policy (docs/policies.md), not an ADK setting.
-    Policy,
-}
-
-impl TriggerKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            TriggerKind::None => "none",
-            TriggerKind::Tokens => "tokens",
-            TriggerKind::Invocations => "invocations",
-            TriggerKind::Both => "both",
-            TriggerKind::Policy => "policy",
-        }
-    }
-    fn parse(s: &str) -> Option<TriggerKind> {
-        match s {
-            "tokens" => Some(TriggerKind::Tokens),
-            "invocations" => Some(TriggerKind::Invocations),
-            "both" => Some(TriggerKind::Both),
-            _ => None,
-        }
-    }
-    fn uses_tokens(self) -> bool {
-        matches!(self, TriggerKind::Tokens | TriggerKind::Both)
-    }
-    fn uses_invocations(self) -> bool {
-        matches!(self, TriggerKind::Invocations | TriggerKind::Both)
-    }
-}
-
-/// When the next turn starts relative to a post-invocation summary (metrics.md "Client modes").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ClientMode {
-    Waits,
-    Streams,
-}
-
-impl ClientMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            ClientMode::Waits => "waits",
-            ClientMode::Streams => "streams",
-        }
-    }
-    fn parse(s: &str) -> Option<ClientMode> {
-        match s {
-            "waits" => Some(ClientMode::Waits),
-            "streams" => Some(ClientMode::Streams),
-            _ => None,
-        }
-    }
-}
-
-/// One point of the grid: a `Compaction(...)` plus what the replay and the prices need.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Setting {
-    /// Position in the resolved grid; the join key between runs and settings.
-    pub setting_id: u32,
-    pub trigger_kind: TriggerKind,
-    pub after_tokens: Option<u64>,
-    pub keep_recent_events: Option<u64>,
-    pub after_invocations: Option<u64>,
-    pub overlap: Option<u64>,
-    /// `None` for the baseline (nothing is summarized).
-    pub summarizer: Option<String>,
-    /// `recorded` = each session's own recorded model.
-    pub agent_model: String,
-    pub client: ClientMode,
-    pub tokenizer: String,
-    /// The guide's alternative replayed instead of the recorded session (e.g.
-    /// `max_llm_calls=25`); `None` for a plain compaction setting or the baseline.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alternative: Option<String>,
-    /// Another framework's policy replayed instead of ADK's compaction (`--policy`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<crate::policy::PolicySpec>,
-}
-
-/// The `alternative` text of a capped-runs setting.
-pub fn cap_alternative(n: u64) -> String {
-    format!("max_llm_calls={n}")
-}
-
-/// The `alternative` text of the files-as-artifacts setting.
-pub const ARTIFACTS: &str = "artifacts";
-
-/// The cap N of an `alternative` text written by [`cap_alternative`].
-pub fn parse_cap_alternative(a: &str) -> Option<u64> {
-    a.strip_prefix("max_llm_calls=")?.parse().ok()
-}
-
-impl Setting {
-    /// No compaction: the baseline and the alternatives replayed without compaction (the
-    /// recommendation rule never picks these; see [`Setting::is_plain_baseline`]).
-    pub fn is_baseline(&self) -> bool {
-        self.trigger_kind == TriggerKind::None
-    }
-
-    /// The recorded sessions with no compaction: what every "saved" is measured against.
-    pub fn is_plain_baseline(&self) -> bool {
-        self.is_baseline() && self.alternative.is_none()
-    }
-
-    /// The line to paste into the manifest, e.g.
-    /// `compaction=Compaction(after_tokens=80_000, keep_recent_events=20)`.
-    pub fn label(&self) -> String {
-        if let Some(a) = &self.alternative {
-            let what = match parse_cap_alternative(a) {
-                Some(n) => format!("run_config=RunConfig(max_llm_calls={n})"),
-                None if a == ARTIFACTS => {
-                    "attached files loaded once with load_artifact".to_string()
-                }
-                None if a == "split:lossless" => {
-                    "a new session at every lossless split point".to_string()
-                }
-                None if a.starts_with("split:idle=") => format!(
-                    "a new session after every pause longer than {}",
-                    a.trim_start_matches("split:idle=")
-                ),
-                None => a.clone(),
-            };
-            if self.is_baseline() {
-                return format!("{what} (no compaction)");
-            }
-            let plain = Setting {
-                alternative: None,
-                ..self.clone()
-            };
-            return format!("{what} + {}", plain.label());
-        }
-        if self.is_baseline() {
-            return "no compaction (leave `compaction` out of the manifest)".to_string();
-        }
-        if let Some(p) = &self.policy {
-            return p.label();
-        }
-        let mut args = Vec::new();
-        if let (Some(t), Some(k)) = (self.after_tokens, self.keep_recent_events) {
-            args.push(format!("after_tokens={}", py_int(t)));
-            args.push(format!("keep_recent_events={}", py_int(k)));
-        }
-        if let (Some(i), Some(o)) = (self.after_invocations, self.overlap) {
-            args.push(format!("after_invocations={}", py_int(i)));
-            args.push(format!("overlap={}", py_int(o)));
-        }
-        if let Some(s) = &self.summarizer {
-            if let Some(path) = summarizer_path(s) {
-                args.push(format!("summarizer=\"{path}\""));
-            }
-        }
-        format!("compaction=Compaction({})", args.join(", "))
-    }
-}
-
-/// Python integer literal with `_` thousands separators, as the guide writes them.
-pub fn py_int(n: u64) -> String {
-    let digits = n.to_string();
-    if digits.len() <= 4 {
-        return digits;
-    }
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push('_');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The manifest's `summarizer=` dotted path for a summarizer the user must supply; `None` for
-/// the agent's own model (the manifest default).
-fn summarizer_path(s: &str) -> Option<String> {
-    if s == "agent" {
-        return None;
-    }
-    let name: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    Some(format!(".summarizers.{}", name.trim_matches('_')))
-}
-
 /// A one-line grid error naming the axis and the value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct GridError(pub String);
 
-impl fmt::Display for GridError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl From<NumberError> for GridError {
+    fn from(e: NumberError) -> Self {
+        GridError(e.to_string())
     }
 }
-impl std::error::Error for GridError {}
 
-fn err<T>(msg: impl Into<String>) -> Result<T, GridError> {
+/// A grid error as the `Err` of a resolution step.
+pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, GridError> {
     Err(GridError(msg.into()))
 }
 
@@ -322,24 +131,6 @@ pub struct GridSpec {
     pub gemini_threshold: Option<AxisSpec>,
 }
 
-/// Limits a recommended setting must meet.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Budgets {
-    /// Ceiling on `references_broken_share_mean` (0..1): the share of the facts the agent
-    /// used later that no text it could still read held (metrics.md "References").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub broken_references: Option<f64>,
-    /// Ceiling on `detail_lost_mean` (0..1), the share of history read only through
-    /// summaries (how much is compacted, not what is lost).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail_lost: Option<f64>,
-    /// Ceiling, seconds, on the p95 over sessions of the longest single summarizer wait
-    /// (`end_of_run_latency_max_s_p95` and `pre_request_latency_max_s_p95`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_s: Option<f64>,
-}
-
 /// The documented default grid (docs/sweeps.md "Axes"): 40 size-trigger and 12 turn-trigger
 /// settings, each with the agent's own model and the rule-based `terse` summarizer, and a
 /// detail budget so the default recommendation is not simply the most aggressive setting.
@@ -429,57 +220,6 @@ impl GridSpec {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Parse one number: digits with optional `_`, optional fraction, optional `k` (×1,000) or
-/// `M` (×1,000,000) suffix; the result must be a whole number.
-pub fn parse_number(axis: &str, s: &str) -> Result<u64, GridError> {
-    let t = s.trim();
-    let bad = || {
-        GridError(format!("grid axis {axis}: value `{s}` is not a whole number (write e.g. 40000, 40_000, 40k or 1.5M)"))
-    };
-    let (body, mult) = if let Some(b) = t.strip_suffix(['k', 'K']) {
-        (b, 1_000u64)
-    } else if let Some(b) = t.strip_suffix('M') {
-        (b, 1_000_000u64)
-    } else {
-        (t, 1u64)
-    };
-    let body: String = body.chars().filter(|c| *c != '_').collect();
-    if body.is_empty() || body.starts_with('-') || body.starts_with('+') {
-        if body.starts_with('-') {
-            return err(format!(
-                "grid axis {axis}: value `{s}` is negative; the manifest accepts 0 or more"
-            ));
-        }
-        return Err(bad());
-    }
-    let (int_part, frac_part) = match body.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (body.as_str(), ""),
-    };
-    if !int_part.chars().all(|c| c.is_ascii_digit())
-        || !frac_part.chars().all(|c| c.is_ascii_digit())
-    {
-        return Err(bad());
-    }
-    let int_v: u64 = if int_part.is_empty() {
-        0
-    } else {
-        int_part.parse().map_err(|_| bad())?
-    };
-    let mut total = int_v.checked_mul(mult).ok_or_else(bad)?;
-    if !frac_part.is_empty() {
-        // fraction × mult must be whole: 1.5k = 1500, 1.2345k is refused.
-        let scale = 10u64.checked_pow(frac_part.len() as u32).ok_or_else(bad)?;
-        let frac_v: u64 = frac_part.parse().map_err(|_| bad())?;
-        let num = frac_v.checked_mul(mult).ok_or_else(bad)?;
-        if num % scale != 0 {
-            return Err(bad());
-        }
-        total = total.checked_add(num / scale).ok_or_else(bad)?;
-    }
-    Ok(total)
 }
 
 /// Expand a numeric axis: comma-separated numbers and ranges `A..B:STEP` (both ends
@@ -625,20 +365,24 @@ pub struct ResolvedGrid {
     /// Other frameworks' policies replayed too (docs/policies.md); their settings follow
     /// the ADK ones, so an ADK setting's id does not depend on them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub policies: Vec<crate::policy::PolicySpec>,
+    pub policies: Vec<crate::settings::PolicySpec>,
     #[serde(skip)]
     pub settings: Vec<Setting>,
 }
 
 /// Summarizer names of metrics.md "Summarizers", parsed by `cost` (one spelling for the
 /// whole program); a `model:NAME` must be priced and a `command:` program must exist.
-fn check_summarizer(name: &str, known: &Known) -> Result<(), String> {
+fn check_summarizer(name: &str, known: &Known) -> Result<(), GridError> {
     use crate::cost::summarizers::{resolve_program, SummarizerSpec};
-    match SummarizerSpec::parse(name)? {
-        SummarizerSpec::Model(m) if !(known.model)(&m) => Err(format!(
+    let refuse =
+        |m: &dyn fmt::Display| GridError(format!("grid axis summarizer: value `{name}`: {m}"));
+    match SummarizerSpec::parse(name).map_err(|m| refuse(&m))? {
+        SummarizerSpec::Model(m) if !(known.model)(&m) => Err(refuse(&format!(
             "unknown model `{m}`: it is not in the pricing table"
-        )),
-        SummarizerSpec::Command { program, .. } => resolve_program(&program).map(|_| ()),
+        ))),
+        SummarizerSpec::Command { program, .. } => resolve_program(&program)
+            .map(|_| ())
+            .map_err(|m| refuse(&m)),
         _ => Ok(()),
     }
 }
@@ -673,11 +417,37 @@ fn settings_count(
     prod(&[models, tokenizers]).saturating_mul(per_kind.saturating_add(1))
 }
 
-/// The manifest's words for a half pair (platform guide, "Both, and half of one").
-pub fn half_pair_message(written: &str) -> String {
-    match written {
-        "after_tokens" | "keep_recent_events" => "`after_tokens` and `keep_recent_events` go together: the first says when to compact, the second how much of the recent conversation to leave alone. Set both, or neither.".to_string(),
-        _ => "`after_invocations` and `overlap` go together: the first says how often to compact, the second how many earlier turns each summary re-includes. Set both, or neither.".to_string(),
+/// One trigger pair's two axes as given, checked against the trigger kinds that use them:
+/// both or neither, and only when used (the manifest's words for a half pair).
+fn pair_axes(
+    triggers: &[TriggerKind],
+    (a, sa): (&str, &Option<AxisSpec>),
+    (b, sb): (&str, &Option<AxisSpec>),
+    used: bool,
+) -> Result<(Vec<u64>, Vec<u64>), GridError> {
+    let half = crate::settings::half_pair(a);
+    match (sa, sb) {
+        (Some(x), Some(y)) => {
+            if !used {
+                return err(format!(
+                    "grid axis {a}: values `{}` are given but no trigger kind uses them (trigger = {}); drop the axis or add its trigger",
+                    x.text(),
+                    triggers.iter().map(|t| t.name()).collect::<Vec<_>>().join(",")
+                ));
+            }
+            Ok((parse_numeric_axis(a, x)?, parse_numeric_axis(b, y)?))
+        }
+        (Some(_), None) if used => err(format!("grid axis {b}: missing; {half}")),
+        (None, Some(_)) if used => err(format!("grid axis {a}: missing; {half}")),
+        (None, None) if used => err(format!(
+            "grid axes {a} and {b}: missing, but a trigger kind uses them; {half}"
+        )),
+        (Some(x), None) | (None, Some(x)) => err(format!(
+            "grid axis {}: values `{}` are given but no trigger kind uses them; {half}",
+            if sa.is_some() { a } else { b },
+            x.text(),
+        )),
+        (None, None) => Ok((Vec::new(), Vec::new())),
     }
 }
 
@@ -688,131 +458,123 @@ impl GridSpec {
     }
 
     /// [`GridSpec::resolve`] with another ceiling on the number of settings (checked before
-    /// the settings are built).
+    /// the settings are built). Axes are checked in the order written here, so a grid with
+    /// several faults is refused for the same one every time.
     pub fn resolve_with_limit(
         &self,
         known: &Known,
         max_settings: u64,
     ) -> Result<ResolvedGrid, GridError> {
-        // Trigger kinds: written, or inferred from which pairs are present.
-        let triggers: Vec<TriggerKind> = match &self.trigger {
-            Some(spec) => {
-                let mut v = Vec::new();
-                for t in parse_text_axis("trigger", spec)? {
-                    match TriggerKind::parse(&t) {
-                        Some(k) => {
-                            if !v.contains(&k) {
-                                v.push(k)
-                            }
-                        }
-                        None => return err(format!("grid axis trigger: unknown value `{t}`; use tokens, invocations or both")),
-                    }
-                }
-                v.sort();
-                v
-            }
-            None => {
-                let mut v = Vec::new();
-                if self.after_tokens.is_some() || self.keep_recent_events.is_some() {
-                    v.push(TriggerKind::Tokens);
-                }
-                if self.after_invocations.is_some() || self.overlap.is_some() {
-                    v.push(TriggerKind::Invocations);
-                }
-                v
-            }
-        };
-        if triggers.is_empty() {
-            return err("grid: At least one compaction trigger must be configured: set after_tokens with keep_recent_events, or after_invocations with overlap (a Compaction() with no trigger would never compact).");
-        }
-        let uses_tokens = triggers.iter().any(|t| t.uses_tokens());
-        let uses_inv = triggers.iter().any(|t| t.uses_invocations());
-
-        let pair = |a: &str,
-                    sa: &Option<AxisSpec>,
-                    b: &str,
-                    sb: &Option<AxisSpec>,
-                    used: bool|
-         -> Result<(Vec<u64>, Vec<u64>), GridError> {
-            match (sa, sb) {
-                (Some(x), Some(y)) => {
-                    if !used {
-                        return err(format!(
-                            "grid axis {a}: values `{}` are given but no trigger kind uses them (trigger = {}); drop the axis or add its trigger",
-                            x.text(),
-                            triggers.iter().map(|t| t.name()).collect::<Vec<_>>().join(",")
-                        ));
-                    }
-                    Ok((parse_numeric_axis(a, x)?, parse_numeric_axis(b, y)?))
-                }
-                (Some(_), None) if used => {
-                    err(format!("grid axis {b}: missing; {}", half_pair_message(a)))
-                }
-                (None, Some(_)) if used => {
-                    err(format!("grid axis {a}: missing; {}", half_pair_message(b)))
-                }
-                (None, None) if used => err(format!(
-                    "grid axes {a} and {b}: missing, but a trigger kind uses them; {}",
-                    half_pair_message(a)
-                )),
-                (Some(x), None) | (None, Some(x)) => err(format!(
-                    "grid axis {}: values `{}` are given but no trigger kind uses them; {}",
-                    if sa.is_some() { a } else { b },
-                    x.text(),
-                    half_pair_message(a)
-                )),
-                (None, None) => Ok((Vec::new(), Vec::new())),
-            }
-        };
-        let (after_tokens, keep_recent) = pair(
-            "after_tokens",
-            &self.after_tokens,
-            "keep_recent_events",
-            &self.keep_recent_events,
+        let trigger = self.triggers()?;
+        let uses_tokens = trigger.iter().any(|t| t.uses_tokens());
+        let uses_inv = trigger.iter().any(|t| t.uses_invocations());
+        let (after_tokens, keep_recent_events) = pair_axes(
+            &trigger,
+            ("after_tokens", &self.after_tokens),
+            ("keep_recent_events", &self.keep_recent_events),
             uses_tokens,
         )?;
-        let (after_inv, overlap) = pair(
-            "after_invocations",
-            &self.after_invocations,
-            "overlap",
-            &self.overlap,
+        let (after_invocations, overlap) = pair_axes(
+            &trigger,
+            ("after_invocations", &self.after_invocations),
+            ("overlap", &self.overlap),
             uses_inv,
         )?;
         // Field bounds (guide table: after_tokens and after_invocations accept greater than 0).
         if let Some(0) = after_tokens.first() {
             return err("grid axis after_tokens: value 0 is refused by the manifest: after_tokens accepts greater than 0");
         }
-        if let Some(0) = after_inv.first() {
+        if let Some(0) = after_invocations.first() {
             return err("grid axis after_invocations: value 0 is refused by the manifest: after_invocations accepts greater than 0");
         }
+        let mut grid = ResolvedGrid {
+            trigger,
+            after_tokens,
+            keep_recent_events,
+            after_invocations,
+            overlap,
+            summarizer: self.summarizers(known)?,
+            agent_model: self.agent_models(known)?,
+            client: self.clients()?,
+            tokenizer: self.tokenizers(known)?,
+            budget: self.budget()?,
+            policies: super::policy_axes::resolve(self)?,
+            max_llm_calls: Vec::new(),
+            artifacts: false,
+            split: Vec::new(),
+            combine: self.combine == Some(true),
+            settings: Vec::new(),
+        };
+        grid.check_count(max_settings)?;
+        grid.settings = grid.compaction_settings();
+        grid.max_llm_calls = self.caps()?;
+        grid.artifacts = self.artifacts == Some(true);
+        grid.split = self.splits()?;
+        grid.rebuild_alternatives();
+        Ok(grid)
+    }
 
-        let default_or =
-            |spec: &Option<AxisSpec>, axis: &str, dflt: &str| -> Result<Vec<String>, GridError> {
-                match spec {
-                    Some(s) => parse_text_axis(axis, s),
-                    None => Ok(vec![dflt.to_string()]),
+    /// Trigger kinds: written, or inferred from which pairs are present.
+    fn triggers(&self) -> Result<Vec<TriggerKind>, GridError> {
+        let mut v = Vec::new();
+        match &self.trigger {
+            Some(spec) => {
+                for t in parse_text_axis("trigger", spec)? {
+                    match TriggerKind::parse(&t) {
+                        Some(k) if !v.contains(&k) => v.push(k),
+                        Some(_) => {}
+                        None => return err(format!("grid axis trigger: unknown value `{t}`; use tokens, invocations or both")),
+                    }
                 }
-            };
-        let summarizers = default_or(&self.summarizer, "summarizer", "agent")?;
-        for s in &summarizers {
-            if let Err(m) = check_summarizer(s, known) {
-                return err(format!("grid axis summarizer: value `{s}`: {m}"));
+                v.sort();
+            }
+            None => {
+                if self.after_tokens.is_some() || self.keep_recent_events.is_some() {
+                    v.push(TriggerKind::Tokens);
+                }
+                if self.after_invocations.is_some() || self.overlap.is_some() {
+                    v.push(TriggerKind::Invocations);
+                }
             }
         }
-        let agent_models = default_or(&self.agent_model, "agent_model", "recorded")?;
-        for m in &agent_models {
+        if v.is_empty() {
+            return err("grid: At least one compaction trigger must be configured: set after_tokens with keep_recent_events, or after_invocations with overlap (a Compaction() with no trigger would never compact).");
+        }
+        Ok(v)
+    }
+
+    /// A text axis's values, or `dflt` alone when the axis is not given.
+    fn text_or(spec: &Option<AxisSpec>, axis: &str, dflt: &str) -> Result<Vec<String>, GridError> {
+        match spec {
+            Some(s) => parse_text_axis(axis, s),
+            None => Ok(vec![dflt.to_string()]),
+        }
+    }
+
+    fn summarizers(&self, known: &Known) -> Result<Vec<String>, GridError> {
+        let summarizers = Self::text_or(&self.summarizer, "summarizer", "agent")?;
+        for s in &summarizers {
+            check_summarizer(s, known)?;
+        }
+        Ok(summarizers)
+    }
+
+    fn agent_models(&self, known: &Known) -> Result<Vec<String>, GridError> {
+        let models = Self::text_or(&self.agent_model, "agent_model", "recorded")?;
+        for m in &models {
             if m != "recorded" && !(known.model)(m) {
                 return err(format!("grid axis agent_model: value `{m}`: unknown model: it is not in the pricing table (use `recorded` for each session's own model)"));
             }
         }
+        Ok(models)
+    }
+
+    fn clients(&self) -> Result<Vec<ClientMode>, GridError> {
         let mut clients = Vec::new();
-        for c in default_or(&self.client, "client", "waits")? {
+        for c in Self::text_or(&self.client, "client", "waits")? {
             match ClientMode::parse(&c) {
-                Some(m) => {
-                    if !clients.contains(&m) {
-                        clients.push(m)
-                    }
-                }
+                Some(m) if !clients.contains(&m) => clients.push(m),
+                Some(_) => {}
                 None => {
                     return err(format!(
                         "grid axis client: unknown value `{c}`; use waits or streams"
@@ -820,7 +582,11 @@ impl GridSpec {
                 }
             }
         }
-        let tokenizers = default_or(&self.tokenizer, "tokenizer", "o200k")?;
+        Ok(clients)
+    }
+
+    fn tokenizers(&self, known: &Known) -> Result<Vec<String>, GridError> {
+        let tokenizers = Self::text_or(&self.tokenizer, "tokenizer", "o200k")?;
         for t in &tokenizers {
             if !known.tokenizers.contains(&t.as_str()) {
                 return err(format!(
@@ -829,17 +595,18 @@ impl GridSpec {
                 ));
             }
         }
+        Ok(tokenizers)
+    }
+
+    /// The budgets, each within its range.
+    fn budget(&self) -> Result<Budgets, GridError> {
         let budget = self.budget.unwrap_or_default();
-        if let Some(d) = budget.broken_references {
-            if !(0.0..=1.0).contains(&d) {
-                return err(format!(
-                    "budget broken_references: value `{d}` is outside 0..1"
-                ));
-            }
-        }
-        if let Some(d) = budget.detail_lost {
-            if !(0.0..=1.0).contains(&d) {
-                return err(format!("budget detail_lost: value `{d}` is outside 0..1"));
+        for (name, share) in [
+            ("broken_references", budget.broken_references),
+            ("detail_lost", budget.detail_lost),
+        ] {
+            if let Some(d) = share.filter(|d| !(0.0..=1.0).contains(d)) {
+                return err(format!("budget {name}: value `{d}` is outside 0..1"));
             }
         }
         if let Some(l) = budget.latency_s {
@@ -849,160 +616,11 @@ impl GridSpec {
                 ));
             }
         }
+        Ok(budget)
+    }
 
-        let policies = super::policy_axes::resolve(self)?;
-        // Counted before anything is materialized: a grid of 10^12 settings is refused in
-        // microseconds instead of aborting on a failed allocation.
-        let axes: [(&str, usize); 9] = [
-            ("trigger", triggers.len()),
-            ("after_tokens", after_tokens.len()),
-            ("keep_recent_events", keep_recent.len()),
-            ("after_invocations", after_inv.len()),
-            ("overlap", overlap.len()),
-            ("summarizer", summarizers.len()),
-            ("agent_model", agent_models.len()),
-            ("client", clients.len()),
-            ("tokenizer", tokenizers.len()),
-        ];
-        let count = settings_count(
-            &triggers,
-            [after_tokens.len(), keep_recent.len()],
-            [after_inv.len(), overlap.len()],
-            [
-                summarizers.len(),
-                clients.len(),
-                agent_models.len(),
-                tokenizers.len(),
-            ],
-        )
-        .saturating_add(
-            policies
-                .iter()
-                .map(|p| {
-                    if p.summarizes() {
-                        summarizers.len() as u128
-                    } else {
-                        1
-                    }
-                })
-                .sum::<u128>()
-                .saturating_mul((agent_models.len() * tokenizers.len()) as u128),
-        );
-        if count > max_settings as u128 {
-            let sizes: Vec<String> = axes
-                .iter()
-                .filter(|(_, n)| *n > 1)
-                .map(|(a, n)| format!("{a} {}", py_int(*n as u64)))
-                .collect();
-            let count = match u64::try_from(count) {
-                Ok(n) => py_int(n),
-                Err(_) => format!("more than {}", py_int(u64::MAX)),
-            };
-            return err(format!(
-                "grid: {count} settings is over the limit of {} (values per axis: {}); narrow an axis or raise the limit with --max-settings N",
-                py_int(max_settings),
-                sizes.join(", ")
-            ));
-        }
-
-        let mut settings = Vec::with_capacity(count as usize);
-        let mut push = |s: Setting| {
-            let mut s = s;
-            s.setting_id = settings.len() as u32;
-            settings.push(s);
-        };
-        for tok in &tokenizers {
-            for model in &agent_models {
-                // The baseline does not depend on the summarizer or (without summaries) the
-                // client mode; one per tokenizer and agent model.
-                push(Setting {
-                    setting_id: 0,
-                    trigger_kind: TriggerKind::None,
-                    after_tokens: None,
-                    keep_recent_events: None,
-                    after_invocations: None,
-                    overlap: None,
-                    summarizer: None,
-                    agent_model: model.clone(),
-                    client: clients[0],
-                    tokenizer: tok.clone(),
-                    alternative: None,
-                    policy: None,
-                });
-            }
-        }
-        for tok in &tokenizers {
-            for model in &agent_models {
-                for &kind in &triggers {
-                    let tok_pairs: Vec<(Option<u64>, Option<u64>)> = if kind.uses_tokens() {
-                        after_tokens
-                            .iter()
-                            .flat_map(|&t| keep_recent.iter().map(move |&k| (Some(t), Some(k))))
-                            .collect()
-                    } else {
-                        vec![(None, None)]
-                    };
-                    let inv_pairs: Vec<(Option<u64>, Option<u64>)> = if kind.uses_invocations() {
-                        after_inv
-                            .iter()
-                            .flat_map(|&i| overlap.iter().map(move |&o| (Some(i), Some(o))))
-                            .collect()
-                    } else {
-                        vec![(None, None)]
-                    };
-                    for &(t, k) in &tok_pairs {
-                        for &(i, o) in &inv_pairs {
-                            for summ in &summarizers {
-                                for &client in &clients {
-                                    push(Setting {
-                                        setting_id: 0,
-                                        trigger_kind: kind,
-                                        after_tokens: t,
-                                        keep_recent_events: k,
-                                        after_invocations: i,
-                                        overlap: o,
-                                        summarizer: Some(summ.clone()),
-                                        agent_model: model.clone(),
-                                        client,
-                                        tokenizer: tok.clone(),
-                                        alternative: None,
-                                        policy: None,
-                                    });
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        // Other frameworks' policies, after every ADK setting.
-        for tok in &tokenizers {
-            for model in &agent_models {
-                for p in &policies {
-                    let summs: Vec<Option<String>> = if p.summarizes() {
-                        summarizers.iter().cloned().map(Some).collect()
-                    } else {
-                        vec![None]
-                    };
-                    for summ in summs {
-                        push(Setting {
-                            setting_id: 0,
-                            trigger_kind: TriggerKind::Policy,
-                            after_tokens: None,
-                            keep_recent_events: None,
-                            after_invocations: None,
-                            overlap: None,
-                            summarizer: summ,
-                            agent_model: model.clone(),
-                            client: clients[0],
-                            tokenizer: tok.clone(),
-                            alternative: None,
-                            policy: Some(p.clone()),
-                        });
-                    }
-                }
-            }
-        }
+    /// Caps of the capped-runs alternative, ascending.
+    fn caps(&self) -> Result<Vec<u64>, GridError> {
         let caps = match &self.max_llm_calls {
             Some(spec) => parse_numeric_axis("max_llm_calls", spec)?,
             None => Vec::new(),
@@ -1010,41 +628,21 @@ impl GridSpec {
         if caps.first() == Some(&0) {
             return err("grid axis max_llm_calls: value `0` disables the cap in ADK (RunConfig enforces only a positive max_llm_calls); use 1 or more");
         }
-        let mut grid = ResolvedGrid {
-            policies,
-            trigger: triggers,
-            after_tokens,
-            keep_recent_events: keep_recent,
-            after_invocations: after_inv,
-            overlap,
-            summarizer: summarizers,
-            agent_model: agent_models,
-            client: clients,
-            tokenizer: tokenizers,
-            budget,
-            max_llm_calls: Vec::new(),
-            artifacts: false,
-            split: Vec::new(),
-            combine: self.combine == Some(true),
-            settings,
+        Ok(caps)
+    }
+
+    /// Split rules, each one [`Alternative::split`] reads.
+    fn splits(&self) -> Result<Vec<String>, GridError> {
+        let Some(spec) = &self.split else {
+            return Ok(Vec::new());
         };
-        let splits = match &self.split {
-            Some(spec) => {
-                let v = parse_text_axis("split", spec)?;
-                for r in &v {
-                    if crate::sweep::alternatives::parse_split(&format!("split:{r}")).is_none() {
-                        return err(format!("grid axis split: unknown value `{r}`; use lossless or idle=DURATION (e.g. idle=30m, idle=2h)"));
-                    }
-                }
-                v
+        let rules = parse_text_axis("split", spec)?;
+        for r in &rules {
+            if Alternative::split(r).is_none() {
+                return err(format!("grid axis split: unknown value `{r}`; use lossless or idle=DURATION (e.g. idle=30m, idle=2h)"));
             }
-            None => Vec::new(),
-        };
-        grid.max_llm_calls = caps;
-        grid.artifacts = self.artifacts == Some(true);
-        grid.split = splits;
-        grid.rebuild_alternatives();
-        Ok(grid)
+        }
+        Ok(rules)
     }
 }
 
@@ -1074,37 +672,179 @@ impl ResolvedGrid {
         self.rebuild_alternatives();
     }
 
+    /// How many settings the axes give (saturating), refused over `max_settings` before
+    /// anything is built: a grid of 10^12 settings is refused in microseconds instead of
+    /// aborting on a failed allocation.
+    fn check_count(&self, max_settings: u64) -> Result<(), GridError> {
+        let per_model = (self.agent_model.len() * self.tokenizer.len()) as u128;
+        let policies: u128 = self
+            .policies
+            .iter()
+            .map(|p| {
+                if p.summarizes() {
+                    self.summarizer.len() as u128
+                } else {
+                    1
+                }
+            })
+            .sum();
+        let count = settings_count(
+            &self.trigger,
+            [self.after_tokens.len(), self.keep_recent_events.len()],
+            [self.after_invocations.len(), self.overlap.len()],
+            [
+                self.summarizer.len(),
+                self.client.len(),
+                self.agent_model.len(),
+                self.tokenizer.len(),
+            ],
+        )
+        .saturating_add(policies.saturating_mul(per_model));
+        if count <= max_settings as u128 {
+            return Ok(());
+        }
+        let axes: [(&str, usize); 9] = [
+            ("trigger", self.trigger.len()),
+            ("after_tokens", self.after_tokens.len()),
+            ("keep_recent_events", self.keep_recent_events.len()),
+            ("after_invocations", self.after_invocations.len()),
+            ("overlap", self.overlap.len()),
+            ("summarizer", self.summarizer.len()),
+            ("agent_model", self.agent_model.len()),
+            ("client", self.client.len()),
+            ("tokenizer", self.tokenizer.len()),
+        ];
+        let sizes: Vec<String> = axes
+            .iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(a, n)| format!("{a} {}", py_int(*n as u64)))
+            .collect();
+        let count = match u64::try_from(count) {
+            Ok(n) => py_int(n),
+            Err(_) => format!("more than {}", py_int(u64::MAX)),
+        };
+        err(format!(
+            "grid: {count} settings is over the limit of {} (values per axis: {}); narrow an axis or raise the limit with --max-settings N",
+            py_int(max_settings),
+            sizes.join(", ")
+        ))
+    }
+
+    /// The settings before the alternatives, numbered in order: one baseline per
+    /// (tokenizer, agent model), then the ADK settings, then other frameworks' policies.
+    fn compaction_settings(&self) -> Vec<Setting> {
+        let mut settings = Vec::new();
+        for tok in &self.tokenizer {
+            for model in &self.agent_model {
+                // The baseline does not depend on the summarizer or (without summaries) the
+                // client mode.
+                settings.push(Setting::without_compaction(
+                    tok,
+                    model,
+                    self.client[0],
+                    None,
+                ));
+            }
+        }
+        for tok in &self.tokenizer {
+            for model in &self.agent_model {
+                self.adk_settings(tok, model, &mut settings);
+            }
+        }
+        for tok in &self.tokenizer {
+            for model in &self.agent_model {
+                self.policy_settings(tok, model, &mut settings);
+            }
+        }
+        for (id, s) in settings.iter_mut().enumerate() {
+            s.setting_id = id as u32;
+        }
+        settings
+    }
+
+    /// Every trigger kind's pairs × summarizers × clients for one tokenizer and agent model.
+    fn adk_settings(&self, tok: &str, model: &str, out: &mut Vec<Setting>) {
+        let pairs = |used: bool, a: &[u64], b: &[u64]| -> Vec<(Option<u64>, Option<u64>)> {
+            if !used {
+                return vec![(None, None)];
+            }
+            a.iter()
+                .flat_map(|&x| b.iter().map(move |&y| (Some(x), Some(y))))
+                .collect()
+        };
+        for &kind in &self.trigger {
+            let tok_pairs = pairs(
+                kind.uses_tokens(),
+                &self.after_tokens,
+                &self.keep_recent_events,
+            );
+            let inv_pairs = pairs(
+                kind.uses_invocations(),
+                &self.after_invocations,
+                &self.overlap,
+            );
+            for &(t, k) in &tok_pairs {
+                for &(i, o) in &inv_pairs {
+                    for summ in &self.summarizer {
+                        for &client in &self.client {
+                            out.push(Setting {
+                                trigger_kind: kind,
+                                after_tokens: t,
+                                keep_recent_events: k,
+                                after_invocations: i,
+                                overlap: o,
+                                summarizer: Some(summ.clone()),
+                                ..Setting::without_compaction(tok, model, client, None)
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Other frameworks' policies for one tokenizer and agent model (each summarizer for
+    /// a policy that summarizes).
+    fn policy_settings(&self, tok: &str, model: &str, out: &mut Vec<Setting>) {
+        for p in &self.policies {
+            let summs: Vec<Option<String>> = if p.summarizes() {
+                self.summarizer.iter().cloned().map(Some).collect()
+            } else {
+                vec![None]
+            };
+            for summ in summs {
+                out.push(Setting {
+                    trigger_kind: TriggerKind::Policy,
+                    summarizer: summ,
+                    policy: Some(p.clone()),
+                    ..Setting::without_compaction(tok, model, self.client[0], None)
+                });
+            }
+        }
+    }
+
     /// The alternative settings again, after every compaction setting (whose ids never move)
     /// and in one order whatever the order they were added in: per (tokenizer, agent model),
     /// the caps ascending, then artifacts, then the splits. A grid re-resolved from grid.toml
     /// (what `merge` does) so gets the same ids.
     fn rebuild_alternatives(&mut self) {
         self.settings.retain(|s| s.alternative.is_none());
-        let mut alts: Vec<String> = self
+        let mut alts: Vec<Alternative> = self
             .max_llm_calls
             .iter()
-            .map(|&n| cap_alternative(n))
+            .map(|&n| Alternative::Cap(n))
             .collect();
         if self.artifacts {
-            alts.push(ARTIFACTS.to_string());
+            alts.push(Alternative::Artifacts);
         }
-        alts.extend(self.split.iter().map(|r| format!("split:{r}")));
-        for tok in self.tokenizer.clone() {
-            for model in self.agent_model.clone() {
+        // Each rule was checked when it was added.
+        alts.extend(self.split.iter().filter_map(|r| Alternative::split(r)));
+        for tok in &self.tokenizer {
+            for model in &self.agent_model {
                 for a in &alts {
                     self.settings.push(Setting {
                         setting_id: self.settings.len() as u32,
-                        trigger_kind: TriggerKind::None,
-                        after_tokens: None,
-                        keep_recent_events: None,
-                        after_invocations: None,
-                        overlap: None,
-                        summarizer: None,
-                        agent_model: model.clone(),
-                        client: self.client[0],
-                        tokenizer: tok.clone(),
-                        alternative: Some(a.clone()),
-                        policy: None,
+                        ..Setting::without_compaction(tok, model, self.client[0], Some(a.clone()))
                     });
                 }
             }
@@ -1258,17 +998,6 @@ mod tests {
     }
     fn spec(s: &str) -> AxisSpec {
         AxisSpec::One(AxisItem::Text(s.into()))
-    }
-
-    #[test]
-    fn numbers_with_suffixes_and_underscores() {
-        assert_eq!(parse_number("a", "40k").unwrap(), 40_000);
-        assert_eq!(parse_number("a", "80_000").unwrap(), 80_000);
-        assert_eq!(parse_number("a", "1.5M").unwrap(), 1_500_000);
-        assert_eq!(parse_number("a", "2M").unwrap(), 2_000_000);
-        assert!(parse_number("a", "1.2345k").is_err());
-        assert!(parse_number("a", "abc").is_err());
-        assert!(parse_number("a", "-5").unwrap_err().0.contains("negative"));
     }
 
     #[test]

@@ -6,9 +6,9 @@
 
 use super::grid::{ClientMode, Setting};
 use super::run::{
-    Evaluator, InputInfo, SessionInfo, Skipped, Timeline, TimelineCompaction, TimelineRequest,
+    Evaluator, InputInfo, ReplayError, SessionInfo, Skipped, Timeline, TimelineCompaction,
+    TimelineRequest,
 };
-use crate::cost::client::ClientMode as CostClient;
 use crate::cost::compute::CostModel;
 use crate::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
 use crate::cost::latency::BUILTIN_LATENCY;
@@ -16,10 +16,11 @@ use crate::cost::metrics::SessionMetrics;
 use crate::cost::pricing::BUILTIN_PRICING;
 use crate::cost::summarizers::SummarizerSpec;
 use crate::engine::{Config, Phase, Replay, Summarizer, UsageMode};
+use crate::settings::Alternative;
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
 use crate::transcript::db::DbFilter;
-use crate::transcript::{detect, Format, Session};
+use crate::transcript::{detect, Format, ReadError, Session};
 use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -197,10 +198,7 @@ pub fn session_info(s: &Session, tok: Tokenizer) -> SessionInfo {
 
 /// [`session_info`] for many sessions, in parallel, with the grid's first tokenizer.
 pub fn session_infos(sessions: &[Session], tokenizers: &[String]) -> Vec<SessionInfo> {
-    let tok = tokenizers
-        .first()
-        .and_then(|t| t.parse::<Tokenizer>().ok())
-        .unwrap_or_default();
+    let tok = first_tokenizer(tokenizers);
     sessions.par_iter().map(|s| session_info(s, tok)).collect()
 }
 
@@ -220,7 +218,7 @@ struct Prepared {
     /// Counterfactual sessions of the guide's alternatives by (alternative, tokenizer),
     /// built on first use and shared by every setting that replays them; dropped with the
     /// window, so memory stays that of one window.
-    variants: std::sync::Mutex<HashMap<(String, String), std::sync::Arc<Counterfactual>>>,
+    variants: std::sync::Mutex<HashMap<(Alternative, String), std::sync::Arc<Counterfactual>>>,
     /// The recorded session's no-compaction metrics every alternative is measured against,
     /// by (tokenizer, agent model, client): replayed once, not once per alternative setting.
     baselines: std::sync::Mutex<HashMap<(String, String, ClientMode), SessionMetrics>>,
@@ -289,13 +287,84 @@ struct Listed {
     info: SessionInfo,
 }
 
+impl Listed {
+    fn of(s: &Session, tok: Tokenizer) -> Listed {
+        Listed {
+            source: s.source.clone(),
+            id: s.id.clone(),
+            model: recorded_model(s).to_string(),
+            info: session_info(s, tok),
+        }
+    }
+}
+
+/// The session's recorded agent model, or the fallback where it names none.
+fn recorded_model(s: &Session) -> &str {
+    s.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL)
+}
+
+/// The first tokenizer of the run (what the sessions' facts are counted in).
+fn first_tokenizer(tokenizers: &[String]) -> Tokenizer {
+    tokenizers
+        .first()
+        .and_then(|t| t.parse::<Tokenizer>().ok())
+        .unwrap_or_default()
+}
+
+/// The first pass over files, [`SCAN_FILES`] at a time (each batch in parallel): what is
+/// kept of each session and where it is, in the order read.
+fn list_files(
+    files: &[PathBuf],
+    format: Option<Format>,
+    tok: Tokenizer,
+    errors: &mut Vec<ReadError>,
+) -> Vec<(Listed, Origin)> {
+    let mut listed = Vec::new();
+    for (b, batch) in files.chunks(SCAN_FILES).enumerate() {
+        let results: Vec<Result<Vec<Listed>, ReadError>> = batch
+            .par_iter()
+            .map(|f| {
+                detect::load_file(f, format)
+                    .map(|ss| ss.iter().map(|s| Listed::of(s, tok)).collect())
+            })
+            .collect();
+        for (k, r) in results.into_iter().enumerate() {
+            let file = (b * SCAN_FILES + k) as u32;
+            match r {
+                Ok(ls) => listed.extend(ls.into_iter().enumerate().map(|(pos, l)| {
+                    let pos = pos as u32;
+                    (l, Origin::File { file, pos })
+                })),
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    listed
+}
+
+/// The sessions of database inputs, held (listed after the files' sessions).
+fn list_held(
+    urls: &[String],
+    filter: &DbFilter,
+    tok: Tokenizer,
+    listed: &mut Vec<(Listed, Origin)>,
+    errors: &mut Vec<ReadError>,
+) -> Vec<std::sync::Arc<Session>> {
+    let mut held = Vec::new();
+    for u in urls {
+        let (sessions, skipped) = crate::transcript::db::load_arg(u, filter);
+        errors.extend(skipped);
+        for s in sessions {
+            listed.push((Listed::of(&s, tok), Origin::Held(held.len() as u32)));
+            held.push(std::sync::Arc::new(s));
+        }
+    }
+    held
+}
+
 /// A file read again: its number, the (slot, position) of the sessions wanted from it, and
 /// what reading it gave.
-type FileRead = (
-    u32,
-    Vec<(usize, u32)>,
-    Result<Vec<Session>, crate::transcript::ReadError>,
-);
+type FileRead = (u32, Vec<(usize, u32)>, Result<Vec<Session>, ReadError>);
 
 #[derive(Debug, Clone, Copy)]
 enum Origin {
@@ -318,10 +387,7 @@ impl Catalog {
         tokenizers: &[String],
     ) -> Result<Catalog> {
         let format = parse_format(format)?;
-        let tok = tokenizers
-            .first()
-            .and_then(|t| t.parse::<Tokenizer>().ok())
-            .unwrap_or_default();
+        let tok = first_tokenizer(tokenizers);
         let (urls, files): (Vec<String>, Vec<String>) = paths
             .iter()
             .cloned()
@@ -331,74 +397,30 @@ impl Catalog {
         } else {
             detect::expand_paths(&files)
         };
-        let mut errors: Vec<crate::transcript::ReadError> = expand_errors
+        let mut errors: Vec<ReadError> = expand_errors
             .into_iter()
             .map(crate::transcript::util::tidy)
             .collect();
-        // (source, id as read, order read, origin, facts)
-        let mut listed: Vec<(String, String, u64, Origin, SessionInfo, String)> = Vec::new();
-        let mut read = 0u64;
-        // What the first pass keeps of a session (it is dropped at once).
-        let fact = |s: &Session| Listed {
-            source: s.source.clone(),
-            id: s.id.clone(),
-            model: s
-                .model
-                .as_deref()
-                .unwrap_or(FALLBACK_AGENT_MODEL)
-                .to_string(),
-            info: session_info(s, tok),
-        };
-        let note = |l: Listed, origin: Origin, read: &mut u64, listed: &mut Vec<_>| {
-            listed.push((l.source, l.id, *read, origin, l.info, l.model));
-            *read += 1;
-        };
-        for (b, batch) in files.chunks(SCAN_FILES).enumerate() {
-            let results: Vec<Result<Vec<Listed>, crate::transcript::ReadError>> = batch
-                .par_iter()
-                .map(|f| detect::load_file(f, format).map(|ss| ss.iter().map(fact).collect()))
-                .collect();
-            for (k, r) in results.into_iter().enumerate() {
-                let file = (b * SCAN_FILES + k) as u32;
-                match r {
-                    Ok(ls) => {
-                        for (pos, l) in ls.into_iter().enumerate() {
-                            let pos = pos as u32;
-                            note(l, Origin::File { file, pos }, &mut read, &mut listed);
-                        }
-                    }
-                    Err(e) => errors.push(e),
-                }
-            }
-        }
-        let mut held = Vec::new();
-        for u in &urls {
-            let (sessions, skipped) = crate::transcript::db::load_arg(u, filter);
-            errors.extend(skipped);
-            for s in sessions {
-                note(
-                    fact(&s),
-                    Origin::Held(held.len() as u32),
-                    &mut read,
-                    &mut listed,
-                );
-                held.push(std::sync::Arc::new(s));
-            }
-        }
-        // The run's order: by (source, id), ties in the order read (what a stable sort of all
-        // sessions read in that order gives).
-        listed.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
-        let renamed = repeated_ids(listed.iter().map(|l| (l.0.as_str(), l.1.as_str())));
+        let mut listed = list_files(&files, format, tok, &mut errors);
+        let held = list_held(&urls, filter, tok, &mut listed, &mut errors);
+        // The run's order: by (source, id), ties in the order read (the sort is stable).
+        listed.sort_by(|a, b| (&a.0.source, &a.0.id).cmp(&(&b.0.source, &b.0.id)));
+        let renamed = repeated_ids(
+            listed
+                .iter()
+                .map(|(l, _)| (l.source.as_str(), l.id.as_str())),
+        );
         let mut infos = Vec::with_capacity(listed.len());
         let mut origin = Vec::with_capacity(listed.len());
         let mut models = Vec::with_capacity(listed.len());
-        for ((_, _, _, o, mut info, model), id) in listed.into_iter().zip(renamed) {
+        for ((l, o), id) in listed.into_iter().zip(renamed) {
+            let mut info = l.info;
             if let Some(id) = id {
                 info.session_id = id;
             }
             infos.push(info);
             origin.push(o);
-            models.push(model);
+            models.push(l.model);
         }
         let inputs = input_list(infos.iter().map(|s| s.source.as_str()));
         let skipped = skipped_list(&errors);
@@ -417,19 +439,10 @@ impl Catalog {
 
     /// A catalog of sessions already in memory (kept in the given order).
     pub fn from_sessions(sessions: Vec<Session>, tokenizers: &[String]) -> Catalog {
-        let tok = tokenizers
-            .first()
-            .and_then(|t| t.parse::<Tokenizer>().ok())
-            .unwrap_or_default();
-        let infos = sessions.par_iter().map(|s| session_info(s, tok)).collect();
+        let infos = session_infos(&sessions, tokenizers);
         let models = sessions
             .iter()
-            .map(|s| {
-                s.model
-                    .as_deref()
-                    .unwrap_or(FALLBACK_AGENT_MODEL)
-                    .to_string()
-            })
+            .map(|s| recorded_model(s).to_string())
             .collect();
         Catalog {
             infos,
@@ -636,13 +649,13 @@ fn input_list<'a>(sources: impl Iterator<Item = &'a str>) -> Vec<InputInfo> {
 }
 
 /// Read errors as the run lists them: sorted by (path, reason).
-fn skipped_list(errors: &[crate::transcript::ReadError]) -> Vec<Skipped> {
+fn skipped_list(errors: &[ReadError]) -> Vec<Skipped> {
     let mut skipped: Vec<Skipped> = errors.iter().map(skipped_of).collect();
     skipped.sort_by(|a, b| (&a.path, &a.reason).cmp(&(&b.path, &b.reason)));
     skipped
 }
 
-fn skipped_of(e: &crate::transcript::ReadError) -> Skipped {
+fn skipped_of(e: &ReadError) -> Skipped {
     Skipped {
         path: e.file.clone(),
         reason: if e.location.is_empty() {
@@ -814,13 +827,13 @@ impl PipelineEval {
             .clear();
     }
 
-    fn spec(&self, name: &str) -> Result<SummarizerSpec, String> {
+    fn spec(&self, name: &str) -> Result<SummarizerSpec, ReplayError> {
         if let Ok(m) = self.specs.lock() {
             if let Some(s) = m.get(name) {
                 return Ok(s.clone());
             }
         }
-        let s = SummarizerSpec::parse(name)?;
+        let s = SummarizerSpec::parse(name).map_err(|e| ReplayError::Summarizer(e.to_string()))?;
         if let Ok(mut m) = self.specs.lock() {
             m.insert(name.to_string(), s.clone());
         }
@@ -833,9 +846,9 @@ impl PipelineEval {
         &self,
         p: &Prepared,
         sized: &Sized,
-        alternative: &str,
-    ) -> Result<std::sync::Arc<Counterfactual>, String> {
-        let key = (alternative.to_string(), sized.tok.name().to_string());
+        alternative: &Alternative,
+    ) -> Result<std::sync::Arc<Counterfactual>, ReplayError> {
+        let key = (alternative.clone(), sized.tok.name().to_string());
         if let Some(c) = p
             .variants
             .lock()
@@ -845,22 +858,21 @@ impl PipelineEval {
             return Ok(c.clone());
         }
         use super::alternatives as alt;
-        let (variants, failed, cut) =
-            if let Some(n) = super::grid::parse_cap_alternative(alternative) {
-                let v = alt::cap_llm_calls(&p.session, n);
-                let failed = v.failed_invocations.len() as u64;
-                (vec![v], failed, 0)
-            } else if let Some(rule) = alt::parse_split(alternative) {
-                let refs = sized
-                    .inputs
-                    .memo
-                    .references(&p.session, &sized.inputs.lines);
-                let points = alt::split_points(&p.session, refs.supports(), rule);
-                let cut = alt::references_cut(refs.supports(), &points);
-                (alt::split_at(&p.session, &points), 0, cut)
-            } else {
-                return Err(format!("unknown alternative `{alternative}`"));
-            };
+        let (variants, failed, cut) = if let Some(n) = alternative.cap() {
+            let v = alt::cap_llm_calls(&p.session, n);
+            let failed = v.failed_invocations.len() as u64;
+            (vec![v], failed, 0)
+        } else if let Some(rule) = alt::SplitRule::of(alternative) {
+            let refs = sized
+                .inputs
+                .memo
+                .references(&p.session, &sized.inputs.lines);
+            let points = alt::split_points(&p.session, refs.supports(), rule);
+            let cut = alt::references_cut(refs.supports(), &points);
+            (alt::split_at(&p.session, &points), 0, cut)
+        } else {
+            return Err(ReplayError::NoCounterfactual(alternative.clone()));
+        };
         let parts = variants
             .into_iter()
             .map(|mut v| {
@@ -903,19 +915,19 @@ impl PipelineEval {
         &self,
         session: usize,
         setting: &Setting,
-    ) -> Result<(Replay, SessionMetrics), String> {
+    ) -> Result<(Replay, SessionMetrics), ReplayError> {
         let p = self
             .item(session)
-            .ok_or_else(|| format!("session {session} was not prepared"))?;
+            .ok_or(ReplayError::NotPrepared(session))?;
         let sized = p
             .sized
             .iter()
             .find(|s| s.tok.name() == setting.tokenizer)
-            .ok_or_else(|| format!("tokenizer `{}` was not counted", setting.tokenizer))?;
+            .ok_or_else(|| ReplayError::NotCounted(setting.tokenizer.clone()))?;
         let Some(alternative) = &setting.alternative else {
             return self.replay_on(session, &p.session, sized, setting, false);
         };
-        if alternative == super::grid::ARTIFACTS {
+        if *alternative == Alternative::Artifacts {
             // The recorded session, each attachment priced once: its baseline columns are
             // already the recorded session's.
             return self.replay_on(session, &p.session, sized, setting, true);
@@ -952,7 +964,7 @@ impl PipelineEval {
         p: &Prepared,
         sized: &Sized,
         setting: &Setting,
-    ) -> Result<SessionMetrics, String> {
+    ) -> Result<SessionMetrics, ReplayError> {
         let key = (
             setting.tokenizer.clone(),
             setting.agent_model.clone(),
@@ -967,15 +979,13 @@ impl PipelineEval {
             return Ok(m.clone());
         }
         let plain = Setting {
-            trigger_kind: super::grid::TriggerKind::None,
-            after_tokens: None,
-            keep_recent_events: None,
-            after_invocations: None,
-            overlap: None,
-            summarizer: None,
-            alternative: None,
-            policy: None,
-            ..setting.clone()
+            setting_id: setting.setting_id,
+            ..Setting::without_compaction(
+                &setting.tokenizer,
+                &setting.agent_model,
+                setting.client,
+                None,
+            )
         };
         let (_, base) = self.replay_on(session, &p.session, sized, &plain, false)?;
         p.baselines
@@ -987,7 +997,7 @@ impl PipelineEval {
 
     fn agent_model<'a>(&self, p: &'a Prepared, setting: &'a Setting) -> &'a str {
         if setting.agent_model == "recorded" {
-            p.session.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL)
+            recorded_model(&p.session)
         } else {
             setting.agent_model.as_str()
         }
@@ -1002,24 +1012,15 @@ impl PipelineEval {
         sized: &Sized,
         setting: &Setting,
         attachments_once: bool,
-    ) -> Result<(Replay, SessionMetrics), String> {
+    ) -> Result<(Replay, SessionMetrics), ReplayError> {
         let spec = self.spec(setting.summarizer.as_deref().unwrap_or("agent"))?;
         let agent_model: Option<&str> = if setting.agent_model == "recorded" {
-            Some(s.model.as_deref().unwrap_or(FALLBACK_AGENT_MODEL))
+            Some(recorded_model(s))
         } else {
             Some(setting.agent_model.as_str())
         };
-        let cfg = Config {
-            token: setting.after_tokens.zip(setting.keep_recent_events),
-            sliding: setting.after_invocations.zip(setting.overlap),
-            usage: UsageMode::Adjust,
-            pre_request: true,
-        };
-        let client = match setting.client {
-            ClientMode::Waits => CostClient::Waits,
-            ClientMode::Streams => CostClient::Streams,
-        };
-        let mut cs = CostSetting::new(&spec, agent_model, client);
+        let cfg = Config::from_setting(&setting.compaction(), UsageMode::Adjust);
+        let mut cs = CostSetting::new(&spec, agent_model, setting.client);
         cs.command_timeout = self.summarizer_timeout;
         cs.attachments_once = attachments_once;
         // only a policy reads the window (a price-table lookup per replay otherwise)
@@ -1036,7 +1037,8 @@ impl PipelineEval {
             Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, su),
             None => crate::engine::replay(&sized.sizes, &cfg, su),
         };
-        let e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)?;
+        let e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)
+            .map_err(|e| ReplayError::Cost(e.to_string()))?;
         if !e.summarizer_errors.is_empty() {
             self.errors
                 .lock()
@@ -1052,11 +1054,11 @@ impl Evaluator for PipelineEval {
         self.items.len()
     }
 
-    fn evaluate(&self, session: usize, setting: &Setting) -> Result<SessionMetrics, String> {
+    fn evaluate(&self, session: usize, setting: &Setting) -> Result<SessionMetrics, ReplayError> {
         self.replay(session, setting).map(|(_, m)| m)
     }
 
-    fn timeline(&self, session: usize, setting: &Setting) -> Result<Timeline, String> {
+    fn timeline(&self, session: usize, setting: &Setting) -> Result<Timeline, ReplayError> {
         let (r, _) = self.replay(session, setting)?;
         let requests: Vec<TimelineRequest> = r
             .requests

@@ -2,12 +2,8 @@
 //! settings, and with which numbers (docs/policies.md). Each axis defaults to the value the
 //! framework ships; an axis given for a policy that is not asked for is refused.
 
-use super::grid::{parse_numeric_axis, parse_text_axis, AxisSpec, GridError, GridSpec};
-use crate::policy::{LcTrigger, PolicySpec, FAMILIES};
-
-fn err<T>(msg: impl Into<String>) -> Result<T, GridError> {
-    Err(GridError(msg.into()))
-}
+use super::grid::{err, parse_numeric_axis, parse_text_axis, AxisSpec, GridError, GridSpec};
+use crate::settings::{LcTrigger, PolicySpec, FAMILIES};
 
 /// The axis keys and the family each belongs to.
 const AXES: &[(&str, &str)] = &[
@@ -92,105 +88,130 @@ pub fn resolve(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
     }
     let mut out = Vec::new();
     for fam in fams {
-        match fam {
-            "clear-tool-results" => {
-                let exclude = match &g.clear_exclude_tools {
-                    Some(s) => parse_text_axis("clear_exclude_tools", s)?,
-                    None => Vec::new(),
-                };
-                for t in nums(g, "clear_trigger", 100_000)? {
-                    if t == 0 {
-                        return err("grid axis clear_trigger: value 0 would clear before every request; use 1 or more tokens");
-                    }
-                    for k in nums(g, "clear_keep", 3)? {
-                        for a in nums(g, "clear_at_least", 0)? {
-                            out.push(PolicySpec::ClearToolResults {
-                                trigger: t,
-                                keep: k,
-                                clear_at_least: a,
-                                exclude_tools: exclude.clone(),
-                            });
-                        }
-                    }
-                }
-            }
-            "mask-observations" => {
-                for w in nums(g, "mask_window", 10)? {
-                    out.push(PolicySpec::MaskObservations { window: w });
-                }
-            }
-            "claude-code" => match &g.pct {
-                None => out.push(PolicySpec::ClaudeCode { pct: None }),
-                Some(s) => {
-                    for p in parse_numeric_axis("pct", s)? {
-                        if !(1..=100).contains(&p) {
-                            return err(format!("grid axis pct: value `{p}` is outside 1..100 (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE)"));
-                        }
-                        out.push(PolicySpec::ClaudeCode { pct: Some(p) });
-                    }
-                }
-            },
-            "codex" => {
-                for p in nums(g, "codex_pct", 90)? {
-                    if !(1..=100).contains(&p) {
-                        return err(format!(
-                            "grid axis codex_pct: value `{p}` is outside 1..100 (% of the context window)"
-                        ));
-                    }
-                    out.push(PolicySpec::Codex { pct: p });
-                }
-            }
-            "openhands" => {
-                for m in nums(g, "openhands_max_size", 240)? {
-                    for f in nums(g, "openhands_keep_first", 2)? {
-                        if m / 2 <= f + 1 {
-                            return err(format!("grid axis openhands_keep_first: value `{f}` must be below openhands_max_size // 2 - 1 (max_size {m}), as the condenser requires"));
-                        }
-                        out.push(PolicySpec::Openhands {
-                            max_size: m,
-                            keep_first: f,
-                        });
-                    }
-                }
-            }
-            "langchain" => {
-                let triggers = match &g.lc_trigger {
-                    Some(s) => parse_text_axis("lc_trigger", s)?,
-                    None => vec!["fraction:0.8".to_string()],
-                };
-                for t in triggers {
-                    let Some(trigger) = LcTrigger::parse(&t) else {
-                        return err(format!("grid axis lc_trigger: value `{t}` is not tokens:N, messages:N or fraction:F (0 < F <= 1)"));
-                    };
-                    for k in nums(g, "lc_keep", 20)? {
-                        out.push(PolicySpec::Langchain { trigger, keep: k });
-                    }
-                }
-            }
-            _ => {
-                let values = match &g.gemini_threshold {
-                    Some(s) => parse_text_axis("gemini_threshold", s)?,
-                    None => vec!["0.5".to_string()],
-                };
-                for v in values {
-                    let f: f64 = v.trim().parse().map_err(|_| {
-                        GridError(format!(
-                            "grid axis gemini_threshold: value `{v}` is not a fraction (0 < F <= 1)"
-                        ))
-                    })?;
-                    if !(f > 0.0 && f <= 1.0) {
-                        return err(format!(
-                            "grid axis gemini_threshold: value `{v}` is outside 0..1"
-                        ));
-                    }
-                    out.push(PolicySpec::GeminiCli {
-                        threshold_pct: (f * 100.0).round() as u64,
-                    });
-                }
+        out.extend(match fam {
+            "clear-tool-results" => clear_tool_results(g)?,
+            "mask-observations" => nums(g, "mask_window", 10)?
+                .into_iter()
+                .map(|window| PolicySpec::MaskObservations { window })
+                .collect(),
+            "claude-code" => claude_code(g)?,
+            "codex" => codex(g)?,
+            "openhands" => openhands(g)?,
+            "langchain" => langchain(g)?,
+            _ => gemini_cli(g)?,
+        });
+    }
+    out.dedup();
+    Ok(out)
+}
+
+fn clear_tool_results(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let exclude = match &g.clear_exclude_tools {
+        Some(s) => parse_text_axis("clear_exclude_tools", s)?,
+        None => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for t in nums(g, "clear_trigger", 100_000)? {
+        if t == 0 {
+            return err("grid axis clear_trigger: value 0 would clear before every request; use 1 or more tokens");
+        }
+        for k in nums(g, "clear_keep", 3)? {
+            for a in nums(g, "clear_at_least", 0)? {
+                out.push(PolicySpec::ClearToolResults {
+                    trigger: t,
+                    keep: k,
+                    clear_at_least: a,
+                    exclude_tools: exclude.clone(),
+                });
             }
         }
     }
-    out.dedup();
+    Ok(out)
+}
+
+fn claude_code(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let Some(s) = &g.pct else {
+        return Ok(vec![PolicySpec::ClaudeCode { pct: None }]);
+    };
+    let mut out = Vec::new();
+    for p in parse_numeric_axis("pct", s)? {
+        if !(1..=100).contains(&p) {
+            return err(format!(
+                "grid axis pct: value `{p}` is outside 1..100 (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE)"
+            ));
+        }
+        out.push(PolicySpec::ClaudeCode { pct: Some(p) });
+    }
+    Ok(out)
+}
+
+fn codex(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let mut out = Vec::new();
+    for p in nums(g, "codex_pct", 90)? {
+        if !(1..=100).contains(&p) {
+            return err(format!(
+                "grid axis codex_pct: value `{p}` is outside 1..100 (% of the context window)"
+            ));
+        }
+        out.push(PolicySpec::Codex { pct: p });
+    }
+    Ok(out)
+}
+
+fn openhands(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let mut out = Vec::new();
+    for m in nums(g, "openhands_max_size", 240)? {
+        for f in nums(g, "openhands_keep_first", 2)? {
+            if m / 2 <= f + 1 {
+                return err(format!("grid axis openhands_keep_first: value `{f}` must be below openhands_max_size // 2 - 1 (max_size {m}), as the condenser requires"));
+            }
+            out.push(PolicySpec::Openhands {
+                max_size: m,
+                keep_first: f,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn langchain(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let triggers = match &g.lc_trigger {
+        Some(s) => parse_text_axis("lc_trigger", s)?,
+        None => vec!["fraction:0.8".to_string()],
+    };
+    let mut out = Vec::new();
+    for t in triggers {
+        let Some(trigger) = LcTrigger::parse(&t) else {
+            return err(format!("grid axis lc_trigger: value `{t}` is not tokens:N, messages:N or fraction:F (0 < F <= 1)"));
+        };
+        for k in nums(g, "lc_keep", 20)? {
+            out.push(PolicySpec::Langchain { trigger, keep: k });
+        }
+    }
+    Ok(out)
+}
+
+fn gemini_cli(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let values = match &g.gemini_threshold {
+        Some(s) => parse_text_axis("gemini_threshold", s)?,
+        None => vec!["0.5".to_string()],
+    };
+    let mut out = Vec::new();
+    for v in values {
+        let f: f64 = v.trim().parse().map_err(|_| {
+            GridError(format!(
+                "grid axis gemini_threshold: value `{v}` is not a fraction (0 < F <= 1)"
+            ))
+        })?;
+        if !(f > 0.0 && f <= 1.0) {
+            return err(format!(
+                "grid axis gemini_threshold: value `{v}` is outside 0..1"
+            ));
+        }
+        out.push(PolicySpec::GeminiCli {
+            threshold_pct: (f * 100.0).round() as u64,
+        });
+    }
     Ok(out)
 }
 

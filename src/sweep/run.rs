@@ -87,6 +87,24 @@ pub struct Timeline {
     pub compactions: Vec<TimelineCompaction>,
 }
 
+/// Why one replay of a session under a setting failed (the run lists the session as skipped
+/// with this text).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplayError {
+    #[error("session {0} was not prepared")]
+    NotPrepared(usize),
+    #[error("tokenizer `{0}` was not counted")]
+    NotCounted(String),
+    #[error("unknown alternative `{0}`")]
+    NoCounterfactual(crate::settings::Alternative),
+    /// The setting's summarizer is not one `cost` can run.
+    #[error("{0}")]
+    Summarizer(String),
+    /// Pricing or measuring the replay failed.
+    #[error("{0}")]
+    Cost(String),
+}
+
 /// Replays one session under one setting. The real one runs tokens → engine → cost; tests
 /// use fakes, so the machinery here is tested without the pipeline.
 pub trait Evaluator: Sync {
@@ -95,9 +113,9 @@ pub trait Evaluator: Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    fn evaluate(&self, session: usize, setting: &Setting) -> Result<SessionMetrics, String>;
+    fn evaluate(&self, session: usize, setting: &Setting) -> Result<SessionMetrics, ReplayError>;
     /// Per-request prompt sizes and compactions (only asked for a few sessions).
-    fn timeline(&self, session: usize, setting: &Setting) -> Result<Timeline, String>;
+    fn timeline(&self, session: usize, setting: &Setting) -> Result<Timeline, ReplayError>;
     /// Event-steps one replay of this session walks (for the benchmark's rate).
     fn event_steps(&self, session: usize) -> u64;
 }
@@ -202,7 +220,7 @@ pub fn run_pairs(
                         metrics: m,
                     })
                 }
-                Err(e) => Err((session, setting.setting_id, e)),
+                Err(e) => Err((session, setting.setting_id, e.to_string())),
             })
         })
         .collect();
@@ -292,7 +310,7 @@ pub mod tests {
         fn len(&self) -> usize {
             self.n
         }
-        fn evaluate(&self, s: usize, set: &Setting) -> Result<SessionMetrics, String> {
+        fn evaluate(&self, s: usize, set: &Setting) -> Result<SessionMetrics, ReplayError> {
             let base = 1000 * (s as u64 + 1);
             let t = set.after_tokens.unwrap_or(u64::MAX / 4);
             let prompt = base.min(t / 10 + 100);
@@ -305,7 +323,7 @@ pub mod tests {
                 ..Default::default()
             })
         }
-        fn timeline(&self, _s: usize, _set: &Setting) -> Result<Timeline, String> {
+        fn timeline(&self, _s: usize, _set: &Setting) -> Result<Timeline, ReplayError> {
             Ok(Timeline::default())
         }
         fn event_steps(&self, s: usize) -> u64 {
@@ -404,14 +422,14 @@ pub mod tests {
         fn len(&self) -> usize {
             2
         }
-        fn evaluate(&self, s: usize, _set: &Setting) -> Result<SessionMetrics, String> {
+        fn evaluate(&self, s: usize, _set: &Setting) -> Result<SessionMetrics, ReplayError> {
             if s == 1 {
-                Err("boom".into())
+                Err(ReplayError::Cost("boom".into()))
             } else {
                 Ok(SessionMetrics::default())
             }
         }
-        fn timeline(&self, _s: usize, _set: &Setting) -> Result<Timeline, String> {
+        fn timeline(&self, _s: usize, _set: &Setting) -> Result<Timeline, ReplayError> {
             Ok(Timeline::default())
         }
         fn event_steps(&self, _s: usize) -> u64 {
@@ -489,13 +507,13 @@ mod window_tests {
             fn len(&self) -> usize {
                 self.0.len()
             }
-            fn evaluate(&self, s: usize, set: &Setting) -> Result<SessionMetrics, String> {
+            fn evaluate(&self, s: usize, set: &Setting) -> Result<SessionMetrics, ReplayError> {
                 if s % 97 == 5 && set.setting_id == 3 {
-                    return Err("boom".into());
+                    return Err(ReplayError::Cost("boom".into()));
                 }
                 self.0.evaluate(s, set)
             }
-            fn timeline(&self, s: usize, set: &Setting) -> Result<Timeline, String> {
+            fn timeline(&self, s: usize, set: &Setting) -> Result<Timeline, ReplayError> {
                 self.0.timeline(s, set)
             }
             fn event_steps(&self, s: usize) -> u64 {

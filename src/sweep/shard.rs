@@ -27,10 +27,15 @@ impl fmt::Display for Shard {
     }
 }
 
+/// A `--shard` value that is not K/N with 1 <= K <= N.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--shard `{0}`: expected K/N with 1 <= K <= N, e.g. 2/8")]
+pub struct BadShard(pub String);
+
 impl FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("--shard `{s}`: expected K/N with 1 <= K <= N, e.g. 2/8");
+    type Err = BadShard;
+    fn from_str(s: &str) -> Result<Self, BadShard> {
+        let bad = || BadShard(s.to_string());
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let k: u32 = k.trim().parse().map_err(|_| bad())?;
         let n: u32 = n.trim().parse().map_err(|_| bad())?;
@@ -49,7 +54,7 @@ mod tests {
     fn parses_and_refuses() {
         assert_eq!("2/3".parse::<Shard>().unwrap(), Shard { k: 2, n: 3 });
         for bad in ["0/3", "4/3", "1/0", "x", "1/", "a/b"] {
-            let e = bad.parse::<Shard>().unwrap_err();
+            let e = bad.parse::<Shard>().unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
     }

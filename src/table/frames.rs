@@ -290,7 +290,7 @@ pub fn settings_frame(summaries: &[SettingSummary]) -> Result<DataFrame> {
         "alternative".into(),
         summaries
             .iter()
-            .map(|s| s.setting.alternative.as_deref().unwrap_or(""))
+            .map(|s| s.setting.alternative_text())
             .collect::<Vec<_>>(),
     ));
     cols.push(Column::new(
@@ -399,10 +399,7 @@ pub fn settings_json(summaries: &[SettingSummary]) -> Result<String> {
         o.insert("tokenizer".into(), st.tokenizer.clone().into());
         o.insert("setting_id".into(), st.setting_id.into());
         o.insert("label".into(), s.label.clone().into());
-        o.insert(
-            "alternative".into(),
-            st.alternative.clone().unwrap_or_default().into(),
-        );
+        o.insert("alternative".into(), st.alternative_text().into());
         o.insert("sessions".into(), s.sessions.into());
         o.insert("cost_complete".into(), s.cost_complete.into());
         o.insert(

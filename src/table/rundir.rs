@@ -635,10 +635,7 @@ pub fn recommendation_lines(out: &Outcome) -> Vec<String> {
                     a.cost(),
                     r.cost() - a.cost(),
                     100.0 * a.broken_references(),
-                    super::summary::deploy_text(
-                        &a.label,
-                        a.setting.alternative.as_deref().unwrap_or("")
-                    )
+                    super::summary::deploy_text(&a.label, &a.setting.alternative_text())
                 ));
             }
         }

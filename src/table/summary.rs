@@ -583,7 +583,7 @@ mod tests {
         let alt = |a: &str| {
             settings
                 .iter()
-                .find(|s| s.alternative.as_deref() == Some(a))
+                .find(|s| s.alternative_text() == a)
                 .unwrap()
                 .setting_id
         };

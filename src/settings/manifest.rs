@@ -45,6 +45,15 @@ the second how much of the recent conversation to leave alone. Set both, or neit
 pub const HALF_INVOCATIONS: &str =
     "`after_invocations` and `overlap` go together: the first says when to compact, \
 the second how many earlier turns each summary re-includes. Set both, or neither.";
+/// The guide's words for a pair written half, by the field written (platform guide, "Both, and
+/// half of one").
+pub fn half_pair(written: &str) -> &'static str {
+    match written {
+        "after_tokens" | "keep_recent_events" => HALF_TOKENS,
+        _ => HALF_INVOCATIONS,
+    }
+}
+
 /// A `Compaction()` with no trigger.
 pub const NO_TRIGGER: &str = "a Compaction() with no trigger at all would never compact while reading as though it \
 were working. Set `after_tokens` with `keep_recent_events`, `after_invocations` with `overlap`, or both.";
@@ -163,7 +172,7 @@ impl Compaction {
         let mut args = Vec::new();
         let mut push = |k: &str, v: Option<u64>| {
             if let Some(v) = v {
-                args.push(format!("{k}={}", group(v)));
+                args.push(format!("{k}={}", py_int(v)));
             }
         };
         push("after_tokens", self.after_tokens);
@@ -189,7 +198,9 @@ impl Compaction {
     }
 }
 
-fn group(v: u64) -> String {
+/// Python integer literal with `_` thousands separators, as the guide writes them (four
+/// digits or fewer stay plain).
+pub fn py_int(v: u64) -> String {
     let s = v.to_string();
     if s.len() <= 4 {
         return s;
@@ -262,140 +273,191 @@ fn parse_str(t: &str, i: usize) -> Result<(String, usize), ParseError> {
 /// Parse `Compaction(k=v, ...)` (optionally prefixed by `compaction=`): Python keyword
 /// arguments, integers with `_` digit separators, strings, `None`.
 pub fn parse(text: &str) -> Result<Written, ParseError> {
-    let t = text.trim();
-    let t = t
-        .strip_prefix("compaction")
-        .map(|r| r.trim_start())
-        .and_then(|r| r.strip_prefix('='))
-        .map_or(t, str::trim);
-    let t = t.split_once("Compaction").filter(|(pre, _)| pre.is_empty() || pre.ends_with('.')).map(|(_, r)| r).ok_or_else(|| {
-        ParseError("expected `Compaction(...)`, e.g. Compaction(after_tokens=80_000, keep_recent_events=20)".into())
-    })?;
-    let b = t.as_bytes();
-    let mut i = skip_ws(b, 0);
-    if b.get(i) != Some(&b'(') {
-        return Err(ParseError("expected `(` after `Compaction`".into()));
-    }
-    i += 1;
+    let mut r = Reader::open(text)?;
     let mut w = Written::default();
-    let mut seen: Vec<String> = Vec::new();
-    loop {
-        i = skip_ws(b, i);
-        match b.get(i) {
+    let mut seen: Vec<&str> = Vec::new();
+    while let Some(key) = r.key()? {
+        if seen.contains(&key) {
+            return Err(ParseError(format!("`{key}` is given twice")));
+        }
+        seen.push(key);
+        let v = r.value(key)?;
+        w.assign(key, v)?;
+        r.separator(key)?;
+    }
+    let rest = r.t[r.i..].trim();
+    if !rest.is_empty() {
+        return Err(ParseError(format!(
+            "unexpected text after Compaction(...): `{rest}`"
+        )));
+    }
+    Ok(w)
+}
+
+/// One keyword argument's value as written.
+enum Value {
+    Int(i64),
+    Str(String),
+    None,
+}
+
+/// A cursor over the text after `Compaction`.
+struct Reader<'a> {
+    t: &'a str,
+    i: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Past an optional `compaction=` and `Compaction` to just after its `(`.
+    fn open(text: &'a str) -> Result<Reader<'a>, ParseError> {
+        let t = text.trim();
+        let t = t
+            .strip_prefix("compaction")
+            .map(|r| r.trim_start())
+            .and_then(|r| r.strip_prefix('='))
+            .map_or(t, str::trim);
+        let t = t.split_once("Compaction").filter(|(pre, _)| pre.is_empty() || pre.ends_with('.')).map(|(_, r)| r).ok_or_else(|| {
+            ParseError("expected `Compaction(...)`, e.g. Compaction(after_tokens=80_000, keep_recent_events=20)".into())
+        })?;
+        let i = skip_ws(t.as_bytes(), 0);
+        if t.as_bytes().get(i) != Some(&b'(') {
+            return Err(ParseError("expected `(` after `Compaction`".into()));
+        }
+        Ok(Reader { t, i: i + 1 })
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.t.as_bytes().get(self.i).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        self.i = skip_ws(self.t.as_bytes(), self.i);
+    }
+
+    /// The next keyword and its `=`; `None` at the closing `)`.
+    fn key(&mut self) -> Result<Option<&'a str>, ParseError> {
+        self.skip_ws();
+        match self.peek() {
             None => {
                 return Err(ParseError(
                     "missing `)` at the end of Compaction(...)".into(),
                 ))
             }
             Some(b')') => {
-                i += 1;
-                break;
+                self.i += 1;
+                return Ok(None);
             }
             _ => {}
         }
-        let start = i;
-        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-            i += 1;
+        let start = self.i;
+        let b = self.t.as_bytes();
+        while self.i < b.len() && (b[self.i].is_ascii_alphanumeric() || b[self.i] == b'_') {
+            self.i += 1;
         }
-        let key = &t[start..i];
+        let key = &self.t[start..self.i];
         if key.is_empty() || key.as_bytes()[0].is_ascii_digit() {
             return Err(ParseError(format!(
                 "expected `name=value` at offset {start}: Compaction takes keyword arguments only"
             )));
         }
-        i = skip_ws(b, i);
-        if b.get(i) != Some(&b'=') {
+        self.skip_ws();
+        if self.peek() != Some(b'=') {
             return Err(ParseError(format!(
                 "expected `=` after `{key}`: Compaction takes keyword arguments only"
             )));
         }
-        i = skip_ws(b, i + 1);
-        if seen.iter().any(|k| k == key) {
-            return Err(ParseError(format!("`{key}` is given twice")));
-        }
-        seen.push(key.to_string());
-        // value
-        enum V {
-            Int(i64),
-            Str(String),
-            None,
-        }
-        let v = match b.get(i) {
+        self.i += 1;
+        self.skip_ws();
+        Ok(Some(key))
+    }
+
+    /// The value of `key`: a string, a whole number or `None`.
+    fn value(&mut self, key: &str) -> Result<Value, ParseError> {
+        let (t, i) = (self.t, self.i);
+        match self.peek() {
             Some(b'"') | Some(b'\'') => {
                 let (s, j) = parse_str(t, i)?;
-                i = j;
-                V::Str(s)
+                self.i = j;
+                Ok(Value::Str(s))
             }
-            Some(c) if c.is_ascii_digit() || *c == b'-' || *c == b'+' => {
-                let s0 = i;
-                i += 1;
-                while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-                    i += 1;
-                }
-                let raw = &t[s0..i];
-                let digits: String = raw.chars().filter(|c| *c != '_').collect();
-                if raw.contains("__") || raw.ends_with('_') || raw[1..].starts_with('_') {
-                    return Err(ParseError(format!("`{key}={raw}`: not a valid integer")));
-                }
-                V::Int(
-                    digits
-                        .parse()
-                        .map_err(|_| ParseError(format!("`{key}={raw}`: not a whole number")))?,
-                )
-            }
+            Some(c) if c.is_ascii_digit() || c == b'-' || c == b'+' => self.int(key),
             _ if t[i..].starts_with("None") => {
-                i += 4;
-                V::None
+                self.i += 4;
+                Ok(Value::None)
             }
             _ => {
                 let end = t[i..].find([',', ')']).map_or(t.len(), |k| k + i);
-                return Err(ParseError(format!(
+                Err(ParseError(format!(
                     "`{key}={}`: expected a whole number or a string",
                     t[i..end].trim()
-                )));
+                )))
             }
-        };
-        let int = |v: &V| -> Result<Option<i64>, ParseError> {
+        }
+    }
+
+    /// A signed integer with `_` digit separators, as Python writes one.
+    fn int(&mut self, key: &str) -> Result<Value, ParseError> {
+        let b = self.t.as_bytes();
+        let s0 = self.i;
+        self.i += 1;
+        while self.i < b.len() && (b[self.i].is_ascii_digit() || b[self.i] == b'_') {
+            self.i += 1;
+        }
+        let raw = &self.t[s0..self.i];
+        let digits: String = raw.chars().filter(|c| *c != '_').collect();
+        if raw.contains("__") || raw.ends_with('_') || raw[1..].starts_with('_') {
+            return Err(ParseError(format!("`{key}={raw}`: not a valid integer")));
+        }
+        digits
+            .parse()
+            .map(Value::Int)
+            .map_err(|_| ParseError(format!("`{key}={raw}`: not a whole number")))
+    }
+
+    /// The `,` after a value, or the `)` that ends the call (left for [`Reader::key`]).
+    fn separator(&mut self, key: &str) -> Result<(), ParseError> {
+        self.skip_ws();
+        match self.peek() {
+            Some(b',') => self.i += 1,
+            Some(b')') => {}
+            _ => return Err(ParseError(format!("expected `,` or `)` after `{key}=...`"))),
+        }
+        Ok(())
+    }
+}
+
+impl Written {
+    /// Store `key`'s value (a field that is not one is kept as unknown, refused later).
+    fn assign(&mut self, key: &str, v: Value) -> Result<(), ParseError> {
+        let int = |v: Value| -> Result<Option<i64>, ParseError> {
             match v {
-                V::Int(x) => Ok(Some(*x)),
-                V::None => Ok(None),
-                V::Str(s) => Err(ParseError(format!(
+                Value::Int(x) => Ok(Some(x)),
+                Value::None => Ok(None),
+                Value::Str(s) => Err(ParseError(format!(
                     "`{key}={s:?}`: expected a whole number"
                 ))),
             }
         };
         match key {
-            "after_tokens" => w.after_tokens = int(&v)?,
-            "keep_recent_events" => w.keep_recent_events = int(&v)?,
-            "after_invocations" => w.after_invocations = int(&v)?,
-            "overlap" => w.overlap = int(&v)?,
+            "after_tokens" => self.after_tokens = int(v)?,
+            "keep_recent_events" => self.keep_recent_events = int(v)?,
+            "after_invocations" => self.after_invocations = int(v)?,
+            "overlap" => self.overlap = int(v)?,
             "summarizer" => {
-                w.summarizer = match v {
-                    V::Str(s) => Some(s),
-                    V::None => None,
-                    V::Int(_) => {
+                self.summarizer = match v {
+                    Value::Str(s) => Some(s),
+                    Value::None => None,
+                    Value::Int(_) => {
                         return Err(ParseError(
                             "`summarizer` must be a dotted path string".into(),
                         ))
                     }
                 }
             }
-            other => w.unknown.push(other.to_string()),
+            other => self.unknown.push(other.to_string()),
         }
-        i = skip_ws(b, i);
-        match b.get(i) {
-            Some(b',') => i += 1,
-            Some(b')') => {}
-            _ => return Err(ParseError(format!("expected `,` or `)` after `{key}=...`"))),
-        }
+        Ok(())
     }
-    if !t[i..].trim().is_empty() {
-        return Err(ParseError(format!(
-            "unexpected text after Compaction(...): `{}`",
-            t[i..].trim()
-        )));
-    }
-    Ok(w)
 }
 
 /// Balanced `(...)` span starting at byte `open` (which holds `(`), skipping strings/comments.

@@ -1,0 +1,79 @@
+//! How a grid axis or a policy number is written: `40000`, `40_000`, `40k`, `1.5M`.
+
+/// A value that is not a number a setting accepts; the message names the axis and the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NumberError {
+    #[error("grid axis {axis}: value `{value}` is negative; the manifest accepts 0 or more")]
+    Negative { axis: String, value: String },
+    #[error("grid axis {axis}: value `{value}` is not a whole number (write e.g. 40000, 40_000, 40k or 1.5M)")]
+    NotWhole { axis: String, value: String },
+}
+
+/// Parse one number: digits with optional `_`, optional fraction, optional `k` (×1,000) or
+/// `M` (×1,000,000) suffix; the result must be a whole number.
+pub fn parse_number(axis: &str, s: &str) -> Result<u64, NumberError> {
+    let bad = || NumberError::NotWhole {
+        axis: axis.to_string(),
+        value: s.to_string(),
+    };
+    let t = s.trim();
+    let (body, mult) = if let Some(b) = t.strip_suffix(['k', 'K']) {
+        (b, 1_000u64)
+    } else if let Some(b) = t.strip_suffix('M') {
+        (b, 1_000_000u64)
+    } else {
+        (t, 1u64)
+    };
+    let body: String = body.chars().filter(|c| *c != '_').collect();
+    if body.starts_with('-') {
+        return Err(NumberError::Negative {
+            axis: axis.to_string(),
+            value: s.to_string(),
+        });
+    }
+    if body.is_empty() || body.starts_with('+') {
+        return Err(bad());
+    }
+    let (int_part, frac_part) = body.split_once('.').unwrap_or((body.as_str(), ""));
+    if !int_part.chars().all(|c| c.is_ascii_digit())
+        || !frac_part.chars().all(|c| c.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let int_v: u64 = if int_part.is_empty() {
+        0
+    } else {
+        int_part.parse().map_err(|_| bad())?
+    };
+    let whole = int_v.checked_mul(mult).ok_or_else(bad)?;
+    if frac_part.is_empty() {
+        return Ok(whole);
+    }
+    // fraction × mult must be whole: 1.5k = 1500, 1.2345k is refused.
+    let scale = 10u64.checked_pow(frac_part.len() as u32).ok_or_else(bad)?;
+    let frac_v: u64 = frac_part.parse().map_err(|_| bad())?;
+    let num = frac_v.checked_mul(mult).ok_or_else(bad)?;
+    if num % scale != 0 {
+        return Err(bad());
+    }
+    whole.checked_add(num / scale).ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_with_suffixes_and_underscores() {
+        assert_eq!(parse_number("a", "40k").unwrap(), 40_000);
+        assert_eq!(parse_number("a", "80_000").unwrap(), 80_000);
+        assert_eq!(parse_number("a", "1.5M").unwrap(), 1_500_000);
+        assert_eq!(parse_number("a", "2M").unwrap(), 2_000_000);
+        assert!(parse_number("a", "1.2345k").is_err());
+        assert!(parse_number("a", "abc").is_err());
+        assert!(parse_number("a", "-5")
+            .unwrap_err()
+            .to_string()
+            .contains("negative"));
+    }
+}

@@ -1,0 +1,176 @@
+//! Other frameworks' policies as settings (docs/policies.md): the families, their numbers,
+//! and how near ADK can come to each. What a policy does lives in `policy/`.
+
+use super::number::parse_number;
+use serde::{Deserialize, Serialize};
+
+/// A policy's grid point: the family and its numbers (defaults as the framework ships them).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "kebab-case")]
+pub enum PolicySpec {
+    /// Anthropic `clear_tool_uses_20250919` / LangChain `ClearToolUsesEdit`.
+    ClearToolResults {
+        trigger: u64,
+        keep: u64,
+        clear_at_least: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        exclude_tools: Vec<String>,
+    },
+    /// The Complexity Trap's observation masking.
+    MaskObservations { window: u64 },
+    /// Claude Code auto-compact; `pct`: `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (can only lower it).
+    ClaudeCode { pct: Option<u64> },
+    /// Codex auto-compact at `pct` % of the window (`auto_compact_token_limit`).
+    Codex { pct: u64 },
+    /// OpenHands V1 `LLMSummarizingCondenser`.
+    Openhands { max_size: u64, keep_first: u64 },
+    /// LangChain `SummarizationMiddleware`.
+    Langchain { trigger: LcTrigger, keep: u64 },
+    /// Gemini CLI chat compression at `threshold_pct` % of the window.
+    GeminiCli { threshold_pct: u64 },
+}
+
+/// LangChain's `trigger` context size: `("tokens", n)`, `("messages", n)` or
+/// `("fraction", f)` (kept as per-mille so a setting stays hashable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LcTrigger {
+    Tokens(u64),
+    Messages(u64),
+    FractionPermille(u64),
+}
+
+impl LcTrigger {
+    /// `tokens:N`, `messages:N` or `fraction:F` (0 < F <= 1).
+    pub fn parse(s: &str) -> Option<LcTrigger> {
+        let (k, v) = s.split_once(':')?;
+        match k.trim() {
+            "tokens" => parse_number("lc-trigger", v)
+                .ok()
+                .filter(|&n| n > 0)
+                .map(LcTrigger::Tokens),
+            "messages" => v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(LcTrigger::Messages),
+            "fraction" => {
+                let f: f64 = v.trim().parse().ok()?;
+                (f > 0.0 && f <= 1.0)
+                    .then(|| LcTrigger::FractionPermille((f * 1000.0).round() as u64))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn text(&self) -> String {
+        match self {
+            LcTrigger::Tokens(n) => format!("tokens:{n}"),
+            LcTrigger::Messages(n) => format!("messages:{n}"),
+            LcTrigger::FractionPermille(p) => format!("fraction:{}", *p as f64 / 1000.0),
+        }
+    }
+}
+
+/// The policy families, in the order `--policy all` lists them.
+pub const FAMILIES: &[&str] = &[
+    "clear-tool-results",
+    "mask-observations",
+    "claude-code",
+    "codex",
+    "openhands",
+    "langchain",
+    "gemini-cli",
+];
+
+impl PolicySpec {
+    /// The family name (`--policy` value, the `policy` column).
+    pub fn family(&self) -> &'static str {
+        match self {
+            PolicySpec::ClearToolResults { .. } => "clear-tool-results",
+            PolicySpec::MaskObservations { .. } => "mask-observations",
+            PolicySpec::ClaudeCode { .. } => "claude-code",
+            PolicySpec::Codex { .. } => "codex",
+            PolicySpec::Openhands { .. } => "openhands",
+            PolicySpec::Langchain { .. } => "langchain",
+            PolicySpec::GeminiCli { .. } => "gemini-cli",
+        }
+    }
+
+    /// Its numbers as `name=value` pairs (the `policy_setting` column).
+    pub fn params(&self) -> String {
+        match self {
+            PolicySpec::ClearToolResults {
+                trigger,
+                keep,
+                clear_at_least,
+                exclude_tools,
+            } => {
+                let mut s =
+                    format!("trigger={trigger} keep={keep} clear_at_least={clear_at_least}");
+                if !exclude_tools.is_empty() {
+                    s.push_str(&format!(" exclude_tools={}", exclude_tools.join(",")));
+                }
+                s
+            }
+            PolicySpec::MaskObservations { window } => format!("window={window}"),
+            PolicySpec::ClaudeCode { pct: None } => "pct=default".to_string(),
+            PolicySpec::ClaudeCode { pct: Some(p) } => format!("pct={p}"),
+            PolicySpec::Codex { pct } => format!("limit_pct={pct}"),
+            PolicySpec::Openhands {
+                max_size,
+                keep_first,
+            } => format!("max_size={max_size} keep_first={keep_first}"),
+            PolicySpec::Langchain { trigger, keep } => {
+                format!("trigger={} keep=messages:{keep}", trigger.text())
+            }
+            PolicySpec::GeminiCli { threshold_pct } => {
+                format!("threshold={}", *threshold_pct as f64 / 100.0)
+            }
+        }
+    }
+
+    /// Whether it calls a summarizer (the setting's `summarizer` axis applies).
+    pub fn summarizes(&self) -> bool {
+        !matches!(
+            self,
+            PolicySpec::ClearToolResults { .. } | PolicySpec::MaskObservations { .. }
+        )
+    }
+
+    /// Whether it needs the agent model's context window (from the pricing table).
+    pub fn needs_window(&self) -> bool {
+        match self {
+            PolicySpec::ClaudeCode { .. }
+            | PolicySpec::Codex { .. }
+            | PolicySpec::GeminiCli { .. } => true,
+            PolicySpec::Langchain { trigger, .. } => {
+                matches!(trigger, LcTrigger::FractionPermille(_))
+            }
+            _ => false,
+        }
+    }
+
+    /// The report's label: plainly not a line for an ADK manifest.
+    pub fn label(&self) -> String {
+        format!(
+            "policy {} ({}): modelled, not an ADK setting",
+            self.family(),
+            self.params()
+        )
+    }
+}
+
+/// How near ADK 2.13 can come to a policy family (the report's "Other policies" says it).
+pub fn adk_expressible(family: &str) -> &'static str {
+    match family {
+        "clear-tool-results" | "mask-observations" => {
+            "no: ADK compaction only summarizes; clearing tool results needs a before_model_callback"
+        }
+        "claude-code" | "codex" | "gemini-cli" => {
+            "partly: after_tokens at the same threshold fires at the same point; what is kept differs"
+        }
+        _ => "partly: keep_recent_events is the nearest tail rule; ADK triggers on tokens or invocations, not message counts",
+    }
+}
