@@ -465,21 +465,14 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
             dir.display()
         );
     }
-    if args.json {
-        let report = Report {
-            rows: &rows,
-            totals: &tot,
-            skipped: &loaded.skipped,
-            stats: &stats,
-            calibration: calibration.as_ref(),
-        };
-        print_json(&report, args.tokenizer)?;
-    } else {
-        super::out_bytes(render_table(&rows, &tot, args.tokenizer).as_bytes())?;
-        if let Some(c) = &calibration {
-            super::out_bytes(render_calibration(c).as_bytes())?;
-        }
-    }
+    let report = Report {
+        rows: &rows,
+        totals: &tot,
+        skipped: &loaded.skipped,
+        stats: &stats,
+        calibration: calibration.as_ref(),
+    };
+    report.print(args.json, args.tokenizer)?;
     if !loaded.skipped.is_empty() {
         errln!(
             "{} warning(s): bad files listed above were skipped",
@@ -523,6 +516,20 @@ struct Report<'a> {
     skipped: &'a [ReadError],
     stats: &'a CountStats,
     calibration: Option<&'a Calibration>,
+}
+
+impl Report<'_> {
+    /// The tables (and the calibration view), or with `json` one JSON document.
+    fn print(&self, json: bool, tok: Tokenizer) -> anyhow::Result<()> {
+        if json {
+            return print_json(self, tok);
+        }
+        super::out_bytes(render_table(self.rows, self.totals, tok).as_bytes())?;
+        if let Some(c) = self.calibration {
+            super::out_bytes(render_calibration(c).as_bytes())?;
+        }
+        Ok(())
+    }
 }
 
 fn print_json(r: &Report<'_>, tok: Tokenizer) -> anyhow::Result<()> {
