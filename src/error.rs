@@ -3,10 +3,10 @@
 //! 3 an I/O or environment failure (disk full, permission denied), 130 interrupted by a
 //! signal.
 //!
-//! Each module keeps its own `thiserror` enum; this module only knows how to ask an error
-//! (and every error in its source chain) which kind it is. A full disk must never read as
-//! "bad input", so I/O errors are sorted by their `ErrorKind`, and errors that wrap one say
-//! which side of the tool it came from through [`Classify`].
+//! Each module keeps its own `thiserror` enum and says its kind through [`Classify`]; the
+//! command line (`cli::exit`) walks an error's chain and asks each link. This module names
+//! no other: every module may use it. A full disk must never read as "bad input", so I/O
+//! errors are sorted by their `ErrorKind` ([`io_kind`]).
 
 /// The kinds of failure, each with its exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -34,7 +34,7 @@ impl ExitKind {
 }
 
 /// Errors that know their kind. Implemented by the module error enums whose variants differ
-/// in kind; anything else in a chain is sorted by [`kind_of`].
+/// in kind; the command line sorts anything else in a chain.
 pub trait Classify {
     fn exit_kind(&self) -> ExitKind;
 }
@@ -57,57 +57,16 @@ pub fn io_kind(e: &std::io::Error) -> ExitKind {
     }
 }
 
-/// Walk `err`'s chain and return the first kind any link knows; plain I/O errors are sorted
-/// by [`io_kind`]; anything else is bad input (a message about what the user gave).
-pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> ExitKind {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    while let Some(e) = cur {
-        if let Some(k) = classify_one(e) {
-            return k;
-        }
-        cur = e.source();
-    }
-    ExitKind::BadInput
-}
+/// Ctrl-C, SIGTERM or SIGHUP: the run stopped early and nothing is written. Here, below
+/// every phase that can stop, so each can say so without naming the sweep.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("interrupted: no run folder written")]
+pub struct Cancelled;
 
-/// The registry of module errors that carry a kind. A module that adds a [`Classify`] enum
-/// lists it here, once. Each link is asked directly, because a `#[error(transparent)]`
-/// wrapper hides its inner error from the source chain.
-fn classify_one(e: &(dyn std::error::Error + 'static)) -> Option<ExitKind> {
-    if e.downcast_ref::<crate::sweep::run::Cancelled>().is_some() {
-        return Some(ExitKind::Interrupted);
+impl Classify for Cancelled {
+    fn exit_kind(&self) -> ExitKind {
+        ExitKind::Interrupted
     }
-    if let Some(x) = e.downcast_ref::<crate::table::publish::PublishError>() {
-        return Some(x.exit_kind());
-    }
-    if let Some(x) = e.downcast_ref::<crate::report::ReportError>() {
-        return Some(x.exit_kind());
-    }
-    if let Some(x) = e.downcast_ref::<crate::chart::ChartError>() {
-        return Some(x.exit_kind());
-    }
-    if let Some(x) = e.downcast_ref::<crate::table::TableError>() {
-        return Some(x.exit_kind());
-    }
-    if let Some(x) = e.downcast_ref::<crate::cost::python::PythonError>() {
-        return Some(x.exit_kind());
-    }
-    if let Some(x) = e.downcast_ref::<crate::cost::live::LiveError>() {
-        return Some(x.exit_kind());
-    }
-    if let Some(x) = e.downcast_ref::<crate::atomic::AtomicError>() {
-        return Some(x.exit_kind());
-    }
-    if let Some(x) = e.downcast_ref::<crate::transcript::ReadError>() {
-        return Some(x.exit_kind());
-    }
-    if let Some(x) = e.downcast_ref::<crate::transcript::db::DbError>() {
-        return Some(x.exit_kind());
-    }
-    if let Some(x) = e.downcast_ref::<std::io::Error>() {
-        return Some(io_kind(x));
-    }
-    None
 }
 
 #[cfg(test)]
@@ -122,17 +81,6 @@ mod tests {
         assert_eq!(io_kind(&denied), ExitKind::Environment);
         let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
         assert_eq!(io_kind(&missing), ExitKind::BadInput);
-        // Through anyhow context, as the CLI edge sees it.
-        let e = anyhow::Error::new(crate::atomic::AtomicError {
-            path: "x".into(),
-            source: missing,
-        })
-        .context("writing the run folder");
-        assert_eq!(kind_of(e.as_ref()), ExitKind::Environment);
-        let e = anyhow::Error::new(full).context("reading");
-        assert_eq!(kind_of(e.as_ref()), ExitKind::Environment);
-        let e = anyhow::anyhow!("a.json: line 3: not JSON");
-        assert_eq!(kind_of(e.as_ref()), ExitKind::BadInput);
     }
 
     #[test]

@@ -3,19 +3,15 @@
 //! OpenHands), and the summary length model from recorded Claude Code compact summaries.
 //! Prints the fit quality and writes a TOML file that `--latency FILE` reads.
 
-use crate::cost::calibrate::{
-    fit_retention, has_measured_latency, latency_samples, length_samples,
-    openhands_latency_samples, retention_samples, RetentionSample,
-};
+use crate::cost::calibrate::{fit_retention, latency_entry, round_to, RetentionSample, Samples};
 use crate::cost::latency::{
-    fit_latency, fit_length, LatencyEntry, LatencyFile, LatencySample, LatencyTable, LengthSample,
+    fit_latency, fit_length, LatencyFile, LatencyTable, LengthModel, LengthSample,
 };
 use crate::cost::pricing::PriceTable;
 use crate::transcript::db::is_db_url;
 use crate::transcript::detect::{expand_paths, load_file};
 use anyhow::Context;
 use clap::Args;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -40,36 +36,40 @@ pub struct CalibrateArgs {
     pub min_samples: usize,
 }
 
-/// OpenHands evaluation rows (JSON or JSONL) with measured latencies.
-fn openhands_rows(text: &str) -> Vec<(String, LatencySample)> {
-    if !text.contains("response_latencies") {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
-        out.extend(openhands_latency_samples(&v));
-        return out;
-    }
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
-            out.extend(openhands_latency_samples(&v));
-        }
-    }
-    out
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
-}
-
 pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     let out = out_path(&args)?;
     let paths: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
-    let filter = args.db.filter(&paths, false)?;
-    let (urls, paths): (Vec<String>, Vec<String>) = paths.into_iter().partition(|p| is_db_url(p));
+    let samples = read_samples(&args, &paths)?;
+    let defaults = LatencyTable::builtin();
+    let mut file = LatencyFile::default();
+    fit_models(&samples, &defaults, args.min_samples, &mut file)?;
+    fit_summary_length(&samples.lengths, &defaults, &mut file)?;
+    let files: Vec<&str> = paths
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !is_db_url(p))
+        .collect();
+    let source = format!("calibrate over {}", files.join(", "));
+    fit_fact_retention(&samples.retention, &source, &mut file)?;
+    if file.models.is_empty() && file.summary_length.is_none() && file.retention.is_none() {
+        anyhow::bail!("no timed model requests or recorded summaries found in the given paths");
+    }
+    let text = format!(
+        "{HEADER}; read with `--latency FILE`.\n# seconds = ttft_s + input_tokens / prefill_tokens_per_s + output_tokens / decode_tokens_per_s\n{}",
+        toml::to_string(&file).context("serializing the fit")?
+    );
+    crate::atomic::write_atomic(&out, text.as_bytes())?;
+    outln!("wrote {}", super::term(&out.display().to_string()));
+    Ok(crate::cli::EXIT_OK)
+}
+
+/// Every input read: database sessions first (only the reader's timings: no OpenHands
+/// evaluation rows there), then the files; what cannot be read is said and skipped.
+fn read_samples(args: &CalibrateArgs, paths: &[String]) -> anyhow::Result<Samples> {
+    let filter = args.db.filter(paths, false)?;
+    let (urls, paths): (Vec<String>, Vec<String>) =
+        paths.iter().cloned().partition(|p| is_db_url(p));
     let (files, mut skipped) = expand_paths(&paths);
-    // Database sessions: only the reader's timings (no OpenHands evaluation rows there).
     let mut db_sessions = Vec::new();
     for u in &urls {
         let (sessions, bad) = crate::transcript::db::load_arg(u, &filter);
@@ -80,85 +80,35 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
         errln!("warning: {e}; skipped");
     }
     let prices = PriceTable::builtin();
-    let defaults = LatencyTable::builtin();
-    let count = |t: &str| crate::tokens::count_text(crate::tokens::Tokenizer::O200k, t) as u64;
-    let mut by_model: BTreeMap<String, Vec<LatencySample>> = BTreeMap::new();
-    let mut lengths: Vec<LengthSample> = Vec::new();
-    let mut kept: Vec<RetentionSample> = Vec::new();
-    let mut measured = 0usize;
-    let family_of = |model: &str| {
-        prices
-            .lookup(model)
-            .map(|(k, _)| k.to_string())
-            .unwrap_or_else(|_| {
-                model
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or(model)
-                    .to_ascii_lowercase()
-            })
-    };
+    let mut samples = Samples::default();
     for s in &db_sessions {
-        for (model, x) in latency_samples(s) {
-            by_model.entry(family_of(&model)).or_default().push(x);
-        }
-        lengths.extend(length_samples(s, &count));
-        measured += s.events.iter().filter(|e| e.latency_s.is_some()).count();
+        samples.add_db_session(s, &prices);
     }
     for f in &files {
-        let name = f.display().to_string();
         let text = match std::fs::read_to_string(f) {
             Ok(t) => t,
             Err(e) => {
-                errln!("warning: {name}: {e}; skipped");
+                errln!("warning: {}: {e}; skipped", f.display());
                 continue;
             }
         };
-        // Measured latencies: from the reader (`Event::latency_s`) when it kept them, else
-        // straight from OpenHands evaluation rows (which need not parse as transcripts).
         let sessions = load_file(f, None);
-        let raw = openhands_rows(&text);
-        let mut samples = Vec::new();
-        match &sessions {
-            Ok(sessions) => {
-                let reader_measured = sessions.iter().any(has_measured_latency);
-                for s in sessions {
-                    let skip_gaps = !reader_measured
-                        && !raw.is_empty()
-                        && s.format == crate::transcript::Format::Openhands;
-                    if !skip_gaps {
-                        samples.extend(latency_samples(s));
-                    }
-                    lengths.extend(length_samples(s, &count));
-                    kept.extend(retention_samples(s));
-                }
-                if !reader_measured {
-                    samples.extend(raw.iter().cloned());
-                }
-                measured += sessions
-                    .iter()
-                    .flat_map(|s| &s.events)
-                    .filter(|e| e.latency_s.is_some())
-                    .count();
-                if !reader_measured {
-                    measured += raw.len();
-                }
-            }
-            Err(e) => {
-                if raw.is_empty() {
-                    errln!("warning: {e}; skipped");
-                }
-                measured += raw.len();
-                samples.extend(raw.iter().cloned());
-            }
-        }
-        for (model, s) in samples {
-            by_model.entry(family_of(&model)).or_default().push(s);
+        let used = samples.add_file(&text, sessions.as_deref().ok(), &prices);
+        if let (Err(e), false) = (&sessions, used) {
+            errln!("warning: {e}; skipped");
         }
     }
+    Ok(samples)
+}
 
-    let mut file = LatencyFile::default();
-    outln!("latency fit: seconds = ttft + input/prefill + output/decode, per model ({measured} measured latencies, the rest from timestamp gaps)");
+/// Per model family with enough timed requests, its fit: printed, and kept in `file`.
+fn fit_models(
+    samples: &Samples,
+    defaults: &LatencyTable,
+    min_samples: usize,
+    file: &mut LatencyFile,
+) -> anyhow::Result<()> {
+    outln!("latency fit: seconds = ttft + input/prefill + output/decode, per model ({} measured latencies, the rest from timestamp gaps)", samples.measured);
     outln!(
         "{:<36} {:>7} {:>8} {:>13} {:>12} {:>6} {:>10} {:>10}  held at default",
         "model",
@@ -170,17 +120,16 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
         "|res| p50",
         "|res| p95"
     );
-    for (model, samples) in &by_model {
-        if samples.len() < args.min_samples {
+    for (model, timings) in &samples.by_model {
+        if timings.len() < min_samples {
             outln!(
-                "{model:<36} {:>7}  too few timed requests (need {})",
-                samples.len(),
-                args.min_samples
+                "{model:<36} {:>7}  too few timed requests (need {min_samples})",
+                timings.len(),
             );
             continue;
         }
         let prior = defaults.for_model(model);
-        let Some(fit) = fit_latency(samples, &prior) else {
+        let Some(fit) = fit_latency(timings, &prior) else {
             continue;
         };
         outln!(
@@ -198,74 +147,69 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
                 fit.held.join(", ")
             }
         );
-        file.models.insert(
-            model.clone(),
-            LatencyEntry {
-                ttft_s: round(fit.params.ttft_s, 4),
-                prefill_tokens_per_s: round(fit.params.prefill_tokens_per_s, 1),
-                decode_tokens_per_s: round(fit.params.decode_tokens_per_s, 2),
-                samples: Some(fit.samples as u64),
-                r2: Some(round(fit.r2, 4)),
-                residual_p50_s: Some(round(fit.residual_p50_s, 3)),
-                residual_p95_s: Some(round(fit.residual_p95_s, 3)),
-            },
-        );
+        file.models.insert(model.clone(), latency_entry(&fit));
     }
-    match fit_length(&lengths, &defaults.length) {
-        Some(l) => {
-            outln!(
-                "summary length: {} recorded summaries (o200k tokens): ratio {:.4} (median of summary/pre-compaction prompt), cap {} tokens (largest)",
-                lengths.len(),
-                l.ratio,
-                l.cap_tokens
-            );
-            file.summary_length = Some(crate::cost::latency::LengthModel {
-                ratio: round(l.ratio, 5),
-                ..l
-            });
-        }
-        None => {
-            outln!("summary length: no recorded summaries with a pre-compaction size; default kept")
-        }
-    }
+    Ok(())
+}
+
+/// The summary length model from recorded summaries, else the default kept.
+fn fit_summary_length(
+    lengths: &[LengthSample],
+    defaults: &LatencyTable,
+    file: &mut LatencyFile,
+) -> anyhow::Result<()> {
+    let Some(l) = fit_length(lengths, &defaults.length) else {
+        outln!("summary length: no recorded summaries with a pre-compaction size; default kept");
+        return Ok(());
+    };
+    outln!(
+        "summary length: {} recorded summaries (o200k tokens): ratio {:.4} (median of summary/pre-compaction prompt), cap {} tokens (largest)",
+        lengths.len(),
+        l.ratio,
+        l.cap_tokens
+    );
+    file.summary_length = Some(LengthModel {
+        ratio: round_to(l.ratio, 5),
+        ..l
+    });
+    Ok(())
+}
+
+/// Per fact kind, the share of facts recorded summaries kept, else the built-in retention.
+fn fit_fact_retention(
+    kept: &[RetentionSample],
+    source: &str,
+    file: &mut LatencyFile,
+) -> anyhow::Result<()> {
     if kept.is_empty() {
         outln!("fact retention: no recorded summaries with a text; built-in retention kept");
-    } else {
-        let r = fit_retention(&kept, &format!("calibrate over {}", paths.join(", ")));
-        outln!(
-            "fact retention: {} recorded summaries (written by {}); per kind: kept/facts = rate [95% interval over summaries]",
-            r.summaries,
-            r.models.join(", ")
-        );
-        for (name, k) in &r.kinds {
-            match (k.rate, k.rate_low, k.rate_high) {
-                (Some(rate), Some(lo), Some(hi)) => outln!(
-                    "  {name:<7} {:>6}/{:<6} = {rate:.4} [{lo:.4}, {hi:.4}] over {} summaries",
-                    k.kept,
-                    k.facts,
-                    k.summaries
-                ),
-                _ => outln!(
-                    "  {name:<7} {:>6}/{:<6} too few summaries ({} of {} needed): estimates use the upper bound",
-                    k.kept,
-                    k.facts,
-                    k.summaries,
-                    crate::cost::references::MIN_SUMMARIES_PER_KIND
-                ),
-            }
-        }
-        file.retention = Some(r);
+        return Ok(());
     }
-    if file.models.is_empty() && file.summary_length.is_none() && file.retention.is_none() {
-        anyhow::bail!("no timed model requests or recorded summaries found in the given paths");
-    }
-    let text = format!(
-        "{HEADER}; read with `--latency FILE`.\n# seconds = ttft_s + input_tokens / prefill_tokens_per_s + output_tokens / decode_tokens_per_s\n{}",
-        toml::to_string(&file).context("serializing the fit")?
+    let r = fit_retention(kept, source);
+    outln!(
+        "fact retention: {} recorded summaries (written by {}); per kind: kept/facts = rate [95% interval over summaries]",
+        r.summaries,
+        r.models.join(", ")
     );
-    crate::atomic::write_atomic(&out, text.as_bytes())?;
-    outln!("wrote {}", super::term(&out.display().to_string()));
-    Ok(crate::cli::EXIT_OK)
+    for (name, k) in &r.kinds {
+        match (k.rate, k.rate_low, k.rate_high) {
+            (Some(rate), Some(lo), Some(hi)) => outln!(
+                "  {name:<7} {:>6}/{:<6} = {rate:.4} [{lo:.4}, {hi:.4}] over {} summaries",
+                k.kept,
+                k.facts,
+                k.summaries
+            ),
+            _ => outln!(
+                "  {name:<7} {:>6}/{:<6} too few summaries ({} of {} needed): estimates use the upper bound",
+                k.kept,
+                k.facts,
+                k.summaries,
+                crate::cost::references::MIN_SUMMARIES_PER_KIND
+            ),
+        }
+    }
+    file.retention = Some(r);
+    Ok(())
 }
 
 /// The first line of every file calibrate writes: how it knows a file is its own.

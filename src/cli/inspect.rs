@@ -2,16 +2,19 @@
 //! a totals line, the calibration view, and conversion to canonical JSONL.
 //!
 //! Counted prompt sizes are raw history (every event before the request, no compaction, no
-//! fixed overhead); the calibration view fits that overhead per session to show how far the
+//! fixed overhead); the calibration view (fitted in `tokens::calibration`) shows how far the
 //! counted history lands from what the provider recorded.
 
 use crate::cli::{EXIT_BAD_INPUT, EXIT_OK};
-use crate::stats::{percentile, percentile_of};
+use crate::tokens::calibration::history_before;
+pub use crate::tokens::calibration::{
+    calibrate, Calibration, FormatCalibration, SessionCalibration, MIN_CALIBRATION_REQUESTS,
+};
 use crate::tokens::{count_sessions_with_stats, CacheOpts, CountStats, Tokenizer};
-use crate::transcript::{Format, Part, Session};
+use crate::transcript::{Format, Part, ReadError, Session};
 use clap::Args;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -110,20 +113,8 @@ pub struct Totals {
     pub recorded_compactions: u64,
 }
 
-/// Token history before each event: `prefix[i]` = sum of `counts[..i]`.
-fn prefix_sums(counts: &[u32]) -> Vec<u64> {
-    let mut out = Vec::with_capacity(counts.len() + 1);
-    let mut acc = 0u64;
-    out.push(0);
-    for c in counts {
-        acc += *c as u64;
-        out.push(acc);
-    }
-    out
-}
-
 pub fn session_row(s: &Session, counts: &[u32]) -> SessionRow {
-    let prefix = prefix_sums(counts);
+    let prefix = history_before(counts);
     let invocations: BTreeSet<&str> = s.events.iter().map(|e| e.invocation_id.as_str()).collect();
     let mut row = SessionRow {
         source: s.source.clone(),
@@ -198,190 +189,6 @@ pub fn totals(rows: &[SessionRow]) -> Totals {
         t.recorded_compactions += r.recorded_compactions;
     }
     t
-}
-
-// ------------------------------------------------------------------------------ calibration
-
-/// Sessions need this many usable requests: with one, the fitted overhead explains it exactly
-/// and the error would be a meaningless 0%.
-pub const MIN_CALIBRATION_REQUESTS: usize = 2;
-
-/// One session's fit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SessionCalibration {
-    pub source: String,
-    pub format: String,
-    /// Requests compared (recorded usage, not post-compaction).
-    pub requests: u64,
-    /// Requests left out because their recorded size was measured after a compaction the
-    /// transcript records.
-    pub excluded_post_compaction: u64,
-    /// Fitted fixed overhead: median over requests of recorded − counted history, tokens.
-    pub overhead_tokens: i64,
-    /// Least-squares slope of recorded prompt on counted history: 1.0 when our counter and
-    /// the provider's agree on growth; `None` when the counted history never changes.
-    pub scale: Option<f64>,
-    /// |recorded − (counted history + overhead)| / recorded × 100, per request, median.
-    pub p50_abs_error_pct: f64,
-    pub p95_abs_error_pct: f64,
-}
-
-/// Per format, over all requests of its calibrated sessions.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FormatCalibration {
-    pub format: String,
-    pub sessions: u64,
-    pub requests: u64,
-    pub excluded_post_compaction: u64,
-    /// Sessions that recorded usage but had fewer than [`MIN_CALIBRATION_REQUESTS`] usable
-    /// requests.
-    pub sessions_too_short: u64,
-    /// Median of the sessions' fitted overheads, tokens.
-    pub median_overhead_tokens: i64,
-    /// Median of the sessions' [`SessionCalibration::scale`]; `None` when no session has one.
-    pub median_scale: Option<f64>,
-    pub p50_abs_error_pct: f64,
-    pub p95_abs_error_pct: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Calibration {
-    pub tokenizer: String,
-    pub method: &'static str,
-    pub formats: Vec<FormatCalibration>,
-    pub sessions: Vec<SessionCalibration>,
-}
-
-const METHOD: &str = "overhead = per-session median of (recorded prompt - counted history) over \
-requests with recorded usage; requests marked post_compaction_usage are excluded (their recorded \
-size is after a compaction, not raw history); error = |recorded - (counted + overhead)| / recorded; scale = least-squares slope of recorded \
-on counted (1.000 when both counters grow alike)";
-
-fn median_i64(v: &mut [i64]) -> i64 {
-    v.sort_unstable();
-    if v.is_empty() {
-        0
-    } else if v.len() % 2 == 1 {
-        v[v.len() / 2]
-    } else {
-        // Floor of the mean of the two middle values, exact in integers.
-        (v[v.len() / 2 - 1] + v[v.len() / 2]).div_euclid(2)
-    }
-}
-
-fn sort_f64(v: &mut [f64]) {
-    v.sort_by(|a, b| a.total_cmp(b));
-}
-
-/// Rounds for output so JSON and tables never show float noise.
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-/// Per format while calibrating: errors (%), overheads, sessions, excluded requests, short
-/// sessions.
-#[derive(Default)]
-struct FormatAcc {
-    errors: Vec<f64>,
-    overheads: Vec<i64>,
-    scales: Vec<f64>,
-    sessions: u64,
-    excluded: u64,
-    short: u64,
-}
-
-/// Least-squares slope of `r` on `h`, `None` without spread in `h`.
-fn ols_slope(pairs: &[(u64, u64)]) -> Option<f64> {
-    let n = pairs.len() as f64;
-    let mh = pairs.iter().map(|p| p.1 as f64).sum::<f64>() / n;
-    let mr = pairs.iter().map(|p| p.0 as f64).sum::<f64>() / n;
-    let var: f64 = pairs.iter().map(|p| (p.1 as f64 - mh).powi(2)).sum();
-    let cov: f64 = pairs
-        .iter()
-        .map(|p| (p.1 as f64 - mh) * (p.0 as f64 - mr))
-        .sum();
-    (var > 0.0).then(|| cov / var)
-}
-
-fn median_f64(v: &mut [f64]) -> Option<f64> {
-    sort_f64(v);
-    (!v.is_empty()).then(|| percentile(v, 0.5))
-}
-
-pub fn calibrate(sessions: &[Session], counts: &[Vec<u32>], tok: Tokenizer) -> Calibration {
-    let mut per_session = Vec::new();
-    let mut by_format: BTreeMap<String, FormatAcc> = BTreeMap::new();
-    for (s, c) in sessions.iter().zip(counts) {
-        let prefix = prefix_sums(c);
-        let mut pairs: Vec<(u64, u64)> = Vec::new(); // (recorded, counted history)
-        let mut excluded = 0u64;
-        for (i, e) in s.events.iter().enumerate() {
-            let Some(u) = e.usage else { continue };
-            if e.post_compaction_usage {
-                excluded += 1;
-                continue;
-            }
-            if u.prompt_tokens == 0 {
-                continue;
-            }
-            pairs.push((u.prompt_tokens, prefix.get(i).copied().unwrap_or(0)));
-        }
-        if pairs.is_empty() && excluded == 0 {
-            continue;
-        }
-        let entry = by_format.entry(s.format.name().to_string()).or_default();
-        entry.excluded += excluded;
-        if pairs.len() < MIN_CALIBRATION_REQUESTS {
-            entry.short += 1;
-            continue;
-        }
-        let mut diffs: Vec<i64> = pairs.iter().map(|(r, h)| *r as i64 - *h as i64).collect();
-        let overhead = median_i64(&mut diffs);
-        let mut errs: Vec<f64> = pairs
-            .iter()
-            .map(|(r, h)| ((*r as i64 - (*h as i64 + overhead)).abs() as f64) / (*r as f64) * 100.0)
-            .collect();
-        let scale = ols_slope(&pairs);
-        entry.errors.extend(errs.iter().copied());
-        entry.overheads.push(overhead);
-        entry.scales.extend(scale);
-        entry.sessions += 1;
-        sort_f64(&mut errs);
-        per_session.push(SessionCalibration {
-            source: s.source.clone(),
-            format: s.format.name().to_string(),
-            requests: pairs.len() as u64,
-            excluded_post_compaction: excluded,
-            overhead_tokens: overhead,
-            scale: scale.map(round3),
-            p50_abs_error_pct: round3(percentile_of(&errs, 0.5)),
-            p95_abs_error_pct: round3(percentile_of(&errs, 0.95)),
-        });
-    }
-    let formats = by_format
-        .into_iter()
-        .map(|(format, mut a)| {
-            sort_f64(&mut a.errors);
-            FormatCalibration {
-                format,
-                sessions: a.sessions,
-                requests: a.errors.len() as u64,
-                excluded_post_compaction: a.excluded,
-                sessions_too_short: a.short,
-                median_overhead_tokens: median_i64(&mut a.overheads),
-                median_scale: median_f64(&mut a.scales).map(round3),
-                p50_abs_error_pct: round3(percentile_of(&a.errors, 0.5)),
-                p95_abs_error_pct: round3(percentile_of(&a.errors, 0.95)),
-            }
-        })
-        .collect();
-    per_session.sort_by(|a, b| a.source.cmp(&b.source));
-    Calibration {
-        tokenizer: tok.name().to_string(),
-        method: METHOD,
-        formats,
-        sessions: per_session,
-    }
 }
 
 // ------------------------------------------------------------------------------ rendering
@@ -620,17 +427,11 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
     let filter = args.db.filter(&args.paths, false)?;
     let loaded = crate::transcript::load_inputs(&args.paths, args.format, &filter);
     // Bad files are fatal with --strict, for a single file given alone, and when nothing at
-    // all could be read (an empty table would hide the problem). Each bad file is one line;
-    // a count follows only when there are several.
+    // all could be read (an empty table would hide the problem).
     let single_file = args.paths.len() == 1 && Path::new(&args.paths[0]).is_file();
     let nothing_read = loaded.sessions.is_empty();
     if !loaded.skipped.is_empty() && (args.strict || single_file || nothing_read) {
-        for e in &loaded.skipped {
-            errln!("error: {}", super::term(&e.to_string()));
-        }
-        if loaded.skipped.len() > 1 {
-            errln!("error: {} bad files", loaded.skipped.len());
-        }
+        refuse_bad_files(&loaded.skipped);
         return Ok(EXIT_BAD_INPUT);
     }
     for e in &loaded.skipped {
@@ -645,18 +446,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
             crate::transcript::util::orphan_responses(&s.events) as u64,
         )
     }));
-
-    let cache = CacheOpts::resolve(args.cache_dir.clone(), args.no_cache);
-    let (counts, stats): (Vec<Vec<u32>>, CountStats) =
-        count_sessions_with_stats(&sessions, args.tokenizer, &cache)?;
-    errln!(
-        "tokens ({}): {} events, {} tokenized, {} from cache",
-        args.tokenizer,
-        stats.events,
-        stats.tokenized,
-        stats.cached
-    );
-
+    let (counts, stats) = count_tokens(&args, &sessions)?;
     let rows: Vec<SessionRow> = sessions
         .iter()
         .zip(&counts)
@@ -666,7 +456,6 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
     let calibration = args
         .calibration
         .then(|| calibrate(&sessions, &counts, args.tokenizer));
-
     if let (Some(_), Some(dir)) = (&args.emit, &args.out) {
         let inputs: Vec<PathBuf> = args.paths.iter().map(PathBuf::from).collect();
         emit_jsonl(&sessions, dir, &inputs, args.force)?;
@@ -676,38 +465,14 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
             dir.display()
         );
     }
-
-    if args.json {
-        let doc = InspectJson {
-            tokenizer: args.tokenizer.name(),
-            sessions: &rows,
-            totals: &tot,
-            bad_files: loaded
-                .skipped
-                .iter()
-                .map(|e| BadFile {
-                    file: &e.file,
-                    location: &e.location,
-                    message: &e.message,
-                })
-                .collect(),
-            warnings: loaded.skipped.len() as u64,
-            token_counts: CountStatsJson {
-                events: stats.events,
-                tokenized: stats.tokenized,
-                cached: stats.cached,
-            },
-            calibration: calibration.as_ref(),
-        };
-        let mut text = serde_json::to_vec_pretty(&doc)?;
-        text.push(b'\n');
-        super::out_bytes(&text)?;
-    } else {
-        super::out_bytes(render_table(&rows, &tot, args.tokenizer).as_bytes())?;
-        if let Some(c) = &calibration {
-            super::out_bytes(render_calibration(c).as_bytes())?;
-        }
-    }
+    let report = Report {
+        rows: &rows,
+        totals: &tot,
+        skipped: &loaded.skipped,
+        stats: &stats,
+        calibration: calibration.as_ref(),
+    };
+    report.print(args.json, args.tokenizer)?;
     if !loaded.skipped.is_empty() {
         errln!(
             "{} warning(s): bad files listed above were skipped",
@@ -715,6 +480,84 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(EXIT_OK)
+}
+
+/// Every event's tokens, from the cache where it has them (the numbers said on stderr).
+fn count_tokens(
+    args: &InspectArgs,
+    sessions: &[Session],
+) -> anyhow::Result<(Vec<Vec<u32>>, CountStats)> {
+    let cache = CacheOpts::resolve(args.cache_dir.clone(), args.no_cache);
+    let (counts, stats) = count_sessions_with_stats(sessions, args.tokenizer, &cache)?;
+    errln!(
+        "tokens ({}): {} events, {} tokenized, {} from cache",
+        args.tokenizer,
+        stats.events,
+        stats.tokenized,
+        stats.cached
+    );
+    Ok((counts, stats))
+}
+
+/// Each bad file on one line; a count follows only when there are several.
+fn refuse_bad_files(skipped: &[ReadError]) {
+    for e in skipped {
+        errln!("error: {}", super::term(&e.to_string()));
+    }
+    if skipped.len() > 1 {
+        errln!("error: {} bad files", skipped.len());
+    }
+}
+
+/// What `--json` shows.
+struct Report<'a> {
+    rows: &'a [SessionRow],
+    totals: &'a Totals,
+    skipped: &'a [ReadError],
+    stats: &'a CountStats,
+    calibration: Option<&'a Calibration>,
+}
+
+impl Report<'_> {
+    /// The tables (and the calibration view), or with `json` one JSON document.
+    fn print(&self, json: bool, tok: Tokenizer) -> anyhow::Result<()> {
+        if json {
+            return print_json(self, tok);
+        }
+        super::out_bytes(render_table(self.rows, self.totals, tok).as_bytes())?;
+        if let Some(c) = self.calibration {
+            super::out_bytes(render_calibration(c).as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+fn print_json(r: &Report<'_>, tok: Tokenizer) -> anyhow::Result<()> {
+    let doc = InspectJson {
+        tokenizer: tok.name(),
+        sessions: r.rows,
+        totals: r.totals,
+        bad_files: r
+            .skipped
+            .iter()
+            .map(|e| BadFile {
+                file: &e.file,
+                location: &e.location,
+                message: &e.message,
+            })
+            .collect(),
+        warnings: r.skipped.len() as u64,
+        token_counts: CountStatsJson {
+            events: r.stats.events,
+            tokenized: r.stats.tokenized,
+            cached: r.stats.cached,
+        },
+        calibration: r.calibration,
+    };
+    let mut text = serde_json::to_vec_pretty(&doc)?;
+    text.push(b'\n');
+    super::out_bytes(&text)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -795,39 +638,6 @@ mod tests {
             (t.sessions, t.events, t.counted_max_prompt_tokens),
             (2, 8, 330)
         );
-    }
-
-    #[test]
-    fn calibration_fits_median_overhead_and_excludes_post_compaction() {
-        // Counted history before each request: 0, 100, 200, 300 (each event 100 tokens).
-        // Recorded: 1000, 1100, 1210, and a post-compaction 50 that must be ignored.
-        let mut evs = Vec::new();
-        for (i, rec) in [1000u64, 1100, 1210, 50].iter().enumerate() {
-            let mut e = ev("i", vec![text("x")]);
-            e.model_request = true;
-            e.usage = Some(Usage {
-                prompt_tokens: *rec,
-                ..Default::default()
-            });
-            e.post_compaction_usage = i == 3;
-            evs.push(e);
-        }
-        let s = session(evs);
-        let c = calibrate(&[s], &[vec![100, 100, 100, 100]], Tokenizer::O200k);
-        let sc = &c.sessions[0];
-        // diffs 1000, 1000, 1010 -> median 1000; errors 0, 0, 10/1210.
-        assert_eq!(sc.overhead_tokens, 1000);
-        assert_eq!(sc.requests, 3);
-        assert_eq!(sc.excluded_post_compaction, 1);
-        assert_eq!(sc.p50_abs_error_pct, 0.0);
-        let p95 = round3(percentile(&[0.0, 0.0, 10.0 / 1210.0 * 100.0], 0.95));
-        assert_eq!(sc.p95_abs_error_pct, p95);
-        assert!(p95 > 0.7 && p95 < 0.8);
-        // Slope of (0,1000),(100,1100),(200,1210): cov/var = 21000/20000.
-        assert_eq!(sc.scale, Some(1.05));
-        assert_eq!(c.formats[0].median_scale, Some(1.05));
-        assert_eq!(c.formats[0].format, "codex");
-        assert_eq!(c.formats[0].requests, 3);
     }
 
     #[test]

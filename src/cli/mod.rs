@@ -1,5 +1,5 @@
 //! The command-line edge: clap definitions, printing, and mapping library errors to exit
-//! codes by kind (docs/cli.md "Exit codes"): 0 ok, 1 refused or disagreement, 2 bad input or
+//! codes by kind ([`exit`]) (docs/cli.md "Exit codes"): 0 ok, 1 refused or disagreement, 2 bad input or
 //! usage, 3 an I/O or environment failure, 130 interrupted.
 //!
 //! Each subcommand lives in its own file with its `Args` struct and a `run` function.
@@ -43,6 +43,7 @@ pub mod check;
 pub mod conform;
 pub mod cost_flags;
 pub mod db_flags;
+pub mod exit;
 pub mod inspect;
 pub mod merge;
 pub mod pricing;
@@ -175,20 +176,6 @@ pub fn warn_orphan_responses<'a>(sessions: impl IntoIterator<Item = (&'a str, &'
     }
 }
 
-/// The exit code for an error that reached the edge, and whether to say anything: a closed
-/// pipe on stdout ends quietly with 0.
-fn exit_for(e: &anyhow::Error) -> (u8, bool) {
-    for cause in e.chain() {
-        if let Some(StdoutError(io)) = cause.downcast_ref::<StdoutError>() {
-            if io.kind() == std::io::ErrorKind::BrokenPipe {
-                return (EXIT_OK, false);
-            }
-            return (EXIT_ENVIRONMENT, true);
-        }
-    }
-    (crate::error::kind_of(e.as_ref()).code(), true)
-}
-
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -222,7 +209,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            let (code, say) = exit_for(&e);
+            let (code, say) = exit::exit_for(&e);
             if say {
                 errln!(
                     "error: {}",
@@ -253,15 +240,5 @@ mod tests {
         let shown = layout_only(s);
         assert_eq!(shown, "row\tcell\nnext \\u{1b}[2J\\r\\u{7}");
         assert_eq!(layout_only("plain\n"), "plain\n");
-    }
-
-    #[test]
-    fn a_closed_pipe_is_quiet_and_a_full_stdout_is_an_environment_failure() {
-        let pipe = anyhow::Error::new(StdoutError(std::io::ErrorKind::BrokenPipe.into()));
-        assert_eq!(exit_for(&pipe), (EXIT_OK, false));
-        let full = anyhow::Error::new(StdoutError(std::io::ErrorKind::StorageFull.into()));
-        assert_eq!(exit_for(&full), (EXIT_ENVIRONMENT, true));
-        let cancelled = anyhow::Error::new(crate::sweep::run::Cancelled);
-        assert_eq!(exit_for(&cancelled).0, EXIT_INTERRUPTED);
     }
 }

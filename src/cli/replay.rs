@@ -6,14 +6,19 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::cost_flags::CostFlags;
+use crate::cost::client::ClientMode;
 use crate::cost::compute::FALLBACK_AGENT_MODEL;
 use crate::cost::compute::{render_metrics, MetricsSetting};
-use crate::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
+use crate::cost::evaluate::{evaluate, CostSetting, Evaluation, SessionCostInputs};
+use crate::cost::summarizers::SummarizerSpec;
+use crate::cost::CostModel;
 use crate::engine::{self, Config, Phase, Replay, UsageMode};
-use crate::settings::Written;
+use crate::settings::{Compaction, Written};
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::{count_sessions, CacheOpts, Tokenizer};
 use crate::transcript::{detect, Session};
+use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -55,47 +60,122 @@ pub struct ReplayArgs {
 }
 
 pub fn run(args: ReplayArgs) -> Result<u8> {
-    let written = Written {
-        after_tokens: args.after_tokens,
-        keep_recent_events: args.keep_recent_events,
-        after_invocations: args.after_invocations,
-        overlap: args.overlap,
-        summarizer: None,
-        unknown: Vec::new(),
-    };
-    let setting = match written.validate() {
+    let setting = match written(&args).validate() {
         Ok(s) => s,
         Err(r) => {
             errln!("refused: --{}: {}", r.field.replace('_', "-"), r.message);
             return Ok(super::EXIT_REFUSED);
         }
     };
-    let usage = UsageMode::parse(&args.usage).ok_or_else(|| {
-        anyhow::anyhow!(
-            "--usage `{}`: expected adjust, recorded or strip",
-            args.usage
+    let how = How::from_args(&args, &setting)?;
+    let sessions = read_sessions(&args)?;
+    super::warn_orphan_responses(sessions.iter().map(|s| {
+        (
+            s.source.as_str(),
+            s.id.as_str(),
+            crate::transcript::util::orphan_responses(&s.events) as u64,
         )
-    })?;
-    let tok: Tokenizer = args
-        .tokenizer
-        .parse()
-        .map_err(|e: String| anyhow::anyhow!(e))?;
-    let spec = args.cost.summarizer_spec()?;
-    let fail: Vec<u32> = args
-        .fail_calls
-        .split(',')
-        .filter(|x| !x.trim().is_empty())
-        .map(|x| {
-            x.trim()
-                .parse()
-                .with_context(|| format!("--fail-calls: `{x}` is not a call number"))
+    }));
+    let prepared = prepare(&sessions, how.tok)?;
+    let pricing = Pricing::start(&args.cost, &how.spec)?;
+    let replayer = Replayer {
+        args: &args,
+        how: &how,
+        pricing: &pricing,
+    };
+    let model = &pricing.model;
+    let pairs = || sessions.iter().zip(&prepared);
+    args.cost
+        .live
+        .check_estimate(&pricing.live, model, &model.prices.pricing_date, || {
+            for (session, (sizes, inputs)) in pairs() {
+                replayer.evaluate(session, sizes, inputs)?;
+            }
+            Ok(())
+        })?;
+    let mut out_json = Vec::new();
+    for (session, (sizes, inputs)) in pairs() {
+        let e = replayer.evaluate(session, sizes, inputs)?;
+        for w in &e.summarizer_errors {
+            errln!("warning: {w}");
+        }
+        if args.json {
+            out_json.push(replayer.json(session, sizes, &e)?);
+        } else {
+            replayer.print(session, sizes, inputs, &e, &setting.normalised())?;
+        }
+    }
+    super::cost_flags::report_live(&pricing.live, args.json)?;
+    if args.json {
+        let v = if out_json.len() == 1 {
+            out_json.remove(0)
+        } else {
+            Value::Array(out_json)
+        };
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    Ok(super::EXIT_OK)
+}
+
+/// The setting as the flags write it, for the manifest's checks.
+fn written(args: &ReplayArgs) -> Written {
+    Written {
+        after_tokens: args.after_tokens,
+        keep_recent_events: args.keep_recent_events,
+        after_invocations: args.after_invocations,
+        overlap: args.overlap,
+        summarizer: None,
+        unknown: Vec::new(),
+    }
+}
+
+/// How the replay runs besides the setting: the engine's config, the token counter, the
+/// summarizer and the calls made to fail.
+struct How {
+    cfg: Config,
+    tok: Tokenizer,
+    spec: SummarizerSpec,
+    fail: Vec<u32>,
+}
+
+impl How {
+    fn from_args(args: &ReplayArgs, setting: &Compaction) -> Result<How> {
+        let usage = UsageMode::parse(&args.usage).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--usage `{}`: expected adjust, recorded or strip",
+                args.usage
+            )
+        })?;
+        let tok: Tokenizer = args
+            .tokenizer
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!(e))?;
+        let spec = args.cost.summarizer_spec()?;
+        let fail: Vec<u32> = args
+            .fail_calls
+            .split(',')
+            .filter(|x| !x.trim().is_empty())
+            .map(|x| {
+                x.trim()
+                    .parse()
+                    .with_context(|| format!("--fail-calls: `{x}` is not a call number"))
+            })
+            .collect::<Result<_>>()?;
+        Ok(How {
+            cfg: Config::from_setting(setting, usage),
+            tok,
+            spec,
+            fail,
         })
-        .collect::<Result<_>>()?;
-    let cfg = Config::from_setting(&setting, usage);
+    }
+}
+
+/// The sessions of FILE that `--session` (and, in a database, the other filters) select.
+/// Any session that cannot be read is fatal, as a bad file is.
+fn read_sessions(args: &ReplayArgs) -> Result<Vec<Session>> {
     let filter = args.db.filter(std::slice::from_ref(&args.file), true)?;
     let sessions = if crate::transcript::db::is_db_url(&args.file) {
-        // A database: the filter selects in SQL; any session that cannot be read is fatal,
-        // as a bad file is.
+        // A database: the filter selects in SQL.
         let (sessions, skipped) = crate::transcript::db::load_arg(&args.file, &filter);
         if let Some(e) = skipped.into_iter().next() {
             anyhow::bail!("{e}");
@@ -118,27 +198,17 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                 .map_or(String::new(), |s| format!(" `{s}`"))
         );
     }
-    super::warn_orphan_responses(sessions.iter().map(|s| {
-        (
-            s.source.as_str(),
-            s.id.as_str(),
-            crate::transcript::util::orphan_responses(&s.events) as u64,
-        )
-    }));
+    Ok(sessions)
+}
+
+/// Each session's sizes (counted with `tok`; `adk-chars` needs no counts) and cost inputs.
+fn prepare(sessions: &[Session], tok: Tokenizer) -> Result<Vec<(SessionSizes, SessionCostInputs)>> {
     let counts = match tok {
         Tokenizer::AdkChars => None,
-        _ => Some(count_sessions(&sessions, tok, &CacheOpts::disabled())?),
+        _ => Some(count_sessions(sessions, tok, &CacheOpts::disabled())?),
     };
-    let cost_model = args.cost.cost_model()?;
-    let client = args.cost.client_mode()?;
-    let timeout = args.cost.command_timeout()?;
-    args.cost.start_python(&spec)?;
-    let live = args.cost.live.start(
-        std::slice::from_ref(&spec),
-        timeout,
-        CacheOpts::resolve(None, false).dir.as_deref(),
-    )?;
-    let prepared: Vec<(SessionSizes, SessionCostInputs)> = sessions
+    // The per-part counts end in the sizes; a long session's are tens of MB, dropped here.
+    Ok(sessions
         .iter()
         .enumerate()
         .map(|(si, session)| {
@@ -148,72 +218,101 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                 SessionCostInputs::new(session, tok),
             )
         })
-        .collect();
-    // The per-part counts are in the sizes now; a long session's are tens of MB.
-    drop(counts);
-    let evaluate_one = |session: &Session, sizes: &SessionSizes, inputs: &SessionCostInputs| {
-        // Same rule as `sweep`: `--model`, else the recorded model, else the documented default.
-        let agent_model = args
+        .collect())
+}
+
+/// Prices, client mode and the summarizers started (a `python:` worker, `live:` clients).
+struct Pricing {
+    model: CostModel,
+    client: ClientMode,
+    timeout: Duration,
+    live: Vec<Arc<crate::cost::live::Client>>,
+}
+
+impl Pricing {
+    fn start(cost: &CostFlags, spec: &SummarizerSpec) -> Result<Pricing> {
+        let model = cost.cost_model()?;
+        let client = cost.client_mode()?;
+        let timeout = cost.command_timeout()?;
+        cost.start_python(spec)?;
+        let live = cost.live.start(
+            std::slice::from_ref(spec),
+            timeout,
+            CacheOpts::resolve(None, false).dir.as_deref(),
+        )?;
+        Ok(Pricing {
+            model,
+            client,
+            timeout,
+            live,
+        })
+    }
+}
+
+/// One session replayed and priced, then shown as the table or as JSON.
+struct Replayer<'a> {
+    args: &'a ReplayArgs,
+    how: &'a How,
+    pricing: &'a Pricing,
+}
+
+impl Replayer<'_> {
+    /// Same rule as `sweep`: `--model`, else the recorded model, else the documented default.
+    fn agent_model<'s>(&'s self, session: &'s Session) -> &'s str {
+        self.args
             .cost
             .agent_model(session.model.as_deref())
-            .unwrap_or(FALLBACK_AGENT_MODEL);
-        let mut cs = CostSetting::new(&spec, Some(agent_model), client);
-        cs.command_timeout = timeout;
-        cs.fail_calls = fail.clone();
-        let run = |s: &dyn engine::Summarizer| engine::replay(sizes, &cfg, s);
-        evaluate(session, sizes, inputs, &cost_model, &cs, &run)
+            .unwrap_or(FALLBACK_AGENT_MODEL)
+    }
+
+    fn evaluate(
+        &self,
+        session: &Session,
+        sizes: &SessionSizes,
+        inputs: &SessionCostInputs,
+    ) -> Result<Evaluation> {
+        let p = self.pricing;
+        let mut cs = CostSetting::new(&self.how.spec, Some(self.agent_model(session)), p.client);
+        cs.command_timeout = p.timeout;
+        cs.fail_calls = self.how.fail.clone();
+        let run = |s: &dyn engine::Summarizer| engine::replay(sizes, &self.how.cfg, s);
+        evaluate(session, sizes, inputs, &p.model, &cs, &run)
             .map_err(|e| anyhow::anyhow!("--summarizer: {e}"))
-    };
-    args.cost
-        .live
-        .check_estimate(&live, &cost_model, &cost_model.prices.pricing_date, || {
-            for (session, (sizes, inputs)) in sessions.iter().zip(&prepared) {
-                evaluate_one(session, sizes, inputs)?;
-            }
-            Ok(())
-        })?;
-    let mut out_json = Vec::new();
-    for (session, (sizes, inputs)) in sessions.iter().zip(&prepared) {
-        let agent_model = args
-            .cost
-            .agent_model(session.model.as_deref())
-            .unwrap_or(FALLBACK_AGENT_MODEL);
-        let e = evaluate_one(session, sizes, inputs)?;
-        for w in &e.summarizer_errors {
-            errln!("warning: {w}");
-        }
-        let r = &e.replay;
-        if args.json {
-            let mut v = to_json(session, sizes, r, &cfg, &args, tok);
-            if let Value::Object(o) = &mut v {
-                o.insert("metrics".into(), serde_json::to_value(&e.metrics)?);
-            }
-            out_json.push(v);
-        } else {
-            print_table(session, sizes, r, &setting.normalised(), &args, tok)?;
-            let ms = MetricsSetting {
-                agent_model: Some(agent_model),
-                summarizer: &spec,
-                client,
-                attachment_tokens: &inputs.attachments,
-                event_facts: None,
-                references: None,
-                attachments_once: false,
-            };
-            outln!();
-            out!("{}", render_metrics(&e.metrics, &cost_model, &ms));
-        }
     }
-    super::cost_flags::report_live(&live, args.json)?;
-    if args.json {
-        let v = if out_json.len() == 1 {
-            out_json.remove(0)
-        } else {
-            Value::Array(out_json)
+
+    /// The timeline table, then the session's metrics.
+    fn print(
+        &self,
+        session: &Session,
+        sizes: &SessionSizes,
+        inputs: &SessionCostInputs,
+        e: &Evaluation,
+        setting: &str,
+    ) -> Result<()> {
+        print_table(session, sizes, &e.replay, setting, self.args, self.how.tok)?;
+        let ms = MetricsSetting {
+            agent_model: Some(self.agent_model(session)),
+            summarizer: &self.how.spec,
+            client: self.pricing.client,
+            attachment_tokens: &inputs.attachments,
+            event_facts: None,
+            references: None,
+            attachments_once: false,
         };
-        outln!("{}", serde_json::to_string_pretty(&v)?);
+        outln!();
+        out!("{}", render_metrics(&e.metrics, &self.pricing.model, &ms));
+        Ok(())
     }
-    Ok(super::EXIT_OK)
+
+    /// The oracle's JSON with the session's metrics.
+    fn json(&self, session: &Session, sizes: &SessionSizes, e: &Evaluation) -> Result<Value> {
+        let (cfg, tok) = (&self.how.cfg, self.how.tok);
+        let mut v = to_json(session, sizes, &e.replay, cfg, self.args, tok);
+        if let Value::Object(o) = &mut v {
+            o.insert("metrics".into(), serde_json::to_value(&e.metrics)?);
+        }
+        Ok(v)
+    }
 }
 
 fn ordinals(v: &[u32]) -> String {
@@ -266,38 +365,7 @@ fn print_table(
             if q.invocation_index != inv.index {
                 break;
             }
-            let fired: Vec<String> = r
-                .pre_request(q)
-                .iter()
-                .filter_map(|o| r.compaction(*o))
-                .map(|c| {
-                    format!(
-                        "#{} pre_request token_threshold, events {}-{}",
-                        c.ordinal,
-                        c.summarized_events.start,
-                        c.summarized_events.end.saturating_sub(1)
-                    )
-                })
-                .collect();
-            let agent = sizes
-                .authors
-                .get(q.author as usize)
-                .map_or("?", String::as_str);
-            outln!(
-                "{:>4} {:>6} {:>4} {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}  {:<14} {}",
-                req_i + 1,
-                q.event_index,
-                q.invocation_index,
-                super::term(&agent.chars().take(18).collect::<String>()),
-                q.measured_prompt_tokens
-                    .map_or("-".into(), |m| m.to_string()),
-                q.baseline_prompt_tokens,
-                q.prompt_tokens,
-                i128::from(q.baseline_prompt_tokens) - i128::from(q.prompt_tokens),
-                q.hidden_tokens,
-                ordinals(r.carried(q)),
-                fired.join("; ")
-            );
+            print_request(req_i + 1, q, sizes, r)?;
             req_i += 1;
         }
         if let Some(c) = inv.post_compaction.and_then(|o| r.compaction(o)) {
@@ -313,6 +381,53 @@ fn print_table(
             );
         }
     }
+    print_totals(r)
+}
+
+/// One row of the timeline: the `number`-th request, and the compactions fired before it.
+fn print_request(
+    number: usize,
+    q: &crate::engine::Request,
+    sizes: &SessionSizes,
+    r: &Replay,
+) -> Result<()> {
+    let fired: Vec<String> = r
+        .pre_request(q)
+        .iter()
+        .filter_map(|o| r.compaction(*o))
+        .map(|c| {
+            format!(
+                "#{} pre_request token_threshold, events {}-{}",
+                c.ordinal,
+                c.summarized_events.start,
+                c.summarized_events.end.saturating_sub(1)
+            )
+        })
+        .collect();
+    let agent = sizes
+        .authors
+        .get(q.author as usize)
+        .map_or("?", String::as_str);
+    outln!(
+        "{:>4} {:>6} {:>4} {:<18} {:>9} {:>10} {:>10} {:>9} {:>10}  {:<14} {}",
+        number,
+        q.event_index,
+        q.invocation_index,
+        super::term(&agent.chars().take(18).collect::<String>()),
+        q.measured_prompt_tokens
+            .map_or("-".into(), |m| m.to_string()),
+        q.baseline_prompt_tokens,
+        q.prompt_tokens,
+        i128::from(q.baseline_prompt_tokens) - i128::from(q.prompt_tokens),
+        q.hidden_tokens,
+        ordinals(r.carried(q)),
+        fired.join("; ")
+    );
+    Ok(())
+}
+
+/// The replay's totals line, and the blank line after it.
+fn print_totals(r: &Replay) -> Result<()> {
     let t = &r.totals;
     // Saturating: recorded counts are at most 2^53 each, but nothing bounds how many.
     let total = |f: fn(&crate::engine::Request) -> u64| {
@@ -355,9 +470,41 @@ pub fn to_json(
     args: &ReplayArgs,
     tok: Tokenizer,
 ) -> Value {
+    let compactions: Vec<Value> = r.compactions.iter().map(compaction_json).collect();
+    let failures: Vec<Value> = r
+        .calls
+        .iter()
+        .filter(|c| c.result != engine::CallResult::Summary)
+        .map(|c| {
+            json!({"summarizer_call": c.call, "phase": c.phase.name(), "trigger": c.trigger.name(),
+            "result": c.result, "invocation_index": c.invocation_index})
+        })
+        .collect();
+    json!({
+        "transcript": {"path": crate::transcript::db::url::redact(&args.file), "session": session.id, "events": sizes.n, "invocations": sizes.blocks()},
+        "config": {
+            "compaction_interval": cfg.sliding.map(|s| s.0), "overlap_size": cfg.sliding.map(|s| s.1),
+            "token_threshold": cfg.token.map(|t| t.0), "event_retention_size": cfg.token.map(|t| t.1),
+        },
+        "summarizer": args.cost.summarizer,
+        "fail_calls": args.fail_calls,
+        "usage_mode": cfg.usage.name(),
+        "tokenizer": tok.name(),
+        "pre_request_check": cfg.pre_request,
+        "measured_agent": sizes.main_agent.and_then(|a| sizes.authors.get(a as usize)),
+        "summarizer_template_fixed_chars": engine::TEMPLATE_FIXED_CHARS,
+        "invocations": invocations_json(session, sizes, r),
+        "compactions": compactions,
+        "failures": failures,
+        "totals": totals_json(r),
+    })
+}
+
+/// Per invocation: its model calls, the compactions before and after them, and the history
+/// the next request starts from.
+fn invocations_json(session: &Session, sizes: &SessionSizes, r: &Replay) -> Vec<Value> {
     let mut req_i = 0;
-    let invocations: Vec<Value> = r
-        .invocations
+    r.invocations
         .iter()
         .map(|inv| {
             let mut calls = Vec::new();
@@ -367,24 +514,7 @@ pub fn to_json(
                     break;
                 }
                 pre.extend_from_slice(r.pre_request(q));
-                calls.push(json!({
-                    "event_index": q.event_index,
-                    "author": sizes.authors.get(q.author as usize),
-                    "measured_prompt_tokens": q.measured_prompt_tokens,
-                    "request_contents": sizes_json(q.contents, q.adk_chars, q.json_chars),
-                    "request_contents_uncompacted": sizes_json(q.contents_uncompacted, q.adk_chars_uncompacted, q.json_chars_uncompacted),
-                    "recorded_prompt_tokens": q.recorded_prompt_tokens,
-                    "replayed_prompt_tokens": q.replayed_prompt_tokens,
-                    "baseline_prompt_tokens": q.baseline_prompt_tokens,
-                    "prompt_tokens": q.prompt_tokens,
-                    "history_tokens": q.history_tokens,
-                    "baseline_history_tokens": q.baseline_history_tokens,
-                    "summary_tokens": q.summary_tokens,
-                    "hidden_tokens": q.hidden_tokens,
-                    "hidden_event_ranges": r.hidden(q),
-                    "shared_prefix_tokens": q.shared_prefix_tokens,
-                    "summaries": r.carried(q),
-                }));
+                calls.push(request_json(q, sizes, r));
                 req_i += 1;
             }
             let lo = inv.first_event_index as usize;
@@ -411,37 +541,58 @@ pub fn to_json(
                 "summarizer_calls": inv.summarizer_calls,
             })
         })
-        .collect();
-    let compactions: Vec<Value> = r
-        .compactions
-        .iter()
-        .map(|c| {
-            json!({
-                "ordinal": c.ordinal,
-                "phase": c.phase.name(),
-                "trigger": c.trigger.name(),
-                "invocation_index": c.invocation_index,
-                "before_event_index": c.before_event_index,
-                "start_timestamp": c.start_timestamp,
-                "end_timestamp": c.end_timestamp,
-                "summarizer_input_events": c.summarizer_input_events,
-                "seeded_with_previous_summary": c.seeded_with_previous_summary,
-                "raw_events_in_range": c.raw_events_in_range,
-                "first_raw_event_index": c.first_raw_event_index,
-                "last_raw_event_index": c.last_raw_event_index,
-                "invocations_in_range": c.invocations_in_range.to_vec(),
-                "summarizer_call": c.summarizer_call,
-                "summarizer_prompt_chars": c.summarizer_prompt_chars,
-                "summarizer_history_chars": c.summarizer_history_chars,
-                "summary_chars": c.summary_chars,
-                "summary_json_chars": c.summary_json_chars,
-                "summary_tokens": c.summary_tokens,
-                "summarizer_input_tokens": c.summarizer_input_tokens,
-                "retained": c.retained,
-                "subsumed_by": c.subsumed_by,
-            })
-        })
-        .collect();
+        .collect()
+}
+
+fn request_json(q: &crate::engine::Request, sizes: &SessionSizes, r: &Replay) -> Value {
+    json!({
+        "event_index": q.event_index,
+        "author": sizes.authors.get(q.author as usize),
+        "measured_prompt_tokens": q.measured_prompt_tokens,
+        "request_contents": sizes_json(q.contents, q.adk_chars, q.json_chars),
+        "request_contents_uncompacted": sizes_json(q.contents_uncompacted, q.adk_chars_uncompacted, q.json_chars_uncompacted),
+        "recorded_prompt_tokens": q.recorded_prompt_tokens,
+        "replayed_prompt_tokens": q.replayed_prompt_tokens,
+        "baseline_prompt_tokens": q.baseline_prompt_tokens,
+        "prompt_tokens": q.prompt_tokens,
+        "history_tokens": q.history_tokens,
+        "baseline_history_tokens": q.baseline_history_tokens,
+        "summary_tokens": q.summary_tokens,
+        "hidden_tokens": q.hidden_tokens,
+        "hidden_event_ranges": r.hidden(q),
+        "shared_prefix_tokens": q.shared_prefix_tokens,
+        "summaries": r.carried(q),
+    })
+}
+
+fn compaction_json(c: &crate::engine::Compaction) -> Value {
+    json!({
+        "ordinal": c.ordinal,
+        "phase": c.phase.name(),
+        "trigger": c.trigger.name(),
+        "invocation_index": c.invocation_index,
+        "before_event_index": c.before_event_index,
+        "start_timestamp": c.start_timestamp,
+        "end_timestamp": c.end_timestamp,
+        "summarizer_input_events": c.summarizer_input_events,
+        "seeded_with_previous_summary": c.seeded_with_previous_summary,
+        "raw_events_in_range": c.raw_events_in_range,
+        "first_raw_event_index": c.first_raw_event_index,
+        "last_raw_event_index": c.last_raw_event_index,
+        "invocations_in_range": c.invocations_in_range.to_vec(),
+        "summarizer_call": c.summarizer_call,
+        "summarizer_prompt_chars": c.summarizer_prompt_chars,
+        "summarizer_history_chars": c.summarizer_history_chars,
+        "summary_chars": c.summary_chars,
+        "summary_json_chars": c.summary_json_chars,
+        "summary_tokens": c.summary_tokens,
+        "summarizer_input_tokens": c.summarizer_input_tokens,
+        "retained": c.retained,
+        "subsumed_by": c.subsumed_by,
+    })
+}
+
+fn totals_json(r: &Replay) -> Value {
     let t = &r.totals;
     let mut by = serde_json::Map::new();
     for (k, v) in [
@@ -459,42 +610,16 @@ pub fn to_json(
             by.insert(k.into(), v.into());
         }
     }
-    let failures: Vec<Value> = r
-        .calls
-        .iter()
-        .filter(|c| c.result != engine::CallResult::Summary)
-        .map(|c| {
-            json!({"summarizer_call": c.call, "phase": c.phase.name(), "trigger": c.trigger.name(),
-            "result": c.result, "invocation_index": c.invocation_index})
-        })
-        .collect();
     json!({
-        "transcript": {"path": crate::transcript::db::url::redact(&args.file), "session": session.id, "events": sizes.n, "invocations": sizes.blocks()},
-        "config": {
-            "compaction_interval": cfg.sliding.map(|s| s.0), "overlap_size": cfg.sliding.map(|s| s.1),
-            "token_threshold": cfg.token.map(|t| t.0), "event_retention_size": cfg.token.map(|t| t.1),
-        },
-        "summarizer": args.cost.summarizer,
-        "fail_calls": args.fail_calls,
-        "usage_mode": cfg.usage.name(),
-        "tokenizer": tok.name(),
-        "pre_request_check": cfg.pre_request,
-        "measured_agent": sizes.main_agent.and_then(|a| sizes.authors.get(a as usize)),
-        "summarizer_template_fixed_chars": engine::TEMPLATE_FIXED_CHARS,
-        "invocations": invocations,
-        "compactions": compactions,
-        "failures": failures,
-        "totals": {
-            "summarizer_calls": t.summarizer_calls,
-            "compactions": t.compactions,
-            "compactions_by_trigger": by,
-            "failed_or_empty_summaries": t.failed_or_empty_summaries,
-            "summarizer_prompt_chars": t.summarizer_prompt_chars,
-            "summary_chars": t.summary_chars,
-            "summarizer_input_tokens": t.summarizer_input_tokens,
-            "summarizer_output_tokens": t.summarizer_output_tokens,
-            "final_retained_summaries": t.final_retained_summaries,
-            "pre_request_compactions": r.compactions.iter().filter(|c| c.phase == Phase::PreRequest).count(),
-        },
+        "summarizer_calls": t.summarizer_calls,
+        "compactions": t.compactions,
+        "compactions_by_trigger": by,
+        "failed_or_empty_summaries": t.failed_or_empty_summaries,
+        "summarizer_prompt_chars": t.summarizer_prompt_chars,
+        "summary_chars": t.summary_chars,
+        "summarizer_input_tokens": t.summarizer_input_tokens,
+        "summarizer_output_tokens": t.summarizer_output_tokens,
+        "final_retained_summaries": t.final_retained_summaries,
+        "pre_request_compactions": r.compactions.iter().filter(|c| c.phase == Phase::PreRequest).count(),
     })
 }

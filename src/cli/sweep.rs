@@ -1,10 +1,14 @@
-//! `compaction-sim sweep`: resolve the grid, read and count the transcripts once, replay
-//! every (session, setting) pair in parallel, and write the run folder.
+//! `compaction-sim sweep`: map the flags onto a sweep plan (`sweep::plan` decides the grid
+//! and the alternatives' defaults), read and count the transcripts once, replay every
+//! (session, setting) pair in parallel with a progress bar, and write the run folder.
 
-use crate::sweep::grid::{AxisItem, AxisSpec, Budgets, GridSpec, Known, ResolvedGrid};
+use crate::error::Cancelled;
+use crate::sweep::grid::{AxisItem, AxisSpec, Budgets, GridSpec, ResolvedGrid};
 use crate::sweep::pipeline::{self, Costing};
-use crate::sweep::run::{run_windows, shard_sessions, Cancelled, Failure, RunRow};
+use crate::sweep::plan::{SweepPlan, SweepRequest};
+use crate::sweep::run::{run_windows, shard_sessions, Failure, RunRow, SessionInfo};
 use crate::sweep::shard::Shard;
+use crate::sweep::Setting;
 use crate::table::frames::RunsWriter;
 use crate::table::publish::{self, Chosen, Target};
 use crate::table::rundir::{self, RunInputs, Skipped};
@@ -184,126 +188,70 @@ fn text_axis(s: &Option<String>) -> Option<AxisSpec> {
     s.as_ref().map(|t| AxisSpec::One(AxisItem::Text(t.clone())))
 }
 
-/// The grid the flags and the grid file describe, resolved against known names.
-pub fn resolve_grid(args: &SweepArgs, costing: &Costing) -> Result<ResolvedGrid, String> {
-    let mut spec = match &args.grid {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| format!("{}: cannot read: {e}", p.display()))?;
-            GridSpec::from_toml(&p.display().to_string(), &text).map_err(|e| e.0)?
-        }
-        None => GridSpec::default_grid(),
-    };
-    let explicit_trigger = args.axes.trigger.is_some();
-    let flags = GridSpec {
-        trigger: text_axis(&args.axes.trigger),
-        after_tokens: text_axis(&args.axes.after_tokens),
-        keep_recent_events: text_axis(&args.axes.keep_recent_events),
-        after_invocations: text_axis(&args.axes.after_invocations),
-        overlap: text_axis(&args.axes.overlap),
-        summarizer: if args.axes.summarizer.is_empty() {
-            None
-        } else {
-            Some(AxisSpec::Many(
-                args.axes
-                    .summarizer
+/// The sweep as plain data for [`SweepPlan::resolve`]: the flags become the grid keys they
+/// mirror.
+pub fn request(args: &SweepArgs) -> SweepRequest<'_> {
+    SweepRequest {
+        grid_file: args.grid.as_deref(),
+        flags: flag_axes(&args.axes, args.combine),
+        alternatives: &args.alternatives,
+        max_settings: args.max_settings,
+    }
+}
+
+/// The axis flags as grid keys; those not given stay `None` (the base grid's stand).
+fn flag_axes(a: &AxisFlags, combine: bool) -> GridSpec {
+    GridSpec {
+        trigger: text_axis(&a.trigger),
+        after_tokens: text_axis(&a.after_tokens),
+        keep_recent_events: text_axis(&a.keep_recent_events),
+        after_invocations: text_axis(&a.after_invocations),
+        overlap: text_axis(&a.overlap),
+        summarizer: (!a.summarizer.is_empty()).then(|| {
+            AxisSpec::Many(
+                a.summarizer
                     .iter()
                     .map(|s| AxisItem::Text(s.clone()))
                     .collect(),
-            ))
-        },
-        agent_model: text_axis(&args.axes.agent_model),
-        client: text_axis(&args.axes.client),
-        tokenizer: text_axis(&args.axes.tokenizer),
-        max_llm_calls: text_axis(&args.axes.max_llm_calls),
+            )
+        }),
+        agent_model: text_axis(&a.agent_model),
+        client: text_axis(&a.client),
+        tokenizer: text_axis(&a.tokenizer),
+        max_llm_calls: text_axis(&a.max_llm_calls),
         artifacts: None,
-        split: text_axis(&args.axes.split),
-        combine: args.combine.then_some(true),
-        budget: if args.axes.budget_broken_references.is_some()
-            || args.axes.budget_detail_lost.is_some()
-            || args.axes.budget_latency.is_some()
-        {
-            Some(Budgets {
-                broken_references: args.axes.budget_broken_references,
-                detail_lost: args.axes.budget_detail_lost,
-                latency_s: args.axes.budget_latency,
-            })
-        } else {
-            None
-        },
-        policy: text_axis(&args.axes.policy),
-        clear_trigger: text_axis(&args.axes.clear_trigger),
-        clear_keep: text_axis(&args.axes.clear_keep),
-        clear_at_least: text_axis(&args.axes.clear_at_least),
-        clear_exclude_tools: text_axis(&args.axes.clear_exclude_tools),
-        mask_window: text_axis(&args.axes.mask_window),
-        pct: text_axis(&args.axes.pct),
-        codex_pct: text_axis(&args.axes.codex_pct),
-        openhands_max_size: text_axis(&args.axes.openhands_max_size),
-        openhands_keep_first: text_axis(&args.axes.openhands_keep_first),
-        lc_trigger: text_axis(&args.axes.lc_trigger),
-        lc_keep: text_axis(&args.axes.lc_keep),
-        gemini_threshold: text_axis(&args.axes.gemini_threshold),
-    };
-    if args.grid.is_none() && explicit_trigger {
-        // `--trigger invocations` alone over the default grid: the default's size-trigger
-        // axes are not the user's, so they go rather than being refused as unused.
-        let t = args.axes.trigger.clone().unwrap_or_default();
-        if !t.contains("tokens") && !t.contains("both") {
-            spec.after_tokens = None;
-            spec.keep_recent_events = None;
-        }
-        if !t.contains("invocations") && !t.contains("both") {
-            spec.after_invocations = None;
-            spec.overlap = None;
-        }
+        split: text_axis(&a.split),
+        combine: combine.then_some(true),
+        budget: flag_budgets(a),
+        policy: text_axis(&a.policy),
+        clear_trigger: text_axis(&a.clear_trigger),
+        clear_keep: text_axis(&a.clear_keep),
+        clear_at_least: text_axis(&a.clear_at_least),
+        clear_exclude_tools: text_axis(&a.clear_exclude_tools),
+        mask_window: text_axis(&a.mask_window),
+        pct: text_axis(&a.pct),
+        codex_pct: text_axis(&a.codex_pct),
+        openhands_max_size: text_axis(&a.openhands_max_size),
+        openhands_keep_first: text_axis(&a.openhands_keep_first),
+        lc_trigger: text_axis(&a.lc_trigger),
+        lc_keep: text_axis(&a.lc_keep),
+        gemini_threshold: text_axis(&a.gemini_threshold),
     }
-    spec.overlay(flags);
-    let which = args.alternatives.as_str();
-    if !matches!(which, "all" | "cap" | "artifacts" | "split" | "none") {
-        return Err(format!(
-            "--alternatives: unknown value `{which}`; use all, cap, artifacts, split or none"
-        ));
-    }
-    let wants = |kind: &str| which == "all" || which == kind;
-    for (kind, flag, given) in [
-        ("cap", "--max-llm-calls", args.axes.max_llm_calls.is_some()),
-        ("split", "--split", args.axes.split.is_some()),
-    ] {
-        if given && !wants(kind) {
-            return Err(format!(
-                "{flag}: --alternatives {which} does not replay it; use --alternatives all or {kind}"
-            ));
-        }
-    }
-    if !wants("cap") {
-        spec.max_llm_calls = None;
-    }
-    if !wants("artifacts") {
-        spec.artifacts = None;
-    }
-    if !wants("split") {
-        spec.split = None;
-    }
-    let known_model = |m: &str| costing.knows_model(m);
-    let tokenizers = pipeline::tokenizer_names();
-    spec.resolve_with_limit(
-        &Known {
-            model: &known_model,
-            tokenizers: &tokenizers,
-        },
-        args.max_settings,
-    )
-    .map_err(|e| e.0)
+}
+
+/// The budget flags, when any is given (they replace the base grid's budget whole).
+fn flag_budgets(a: &AxisFlags) -> Option<Budgets> {
+    let given = a.budget_broken_references.is_some()
+        || a.budget_detail_lost.is_some()
+        || a.budget_latency.is_some();
+    given.then_some(Budgets {
+        broken_references: a.budget_broken_references,
+        detail_lost: a.budget_detail_lost,
+        latency_s: a.budget_latency,
+    })
 }
 
 use super::{install_signal_handler, CANCEL};
-
-/// The caps `--alternatives all|cap` replays when no --max-llm-calls is given.
-pub const DEFAULT_CAPS: [u64; 3] = [10, 25, 50];
-
-/// The split rules `--alternatives all|split` replays when no --split is given.
-pub const DEFAULT_SPLITS: [&str; 2] = ["lossless", "idle=30m"];
 
 fn progress(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
@@ -390,40 +338,82 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     for w in &costing.model.prices.warnings {
         errln!("warning: {w}");
     }
-    let mut grid = match resolve_grid(&args, &costing) {
-        Ok(g) => g,
-        Err(msg) => {
-            errln!("error: {}", super::term(&msg));
+    let mut plan = match SweepPlan::resolve(request(&args), &costing) {
+        Ok(p) => p,
+        Err(e) => {
+            errln!("error: {}", super::term(&e.to_string()));
             return Ok(super::EXIT_BAD_INPUT);
         }
     };
     if args.show_grid {
-        out!("{}", grid.describe());
+        out!("{}", plan.grid.describe());
         return Ok(super::EXIT_OK);
     }
     let cache = pipeline::cache_opts(args.cache_dir.clone(), args.no_cache);
-    let (timeout, live) = args.summarizers.start(
-        &grid.summarizer,
-        pipeline::cache_opts(args.cache_dir.clone(), false)
-            .dir
-            .as_deref(),
-    )?;
+    let token_cache = pipeline::cache_opts(args.cache_dir.clone(), false).dir;
+    let (timeout, live) = args
+        .summarizers
+        .start(&plan.grid.summarizer, token_cache.as_deref())?;
     install_signal_handler();
+    let scanned = scan(&args, &plan.grid.tokenizer)?;
+    plan.fit_to_sessions(&scanned.catalog.infos);
+    let grid = &plan.grid;
+    let mut inputs = run_inputs(&scanned.catalog, grid, &costing, scanned.sampled_from);
+    let name = inputs.default_name(&today());
+    let (target, latest) = sweep_target(&args, &name, &scanned.input_paths)?;
+    let mine = shard_sessions(inputs.sessions.len(), args.shard);
+    // Sessions are read again, counted, sized and replayed a window at a time and their
+    // rows streamed into runs.parquet.
+    let mut counted = pipeline::Counted::new(scanned.catalog, &grid.tokenizer, &costing, &cache)?;
+    if CANCEL.load(Ordering::SeqCst) {
+        return Err(Cancelled.into());
+    }
+    let job = Job {
+        sessions: &inputs.sessions,
+        mine: &mine,
+        settings: &grid.settings,
+        costing: &costing,
+        timeout,
+        live: &live,
+    };
+    let replayed = replay_all(&args, &job, &mut counted, &target)?;
+    counted.save_counts();
+    record_failures(&mut inputs, replayed.failed, replayed.summarizer_errors);
+    super::cost_flags::report_live(&live, args.quiet)?;
+    let Some(shard) = args.shard else {
+        let eval = timeline_eval(&mut counted, &inputs, timeout)?;
+        let build = replayed.build;
+        return finish_run(
+            &target, latest, &name, &inputs, grid, build, &eval, None, args.quiet,
+        );
+    };
+    let size = (mine.len(), grid.settings.len());
+    finish_shard(shard, replayed.build, &target, &inputs, size, args.quiet)
+}
+
+/// The sessions listed (and read again a window at a time during the replay), sampled,
+/// and every path the run folder must not overwrite.
+struct Scanned {
+    catalog: pipeline::Catalog,
+    sampled_from: Option<u64>,
+    input_paths: Vec<PathBuf>,
+}
+
+/// List the inputs, refuse an `--out` the run may not write before any work, and say what
+/// was skipped (always, even with -q: a bad file is reported and skipped, never dropped).
+fn scan(args: &SweepArgs, tokenizers: &[String]) -> Result<Scanned> {
     let paths = if args.paths.is_empty() {
         vec!["transcripts".to_string()]
     } else {
         args.paths.clone()
     };
-    // An --out the run may not write is refused before any work.
     let mut input_paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
-    let chosen = Chosen::ByUser { force: args.force };
     if let Some(out) = &args.out {
+        let chosen = Chosen::ByUser { force: args.force };
         publish::check_target(out, &input_paths, chosen)?;
     }
     let filter = args.db.filter(&paths, false)?;
-    // The inputs are listed here and read again a window at a time during the replay.
-    let mut catalog =
-        pipeline::Catalog::scan(&paths, args.format.as_deref(), &filter, &grid.tokenizer)?;
+    let mut catalog = pipeline::Catalog::scan(&paths, args.format.as_deref(), &filter, tokenizers)?;
     let sampled_from = args
         .sample
         .map(|n| catalog.sample(usize::try_from(n).unwrap_or(usize::MAX)) as u64);
@@ -440,46 +430,38 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             .collect();
         anyhow::bail!("no sessions found in {}{why}", shown.join(" "));
     }
-    for s in &catalog.skipped {
-        // Always said, even with -q: a bad file is reported and skipped, never dropped.
-        errln!(
-            "skipped {}: {}",
-            super::term(&s.path),
-            super::term(&s.reason)
-        );
-    }
+    print_skipped(&catalog.skipped);
     super::warn_orphan_responses(
         catalog
             .infos
             .iter()
             .map(|i| (i.source.as_str(), i.session_id.as_str(), i.orphan_responses)),
     );
-    if matches!(args.alternatives.as_str(), "all" | "cap") && grid.max_llm_calls.is_empty() {
-        // The default caps, each only where some invocation made more calls (a cap no
-        // invocation reaches would repeat the baseline's row).
-        let longest = catalog
-            .infos
-            .iter()
-            .map(|i| i.max_model_requests_per_invocation)
-            .max()
-            .unwrap_or(0);
-        let caps: Vec<u64> = DEFAULT_CAPS
-            .iter()
-            .copied()
-            .filter(|&n| n < longest)
-            .collect();
-        grid.add_caps(&caps);
+    Ok(Scanned {
+        catalog,
+        sampled_from,
+        input_paths,
+    })
+}
+
+fn print_skipped<'a>(skipped: impl IntoIterator<Item = &'a Skipped>) {
+    for s in skipped {
+        errln!(
+            "skipped {}: {}",
+            super::term(&s.path),
+            super::term(&s.reason)
+        );
     }
-    if matches!(args.alternatives.as_str(), "all" | "artifacts")
-        && catalog.infos.iter().any(|i| i.attachment_tokens > 0)
-    {
-        // After the caps (grid.toml lists both, and re-resolving adds them in this order).
-        grid.add_artifacts();
-    }
-    if matches!(args.alternatives.as_str(), "all" | "split") && grid.split.is_empty() {
-        grid.add_splits(&DEFAULT_SPLITS.map(String::from));
-    }
-    let mut inputs = RunInputs {
+}
+
+/// What the run folder records about its inputs and tables, before any replay.
+fn run_inputs(
+    catalog: &pipeline::Catalog,
+    grid: &ResolvedGrid,
+    costing: &Costing,
+    sampled_from: Option<u64>,
+) -> RunInputs {
+    RunInputs {
         sessions: catalog.infos.clone(),
         inputs: catalog.inputs.clone(),
         skipped: catalog.skipped.clone(),
@@ -497,56 +479,86 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         ),
         summarizer_errors: Vec::new(),
         sampled_from,
-    };
-    let name = inputs.default_name(&today());
-    // Checked once, before any replay; `publish` itself refuses anything that appears at the
-    // path meanwhile.
-    let (target, latest) = match args.shard {
-        Some(shard) => {
-            let (dir, chosen) = match &args.out {
-                Some(d) => (d.clone(), chosen),
-                None => (
-                    args.reports
-                        .join(format!("{name}-shard-{}-of-{}", shard.k, shard.n)),
-                    Chosen::Default,
-                ),
-            };
-            (publish::check_target(&dir, &input_paths, chosen)?, false)
-        }
-        None => run_target(&args.out, &args.reports, &name, &input_paths, chosen)?,
-    };
-    let mine = shard_sessions(inputs.sessions.len(), args.shard);
-    // Sessions are read again, counted, sized and replayed a window at a time and their
-    // rows streamed into runs.parquet.
-    let mut counted = pipeline::Counted::new(catalog, &grid.tokenizer, &costing, &cache)?;
-    if CANCEL.load(Ordering::SeqCst) {
-        return Err(Cancelled.into());
     }
-    let events = |s: u32| inputs.sessions.get(s as usize).map_or(0, |i| i.events);
+}
+
+/// Where this run goes and whether `latest` is to point at it (never for a shard's partial
+/// folder). Checked once, before any replay; `publish` itself refuses anything that appears
+/// at the path meanwhile.
+fn sweep_target(args: &SweepArgs, name: &str, inputs: &[PathBuf]) -> Result<(Target, bool)> {
+    let chosen = Chosen::ByUser { force: args.force };
+    let Some(shard) = args.shard else {
+        return run_target(&args.out, &args.reports, name, inputs, chosen);
+    };
+    let (dir, chosen) = match &args.out {
+        Some(d) => (d.clone(), chosen),
+        None => (
+            args.reports
+                .join(format!("{name}-shard-{}-of-{}", shard.k, shard.n)),
+            Chosen::Default,
+        ),
+    };
+    Ok((publish::check_target(&dir, inputs, chosen)?, false))
+}
+
+/// What the replay reads: the sessions this process replays, under which settings, priced
+/// how, with which summarizer timeout and live clients.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    sessions: &'a [SessionInfo],
+    mine: &'a [u32],
+    settings: &'a [Setting],
+    costing: &'a Costing,
+    timeout: std::time::Duration,
+    live: &'a [std::sync::Arc<crate::cost::live::Client>],
+}
+
+/// The rows streamed into a build folder, and what failed on the way.
+struct Replayed {
+    build: publish::BuildDir,
+    failed: Vec<Failure>,
+    summarizer_errors: Vec<(u32, u32, String)>,
+}
+
+/// Replay every (session, setting) pair of `job` into runs.parquet in a build folder beside
+/// `target`, after the live summarizers' estimate is accepted, with a progress bar.
+fn replay_all(
+    args: &SweepArgs,
+    job: &Job<'_>,
+    counted: &mut pipeline::Counted,
+    target: &Target,
+) -> Result<Replayed> {
+    let Job {
+        sessions,
+        mine,
+        settings,
+        costing,
+        timeout,
+        live,
+    } = *job;
+    let events = |s: u32| sessions.get(s as usize).map_or(0, |i| i.events);
     // A window's evaluator: its sessions read again, counted and sized.
     let mut window = |w: &[u32]| {
         let mut e = counted.window(w)?;
         e.set_summarizer_timeout(timeout);
         Ok(e)
     };
-    args.summarizers
-        .live
-        .check_estimate(&live, &costing.model, &costing.pricing_date, || {
-            // A dry replay of every pair: the live clients count the calls they would make.
-            run_windows::<_, anyhow::Error>(
-                &mine,
-                &events,
-                &grid.settings,
-                &mut window,
-                &CANCEL,
-                &|| {},
-                &mut |_, _, _| Ok(()),
-            )
-        })?;
-    let concurrency =
-        (!live.is_empty()).then_some(usize::from(args.summarizers.live.live_concurrency));
-    let build = publish::build_dir_for(&target)?;
-    let planned = mine.len() as u64 * grid.settings.len() as u64;
+    let live_flags = &args.summarizers.live;
+    live_flags.check_estimate(live, &costing.model, &costing.pricing_date, || {
+        // A dry replay of every pair: the live clients count the calls they would make.
+        run_windows::<_, anyhow::Error>(
+            mine,
+            &events,
+            settings,
+            &mut window,
+            &CANCEL,
+            &|| {},
+            &mut |_, _, _| Ok(()),
+        )
+    })?;
+    let concurrency = (!live.is_empty()).then_some(usize::from(live_flags.live_concurrency));
+    let build = publish::build_dir_for(target)?;
+    let planned = mine.len() as u64 * settings.len() as u64;
     let csv = args.shard.is_none() && rundir::wants_runs_csv(planned, args.runs_csv);
     let pb = progress(planned, args.quiet);
     let tick = || {
@@ -556,12 +568,12 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     };
     let mut failed: Vec<Failure> = Vec::new();
     let mut summarizer_errors: Vec<(u32, u32, String)> = Vec::new();
-    let mut writer = RunsWriter::create(build.path(), &inputs.sessions, &grid.settings, csv)?;
+    let mut writer = RunsWriter::create(build.path(), sessions, settings, csv)?;
     let result = with_concurrency(concurrency, || {
         run_windows::<_, anyhow::Error>(
-            &mine,
+            mine,
             &events,
-            &grid.settings,
+            settings,
             &mut window,
             &CANCEL,
             &tick,
@@ -578,22 +590,30 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     }
     result?;
     writer.finish()?;
-    counted.save_counts();
+    Ok(Replayed {
+        build,
+        failed,
+        summarizer_errors,
+    })
+}
+
+/// Sessions whose replay failed leave the run (said on stderr); the failed summarizer calls
+/// of the rest are kept for run.json, the first few said.
+fn record_failures(
+    inputs: &mut RunInputs,
+    failed: Vec<Failure>,
+    summarizer_errors: Vec<(u32, u32, String)>,
+) {
     if !failed.is_empty() {
-        drop_failed(&mut inputs, &mut Vec::new(), failed);
-        for s in inputs
-            .skipped
-            .iter()
-            .filter(|s| s.reason.starts_with("replay failed"))
-        {
-            errln!(
-                "skipped {}: {}",
-                super::term(&s.path),
-                super::term(&s.reason)
-            );
-        }
+        drop_failed(inputs, &mut Vec::new(), failed);
+        print_skipped(
+            inputs
+                .skipped
+                .iter()
+                .filter(|s| s.reason.starts_with("replay failed")),
+        );
     }
-    inputs.summarizer_errors = summarizer_failures(summarizer_errors, &inputs);
+    inputs.summarizer_errors = summarizer_failures(summarizer_errors, inputs);
     const SHOWN: usize = 5;
     for f in inputs.summarizer_errors.iter().take(SHOWN) {
         errln!(
@@ -610,33 +630,44 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             inputs.summarizer_errors.len() - SHOWN
         );
     }
-    super::cost_flags::report_live(&live, args.quiet)?;
+}
 
-    if let Some(shard) = args.shard {
-        rundir::write_partial_files(build.path(), shard, &inputs, &CANCEL)?;
-        if CANCEL.load(Ordering::SeqCst) {
-            return Err(Cancelled.into());
-        }
-        publish::publish(build, &target)?;
-        if !args.quiet {
-            outln!(
-                "wrote partial run {} (shard {shard}: {} sessions × {} settings)",
-                super::term(&target.dir.display().to_string()),
-                mine.len(),
-                grid.settings.len()
-            );
-        }
-        return Ok(super::EXIT_OK);
-    }
-    let live_sessions = rundir::live_sessions(&inputs);
+/// The sessions the timelines draw (the longest kept ones), read again.
+fn timeline_eval(
+    counted: &mut pipeline::Counted,
+    inputs: &RunInputs,
+    timeout: std::time::Duration,
+) -> Result<pipeline::PipelineEval> {
+    let live_sessions = rundir::live_sessions(inputs);
     let mut drawn =
         rundir::longest_sessions(&inputs.sessions, &live_sessions, rundir::TIMELINE_SESSIONS);
     drawn.sort_unstable();
     let mut eval = counted.window(&drawn)?;
     eval.set_summarizer_timeout(timeout);
-    finish_run(
-        &target, latest, &name, &inputs, &grid, build, &eval, None, args.quiet,
-    )
+    Ok(eval)
+}
+
+/// A shard's partial folder, for `merge`: its rows and inputs, no aggregates, no report.
+fn finish_shard(
+    shard: Shard,
+    build: publish::BuildDir,
+    target: &Target,
+    inputs: &RunInputs,
+    (sessions, settings): (usize, usize),
+    quiet: bool,
+) -> Result<u8> {
+    rundir::write_partial_files(build.path(), shard, inputs, &CANCEL)?;
+    if CANCEL.load(Ordering::SeqCst) {
+        return Err(Cancelled.into());
+    }
+    publish::publish(build, target)?;
+    if !quiet {
+        outln!(
+            "wrote partial run {} (shard {shard}: {sessions} sessions × {settings} settings)",
+            super::term(&target.dir.display().to_string()),
+        );
+    }
+    Ok(super::EXIT_OK)
 }
 
 /// Where a full run goes, checked (see [`publish::check_target`]), and whether `latest` is to

@@ -227,6 +227,138 @@ pub fn fit_retention(samples: &[RetentionSample], source: &str) -> Retention {
     }
 }
 
+/// Everything `calibrate` fits from, gathered input by input: timed requests per model
+/// family, recorded summary lengths, recorded summaries with their texts.
+#[derive(Debug, Default)]
+pub struct Samples {
+    /// Per [`model_family`].
+    pub by_model: std::collections::BTreeMap<String, Vec<LatencySample>>,
+    pub lengths: Vec<LengthSample>,
+    pub retention: Vec<RetentionSample>,
+    /// How many of the timings were measured (the rest are gaps between timestamps).
+    pub measured: usize,
+}
+
+/// The key timings are fitted under: the pricing table's name for the model, else its last
+/// path segment in lower case.
+pub fn model_family(prices: &super::pricing::PriceTable, model: &str) -> String {
+    prices
+        .lookup(model)
+        .map(|(k, _)| k.to_string())
+        .unwrap_or_else(|_| {
+            model
+                .rsplit('/')
+                .next()
+                .unwrap_or(model)
+                .to_ascii_lowercase()
+        })
+}
+
+/// OpenHands evaluation rows (one JSON document, or JSONL) with measured latencies.
+pub fn openhands_rows(text: &str) -> Vec<(String, LatencySample)> {
+    if !text.contains("response_latencies") {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        out.extend(openhands_latency_samples(&v));
+        return out;
+    }
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Ok(v) = serde_json::from_str::<Value>(line) {
+            out.extend(openhands_latency_samples(&v));
+        }
+    }
+    out
+}
+
+/// Summary lengths are counted in o200k tokens, as the recorded pre-compaction sizes are.
+fn o200k(text: &str) -> u64 {
+    crate::tokens::count_text(crate::tokens::Tokenizer::O200k, text) as u64
+}
+
+impl Samples {
+    /// A session read from a database: the reader's timings and summary lengths.
+    pub fn add_db_session(&mut self, s: &Session, prices: &super::pricing::PriceTable) {
+        self.add_timings(latency_samples(s), prices);
+        self.lengths.extend(length_samples(s, &o200k));
+        self.measured += s.events.iter().filter(|e| e.latency_s.is_some()).count();
+    }
+
+    /// One file: the sessions its reader gave (`None` when it could not read them) and its
+    /// text. Measured latencies come from the reader when it kept them, else straight from
+    /// OpenHands evaluation rows (which need not parse as transcripts); then the timestamp
+    /// gaps of an OpenHands session are not used. False when the file gave nothing (the
+    /// caller says it was skipped).
+    pub fn add_file(
+        &mut self,
+        text: &str,
+        sessions: Option<&[Session]>,
+        prices: &super::pricing::PriceTable,
+    ) -> bool {
+        let raw = openhands_rows(text);
+        let Some(sessions) = sessions else {
+            let used = !raw.is_empty();
+            self.measured += raw.len();
+            self.add_timings(raw, prices);
+            return used;
+        };
+        let reader_measured = sessions.iter().any(has_measured_latency);
+        let mut timings = Vec::new();
+        for s in sessions {
+            let skip_gaps = !reader_measured
+                && !raw.is_empty()
+                && s.format == crate::transcript::Format::Openhands;
+            if !skip_gaps {
+                timings.extend(latency_samples(s));
+            }
+            self.lengths.extend(length_samples(s, &o200k));
+            self.retention.extend(retention_samples(s));
+        }
+        self.measured += sessions
+            .iter()
+            .flat_map(|s| &s.events)
+            .filter(|e| e.latency_s.is_some())
+            .count();
+        if !reader_measured {
+            self.measured += raw.len();
+            timings.extend(raw);
+        }
+        self.add_timings(timings, prices);
+        true
+    }
+
+    fn add_timings(
+        &mut self,
+        timings: Vec<(String, LatencySample)>,
+        prices: &super::pricing::PriceTable,
+    ) {
+        for (model, x) in timings {
+            let family = model_family(prices, &model);
+            self.by_model.entry(family).or_default().push(x);
+        }
+    }
+}
+
+/// `x` rounded to `digits` decimals, as the fitted file stores it (no float noise).
+pub fn round_to(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+/// A latency fit as the file stores it.
+pub fn latency_entry(fit: &super::latency::LatencyFit) -> super::latency::LatencyEntry {
+    super::latency::LatencyEntry {
+        ttft_s: round_to(fit.params.ttft_s, 4),
+        prefill_tokens_per_s: round_to(fit.params.prefill_tokens_per_s, 1),
+        decode_tokens_per_s: round_to(fit.params.decode_tokens_per_s, 2),
+        samples: Some(fit.samples as u64),
+        r2: Some(round_to(fit.r2, 4)),
+        residual_p50_s: Some(round_to(fit.residual_p50_s, 3)),
+        residual_p95_s: Some(round_to(fit.residual_p95_s, 3)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 pub mod alternatives;
 pub mod grid;
 pub mod pipeline;
+pub mod plan;
 pub mod policy_axes;
 pub mod run;
 pub mod shard;

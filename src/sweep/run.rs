@@ -171,10 +171,7 @@ pub fn round_metrics(m: &mut SessionMetrics) {
     m.facts_dropped = m.facts_dropped.map(round_fixed);
 }
 
-/// Ctrl-C, SIGTERM or SIGHUP: the run stopped early and nothing is written.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("interrupted: no run folder written")]
-pub struct Cancelled;
+pub use crate::error::Cancelled;
 
 /// A failed replay: (session index, setting id, message).
 pub type Failure = (u32, u32, String);

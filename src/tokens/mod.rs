@@ -3,6 +3,7 @@
 
 pub mod adk;
 pub mod cache;
+pub mod calibration;
 pub mod count;
 pub mod sizes;
 pub mod splice;

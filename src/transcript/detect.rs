@@ -547,17 +547,17 @@ mod tests {
 
     #[test]
     fn unreadable_files_are_the_environments_fault_missing_ones_bad_input() {
-        use crate::error::{kind_of, ExitKind};
+        use crate::error::{Classify, ExitKind};
         let dir = tempfile::tempdir().unwrap();
         let e = load_file(dir.path().join("missing.json"), None).unwrap_err();
-        assert_eq!(kind_of(&e), ExitKind::BadInput, "{e}");
+        assert_eq!(e.exit_kind(), ExitKind::BadInput, "{e}");
         let e = load_file(dir.path(), None).unwrap_err();
-        assert_eq!(kind_of(&e), ExitKind::BadInput, "{e}");
+        assert_eq!(e.exit_kind(), ExitKind::BadInput, "{e}");
         let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
         let e = ReadError::io("f.json", "", "cannot open", &denied);
-        assert_eq!(kind_of(&util::tidy(e)), ExitKind::Environment);
-        let e = anyhow::Error::new(ReadError::new("f.json", "line 2", "malformed JSON"));
-        assert_eq!(kind_of(e.as_ref()), ExitKind::BadInput);
+        assert_eq!(util::tidy(e).exit_kind(), ExitKind::Environment);
+        let e = ReadError::new("f.json", "line 2", "malformed JSON");
+        assert_eq!(e.exit_kind(), ExitKind::BadInput);
     }
 
     #[test]
