@@ -634,11 +634,13 @@ pub struct ResolvedGrid {
 /// whole program); a `model:NAME` must be priced and a `command:` program must exist.
 fn check_summarizer(name: &str, known: &Known) -> Result<(), String> {
     use crate::cost::summarizers::{resolve_program, SummarizerSpec};
-    match SummarizerSpec::parse(name)? {
+    match SummarizerSpec::parse(name).map_err(|e| e.to_string())? {
         SummarizerSpec::Model(m) if !(known.model)(&m) => Err(format!(
             "unknown model `{m}`: it is not in the pricing table"
         )),
-        SummarizerSpec::Command { program, .. } => resolve_program(&program).map(|_| ()),
+        SummarizerSpec::Command { program, .. } => resolve_program(&program)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
         _ => Ok(()),
     }
 }

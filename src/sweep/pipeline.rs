@@ -820,7 +820,7 @@ impl PipelineEval {
                 return Ok(s.clone());
             }
         }
-        let s = SummarizerSpec::parse(name)?;
+        let s = SummarizerSpec::parse(name).map_err(|e| e.to_string())?;
         if let Ok(mut m) = self.specs.lock() {
             m.insert(name.to_string(), s.clone());
         }
@@ -1036,7 +1036,8 @@ impl PipelineEval {
             Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, su),
             None => crate::engine::replay(&sized.sizes, &cfg, su),
         };
-        let e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)?;
+        let e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)
+            .map_err(|e| e.to_string())?;
         if !e.summarizer_errors.is_empty() {
             self.errors
                 .lock()
