@@ -9,6 +9,8 @@
 //!
 //! Session `i` depends only on `(seed, i)`, so `--sessions 10` is a prefix of `--sessions 40`.
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 /// splitmix64: tiny, fast and fully specified, so its stream never changes.
@@ -287,33 +289,6 @@ fn content_chars(content: &Value) -> usize {
         .unwrap_or(0)
 }
 
-/// Standard base64 (RFC 4648) with padding, for `inline_data.data`.
-pub fn base64(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        out.push(T[(n >> 18) as usize & 63] as char);
-        out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if chunk.len() > 1 {
-            T[(n >> 6) as usize & 63] as char
-        } else {
-            '='
-        });
-        out.push(if chunk.len() > 2 {
-            T[n as usize & 63] as char
-        } else {
-            '='
-        });
-    }
-    out
-}
-
 const FIRST: &[&str] = &[
     "Maria", "Jonas", "Aiko", "Priya", "Tomás", "Lena", "Kwame", "Sofia", "Omar", "Chen",
 ];
@@ -373,6 +348,13 @@ const BUGS: &[&str] = &[
     "the config loader ignores the environment override",
     "a rounding error makes invoice totals off by one cent",
 ];
+
+/// An action the agent asks the user to confirm: the tool, its arguments, the question.
+struct Action {
+    tool: &'static str,
+    args: Value,
+    hint: String,
+}
 
 struct Gen {
     rng: SplitMix64,
@@ -575,7 +557,7 @@ impl Gen {
             // Half as ADK's `inline_data` (what `adk web` sends for an upload), half as a
             // text part carrying the file (what many clients do with text files).
             if self.rng.chance(0.5) {
-                parts.push(json!({"inline_data": {"display_name": name, "mime_type": mime, "data": base64(body.as_bytes())}}));
+                parts.push(json!({"inline_data": {"display_name": name, "mime_type": mime, "data": STANDARD.encode(body.as_bytes())}}));
             } else {
                 parts.push(json!({"text": format!("--- attached file: {name} ({mime}) ---\n{body}--- end of {name} ---")}));
             }
@@ -786,12 +768,29 @@ impl Gen {
         }
     }
 
+    /// What a tool call returns: now and then an upstream error, else the tool's own output.
     fn tool_output(&mut self, name: &str, args: &Value) -> Value {
         // Tool errors happen: a critical event the reviewer wants kept.
         if self.rng.chance(0.04) {
             return json!({"error": format!("{name} failed: upstream timeout after 30 s (request id req-{})", self.rng.hex(8))});
         }
+        if let Some(out) = self.support_output(name, args) {
+            return out;
+        }
+        if let Some(out) = self.coding_output(name, args) {
+            return out;
+        }
         match name {
+            "issue_refund" | "cancel_subscription" | "apply_patch" | "run_command" => {
+                json!({"status": "ok", "reference": format!("REF-{}", self.rng.hex(6).to_uppercase())})
+            }
+            _ => json!({"status": "ok"}),
+        }
+    }
+
+    /// A support tool's output (orders, customers, articles, tickets, invoices).
+    fn support_output(&mut self, name: &str, args: &Value) -> Option<Value> {
+        Some(match name {
             "lookup_order" => {
                 let order = args
                     .get("order_id")
@@ -842,6 +841,13 @@ impl Gen {
                 }
                 json!({"text": text})
             }
+            _ => return None,
+        })
+    }
+
+    /// A coding tool's output (files, searches, test runs, listings, diffs).
+    fn coding_output(&mut self, name: &str, args: &Value) -> Option<Value> {
+        Some(match name {
             "read_file" => {
                 let path = args
                     .get("path")
@@ -897,11 +903,8 @@ impl Gen {
                 json!({"entries": MODULES.iter().map(|m| format!("{m}.rs")).collect::<Vec<_>>()})
             }
             "git_diff" => json!({"diff": self.diff()}),
-            "issue_refund" | "cancel_subscription" | "apply_patch" | "run_command" => {
-                json!({"status": "ok", "reference": format!("REF-{}", self.rng.hex(6).to_uppercase())})
-            }
-            _ => json!({"status": "ok"}),
-        }
+            _ => return None,
+        })
     }
 
     fn prose(&mut self, chars: usize) -> String {
@@ -1048,6 +1051,26 @@ impl Gen {
     fn confirmation_turn(&mut self, inv: &str) {
         let approve = self.rng.chance(0.6);
         let adk_style = self.rng.chance(0.5);
+        let action = self.risky_action();
+        let ask = self.user_text(false);
+        self.user(inv, vec![json!({"text": ask})]);
+        let inv2 = format!("e-{}", self.rng.uuid());
+        if adk_style {
+            self.confirm_with_adk(inv, &inv2, &action, approve);
+        } else {
+            self.confirm_in_text(inv, &inv2, &action, approve);
+        }
+        let text = if approve {
+            "Done. I've carried that out and noted it on the ticket."
+        } else {
+            "Understood, I won't do that. Nothing was changed."
+        };
+        self.model(&inv2, vec![json!({"text": text})], Map::new());
+    }
+
+    /// An action the agent asks to confirm first: a refund or cancellation, a patch or a
+    /// command.
+    fn risky_action(&mut self) -> Action {
         let (tool, args, hint) = match self.kind {
             Kind::Support => {
                 let order = self.order_id();
@@ -1088,88 +1111,90 @@ impl Gen {
                 }
             }
         };
-        let ask = self.user_text(false);
-        self.user(inv, vec![json!({"text": ask})]);
-        let inv2 = format!("e-{}", self.rng.uuid());
-        if adk_style {
+        Action { tool, args, hint }
+    }
+
+    /// ADK's tool confirmation: the call answered "requires confirmation", the
+    /// `adk_request_confirmation` call, the user's answer in the next invocation, the result.
+    fn confirm_with_adk(&mut self, inv: &str, inv2: &str, action: &Action, approve: bool) {
+        let Action { tool, args, hint } = action;
+        let tool = *tool;
+        let call = self.call_id();
+        self.model(
+            inv,
+            vec![json!({"function_call": {"id": call, "name": tool, "args": args}})],
+            Map::new(),
+        );
+        let mut actions = Map::new();
+        actions.insert(
+            "actions".into(),
+            json!({"requested_tool_confirmations": {call.clone(): {"hint": hint, "confirmed": false, "payload": null}}}),
+        );
+        self.tool_response(
+            inv,
+            &call,
+            tool,
+            json!({"error": "This tool call requires confirmation, please approve or reject."}),
+            actions,
+        );
+        let confirm_id = format!("adk-{}", self.rng.uuid());
+        self.tick(0.002);
+        let mut lr = Map::new();
+        lr.insert("long_running_tool_ids".into(), json!([confirm_id]));
+        self.push(
+            inv,
+            self.agent,
+            // ADK's generate_request_confirmation_event takes the role of the function
+            // response event ("user"): it is not a model response.
+            json!({"role": "user", "parts": [{"function_call": {"id": confirm_id, "name": "adk_request_confirmation", "args": {
+                "originalFunctionCall": {"id": call, "name": tool, "args": args},
+                "toolConfirmation": {"hint": hint, "confirmed": false, "payload": null}}}}]}),
+            lr,
+        );
+        let think = self.rng.log_uniform(3.0, 300.0);
+        self.tick(think);
+        self.user(inv2, vec![json!({"function_response": {"id": confirm_id, "name": "adk_request_confirmation", "response": {"confirmed": approve}}})]);
+        let result = if approve {
+            self.tool_output(tool, args)
+        } else {
+            json!({"error": "This tool call is rejected."})
+        };
+        self.tool_response(inv2, &call, tool, result, Map::new());
+    }
+
+    /// A plain question answered "yes" or "no" in text; approved, the call and its result.
+    fn confirm_in_text(&mut self, inv: &str, inv2: &str, action: &Action, approve: bool) {
+        let Action { tool, args, hint } = action;
+        let tool = *tool;
+        self.model(
+            inv,
+            vec![json!({"text": format!("{hint} Please reply yes or no.")})],
+            Map::new(),
+        );
+        let think = self.rng.log_uniform(3.0, 300.0);
+        self.tick(think);
+        let reply = if approve {
+            *self
+                .rng
+                .pick(&["Yes, go ahead.", "yes", "Yes please, do it."])
+        } else {
+            *self.rng.pick(&[
+                "No, don't do that.",
+                "no",
+                "No — leave it as it is for now.",
+            ])
+        };
+        self.user(inv2, vec![json!({"text": reply})]);
+        if approve {
             let call = self.call_id();
             self.model(
-                inv,
+                inv2,
                 vec![json!({"function_call": {"id": call, "name": tool, "args": args}})],
                 Map::new(),
             );
-            let mut actions = Map::new();
-            actions.insert(
-                "actions".into(),
-                json!({"requested_tool_confirmations": {call.clone(): {"hint": hint, "confirmed": false, "payload": null}}}),
-            );
-            self.tool_response(
-                inv,
-                &call,
-                tool,
-                json!({"error": "This tool call requires confirmation, please approve or reject."}),
-                actions,
-            );
-            let confirm_id = format!("adk-{}", self.rng.uuid());
-            self.tick(0.002);
-            let mut lr = Map::new();
-            lr.insert("long_running_tool_ids".into(), json!([confirm_id]));
-            self.push(
-                inv,
-                self.agent,
-                // ADK's generate_request_confirmation_event takes the role of the function
-                // response event ("user"): it is not a model response.
-                json!({"role": "user", "parts": [{"function_call": {"id": confirm_id, "name": "adk_request_confirmation", "args": {
-                    "originalFunctionCall": {"id": call, "name": tool, "args": args},
-                    "toolConfirmation": {"hint": hint, "confirmed": false, "payload": null}}}}]}),
-                lr,
-            );
-            let think = self.rng.log_uniform(3.0, 300.0);
-            self.tick(think);
-            self.user(&inv2, vec![json!({"function_response": {"id": confirm_id, "name": "adk_request_confirmation", "response": {"confirmed": approve}}})]);
-            let result = if approve {
-                self.tool_output(tool, &args)
-            } else {
-                json!({"error": "This tool call is rejected."})
-            };
-            self.tool_response(&inv2, &call, tool, result, Map::new());
-        } else {
-            self.model(
-                inv,
-                vec![json!({"text": format!("{hint} Please reply yes or no.")})],
-                Map::new(),
-            );
-            let think = self.rng.log_uniform(3.0, 300.0);
-            self.tick(think);
-            let reply = if approve {
-                *self
-                    .rng
-                    .pick(&["Yes, go ahead.", "yes", "Yes please, do it."])
-            } else {
-                *self.rng.pick(&[
-                    "No, don't do that.",
-                    "no",
-                    "No — leave it as it is for now.",
-                ])
-            };
-            self.user(&inv2, vec![json!({"text": reply})]);
-            if approve {
-                let call = self.call_id();
-                self.model(
-                    &inv2,
-                    vec![json!({"function_call": {"id": call, "name": tool, "args": args}})],
-                    Map::new(),
-                );
-                let result = self.tool_output(tool, &args);
-                self.tool_response(&inv2, &call, tool, result, Map::new());
-            }
+            let result = self.tool_output(tool, args);
+            self.tool_response(inv2, &call, tool, result, Map::new());
         }
-        let text = if approve {
-            "Done. I've carried that out and noted it on the ticket."
-        } else {
-            "Understood, I won't do that. Nothing was changed."
-        };
-        self.model(&inv2, vec![json!({"text": text})], Map::new());
     }
 }
 
@@ -1183,15 +1208,6 @@ mod tests {
         let mut r = SplitMix64::new(1234567);
         assert_eq!(r.next_u64(), 6457827717110365317);
         assert_eq!(r.next_u64(), 3203168211198807973);
-    }
-
-    #[test]
-    fn base64_matches_rfc4648_vectors() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
     }
 
     fn check_session(v: &Value) {

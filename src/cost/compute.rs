@@ -55,6 +55,15 @@ impl Default for CostModel {
     }
 }
 
+/// A `--pricing` or `--latency` file that does not apply (one line naming the file).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CostFileError {
+    #[error(transparent)]
+    Pricing(#[from] PricingError),
+    #[error(transparent)]
+    Latency(#[from] super::latency::LatencyFileError),
+}
+
 /// A resolved model: its table name and price entry, or `None` when unknown/unpriced.
 #[derive(Debug, Clone)]
 struct Resolved<'a> {
@@ -86,18 +95,16 @@ impl CostModel {
         pricing: Option<(&str, &str)>,
         latency: Option<(&str, &str)>,
         cache: CacheMode,
-    ) -> Result<CostModel, String> {
+    ) -> Result<CostModel, CostFileError> {
         let mut m = CostModel {
             cache,
             ..CostModel::default()
         };
         if let Some((file, text)) = pricing {
-            m.prices.apply_file(file, text).map_err(|e| e.to_string())?;
+            m.prices.apply_file(file, text)?;
         }
         if let Some((file, text)) = latency {
-            m.latency
-                .apply_file(file, text)
-                .map_err(|e| e.to_string())?;
+            m.latency.apply_file(file, text)?;
         }
         Ok(m)
     }
@@ -443,16 +450,65 @@ pub fn compute_metrics(
         ..Default::default()
     };
     let agent = model.resolve(setting.agent_model);
+    let requests = price_requests(replay, sizes, model, &agent, setting, &mut m);
+
+    // Tokens.
+    m.summarizer_calls = replay.calls.len() as u64;
+    m.summaries_discarded = log.discarded.len() as u64;
+    m.tokens_saved_gross = m.baseline_prompt_tokens as i64 - m.prompt_tokens as i64;
+
+    let (own, base) = (&requests.own, &requests.base);
+    let (agent_usd, base_usd) = (own.usd, base.usd);
+    m.cache_read_tokens = own.cached_read_tokens;
+    m.baseline_cache_read_tokens = base.cached_read_tokens;
+    m.requests_over_tier = own.over_tier;
+    m.baseline_requests_over_tier = base.over_tier;
+
+    let summ_usd = summarizer_calls(replay, model, setting, log, &mut m);
+    m.tokens_saved_net =
+        m.tokens_saved_gross - m.summarizer_input_tokens as i64 - m.summarizer_output_tokens as i64;
+    m.summarizer_cost_usd = summ_usd.unwrap_or(0.0);
+    m.cost_complete = agent_usd.is_some() && base_usd.is_some() && summ_usd.is_some();
+    m.cost_usd = agent_usd.unwrap_or(0.0) + m.summarizer_cost_usd;
+    m.baseline_cost_usd = base_usd.unwrap_or(0.0);
+    m.cost_saved_usd = m.baseline_cost_usd - m.cost_usd;
+    m.prefill_time_saved_s = agent.latency.prefill_seconds(m.tokens_saved_gross as f64);
+
+    detail_hidden(replay, sizes, setting, &requests, &mut m);
+    detail_in_texts(session, replay, model, setting, log, &mut m);
+    m.seams = seams(replay);
+    m
+}
+
+/// What one pass over the agent requests adds up besides the prompt columns it fills.
+struct RequestSums {
+    /// The requests' charges as replayed, and the baseline's.
+    own: ChargeTotals,
+    base: ChargeTotals,
+    /// History tokens hidden from the requests, and the baseline's history they read.
+    hidden: u64,
+    history: u64,
+    /// Attachment tokens the `artifacts` alternative no longer sends.
+    unsent: u64,
+}
+
+/// Price the agent requests, with caching and tiers, and the baseline's. Until the first
+/// compaction the prompts are the baseline's, so they share the baseline's rule (the whole
+/// previous prompt is a prefix): a setting that never fires then costs exactly the baseline.
+/// From the first summary on, the engine says how much of the history survived as a prefix.
+/// One pass over the requests prices them and the baseline's and gathers every sum, with no
+/// list of rows or charges in between: a request is three cache lines, and a long session's
+/// requests do not stay in cache from one pass to the next.
+fn price_requests(
+    replay: &Replay,
+    sizes: &SessionSizes,
+    model: &CostModel,
+    agent: &Resolved<'_>,
+    setting: &MetricsSetting<'_>,
+    m: &mut SessionMetrics,
+) -> RequestSums {
     let time = |event: u32| sizes.timestamp.get(event as usize).copied().unwrap_or(0.0);
     let share_1h = |event: u32| sizes.write_1h_share(event);
-
-    // Agent requests, with caching and tiers. Until the first compaction the prompts are the
-    // baseline's, so they share the baseline's rule (the whole previous prompt is a prefix):
-    // a setting that never fires then costs exactly the baseline. From the first summary on,
-    // the engine says how much of the history survived as a prefix. One pass over the
-    // requests prices them and the baseline's and gathers every sum below, with no list of
-    // rows or charges in between: a request is three cache lines, and a long session's
-    // requests do not stay in cache from one pass to the next.
     let pricer = || {
         agent
             .price
@@ -504,20 +560,24 @@ pub fn compute_metrics(
         });
         prev_base = p;
     }
+    RequestSums {
+        own: own.totals,
+        base: base.totals,
+        hidden,
+        history,
+        unsent,
+    }
+}
 
-    // Tokens.
-    m.summarizer_calls = replay.calls.len() as u64;
-    m.summaries_discarded = log.discarded.len() as u64;
-    m.tokens_saved_gross = m.baseline_prompt_tokens as i64 - m.prompt_tokens as i64;
-
-    let (own, base) = (own.totals, base.totals);
-    let (agent_usd, base_usd) = (own.usd, base.usd);
-    m.cache_read_tokens = own.cached_read_tokens;
-    m.baseline_cache_read_tokens = base.cached_read_tokens;
-    m.requests_over_tier = own.over_tier;
-    m.baseline_requests_over_tier = base.over_tier;
-
-    // Summarizer calls: cost, latency, context overflows.
+/// The summarizer calls' tokens, context overflows and latency columns, in one pass over
+/// them; returns their cost (`None` when the billed model has no price).
+fn summarizer_calls(
+    replay: &Replay,
+    model: &CostModel,
+    setting: &MetricsSetting<'_>,
+    log: &ReplayLog,
+    m: &mut SessionMetrics,
+) -> Option<f64> {
     let billed = setting.summarizer.billed_model(setting.agent_model);
     let (summ_price, summ_window, summ_latency) = match billed {
         Billed::Free => (None, None, None),
@@ -529,7 +589,6 @@ pub fn compute_metrics(
     let mut summ_usd = Some(0.0);
     let mut post: BTreeMap<u32, f64> = BTreeMap::new();
     let mut pre: BTreeMap<(u32, u32), f64> = BTreeMap::new();
-    // the calls' tokens, cost and latency in one pass over them
     for c in &replay.calls {
         let (i, o) = call_tokens(c, log);
         m.summarizer_input_tokens += i;
@@ -560,13 +619,6 @@ pub fn compute_metrics(
             }
         }
     }
-    m.tokens_saved_net =
-        m.tokens_saved_gross - m.summarizer_input_tokens as i64 - m.summarizer_output_tokens as i64;
-    m.summarizer_cost_usd = summ_usd.unwrap_or(0.0);
-    m.cost_complete = agent_usd.is_some() && base_usd.is_some() && summ_usd.is_some();
-    m.cost_usd = agent_usd.unwrap_or(0.0) + m.summarizer_cost_usd;
-    m.baseline_cost_usd = base_usd.unwrap_or(0.0);
-    m.cost_saved_usd = m.baseline_cost_usd - m.cost_usd;
     let post: Vec<f64> = post.into_values().collect();
     let pre: Vec<f64> = pre.into_values().collect();
     (
@@ -581,13 +633,22 @@ pub fn compute_metrics(
         m.pre_request_latency_p95_s,
         m.pre_request_latency_max_s,
     ) = stats(&pre);
-    m.prefill_time_saved_s = agent.latency.prefill_seconds(m.tokens_saved_gross as f64);
+    summ_usd
+}
 
-    // Detail.
-    m.detail_lost = if history == 0 {
+/// The detail columns read from what the requests hid: `detail_lost`, the attachments
+/// still sent, `critical_hidden`.
+fn detail_hidden(
+    replay: &Replay,
+    sizes: &SessionSizes,
+    setting: &MetricsSetting<'_>,
+    requests: &RequestSums,
+    m: &mut SessionMetrics,
+) {
+    m.detail_lost = if requests.history == 0 {
         0.0
     } else {
-        hidden as f64 / history as f64
+        requests.hidden as f64 / requests.history as f64
     };
     if setting.attachment_tokens.iter().any(|&t| t > 0) {
         let with = attachment_tokens_sent(replay, setting.attachment_tokens);
@@ -595,7 +656,7 @@ pub fn compute_metrics(
             with,
             attachment_tokens_sent_naive(replay, setting.attachment_tokens)
         );
-        let with = with.saturating_sub(unsent);
+        let with = with.saturating_sub(requests.unsent);
         m.attachment_prompt_tokens = with;
         m.attachment_share = if m.prompt_tokens == 0 {
             0.0
@@ -608,9 +669,20 @@ pub fn compute_metrics(
         m.critical_hidden,
         critical_hidden_naive(replay, &sizes.critical)
     );
-    // The summary texts by ordinal, each searched once for every fact of both tallies (texts
-    // written around their seeds, `terse` under a token trigger, add up to the square of the
-    // history: those where they differ from their seeds).
+}
+
+/// The detail columns read from the summary texts: `facts_dropped` and the references.
+/// The texts by ordinal are searched once for every fact of both tallies (texts written
+/// around their seeds, `terse` under a token trigger, add up to the square of the history:
+/// those where they differ from their seeds).
+fn detail_in_texts(
+    session: &Session,
+    replay: &Replay,
+    model: &CostModel,
+    setting: &MetricsSetting<'_>,
+    log: &ReplayLog,
+    m: &mut SessionMetrics,
+) {
     let texts: Vec<Option<&SummaryText>> = replay
         .compactions
         .iter()
@@ -633,8 +705,12 @@ pub fn compute_metrics(
         &texts,
         searched.as_ref().map(|(h, offset)| (h, *offset)),
         model.latency.retention.as_ref(),
-        &mut m,
+        m,
     );
+}
+
+/// Consecutive compactions whose spans do not overlap in time.
+fn seams(replay: &Replay) -> u64 {
     let mut seams = 0;
     for w in replay.compactions.windows(2) {
         let (a, b) = (&w[0], &w[1]);
@@ -643,8 +719,7 @@ pub fn compute_metrics(
             seams += 1;
         }
     }
-    m.seams = seams;
-    m
+    seams
 }
 
 /// `facts_dropped` over the summaries written; `searched`: the facts each compaction's text
@@ -787,53 +862,68 @@ pub fn render_metrics(
         if model.prices.pricing_date.is_empty() { "unknown date" } else { &model.prices.pricing_date },
         if model.cache == CacheMode::On { "on" } else { "off" },
     );
-    let row = |s: &mut String, k: &str, v: String| {
+    let rows = [
+        token_rows(m),
+        cost_and_latency_rows(m),
+        detail_rows(m, model),
+        assumption_rows(model, setting),
+    ];
+    for (k, v) in rows.iter().flatten() {
         let _ = writeln!(s, "  {k:<24} {v}");
-    };
-    row(&mut s, "model requests", m.model_requests.to_string());
-    row(
-        &mut s,
-        "summarizer calls",
-        format!(
-            "{} ({} discarded, {} over the summarizer's context window)",
-            m.summarizer_calls, m.summaries_discarded, m.summarizer_context_overflows
+    }
+    s
+}
+
+/// A labelled line of the metrics block.
+type MetricRow = (&'static str, String);
+
+/// Requests, summarizer calls and the tokens they spend and save.
+fn token_rows(m: &SessionMetrics) -> Vec<MetricRow> {
+    vec![
+        ("model requests", m.model_requests.to_string()),
+        (
+            "summarizer calls",
+            format!(
+                "{} ({} discarded, {} over the summarizer's context window)",
+                m.summarizer_calls, m.summaries_discarded, m.summarizer_context_overflows
+            ),
         ),
-    );
-    row(
-        &mut s,
-        "summarizer tokens",
-        format!(
-            "{} in, {} out",
-            m.summarizer_input_tokens, m.summarizer_output_tokens
+        (
+            "summarizer tokens",
+            format!(
+                "{} in, {} out",
+                m.summarizer_input_tokens, m.summarizer_output_tokens
+            ),
         ),
-    );
-    row(
-        &mut s,
-        "prompt tokens",
-        format!(
-            "{} (baseline {})",
-            m.prompt_tokens, m.baseline_prompt_tokens
+        (
+            "prompt tokens",
+            format!(
+                "{} (baseline {})",
+                m.prompt_tokens, m.baseline_prompt_tokens
+            ),
         ),
-    );
-    row(
-        &mut s,
-        "tokens saved",
-        format!(
-            "{} gross, {} net of summarizer tokens",
-            m.tokens_saved_gross, m.tokens_saved_net
+        (
+            "tokens saved",
+            format!(
+                "{} gross, {} net of summarizer tokens",
+                m.tokens_saved_gross, m.tokens_saved_net
+            ),
         ),
-    );
-    row(
-        &mut s,
-        "cached prompt tokens",
-        format!(
-            "{} (baseline {}); requests over a price tier: {} (baseline {})",
-            m.cache_read_tokens,
-            m.baseline_cache_read_tokens,
-            m.requests_over_tier,
-            m.baseline_requests_over_tier
+        (
+            "cached prompt tokens",
+            format!(
+                "{} (baseline {}); requests over a price tier: {} (baseline {})",
+                m.cache_read_tokens,
+                m.baseline_cache_read_tokens,
+                m.requests_over_tier,
+                m.baseline_requests_over_tier
+            ),
         ),
-    );
+    ]
+}
+
+/// What the setting costs and the time it adds or saves.
+fn cost_and_latency_rows(m: &SessionMetrics) -> Vec<MetricRow> {
     let usd = |x: f64| {
         if x < 0.0 {
             format!("-${:.4}", -x)
@@ -846,117 +936,140 @@ pub fn render_metrics(
     } else {
         "  [INCOMPLETE: a model has no price; lower bound]"
     };
-    row(
-        &mut s,
-        "cost",
-        format!(
-            "{} (summarizer {}); baseline {}; saved {}{incomplete}",
-            usd(m.cost_usd),
-            usd(m.summarizer_cost_usd),
-            usd(m.baseline_cost_usd),
-            usd(m.cost_saved_usd)
-        ),
-    );
-    row(
-        &mut s,
-        "end-of-run latency",
-        format!(
-            "{:.2} s total; p50 {:.2} s, p95 {:.2} s, max {:.2} s",
-            m.end_of_run_latency_s,
-            m.end_of_run_latency_p50_s,
-            m.end_of_run_latency_p95_s,
-            m.end_of_run_latency_max_s
-        ),
-    );
-    row(
-        &mut s,
-        "pre-request latency",
-        format!(
-            "{:.2} s total; p50 {:.2} s, p95 {:.2} s, max {:.2} s",
-            m.pre_request_latency_s,
-            m.pre_request_latency_p50_s,
-            m.pre_request_latency_p95_s,
-            m.pre_request_latency_max_s
-        ),
-    );
-    row(
-        &mut s,
-        "prefill time saved",
-        format!("{:.2} s", m.prefill_time_saved_s),
-    );
-    row(
-        &mut s,
-        "detail lost",
-        format!(
-            "{:.3} (share of history tokens read only through a summary)",
-            m.detail_lost
-        ),
-    );
-    row(
-        &mut s,
-        "critical hidden",
-        format!("{} events", m.critical_hidden),
-    );
-    row(
-        &mut s,
-        "facts dropped",
-        match m.facts_dropped {
-            Some(f) => format!("{:.1}% of facts in compacted spans", f * 100.0),
-            None => "n/a (modelled summarizer writes no text)".to_string(),
-        },
-    );
-    row(
-        &mut s,
-        "references broken",
-        match m.references_broken_basis {
-            Basis::None => format!(
-                "0 of {} ({} at risk; nothing a summary had to keep)",
-                m.references, m.references_at_risk
+    let latency = |total: f64, p50: f64, p95: f64, max: f64| {
+        format!("{total:.2} s total; p50 {p50:.2} s, p95 {p95:.2} s, max {max:.2} s")
+    };
+    vec![
+        (
+            "cost",
+            format!(
+                "{} (summarizer {}); baseline {}; saved {}{incomplete}",
+                usd(m.cost_usd),
+                usd(m.summarizer_cost_usd),
+                usd(m.baseline_cost_usd),
+                usd(m.cost_saved_usd)
             ),
-            Basis::Measured => format!(
-                "{} of {} ({:.1}%; {} at risk; measured on the summary texts)",
-                m.references_broken,
-                m.references,
-                m.references_broken_share * 100.0,
-                m.references_at_risk
+        ),
+        (
+            "end-of-run latency",
+            latency(
+                m.end_of_run_latency_s,
+                m.end_of_run_latency_p50_s,
+                m.end_of_run_latency_p95_s,
+                m.end_of_run_latency_max_s,
             ),
-            Basis::Estimated => format!(
-                "{:.1} of {} ({:.1}%; {} at risk; estimated, bounds {} to {}; {})",
-                m.references_broken,
-                m.references,
-                m.references_broken_share * 100.0,
-                m.references_at_risk,
-                m.references_broken_low,
-                m.references_broken_high,
-                match &model.latency.retention {
-                    Some(r) => format!(
-                        "retention of {} summaries by {}{}",
-                        r.summaries,
-                        r.models.join(", "),
-                        match r.missing_kinds() {
-                            k if k.is_empty() => String::new(),
-                            k => format!(", upper bound for {}", k.join(", ")),
-                        }
-                    ),
-                    None => "no retention known: upper bound".to_string(),
-                }
+        ),
+        (
+            "pre-request latency",
+            latency(
+                m.pre_request_latency_s,
+                m.pre_request_latency_p50_s,
+                m.pre_request_latency_p95_s,
+                m.pre_request_latency_max_s,
             ),
-        },
-    );
-    row(&mut s, "seams", m.seams.to_string());
+        ),
+        (
+            "prefill time saved",
+            format!("{:.2} s", m.prefill_time_saved_s),
+        ),
+    ]
+}
+
+/// What the requests no longer read verbatim, and what the summaries lost of it.
+fn detail_rows(m: &SessionMetrics, model: &CostModel) -> Vec<MetricRow> {
+    vec![
+        (
+            "detail lost",
+            format!(
+                "{:.3} (share of history tokens read only through a summary)",
+                m.detail_lost
+            ),
+        ),
+        ("critical hidden", format!("{} events", m.critical_hidden)),
+        (
+            "facts dropped",
+            match m.facts_dropped {
+                Some(f) => format!("{:.1}% of facts in compacted spans", f * 100.0),
+                None => "n/a (modelled summarizer writes no text)".to_string(),
+            },
+        ),
+        (
+            "references broken",
+            references_broken(m, model.latency.retention.as_ref()),
+        ),
+        ("seams", m.seams.to_string()),
+    ]
+}
+
+/// The `references broken` figure with its basis: measured, estimated (with its bounds and
+/// the retention it was estimated from) or nothing at risk.
+fn references_broken(m: &SessionMetrics, retention: Option<&Retention>) -> String {
+    match m.references_broken_basis {
+        Basis::None => format!(
+            "0 of {} ({} at risk; nothing a summary had to keep)",
+            m.references, m.references_at_risk
+        ),
+        Basis::Measured => format!(
+            "{} of {} ({:.1}%; {} at risk; measured on the summary texts)",
+            m.references_broken,
+            m.references,
+            m.references_broken_share * 100.0,
+            m.references_at_risk
+        ),
+        Basis::Estimated => format!(
+            "{:.1} of {} ({:.1}%; {} at risk; estimated, bounds {} to {}; {})",
+            m.references_broken,
+            m.references,
+            m.references_broken_share * 100.0,
+            m.references_at_risk,
+            m.references_broken_low,
+            m.references_broken_high,
+            match retention {
+                Some(r) => format!(
+                    "retention of {} summaries by {}{}",
+                    r.summaries,
+                    r.models.join(", "),
+                    match r.missing_kinds() {
+                        k if k.is_empty() => String::new(),
+                        k => format!(", upper bound for {}", k.join(", ")),
+                    }
+                ),
+                None => "no retention known: upper bound".to_string(),
+            }
+        ),
+    }
+}
+
+/// The assumptions behind the figures that are not in the header: a measured summarizer's
+/// basis, the price source, the models timed with the `default` latency figures.
+fn assumption_rows(model: &CostModel, setting: &MetricsSetting<'_>) -> Vec<MetricRow> {
+    let mut rows = Vec::new();
     if setting.summarizer.is_measured() {
-        row(
-            &mut s,
+        rows.push((
             "summarizer basis",
             "measured: tokens as the API reported them, priced at the table's rates; waits as timed; references and facts on the texts".to_string(),
-        );
+        ));
     }
     if !model.prices.source.is_empty() {
-        row(&mut s, "price source", model.prices.source.clone());
+        rows.push(("price source", model.prices.source.clone()));
     }
-    // Models timed with the `default` figures are named (a stated assumption, not silent).
+    let defaulted = latency_defaulted(model, setting);
+    if !defaulted.is_empty() {
+        rows.push((
+            "latency assumption",
+            format!(
+                "{} has no latency family: timed with the `default` planning figures",
+                defaulted.join(", ")
+            ),
+        ));
+    }
+    rows
+}
+
+/// The models of the setting timed with the `default` latency figures (a stated assumption,
+/// not silent); a measured summarizer is not timed from the table.
+fn latency_defaulted<'a>(model: &CostModel, setting: &MetricsSetting<'a>) -> Vec<&'a str> {
     let mut defaulted: Vec<&str> = Vec::new();
-    // A measured summarizer is not timed from the table.
     let summarizer = match setting.summarizer.billed_model(setting.agent_model) {
         Billed::Model(m) if !setting.summarizer.is_measured() => m,
         _ => None,
@@ -966,17 +1079,7 @@ pub fn render_metrics(
             defaulted.push(m);
         }
     }
-    if !defaulted.is_empty() {
-        row(
-            &mut s,
-            "latency assumption",
-            format!(
-                "{} has no latency family: timed with the `default` planning figures",
-                defaulted.join(", ")
-            ),
-        );
-    }
-    s
+    defaulted
 }
 
 /// Sorted, disjoint inclusive ranges covering `spans` (which may overlap or touch).
@@ -1189,17 +1292,25 @@ mod tests {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn row(
-        event: u32,
-        inv: u32,
+    /// A request's token columns, as replayed and as the baseline's.
+    struct Tokens {
         prompt: u64,
         base_prompt: u64,
         history: u64,
         base_history: u64,
         hidden: u64,
         shared: u64,
-    ) -> Request {
+    }
+
+    fn row(event: u32, inv: u32, t: Tokens) -> Request {
+        let Tokens {
+            prompt,
+            base_prompt,
+            history,
+            base_history,
+            hidden,
+            shared,
+        } = t;
         Request {
             event_index: event,
             invocation_index: inv,
@@ -1306,12 +1417,56 @@ mod tests {
     fn replay(summary: bool) -> Replay {
         let mut r = Replay {
             requests: vec![
-                row(1, 0, 3000, 3000, 1000, 1000, 0, 0),
-                row(3, 1, 5000, 5000, 3000, 3000, 0, 1000),
+                row(
+                    1,
+                    0,
+                    Tokens {
+                        prompt: 3000,
+                        base_prompt: 3000,
+                        history: 1000,
+                        base_history: 1000,
+                        hidden: 0,
+                        shared: 0,
+                    },
+                ),
+                row(
+                    3,
+                    1,
+                    Tokens {
+                        prompt: 5000,
+                        base_prompt: 5000,
+                        history: 3000,
+                        base_history: 3000,
+                        hidden: 0,
+                        shared: 1000,
+                    },
+                ),
                 if summary {
-                    row(5, 2, 2500, 6000, 500, 4000, 3500, 0)
+                    row(
+                        5,
+                        2,
+                        Tokens {
+                            prompt: 2500,
+                            base_prompt: 6000,
+                            history: 500,
+                            base_history: 4000,
+                            hidden: 3500,
+                            shared: 0,
+                        },
+                    )
                 } else {
-                    row(5, 2, 6000, 6000, 4000, 4000, 0, 3000)
+                    row(
+                        5,
+                        2,
+                        Tokens {
+                            prompt: 6000,
+                            base_prompt: 6000,
+                            history: 4000,
+                            base_history: 4000,
+                            hidden: 0,
+                            shared: 3000,
+                        },
+                    )
                 },
             ],
             invocations: vec![
@@ -1468,7 +1623,8 @@ mod tests {
         .unwrap();
         assert!(m.knows_model("my-llm") && m.knows_model("gpt-5") && !m.knows_model("nope"));
         let e = CostModel::from_texts(None, Some(("l.toml", "nonsense = 1")), CacheMode::On)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("l.toml: "), "{e}");
     }
 
@@ -1675,7 +1831,18 @@ mod tests {
             ..CostModel::default()
         };
         let one = |prompt: u64| Replay {
-            requests: vec![row(1, 0, prompt, 201_000, 1000, 1000, 0, 0)],
+            requests: vec![row(
+                1,
+                0,
+                Tokens {
+                    prompt,
+                    base_prompt: 201_000,
+                    history: 1000,
+                    base_history: 1000,
+                    hidden: 0,
+                    shared: 0,
+                },
+            )],
             ..Default::default()
         };
         let under = compute_metrics(

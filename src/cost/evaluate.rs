@@ -10,7 +10,8 @@ use super::facts::event_facts;
 use super::metrics::SessionMetrics;
 use super::references::SessionReferences;
 use super::summarizers::{
-    build, Billed, BuildContext, Built, EventLines, SummarizerSpec, DEFAULT_COMMAND_TIMEOUT,
+    build, Billed, BuildContext, BuildError, Built, EventLines, SummarizerSpec,
+    DEFAULT_COMMAND_TIMEOUT,
 };
 use crate::engine::summarizer::Policy;
 use crate::engine::{Replay, Summarizer};
@@ -175,7 +176,6 @@ pub struct Evaluation {
 
 /// Replay `session` under `setting` (engine call in `run`) and compute its metrics. Errors:
 /// a `command:` program that does not exist.
-#[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     session: &Session,
     sizes: &SessionSizes,
@@ -183,7 +183,7 @@ pub fn evaluate(
     model: &CostModel,
     setting: &CostSetting<'_>,
     run: &dyn Fn(&dyn Summarizer) -> Replay,
-) -> Result<Evaluation, String> {
+) -> Result<Evaluation, BuildError> {
     with_summarizer(session, inputs, model, setting, |summarizer| {
         evaluate_with(session, sizes, inputs, model, setting, run, summarizer)
     })
@@ -198,7 +198,7 @@ pub fn with_summarizer<R>(
     model: &CostModel,
     setting: &CostSetting<'_>,
     f: impl FnOnce(&Built<'_>) -> R,
-) -> Result<R, String> {
+) -> Result<R, BuildError> {
     let tok = inputs.tokenizer;
     let count = move |t: &str| {
         inputs
@@ -232,7 +232,6 @@ pub fn with_summarizer<R>(
     Ok(f(&summarizer))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn evaluate_with(
     session: &Session,
     sizes: &SessionSizes,
@@ -403,7 +402,8 @@ mod tests {
             &CostSetting::new(&spec, None, ClientMode::Waits),
             &fake_run,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("/no/such/prog` not found"), "{e}");
     }
 }

@@ -146,17 +146,7 @@ pub fn import(
         .filter_map(|m| m.from.as_deref())
         .collect();
     // 1. Keep (file order, so the filtered copy reads like the original).
-    let mut kept = serde_json::Map::new();
-    for (name, entry) in obj {
-        let provider = entry.get("litellm_provider").and_then(|v| v.as_str());
-        let mode = entry.get("mode").and_then(|v| v.as_str());
-        let of_kept_provider =
-            provider.is_some_and(|p| overlay.keep_providers.iter().any(|k| k == p));
-        let request_mode = mode.is_some_and(|m| LITELLM_MODES.contains(&m));
-        if (of_kept_provider && request_mode) || wanted_from.contains(&name.as_str()) {
-            kept.insert(name.clone(), entry.clone());
-        }
-    }
+    let kept = kept_entries(&obj, overlay, &wanted_from);
     let filtered_json = one_entry_per_line(&kept);
     let read = PriceTable::parse_litellm(litellm_file, &filtered_json)?;
     let mut from_entries = BTreeMap::new();
@@ -175,9 +165,58 @@ pub fn import(
         }
     }
     // 2. Fold identical variants into aliases.
+    fold_variants(&mut models);
+    // 3. Overlay.
+    apply_overlay(
+        &mut models,
+        &from_entries,
+        overlay,
+        overlay_file,
+        litellm_file,
+    )?;
+    // 4. Write.
+    let table = PriceTable {
+        pricing_date: overlay.file_date.clone(),
+        source: overlay.source(),
+        providers: overlay.providers.clone(),
+        models,
+        warnings: Vec::new(),
+    };
+    Ok(Imported {
+        toml: render_table(&table, &overlay.litellm_version),
+        filtered_json,
+        models: table.models.len(),
+        warnings: read.warnings,
+    })
+}
+
+/// The LiteLLM entries kept: a kept provider's chat/responses/completion entries, and those
+/// an overlay model is built `from`.
+fn kept_entries(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    overlay: &Overlay,
+    wanted_from: &[&str],
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut kept = serde_json::Map::new();
+    for (name, entry) in obj {
+        let provider = entry.get("litellm_provider").and_then(|v| v.as_str());
+        let mode = entry.get("mode").and_then(|v| v.as_str());
+        let of_kept_provider =
+            provider.is_some_and(|p| overlay.keep_providers.iter().any(|k| k == p));
+        let request_mode = mode.is_some_and(|m| LITELLM_MODES.contains(&m));
+        if (of_kept_provider && request_mode) || wanted_from.contains(&name.as_str()) {
+            kept.insert(name.clone(), entry.clone());
+        }
+    }
+    kept
+}
+
+/// Fold each dated or provider-prefixed variant identical to its base model into the base's
+/// aliases ([`fold_target`]).
+fn fold_variants(models: &mut BTreeMap<String, ModelPrice>) {
     let names: Vec<String> = models.keys().cloned().collect();
     for name in names {
-        let Some(base) = fold_target(&name, &models) else {
+        let Some(base) = fold_target(&name, models) else {
             continue;
         };
         if let Some(m) = models.remove(&name) {
@@ -187,7 +226,17 @@ pub fn import(
             }
         }
     }
-    // 3. Overlay.
+}
+
+/// Merge each overlay model's fields over its kept entry (or the entry it is built `from`),
+/// then sort every model's aliases.
+fn apply_overlay(
+    models: &mut BTreeMap<String, ModelPrice>,
+    from_entries: &BTreeMap<String, ModelPrice>,
+    overlay: &Overlay,
+    overlay_file: &str,
+    litellm_file: &str,
+) -> Result<(), ImportError> {
     for (name, o) in &overlay.models {
         let base = match &o.from {
             Some(f) => from_entries
@@ -219,20 +268,7 @@ pub fn import(
         m.aliases.sort();
         m.aliases.dedup();
     }
-    // 4. Write.
-    let table = PriceTable {
-        pricing_date: overlay.file_date.clone(),
-        source: overlay.source(),
-        providers: overlay.providers.clone(),
-        models,
-        warnings: Vec::new(),
-    };
-    Ok(Imported {
-        toml: render_table(&table, &overlay.litellm_version),
-        filtered_json,
-        models: table.models.len(),
-        warnings: read.warnings,
-    })
+    Ok(())
 }
 
 /// The model `name` folds into: the same name without a date suffix or a `gemini/` /

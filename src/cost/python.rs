@@ -19,6 +19,8 @@ use crate::engine::summarizer::{summary_json_chars, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
 use crate::error::{Classify, ExitKind};
 use crate::transcript::{Event, Part, Role, Session};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -149,8 +151,61 @@ fn last_line(tail: &Mutex<String>) -> String {
         .unwrap_or_default()
 }
 
+/// The worker's stdout, line by line, read on a thread (the channel closes at its end).
+fn read_lines(stdout: std::process::ChildStdout) -> Receiver<String> {
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(l).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    });
+    lines
+}
+
+/// The end of the worker's stderr, kept on a thread (for crash messages), and a channel
+/// closed when it has all been read.
+fn keep_tail(mut stderr: std::process::ChildStderr) -> (Arc<Mutex<String>>, Receiver<()>) {
+    let stderr_tail = Arc::new(Mutex::new(String::new()));
+    let tail = Arc::clone(&stderr_tail);
+    let (done_tx, stderr_done) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let _done = done_tx;
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut t) = tail.lock() {
+                t.push_str(&String::from_utf8_lossy(&buf[..n]));
+                // Keep the end only: the last line is what a crash message needs.
+                if t.len() > 16_384 {
+                    let cut = t.len() - 8_192;
+                    let cut = (cut..t.len()).find(|&i| t.is_char_boundary(i)).unwrap_or(0);
+                    t.drain(..cut);
+                }
+            }
+        }
+    });
+    (stderr_tail, stderr_done)
+}
+
 impl Worker {
     fn spawn(reference: &str, opts: &PythonOptions) -> Result<(Worker, Handshake), PythonError> {
+        let mut worker = Worker::start(reference, opts)?;
+        let hs = worker.handshake(reference, opts)?;
+        Ok((worker, hs))
+    }
+
+    /// Start the interpreter on the worker script, its stdout read line by line and the end
+    /// of its stderr kept, each on a thread of its own.
+    fn start(reference: &str, opts: &PythonOptions) -> Result<Worker, PythonError> {
         let config = json!({
             "protocol": PROTOCOL,
             "ref": reference,
@@ -171,7 +226,7 @@ impl Worker {
             python: opts.python.clone(),
             source,
         })?;
-        let (Some(stdin), Some(stdout), Some(mut stderr)) =
+        let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             let _ = child.kill();
@@ -180,53 +235,28 @@ impl Worker {
                 detail: "no pipes to the worker".into(),
             });
         };
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                match line {
-                    Ok(l) => {
-                        if tx.send(l).is_err() {
-                            break;
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-        });
-        let stderr_tail = Arc::new(Mutex::new(String::new()));
-        let tail = Arc::clone(&stderr_tail);
-        let (done_tx, stderr_done) = mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            let _done = done_tx;
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                if let Ok(mut t) = tail.lock() {
-                    t.push_str(&String::from_utf8_lossy(&buf[..n]));
-                    // Keep the end only: the last line is what a crash message needs.
-                    if t.len() > 16_384 {
-                        let cut = t.len() - 8_192;
-                        let cut = (cut..t.len()).find(|&i| t.is_char_boundary(i)).unwrap_or(0);
-                        t.drain(..cut);
-                    }
-                }
-            }
-        });
-        let mut worker = Worker {
+        let (stderr_tail, stderr_done) = keep_tail(stderr);
+        Ok(Worker {
             child,
             stdin,
-            lines,
+            lines: read_lines(stdout),
             stderr_tail,
             stderr_done,
             next_id: 0,
-        };
+        })
+    }
+
+    /// Read the worker's first line: google-adk imported and the reference loaded, or why not.
+    fn handshake(
+        &mut self,
+        reference: &str,
+        opts: &PythonOptions,
+    ) -> Result<Handshake, PythonError> {
         let fail = |detail: String| PythonError::Worker {
             reference: reference.to_string(),
             detail,
         };
-        let first = match worker.lines.recv_timeout(opts.timeout.max(MIN_STARTUP)) {
+        let first = match self.lines.recv_timeout(opts.timeout.max(MIN_STARTUP)) {
             Ok(l) => l,
             Err(RecvTimeoutError::Timeout) => {
                 return Err(fail(format!(
@@ -235,9 +265,9 @@ impl Worker {
                 )))
             }
             Err(RecvTimeoutError::Disconnected) => {
-                let status = worker.child.wait().ok();
-                let _ = worker.stderr_done.recv_timeout(STDERR_DRAIN);
-                let err = last_line(&worker.stderr_tail);
+                let status = self.child.wait().ok();
+                let _ = self.stderr_done.recv_timeout(STDERR_DRAIN);
+                let err = last_line(&self.stderr_tail);
                 let code = status
                     .and_then(|s| s.code())
                     .map_or("a signal".to_string(), |c| format!("status {c}"));
@@ -269,11 +299,10 @@ impl Worker {
                 },
             });
         }
-        let hs = Handshake {
+        Ok(Handshake {
             adk_version: text("adk_version"),
             summarizer: text("summarizer"),
-        };
-        Ok((worker, hs))
+        })
     }
 
     /// One call. The bool says whether the worker can be used again.
@@ -448,57 +477,60 @@ impl SpanMemo {
     }
 }
 
+/// An ADK `Part` for a session part; an attachment's text becomes its `inline_data` data
+/// (standard base64).
+fn adk_part_json(p: &Part) -> Value {
+    match p {
+        Part::Text { text } => json!({"text": text}),
+        Part::Thought { text } => json!({"text": text, "thought": true}),
+        Part::ToolCall { id, name, args } => {
+            let mut fc = Map::new();
+            if let Some(id) = id {
+                fc.insert("id".into(), json!(id));
+            }
+            fc.insert("name".into(), json!(name));
+            if args.is_object() {
+                fc.insert("args".into(), args.clone());
+            }
+            json!({"function_call": fc})
+        }
+        Part::ToolResponse { id, name, response } => {
+            let mut fr = Map::new();
+            if let Some(id) = id {
+                fr.insert("id".into(), json!(id));
+            }
+            fr.insert("name".into(), json!(name));
+            let response = match response {
+                Value::Object(_) => response.clone(),
+                Value::Null => json!({}),
+                other => json!({"result": other}),
+            };
+            fr.insert("response".into(), response);
+            json!({"function_response": fr})
+        }
+        Part::Attachment {
+            name,
+            mime_type,
+            text,
+            ..
+        } => {
+            let mut b = Map::new();
+            b.insert("display_name".into(), json!(name));
+            if let Some(m) = mime_type {
+                b.insert("mime_type".into(), json!(m));
+            }
+            if let Some(t) = text {
+                b.insert("data".into(), json!(STANDARD.encode(t.as_bytes())));
+            }
+            json!({"inline_data": b})
+        }
+    }
+}
+
 /// An ADK Event (snake_case JSON, as `Event.model_validate` reads it) for a session event.
 /// Attachments become `inline_data` (their text as the data when the transcript has it).
 pub fn adk_event_json(e: &Event) -> Value {
-    let mut parts = Vec::new();
-    for p in &e.parts {
-        parts.push(match p {
-            Part::Text { text } => json!({"text": text}),
-            Part::Thought { text } => json!({"text": text, "thought": true}),
-            Part::ToolCall { id, name, args } => {
-                let mut fc = Map::new();
-                if let Some(id) = id {
-                    fc.insert("id".into(), json!(id));
-                }
-                fc.insert("name".into(), json!(name));
-                if args.is_object() {
-                    fc.insert("args".into(), args.clone());
-                }
-                json!({"function_call": fc})
-            }
-            Part::ToolResponse { id, name, response } => {
-                let mut fr = Map::new();
-                if let Some(id) = id {
-                    fr.insert("id".into(), json!(id));
-                }
-                fr.insert("name".into(), json!(name));
-                let response = match response {
-                    Value::Object(_) => response.clone(),
-                    Value::Null => json!({}),
-                    other => json!({"result": other}),
-                };
-                fr.insert("response".into(), response);
-                json!({"function_response": fr})
-            }
-            Part::Attachment {
-                name,
-                mime_type,
-                text,
-                ..
-            } => {
-                let mut b = Map::new();
-                b.insert("display_name".into(), json!(name));
-                if let Some(m) = mime_type {
-                    b.insert("mime_type".into(), json!(m));
-                }
-                if let Some(t) = text {
-                    b.insert("data".into(), json!(crate::synth::base64(t.as_bytes())));
-                }
-                json!({"inline_data": b})
-            }
-        });
-    }
+    let parts: Vec<Value> = e.parts.iter().map(adk_part_json).collect();
     let mut o = Map::new();
     if let Some(id) = &e.id {
         o.insert("id".into(), json!(id));

@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command as Process, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wait_timeout::ChildExt;
 
@@ -45,6 +45,83 @@ pub const TEMPLATE_TOKENS: u64 = crate::engine::TEMPLATE_FIXED_CHARS.div_ceil(4)
 
 /// Default time limit of a `command:` summarizer.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A summarizer name that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("summarizer `model:` needs a model name, e.g. model:gemini-2.5-flash")]
+    NoModel,
+    #[error("summarizer `command:` needs a program, e.g. command:./summarize.py")]
+    NoProgram,
+    #[error("summarizer `python:` needs a reference, e.g. python:summarizers.py:Terse or python:.summarizers.terse")]
+    NoReference,
+    #[error(transparent)]
+    Live(#[from] super::live::LiveError),
+    #[error("unknown summarizer `{0}` (expected agent, model:NAME, terse, command:PROGRAM, python:REF, live:PROVIDER/MODEL, fixed:N, ratio:R, echo[:N] or none)")]
+    Unknown(String),
+}
+
+/// A summarizer that cannot be built for a replay: its program is missing, or its workers
+/// or client were not started.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Program(#[from] ProgramNotFound),
+    #[error("summarizer `python:{0}`: its Python workers were not started")]
+    PythonNotStarted(String),
+    #[error("summarizer `live:{provider}/{model}`: its client was not started")]
+    LiveNotStarted {
+        provider: &'static str,
+        model: String,
+    },
+}
+
+/// A `command:` program that is neither a file nor on `PATH`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("summarizer program `{program}` not found (give a path or put it on PATH)")]
+pub struct ProgramNotFound {
+    pub program: String,
+}
+
+/// A failed `command:` call (ADK 2.12+: logged, no compaction, the trigger stays armed).
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("summarizer program `{program}` could not start: {source}")]
+    Start {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("summarizer program `{program}` timed out after {seconds} s")]
+    TimedOut { program: String, seconds: f64 },
+    #[error("summarizer program `{program}`: {source}")]
+    Wait {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `exit`: `status N` or `a signal`; `stderr`: the first line it wrote, if any.
+    #[error("summarizer program `{program}` exited with {exit}{}", stderr_suffix(.stderr))]
+    Exited {
+        program: String,
+        exit: String,
+        stderr: String,
+    },
+    #[error("summarizer program `{program}` printed invalid UTF-8")]
+    NotUtf8 {
+        program: String,
+        #[source]
+        source: std::string::FromUtf8Error,
+    },
+}
+
+fn stderr_suffix(first_line: &str) -> String {
+    if first_line.is_empty() {
+        String::new()
+    } else {
+        format!(": {first_line}")
+    }
+}
 
 /// A summarizer as written on the command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +150,7 @@ pub enum SummarizerSpec {
 impl SummarizerSpec {
     /// Parse `agent | model:NAME | terse | command:PROGRAM [ARGS] | python:REF |
     /// live:PROVIDER/MODEL | fixed:N | ratio:R | echo[:N] | none`.
-    pub fn parse(s: &str) -> Result<SummarizerSpec, String> {
+    pub fn parse(s: &str) -> Result<SummarizerSpec, SpecError> {
         let s = s.trim();
         match s {
             "agent" => return Ok(SummarizerSpec::Agent),
@@ -83,20 +160,14 @@ impl SummarizerSpec {
         if let Some(name) = s.strip_prefix("model:") {
             let name = name.trim();
             if name.is_empty() {
-                return Err(
-                    "summarizer `model:` needs a model name, e.g. model:gemini-2.5-flash"
-                        .to_string(),
-                );
+                return Err(SpecError::NoModel);
             }
             return Ok(SummarizerSpec::Model(name.to_string()));
         }
         if let Some(cmd) = s.strip_prefix("command:") {
             let mut words = cmd.split_whitespace().map(str::to_string);
             let Some(program) = words.next() else {
-                return Err(
-                    "summarizer `command:` needs a program, e.g. command:./summarize.py"
-                        .to_string(),
-                );
+                return Err(SpecError::NoProgram);
             };
             return Ok(SummarizerSpec::Command {
                 program,
@@ -106,23 +177,17 @@ impl SummarizerSpec {
         if let Some(r) = s.strip_prefix("python:") {
             let r = r.trim();
             if r.is_empty() {
-                return Err(
-                    "summarizer `python:` needs a reference, e.g. python:summarizers.py:Terse or python:.summarizers.terse"
-                        .to_string(),
-                );
+                return Err(SpecError::NoReference);
             }
             return Ok(SummarizerSpec::Python(r.to_string()));
         }
         if let Some(t) = s.strip_prefix("live:") {
-            let (provider, model) =
-                super::live::parse_target(t.trim()).map_err(|e| e.to_string())?;
+            let (provider, model) = super::live::parse_target(t.trim())?;
             return Ok(SummarizerSpec::Live { provider, model });
         }
-        Policy::parse(s).map(SummarizerSpec::Deterministic).map_err(|_| {
-            format!(
-                "unknown summarizer `{s}` (expected agent, model:NAME, terse, command:PROGRAM, python:REF, live:PROVIDER/MODEL, fixed:N, ratio:R, echo[:N] or none)"
-            )
-        })
+        Policy::parse(s)
+            .map(SummarizerSpec::Deterministic)
+            .map_err(|_| SpecError::Unknown(s.to_string()))
     }
 
     /// The canonical spelling, for tables.
@@ -495,12 +560,12 @@ pub struct Command<'a> {
     errors: Mutex<Vec<String>>,
     /// Outputs by input JSON: a `streams` replay asks the same calls again on each pass, and
     /// the program then runs once per distinct input.
-    memo: Mutex<BTreeMap<String, Result<String, String>>>,
+    memo: Mutex<BTreeMap<String, Result<String, Arc<CommandError>>>>,
 }
 
 /// Find `program` the way a shell would without running one: a path containing `/` is taken
 /// as is, anything else is searched in `PATH`.
-pub fn resolve_program(program: &str) -> Result<PathBuf, String> {
+pub fn resolve_program(program: &str) -> Result<PathBuf, ProgramNotFound> {
     let found = if program.contains('/') || program.contains(std::path::MAIN_SEPARATOR) {
         let p = PathBuf::from(program);
         p.is_file().then_some(p)
@@ -511,8 +576,8 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, String> {
                 .find(|p| p.is_file())
         })
     };
-    found.ok_or_else(|| {
-        format!("summarizer program `{program}` not found (give a path or put it on PATH)")
+    found.ok_or_else(|| ProgramNotFound {
+        program: program.to_string(),
     })
 }
 
@@ -524,7 +589,7 @@ impl<'a> Command<'a> {
         timeout: Duration,
         session: &'a Session,
         count: &'a (dyn Fn(&str) -> u64 + Sync),
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ProgramNotFound> {
         Ok(Command {
             program: resolve_program(program)?,
             args,
@@ -558,8 +623,8 @@ impl<'a> Command<'a> {
     }
 
     /// Run the program once; `Ok(stdout)` or a one-line error.
-    pub fn run(&self, input: &[u8]) -> Result<String, String> {
-        let name = self.program.display();
+    pub fn run(&self, input: &[u8]) -> Result<String, CommandError> {
+        let program = || self.program.display().to_string();
         let mut child = super::spawn_program(
             Process::new(&self.program)
                 .args(&self.args)
@@ -567,7 +632,10 @@ impl<'a> Command<'a> {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped()),
         )
-        .map_err(|e| format!("summarizer program `{name}` could not start: {e}"))?;
+        .map_err(|source| CommandError::Start {
+            program: program(),
+            source,
+        })?;
         // Feed stdin and drain stdout/stderr on threads so a large span cannot deadlock.
         let mut stdin = child.stdin.take();
         let input = input.to_vec();
@@ -598,12 +666,17 @@ impl<'a> Command<'a> {
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = writer.join();
-                return Err(format!(
-                    "summarizer program `{name}` timed out after {} s",
-                    self.timeout.as_secs_f64()
-                ));
+                return Err(CommandError::TimedOut {
+                    program: program(),
+                    seconds: self.timeout.as_secs_f64(),
+                });
             }
-            Err(e) => return Err(format!("summarizer program `{name}`: {e}")),
+            Err(source) => {
+                return Err(CommandError::Wait {
+                    program: program(),
+                    source,
+                })
+            }
         };
         let _ = writer.join();
         let out = reader.join().unwrap_or_default();
@@ -615,17 +688,18 @@ impl<'a> Command<'a> {
                 .unwrap_or("")
                 .trim()
                 .to_string();
-            let code = status
-                .code()
-                .map_or("a signal".to_string(), |c| format!("status {c}"));
-            return Err(if first.is_empty() {
-                format!("summarizer program `{name}` exited with {code}")
-            } else {
-                format!("summarizer program `{name}` exited with {code}: {first}")
+            return Err(CommandError::Exited {
+                program: program(),
+                exit: status
+                    .code()
+                    .map_or("a signal".to_string(), |c| format!("status {c}")),
+                stderr: first,
             });
         }
-        String::from_utf8(out)
-            .map_err(|_| format!("summarizer program `{name}` printed invalid UTF-8"))
+        String::from_utf8(out).map_err(|source| CommandError::NotUtf8 {
+            program: program(),
+            source,
+        })
     }
 }
 
@@ -638,7 +712,7 @@ impl Summarizer for Command<'_> {
         let result = match cached {
             Some(r) => r,
             None => {
-                let r = self.run(input.as_bytes());
+                let r = self.run(input.as_bytes()).map_err(Arc::new);
                 if let Ok(mut m) = self.memo.lock() {
                     m.insert(input, r.clone());
                 }
@@ -791,7 +865,7 @@ impl Summarizer for Built<'_> {
 /// Build the summarizer a spec names. Fails only for a `command:` program that is missing, a
 /// `python:` summarizer whose workers were not started (see [`super::python::start`]) or a
 /// `live:` one whose client was not (see [`super::live::start`]).
-pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'a>, String> {
+pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'a>, BuildError> {
     Ok(match spec {
         SummarizerSpec::Agent | SummarizerSpec::Model(_) => Built::Modelled(
             Modelled {
@@ -815,19 +889,17 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
             ctx.count,
         )?),
         SummarizerSpec::Python(r) => Built::Python(PythonSummarizer::new(
-            super::python::registered(r).ok_or_else(|| {
-                format!("summarizer `python:{r}`: its Python workers were not started")
-            })?,
+            super::python::registered(r).ok_or_else(|| BuildError::PythonNotStarted(r.clone()))?,
             ctx.session,
             ctx.count,
             ctx.spans,
         )),
         SummarizerSpec::Live { provider, model } => Built::Live(super::live::LiveSummarizer::new(
             super::live::registered(*provider, model).ok_or_else(|| {
-                format!(
-                    "summarizer `live:{}/{model}`: its client was not started",
-                    provider.name()
-                )
+                BuildError::LiveNotStarted {
+                    provider: provider.name(),
+                    model: model.clone(),
+                }
             })?,
             ctx.session,
             ctx.lines,
@@ -1069,52 +1141,60 @@ mod tests {
 
     #[test]
     fn parse_every_spelling() {
-        assert_eq!(SummarizerSpec::parse("agent"), Ok(SummarizerSpec::Agent));
-        assert_eq!(SummarizerSpec::parse("terse"), Ok(SummarizerSpec::Terse));
         assert_eq!(
-            SummarizerSpec::parse("model:gpt-5-nano"),
-            Ok(SummarizerSpec::Model("gpt-5-nano".into()))
+            SummarizerSpec::parse("agent").ok(),
+            Some(SummarizerSpec::Agent)
         );
         assert_eq!(
-            SummarizerSpec::parse("command:./s.py --short"),
-            Ok(SummarizerSpec::Command {
+            SummarizerSpec::parse("terse").ok(),
+            Some(SummarizerSpec::Terse)
+        );
+        assert_eq!(
+            SummarizerSpec::parse("model:gpt-5-nano").ok(),
+            Some(SummarizerSpec::Model("gpt-5-nano".into()))
+        );
+        assert_eq!(
+            SummarizerSpec::parse("command:./s.py --short").ok(),
+            Some(SummarizerSpec::Command {
                 program: "./s.py".into(),
                 args: vec!["--short".into()]
             })
         );
         assert_eq!(
-            SummarizerSpec::parse("fixed:200"),
-            Ok(SummarizerSpec::Deterministic(Policy::Fixed(200)))
+            SummarizerSpec::parse("fixed:200").ok(),
+            Some(SummarizerSpec::Deterministic(Policy::Fixed(200)))
         );
         assert_eq!(
-            SummarizerSpec::parse("echo:50"),
-            Ok(SummarizerSpec::Deterministic(Policy::Echo(Some(50))))
+            SummarizerSpec::parse("echo:50").ok(),
+            Some(SummarizerSpec::Deterministic(Policy::Echo(Some(50))))
         );
         assert_eq!(
-            SummarizerSpec::parse("none"),
-            Ok(SummarizerSpec::Deterministic(Policy::None))
+            SummarizerSpec::parse("none").ok(),
+            Some(SummarizerSpec::Deterministic(Policy::None))
         );
         assert_eq!(
-            SummarizerSpec::parse("python:.summarizers.terse"),
-            Ok(SummarizerSpec::Python(".summarizers.terse".into()))
+            SummarizerSpec::parse("python:.summarizers.terse").ok(),
+            Some(SummarizerSpec::Python(".summarizers.terse".into()))
         );
         assert_eq!(
-            SummarizerSpec::parse("python: mine.py:Brief"),
-            Ok(SummarizerSpec::Python("mine.py:Brief".into()))
+            SummarizerSpec::parse("python: mine.py:Brief").ok(),
+            Some(SummarizerSpec::Python("mine.py:Brief".into()))
         );
         assert!(SummarizerSpec::parse("model:").is_err());
         assert!(SummarizerSpec::parse("command:").is_err());
         assert!(SummarizerSpec::parse("python:").is_err());
         assert_eq!(
-            SummarizerSpec::parse("live:gemini/gemini-2.5-flash"),
-            Ok(SummarizerSpec::Live {
+            SummarizerSpec::parse("live:gemini/gemini-2.5-flash").ok(),
+            Some(SummarizerSpec::Live {
                 provider: crate::cost::live::Provider::Gemini,
                 model: "gemini-2.5-flash".into()
             })
         );
-        let e = SummarizerSpec::parse("live:vertex/gemini-2.5-flash").unwrap_err();
+        let e = SummarizerSpec::parse("live:vertex/gemini-2.5-flash")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("PROVIDER gemini, openai or anthropic"), "{e}");
-        let e = SummarizerSpec::parse("gpt").unwrap_err();
+        let e = SummarizerSpec::parse("gpt").unwrap_err().to_string();
         assert!(e.starts_with("unknown summarizer `gpt`"), "{e}");
         for s in [
             "agent",
@@ -1351,7 +1431,7 @@ mod tests {
         .err()
         .unwrap();
         assert_eq!(
-            e,
+            e.to_string(),
             "summarizer program `./no-such-summarizer` not found (give a path or put it on PATH)"
         );
     }

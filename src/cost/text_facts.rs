@@ -174,92 +174,36 @@ impl TextFacts {
         };
         let mut parent: Vec<u32> = vec![u32::MAX; n];
         let mut end: Vec<StateID> = vec![start; n];
-        // texts by identity (node ids are addresses: an odd multiple spreads their bits and
-        // keeps them distinct)
-        let node_key = |t: &SummaryText| (t.node_id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        // (filled only as far as a seed that is not the text just before needs it: a rolling
-        // summary's seed is the summary before it, and a map as large as the replay's texts
-        // is a cache miss per lookup on a long one)
-        let mut by_node: KeyMap<u32> = key_map(0);
-        let mut indexed = 0usize;
-        let mut prev: Option<(usize, u32)> = None;
+        let mut seeds = SeedIndex::new();
         // Each text's first `longest - 1` bytes (interned), carried down the chains: a text's
         // are its head's then its seed's, so no chain is walked for them.
         let keep = longest.saturating_sub(1);
-        let mut prefixes: Vec<String> = Vec::new();
-        let mut prefix_ids: HashMap<String, u32> = HashMap::new();
+        let mut heads = HeadWindows::new(keep);
         let mut prefix_of: Vec<u32> = vec![u32::MAX; n];
-        let mut intern = |p: String, prefixes: &mut Vec<String>| -> u32 {
-            if let Some(&id) = prefix_ids.get(p.as_str()) {
-                return id;
-            }
-            let id = prefixes.len() as u32;
-            prefixes.push(p.clone());
-            prefix_ids.insert(p, id);
-            id
-        };
-        // The facts starting in a head: per (head, seed's prefix), searched once (a chain's
-        // heads pile up the same way), with the prefix of the text that window starts.
-        // (a summarizer has one head or a few: a list; windows by (head, prefix) as one key,
-        // spread by an odd multiplier)
-        let mut head_ids: Vec<&str> = Vec::new();
-        let mut windows: KeyMap<(u32, u32, u32)> = key_map(0);
-        let window_key = |h: u32, p: u32| {
-            (u64::from(h) << 32 | u64::from(p)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        };
-        let mut window_facts: Vec<u32> = Vec::new();
-        let mut window = String::new();
         // (fact, text) for every fact found in a text's own part (repeats allowed)
         let mut found: Vec<(u32, u32)> = Vec::with_capacity(n);
         for (i, t) in texts.iter().enumerate() {
             let Some(t) = t else { continue };
             let i = i as u32;
             let (head, seed, tail) = t.parts();
-            let p = seed.and_then(|s| match prev {
-                Some((node, k)) if node == s.node_id() => Some(k),
-                _ => {
-                    for (k, t) in texts.iter().enumerate().take(i as usize).skip(indexed) {
-                        if let Some(t) = t {
-                            by_node.insert(node_key(t), k as u32);
-                        }
-                    }
-                    indexed = i as usize;
-                    by_node.get(&node_key(s)).copied()
-                }
-            });
-            prev = Some((t.node_id(), i));
+            let p = seed.and_then(|s| seeds.find(texts, i, s));
+            seeds.prev = Some((t.node_id(), i));
             match (p, seed) {
                 (Some(p), Some(seed)) if seed.len() >= longest => {
                     parent[i as usize] = p;
                     let seed_prefix = match prefix_of[p as usize] {
-                        u32::MAX => intern(seed.prefix(keep), &mut prefixes),
+                        u32::MAX => heads.prefixes.intern(seed.prefix(keep)),
                         id => id,
                     };
                     prefix_of[p as usize] = seed_prefix;
-                    let h = match head_ids.iter().position(|&x| x == head) {
-                        Some(h) => h as u32,
-                        None => {
-                            head_ids.push(head);
-                            head_ids.len() as u32 - 1
-                        }
-                    };
-                    let key = window_key(h, seed_prefix);
-                    let (a, b, own) = *windows.entry(key).or_insert_with(|| {
-                        window.clear();
-                        window.push_str(head);
-                        window.push_str(&prefixes[seed_prefix as usize]);
-                        let a = window_facts.len() as u32;
-                        window_facts.extend(found_in(search, &window));
-                        let mut cut = keep.min(window.len());
-                        while !window.is_char_boundary(cut) {
-                            cut += 1;
-                        }
-                        let own = intern(window[..cut].to_string(), &mut prefixes);
-                        (a, window_facts.len() as u32, own)
-                    });
-                    debug_assert_eq!(prefixes[own as usize], t.prefix(keep), "carried prefix");
+                    let (a, b, own) = heads.window(search, head, seed_prefix);
+                    debug_assert_eq!(
+                        heads.prefixes.list[own as usize],
+                        t.prefix(keep),
+                        "carried prefix"
+                    );
                     prefix_of[i as usize] = own;
-                    found.extend(window_facts[a as usize..b as usize].iter().map(|&f| (f, i)));
+                    found.extend(heads.facts[a as usize..b as usize].iter().map(|&f| (f, i)));
                     end[i as usize] = search.feed(end[p as usize], tail, |f| found.push((f, i)));
                 }
                 (p, _) => {
@@ -269,34 +213,7 @@ impl TextFacts {
             }
         }
         let (pre, last) = preorder(&parent);
-        // the texts holding each fact as pre-order ranges, grouped by fact
-        let facts = ac.patterns_len();
-        let (mut at, holders) = grouped(facts, found.iter().copied());
-        let mut spans: Vec<(u32, u32)> = holders
-            .iter()
-            .map(|&i| (pre[i as usize], last[i as usize]))
-            .collect();
-        // per fact: ascending, and a subtree inside the last kept one dropped (subtrees nest
-        // or are disjoint); compacted in place
-        let mut w = 0usize;
-        for f in 0..facts {
-            let (a, b) = (at[f] as usize, at[f + 1] as usize);
-            at[f] = w as u32;
-            if a == b {
-                continue;
-            }
-            spans[a..b].sort_unstable();
-            let first = w;
-            for k in a..b {
-                let x = spans[k];
-                if w == first || x.0 > spans[w - 1].1 {
-                    spans[w] = x;
-                    w += 1;
-                }
-            }
-        }
-        at[facts] = w as u32;
-        spans.truncate(w);
+        let (at, spans) = holder_spans(ac.patterns_len(), &found, &pre, &last);
         TextFacts { pre, at, spans }
     }
 
@@ -311,6 +228,165 @@ impl TextFacts {
         let at = r.partition_point(|&(a, _)| a <= p);
         at > 0 && r[at - 1].1 >= p
     }
+}
+
+/// Finds a text's seed among the earlier texts by identity.
+struct SeedIndex {
+    /// Texts by identity, filled only as far as a seed that is not the text just before
+    /// needs it: a rolling summary's seed is the summary before it, and a map as large as
+    /// the replay's texts is a cache miss per lookup on a long one.
+    by_node: KeyMap<u32>,
+    indexed: usize,
+    /// The text just before: (its identity, its index).
+    prev: Option<(usize, u32)>,
+}
+
+impl SeedIndex {
+    fn new() -> SeedIndex {
+        SeedIndex {
+            by_node: key_map(0),
+            indexed: 0,
+            prev: None,
+        }
+    }
+
+    /// Node ids are addresses: an odd multiple spreads their bits and keeps them distinct.
+    fn key(t: &SummaryText) -> u64 {
+        (t.node_id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// The index of `seed` among `texts[..i]`, if it is one of them.
+    fn find(&mut self, texts: &[Option<&SummaryText>], i: u32, seed: &SummaryText) -> Option<u32> {
+        match self.prev {
+            Some((node, k)) if node == seed.node_id() => Some(k),
+            _ => {
+                for (k, t) in texts.iter().enumerate().take(i as usize).skip(self.indexed) {
+                    if let Some(t) = t {
+                        self.by_node.insert(Self::key(t), k as u32);
+                    }
+                }
+                self.indexed = i as usize;
+                self.by_node.get(&Self::key(seed)).copied()
+            }
+        }
+    }
+}
+
+/// Texts' first bytes, interned: chains share them.
+#[derive(Default)]
+struct Prefixes {
+    list: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl Prefixes {
+    fn intern(&mut self, p: String) -> u32 {
+        if let Some(&id) = self.ids.get(p.as_str()) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push(p.clone());
+        self.ids.insert(p, id);
+        id
+    }
+}
+
+/// The facts starting in a head: per (head, seed's prefix), searched once (a chain's heads
+/// pile up the same way), with the prefix of the text that window starts.
+struct HeadWindows<'t> {
+    /// Bytes of a text's prefix: the longest fact's, less one.
+    keep: usize,
+    prefixes: Prefixes,
+    /// A summarizer has one head or a few: a list.
+    head_ids: Vec<&'t str>,
+    /// Windows by (head, prefix) as one key, spread by an odd multiplier: (its facts at
+    /// `facts[a..b]`, the prefix it starts).
+    windows: KeyMap<(u32, u32, u32)>,
+    facts: Vec<u32>,
+    window: String,
+}
+
+impl<'t> HeadWindows<'t> {
+    fn new(keep: usize) -> HeadWindows<'t> {
+        HeadWindows {
+            keep,
+            prefixes: Prefixes::default(),
+            head_ids: Vec::new(),
+            windows: key_map(0),
+            facts: Vec::new(),
+            window: String::new(),
+        }
+    }
+
+    /// The facts starting in `head` followed by the seed prefix `seed_prefix` (at
+    /// `facts[a..b]`), and the interned prefix of that window: `(a, b, prefix)`.
+    fn window(&mut self, search: &TextSearch, head: &'t str, seed_prefix: u32) -> (u32, u32, u32) {
+        let h = match self.head_ids.iter().position(|&x| x == head) {
+            Some(h) => h as u32,
+            None => {
+                self.head_ids.push(head);
+                self.head_ids.len() as u32 - 1
+            }
+        };
+        let key = (u64::from(h) << 32 | u64::from(seed_prefix)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let HeadWindows {
+            keep,
+            prefixes,
+            windows,
+            facts,
+            window,
+            ..
+        } = self;
+        *windows.entry(key).or_insert_with(|| {
+            window.clear();
+            window.push_str(head);
+            window.push_str(&prefixes.list[seed_prefix as usize]);
+            let a = facts.len() as u32;
+            facts.extend(found_in(search, window));
+            let mut cut = (*keep).min(window.len());
+            while !window.is_char_boundary(cut) {
+                cut += 1;
+            }
+            let own = prefixes.intern(window[..cut].to_string());
+            (a, facts.len() as u32, own)
+        })
+    }
+}
+
+/// The texts holding each fact as pre-order ranges, grouped by fact: `(at, spans)` of
+/// [`TextFacts`]. Per fact ascending, and a subtree inside the last kept one dropped
+/// (subtrees nest or are disjoint); compacted in place.
+fn holder_spans(
+    facts: usize,
+    found: &[(u32, u32)],
+    pre: &[u32],
+    last: &[u32],
+) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let (mut at, holders) = grouped(facts, found.iter().copied());
+    let mut spans: Vec<(u32, u32)> = holders
+        .iter()
+        .map(|&i| (pre[i as usize], last[i as usize]))
+        .collect();
+    let mut w = 0usize;
+    for f in 0..facts {
+        let (a, b) = (at[f] as usize, at[f + 1] as usize);
+        at[f] = w as u32;
+        if a == b {
+            continue;
+        }
+        spans[a..b].sort_unstable();
+        let first = w;
+        for k in a..b {
+            let x = spans[k];
+            if w == first || x.0 > spans[w - 1].1 {
+                spans[w] = x;
+                w += 1;
+            }
+        }
+    }
+    at[facts] = w as u32;
+    spans.truncate(w);
+    (at, spans)
 }
 
 /// What a replay's summary texts hold (the automaton's patterns), by compaction: each text

@@ -678,9 +678,13 @@ fn content_parts(
         _ => Role::User,
     };
     let listed = non_null(o, "parts");
-    // one part each, mostly: sized now, so no shrinking frees room between events later
-    let mut parts = Vec::with_capacity(listed.and_then(Value::as_array).map_or(0, Vec::len));
-    let mut extras: Vec<AdkPartExtra> = Vec::new();
+    let mut out = ContentParts {
+        role,
+        role_absent: raw_role.is_none_or(str::is_empty),
+        // one part each, mostly: sized now, so no shrinking frees room between events later
+        parts: Vec::with_capacity(listed.and_then(Value::as_array).map_or(0, Vec::len)),
+        extras: Vec::new(),
+    };
     if let Some(ps) = listed {
         let Some(ps) = ps.as_array() else {
             return Err(ReadError::new(
@@ -690,168 +694,201 @@ fn content_parts(
             ));
         };
         for (j, p) in ps.iter().enumerate() {
+            let at = PartAt { file, path, j };
             let Some(p) = p.as_object() else {
-                return Err(ReadError::new(
-                    file,
-                    format!("{path}.parts[{j}]"),
-                    "expected an object",
-                ));
+                return Err(at.err(&[], "expected an object"));
             };
-            for k in UNSUPPORTED_PART_FIELDS {
-                if non_null(p, k).is_some() {
-                    return Err(ReadError::new(
-                        file,
-                        format!("{path}.parts[{j}].{k}"),
-                        format!("not supported: `{k}` parts (ADK replay is not modelled for them)"),
-                    ));
-                }
-            }
-            let first = parts.len();
-            let signature = non_null(p, "thought_signature").and_then(Value::as_str);
-            let thought = non_null(p, "thought").and_then(Value::as_bool) == Some(true);
-            if let Some(text) = non_null(p, "text") {
-                refuse_number_tag(file, &format!("{path}.parts[{j}].text"), Some(text))?;
-                let text = text.as_str().unwrap_or_default().to_string();
-                if thought {
-                    parts.push(Part::Thought { text });
-                } else {
-                    parts.push(Part::Text { text });
-                }
-            }
-            if let Some(fc) = non_null(p, "function_call").and_then(Value::as_object) {
-                for k in ["id", "name"] {
-                    let at = format!("{path}.parts[{j}].function_call.{k}");
-                    refuse_number_tag(file, &at, non_null(fc, k))?;
-                }
-                parts.push(Part::ToolCall {
-                    id: non_null(fc, "id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    name: non_null(fc, "name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    args: non_null(fc, "args").map_or(Value::Null, compact_json),
-                });
-            }
-            if let Some(fr) = non_null(p, "function_response").and_then(Value::as_object) {
-                for k in ["id", "name"] {
-                    let at = format!("{path}.parts[{j}].function_response.{k}");
-                    refuse_number_tag(file, &at, non_null(fr, k))?;
-                }
-                parts.push(Part::ToolResponse {
-                    id: non_null(fr, "id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    name: non_null(fr, "name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    response: non_null(fr, "response").map_or(Value::Null, compact_json),
-                });
-            }
-            for key in ["inline_data", "file_data"] {
-                if let Some(b) = non_null(p, key).and_then(Value::as_object) {
-                    if parts.len() > first {
-                        return Err(ReadError::new(
-                            file,
-                            format!("{path}.parts[{j}].{key}"),
-                            format!(
-                                "not supported: `{key}` together with other content in one part"
-                            ),
-                        ));
-                    }
-                    let (part, json) = blob_part(key, b);
-                    parts.push(part);
-                    extras.push(AdkPartExtra {
-                        index: first as u32,
-                        json_chars: Some(json),
-                        opaque: true,
-                        ..Default::default()
-                    });
-                }
-            }
-            for key in ["executable_code", "code_execution_result"] {
-                if let Some(b) = non_null(p, key).and_then(Value::as_object) {
-                    let coded = if parts.len() > first {
-                        None
-                    } else {
-                        code_part(key, b)
-                    };
-                    let Some((part, json)) = coded else {
-                        return Err(ReadError::new(
-                            file,
-                            format!("{path}.parts[{j}].{key}"),
-                            format!("not supported: this `{key}` part (non-string fields, or other content in the same part)"),
-                        ));
-                    };
-                    parts.push(part);
-                    extras.push(AdkPartExtra {
-                        index: first as u32,
-                        json_chars: Some(json),
-                        opaque: true,
-                        ..Default::default()
-                    });
-                }
-            }
-            if parts.len() == first && signature.is_some() {
-                // A signature-only part: no text, but ADK sends it.
-                parts.push(Part::Thought {
-                    text: String::new(),
-                });
-                extras.push(AdkPartExtra {
-                    index: first as u32,
-                    // {"thought_signature":"…"} is the whole part; a bare empty thought
-                    // would be {"text":"","thought":true} (26 chars).
-                    json_chars: Some(0),
-                    ..Default::default()
-                });
-            }
-            if parts.len() > first + 2 {
-                return Err(ReadError::new(
-                    file,
-                    format!("{path}.parts[{j}]"),
-                    "not supported: a part holding more than two of text / function_call / function_response",
-                ));
-            }
-            if parts.len() == first + 2 {
-                extras.push(AdkPartExtra {
-                    index: (first + 1) as u32,
-                    joined: true,
-                    ..Default::default()
-                });
-            }
-            if let Some(sig) = signature {
-                // `,"thought_signature":"…"` (pydantic re-encodes the bytes URL-safe, padded).
-                let b64 = base64_len(base64_bytes(sig));
-                let idx = first as u32;
-                let e = match extras.iter_mut().find(|x| x.index == idx) {
-                    Some(e) => e,
-                    None => {
-                        extras.push(AdkPartExtra {
-                            index: idx,
-                            ..Default::default()
-                        });
-                        extras.last_mut().expect("just pushed")
-                    }
-                };
-                e.signature = true;
-                match e.json_chars.as_mut() {
-                    // signature-only part: {"thought_signature":"…"}
-                    Some(j) if *j == 0 => *j = 2 + 19 + 3 + b64,
-                    Some(j) => *j += 23 + b64,
-                    None => e.json_extra += 23 + b64,
-                }
-            }
+            read_part(p, &at, &mut out)?;
         }
     }
-    extras.sort_by_key(|x| x.index);
-    Ok(ContentParts {
-        role,
-        role_absent: raw_role.is_none_or(str::is_empty),
-        parts,
-        extras,
-    })
+    out.extras.sort_by_key(|x| x.index);
+    Ok(out)
+}
+
+/// Where a part is, for errors: `{path}.parts[{j}]` of `file`.
+struct PartAt<'a> {
+    file: &'a str,
+    path: &'a str,
+    j: usize,
+}
+
+impl PartAt<'_> {
+    /// `{path}.parts[{j}]`, then `.field` for each of `fields`.
+    fn location(&self, fields: &[&str]) -> String {
+        let mut s = format!("{}.parts[{}]", self.path, self.j);
+        for f in fields {
+            s.push('.');
+            s.push_str(f);
+        }
+        s
+    }
+
+    fn err(&self, fields: &[&str], message: impl Into<String>) -> ReadError {
+        ReadError::new(self.file, self.location(fields), message)
+    }
+}
+
+/// One ADK `Part`: one session part (two when text and a call share it), and what ADK sends
+/// beyond it (a blob's or code's exact JSON size, a thought signature, a joined pair).
+fn read_part(
+    p: &Map<String, Value>,
+    at: &PartAt<'_>,
+    out: &mut ContentParts,
+) -> Result<(), ReadError> {
+    for k in UNSUPPORTED_PART_FIELDS {
+        if non_null(p, k).is_some() {
+            return Err(at.err(
+                &[k],
+                format!("not supported: `{k}` parts (ADK replay is not modelled for them)"),
+            ));
+        }
+    }
+    let first = out.parts.len();
+    let signature = non_null(p, "thought_signature").and_then(Value::as_str);
+    let thought = non_null(p, "thought").and_then(Value::as_bool) == Some(true);
+    if let Some(text) = non_null(p, "text") {
+        refuse_number_tag(at.file, &at.location(&["text"]), Some(text))?;
+        let text = text.as_str().unwrap_or_default().to_string();
+        if thought {
+            out.parts.push(Part::Thought { text });
+        } else {
+            out.parts.push(Part::Text { text });
+        }
+    }
+    if let Some((id, name, args)) = call_fields(p, at, "function_call", "args")? {
+        out.parts.push(Part::ToolCall { id, name, args });
+    }
+    if let Some((id, name, response)) = call_fields(p, at, "function_response", "response")? {
+        out.parts.push(Part::ToolResponse { id, name, response });
+    }
+    opaque_parts(p, at, first, out)?;
+    if out.parts.len() == first && signature.is_some() {
+        // A signature-only part: no text, but ADK sends it.
+        out.parts.push(Part::Thought {
+            text: String::new(),
+        });
+        out.extras.push(AdkPartExtra {
+            index: first as u32,
+            // {"thought_signature":"…"} is the whole part; a bare empty thought
+            // would be {"text":"","thought":true} (26 chars).
+            json_chars: Some(0),
+            ..Default::default()
+        });
+    }
+    if out.parts.len() > first + 2 {
+        return Err(at.err(
+            &[],
+            "not supported: a part holding more than two of text / function_call / function_response",
+        ));
+    }
+    if out.parts.len() == first + 2 {
+        out.extras.push(AdkPartExtra {
+            index: (first + 1) as u32,
+            joined: true,
+            ..Default::default()
+        });
+    }
+    if let Some(sig) = signature {
+        add_signature(&mut out.extras, first as u32, sig);
+    }
+    Ok(())
+}
+
+/// A `function_call` / `function_response` field's id, name and payload (`args` /
+/// `response`), when the part has one.
+fn call_fields(
+    p: &Map<String, Value>,
+    at: &PartAt<'_>,
+    key: &str,
+    payload: &str,
+) -> Result<Option<(Option<String>, String, Value)>, ReadError> {
+    let Some(f) = non_null(p, key).and_then(Value::as_object) else {
+        return Ok(None);
+    };
+    for k in ["id", "name"] {
+        refuse_number_tag(at.file, &at.location(&[key, k]), non_null(f, k))?;
+    }
+    Ok(Some((
+        non_null(f, "id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        non_null(f, "name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        non_null(f, payload).map_or(Value::Null, compact_json),
+    )))
+}
+
+/// A part's blob (`inline_data`, `file_data`) or code (`executable_code`,
+/// `code_execution_result`): one session part each, alone in its ADK part, its exact JSON
+/// size kept.
+fn opaque_parts(
+    p: &Map<String, Value>,
+    at: &PartAt<'_>,
+    first: usize,
+    out: &mut ContentParts,
+) -> Result<(), ReadError> {
+    let push = |out: &mut ContentParts, (part, json): (Part, u64)| {
+        out.parts.push(part);
+        out.extras.push(AdkPartExtra {
+            index: first as u32,
+            json_chars: Some(json),
+            opaque: true,
+            ..Default::default()
+        });
+    };
+    for key in ["inline_data", "file_data"] {
+        if let Some(b) = non_null(p, key).and_then(Value::as_object) {
+            if out.parts.len() > first {
+                return Err(at.err(
+                    &[key],
+                    format!("not supported: `{key}` together with other content in one part"),
+                ));
+            }
+            push(out, blob_part(key, b));
+        }
+    }
+    for key in ["executable_code", "code_execution_result"] {
+        if let Some(b) = non_null(p, key).and_then(Value::as_object) {
+            let coded = if out.parts.len() > first {
+                None
+            } else {
+                code_part(key, b)
+            };
+            let Some(coded) = coded else {
+                return Err(at.err(
+                    &[key],
+                    format!("not supported: this `{key}` part (non-string fields, or other content in the same part)"),
+                ));
+            };
+            push(out, coded);
+        }
+    }
+    Ok(())
+}
+
+/// Count a part's thought signature in its extra: `,"thought_signature":"…"` (pydantic
+/// re-encodes the bytes URL-safe, padded), or the whole part when it holds nothing else.
+fn add_signature(extras: &mut Vec<AdkPartExtra>, idx: u32, sig: &str) {
+    let b64 = base64_len(base64_bytes(sig));
+    let e = match extras.iter_mut().position(|x| x.index == idx) {
+        Some(k) => &mut extras[k],
+        None => {
+            extras.push(AdkPartExtra {
+                index: idx,
+                ..Default::default()
+            });
+            extras.last_mut().expect("just pushed")
+        }
+    };
+    e.signature = true;
+    match e.json_chars.as_mut() {
+        // signature-only part: {"thought_signature":"…"}
+        Some(j) if *j == 0 => *j = 2 + 19 + 3 + b64,
+        Some(j) => *j += 23 + b64,
+        None => e.json_extra += 23 + b64,
+    }
 }
 
 /// One ADK session from its events (JSON values, each with the path errors name): the reader
@@ -863,6 +900,120 @@ pub(crate) fn session_from_events(
     items: &[(String, &Value)],
 ) -> Result<Session, ReadError> {
     build_session(file, id, source, Format::Adk, items)
+}
+
+/// A compaction event (`actions.compaction`): the summary ADK recorded before event
+/// `at_event`.
+fn recorded_compaction(c: &Map<String, Value>, at_event: usize) -> RecordedCompaction {
+    let summary = non_null(c, "compacted_content")
+        .and_then(Value::as_object)
+        .and_then(|cc| non_null(cc, "parts"))
+        .and_then(Value::as_array)
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("")
+        })
+        .unwrap_or_default();
+    RecordedCompaction {
+        at_event,
+        source: "adk compaction event".into(),
+        trigger: None,
+        pre_tokens: None,
+        start_timestamp: num(field(c, "start_timestamp")),
+        end_timestamp: num(field(c, "end_timestamp")),
+        summary,
+    }
+}
+
+/// An event's content, and whether it is a transcription: `_get_contents` turns a
+/// content-less transcription into a text content (user for input, model for output).
+fn event_content(
+    file: &str,
+    path: &str,
+    o: &Map<String, Value>,
+    content: Option<&Map<String, Value>>,
+    author: &str,
+) -> Result<(ContentParts, bool), ReadError> {
+    let mut cp = match content {
+        Some(c) => content_parts(c, &format!("{path}.content"), file)?,
+        None => ContentParts {
+            role: if author == "user" {
+                Role::User
+            } else {
+                Role::Model
+            },
+            role_absent: false,
+            parts: Vec::new(),
+            extras: Vec::new(),
+        },
+    };
+    if content.is_some() {
+        return Ok((cp, false));
+    }
+    for (f, r) in [
+        ("input_transcription", Role::User),
+        ("output_transcription", Role::Model),
+    ] {
+        let text = non_null(o, f)
+            .and_then(Value::as_object)
+            .and_then(|t| non_null(t, "text"))
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty());
+        if let Some(text) = text {
+            cp.role = r;
+            cp.parts = vec![Part::Text {
+                text: text.to_string(),
+            }];
+            return Ok((cp, true));
+        }
+    }
+    Ok((cp, false))
+}
+
+/// `_should_include_event_in_context`: a user message (not a function response) on a
+/// workflow node path is only for the agent at that node; replays measure as a non-workflow
+/// agent (node path None), as the oracle does.
+fn for_workflow_node(e: &Event, o: &Map<String, Value>) -> bool {
+    e.author == "user"
+        && !e
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::ToolResponse { .. }))
+        && non_null(o, "node_info")
+            .and_then(Value::as_object)
+            .and_then(|n| non_null(n, "path"))
+            .and_then(Value::as_str)
+            .is_some_and(|p| !p.is_empty())
+}
+
+/// An event's `usage_metadata` (at `up`) as recorded usage; `None` without a prompt count.
+fn usage(file: &str, up: &str, um: &Map<String, Value>) -> Result<Option<Usage>, ReadError> {
+    let get = |k: &str| tokens(file, up, um, k);
+    let cached = get("cached_content_token_count")?.unwrap_or(0);
+    let output = get("candidates_token_count")?
+        .unwrap_or(0)
+        .saturating_add(get("thoughts_token_count")?.unwrap_or(0));
+    Ok(get("prompt_token_count")?.map(|p| Usage {
+        prompt_tokens: p,
+        cached_read_tokens: cached,
+        cache_write_tokens: 0,
+        output_tokens: output,
+    }))
+}
+
+/// The tool confirmations and auth configs an event's actions request; a confirmation is
+/// critical.
+fn requested(e: &mut Event, a: &Map<String, Value>) {
+    e.requested_ids = str_list(non_null(a, "requested_tool_confirmations"));
+    e.requested_ids
+        .extend(str_list(non_null(a, "requested_auth_configs")));
+    if non_null(a, "requested_tool_confirmations")
+        .is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+    {
+        e.critical.push(Critical::Confirmation);
+    }
 }
 
 /// An ADK session's events converted one at a time (a streamed document never holds more
@@ -903,26 +1054,8 @@ impl<'f> SessionBuilder<'f> {
             .and_then(|a| non_null(a, "compaction"))
             .and_then(Value::as_object)
         {
-            let summary = non_null(c, "compacted_content")
-                .and_then(Value::as_object)
-                .and_then(|cc| non_null(cc, "parts"))
-                .and_then(Value::as_array)
-                .map(|ps| {
-                    ps.iter()
-                        .filter_map(|p| p.get("text").and_then(Value::as_str))
-                        .collect::<Vec<_>>()
-                        .join("")
-                })
-                .unwrap_or_default();
-            self.recorded.push(RecordedCompaction {
-                at_event: self.events.len(),
-                source: "adk compaction event".into(),
-                trigger: None,
-                pre_tokens: None,
-                start_timestamp: num(field(c, "start_timestamp")),
-                end_timestamp: num(field(c, "end_timestamp")),
-                summary,
-            });
+            self.recorded
+                .push(recorded_compaction(c, self.events.len()));
             return Ok(());
         }
         let (scope, rewind) = scope_and_rewind(self.file, path, o, actions)?;
@@ -944,44 +1077,7 @@ impl<'f> SessionBuilder<'f> {
             ));
         };
         let content = non_null(o, "content").and_then(Value::as_object);
-        let cp = match content {
-            Some(c) => content_parts(c, &format!("{path}.content"), self.file)?,
-            None => ContentParts {
-                role: if author == "user" {
-                    Role::User
-                } else {
-                    Role::Model
-                },
-                role_absent: false,
-                parts: Vec::new(),
-                extras: Vec::new(),
-            },
-        };
-        // `_get_contents` turns a content-less transcription into a text content (user for
-        // input, model for output).
-        let mut cp = cp;
-        let mut transcription = false;
-        if content.is_none() {
-            for (f, r) in [
-                ("input_transcription", Role::User),
-                ("output_transcription", Role::Model),
-            ] {
-                let text = non_null(o, f)
-                    .and_then(Value::as_object)
-                    .and_then(|t| non_null(t, "text"))
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty());
-                if let Some(text) = text {
-                    cp.role = r;
-                    cp.parts = vec![Part::Text {
-                        text: text.to_string(),
-                    }];
-                    transcription = true;
-                    break;
-                }
-            }
-        }
-        let role = cp.role;
+        let (cp, transcription) = event_content(self.file, path, o, content, &author)?;
         let ts = match num(field(o, "timestamp")) {
             Some(t) if t != 0.0 => t,
             _ => {
@@ -989,43 +1085,18 @@ impl<'f> SessionBuilder<'f> {
                 SYNTHETIC_T0 + self.events.len() as f64
             }
         };
-        let mut e = Event::new(author, role, inv, ts);
+        let mut e = Event::new(author, cp.role, inv, ts);
         e.id = non_null(o, "id")
             .and_then(Value::as_str)
             .map(str::to_string);
         e.parts = cp.parts;
         e.role_absent = cp.role_absent;
         e.transcription = transcription;
-        // `_should_include_event_in_context`: a user message (not a function response) on a
-        // workflow node path is only for the agent at that node; replays measure as a
-        // non-workflow agent (node path None), as the oracle does.
-        e.context_hidden = e.author == "user"
-            && !e
-                .parts
-                .iter()
-                .any(|p| matches!(p, Part::ToolResponse { .. }))
-            && non_null(o, "node_info")
-                .and_then(Value::as_object)
-                .and_then(|n| non_null(n, "path"))
-                .and_then(Value::as_str)
-                .is_some_and(|p| !p.is_empty());
+        e.context_hidden = for_workflow_node(&e, o);
         e.adk_parts = cp.extras;
         let um = non_null(o, "usage_metadata").and_then(Value::as_object);
         if let Some(um) = um {
-            let up = format!("{path}.usage_metadata");
-            let get = |k: &str| tokens(self.file, &up, um, k);
-            let cached = get("cached_content_token_count")?.unwrap_or(0);
-            let output = get("candidates_token_count")?
-                .unwrap_or(0)
-                .saturating_add(get("thoughts_token_count")?.unwrap_or(0));
-            if let Some(p) = get("prompt_token_count")? {
-                e.usage = Some(Usage {
-                    prompt_tokens: p,
-                    cached_read_tokens: cached,
-                    cache_write_tokens: 0,
-                    output_tokens: output,
-                });
-            }
+            e.usage = usage(self.file, &format!("{path}.usage_metadata"), um)?;
         }
         let content_role_model =
             content.and_then(|c| c.get("role")).and_then(Value::as_str) == Some("model");
@@ -1037,14 +1108,7 @@ impl<'f> SessionBuilder<'f> {
         }
         e.long_running_tool_ids = str_list(non_null(o, "long_running_tool_ids"));
         if let Some(a) = actions {
-            e.requested_ids = str_list(non_null(a, "requested_tool_confirmations"));
-            e.requested_ids
-                .extend(str_list(non_null(a, "requested_auth_configs")));
-            if non_null(a, "requested_tool_confirmations")
-                .is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()))
-            {
-                e.critical.push(Critical::Confirmation);
-            }
+            requested(&mut e, a);
         }
         critical_flags(&mut e, o);
         // ADK treats an empty branch like none (`if not event.branch`).
@@ -1186,93 +1250,7 @@ fn read_eval_set(file: &str, cases: &Value) -> Result<Vec<Session>, ReadError> {
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        let mut evs: Vec<Value> = Vec::new();
-        let mut t = SYNTHETIC_T0;
-        for (ii, inv) in conv.iter().enumerate() {
-            let Some(inv) = inv.as_object() else {
-                return Err(ReadError::new(
-                    file,
-                    format!("{cpath}.conversation[{ii}]"),
-                    "expected an object",
-                ));
-            };
-            let inv_id = non_null(inv, "invocation_id")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("inv-{ii}"));
-            if let Some(ts) = num(non_null(inv, "creation_timestamp")) {
-                if ts > t {
-                    t = ts;
-                }
-            }
-            let push = |evs: &mut Vec<Value>, author: &str, content: Value, t: &mut f64| {
-                evs.push(serde_json::json!({"author": author, "invocation_id": inv_id, "timestamp": *t, "content": content}));
-                *t += 0.001;
-            };
-            if let Some(u) = non_null(inv, "user_content") {
-                push(&mut evs, "user", u.clone(), &mut t);
-            }
-            if let Some(im) = non_null(inv, "intermediate_data").and_then(Value::as_object) {
-                let uses = non_null(im, "tool_uses")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                let resps = non_null(im, "tool_responses")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                for (k, fc) in uses.iter().enumerate() {
-                    push(
-                        &mut evs,
-                        "agent",
-                        serde_json::json!({"role": "model", "parts": [{"function_call": fc}]}),
-                        &mut t,
-                    );
-                    if let Some(fr) = resps.get(k) {
-                        push(
-                            &mut evs,
-                            "agent",
-                            serde_json::json!({"role": "user", "parts": [{"function_response": fr}]}),
-                            &mut t,
-                        );
-                    }
-                }
-                // Newer eval sets record whole events (`invocation_events`).
-                if let Some(Value::Array(ies)) = non_null(im, "invocation_events") {
-                    for ie in ies.iter().filter_map(Value::as_object) {
-                        let a = non_null(ie, "author")
-                            .and_then(Value::as_str)
-                            .unwrap_or("agent")
-                            .to_string();
-                        let mut ev = serde_json::json!({"author": a, "invocation_id": inv_id, "timestamp": t});
-                        if let Some(c) = non_null(ie, "content") {
-                            ev["content"] = c.clone();
-                        }
-                        if let Some(u) = non_null(ie, "usage_metadata") {
-                            ev["usage_metadata"] = u.clone();
-                        }
-                        evs.push(ev);
-                        t += 0.001;
-                    }
-                }
-                if let Some(Value::Array(irs)) = non_null(im, "intermediate_responses") {
-                    for ir in irs {
-                        if let Some([a, ps]) = ir.as_array().map(Vec::as_slice) {
-                            let a = a.as_str().unwrap_or("agent").to_string();
-                            push(
-                                &mut evs,
-                                &a,
-                                serde_json::json!({"role": "model", "parts": ps}),
-                                &mut t,
-                            );
-                        }
-                    }
-                }
-            }
-            if let Some(f) = non_null(inv, "final_response") {
-                push(&mut evs, "agent", f.clone(), &mut t);
-            }
-        }
+        let evs = eval_case_events(file, &cpath, &conv)?;
         let items: Vec<(String, &Value)> = evs
             .iter()
             .enumerate()
@@ -1287,6 +1265,114 @@ fn read_eval_set(file: &str, cases: &Value) -> Result<Vec<Session>, ReadError> {
         )?);
     }
     Ok(out)
+}
+
+/// An eval case's conversation as ADK events: per invocation the user content, what the
+/// agent did in between, the final response.
+fn eval_case_events(file: &str, cpath: &str, conv: &[Value]) -> Result<Vec<Value>, ReadError> {
+    let mut evs = EvalEvents {
+        evs: Vec::new(),
+        t: SYNTHETIC_T0,
+    };
+    for (ii, inv) in conv.iter().enumerate() {
+        let Some(inv) = inv.as_object() else {
+            return Err(ReadError::new(
+                file,
+                format!("{cpath}.conversation[{ii}]"),
+                "expected an object",
+            ));
+        };
+        let inv_id = non_null(inv, "invocation_id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("inv-{ii}"));
+        if let Some(ts) = num(non_null(inv, "creation_timestamp")) {
+            if ts > evs.t {
+                evs.t = ts;
+            }
+        }
+        if let Some(u) = non_null(inv, "user_content") {
+            evs.push("user", &inv_id, u.clone());
+        }
+        if let Some(im) = non_null(inv, "intermediate_data").and_then(Value::as_object) {
+            evs.intermediate(im, &inv_id);
+        }
+        if let Some(f) = non_null(inv, "final_response") {
+            evs.push("agent", &inv_id, f.clone());
+        }
+    }
+    Ok(evs.evs)
+}
+
+/// Events of an eval case as ADK event JSON, a millisecond apart from each invocation's
+/// creation time on (eval sets record no event times).
+struct EvalEvents {
+    evs: Vec<Value>,
+    t: f64,
+}
+
+impl EvalEvents {
+    fn push(&mut self, author: &str, inv_id: &str, content: Value) {
+        self.evs.push(serde_json::json!({"author": author, "invocation_id": inv_id, "timestamp": self.t, "content": content}));
+        self.t += 0.001;
+    }
+
+    /// An invocation's `intermediate_data`: tool uses with their responses, whole events
+    /// (`invocation_events`, newer eval sets) and intermediate responses.
+    fn intermediate(&mut self, im: &Map<String, Value>, inv_id: &str) {
+        let uses = non_null(im, "tool_uses")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let resps = non_null(im, "tool_responses")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for (k, fc) in uses.iter().enumerate() {
+            self.push(
+                "agent",
+                inv_id,
+                serde_json::json!({"role": "model", "parts": [{"function_call": fc}]}),
+            );
+            if let Some(fr) = resps.get(k) {
+                self.push(
+                    "agent",
+                    inv_id,
+                    serde_json::json!({"role": "user", "parts": [{"function_response": fr}]}),
+                );
+            }
+        }
+        if let Some(Value::Array(ies)) = non_null(im, "invocation_events") {
+            for ie in ies.iter().filter_map(Value::as_object) {
+                let a = non_null(ie, "author")
+                    .and_then(Value::as_str)
+                    .unwrap_or("agent")
+                    .to_string();
+                let mut ev =
+                    serde_json::json!({"author": a, "invocation_id": inv_id, "timestamp": self.t});
+                if let Some(c) = non_null(ie, "content") {
+                    ev["content"] = c.clone();
+                }
+                if let Some(u) = non_null(ie, "usage_metadata") {
+                    ev["usage_metadata"] = u.clone();
+                }
+                self.evs.push(ev);
+                self.t += 0.001;
+            }
+        }
+        if let Some(Value::Array(irs)) = non_null(im, "intermediate_responses") {
+            for ir in irs {
+                if let Some([a, ps]) = ir.as_array().map(Vec::as_slice) {
+                    let a = a.as_str().unwrap_or("agent").to_string();
+                    self.push(
+                        &a,
+                        inv_id,
+                        serde_json::json!({"role": "model", "parts": ps}),
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -299,7 +299,7 @@ impl<'a> Reader<'a> {
 
     fn tick(&mut self, line_no: usize, g: usize, ts: Option<f64>) -> Result<f64, ReadError> {
         let res = match self.groups.get_mut(g) {
-            Some(group) => group.clock.next(ts),
+            Some(group) => group.clock.next(ts).map_err(|e| e.to_string()),
             None => Err("internal: unknown session group".to_string()),
         };
         res.map_err(|m| self.err(line_no, m))

@@ -180,7 +180,10 @@ impl<'a> Rollout<'a> {
                 ))
             }
         };
-        let t = self.clock.next(ts).map_err(|m| self.err(line_no, m))?;
+        let t = self
+            .clock
+            .next(ts)
+            .map_err(|m| self.err(line_no, m.to_string()))?;
         match kind {
             "session_meta" if self.session_id.is_none() => {
                 self.session_id = readutil::str_field(payload, "id").map(str::to_string);

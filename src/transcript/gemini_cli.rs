@@ -33,21 +33,19 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         .opt_str(top, "sessionId", "$")?
         .map(str::to_string)
         .unwrap_or_else(|| super::openai_chat::file_stem(file));
-
     // Message times decide order; a tool result's time is its call's, kept inside
     // [message time, next message time] so derived times never break the order.
-    let mut times: Vec<Option<f64>> = Vec::with_capacity(msgs.len());
-    for (i, m) in msgs.iter().enumerate() {
-        let mp = format!("$.messages[{i}]");
-        times.push(cx.opt_time(cx.obj(m, &mp)?, "timestamp", &mp)?);
-    }
-    let synthetic = times.iter().all(Option::is_none);
-
-    let mut inv = util::Invocations::new();
-    let mut events: Vec<Event> = Vec::with_capacity(msgs.len() * 2);
-    let mut model: Option<String> = None;
-    let mut prev = f64::NEG_INFINITY;
-    let mut step = 0usize;
+    let times = cx.message_times(msgs, "$")?;
+    let mut chat = Chat {
+        cx: &cx,
+        synthetic: times.iter().all(Option::is_none),
+        times,
+        inv: util::Invocations::new(),
+        events: Vec::with_capacity(msgs.len() * 2),
+        model: None,
+        prev: f64::NEG_INFINITY,
+        step: 0,
+    };
     for (i, msg) in msgs.iter().enumerate() {
         let mp = format!("$.messages[{i}]");
         let m = cx.obj(msg, &mp)?;
@@ -55,14 +53,54 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         if kind != "user" && kind != "gemini" {
             continue;
         }
-        let t = if synthetic {
-            step += 1;
-            util::synthetic_time(step)
+        let t = chat.message_time(i, &mp)?;
+        let text = util::content_text(m.get("content"));
+        if kind == "user" {
+            chat.user(m, &mp, t, text)?;
         } else {
-            match times.get(i).copied().flatten() {
+            chat.gemini(i, m, &mp, t, text)?;
+        }
+    }
+    Ok(vec![Session {
+        id,
+        source: file.to_string(),
+        format: Format::GeminiCli,
+        events: chat.events,
+        recorded_compactions: Vec::new(),
+        model: chat.model,
+        synthetic_timestamps: chat.synthetic,
+        approval_policies: Vec::new(),
+    }])
+}
+
+/// A chat log's events as they are read, message by message.
+struct Chat<'a> {
+    cx: &'a Ctx<'a>,
+    /// Per message, its recorded time.
+    times: Vec<Option<f64>>,
+    /// No message has a time: all are synthesised, one step apart.
+    synthetic: bool,
+    inv: util::Invocations,
+    events: Vec<Event>,
+    model: Option<String>,
+    /// The latest event time handed out.
+    prev: f64,
+    step: usize,
+}
+
+impl Chat<'_> {
+    /// Message `i`'s time: recorded, else the previous one's (or the first recorded), never
+    /// before the previous event's.
+    fn message_time(&mut self, i: usize, mp: &str) -> Result<f64, ReadError> {
+        let t = if self.synthetic {
+            self.step += 1;
+            util::synthetic_time(self.step)
+        } else {
+            match self.times.get(i).copied().flatten() {
                 Some(t) => t,
-                None if prev.is_finite() => prev,
-                None => times
+                None if self.prev.is_finite() => self.prev,
+                None => self
+                    .times
                     .iter()
                     .flatten()
                     .next()
@@ -70,129 +108,158 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                     .unwrap_or(util::SYNTHETIC_EPOCH_S),
             }
         };
-        if t < prev {
-            return Err(cx.err(
-                format!("{mp}.timestamp"),
-                format!(
-                    "timestamps out of order: {} comes after {}",
-                    util::fmt_time(t),
-                    util::fmt_time(prev)
-                ),
-            ));
+        if t < self.prev {
+            return Err(self.cx.out_of_order(mp, t, self.prev));
         }
-        prev = t;
-        let text = util::content_text(m.get("content"));
-        if kind == "user" {
-            let mut e = Event::new("user", Role::User, inv.user_turn(), t);
-            if let Some(id) = cx.opt_str(m, "id", &mp)? {
-                e.id = Some(id.to_string());
-            }
-            e.critical = util::user_text_flags(&text);
-            if !text.is_empty() {
-                e.parts.push(Part::Text { text });
-            }
-            events.push(e);
-            continue;
-        }
-        let mut e = Event::new("gemini", Role::Model, inv.current(), t);
-        e.model_request = true;
-        if let Some(id) = cx.opt_str(m, "id", &mp)? {
+        self.prev = t;
+        Ok(t)
+    }
+
+    /// A person's turn.
+    fn user(
+        &mut self,
+        m: &Map<String, Value>,
+        mp: &str,
+        t: f64,
+        text: String,
+    ) -> Result<(), ReadError> {
+        let mut e = Event::new("user", Role::User, self.inv.user_turn(), t);
+        if let Some(id) = self.cx.opt_str(m, "id", mp)? {
             e.id = Some(id.to_string());
         }
-        if let Some(name) = cx.opt_str(m, "model", &mp)? {
+        e.critical = util::user_text_flags(&text);
+        if !text.is_empty() {
+            e.parts.push(Part::Text { text });
+        }
+        self.events.push(e);
+        Ok(())
+    }
+
+    /// A model request (message `i`): its thoughts, text and tool calls as one model event,
+    /// the calls' recorded results as one following event.
+    fn gemini(
+        &mut self,
+        i: usize,
+        m: &Map<String, Value>,
+        mp: &str,
+        t: f64,
+        text: String,
+    ) -> Result<(), ReadError> {
+        let cx = self.cx;
+        let mut e = Event::new("gemini", Role::Model, self.inv.current(), t);
+        e.model_request = true;
+        if let Some(id) = cx.opt_str(m, "id", mp)? {
+            e.id = Some(id.to_string());
+        }
+        if let Some(name) = cx.opt_str(m, "model", mp)? {
             e.model = Some(name.to_string());
-            model.get_or_insert_with(|| name.to_string());
+            self.model.get_or_insert_with(|| name.to_string());
         }
-        e.usage = usage(&cx, m, &mp)?;
-        for (k, th) in cx.opt_arr(m, "thoughts", &mp)?.iter().enumerate() {
-            let tp = format!("{mp}.thoughts[{k}]");
-            let text = match th {
-                Value::String(s) => s.clone(),
-                v => {
-                    let tm = cx.obj(v, &tp)?;
-                    let subject = cx.opt_str(tm, "subject", &tp)?.unwrap_or("");
-                    let desc = cx.opt_str(tm, "description", &tp)?.unwrap_or("");
-                    match (subject.is_empty(), desc.is_empty()) {
-                        (false, false) => format!("{subject}: {desc}"),
-                        (true, _) => desc.to_string(),
-                        (false, true) => subject.to_string(),
-                    }
-                }
-            };
-            if !text.is_empty() {
-                e.parts.push(Part::Thought { text });
-            }
-        }
+        e.usage = usage(cx, m, mp)?;
+        thoughts(cx, m, mp, &mut e)?;
         if !text.is_empty() {
             e.parts.push(Part::Text { text });
         }
         // Next message's time bounds derived result times.
-        let next_t = times
+        let next_t = self
+            .times
             .get(i + 1..)
             .and_then(|r| r.iter().flatten().next().copied());
-        let mut resp = Event::new("gemini", Role::User, inv.current(), t);
+        let mut resp = Event::new("gemini", Role::User, self.inv.current(), t);
         let mut resp_t = t;
-        for (k, c) in cx.opt_arr(m, "toolCalls", &mp)?.iter().enumerate() {
+        for (k, c) in cx.opt_arr(m, "toolCalls", mp)?.iter().enumerate() {
             let cp = format!("{mp}.toolCalls[{k}]");
-            let cm = cx.obj(c, &cp)?;
-            let name = cx.req_str(cm, "name", &cp)?.to_string();
-            let cid = cx.opt_str(cm, "id", &cp)?.map(str::to_string);
-            let args = cm.get("args").cloned().unwrap_or(Value::Object(Map::new()));
-            e.parts.push(Part::ToolCall {
-                id: cid.clone(),
-                name: name.clone(),
-                args,
-            });
-            let status = cx.opt_str(cm, "status", &cp)?.unwrap_or("");
-            // `result` is a Gemini `PartListUnion`: a list of parts, one part, or a string.
-            let results: Vec<&Value> = match cm.get("result") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(a)) => a.iter().collect(),
-                Some(v) => vec![v],
-            };
-            if results.is_empty() {
-                continue;
-            }
-            if !synthetic {
-                if let Some(ct) = cx.opt_time(cm, "timestamp", &cp)? {
-                    let ct = match next_t {
-                        Some(n) => ct.min(n),
-                        None => ct,
-                    };
-                    resp_t = resp_t.max(ct);
-                }
-            }
-            for (r, res) in results.into_iter().enumerate() {
-                let rp = format!("{cp}.result[{r}]");
-                result_part(&cx, res, &rp, cid.as_deref(), &name, &mut resp)?;
-            }
-            match status {
-                "cancelled" | "canceled" | "rejected" => util::flag(&mut resp, Critical::Refusal),
-                "error" => util::flag(&mut resp, Critical::ToolError),
-                _ => {}
+            if let Some(ct) = tool_call(cx, c, &cp, self.synthetic, &mut e, &mut resp)? {
+                let ct = match next_t {
+                    Some(n) => ct.min(n),
+                    None => ct,
+                };
+                resp_t = resp_t.max(ct);
             }
         }
-        events.push(e);
+        self.events.push(e);
         if !resp.parts.is_empty() {
-            if synthetic {
-                step += 1;
-                resp_t = util::synthetic_time(step);
+            if self.synthetic {
+                self.step += 1;
+                resp_t = util::synthetic_time(self.step);
             }
             resp.timestamp = resp_t;
-            prev = resp_t;
-            events.push(resp);
+            self.prev = resp_t;
+            self.events.push(resp);
+        }
+        Ok(())
+    }
+}
+
+/// A model message's `thoughts` (strings, or `{subject, description}`), as thought parts.
+fn thoughts(cx: &Ctx, m: &Map<String, Value>, mp: &str, e: &mut Event) -> Result<(), ReadError> {
+    for (k, th) in cx.opt_arr(m, "thoughts", mp)?.iter().enumerate() {
+        let tp = format!("{mp}.thoughts[{k}]");
+        let text = match th {
+            Value::String(s) => s.clone(),
+            v => {
+                let tm = cx.obj(v, &tp)?;
+                let subject = cx.opt_str(tm, "subject", &tp)?.unwrap_or("");
+                let desc = cx.opt_str(tm, "description", &tp)?.unwrap_or("");
+                match (subject.is_empty(), desc.is_empty()) {
+                    (false, false) => format!("{subject}: {desc}"),
+                    (true, _) => desc.to_string(),
+                    (false, true) => subject.to_string(),
+                }
+            }
+        };
+        if !text.is_empty() {
+            e.parts.push(Part::Thought { text });
         }
     }
-    Ok(vec![Session {
-        id,
-        source: file.to_string(),
-        format: Format::GeminiCli,
-        events,
-        recorded_compactions: Vec::new(),
-        model,
-        synthetic_timestamps: synthetic,
-        approval_policies: Vec::new(),
-    }])
+    Ok(())
+}
+
+/// One tool call (at `cp`): the call in the model event `e`, its recorded `result` in
+/// `resp`, a cancelled call a refusal and a failed one a tool error. Returns the call's
+/// recorded time when it has a result and the log has real times.
+fn tool_call(
+    cx: &Ctx,
+    c: &Value,
+    cp: &str,
+    synthetic: bool,
+    e: &mut Event,
+    resp: &mut Event,
+) -> Result<Option<f64>, ReadError> {
+    let cm = cx.obj(c, cp)?;
+    let name = cx.req_str(cm, "name", cp)?.to_string();
+    let cid = cx.opt_str(cm, "id", cp)?.map(str::to_string);
+    let args = cm.get("args").cloned().unwrap_or(Value::Object(Map::new()));
+    e.parts.push(Part::ToolCall {
+        id: cid.clone(),
+        name: name.clone(),
+        args,
+    });
+    let status = cx.opt_str(cm, "status", cp)?.unwrap_or("");
+    // `result` is a Gemini `PartListUnion`: a list of parts, one part, or a string.
+    let results: Vec<&Value> = match cm.get("result") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(v) => vec![v],
+    };
+    if results.is_empty() {
+        return Ok(None);
+    }
+    let at = if synthetic {
+        None
+    } else {
+        cx.opt_time(cm, "timestamp", cp)?
+    };
+    for (r, res) in results.into_iter().enumerate() {
+        let rp = format!("{cp}.result[{r}]");
+        result_part(cx, res, &rp, cid.as_deref(), &name, resp)?;
+    }
+    match status {
+        "cancelled" | "canceled" | "rejected" => util::flag(resp, Critical::Refusal),
+        "error" => util::flag(resp, Critical::ToolError),
+        _ => {}
+    }
+    Ok(at)
 }
 
 /// One part of a call's `result`: a `functionResponse` (the tool response), a `text` or

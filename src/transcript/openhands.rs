@@ -317,7 +317,9 @@ fn build(
                     after_compaction = true;
                 }
                 "message" if source == Some("user") || legacy_user => {
-                    let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
+                    let t = clock
+                        .next(ts)
+                        .map_err(|m| err(i, ".timestamp", m.to_string()))?;
                     invocations += 1;
                     let text = arg("content")
                         .and_then(Value::as_str)
@@ -342,7 +344,9 @@ fn build(
                 }
                 _ if source == Some("user") || source == Some("environment") => {}
                 _ => {
-                    let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
+                    let t = clock
+                        .next(ts)
+                        .map_err(|m| err(i, ".timestamp", m.to_string()))?;
                     let response = metadata
                         .and_then(|m| m.get("model_response"))
                         .filter(|r| r.is_object());
@@ -515,7 +519,9 @@ fn build(
                 }
                 (None, None) => None,
             };
-            let t = clock.next(ts).map_err(|m| err(i, ".timestamp", m))?;
+            let t = clock
+                .next(ts)
+                .map_err(|m| err(i, ".timestamp", m.to_string()))?;
             let mut critical = Vec::new();
             if obs == "error" {
                 critical.push(Critical::ToolError);

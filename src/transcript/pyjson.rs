@@ -266,57 +266,11 @@ pub fn normalize<'t>(file: &str, text: &'t str) -> Result<Cow<'t, str>, ReadErro
                 i = end;
             }
             b'-' | b'0'..=b'9' => {
-                let start = i;
-                if c == b'-' {
-                    i += 1;
+                let (end, edit) = number_at(file, text, i, line)?;
+                if let Some(lit) = edit {
+                    edits.push((i, end, lit));
                 }
-                let int_start = i;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-                let int_digits = i - int_start;
-                let mut float = false;
-                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
-                {
-                    float = true;
-                    i += 1;
-                }
-                // Only well-formed literals are rewritten; anything else is left for the
-                // parser to report.
-                let lit = &text[start..i];
-                let leading_zero = int_digits > 1 && b[int_start] == b'0';
-                if int_digits == 0
-                    || leading_zero
-                    || !is_value_end(b.get(i))
-                    || !at_value_start(b, start)
-                {
-                    continue;
-                }
-                if float {
-                    // Python reads a float beyond f64 as ±inf; serde refuses it. Only an
-                    // exponent or ~309 digits can get there, so most floats are not parsed.
-                    let may_overflow =
-                        int_digits > 300 || lit.bytes().any(|c| matches!(c, b'e' | b'E'));
-                    match may_overflow.then(|| lit.parse::<f64>().ok()).flatten() {
-                        Some(f) if f.is_infinite() => {
-                            let inf = if f > 0.0 { "Infinity" } else { "-Infinity" };
-                            edits.push((start, i, Cow::Borrowed(inf)));
-                        }
-                        _ => {}
-                    }
-                } else if lit.parse::<i64>().is_err() && lit.parse::<u64>().is_err() {
-                    if int_digits > MAX_INT_DIGITS {
-                        return Err(ReadError::new(
-                            file,
-                            format!("line {line}"),
-                            format!(
-                                "an integer of {int_digits} digits: Python's json refuses \
-                                 integers over {MAX_INT_DIGITS} digits, so ADK cannot load it"
-                            ),
-                        ));
-                    }
-                    edits.push((start, i, Cow::Borrowed(lit)));
-                }
+                i = end;
             }
             _ => i += 1,
         }
@@ -324,6 +278,71 @@ pub fn normalize<'t>(file: &str, text: &'t str) -> Result<Cow<'t, str>, ReadErro
     if edits.is_empty() {
         return Ok(Cow::Borrowed(text));
     }
+    Ok(Cow::Owned(with_edits(text, edits)))
+}
+
+/// The number literal at `text[start..]` (outside a string, on line `line`): where it ends,
+/// and the literal to tag when Python reads it but serde would not (a float beyond f64, an
+/// integer beyond 64 bits). Only well-formed literals are rewritten; anything else is left
+/// for the parser to report.
+fn number_at<'t>(
+    file: &str,
+    text: &'t str,
+    start: usize,
+    line: usize,
+) -> Result<(usize, Option<Cow<'t, str>>), ReadError> {
+    let b = text.as_bytes();
+    let mut i = start;
+    if b[i] == b'-' {
+        i += 1;
+    }
+    let int_start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let int_digits = i - int_start;
+    let mut float = false;
+    while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+        float = true;
+        i += 1;
+    }
+    let lit = &text[start..i];
+    let leading_zero = int_digits > 1 && b[int_start] == b'0';
+    if int_digits == 0 || leading_zero || !is_value_end(b.get(i)) || !at_value_start(b, start) {
+        return Ok((i, None));
+    }
+    if float {
+        // Python reads a float beyond f64 as ±inf; serde refuses it. Only an exponent or
+        // ~309 digits can get there, so most floats are not parsed.
+        let may_overflow = int_digits > 300 || lit.bytes().any(|c| matches!(c, b'e' | b'E'));
+        return Ok(
+            match may_overflow.then(|| lit.parse::<f64>().ok()).flatten() {
+                Some(f) if f.is_infinite() => {
+                    let inf = if f > 0.0 { "Infinity" } else { "-Infinity" };
+                    (i, Some(Cow::Borrowed(inf)))
+                }
+                _ => (i, None),
+            },
+        );
+    }
+    if lit.parse::<i64>().is_ok() || lit.parse::<u64>().is_ok() {
+        return Ok((i, None));
+    }
+    if int_digits > MAX_INT_DIGITS {
+        return Err(ReadError::new(
+            file,
+            format!("line {line}"),
+            format!(
+                "an integer of {int_digits} digits: Python's json refuses \
+                 integers over {MAX_INT_DIGITS} digits, so ADK cannot load it"
+            ),
+        ));
+    }
+    Ok((i, Some(Cow::Borrowed(lit))))
+}
+
+/// `text` with each edit's span replaced by its literal as a tagged string.
+fn with_edits(text: &str, edits: Vec<(usize, usize, Cow<'_, str>)>) -> String {
     let mut out = String::with_capacity(text.len() + edits.len() * 10);
     let mut at = 0;
     for (s, e, lit) in edits {
@@ -335,7 +354,7 @@ pub fn normalize<'t>(file: &str, text: &'t str) -> Result<Cow<'t, str>, ReadErro
         at = e;
     }
     out.push_str(&text[at..]);
-    Ok(Cow::Owned(out))
+    out
 }
 
 /// Whether a JSON value may start at `b[i]`: after `:`, `[`, `,` or at a line's start

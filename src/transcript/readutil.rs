@@ -70,6 +70,15 @@ pub(crate) fn json_error(e: &serde_json::Error) -> String {
     }
 }
 
+/// A record's time the [`Clock`] refuses (the reader adds file and location).
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub(crate) enum ClockError {
+    #[error("timestamp is not a finite number")]
+    NotFinite,
+    #[error("timestamps out of order: {by_s:.3} s earlier than an earlier record")]
+    OutOfOrder { by_s: f64 },
+}
+
 /// Hands out event times in file order: recorded times must not go backwards (beyond a
 /// per-format tolerance), missing ones are synthesised strictly increasing.
 pub(crate) struct Clock {
@@ -94,19 +103,15 @@ impl Clock {
     }
 
     /// The time for the next record. `recorded` is its own timestamp, if it has one.
-    /// Err carries the message (the caller adds file and location).
-    pub fn next(&mut self, recorded: Option<f64>) -> Result<f64, String> {
+    pub fn next(&mut self, recorded: Option<f64>) -> Result<f64, ClockError> {
         match recorded {
             Some(t) => {
                 if !t.is_finite() {
-                    return Err("timestamp is not a finite number".to_string());
+                    return Err(ClockError::NotFinite);
                 }
                 if let Some(prev) = self.last_recorded {
                     if prev - t > self.tolerance_s {
-                        return Err(format!(
-                            "timestamps out of order: {:.3} s earlier than an earlier record",
-                            prev - t
-                        ));
+                        return Err(ClockError::OutOfOrder { by_s: prev - t });
                     }
                 }
                 self.last_recorded = Some(self.last_recorded.map_or(t, |p| p.max(t)));

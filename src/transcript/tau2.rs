@@ -66,11 +66,7 @@ fn simulation(
 
     // Timestamps first: all present (the norm), some missing (carry the previous one), or
     // none (synthesise).
-    let mut times: Vec<Option<f64>> = Vec::with_capacity(msgs.len());
-    for (j, msg) in msgs.iter().enumerate() {
-        let mp = format!("{path}.messages[{j}]");
-        times.push(cx.opt_time(cx.obj(msg, &mp)?, "timestamp", &mp)?);
-    }
+    let times = cx.message_times(msgs, path)?;
     let synthetic = times.iter().all(Option::is_none);
     let first_known = times
         .iter()
@@ -80,8 +76,12 @@ fn simulation(
         .or(start)
         .unwrap_or(util::SYNTHETIC_EPOCH_S);
 
-    let mut inv = util::Invocations::new();
-    let mut calls: HashMap<String, String> = HashMap::new();
+    let mut turns = Turns {
+        cx,
+        model,
+        inv: util::Invocations::new(),
+        calls: HashMap::new(),
+    };
     let mut events = Vec::with_capacity(msgs.len());
     let mut prev = f64::NEG_INFINITY;
     for (j, msg) in msgs.iter().enumerate() {
@@ -97,47 +97,68 @@ fn simulation(
                 .unwrap_or(if prev.is_finite() { prev } else { first_known })
         };
         if t < prev {
-            return Err(cx.err(
-                format!("{mp}.timestamp"),
-                format!(
-                    "timestamps out of order: {} comes after {}",
-                    util::fmt_time(t),
-                    util::fmt_time(prev)
-                ),
-            ));
+            return Err(cx.out_of_order(&mp, t, prev));
         }
         prev = t;
-        let role = cx.req_str(m, "role", &mp)?;
+        events.push(turns.event(m, &mp, t)?);
+    }
+    Ok(Session {
+        id,
+        source: format!("{}#{frag}", cx.file),
+        format: Format::Tau2,
+        events,
+        recorded_compactions: Vec::new(),
+        model: model.map(str::to_string),
+        synthetic_timestamps: synthetic,
+        approval_policies: Vec::new(),
+    })
+}
+
+/// A simulation's messages turned into events, one by one.
+struct Turns<'a> {
+    cx: &'a Ctx<'a>,
+    /// The agent's model (`info.agent_info.llm`).
+    model: Option<&'a str>,
+    inv: util::Invocations,
+    /// Tool names by call id, for the responses.
+    calls: HashMap<String, String>,
+}
+
+impl Turns<'_> {
+    /// The event of message `m` (at `mp`), at time `t`, by its role.
+    fn event(&mut self, m: &Map<String, Value>, mp: &str, t: f64) -> Result<Event, ReadError> {
+        let cx = self.cx;
+        let role = cx.req_str(m, "role", mp)?;
         let text = util::content_text(m.get("content"));
-        let ev = match role {
+        Ok(match role {
             "assistant" => {
-                let mut e = Event::new("agent", Role::Model, inv.current(), t);
+                let mut e = Event::new("agent", Role::Model, self.inv.current(), t);
                 e.model_request = true;
-                e.model = model.map(str::to_string);
-                e.usage = usage(cx, m, &mp)?;
+                e.model = self.model.map(str::to_string);
+                e.usage = usage(cx, m, mp)?;
                 push_text(&mut e, text);
-                push_calls(cx, m, &mp, &mut e, &mut calls)?;
+                push_calls(cx, m, mp, &mut e, &mut self.calls)?;
                 e
             }
             "user" => {
                 // A person's turn when it says something; a user-simulator tool call alone
                 // is an action inside the current turn.
                 let inv_id = if text.trim().is_empty() {
-                    inv.current()
+                    self.inv.current()
                 } else {
-                    inv.user_turn()
+                    self.inv.user_turn()
                 };
                 let mut e = Event::new("user", Role::User, inv_id, t);
                 e.critical = util::user_text_flags(&text);
                 push_text(&mut e, text);
-                push_calls(cx, m, &mp, &mut e, &mut calls)?;
+                push_calls(cx, m, mp, &mut e, &mut self.calls)?;
                 e
             }
             "tool" => {
-                let cid = cx.req_str(m, "id", &mp)?;
+                let cid = cx.req_str(m, "id", mp)?;
                 // Without its call (ADK reads that; the loaders warn), it has no name.
-                let name = calls.get(cid).cloned().unwrap_or_default();
-                let mut e = Event::new("tool", Role::Tool, inv.current(), t);
+                let name = self.calls.get(cid).cloned().unwrap_or_default();
+                let mut e = Event::new("tool", Role::Tool, self.inv.current(), t);
                 let is_err = matches!(m.get("error"), Some(Value::Bool(true)));
                 if is_err || util::looks_like_tool_error(&text) {
                     e.critical.push(Critical::ToolError);
@@ -150,7 +171,7 @@ fn simulation(
                 e
             }
             "system" => {
-                let mut e = Event::new("system", Role::System, inv.current(), t);
+                let mut e = Event::new("system", Role::System, self.inv.current(), t);
                 push_text(&mut e, text);
                 e
             }
@@ -160,19 +181,8 @@ fn simulation(
                     format!("wrong shape: unknown role `{other}`"),
                 ))
             }
-        };
-        events.push(ev);
+        })
     }
-    Ok(Session {
-        id,
-        source: format!("{}#{frag}", cx.file),
-        format: Format::Tau2,
-        events,
-        recorded_compactions: Vec::new(),
-        model: model.map(str::to_string),
-        synthetic_timestamps: synthetic,
-        approval_policies: Vec::new(),
-    })
 }
 
 fn text_of(v: &Value) -> String {

@@ -175,6 +175,22 @@ impl<'a> Ctx<'a> {
         ReadError::new(self.file, path, msg)
     }
 
+    /// Message `mp`'s time `t` is earlier than the one before it, `prev`.
+    pub fn out_of_order(&self, mp: &str, t: f64, prev: f64) -> ReadError {
+        self.err(format!("{mp}.timestamp"), out_of_order(t, prev))
+    }
+
+    /// Each message's recorded `timestamp` (at `{path}.messages[i]`), read before the
+    /// messages: their times decide order.
+    pub fn message_times(&self, msgs: &[Value], path: &str) -> Result<Vec<Option<f64>>, ReadError> {
+        let mut times: Vec<Option<f64>> = Vec::with_capacity(msgs.len());
+        for (i, m) in msgs.iter().enumerate() {
+            let mp = format!("{path}.messages[{i}]");
+            times.push(self.opt_time(self.obj(m, &mp)?, "timestamp", &mp)?);
+        }
+        Ok(times)
+    }
+
     pub fn obj<'v>(&self, v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, ReadError> {
         v.as_object().ok_or_else(|| {
             self.err(
@@ -382,6 +398,15 @@ impl Invocations {
     }
 }
 
+/// What is wrong with time `t` coming after `prev`.
+pub fn out_of_order(t: f64, prev: f64) -> String {
+    format!(
+        "timestamps out of order: {} comes after {}",
+        fmt_time(t),
+        fmt_time(prev)
+    )
+}
+
 /// Check what the engine relies on: finite, non-decreasing timestamps. `loc(i)` names event
 /// `i`'s place in the source (a line or JSON path) for the error. A tool response without its
 /// call is not refused: ADK 2.13.0 reads such sessions (a call recorded before a rewind, a
@@ -405,11 +430,7 @@ pub fn validate_events(
             return Err(ReadError::new(
                 file,
                 loc(i),
-                format!(
-                    "timestamps out of order: {} comes after {}",
-                    fmt_time(e.timestamp),
-                    fmt_time(prev)
-                ),
+                out_of_order(e.timestamp, prev),
             ));
         }
         prev = e.timestamp;

@@ -31,6 +31,12 @@ use crate::error::{Classify, ExitKind};
 pub enum DbError {
     #[error("{url}: {reason}")]
     BadUrl { url: String, reason: String },
+    #[error("{url}: {reason}")]
+    BadPgUrl {
+        url: String,
+        #[source]
+        reason: url::PgUrlError,
+    },
     #[error("{url}: {what}")]
     Unsupported { url: String, what: String },
     #[error("{url}: no such database file")]
@@ -77,6 +83,7 @@ impl DbError {
             | DbError::UnknownSchema { url, .. }
             | DbError::Query { url, .. }
             | DbError::BadUrl { url, .. }
+            | DbError::BadPgUrl { url, .. }
             | DbError::Unsupported { url, .. }
             | DbError::NoFile { url }
             | DbError::Connect { url, .. } => {
@@ -92,6 +99,11 @@ impl DbError {
         util::tidy(ReadError::new(url, location, message))
     }
 }
+
+/// A `--since` that is neither a date nor a UTC time.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("--since `{0}`: expected a date (2026-12-01) or a UTC time (2026-12-01T09:30)")]
+pub struct BadSince(pub String);
 
 /// Which sessions to read (`--app`, `--user`, `--session`, `--since`); all must hold.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -110,7 +122,7 @@ impl DbFilter {
 
     /// `--since`: `YYYY-MM-DD` (midnight UTC) or `YYYY-MM-DDTHH:MM[:SS]` (UTC; a trailing `Z`
     /// is allowed), as seconds since the epoch.
-    pub fn parse_since(s: &str) -> Result<f64, String> {
+    pub fn parse_since(s: &str) -> Result<f64, BadSince> {
         use chrono::{NaiveDate, NaiveDateTime};
         let t = s.trim().trim_end_matches('Z');
         let dt = if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
@@ -125,11 +137,7 @@ impl DbFilter {
             .find_map(|f| NaiveDateTime::parse_from_str(t, f).ok())
         };
         dt.map(|d| d.and_utc().timestamp_micros() as f64 / 1e6)
-            .ok_or_else(|| {
-                format!(
-                    "--since `{s}`: expected a date (2026-12-01) or a UTC time (2026-12-01T09:30)"
-                )
-            })
+            .ok_or_else(|| BadSince(s.to_string()))
     }
 
     /// The filter as the flags that set it, for messages.

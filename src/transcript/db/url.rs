@@ -182,7 +182,10 @@ impl DbUrl {
                 })
             }
             "postgresql" | "postgres" => Ok(DbUrl {
-                target: Target::Postgres(parse_pg(rest).map_err(bad)?),
+                target: Target::Postgres(parse_pg(rest).map_err(|reason| DbError::BadPgUrl {
+                    url: shown.clone(),
+                    reason,
+                })?),
                 shown,
             }),
             "mysql" | "mariadb" => Err(DbError::Unsupported {
@@ -206,8 +209,28 @@ impl DbUrl {
     }
 }
 
+/// Why a PostgreSQL URL does not name a server we can connect to.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PgUrlError {
+    #[error("unclosed `[` in the host")]
+    UnclosedBracket,
+    #[error(
+        "{key}={value}: TLS connections are not supported yet (connect over a local \
+         socket or a trusted network, or use sslmode=disable)"
+    )]
+    Tls { key: String, value: String },
+    #[error("URL parameter `{0}` is not supported")]
+    Parameter(String),
+    #[error("port `{port}` is not a number from 1 to 65535")]
+    Port {
+        port: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+}
+
 /// `user[:password]@host[:port]/dbname[?host=/socket/dir&port=N&user=U&sslmode=disable]`.
-fn parse_pg(rest: &str) -> Result<PgTarget, String> {
+fn parse_pg(rest: &str) -> Result<PgTarget, PgUrlError> {
     let (main, query) = match rest.split_once('?') {
         Some((a, q)) => (a, q),
         None => (rest, ""),
@@ -231,7 +254,7 @@ fn parse_pg(rest: &str) -> Result<PgTarget, String> {
     let (mut host, mut port) = if let Some(h) = hostport.strip_prefix('[') {
         // [::1]:5432
         let Some((h, after)) = h.split_once(']') else {
-            return Err("unclosed `[` in the host".into());
+            return Err(PgUrlError::UnclosedBracket);
         };
         (h.to_string(), after.strip_prefix(':').map(str::to_string))
     } else {
@@ -252,19 +275,19 @@ fn parse_pg(rest: &str) -> Result<PgTarget, String> {
             "sslmode" | "ssl" if matches!(v.as_str(), "disable" | "allow" | "prefer" | "false") => {
             }
             "sslmode" | "ssl" => {
-                return Err(format!(
-                    "{k}={v}: TLS connections are not supported yet (connect over a local \
-                     socket or a trusted network, or use sslmode=disable)"
-                ))
+                return Err(PgUrlError::Tls {
+                    key: k.to_string(),
+                    value: v,
+                })
             }
             "application_name" | "connect_timeout" => {}
-            other => return Err(format!("URL parameter `{other}` is not supported")),
+            other => return Err(PgUrlError::Parameter(other.to_string())),
         }
     }
     let port = match port.filter(|p| !p.is_empty()) {
         Some(p) => p
             .parse::<u16>()
-            .map_err(|_| format!("port `{p}` is not a number from 1 to 65535"))?,
+            .map_err(|source| PgUrlError::Port { port: p, source })?,
         None => 5432,
     };
     if host.is_empty() {
