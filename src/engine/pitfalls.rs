@@ -293,6 +293,18 @@ mod tests {
                 "f{chars}"
             );
         }
+        // A longer retention does not space them out (oracle `t700r20_f3200`): after each
+        // compaction exactly 20 events remain, so any new event re-arms the check, and 2.13.0
+        // compacts before both model calls and after every turn from the 6th on.
+        let r = run(&s, &token(700, 20), 3200);
+        assert_eq!(r.compactions.len(), 105, "oracle t700r20_f3200");
+        assert_eq!(thrash(&r, &token(700, 20)).compactions, 104);
+        // The same compactions two invocations apart are not re-firings.
+        let mut spaced = run(&s, &token(700, 2), 3200);
+        for c in &mut spaced.compactions {
+            c.invocation_index = 2 * c.ordinal;
+        }
+        assert_eq!(thrash(&spaced, &token(700, 2)), Thrash::default());
         let r = run(&s, &token(700, 2), 400);
         assert_eq!(r.compactions.len(), 12, "oracle t700r2_f400");
         assert_eq!(thrash(&r, &token(700, 2)), Thrash::default());
@@ -347,5 +359,20 @@ mod tests {
                 .any(|c| c.last_raw_event_index > Some(13)));
             assert_eq!(stuck(&r, &s, &cfg), None);
         }
+    }
+
+    /// z02 (oracle: `s21_f20k`): a 20,000-char summary after invocation 1 makes the
+    /// worth-compacting gate refuse every later window, so the unanswered call (event 13) is
+    /// never covered while the sliding trigger keeps asking; but 2.13.0's guard would compact
+    /// past it, so it is the gate, not the call: not stuck.
+    #[test]
+    fn a_gate_refusal_is_not_a_stuck_call() {
+        let (_, s) = sizes(Z02);
+        let cfg = sliding(2, 1);
+        let r = run(&s, &cfg, 20_000);
+        assert_eq!(r.compactions.len(), 1, "oracle s21_f20k");
+        assert_eq!(r.compactions[0].last_raw_event_index, Some(7));
+        assert!(missed_checks(&r, &s, &cfg, 13) > 0);
+        assert_eq!(stuck(&r, &s, &cfg), None);
     }
 }
