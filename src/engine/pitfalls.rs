@@ -116,10 +116,10 @@ impl Stuck {
 ///
 /// Both triggers keep only the longest prefix of their range in which every call is answered
 /// (`_longest_self_contained_prefix`, google/adk/apps/compaction.py of 2.13.0, lines
-/// 561-623, called by the token path at line 459 and the sliding window at line 877). 2.13.0
-/// retries ignoring calls `_provably_dead_call_ids` (lines 507-558) proves dead: no response
+/// 561-623, called by the token path at line 457 and the sliding window at line 877). 2.13.0
+/// retries ignoring calls `_provably_dead_call_ids` (lines 512-558) proves dead: no response
 /// anywhere in the session and not made by the newest invocation. A call listed in the
-/// event's `long_running_tool_ids` is never taken for dead (lines 536-545: only synthetic
+/// event's `long_running_tool_ids` is never taken for dead (lines 531-544: only synthetic
 /// client calls such as `adk_request_confirmation` are, outside the newest invocation), so
 /// once a compaction has covered everything before it, every later range starts with it and
 /// keeps nothing.
