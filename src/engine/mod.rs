@@ -12,6 +12,7 @@
 
 pub mod contents;
 pub mod guards;
+pub mod pitfalls;
 pub mod post_invocation;
 pub mod pre_request;
 pub mod summarizer;
