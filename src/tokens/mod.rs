@@ -4,6 +4,7 @@
 pub mod adk;
 pub mod cache;
 pub mod count;
+pub mod fit;
 pub mod sizes;
 pub mod splice;
 
