@@ -1013,6 +1013,7 @@ mod tests {
             model: None,
             synthetic_timestamps: false,
             approval_policies: Vec::new(),
+            recorded_policy: None,
         }
     }
 

@@ -805,6 +805,7 @@ mod tests {
             model: None,
             synthetic_timestamps: false,
             approval_policies: vec![],
+            recorded_policy: None,
         };
         SessionSizes::new(&s, None)
     }

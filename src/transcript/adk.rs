@@ -922,6 +922,7 @@ impl<'f> SessionBuilder<'f> {
                 start_timestamp: num(field(c, "start_timestamp")),
                 end_timestamp: num(field(c, "end_timestamp")),
                 summary,
+                ..RecordedCompaction::new(0, "")
             });
             return Ok(());
         }
@@ -1069,6 +1070,7 @@ impl<'f> SessionBuilder<'f> {
             model: self.model,
             synthetic_timestamps: self.synthetic,
             approval_policies: Vec::new(),
+            recorded_policy: None,
         }
     }
 }

@@ -477,6 +477,7 @@ impl<'a> Reader<'a> {
                     start_timestamp: None,
                     end_timestamp: ts,
                     summary,
+                    ..RecordedCompaction::new(0, "")
                 }),
             }
             group.after_compaction = true;
@@ -606,6 +607,7 @@ impl<'a> Reader<'a> {
             start_timestamp: None,
             end_timestamp: ts,
             summary: String::new(),
+            ..RecordedCompaction::new(0, "")
         });
         group.pending_summary = Some(group.compactions.len() - 1);
         group.after_compaction = true;
@@ -651,6 +653,7 @@ impl<'a> Reader<'a> {
                 model: g.model,
                 synthetic_timestamps: g.clock.synthetic,
                 approval_policies: Vec::new(),
+                recorded_policy: None,
             });
         }
         Ok(out)

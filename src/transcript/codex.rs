@@ -110,6 +110,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         model: r.model,
         synthetic_timestamps: r.clock.synthetic,
         approval_policies: r.approval_policies,
+        recorded_policy: None,
     }])
 }
 
@@ -209,6 +210,7 @@ impl<'a> Rollout<'a> {
                     start_timestamp: None,
                     end_timestamp: ts,
                     summary,
+                    ..RecordedCompaction::new(0, "")
                 });
                 self.after_compaction = true;
                 self.open_request = None;

@@ -329,7 +329,10 @@ fn load_checked(
     };
     let mut sessions = read_as(f, &file, &text)?;
     drop(text);
-    sessions.iter_mut().for_each(Session::shrink);
+    for s in &mut sessions {
+        s.shrink();
+        s.index_recorded();
+    }
     for s in &sessions {
         util::validate_events(&file, &s.events, |i| {
             let frag = s

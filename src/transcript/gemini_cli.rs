@@ -192,6 +192,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         model,
         synthetic_timestamps: synthetic,
         approval_policies: Vec::new(),
+        recorded_policy: None,
     }])
 }
 

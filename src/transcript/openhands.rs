@@ -190,6 +190,7 @@ impl Built {
             model: self.model,
             synthetic_timestamps: self.synthetic,
             approval_policies: Vec::new(),
+            recorded_policy: None,
         }
     }
 }
@@ -313,6 +314,7 @@ fn build(
                         start_timestamp: None,
                         end_timestamp: ts,
                         summary: summary.to_string(),
+                        ..RecordedCompaction::new(0, "")
                     });
                     after_compaction = true;
                 }

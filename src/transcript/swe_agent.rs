@@ -47,6 +47,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         model: model_name(top),
         synthetic_timestamps: true,
         approval_policies: Vec::new(),
+        recorded_policy: None,
     }])
 }
 
