@@ -4,6 +4,7 @@
 mod common;
 
 mod alternatives;
+mod backtest;
 mod bad_input;
 mod browser;
 mod cost;
