@@ -41,8 +41,9 @@ impl PromptFit {
     }
 }
 
-/// Least-squares slope of recorded on counted; `None` without spread in `counted`.
-fn slope(pairs: &[(u64, u64)]) -> Option<f64> {
+/// Least-squares slope of recorded on counted; `None` without spread in `counted`
+/// (`inspect --calibration`'s scale: one implementation for both).
+pub fn slope(pairs: &[(u64, u64)]) -> Option<f64> {
     let n = pairs.len() as f64;
     let mc = pairs.iter().map(|p| p.1 as f64).sum::<f64>() / n;
     let mr = pairs.iter().map(|p| p.0 as f64).sum::<f64>() / n;
