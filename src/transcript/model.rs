@@ -454,7 +454,7 @@ pub struct RecordedPolicy {
 
 /// The policy itself, per framework.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(tag = "rule", rename_all = "kebab-case")]
 pub enum PolicyRule {
     /// Claude Code's automatic compaction. The files record no setting, only the CLI version
     /// (`versions`): the threshold is that version's rule (and the user's
@@ -632,6 +632,52 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every recorded policy survives the canonical header's JSON (the tag must not clash
+    /// with a field of a variant, as `kind` did with `Condenser::kind`).
+    #[test]
+    fn recorded_policies_round_trip_through_json() {
+        let rules = [
+            PolicyRule::ClaudeCodeAuto,
+            PolicyRule::SweAgent {
+                processors: vec![
+                    HistoryProcessor::LastNObservations { n: 5 },
+                    HistoryProcessor::Other {
+                        name: "cache_control".into(),
+                        params: "{}".into(),
+                    },
+                ],
+            },
+            PolicyRule::Openhands(Condenser {
+                kind: "pipeline".into(),
+                stages: vec![Condenser {
+                    kind: "llm".into(),
+                    max_size: Some(80),
+                    keep_first: Some(4),
+                    ..Condenser::default()
+                }],
+                ..Condenser::default()
+            }),
+            PolicyRule::Codex {
+                auto_compact_token_limit: Some(1),
+                context_window: None,
+            },
+            PolicyRule::Adk {
+                compaction_interval: Some(3),
+                overlap_size: Some(1),
+            },
+        ];
+        for rule in rules {
+            let p = RecordedPolicy {
+                source: "s".into(),
+                versions: vec!["1".into()],
+                rule,
+            };
+            let text = serde_json::to_string(&p).unwrap();
+            let back: RecordedPolicy = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, p, "{text}");
+        }
+    }
 
     /// A compaction's request is the replay's index of the first model request at or after
     /// it (requests counted over `model_request` events only); its tokens after are that

@@ -20,6 +20,7 @@ mod policies;
 mod python;
 mod readers;
 mod readers_more;
+mod recorded;
 mod references;
 mod report;
 mod safety;
