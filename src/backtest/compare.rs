@@ -82,6 +82,10 @@ pub struct SessionRow {
     pub requests_compared: usize,
     pub prompt_error_p50_pct: Option<f64>,
     pub prompt_error_p95_pct: Option<f64>,
+    /// Prompt tokens summed over the requests as recorded replayed, and without compaction
+    /// (what SWE-agent's `info.model_stats.tokens_sent` is compared with).
+    pub prompt_tokens_total: u64,
+    pub no_compaction_prompt_tokens_total: u64,
 }
 
 fn round3(x: f64) -> f64 {
@@ -321,6 +325,12 @@ fn session_row(session: &Session, run: &SessionReplay, free: &Replay) -> Session
         requests_compared: errs.len(),
         prompt_error_p50_pct: (!errs.is_empty()).then(|| round3(percentile_of(&errs, 0.5))),
         prompt_error_p95_pct: (!errs.is_empty()).then(|| round3(percentile_of(&errs, 0.95))),
+        prompt_tokens_total: free.requests.iter().map(|r| r.prompt_tokens).sum(),
+        no_compaction_prompt_tokens_total: free
+            .requests
+            .iter()
+            .map(|r| r.baseline_prompt_tokens)
+            .sum(),
     }
 }
 
