@@ -47,6 +47,18 @@ pub struct SessionReplay {
 /// Replay `session` under `policy` on `sized` with a fixed-size summarizer whose summaries are
 /// as long as the session's recorded ones (median), or [`DEFAULT_SUMMARY_CHARS`].
 pub fn replay_as(session: &Session, sized: &sizes::ProviderSizes, policy: &AsRecorded) -> Replay {
+    run_on(session, sized, |ctx| {
+        policy.build(ctx).unwrap_or_else(|| Box::new(NoCompaction))
+    })
+}
+
+/// Replay `session` on `sized` under the policy `build` makes, with the summarizer of
+/// [`replay_as`].
+fn run_on(
+    session: &Session,
+    sized: &sizes::ProviderSizes,
+    build: impl FnOnce(&Ctx<'_>) -> Box<dyn CompactionPolicy>,
+) -> Replay {
     let ctx = Ctx {
         sizes: &sized.sizes,
         session,
@@ -57,10 +69,8 @@ pub fn replay_as(session: &Session, sized: &sizes::ProviderSizes, policy: &AsRec
         Vec::new(),
         Vec::<String>::new(),
     );
-    match policy.build(&ctx) {
-        Some(mut p) => driver::replay(&ctx, p.as_mut(), &summarizer),
-        None => driver::replay(&ctx, &mut NoCompaction, &summarizer),
-    }
+    let mut policy = build(&ctx);
+    driver::replay(&ctx, policy.as_mut(), &summarizer)
 }
 
 /// What a session that records no setting is replayed under.
@@ -92,21 +102,9 @@ pub fn threshold_replay<'r>(
         sizes: anchored::anchored_sizes(session, &run.sized.sizes, &fit),
         fit: run.sized.fit,
     };
-    let ctx = Ctx {
-        sizes: &sized.sizes,
-        session,
-        window: None,
-    };
-    let summarizer = Deterministic::new(
-        Policy::Fixed(summary_chars(session, &sized)),
-        Vec::new(),
-        Vec::<String>::new(),
-    );
-    Cow::Owned(driver::replay(
-        &ctx,
-        &mut anchored::Anchored::new(t),
-        &summarizer,
-    ))
+    Cow::Owned(run_on(session, &sized, |_| {
+        Box::new(anchored::Anchored::new(t))
+    }))
 }
 
 /// Chars that give summaries of the recorded summaries' provider tokens (4 chars a token, as
