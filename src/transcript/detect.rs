@@ -316,8 +316,20 @@ fn load_checked(
     lim: Limits,
 ) -> Result<Vec<Session>, ReadError> {
     let file = path.to_string_lossy().into_owned();
-    if matches!(format, None | Some(Format::Openhands)) && openhands_v1::is_conversation(path) {
-        return checked(&file, vec![load_conversation(path, &file, lim)?]);
+    if matches!(format, None | Some(Format::Openhands)) {
+        if openhands_v1::is_conversation(path) {
+            return checked(&file, vec![load_conversation(path, &file, lim)?]);
+        }
+        if let Some(dir) = openhands_v1::conversation_of(path) {
+            return Err(ReadError::new(
+                &file,
+                "",
+                format!(
+                    "part of an OpenHands SDK v1 conversation: read its folder {}",
+                    dir.display()
+                ),
+            ));
+        }
     }
     let text = read_text(path, &file, lim)?;
     if text.trim().is_empty() {

@@ -85,7 +85,10 @@ fn model_name(agent: Option<&Value>) -> Option<String> {
 fn recorded_policy(agent: Option<&Value>) -> Option<RecordedPolicy> {
     let agent = agent?;
     // SWE-agent 1.0 configs hold one `history_processor`; later ones a list.
-    let (key, list) = match (agent.get("history_processors"), agent.get("history_processor")) {
+    let (key, list) = match (
+        agent.get("history_processors"),
+        agent.get("history_processor"),
+    ) {
         (Some(Value::Array(a)), _) => ("history_processors", a.as_slice()),
         (_, Some(one @ Value::Object(_))) => ("history_processor", std::slice::from_ref(one)),
         _ => return None,
