@@ -347,12 +347,9 @@ fn load_checked(
     checked(&file, sessions)
 }
 
-/// Sessions as read, shrunk, their recorded compactions numbered, their invariants checked.
+/// Sessions as read, completed by [`recorded`], their invariants checked.
 fn checked(file: &str, mut sessions: Vec<Session>) -> Result<Vec<Session>, ReadError> {
-    for s in &mut sessions {
-        s.shrink();
-        s.index_recorded();
-    }
+    sessions.iter_mut().for_each(recorded);
     for s in &sessions {
         util::validate_events(file, &s.events, |i| {
             let frag = s
@@ -364,6 +361,16 @@ fn checked(file: &str, mut sessions: Vec<Session>) -> Result<Vec<Session>, ReadE
         })?;
     }
     Ok(sessions)
+}
+
+/// Shrink a session as read and complete what it records of its framework's compaction:
+/// request numbers, and for ADK the setting its compaction events imply.
+fn recorded(s: &mut Session) {
+    s.shrink();
+    s.index_recorded();
+    if matches!(s.format, Format::Adk | Format::AdkEvalSet) && s.recorded_policy.is_none() {
+        s.recorded_policy = s.implied_adk_policy();
+    }
 }
 
 /// An OpenHands SDK v1 conversation folder (see [`openhands_v1`]): its state and every
@@ -554,7 +561,7 @@ pub fn load_inputs(paths: &[String], format: Option<Format>, filter: &db::DbFilt
     let mut loaded = load_files(&paths, format);
     for u in &urls {
         let (mut sessions, skipped) = db::load_arg(u, filter);
-        sessions.iter_mut().for_each(Session::shrink);
+        sessions.iter_mut().for_each(recorded);
         loaded.sessions.extend(sessions);
         loaded.skipped.extend(skipped);
     }
