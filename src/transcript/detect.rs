@@ -316,8 +316,20 @@ fn load_checked(
     lim: Limits,
 ) -> Result<Vec<Session>, ReadError> {
     let file = path.to_string_lossy().into_owned();
-    if matches!(format, None | Some(Format::Openhands)) && openhands_v1::is_conversation(path) {
-        return checked(&file, vec![load_conversation(path, &file, lim)?]);
+    if matches!(format, None | Some(Format::Openhands)) {
+        if openhands_v1::is_conversation(path) {
+            return checked(&file, vec![load_conversation(path, &file, lim)?]);
+        }
+        if let Some(dir) = openhands_v1::conversation_of(path) {
+            return Err(ReadError::new(
+                &file,
+                "",
+                format!(
+                    "part of an OpenHands SDK v1 conversation: read its folder {}",
+                    dir.display()
+                ),
+            ));
+        }
     }
     let text = read_text(path, &file, lim)?;
     if text.trim().is_empty() {
@@ -335,12 +347,9 @@ fn load_checked(
     checked(&file, sessions)
 }
 
-/// Sessions as read, shrunk, their recorded compactions numbered, their invariants checked.
+/// Sessions as read, completed by [`recorded`], their invariants checked.
 fn checked(file: &str, mut sessions: Vec<Session>) -> Result<Vec<Session>, ReadError> {
-    for s in &mut sessions {
-        s.shrink();
-        s.index_recorded();
-    }
+    sessions.iter_mut().for_each(recorded);
     for s in &sessions {
         util::validate_events(file, &s.events, |i| {
             let frag = s
@@ -352,6 +361,16 @@ fn checked(file: &str, mut sessions: Vec<Session>) -> Result<Vec<Session>, ReadE
         })?;
     }
     Ok(sessions)
+}
+
+/// Shrink a session as read and complete what it records of its framework's compaction:
+/// request numbers, and for ADK the setting its compaction events imply.
+fn recorded(s: &mut Session) {
+    s.shrink();
+    s.index_recorded();
+    if matches!(s.format, Format::Adk | Format::AdkEvalSet) && s.recorded_policy.is_none() {
+        s.recorded_policy = s.implied_adk_policy();
+    }
 }
 
 /// An OpenHands SDK v1 conversation folder (see [`openhands_v1`]): its state and every
@@ -542,7 +561,7 @@ pub fn load_inputs(paths: &[String], format: Option<Format>, filter: &db::DbFilt
     let mut loaded = load_files(&paths, format);
     for u in &urls {
         let (mut sessions, skipped) = db::load_arg(u, filter);
-        sessions.iter_mut().for_each(Session::shrink);
+        sessions.iter_mut().for_each(recorded);
         loaded.sessions.extend(sessions);
         loaded.skipped.extend(skipped);
     }

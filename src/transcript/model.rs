@@ -612,6 +612,60 @@ impl Session {
         }
     }
 
+    /// The ADK setting a session's own compaction events imply, as ADK's sliding window
+    /// makes them (`google/adk/apps/compaction.py`): once `compaction_interval` invocations
+    /// are new since the last compaction it summarizes them plus the `overlap_size`
+    /// invocations before them. So each recorded range (`start_timestamp..=end_timestamp`,
+    /// read against the events' times) holds `interval` invocations that end after the
+    /// previous range and `overlap` that do not. A figure is given only when every
+    /// compaction agrees on it (the overlap needs a second compaction); `None` when the
+    /// session records no ADK compaction with both timestamps.
+    pub fn implied_adk_policy(&self) -> Option<RecordedPolicy> {
+        let mut new_counts = Vec::new();
+        let mut overlaps = Vec::new();
+        let mut prev_end: Option<f64> = None;
+        for c in &self.recorded_compactions {
+            let (Some(start), Some(end)) = (c.start_timestamp, c.end_timestamp) else {
+                return None;
+            };
+            // Invocations in the range, with the time of their latest event in it.
+            let mut last_of: Vec<(&str, f64)> = Vec::new();
+            for e in self
+                .events
+                .iter()
+                .filter(|e| (start..=end).contains(&e.timestamp))
+            {
+                match last_of.iter_mut().find(|(id, _)| *id == e.invocation_id) {
+                    Some(x) => x.1 = x.1.max(e.timestamp),
+                    None => last_of.push((&e.invocation_id, e.timestamp)),
+                }
+            }
+            let fresh = last_of
+                .iter()
+                .filter(|(_, t)| prev_end.is_none_or(|p| *t > p))
+                .count() as u64;
+            if prev_end.is_some() {
+                overlaps.push(last_of.len() as u64 - fresh);
+            }
+            new_counts.push(fresh);
+            prev_end = Some(end);
+        }
+        let agreed = |v: &[u64]| match v.split_first() {
+            Some((first, rest)) if rest.iter().all(|x| x == first) => Some(*first),
+            _ => None,
+        };
+        let compaction_interval = agreed(&new_counts);
+        let overlap_size = agreed(&overlaps);
+        (compaction_interval.is_some() || overlap_size.is_some()).then(|| RecordedPolicy {
+            source: "adk compaction events".to_string(),
+            versions: Vec::new(),
+            rule: PolicyRule::Adk {
+                compaction_interval,
+                overlap_size,
+            },
+        })
+    }
+
     /// Give back the room lists kept past their length (events, parts). Payloads are
     /// compacted when read ([`compact_json`]).
     pub fn shrink(&mut self) {
@@ -632,6 +686,58 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three invocations per compaction, one of them shared with the range before: ADK's
+    /// `compaction_interval` 2 and `overlap_size` 1.
+    #[test]
+    fn adk_compaction_ranges_imply_interval_and_overlap() {
+        let events: Vec<Event> = (0..6)
+            .flat_map(|i| {
+                let t = 10.0 * i as f64;
+                [
+                    Event::new("user", Role::User, format!("i{i}"), t),
+                    Event::new("agent", Role::Model, format!("i{i}"), t + 1.0),
+                ]
+            })
+            .collect();
+        let range = |a: f64, b: f64| {
+            let mut c = RecordedCompaction::new(0, "adk compaction event");
+            c.start_timestamp = Some(a);
+            c.end_timestamp = Some(b);
+            c
+        };
+        let mut s = Session {
+            id: "s".into(),
+            source: "s".into(),
+            format: Format::Adk,
+            events,
+            // i0..i1, then i1..i3 (i1 again), then i3..i5 (i3 again).
+            recorded_compactions: vec![range(0.0, 11.0), range(10.0, 31.0), range(30.0, 51.0)],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: Vec::new(),
+            recorded_policy: None,
+        };
+        let p = s.implied_adk_policy().expect("implied");
+        assert_eq!(
+            p.rule,
+            PolicyRule::Adk {
+                compaction_interval: Some(2),
+                overlap_size: Some(1)
+            }
+        );
+        // Ranges that disagree on the overlap imply the interval only.
+        s.recorded_compactions[2] = range(40.0, 51.0);
+        assert_eq!(
+            s.implied_adk_policy().map(|p| p.rule),
+            Some(PolicyRule::Adk {
+                compaction_interval: Some(2),
+                overlap_size: None
+            })
+        );
+        s.recorded_compactions[0].start_timestamp = None;
+        assert_eq!(s.implied_adk_policy(), None);
+    }
 
     /// Every recorded policy survives the canonical header's JSON (the tag must not clash
     /// with a field of a variant, as `kind` did with `Condenser::kind`).

@@ -49,6 +49,21 @@ pub fn is_conversation(dir: &Path) -> bool {
     dir.join(BASE_STATE).is_file() && dir.join(EVENTS_DIR).is_dir()
 }
 
+/// The conversation folder a file belongs to, when it is one's `base_state.json` or one of
+/// its `events/event-NNNNN-*.json`: such a file alone is no transcript.
+pub fn conversation_of(file: &Path) -> Option<&Path> {
+    let name = file.file_name()?.to_str()?;
+    let parent = file.parent()?;
+    let dir = if name == BASE_STATE {
+        parent
+    } else if event_index(name).is_some() && parent.file_name()? == EVENTS_DIR {
+        parent.parent()?
+    } else {
+        return None;
+    };
+    is_conversation(dir).then_some(dir)
+}
+
 /// `NNNNN` of an event file name `event-NNNNN-<id>.json`.
 pub fn event_index(name: &str) -> Option<usize> {
     let rest = name.strip_prefix("event-")?.strip_suffix(".json")?;

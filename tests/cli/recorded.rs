@@ -302,6 +302,24 @@ fn openhands_v1_folders_are_inputs_not_their_event_files() {
     let l = load_paths(&[root], None);
     assert!(l.skipped.is_empty(), "{:?}", l.skipped);
     assert_eq!(l.sessions.len(), 6 + 3);
+    // Named alone, a file of a conversation points at its folder.
+    let dir = &openhands_v1_dirs()[0];
+    let event = std::fs::read_dir(dir.join("events"))
+        .expect("events")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .next()
+        .expect("an event file");
+    for f in [dir.join("base_state.json"), event] {
+        let e = load_file(&f, None).expect_err("not a transcript alone");
+        assert_eq!(
+            e.message,
+            format!(
+                "part of an OpenHands SDK v1 conversation: read its folder {}",
+                dir.display()
+            )
+        );
+    }
 }
 
 /// The hand-made conversation: parallel calls are one request, usage adds cache writes to
