@@ -144,10 +144,22 @@ pub fn as_recorded(session: &Session) -> AsRecorded {
         PolicyRule::Codex { .. } => AsRecorded::Nothing {
             why: "the rollout records no model_auto_compact_token_limit".into(),
         },
-        PolicyRule::Adk { .. } => AsRecorded::Nothing {
-            why: "ADK compaction events: the setting they imply is not replayed here".into(),
+        PolicyRule::Adk {
+            compaction_interval,
+            overlap_size,
+        } => AsRecorded::Nothing {
+            why: format!(
+                "ADK compaction events imply compaction_interval={} overlap_size={}: an ADK \
+                 setting, replayed by the engine (sweep), not by this backtest",
+                opt(*compaction_interval),
+                opt(*overlap_size)
+            ),
         },
     }
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "?".to_string(), |x| x.to_string())
 }
 
 /// Claude Code: the rule of the version in force at the first automatic compaction (a resumed
