@@ -593,6 +593,9 @@ impl Session {
     /// call it once the session is complete): the first model request at or after `at_event`,
     /// numbered as the replay numbers requests (see [`RecordedCompaction`]).
     pub fn index_recorded(&mut self) {
+        if self.recorded_compactions.is_empty() {
+            return;
+        }
         let mut requests_before = Vec::with_capacity(self.events.len() + 1);
         let mut q = 0usize;
         for e in &self.events {
