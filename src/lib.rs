@@ -6,6 +6,7 @@
 //! `synth` writes sample transcripts; `cli` is the command-line edge (used by `main.rs`).
 
 pub mod atomic;
+pub mod backtest;
 pub mod chart;
 pub mod cli;
 pub mod conform;

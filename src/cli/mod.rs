@@ -38,6 +38,7 @@ macro_rules! errln {
     };
 }
 
+pub mod backtest;
 pub mod calibrate;
 pub mod check;
 pub mod conform;
@@ -83,6 +84,8 @@ pub enum Command {
     Synth(synth::SynthArgs),
     /// Price table maintenance: `pricing import` derives the built-in table from LiteLLM's.
     Pricing(pricing::PricingArgs),
+    /// Every compaction the transcripts record, beside the `as recorded` replay's prediction.
+    Backtest(backtest::BacktestArgs),
 }
 
 /// Exit codes shared by every subcommand.
@@ -200,6 +203,7 @@ pub fn main() -> ExitCode {
         Command::Report(a) => report::run(a),
         Command::Synth(a) => synth::run(a),
         Command::Pricing(a) => pricing::run(a),
+        Command::Backtest(a) => backtest::run(a),
     };
     // What is still buffered must reach stdout before the code says it did.
     let result = result.and_then(|code| {

@@ -374,6 +374,7 @@ mod tests {
             model: Some("gpt-5-codex".into()),
             synthetic_timestamps: false,
             approval_policies: Vec::new(),
+            recorded_policy: None,
         }
     }
 
@@ -453,6 +454,7 @@ mod tests {
             start_timestamp: None,
             end_timestamp: None,
             summary: text.into(),
+            ..RecordedCompaction::new(0, "")
         };
         s.recorded_compactions = vec![rc(Some(1000), "a b c"), rc(None, "x"), rc(Some(5), " ")];
         let v = length_samples(&s, &|t| t.split_whitespace().count() as u64);

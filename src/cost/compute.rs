@@ -1289,6 +1289,7 @@ mod tests {
             model: Some("claude-sonnet-4-5".into()),
             synthetic_timestamps: false,
             approval_policies: vec![],
+            recorded_policy: None,
         }
     }
 

@@ -318,6 +318,7 @@ mod tests {
             model: None,
             synthetic_timestamps: false,
             approval_policies: vec![],
+            recorded_policy: None,
         }
     }
 

@@ -963,6 +963,7 @@ mod tests {
             model: None,
             synthetic_timestamps: false,
             approval_policies: vec![],
+            recorded_policy: None,
         }
     }
 

@@ -1085,6 +1085,7 @@ mod tests {
             model: None,
             synthetic_timestamps: false,
             approval_policies: Vec::new(),
+            recorded_policy: None,
         }
     }
 

@@ -527,6 +527,7 @@ mod tests {
             model: None,
             synthetic_timestamps: false,
             approval_policies: vec![],
+            recorded_policy: None,
         };
         SessionSizes::new(&s, None)
     }

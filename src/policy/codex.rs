@@ -22,6 +22,15 @@ impl Codex {
             before: 0,
         }
     }
+
+    /// At a token limit the rollout records (`model_auto_compact_token_limit`) or one fitted.
+    pub fn at_limit(ctx: &Ctx<'_>, limit: u64) -> Self {
+        Codex {
+            limit: Some(limit),
+            users: ctx.user_messages(),
+            before: 0,
+        }
+    }
 }
 
 impl CompactionPolicy for Codex {

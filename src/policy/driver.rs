@@ -4,13 +4,13 @@
 //! are one growing list that every request addresses by a prefix range, and a summary's
 //! hidden intervals are stored once and shared by the requests that carry it.
 
-use super::{At, CompactionPolicy, Ctx, Decision};
-use crate::engine::summarizer::{Seed, SummaryText};
+use super::{At, Clearable, CompactionPolicy, Ctx, Decision};
+use crate::engine::summarizer::{Seed, Summary, SummaryText};
 use crate::engine::{
     CallResult, Compaction, Invocation, InvocationRuns, Outcome, Phase, Replay, Request,
     SummarizeRequest, Summarizer, SummarizerCall, Trigger, TEMPLATE_FIXED_CHARS,
 };
-use crate::tokens::sizes::{SessionSizes, PART_RESPONSE};
+use crate::tokens::sizes::{BaselineCache, SessionSizes, PART_RESPONSE};
 
 /// Tokens of event `e`'s tool-response parts: the event's tokens in proportion to the parts'
 /// ADK chars (a transcript event is usually one response, then it is the whole event).
@@ -43,12 +43,7 @@ struct Current {
 
 /// ADK's formatted-history size of raw events `a..c` (the summarizer prompt stand-in), with
 /// the seed's line first: `"model: " + text` when there is one.
-fn history_chars(
-    base: &crate::tokens::sizes::BaselineCache,
-    a: u32,
-    c: u32,
-    seed_chars: Option<u64>,
-) -> u64 {
+fn history_chars(base: &BaselineCache, a: u32, c: u32, seed_chars: Option<u64>) -> u64 {
     let (a, c) = (a as usize, c as usize);
     let mut blocks = base.summ_blocks_prefix[c] - base.summ_blocks_prefix[a];
     let mut chars = base.summ_chars_prefix[c] - base.summ_chars_prefix[a];
@@ -57,6 +52,436 @@ fn history_chars(
         chars += 7 + sc;
     }
     chars + blocks.saturating_sub(1)
+}
+
+/// The walk's state between requests: what the policy has done so far, and the rows built.
+struct Walk<'a> {
+    s: &'a SessionSizes,
+    base: &'a BaselineCache,
+    /// A copy: the policy is borrowed mutably for its decisions.
+    clearable: Clearable,
+    /// `mp[e]`: messages among events `0..e` ([`Ctx::is_message`]).
+    mp: Vec<u64>,
+    out: Replay,
+    /// Cleared-list entries pushed to `out.hidden`.
+    cand_at: usize,
+    /// Results cleared in the previous request.
+    m_prev: usize,
+    /// Candidates before the current request's event.
+    before_k: usize,
+    /// Raw events `head..cut` are summarized (minus `kept`) while `cur` is carried.
+    head: u32,
+    cut: u32,
+    kept: Vec<(u32, u64)>,
+    kept_tok: u64,
+    cur: Option<Current>,
+    hid: std::ops::Range<u32>,
+    car: std::ops::Range<u32>,
+    prev_hist: u64,
+}
+
+/// `of` less what was removed plus what was added, never below 0.
+fn net(removed: i64, added: u64, of: u64) -> u64 {
+    (of as i64 - removed + added as i64).max(0) as u64
+}
+
+impl<'a> Walk<'a> {
+    fn new(ctx: &Ctx<'a>, base: &'a BaselineCache, clearable: Clearable) -> Self {
+        let s = ctx.sizes;
+        let mut mp = Vec::with_capacity(s.n + 1);
+        mp.push(0u64);
+        for e in 0..s.n {
+            mp.push(mp[e] + u64::from(ctx.is_message(e)));
+        }
+        let mut out = Replay::default();
+        // One row per model request, one hidden run per clearable result: reserved, so a long
+        // session's rows are not copied as they grow (that copy was most of the replay's
+        // growth per event from 2,500 to 20,000 events).
+        out.requests.reserve_exact(base.request_event.len());
+        out.hidden.reserve(clearable.events.len());
+        Walk {
+            s,
+            base,
+            clearable,
+            mp,
+            out,
+            cand_at: 0,
+            m_prev: 0,
+            before_k: 0,
+            head: 0,
+            cut: 0,
+            kept: Vec::new(),
+            kept_tok: 0,
+            cur: None,
+            hid: 0..0,
+            car: 0..0,
+            prev_hist: 0,
+        }
+    }
+
+    /// Tokens the carried summary stands for: `head..cut` less the events re-attached.
+    fn sum_removed(&self) -> u64 {
+        let tp = &self.base.tok_prefix;
+        if self.cur.is_some() {
+            (tp[self.cut as usize] - tp[self.head as usize]).saturating_sub(self.kept_tok)
+        } else {
+            0
+        }
+    }
+
+    /// Tokens freed by clearing the first `m` results (their tokens less the placeholders).
+    fn clear_removed(&self, m: usize) -> i64 {
+        self.clearable.prefix[m] as i64 - (m as u64 * self.clearable.placeholder) as i64
+    }
+
+    fn summary_tokens(&self) -> u64 {
+        self.cur.as_ref().map_or(0, |c| c.tokens)
+    }
+
+    /// What the policy is told before request `q` at event `k`.
+    fn at(&self, q: usize, k: u32, p_base: u64) -> At {
+        let ku = k as usize;
+        let removed_now =
+            self.sum_removed() as i64 + self.clear_removed(self.m_prev.min(self.before_k));
+        let messages = if self.cur.is_some() {
+            let mp = &self.mp;
+            mp[self.head as usize] + 1 + self.kept.len() as u64 + (mp[ku] - mp[self.cut as usize])
+        } else {
+            self.mp[ku]
+        };
+        At {
+            q,
+            event: k,
+            baseline_prompt: p_base,
+            prompt: net(removed_now, self.summary_tokens(), p_base),
+            messages,
+            head: self.head,
+            cut: self.cut,
+            summary_chars: self.cur.as_ref().map_or(0, |c| c.chars),
+        }
+    }
+
+    /// One request: the policy's decision, then its row.
+    fn request(
+        &mut self,
+        ctx: &Ctx<'_>,
+        policy: &mut dyn CompactionPolicy,
+        summarizer: &dyn Summarizer,
+        q: usize,
+        (k, meas): (u32, &[u64; 4]),
+    ) {
+        let cands = &self.clearable.events;
+        while cands.get(self.before_k).is_some_and(|&e| e < k) {
+            self.before_k += 1;
+        }
+        let recorded = self.s.recorded_prompt[k as usize];
+        let p_base = recorded.unwrap_or(meas[3]);
+        let at = self.at(q, k, p_base);
+        let pre_start = self.out.pre_request.len() as u32;
+        let mut m = self.m_prev.min(self.before_k);
+        let mut compacted_now = false;
+        match policy.decide(ctx, &at) {
+            Decision::Keep => {}
+            Decision::Clear(n) => m = n.min(self.before_k),
+            Decision::Summarize {
+                head,
+                cut,
+                keep,
+                passes,
+            } => compacted_now = self.summarize(summarizer, k, head..cut.min(k), keep, passes),
+        }
+        let sent = Sent {
+            q,
+            k,
+            meas,
+            at_prompt: at.prompt,
+            recorded,
+            p_base,
+            m,
+            compacted_now,
+            pre_start,
+        };
+        self.push_request(sent);
+    }
+
+    /// Replace raw events `span` by a summary (`passes` calls, each seeded with the one
+    /// before); true when one was made.
+    fn summarize(
+        &mut self,
+        summarizer: &dyn Summarizer,
+        k: u32,
+        span: std::ops::Range<u32>,
+        keep: Vec<(u32, u64)>,
+        passes: u32,
+    ) -> bool {
+        let (h, c) = (span.start, span.end);
+        let a = if self.cur.is_some() {
+            self.cut.max(h)
+        } else {
+            h
+        };
+        if c <= a {
+            return false;
+        }
+        let mut seed = self.cur.clone();
+        let mut made = None;
+        for _ in 0..passes.max(1) {
+            match self.summary_call(summarizer, k, a..c, h, seed.as_ref()) {
+                Some(next) => {
+                    seed = Some(next.clone());
+                    made = Some(next);
+                }
+                None => break,
+            }
+        }
+        let Some(summary) = made else { return false };
+        self.carry(summary, h, c, keep);
+        true
+    }
+
+    /// One summarizer call over raw events `span` (seeded with `seed`), recorded as a call and,
+    /// when it writes a summary, as a compaction; the summary, or `None` when it failed.
+    fn summary_call(
+        &mut self,
+        summarizer: &dyn Summarizer,
+        k: u32,
+        span: std::ops::Range<u32>,
+        h: u32,
+        seed: Option<&Current>,
+    ) -> Option<Current> {
+        let (s, ku) = (self.s, k as usize);
+        let hc = history_chars(self.base, span.start, span.end, seed.map(|x| x.chars));
+        let call_no = self.out.calls.len() as u32 + 1;
+        let req = SummarizeRequest {
+            call: call_no,
+            phase: Phase::PreRequest,
+            trigger: Trigger::TokenThreshold,
+            events: span.clone(),
+            skip: &[],
+            seed: seed.map(|x| Seed {
+                ordinal: x.ordinal,
+                chars: x.chars,
+                start_timestamp: x.start_timestamp,
+                text: x.text.as_ref(),
+            }),
+            prompt_chars: TEMPLATE_FIXED_CHARS + hc,
+            history_chars: hc,
+            fired_at_s: s.timestamp[ku],
+            next_turn_at_s: None,
+        };
+        let outcome = summarizer.summarize(&req);
+        let mut call = SummarizerCall {
+            call: call_no,
+            phase: Phase::PreRequest,
+            trigger: Trigger::TokenThreshold,
+            invocation_index: s.inv_block[ku],
+            before_event_index: Some(k),
+            result: CallResult::Failed,
+            summarizer_prompt_chars: TEMPLATE_FIXED_CHARS + hc,
+            summarizer_history_chars: hc,
+            input_tokens: 0,
+            output_tokens: 0,
+            summary_chars: 0,
+            raw_events: span.clone(),
+            compaction: None,
+        };
+        match outcome {
+            Outcome::Summary(sm) => {
+                let next = self.record_compaction(&mut call, sm, span, h, seed, hc);
+                self.out.calls.push(call);
+                Some(next)
+            }
+            Outcome::Empty { input_tokens } | Outcome::Failed { input_tokens } => {
+                if matches!(outcome, Outcome::Empty { .. }) {
+                    call.result = CallResult::Empty;
+                }
+                call.input_tokens = input_tokens;
+                self.out.calls.push(call);
+                None
+            }
+        }
+    }
+
+    /// A written summary: the call's result, the compaction row (the seed's marked subsumed).
+    fn record_compaction(
+        &mut self,
+        call: &mut SummarizerCall,
+        sm: Summary,
+        span: std::ops::Range<u32>,
+        h: u32,
+        seed: Option<&Current>,
+        hc: u64,
+    ) -> Current {
+        let s = self.s;
+        let (a, c) = (span.start, span.end);
+        let ordinal = self.out.compactions.len() as u32 + 1;
+        let start = if seed.is_some() { h } else { a };
+        let start_ts = seed.map_or(s.timestamp[a as usize], |x| x.start_timestamp);
+        call.result = CallResult::Summary;
+        call.input_tokens = sm.input_tokens;
+        call.output_tokens = sm.tokens;
+        call.summary_chars = sm.chars;
+        call.compaction = Some(ordinal - 1);
+        if let Some(prev) = seed {
+            if let Some(pc) = self.out.compactions.get_mut(prev.ordinal as usize - 1) {
+                pc.retained = false;
+                pc.subsumed_by = Some(ordinal);
+            }
+        }
+        self.out.compactions.push(Compaction {
+            ordinal,
+            phase: Phase::PreRequest,
+            trigger: Trigger::TokenThreshold,
+            invocation_index: call.invocation_index,
+            before_event_index: call.before_event_index,
+            start_timestamp: start_ts,
+            end_timestamp: s.timestamp[c as usize - 1],
+            summarizer_input_events: (c - a) + u32::from(seed.is_some()),
+            seeded_with_previous_summary: seed.is_some(),
+            seed: seed.map(|x| x.ordinal),
+            raw_events_in_range: c - start,
+            first_raw_event_index: Some(start),
+            last_raw_event_index: Some(c - 1),
+            summarized_events: a..c,
+            invocations_in_range: InvocationRuns::range(
+                s.inv_block[start as usize]..s.inv_block[c as usize - 1] + 1,
+            ),
+            summarizer_call: call.call,
+            summarizer_prompt_chars: TEMPLATE_FIXED_CHARS + hc,
+            summarizer_history_chars: hc,
+            summary_chars: sm.chars,
+            summary_json_chars: sm.json_chars,
+            summary_tokens: sm.tokens,
+            summarizer_input_tokens: sm.input_tokens,
+            retained: true,
+            subsumed_by: None,
+        });
+        self.out.pre_request.push(ordinal);
+        Current {
+            ordinal,
+            tokens: sm.tokens,
+            chars: sm.chars,
+            start_timestamp: start_ts,
+            text: sm.text,
+        }
+    }
+
+    /// The requests from now on carry `summary` for raw events `h..c` less `keep`; its hidden
+    /// intervals are stored once.
+    fn carry(&mut self, summary: Current, h: u32, c: u32, keep: Vec<(u32, u64)>) {
+        self.head = h;
+        self.cut = c;
+        self.kept = keep.into_iter().filter(|&(e, _)| e >= h && e < c).collect();
+        self.kept_tok = self.kept.iter().map(|&(_, t)| t).sum();
+        let hs = self.out.hidden.len() as u32;
+        let mut from = h;
+        for &(e, _) in &self.kept {
+            if e > from {
+                self.out.hidden.push((from, e - 1));
+            }
+            from = e + 1;
+        }
+        if c > from {
+            self.out.hidden.push((from, c - 1));
+        }
+        self.hid = hs..self.out.hidden.len() as u32;
+        let cs = self.out.carried.len() as u32;
+        self.out.carried.push(summary.ordinal);
+        self.car = cs..cs + 1;
+        self.cur = Some(summary);
+    }
+
+    /// The history the request shares with the one before, up to the first item that changed
+    /// (a new summary after the kept head; the first newly cleared or restored tool result).
+    fn shared_prefix(&self, q: usize, k: u32, m: usize, compacted_now: bool, hist: u64) -> u64 {
+        let tp = &self.base.tok_prefix;
+        if q == 0 {
+            0
+        } else if compacted_now {
+            tp[self.head as usize]
+        } else if m != self.m_prev {
+            let j = m.min(self.m_prev);
+            let e = self.clearable.events.get(j).copied().unwrap_or(k) as usize;
+            (tp[e] as i64 - self.clear_removed(j)).max(0) as u64
+        } else {
+            self.prev_hist
+        }
+        .min(hist)
+        .min(self.prev_hist)
+    }
+
+    /// The request as sent, after the decision.
+    fn push_request(&mut self, r: Sent<'_>) {
+        let s = self.s;
+        let (ku, meas, m) = (r.k as usize, r.meas, r.m);
+        let h_base = meas[3];
+        let on = self.cur.is_some();
+        let removed_sum = self.sum_removed();
+        let removed = removed_sum as i64 + self.clear_removed(m);
+        let added = self.summary_tokens();
+        let hist = net(removed, added, h_base);
+        let prompt = net(removed, added, r.p_base);
+        let hidden_tokens = removed_sum + self.clearable.prefix[m];
+        while self.cand_at < m {
+            let e = self.clearable.events[self.cand_at];
+            self.out.hidden.push((e, e));
+            self.cand_at += 1;
+        }
+        if !self.clearable.events.is_empty() {
+            self.hid = 0..m as u32;
+        }
+        let shared = self.shared_prefix(r.q, r.k, m, r.compacted_now, hist);
+        self.prev_hist = hist;
+        self.m_prev = m;
+        let scale = |x: u64| {
+            if h_base == 0 {
+                x
+            } else {
+                (x as u128 * hist as u128 / h_base as u128) as u64
+            }
+        };
+        let pre_end = self.out.pre_request.len() as u32;
+        self.out.requests.push(Request {
+            event_index: r.k,
+            invocation_index: s.inv_block[ku],
+            author: s.author[ku],
+            measured_prompt_tokens: Some(r.at_prompt),
+            adk_chars: scale(meas[1]),
+            adk_chars_uncompacted: meas[1],
+            contents: scale(meas[0]) as u32,
+            contents_uncompacted: meas[0] as u32,
+            json_chars: scale(meas[2]),
+            json_chars_uncompacted: meas[2],
+            history_tokens: hist,
+            baseline_history_tokens: h_base,
+            summary_tokens: added,
+            hidden_tokens,
+            shared_prefix_tokens: shared,
+            pre_request_compacted: r.compacted_now,
+            pre_request_compactions: r.pre_start..pre_end,
+            recorded_prompt_tokens: r.recorded,
+            replayed_prompt_tokens: r.recorded.map(|_| prompt),
+            baseline_prompt_tokens: r.p_base,
+            prompt_tokens: prompt,
+            carried: if on { self.car.clone() } else { 0..0 },
+            hidden: self.hid.clone(),
+        });
+    }
+}
+
+/// One request after the policy's decision: what its row is built from.
+struct Sent<'m> {
+    q: usize,
+    k: u32,
+    meas: &'m [u64; 4],
+    /// The prompt the policy was told (before its decision).
+    at_prompt: u64,
+    recorded: Option<u64>,
+    p_base: u64,
+    /// Results cleared in this request.
+    m: usize,
+    compacted_now: bool,
+    pre_start: u32,
 }
 
 /// Replay the session under `policy`, calling `summarizer` where the policy summarizes.
@@ -69,292 +494,19 @@ pub fn replay(
     let base = s
         .baseline
         .get_or_init(|| crate::engine::contents::baseline(s));
-    let tp = &base.tok_prefix;
-    // a copy: the policy is borrowed mutably for its decisions
     let clearable = policy.clearable().cloned().unwrap_or_default();
-    let (cands, cp, ph) = (&clearable.events, &clearable.prefix, clearable.placeholder);
-    let mut mp = Vec::with_capacity(s.n + 1);
-    mp.push(0u64);
-    for e in 0..s.n {
-        mp.push(mp[e] + u64::from(ctx.is_message(e)));
-    }
-
-    let mut out = Replay::default();
-    // One row per model request, one hidden run per clearable result: reserved, so a long
-    // session's rows are not copied as they grow (that copy was most of the replay's growth
-    // per event from 2,500 to 20,000 events).
-    out.requests.reserve_exact(base.request_event.len());
-    out.hidden.reserve(cands.len());
-    let mut cand_at = 0usize; // cleared-list entries pushed to `out.hidden`
-    let mut m_prev = 0usize;
-    let mut before_k = 0usize; // candidates before the current request's event
-    let (mut head, mut cut) = (0u32, 0u32);
-    let mut kept: Vec<(u32, u64)> = Vec::new();
-    let mut kept_tok = 0u64;
-    let mut cur: Option<Current> = None;
-    let (mut hid, mut car) = (0u32..0u32, 0u32..0u32);
-    let mut prev_hist = 0u64;
-
+    let mut walk = Walk::new(ctx, base, clearable);
     for (q, (&k, meas)) in base.request_event.iter().zip(&base.request).enumerate() {
-        let ku = k as usize;
-        let h_base = meas[3];
-        let recorded = s.recorded_prompt[ku];
-        let p_base = recorded.unwrap_or(h_base);
-        while cands.get(before_k).is_some_and(|&e| e < k) {
-            before_k += 1;
-        }
-        let sum_removed = |head: u32, cut: u32, kept_tok: u64, on: bool| {
-            if on {
-                (tp[cut as usize] - tp[head as usize]).saturating_sub(kept_tok)
-            } else {
-                0
-            }
-        };
-        let clear_removed = |m: usize| cp[m] as i64 - (m as u64 * ph) as i64;
-        let net =
-            |removed: i64, added: u64, of: u64| (of as i64 - removed + added as i64).max(0) as u64;
-        let on = cur.is_some();
-        let removed_now =
-            sum_removed(head, cut, kept_tok, on) as i64 + clear_removed(m_prev.min(before_k));
-        let added_now = cur.as_ref().map_or(0, |c| c.tokens);
-        let messages = if on {
-            mp[head as usize] + 1 + kept.len() as u64 + (mp[ku] - mp[cut as usize])
-        } else {
-            mp[ku]
-        };
-        let at = At {
-            q,
-            event: k,
-            baseline_prompt: p_base,
-            prompt: net(removed_now, added_now, p_base),
-            messages,
-            head,
-            cut,
-            summary_chars: cur.as_ref().map_or(0, |c| c.chars),
-        };
-        let pre_start = out.pre_request.len() as u32;
-        let mut m = m_prev.min(before_k);
-        let mut compacted_now = false;
-        match policy.decide(ctx, &at) {
-            Decision::Keep => {}
-            Decision::Clear(n) => m = n.min(before_k),
-            Decision::Summarize {
-                head: h,
-                cut: c,
-                keep,
-                passes,
-            } => {
-                let c = c.min(k);
-                let a = if on { cut.max(h) } else { h };
-                if c > a {
-                    let mut seed = cur.clone();
-                    let mut made = None;
-                    for _ in 0..passes.max(1) {
-                        let seed_chars = seed.as_ref().map(|x| x.chars);
-                        let hc = history_chars(base, a, c, seed_chars);
-                        let call_no = out.calls.len() as u32 + 1;
-                        let req = SummarizeRequest {
-                            call: call_no,
-                            phase: Phase::PreRequest,
-                            trigger: Trigger::TokenThreshold,
-                            events: a..c,
-                            skip: &[],
-                            seed: seed.as_ref().map(|x| Seed {
-                                ordinal: x.ordinal,
-                                chars: x.chars,
-                                start_timestamp: x.start_timestamp,
-                                text: x.text.as_ref(),
-                            }),
-                            prompt_chars: TEMPLATE_FIXED_CHARS + hc,
-                            history_chars: hc,
-                            fired_at_s: s.timestamp[ku],
-                            next_turn_at_s: None,
-                        };
-                        let outcome = summarizer.summarize(&req);
-                        let inv = s.inv_block[ku];
-                        let mut call = SummarizerCall {
-                            call: call_no,
-                            phase: Phase::PreRequest,
-                            trigger: Trigger::TokenThreshold,
-                            invocation_index: inv,
-                            before_event_index: Some(k),
-                            result: CallResult::Failed,
-                            summarizer_prompt_chars: TEMPLATE_FIXED_CHARS + hc,
-                            summarizer_history_chars: hc,
-                            input_tokens: 0,
-                            output_tokens: 0,
-                            summary_chars: 0,
-                            raw_events: a..c,
-                            compaction: None,
-                        };
-                        match outcome {
-                            Outcome::Summary(sm) => {
-                                let ordinal = out.compactions.len() as u32 + 1;
-                                let start = if seed.is_some() { h } else { a };
-                                let start_ts = seed
-                                    .as_ref()
-                                    .map_or(s.timestamp[a as usize], |x| x.start_timestamp);
-                                call.result = CallResult::Summary;
-                                call.input_tokens = sm.input_tokens;
-                                call.output_tokens = sm.tokens;
-                                call.summary_chars = sm.chars;
-                                call.compaction = Some(ordinal - 1);
-                                if let Some(prev) = seed.as_ref() {
-                                    if let Some(pc) =
-                                        out.compactions.get_mut(prev.ordinal as usize - 1)
-                                    {
-                                        pc.retained = false;
-                                        pc.subsumed_by = Some(ordinal);
-                                    }
-                                }
-                                out.compactions.push(Compaction {
-                                    ordinal,
-                                    phase: Phase::PreRequest,
-                                    trigger: Trigger::TokenThreshold,
-                                    invocation_index: inv,
-                                    before_event_index: Some(k),
-                                    start_timestamp: start_ts,
-                                    end_timestamp: s.timestamp[c as usize - 1],
-                                    summarizer_input_events: (c - a) + u32::from(seed.is_some()),
-                                    seeded_with_previous_summary: seed.is_some(),
-                                    seed: seed.as_ref().map(|x| x.ordinal),
-                                    raw_events_in_range: c - start,
-                                    first_raw_event_index: Some(start),
-                                    last_raw_event_index: Some(c - 1),
-                                    summarized_events: a..c,
-                                    invocations_in_range: InvocationRuns::range(
-                                        s.inv_block[start as usize]
-                                            ..s.inv_block[c as usize - 1] + 1,
-                                    ),
-                                    summarizer_call: call_no,
-                                    summarizer_prompt_chars: TEMPLATE_FIXED_CHARS + hc,
-                                    summarizer_history_chars: hc,
-                                    summary_chars: sm.chars,
-                                    summary_json_chars: sm.json_chars,
-                                    summary_tokens: sm.tokens,
-                                    summarizer_input_tokens: sm.input_tokens,
-                                    retained: true,
-                                    subsumed_by: None,
-                                });
-                                out.pre_request.push(ordinal);
-                                let next = Current {
-                                    ordinal,
-                                    tokens: sm.tokens,
-                                    chars: sm.chars,
-                                    start_timestamp: start_ts,
-                                    text: sm.text,
-                                };
-                                seed = Some(next.clone());
-                                made = Some(next);
-                                out.calls.push(call);
-                            }
-                            Outcome::Empty { input_tokens } | Outcome::Failed { input_tokens } => {
-                                if matches!(outcome, Outcome::Empty { .. }) {
-                                    call.result = CallResult::Empty;
-                                }
-                                call.input_tokens = input_tokens;
-                                out.calls.push(call);
-                                break;
-                            }
-                        }
-                    }
-                    if let Some(summary) = made {
-                        compacted_now = true;
-                        head = h;
-                        cut = c;
-                        kept = keep.into_iter().filter(|&(e, _)| e >= h && e < c).collect();
-                        kept_tok = kept.iter().map(|&(_, t)| t).sum();
-                        // hidden: head..cut minus the re-attached events, stored once
-                        let hs = out.hidden.len() as u32;
-                        let mut from = h;
-                        for &(e, _) in &kept {
-                            if e > from {
-                                out.hidden.push((from, e - 1));
-                            }
-                            from = e + 1;
-                        }
-                        if c > from {
-                            out.hidden.push((from, c - 1));
-                        }
-                        hid = hs..out.hidden.len() as u32;
-                        let cs = out.carried.len() as u32;
-                        out.carried.push(summary.ordinal);
-                        car = cs..cs + 1;
-                        cur = Some(summary);
-                    }
-                }
-            }
-        }
-
-        // the request as sent
-        let on = cur.is_some();
-        let removed_sum = sum_removed(head, cut, kept_tok, on);
-        let removed = removed_sum as i64 + clear_removed(m);
-        let added = cur.as_ref().map_or(0, |c| c.tokens);
-        let hist = net(removed, added, h_base);
-        let prompt = net(removed, added, p_base);
-        let hidden_tokens = removed_sum + cp[m];
-        while cand_at < m {
-            out.hidden.push((cands[cand_at], cands[cand_at]));
-            cand_at += 1;
-        }
-        if !cands.is_empty() {
-            hid = 0..m as u32;
-        }
-        // caching: the history shared with the previous request, up to the first item that
-        // changed (a new summary after the kept head; the first newly cleared or restored
-        // tool result)
-        let shared = if q == 0 {
-            0
-        } else if compacted_now {
-            tp[head as usize]
-        } else if m != m_prev {
-            let j = m.min(m_prev);
-            let e = cands.get(j).copied().unwrap_or(k) as usize;
-            (tp[e] as i64 - clear_removed(j)).max(0) as u64
-        } else {
-            prev_hist
-        }
-        .min(hist)
-        .min(prev_hist);
-        prev_hist = hist;
-        m_prev = m;
-        let scale = |x: u64| {
-            if h_base == 0 {
-                x
-            } else {
-                (x as u128 * hist as u128 / h_base as u128) as u64
-            }
-        };
-        let pre_end = out.pre_request.len() as u32;
-        out.requests.push(Request {
-            event_index: k,
-            invocation_index: s.inv_block[ku],
-            author: s.author[ku],
-            measured_prompt_tokens: Some(at.prompt),
-            adk_chars: scale(meas[1]),
-            adk_chars_uncompacted: meas[1],
-            contents: scale(meas[0]) as u32,
-            contents_uncompacted: meas[0] as u32,
-            json_chars: scale(meas[2]),
-            json_chars_uncompacted: meas[2],
-            history_tokens: hist,
-            baseline_history_tokens: h_base,
-            summary_tokens: added,
-            hidden_tokens,
-            shared_prefix_tokens: shared,
-            pre_request_compacted: compacted_now,
-            pre_request_compactions: pre_start..pre_end,
-            recorded_prompt_tokens: recorded,
-            replayed_prompt_tokens: recorded.map(|_| prompt),
-            baseline_prompt_tokens: p_base,
-            prompt_tokens: prompt,
-            carried: if on { car.clone() } else { 0..0 },
-            hidden: hid.clone(),
-        });
+        walk.request(ctx, policy, summarizer, q, (k, meas));
     }
+    let (mut out, cur) = (walk.out, walk.cur);
+    invocation_rows(s, &mut out);
+    totals(&mut out, cur.map(|c| c.ordinal));
+    out
+}
 
-    // invocation rows: the blocks, with their calls
+/// The invocation rows: the blocks, with their summarizer calls.
+fn invocation_rows(s: &SessionSizes, out: &mut Replay) {
     let blocks = s.block_start.len().saturating_sub(1);
     out.invocations.reserve_exact(blocks);
     let mut calls_per = vec![0u32; blocks];
@@ -383,6 +535,10 @@ pub fn replay(
             retained_summaries: 0..0,
         });
     }
+}
+
+/// The replay's totals; `last`: the summary carried at the end.
+fn totals(out: &mut Replay, last: Option<u32>) {
     let t = &mut out.totals;
     t.summarizer_calls = out.calls.len() as u32;
     t.compactions = out.compactions.len() as u32;
@@ -396,6 +552,5 @@ pub fn replay(
     t.summary_chars = out.compactions.iter().map(|c| c.summary_chars).sum();
     t.summarizer_input_tokens = out.calls.iter().map(|c| c.input_tokens).sum();
     t.summarizer_output_tokens = out.calls.iter().map(|c| c.output_tokens).sum();
-    t.final_retained_summaries = cur.map(|c| vec![c.ordinal]).unwrap_or_default();
-    out
+    t.final_retained_summaries = last.map(|c| vec![c]).unwrap_or_default();
 }

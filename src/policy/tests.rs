@@ -66,6 +66,7 @@ fn session(rounds: usize, prompts: &[Option<u64>]) -> (Session, Vec<u32>) {
         model: None,
         synthetic_timestamps: false,
         approval_policies: Vec::new(),
+        recorded_policy: None,
     };
     (s, toks)
 }

@@ -308,6 +308,7 @@ fn with_events(session: &Session, events: Vec<crate::transcript::Event>) -> Sess
         model: session.model.clone(),
         synthetic_timestamps: session.synthetic_timestamps,
         approval_policies: session.approval_policies.clone(),
+        recorded_policy: session.recorded_policy.clone(),
     }
 }
 
@@ -373,6 +374,7 @@ mod tests {
             model: None,
             synthetic_timestamps: false,
             approval_policies: vec![],
+            recorded_policy: None,
         }
     }
 

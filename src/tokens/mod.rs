@@ -5,6 +5,7 @@ pub mod adk;
 pub mod cache;
 pub mod calibration;
 pub mod count;
+pub mod fit;
 pub mod sizes;
 pub mod splice;
 pub mod tokenizer;

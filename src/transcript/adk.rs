@@ -924,6 +924,7 @@ fn recorded_compaction(c: &Map<String, Value>, at_event: usize) -> RecordedCompa
         start_timestamp: num(field(c, "start_timestamp")),
         end_timestamp: num(field(c, "end_timestamp")),
         summary,
+        ..RecordedCompaction::new(0, "")
     }
 }
 
@@ -1133,6 +1134,7 @@ impl<'f> SessionBuilder<'f> {
             model: self.model,
             synthetic_timestamps: self.synthetic,
             approval_policies: Vec::new(),
+            recorded_policy: None,
         }
     }
 }

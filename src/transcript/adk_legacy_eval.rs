@@ -187,6 +187,7 @@ fn session(
         model: None,
         synthetic_timestamps: true,
         approval_policies: Vec::new(),
+        recorded_policy: None,
     })
 }
 

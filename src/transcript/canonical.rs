@@ -8,7 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{readutil, util, Event, Format, ReadError, RecordedCompaction, Session, Usage};
+use super::{
+    readutil, util, Event, Format, ReadError, RecordedCompaction, RecordedPolicy, Session, Usage,
+};
 
 /// The schema version written in every header.
 pub const VERSION: u64 = 1;
@@ -36,6 +38,8 @@ struct HeaderSession {
     approval_policies: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     recorded_compactions: Vec<RecordedCompaction>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    recorded_policy: Option<RecordedPolicy>,
 }
 
 fn canonical_format() -> Format {
@@ -60,6 +64,7 @@ pub fn write_canonical(s: &Session) -> String {
             synthetic_timestamps: s.synthetic_timestamps,
             approval_policies: s.approval_policies.clone(),
             recorded_compactions: s.recorded_compactions.clone(),
+            recorded_policy: s.recorded_policy.clone(),
         },
     };
     let mut out = String::new();
@@ -121,6 +126,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                     model: h.session.model,
                     synthetic_timestamps: h.session.synthetic_timestamps,
                     approval_policies: h.session.approval_policies,
+                    recorded_policy: h.session.recorded_policy,
                 },
                 lines: Vec::new(),
             });
@@ -245,10 +251,12 @@ mod tests {
                 start_timestamp: None,
                 end_timestamp: None,
                 summary: "sum".into(),
+                ..RecordedCompaction::new(0, "")
             }],
             model: Some("m".into()),
             synthetic_timestamps: false,
             approval_policies: vec!["on-request".into()],
+            recorded_policy: None,
         }
     }
 

@@ -18,10 +18,17 @@
 //!   `parentUuid` chain when older versions wrote no `agentId`), with `#agent-ID` appended
 //!   to `Session::source`. `progress` lines (hook output, streamed bash output, subagent
 //!   echoes) are UI only and skipped: the subagent's own file holds its messages.
-//! - Recorded compactions (`system` `compact_boundary` with `compactMetadata`, and the
-//!   `isCompactSummary` user message holding the summary) go to
-//!   `Session::recorded_compactions`, not to events: the replay uses the raw history, and
-//!   every model request after a compaction is marked `post_compaction_usage`.
+//! - Recorded compactions (`system` `compact_boundary` with `compactMetadata {trigger,
+//!   preTokens}`, and the `isCompactSummary` user message holding the summary) go to
+//!   `Session::recorded_compactions`, not to events: the replay uses the raw history (the
+//!   summary is never a user message of it), and every model request after a compaction is
+//!   marked `post_compaction_usage`. Each keeps what an `as recorded` replay needs to start
+//!   over there: the first event after it, the summary, the lines of both records, everything
+//!   before it as forgotten, the boundary line's `version`, and its start: the last event
+//!   before the boundary, or a `/compact` echo written after the summary but stamped before
+//!   the boundary (a manual compaction began when the command was typed).
+//! - Every line records the CLI `version`: the versions, in order, are the session's
+//!   `recorded_policy` (Claude Code's auto-compact, whose rule is the version's).
 //! - Invocations start at human prompts. Like the corpus SOURCE.md counts, these exclude
 //!   tool results, `isMeta` lines, slash-command echoes (`<command-name>`,
 //!   `<local-command-stdout>`), background `<task-notification>`s and interrupt markers;
@@ -42,8 +49,8 @@
 use super::readutil::{self, Clock};
 use super::util;
 use super::{
-    compact_json, Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session,
-    Usage,
+    compact_json, Critical, Event, Format, Part, PolicyRule, RawPos, ReadError, RecordedCompaction,
+    RecordedPolicy, Role, Session, Usage,
 };
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -148,6 +155,11 @@ struct Group {
     /// Index into `compactions` of a boundary still waiting for its summary message.
     pending_summary: Option<usize>,
     after_compaction: bool,
+    /// Between a boundary and the next assistant line: user lines here are the compaction's
+    /// own echo (`/compact` command, its output), whose times can date its start.
+    echo_window: bool,
+    /// Claude Code `version`s of the group's lines, in order of first appearance.
+    versions: Vec<String>,
     invocations: usize,
     invocation_has_prompt: bool,
     clock: Clock,
@@ -165,6 +177,8 @@ impl Group {
             compactions: Vec::new(),
             pending_summary: None,
             after_compaction: false,
+            echo_window: false,
+            versions: Vec::new(),
             invocations: 0,
             invocation_has_prompt: false,
             clock: Clock::new(TIMESTAMP_TOLERANCE_S),
@@ -194,6 +208,156 @@ impl Group {
         }
         self.invocation_has_prompt = true;
         format!("inv-{}", self.invocations)
+    }
+
+    /// The model event of `message_id`, opened at `t` on its first line (see module doc).
+    fn request_event(&mut self, message_id: String, model: Option<String>, t: f64) -> usize {
+        let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
+        if self.model.is_none() && !synthetic {
+            self.model.clone_from(&model);
+        }
+        if let Some(&i) = self.by_message_id.get(&message_id) {
+            return i;
+        }
+        let inv = self.current_invocation();
+        let mut ev = Event::new(self.agent_name(), Role::Model, inv, t);
+        ev.id = Some(message_id.clone());
+        ev.model_request = !synthetic;
+        ev.model = model.filter(|_| !synthetic);
+        ev.post_compaction_usage = self.after_compaction && !synthetic;
+        self.events.push(ev);
+        let i = self.events.len() - 1;
+        self.by_message_id.insert(message_id, i);
+        i
+    }
+
+    /// A user-role event from a line's parts: a person's prompt opens an invocation and is
+    /// authored `user`; tool results are the agent's; anything else Claude Code wrote.
+    fn user_event(&mut self, read: UserParts, is_meta: bool, t: f64) -> Event {
+        let UserParts {
+            parts,
+            mut critical,
+            has_result,
+            texts,
+        } = read;
+        let prompt = !is_meta && !has_result && texts.iter().any(|t| is_human_text(t));
+        let inv = if prompt {
+            self.prompt_invocation()
+        } else {
+            self.current_invocation()
+        };
+        let interrupt = critical.contains(&Critical::Interruption);
+        let author = if has_result {
+            self.agent_name()
+        } else if prompt || interrupt {
+            "user".to_string()
+        } else {
+            // isMeta text, command echoes, task notices: Claude Code wrote them, no person.
+            HARNESS.to_string()
+        };
+        if prompt {
+            // A person's words: the word rules every reader applies (see `util`).
+            for text in &texts {
+                for c in util::user_text_flags(text) {
+                    push_unique(&mut critical, c);
+                }
+            }
+        }
+        let mut ev = Event::new(author, Role::User, inv, t);
+        ev.parts = parts;
+        ev.critical = critical;
+        ev
+    }
+
+    /// The `isCompactSummary` user record: the summary of the boundary before it (or, with
+    /// no boundary recorded, a compaction of its own). Not an event: the raw history stays.
+    fn compact_summary(&mut self, line_no: usize, blocks: &[Value], ts: Option<f64>) {
+        let summary = blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let pending = self.pending_summary.take();
+        let i = match pending.filter(|&i| i < self.compactions.len()) {
+            Some(i) => i,
+            None => {
+                let at = self.events.len();
+                let mut c = RecordedCompaction::new(at, "claude-code isCompactSummary");
+                c.end_timestamp = ts;
+                c.forgotten = vec![0..at];
+                self.compactions.push(c);
+                self.echo_window = true;
+                self.compactions.len() - 1
+            }
+        };
+        if let Some(c) = self.compactions.get_mut(i) {
+            c.summary = summary;
+            c.summary_raw = Some(RawPos::Line(line_no));
+        }
+        self.after_compaction = true;
+    }
+
+    /// A user line right after a boundary stamped before it is the `/compact` command that
+    /// started a manual compaction: the compaction began then, not at the last event.
+    fn compaction_echo(&mut self, ts: Option<f64>) {
+        if !self.echo_window {
+            return;
+        }
+        let Some(c) = self.compactions.last_mut() else {
+            return;
+        };
+        if let (Some(t), Some(end)) = (ts, c.end_timestamp) {
+            if t < end && c.start_timestamp.is_none_or(|s| t > s) {
+                c.start_timestamp = Some(t);
+            }
+        }
+    }
+
+    fn note_version(&mut self, obj: &Map<String, Value>) {
+        if let Some(v) = readutil::str_field(obj, "version") {
+            if !self.versions.iter().any(|x| x == v) {
+                self.versions.push(v.to_string());
+            }
+        }
+    }
+
+    /// What the group records about Claude Code's own compaction: the CLI versions (the
+    /// files record no setting; the auto-compact rule is the version's).
+    fn recorded_policy(&self) -> Option<RecordedPolicy> {
+        (!self.versions.is_empty()).then(|| RecordedPolicy {
+            source: "claude-code version".to_string(),
+            versions: self.versions.clone(),
+            rule: PolicyRule::ClaudeCodeAuto,
+        })
+    }
+}
+
+/// What one user line holds (see `Reader::user_parts`).
+#[derive(Default)]
+struct UserParts {
+    parts: Vec<Part>,
+    critical: Vec<Critical>,
+    has_result: bool,
+    texts: Vec<String>,
+}
+
+impl UserParts {
+    /// A `tool_result` block: its text (flagged by how it starts) and attachments.
+    fn tool_result(&mut self, id: &str, name: String, b: &Value) {
+        let (text, attachments) = result_content(b.get("content"));
+        if text.starts_with(REJECTION_PREFIX) {
+            push_unique(&mut self.critical, Critical::Refusal);
+        } else if text.starts_with(INTERRUPT_PREFIX) {
+            push_unique(&mut self.critical, Critical::Interruption);
+        } else if b.get("is_error").and_then(Value::as_bool).unwrap_or(false) {
+            push_unique(&mut self.critical, Critical::ToolError);
+        }
+        self.parts.push(Part::ToolResponse {
+            id: Some(id.to_string()),
+            name,
+            response: serde_json::json!({ "content": text }),
+        });
+        self.parts.extend(attachments);
     }
 }
 
@@ -289,6 +453,7 @@ impl<'a> Reader<'a> {
             if group.session_id.is_none() {
                 group.session_id = readutil::str_field(obj, "sessionId").map(str::to_string);
             }
+            group.note_version(obj);
         }
         match kind {
             "assistant" => self.assistant(line_no, g, obj, recorded_ts),
@@ -327,6 +492,40 @@ impl<'a> Reader<'a> {
             .unwrap_or_else(|| format!("line-{line_no}"));
         let model = readutil::str_field(msg, "model").map(str::to_string);
         let t = self.tick(line_no, g, ts)?;
+        let (parts, calls) = self.assistant_parts(line_no, &blocks)?;
+        let (usage, write_1h) = self.assistant_usage(line_no, msg)?;
+        let Some(group) = self.groups.get_mut(g) else {
+            return Ok(());
+        };
+        group.echo_window = false;
+        for (id, name) in calls {
+            group.tool_names.insert(id, name);
+        }
+        let idx = group.request_event(message_id, model, t);
+        if let Some(ev) = group.events.get_mut(idx) {
+            ev.parts.extend(parts);
+            if let Some(u) = usage {
+                let output = ev.usage.map_or(u.output_tokens, |old| {
+                    old.output_tokens.max(u.output_tokens)
+                });
+                ev.usage = Some(Usage {
+                    output_tokens: output,
+                    ..u
+                });
+            }
+            if let Some(w) = write_1h {
+                ev.cache_write_1h_tokens = w;
+            }
+        }
+        Ok(())
+    }
+
+    /// An assistant line's content blocks as parts, with the (id, name) of each tool call.
+    fn assistant_parts(
+        &self,
+        line_no: usize,
+        blocks: &[Value],
+    ) -> Result<(Vec<Part>, Vec<(String, String)>), ReadError> {
         let mut parts = Vec::new();
         let mut calls = Vec::new();
         for (i, b) in blocks.iter().enumerate() {
@@ -361,77 +560,38 @@ impl<'a> Reader<'a> {
                 _ => {}
             }
         }
-        let usage = match msg.get("usage").filter(|u| u.is_object()) {
-            None => None,
-            Some(u) => {
-                let get = |k: &str| {
-                    readutil::tokens_field(Some(u), "message.usage", k)
-                        .map_err(|m| self.err(line_no, m.0))
-                };
-                let input = get("input_tokens")?;
-                let read = get("cache_read_input_tokens")?;
-                let write = get("cache_creation_input_tokens")?;
-                Some(Usage {
-                    prompt_tokens: input.saturating_add(read).saturating_add(write),
-                    cached_read_tokens: read,
-                    cache_write_tokens: write,
-                    output_tokens: get("output_tokens")?,
-                })
-            }
+        Ok((parts, calls))
+    }
+
+    /// A message's usage, normalised (see module doc), and of its cache writes the ones with
+    /// the 1-hour lifetime (priced at the 1-hour rate).
+    fn assistant_usage(
+        &self,
+        line_no: usize,
+        msg: &Map<String, Value>,
+    ) -> Result<(Option<Usage>, Option<u64>), ReadError> {
+        let Some(u) = msg.get("usage").filter(|u| u.is_object()) else {
+            return Ok((None, None));
         };
-        // Of those writes, the ones with the 1-hour lifetime (priced at the 1-hour rate).
-        let write_1h = match msg.get("usage").filter(|u| u.is_object()) {
-            Some(u) => Some(
-                readutil::tokens_field(
-                    u.get("cache_creation"),
-                    "message.usage.cache_creation",
-                    "ephemeral_1h_input_tokens",
-                )
-                .map_err(|m| self.err(line_no, m.0))?,
-            ),
-            None => None,
+        let get = |k: &str| {
+            readutil::tokens_field(Some(u), "message.usage", k).map_err(|m| self.err(line_no, m.0))
         };
-        let Some(group) = self.groups.get_mut(g) else {
-            return Ok(());
+        let input = get("input_tokens")?;
+        let read = get("cache_read_input_tokens")?;
+        let write = get("cache_creation_input_tokens")?;
+        let usage = Usage {
+            prompt_tokens: input.saturating_add(read).saturating_add(write),
+            cached_read_tokens: read,
+            cache_write_tokens: write,
+            output_tokens: get("output_tokens")?,
         };
-        for (id, name) in calls {
-            group.tool_names.insert(id, name);
-        }
-        let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
-        if group.model.is_none() && !synthetic {
-            group.model.clone_from(&model);
-        }
-        let idx = match group.by_message_id.get(&message_id) {
-            Some(&i) => i,
-            None => {
-                let inv = group.current_invocation();
-                let mut ev = Event::new(group.agent_name(), Role::Model, inv, t);
-                ev.id = Some(message_id.clone());
-                ev.model_request = !synthetic;
-                ev.model = model.filter(|_| !synthetic);
-                ev.post_compaction_usage = group.after_compaction && !synthetic;
-                group.events.push(ev);
-                let i = group.events.len() - 1;
-                group.by_message_id.insert(message_id, i);
-                i
-            }
-        };
-        if let Some(ev) = group.events.get_mut(idx) {
-            ev.parts.extend(parts);
-            if let Some(u) = usage {
-                let output = ev.usage.map_or(u.output_tokens, |old| {
-                    old.output_tokens.max(u.output_tokens)
-                });
-                ev.usage = Some(Usage {
-                    output_tokens: output,
-                    ..u
-                });
-            }
-            if let Some(w) = write_1h {
-                ev.cache_write_1h_tokens = w;
-            }
-        }
-        Ok(())
+        let write_1h = readutil::tokens_field(
+            u.get("cache_creation"),
+            "message.usage.cache_creation",
+            "ephemeral_1h_input_tokens",
+        )
+        .map_err(|m| self.err(line_no, m.0))?;
+        Ok((Some(usage), Some(write_1h)))
     }
 
     fn user(
@@ -455,38 +615,35 @@ impl<'a> Reader<'a> {
             .and_then(Value::as_bool)
             .unwrap_or(false)
         {
-            let summary = blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n");
-            let Some(group) = self.groups.get_mut(g) else {
-                return Ok(());
-            };
-            match group
-                .pending_summary
-                .take()
-                .and_then(|i| group.compactions.get_mut(i))
-            {
-                Some(c) => c.summary = summary,
-                None => group.compactions.push(RecordedCompaction {
-                    at_event: group.events.len(),
-                    source: "claude-code isCompactSummary".to_string(),
-                    trigger: None,
-                    pre_tokens: None,
-                    start_timestamp: None,
-                    end_timestamp: ts,
-                    summary,
-                }),
+            if let Some(group) = self.groups.get_mut(g) {
+                group.compact_summary(line_no, &blocks, ts);
             }
-            group.after_compaction = true;
             return Ok(());
         }
         let is_meta = obj.get("isMeta").and_then(Value::as_bool).unwrap_or(false);
-        let mut parts = Vec::new();
-        let mut critical = Vec::new();
-        let mut has_result = false;
-        let mut texts = Vec::new();
+        let read = self.user_parts(line_no, g, &blocks)?;
+        if read.parts.is_empty() {
+            return Ok(());
+        }
+        let t = self.tick(line_no, g, ts)?;
+        let Some(group) = self.groups.get_mut(g) else {
+            return Ok(());
+        };
+        group.compaction_echo(ts);
+        let mut ev = group.user_event(read, is_meta, t);
+        ev.id = readutil::str_field(obj, "uuid").map(str::to_string);
+        group.events.push(ev);
+        Ok(())
+    }
+
+    /// A user line's content blocks as parts, with the flags their text raises.
+    fn user_parts(
+        &self,
+        line_no: usize,
+        g: usize,
+        blocks: &[Value],
+    ) -> Result<UserParts, ReadError> {
+        let mut read = UserParts::default();
         for (i, b) in blocks.iter().enumerate() {
             let Some(bt) = b.get("type").and_then(Value::as_str) else {
                 return Err(self.err(line_no, format!("message.content[{i}] has no \"type\"")));
@@ -495,81 +652,33 @@ impl<'a> Reader<'a> {
                 "text" => {
                     let text = str_of(b, "text");
                     if text.starts_with(INTERRUPT_PREFIX) {
-                        push_unique(&mut critical, Critical::Interruption);
+                        push_unique(&mut read.critical, Critical::Interruption);
                     }
-                    texts.push(text.clone());
-                    parts.push(Part::Text { text });
+                    read.texts.push(text.clone());
+                    read.parts.push(Part::Text { text });
                 }
-                "image" | "document" => parts.push(attachment(b, bt)),
+                "image" | "document" => read.parts.push(attachment(b, bt)),
                 "tool_result" => {
-                    has_result = true;
+                    read.has_result = true;
                     let Some(id) = b.get("tool_use_id").and_then(Value::as_str) else {
                         return Err(self.err(
                             line_no,
                             format!("message.content[{i}] tool_result has no \"tool_use_id\""),
                         ));
                     };
+                    // Without an earlier call (ADK reads that; the loaders warn), no name.
                     let name = self
                         .groups
                         .get(g)
                         .and_then(|gr| gr.tool_names.get(id))
-                        .cloned();
-                    // Without an earlier call (ADK reads that; the loaders warn), no name.
-                    let name = name.unwrap_or_default();
-                    let (text, attachments) = result_content(b.get("content"));
-                    if text.starts_with(REJECTION_PREFIX) {
-                        push_unique(&mut critical, Critical::Refusal);
-                    } else if text.starts_with(INTERRUPT_PREFIX) {
-                        push_unique(&mut critical, Critical::Interruption);
-                    } else if b.get("is_error").and_then(Value::as_bool).unwrap_or(false) {
-                        push_unique(&mut critical, Critical::ToolError);
-                    }
-                    parts.push(Part::ToolResponse {
-                        id: Some(id.to_string()),
-                        name,
-                        response: serde_json::json!({ "content": text }),
-                    });
-                    parts.extend(attachments);
+                        .cloned()
+                        .unwrap_or_default();
+                    read.tool_result(id, name, b);
                 }
                 _ => {}
             }
         }
-        if parts.is_empty() {
-            return Ok(());
-        }
-        let t = self.tick(line_no, g, ts)?;
-        let Some(group) = self.groups.get_mut(g) else {
-            return Ok(());
-        };
-        let prompt = !is_meta && !has_result && texts.iter().any(|t| is_human_text(t));
-        let inv = if prompt {
-            group.prompt_invocation()
-        } else {
-            group.current_invocation()
-        };
-        let interrupt = critical.contains(&Critical::Interruption);
-        let author = if has_result {
-            group.agent_name()
-        } else if prompt || interrupt {
-            "user".to_string()
-        } else {
-            // isMeta text, command echoes, task notices: Claude Code wrote them, no person.
-            HARNESS.to_string()
-        };
-        if prompt {
-            // A person's words: the word rules every reader applies (see `util`).
-            for text in &texts {
-                for c in util::user_text_flags(text) {
-                    push_unique(&mut critical, c);
-                }
-            }
-        }
-        let mut ev = Event::new(author, Role::User, inv, t);
-        ev.id = readutil::str_field(obj, "uuid").map(str::to_string);
-        ev.parts = parts;
-        ev.critical = critical;
-        group.events.push(ev);
-        Ok(())
+        Ok(read)
     }
 
     fn system(
@@ -584,31 +693,36 @@ impl<'a> Reader<'a> {
             return Ok(());
         }
         let meta = obj.get("compactMetadata");
-        let trigger = meta
-            .and_then(|m| m.get("trigger"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let pre_tokens = match meta.and_then(|m| m.get("preTokens")) {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                util::token_count(v)
-                    .map_err(|m| self.err(line_no, format!("compactMetadata.preTokens: {m}")))?,
-            ),
+        let count = |key: &str| match meta.and_then(|m| m.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => util::token_count(v)
+                .map(Some)
+                .map_err(|m| self.err(line_no, format!("compactMetadata.{key}: {m}"))),
         };
+        let pre_tokens = count("preTokens")?;
+        let duration_ms = count("durationMs")?;
         let Some(group) = self.groups.get_mut(g) else {
             return Ok(());
         };
-        group.compactions.push(RecordedCompaction {
-            at_event: group.events.len(),
-            source: "claude-code compact_boundary".to_string(),
-            trigger,
-            pre_tokens,
-            start_timestamp: None,
-            end_timestamp: ts,
-            summary: String::new(),
-        });
+        let at = group.events.len();
+        let mut c = RecordedCompaction::new(at, "claude-code compact_boundary");
+        c.trigger = meta
+            .and_then(|m| m.get("trigger"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        c.pre_tokens = pre_tokens;
+        c.duration_ms = duration_ms;
+        c.end_timestamp = ts;
+        // At the latest it began after the last event before it (a `/compact` echo written
+        // after the summary can move this later, see `Group::compaction_echo`).
+        c.start_timestamp = group.events.last().map(|e| e.timestamp);
+        c.boundary_raw = Some(RawPos::Line(line_no));
+        c.forgotten = vec![0..at];
+        c.version = readutil::str_field(obj, "version").map(str::to_string);
+        group.compactions.push(c);
         group.pending_summary = Some(group.compactions.len() - 1);
         group.after_compaction = true;
+        group.echo_window = true;
         Ok(())
     }
 
@@ -642,7 +756,8 @@ impl<'a> Reader<'a> {
                     (id, source)
                 }
             };
-            out.push(Session {
+            let recorded_policy = g.recorded_policy();
+            let mut s = Session {
                 id,
                 source,
                 format: Format::ClaudeCode,
@@ -651,7 +766,10 @@ impl<'a> Reader<'a> {
                 model: g.model,
                 synthetic_timestamps: g.clock.synthetic,
                 approval_policies: Vec::new(),
-            });
+                recorded_policy,
+            };
+            s.index_recorded();
+            out.push(s);
         }
         Ok(out)
     }

@@ -13,6 +13,9 @@
 //! - `turn_aborted` flags the latest event `Interruption`; `exec_approval_request` /
 //!   `apply_patch_approval_request` flag the requesting model event `Approval`.
 //! - `compacted` (Codex's own compaction) is kept aside as a recorded compaction.
+//! - What Codex compacts by is the session's `recorded_policy`: `cli_version`, the model's
+//!   `model_context_window` (on `token_count`) and `model_auto_compact_token_limit` where a
+//!   record carries it (none of the corpus rollouts does).
 //!
 //! Invocations start at each run of consecutive user messages (the environment context and
 //! the prompt that follow an answer or an abort). Context Codex injects itself
@@ -27,7 +30,10 @@
 
 use super::readutil::{self, Clock};
 use super::util::{self, BadNumber};
-use super::{Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session, Usage};
+use super::{
+    Critical, Event, Format, Part, PolicyRule, RawPos, ReadError, RecordedCompaction,
+    RecordedPolicy, Role, Session, Usage,
+};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -82,6 +88,9 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         invocations: 0,
         in_user_block: false,
         after_compaction: false,
+        versions: Vec::new(),
+        auto_compact_limit: None,
+        context_window: None,
     };
     let mut any = false;
     for (line_no, line) in readutil::lines(file, text)? {
@@ -101,7 +110,8 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     }
     let stem = file.rsplit(['/', '\\']).next().unwrap_or(file);
     let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
-    Ok(vec![Session {
+    let recorded_policy = r.recorded_policy();
+    let mut s = Session {
         id: r.session_id.unwrap_or_else(|| stem.to_string()),
         source: file.to_string(),
         format: Format::Codex,
@@ -110,7 +120,10 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         model: r.model,
         synthetic_timestamps: r.clock.synthetic,
         approval_policies: r.approval_policies,
-    }])
+        recorded_policy,
+    };
+    s.index_recorded();
+    Ok(vec![s])
 }
 
 struct Rollout<'a> {
@@ -129,11 +142,46 @@ struct Rollout<'a> {
     invocations: usize,
     in_user_block: bool,
     after_compaction: bool,
+    /// `session_meta.cli_version`s, in order.
+    versions: Vec<String>,
+    auto_compact_limit: Option<u64>,
+    context_window: Option<u64>,
 }
 
 impl<'a> Rollout<'a> {
     fn err(&self, line_no: usize, msg: impl Into<String>) -> ReadError {
         ReadError::new(self.file, format!("line {line_no}"), msg)
+    }
+
+    /// `model_auto_compact_token_limit`, when a record carries it (the config value Codex
+    /// compacts at; recent versions write their config into the rollout).
+    fn note_limit(&mut self, payload: &Map<String, Value>) {
+        if let Some(n) = payload
+            .get("model_auto_compact_token_limit")
+            .and_then(Value::as_u64)
+        {
+            self.auto_compact_limit = Some(n);
+        }
+    }
+
+    /// What the rollout records about Codex's own compaction: the limit, the model's context
+    /// window (`token_count.info.model_context_window`) and the CLI versions; `None` when none
+    /// of them is recorded.
+    fn recorded_policy(&self) -> Option<RecordedPolicy> {
+        if self.auto_compact_limit.is_none()
+            && self.context_window.is_none()
+            && self.versions.is_empty()
+        {
+            return None;
+        }
+        Some(RecordedPolicy {
+            source: "codex rollout".to_string(),
+            versions: self.versions.clone(),
+            rule: PolicyRule::Codex {
+                auto_compact_token_limit: self.auto_compact_limit,
+                context_window: self.context_window,
+            },
+        })
     }
 
     fn invocation(&mut self) -> String {
@@ -185,10 +233,19 @@ impl<'a> Rollout<'a> {
             .next(ts)
             .map_err(|m| self.err(line_no, m.to_string()))?;
         match kind {
-            "session_meta" if self.session_id.is_none() => {
-                self.session_id = readutil::str_field(payload, "id").map(str::to_string);
+            "session_meta" => {
+                if self.session_id.is_none() {
+                    self.session_id = readutil::str_field(payload, "id").map(str::to_string);
+                }
+                if let Some(v) = readutil::str_field(payload, "cli_version") {
+                    if !self.versions.iter().any(|x| x == v) {
+                        self.versions.push(v.to_string());
+                    }
+                }
+                self.note_limit(payload);
             }
             "turn_context" => {
+                self.note_limit(payload);
                 if self.model.is_none() {
                     self.model = readutil::str_field(payload, "model").map(str::to_string);
                 }
@@ -204,15 +261,11 @@ impl<'a> Rollout<'a> {
                 let summary = readutil::str_field(payload, "message")
                     .unwrap_or("")
                     .to_string();
-                self.compactions.push(RecordedCompaction {
-                    at_event: self.events.len(),
-                    source: "codex compacted".to_string(),
-                    trigger: None,
-                    pre_tokens: None,
-                    start_timestamp: None,
-                    end_timestamp: ts,
-                    summary,
-                });
+                let mut c = RecordedCompaction::new(self.events.len(), "codex compacted");
+                c.end_timestamp = ts;
+                c.summary = summary;
+                c.boundary_raw = Some(RawPos::Line(line_no));
+                self.compactions.push(c);
                 self.after_compaction = true;
                 self.open_request = None;
             }
@@ -254,50 +307,7 @@ impl<'a> Rollout<'a> {
         t: f64,
     ) -> Result<(), ReadError> {
         match readutil::str_field(p, "type").unwrap_or("") {
-            "message" => {
-                let role = readutil::str_field(p, "role").unwrap_or("");
-                let parts = message_parts(p.get("content"));
-                match role {
-                    "assistant" => self.push_to_request(t, parts),
-                    "user" | "system" | "developer" => {
-                        self.open_request = None;
-                        if role == "user" && !self.in_user_block {
-                            self.invocations += 1;
-                            self.in_user_block = true;
-                        }
-                        let inv = self.invocation();
-                        let injected = parts.iter().all(|p| match p {
-                            Part::Text { text } => {
-                                let t = text.trim_start();
-                                t.starts_with("<environment_context>")
-                                    || t.starts_with("<user_instructions>")
-                            }
-                            _ => false,
-                        });
-                        let (author, role) = match role {
-                            "user" if !injected => ("user", Role::User),
-                            // Context Codex itself sends in the user's turn: not a person's words.
-                            "user" => (HARNESS, Role::User),
-                            _ => (HARNESS, Role::System),
-                        };
-                        let mut ev = Event::new(author, role, inv, t);
-                        if author == "user" {
-                            for p in &parts {
-                                if let Part::Text { text } = p {
-                                    for c in util::user_text_flags(text) {
-                                        util::flag(&mut ev, c);
-                                    }
-                                }
-                            }
-                        }
-                        ev.parts = parts;
-                        self.events.push(ev);
-                    }
-                    other => {
-                        return Err(self.err(line_no, format!("message has unknown role {other:?}")))
-                    }
-                }
-            }
+            "message" => self.message(line_no, p, t)?,
             "reasoning" => {
                 let mut texts: Vec<String> = Vec::new();
                 for key in ["summary", "content"] {
@@ -317,62 +327,127 @@ impl<'a> Rollout<'a> {
                 self.push_to_request(t, parts);
             }
             kind @ ("function_call" | "custom_tool_call" | "local_shell_call") => {
-                let Some(id) =
-                    readutil::str_field(p, "call_id").or_else(|| readutil::str_field(p, "id"))
-                else {
-                    return Err(self.err(line_no, format!("{kind} has no \"call_id\"")));
-                };
-                let name = match kind {
-                    "local_shell_call" => "local_shell".to_string(),
-                    _ => readutil::str_field(p, "name").unwrap_or("").to_string(),
-                };
-                let args = match (p.get("arguments"), p.get("input"), p.get("action")) {
-                    // Arguments are a JSON string; keep the parsed object when it parses.
-                    (Some(Value::String(s)), _, _) => {
-                        serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
-                    }
-                    (Some(v), _, _) => v.clone(),
-                    (None, Some(v), _) | (None, None, Some(v)) => v.clone(),
-                    (None, None, None) => Value::Object(Map::new()),
-                };
-                self.tool_names.insert(id.to_string(), name.clone());
-                self.push_to_request(
-                    t,
-                    vec![Part::ToolCall {
-                        id: Some(id.to_string()),
-                        name,
-                        args,
-                    }],
-                );
+                self.tool_call(line_no, kind, p, t)?
             }
             kind @ ("function_call_output"
             | "custom_tool_call_output"
-            | "local_shell_call_output") => {
-                let Some(id) = readutil::str_field(p, "call_id") else {
-                    return Err(self.err(line_no, format!("{kind} has no \"call_id\"")));
-                };
-                // Without an earlier call (ADK reads that; the loaders warn), no name.
-                let name = self.tool_names.get(id).cloned().unwrap_or_default();
-                let output = match p.get("output") {
-                    Some(Value::String(s)) => s.clone(),
-                    None | Some(Value::Null) => String::new(),
-                    Some(v) => v.to_string(),
-                };
-                let critical = output_flags(&output);
-                self.open_request = None;
-                self.in_user_block = false;
-                let inv = self.invocation();
-                let mut ev = Event::new(AGENT, Role::Tool, inv, t);
-                ev.parts.push(Part::ToolResponse {
-                    id: Some(id.to_string()),
-                    name,
-                    response: serde_json::json!({ "output": output }),
-                });
-                ev.critical = critical;
-                self.events.push(ev);
-            }
+            | "local_shell_call_output") => self.tool_output(line_no, kind, p, t)?,
             _ => {}
         }
+        Ok(())
+    }
+
+    /// A `message` item: the assistant's goes into the open request; a user, system or
+    /// developer message is an event of its own (a run of user messages is one invocation).
+    fn message(&mut self, line_no: usize, p: &Map<String, Value>, t: f64) -> Result<(), ReadError> {
+        let role = readutil::str_field(p, "role").unwrap_or("");
+        let parts = message_parts(p.get("content"));
+        match role {
+            "assistant" => self.push_to_request(t, parts),
+            "user" | "system" | "developer" => {
+                self.open_request = None;
+                if role == "user" && !self.in_user_block {
+                    self.invocations += 1;
+                    self.in_user_block = true;
+                }
+                let inv = self.invocation();
+                let injected = parts.iter().all(|p| match p {
+                    Part::Text { text } => {
+                        let t = text.trim_start();
+                        t.starts_with("<environment_context>")
+                            || t.starts_with("<user_instructions>")
+                    }
+                    _ => false,
+                });
+                let (author, role) = match role {
+                    "user" if !injected => ("user", Role::User),
+                    // Context Codex itself sends in the user's turn: not a person's words.
+                    "user" => (HARNESS, Role::User),
+                    _ => (HARNESS, Role::System),
+                };
+                let mut ev = Event::new(author, role, inv, t);
+                if author == "user" {
+                    for p in &parts {
+                        if let Part::Text { text } = p {
+                            for c in util::user_text_flags(text) {
+                                util::flag(&mut ev, c);
+                            }
+                        }
+                    }
+                }
+                ev.parts = parts;
+                self.events.push(ev);
+            }
+            other => return Err(self.err(line_no, format!("message has unknown role {other:?}"))),
+        }
+        Ok(())
+    }
+
+    fn tool_call(
+        &mut self,
+        line_no: usize,
+        kind: &str,
+        p: &Map<String, Value>,
+        t: f64,
+    ) -> Result<(), ReadError> {
+        let Some(id) = readutil::str_field(p, "call_id").or_else(|| readutil::str_field(p, "id"))
+        else {
+            return Err(self.err(line_no, format!("{kind} has no \"call_id\"")));
+        };
+        let name = match kind {
+            "local_shell_call" => "local_shell".to_string(),
+            _ => readutil::str_field(p, "name").unwrap_or("").to_string(),
+        };
+        let args = match (p.get("arguments"), p.get("input"), p.get("action")) {
+            // Arguments are a JSON string; keep the parsed object when it parses.
+            (Some(Value::String(s)), _, _) => {
+                serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+            }
+            (Some(v), _, _) => v.clone(),
+            (None, Some(v), _) | (None, None, Some(v)) => v.clone(),
+            (None, None, None) => Value::Object(Map::new()),
+        };
+        self.tool_names.insert(id.to_string(), name.clone());
+        self.push_to_request(
+            t,
+            vec![Part::ToolCall {
+                id: Some(id.to_string()),
+                name,
+                args,
+            }],
+        );
+        Ok(())
+    }
+
+    fn tool_output(
+        &mut self,
+        line_no: usize,
+        kind: &str,
+        p: &Map<String, Value>,
+        t: f64,
+    ) -> Result<(), ReadError> {
+        let Some(id) = readutil::str_field(p, "call_id") else {
+            return Err(self.err(line_no, format!("{kind} has no \"call_id\"")));
+        };
+        // Without an earlier call (ADK reads that; the loaders warn), no name.
+        let name = self.tool_names.get(id).cloned().unwrap_or_default();
+        let output = match p.get("output") {
+            Some(Value::String(s)) => s.clone(),
+            None | Some(Value::Null) => String::new(),
+            Some(v) => v.to_string(),
+        };
+        let critical = output_flags(&output);
+        self.open_request = None;
+        self.in_user_block = false;
+        let inv = self.invocation();
+        let mut ev = Event::new(AGENT, Role::Tool, inv, t);
+        ev.parts.push(Part::ToolResponse {
+            id: Some(id.to_string()),
+            name,
+            response: serde_json::json!({ "output": output }),
+        });
+        ev.critical = critical;
+        self.events.push(ev);
         Ok(())
     }
 
@@ -388,6 +463,9 @@ impl<'a> Rollout<'a> {
                     // Rate-limit-only updates carry no request.
                     return Ok(());
                 };
+                if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
+                    self.context_window = Some(w);
+                }
                 let total = info.get("total_token_usage").cloned();
                 if total.is_some() && total == self.last_total {
                     return Ok(());
@@ -696,6 +774,39 @@ mod tests {
             "openhands/tests/unit/resolver/mock_output/output.jsonl"
         )));
         assert!(!sniff("{\"type\":\"response_item\"}"));
+    }
+
+    #[test]
+    fn codex_records_its_limit_window_and_versions() {
+        let line = |kind: &str, payload: serde_json::Value| {
+            serde_json::json!({"timestamp": "2025-01-01T00:00:00Z", "type": kind, "payload": payload}).to_string()
+        };
+        let text = [
+            line("session_meta", serde_json::json!({"id": "s", "cli_version": "0.50.0"})),
+            line("turn_context", serde_json::json!({"model": "gpt-5", "model_auto_compact_token_limit": 200_000})),
+            line("response_item", serde_json::json!({"type": "message", "role": "user", "content": "go"})),
+            line("event_msg", serde_json::json!({"type": "token_count", "info": {
+                "last_token_usage": {"input_tokens": 9, "output_tokens": 1}, "model_context_window": 400_000}})),
+            line("compacted", serde_json::json!({"message": "sum"})),
+            line("event_msg", serde_json::json!({"type": "token_count", "info": {
+                "last_token_usage": {"input_tokens": 5, "output_tokens": 1}}})),
+        ]
+        .join("\n");
+        let s = &read("r.jsonl", &text).expect("reads")[0];
+        let p = s.recorded_policy.as_ref().expect("recorded");
+        assert_eq!(p.versions, ["0.50.0"]);
+        assert_eq!(
+            p.rule,
+            PolicyRule::Codex {
+                auto_compact_token_limit: Some(200_000),
+                context_window: Some(400_000)
+            }
+        );
+        let c = &s.recorded_compactions[0];
+        assert_eq!(
+            (c.request, c.tokens_after, c.boundary_raw),
+            (Some(1), Some(5), Some(RawPos::Line(5)))
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use super::{
     adk, adk_legacy_eval, canonical, claude_code, codex, db, gemini_cli, openai_chat, openhands,
-    pyjson, readutil, swe_agent, tau2, util, Format, ReadError, Session,
+    openhands_v1, pyjson, readutil, swe_agent, tau2, util, Format, ReadError, Session,
 };
 
 /// Largest file read: 512 MiB (the whole corpus is 30 MB; larger inputs are almost surely
@@ -316,6 +316,21 @@ fn load_checked(
     lim: Limits,
 ) -> Result<Vec<Session>, ReadError> {
     let file = path.to_string_lossy().into_owned();
+    if matches!(format, None | Some(Format::Openhands)) {
+        if openhands_v1::is_conversation(path) {
+            return checked(&file, vec![load_conversation(path, &file, lim)?]);
+        }
+        if let Some(dir) = openhands_v1::conversation_of(path) {
+            return Err(ReadError::new(
+                &file,
+                "",
+                format!(
+                    "part of an OpenHands SDK v1 conversation: read its folder {}",
+                    dir.display()
+                ),
+            ));
+        }
+    }
     let text = read_text(path, &file, lim)?;
     if text.trim().is_empty() {
         return Err(ReadError::new(&file, "", "empty file"));
@@ -327,11 +342,16 @@ fn load_checked(
             None => return Err(unrecognised(&file, &text)),
         },
     };
-    let mut sessions = read_as(f, &file, &text)?;
+    let sessions = read_as(f, &file, &text)?;
     drop(text);
-    sessions.iter_mut().for_each(Session::shrink);
+    checked(&file, sessions)
+}
+
+/// Sessions as read, completed by [`recorded`], their invariants checked.
+fn checked(file: &str, mut sessions: Vec<Session>) -> Result<Vec<Session>, ReadError> {
+    sessions.iter_mut().for_each(recorded);
     for s in &sessions {
-        util::validate_events(&file, &s.events, |i| {
+        util::validate_events(file, &s.events, |i| {
             let frag = s
                 .source
                 .split_once('#')
@@ -341,6 +361,41 @@ fn load_checked(
         })?;
     }
     Ok(sessions)
+}
+
+/// Shrink a session as read and complete what it records of its framework's compaction:
+/// request numbers, and for ADK the setting its compaction events imply.
+fn recorded(s: &mut Session) {
+    s.shrink();
+    s.index_recorded();
+    if matches!(s.format, Format::Adk | Format::AdkEvalSet) && s.recorded_policy.is_none() {
+        s.recorded_policy = s.implied_adk_policy();
+    }
+}
+
+/// An OpenHands SDK v1 conversation folder (see [`openhands_v1`]): its state and every
+/// `events/event-NNNNN-*.json`, each read with the size guards.
+fn load_conversation(dir: &Path, name: &str, lim: Limits) -> Result<Session, ReadError> {
+    let state_path = dir.join(openhands_v1::BASE_STATE);
+    let state = read_text(&state_path, &state_path.to_string_lossy(), lim)?;
+    let events_dir = dir.join(openhands_v1::EVENTS_DIR);
+    let rd = std::fs::read_dir(&events_dir)
+        .map_err(|e| ReadError::io(events_dir.to_string_lossy(), "", "cannot read folder", &e))?;
+    let mut events = Vec::new();
+    for entry in rd.filter_map(|e| e.ok()) {
+        let p = entry.path();
+        let Some(index) = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(openhands_v1::event_index)
+        else {
+            continue;
+        };
+        let file = p.to_string_lossy().into_owned();
+        let text = read_text(&p, &file, lim)?;
+        events.push(openhands_v1::EventFile { index, file, text });
+    }
+    openhands_v1::read(name, &state, events)
 }
 
 /// Why no reader recognised `text`. A damaged file of a known format usually fails its
@@ -408,8 +463,13 @@ fn is_transcript_name(p: &Path) -> bool {
 }
 
 /// Collect files under `dir` (recursively, sorted by path, hidden entries and symlinked
-/// folders skipped).
+/// folders skipped); an OpenHands SDK v1 conversation folder is collected whole.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<ReadError>) {
+    if openhands_v1::is_conversation(dir) {
+        // One session, not one transcript per event file.
+        out.push(dir.to_path_buf());
+        return;
+    }
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
@@ -501,7 +561,7 @@ pub fn load_inputs(paths: &[String], format: Option<Format>, filter: &db::DbFilt
     let mut loaded = load_files(&paths, format);
     for u in &urls {
         let (mut sessions, skipped) = db::load_arg(u, filter);
-        sessions.iter_mut().for_each(Session::shrink);
+        sessions.iter_mut().for_each(recorded);
         loaded.sessions.extend(sessions);
         loaded.skipped.extend(skipped);
     }

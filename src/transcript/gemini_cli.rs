@@ -70,6 +70,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         model: chat.model,
         synthetic_timestamps: chat.synthetic,
         approval_policies: Vec::new(),
+        recorded_policy: None,
     }])
 }
 

@@ -16,6 +16,8 @@ pub mod gemini_cli;
 pub mod model;
 pub mod openai_chat;
 pub mod openhands;
+/// OpenHands SDK v1 conversation folders (one folder, one session).
+pub mod openhands_v1;
 /// Python-only JSON numbers (NaN, Infinity, big integers), kept as tagged strings.
 pub mod pyjson;
 pub(crate) mod readutil;

@@ -290,26 +290,238 @@ impl Event {
 }
 
 /// A compaction the transcript itself records (ground truth, kept aside; the replay uses the
-/// raw history instead).
+/// raw history instead, so a no-compaction replay of the session is unchanged by it).
+///
+/// Positions are given three ways, because the backtest compares against the replay and
+/// reports against the file:
+/// - `at_event` indexes [`Session::events`];
+/// - `request` is the replay's request numbering: `Replay::requests[q]` of the engine and of
+///   the policy driver hold one entry per event with `model_request == true`, in event order,
+///   so `q` = number of such events before `events[at_event]` (0-based); the same request's
+///   `event_index` is the index into `Session::events`;
+/// - `boundary_raw` / `summary_raw` point into the source file (see [`RawPos`]).
+///
+/// Fields after `summary` were added for the backtest (issue 37); each is left out of the
+/// canonical JSONL when not recorded, so sessions without them write the same bytes as before.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordedCompaction {
     /// Index into `Session::events` of the first event recorded after the compaction.
     pub at_event: usize,
     /// Where it came from, e.g. `claude-code compact_boundary` or `adk compaction event`.
     pub source: String,
-    /// `auto` / `manual` when known.
+    /// `auto` / `manual` when known (Claude Code `compactMetadata.trigger`); read it through
+    /// [`RecordedCompaction::trigger_kind`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,
-    /// Prompt tokens before compacting, when recorded (Claude Code `preTokens`).
+    /// Prompt tokens before compacting, when recorded: Claude Code `compactMetadata.preTokens`
+    /// (Claude Code's own count of the context that triggered it); OpenHands: the recorded
+    /// prompt of the last agent request before the condensation (`prompt_tokens +
+    /// cache_write_tokens` of its `token_usages` entry, see `openhands_v1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pre_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_timestamp: Option<f64>,
+    /// Time of the boundary record (Claude Code `compact_boundary`, OpenHands `Condensation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_timestamp: Option<f64>,
-    /// The summary text, when recorded.
+    /// The summary text, when recorded (Claude Code: the `isCompactSummary` user record;
+    /// OpenHands: the condensation's `summary`; Codex: the `compacted` message).
     #[serde(default)]
     pub summary: String,
+    /// The replay's index of the first model request after the compaction (see the type's
+    /// doc); `None` when no model request follows it. Set by [`Session::index_recorded`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<usize>,
+    /// Recorded prompt tokens of that first request (`Usage::prompt_tokens`, cached included):
+    /// the context size the framework rebuilt after compacting, when recorded. Set by
+    /// [`Session::index_recorded`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
+    /// Where the boundary record sits in the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boundary_raw: Option<RawPos>,
+    /// Where the summary record sits in the source, when it is a record of its own (Claude
+    /// Code `isCompactSummary`; OpenHands v1 keeps it on the condensation itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_raw: Option<RawPos>,
+    /// Duration the framework recorded, milliseconds (Claude Code `compactMetadata.durationMs`
+    /// in versions that write it). Otherwise [`RecordedCompaction::duration_s`] falls back to
+    /// the timestamps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Events of `Session::events` the compaction took out of the prompt, as half-open index
+    /// ranges in order. Claude Code: everything before the boundary (`0..at_event`, the
+    /// summary replaces the whole history). OpenHands: the events named by
+    /// `forgotten_event_ids` (events that are not in the session, like the condenser's own
+    /// records, are left out). Empty when the transcript does not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forgotten: Vec<std::ops::Range<usize>>,
+    /// OpenHands `forgotten_event_ids` as recorded (event ids of the source).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forgotten_ids: Vec<String>,
+    /// OpenHands `summary_offset`: the position in the condensed view where the summary is
+    /// inserted (the `keep_first` events stay before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_offset: Option<usize>,
+    /// The framework version in force at the boundary (Claude Code: the boundary line's
+    /// `version`), so a session resumed under another version names the right rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// How a compaction was started, as the transcript says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompactionTrigger {
+    /// The framework's own rule fired (Claude Code `trigger: "auto"`; every OpenHands
+    /// condensation, which its condenser starts by itself).
+    Auto,
+    /// A person asked for it (Claude Code `/compact`, `trigger: "manual"`): listed, never
+    /// matched against a policy.
+    Manual,
+    /// The transcript does not say.
+    Unknown,
+}
+
+/// A position in the source file of a record that is not an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RawPos {
+    /// 1-based line of a JSONL file (Claude Code, Codex).
+    Line(usize),
+    /// 0-based index in the source's event list (OpenHands: a v0 list position, or the
+    /// `NNNNN` of a v1 `events/event-NNNNN-*.json` file; ADK: the `events` index).
+    Index(usize),
+}
+
+impl RecordedCompaction {
+    /// A compaction at `at_event` from `source` with nothing else recorded yet.
+    pub fn new(at_event: usize, source: impl Into<String>) -> Self {
+        RecordedCompaction {
+            at_event,
+            source: source.into(),
+            trigger: None,
+            pre_tokens: None,
+            start_timestamp: None,
+            end_timestamp: None,
+            summary: String::new(),
+            request: None,
+            tokens_after: None,
+            boundary_raw: None,
+            summary_raw: None,
+            duration_ms: None,
+            forgotten: Vec::new(),
+            forgotten_ids: Vec::new(),
+            summary_offset: None,
+            version: None,
+        }
+    }
+
+    /// `trigger` read as what started it; OpenHands condensations are automatic by design.
+    pub fn trigger_kind(&self) -> CompactionTrigger {
+        match self.trigger.as_deref() {
+            Some("auto") => CompactionTrigger::Auto,
+            Some("manual") => CompactionTrigger::Manual,
+            _ => CompactionTrigger::Unknown,
+        }
+    }
+
+    /// How long it took, seconds: the recorded `duration_ms`, else end minus start when both
+    /// timestamps are recorded (and not backwards).
+    pub fn duration_s(&self) -> Option<f64> {
+        if let Some(ms) = self.duration_ms {
+            return Some(ms as f64 / 1000.0);
+        }
+        match (self.start_timestamp, self.end_timestamp) {
+            (Some(a), Some(b)) if b >= a => Some(b - a),
+            _ => None,
+        }
+    }
+}
+
+/// What a transcript records about the context policy its framework ran with: the input of
+/// the `as recorded` replay (issue 37). `None` on a session means the transcript records
+/// nothing, so `as recorded` is `no compaction`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedPolicy {
+    /// Where it was read, e.g. `swe-agent replay_config.agent.history_processors`.
+    pub source: String,
+    /// Framework versions recorded, in order of first appearance (Claude Code writes `version`
+    /// on every line and a resumed session can change it; Codex `session_meta.cli_version`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<String>,
+    pub rule: PolicyRule,
+}
+
+/// The policy itself, per framework.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "kebab-case")]
+pub enum PolicyRule {
+    /// Claude Code's automatic compaction. The files record no setting, only the CLI version
+    /// (`versions`): the threshold is that version's rule (and the user's
+    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` / auto-compact window, which the files do not record).
+    ClaudeCodeAuto,
+    /// SWE-agent `agent.history_processors`, in the order SWE-agent applies them (empty when
+    /// the config lists none: SWE-agent then sends the whole history).
+    SweAgent { processors: Vec<HistoryProcessor> },
+    /// An OpenHands condenser: v0 `metadata.condenser_config`, SDK v1
+    /// `base_state.json` `agent.condenser`.
+    Openhands(Condenser),
+    /// Codex: `model_auto_compact_token_limit` when a rollout records it (config
+    /// `model_auto_compact_token_limit`), and the model's context window when recorded
+    /// (`token_count.info.model_context_window`).
+    Codex {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auto_compact_token_limit: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
+    },
+    /// ADK: what the session's own compaction events imply (events between compactions and
+    /// the overlap of consecutive ranges), when they are regular enough to say.
+    Adk {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compaction_interval: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        overlap_size: Option<u64>,
+    },
+}
+
+/// One SWE-agent history processor as its trajectory's config records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HistoryProcessor {
+    /// `last_n_observations`: observations older than the last `n` are replaced by a one-line
+    /// notice (SWE-agent `sweagent/agent/history_processors.py` `LastNObservations`); the
+    /// replay models it as masking with window `n`.
+    LastNObservations { n: u64 },
+    /// Any other processor (`cache_control`, `remove_regex`, `closed_window`, ...): named,
+    /// not modelled. `params` is the recorded object as JSON text.
+    Other { name: String, params: String },
+}
+
+/// An OpenHands condenser configuration as recorded. v0 names it by `type` (`noop`, `llm`,
+/// `recent`, `observation_masking`, `amortized`, ...), the SDK v1 by `kind`
+/// (`LLMSummarizingCondenser`, `NoOpCondenser`, ...); `kind` holds whichever was recorded.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Condenser {
+    pub kind: String,
+    /// Events the view may hold before it condenses (`max_size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<u64>,
+    /// Events always kept at the start (`keep_first`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_first: Option<u64>,
+    /// Token limit some condensers also condense at (`max_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Observation masking window (`attention_window`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_window: Option<u64>,
+    /// The condenser's LLM model, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Condensers of a pipeline (`pipeline` / `PipelineCondenser`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<Condenser>,
 }
 
 /// One recorded session, in one model whatever the source format.
@@ -334,6 +546,10 @@ pub struct Session {
     /// `turn_context.approval_policy`: `never`, `on-request`, ...); empty when not recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approval_policies: Vec<String>,
+    /// The context policy the framework ran with, as the transcript records it (see
+    /// [`RecordedPolicy`]); `None` when it records none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_policy: Option<RecordedPolicy>,
 }
 
 impl Usage {
@@ -373,6 +589,86 @@ pub fn compact_json(v: &serde_json::Value) -> serde_json::Value {
 }
 
 impl Session {
+    /// Fill each recorded compaction's `request` and `tokens_after` from the events (readers
+    /// call it once the session is complete): the first model request at or after `at_event`,
+    /// numbered as the replay numbers requests (see [`RecordedCompaction`]).
+    pub fn index_recorded(&mut self) {
+        if self.recorded_compactions.is_empty() {
+            return;
+        }
+        let mut requests_before = Vec::with_capacity(self.events.len() + 1);
+        let mut q = 0usize;
+        for e in &self.events {
+            requests_before.push(q);
+            q += usize::from(e.model_request);
+        }
+        requests_before.push(q);
+        for c in &mut self.recorded_compactions {
+            let first = self
+                .events
+                .iter()
+                .enumerate()
+                .skip(c.at_event)
+                .find(|(_, e)| e.model_request);
+            c.request = first.map(|(k, _)| requests_before[k]);
+            c.tokens_after = first.and_then(|(_, e)| e.usage).map(|u| u.prompt_tokens);
+        }
+    }
+
+    /// The ADK setting a session's own compaction events imply, as ADK's sliding window
+    /// makes them (`google/adk/apps/compaction.py`): once `compaction_interval` invocations
+    /// are new since the last compaction it summarizes them plus the `overlap_size`
+    /// invocations before them. So each recorded range (`start_timestamp..=end_timestamp`,
+    /// read against the events' times) holds `interval` invocations that end after the
+    /// previous range and `overlap` that do not. A figure is given only when every
+    /// compaction agrees on it (the overlap needs a second compaction); `None` when the
+    /// session records no ADK compaction with both timestamps.
+    pub fn implied_adk_policy(&self) -> Option<RecordedPolicy> {
+        let mut new_counts = Vec::new();
+        let mut overlaps = Vec::new();
+        let mut prev_end: Option<f64> = None;
+        for c in &self.recorded_compactions {
+            let (Some(start), Some(end)) = (c.start_timestamp, c.end_timestamp) else {
+                return None;
+            };
+            // Invocations in the range, with the time of their latest event in it.
+            let mut last_of: Vec<(&str, f64)> = Vec::new();
+            for e in self
+                .events
+                .iter()
+                .filter(|e| (start..=end).contains(&e.timestamp))
+            {
+                match last_of.iter_mut().find(|(id, _)| *id == e.invocation_id) {
+                    Some(x) => x.1 = x.1.max(e.timestamp),
+                    None => last_of.push((&e.invocation_id, e.timestamp)),
+                }
+            }
+            let fresh = last_of
+                .iter()
+                .filter(|(_, t)| prev_end.is_none_or(|p| *t > p))
+                .count() as u64;
+            if prev_end.is_some() {
+                overlaps.push(last_of.len() as u64 - fresh);
+            }
+            new_counts.push(fresh);
+            prev_end = Some(end);
+        }
+        let agreed = |v: &[u64]| match v.split_first() {
+            Some((first, rest)) if rest.iter().all(|x| x == first) => Some(*first),
+            _ => None,
+        };
+        let compaction_interval = agreed(&new_counts);
+        let overlap_size = agreed(&overlaps);
+        (compaction_interval.is_some() || overlap_size.is_some()).then(|| RecordedPolicy {
+            source: "adk compaction events".to_string(),
+            versions: Vec::new(),
+            rule: PolicyRule::Adk {
+                compaction_interval,
+                overlap_size,
+            },
+        })
+    }
+
     /// Give back the room lists kept past their length (events, parts). Payloads are
     /// compacted when read ([`compact_json`]).
     pub fn shrink(&mut self) {
@@ -393,6 +689,176 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three invocations per compaction, one of them shared with the range before: ADK's
+    /// `compaction_interval` 2 and `overlap_size` 1.
+    #[test]
+    fn adk_compaction_ranges_imply_interval_and_overlap() {
+        let events: Vec<Event> = (0..6)
+            .flat_map(|i| {
+                let t = 10.0 * i as f64;
+                [
+                    Event::new("user", Role::User, format!("i{i}"), t),
+                    Event::new("agent", Role::Model, format!("i{i}"), t + 1.0),
+                ]
+            })
+            .collect();
+        let range = |a: f64, b: f64| {
+            let mut c = RecordedCompaction::new(0, "adk compaction event");
+            c.start_timestamp = Some(a);
+            c.end_timestamp = Some(b);
+            c
+        };
+        let mut s = Session {
+            id: "s".into(),
+            source: "s".into(),
+            format: Format::Adk,
+            events,
+            // i0..i1, then i1..i3 (i1 again), then i3..i5 (i3 again).
+            recorded_compactions: vec![range(0.0, 11.0), range(10.0, 31.0), range(30.0, 51.0)],
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: Vec::new(),
+            recorded_policy: None,
+        };
+        let p = s.implied_adk_policy().expect("implied");
+        assert_eq!(
+            p.rule,
+            PolicyRule::Adk {
+                compaction_interval: Some(2),
+                overlap_size: Some(1)
+            }
+        );
+        // Ranges that disagree on the overlap imply the interval only.
+        s.recorded_compactions[2] = range(40.0, 51.0);
+        assert_eq!(
+            s.implied_adk_policy().map(|p| p.rule),
+            Some(PolicyRule::Adk {
+                compaction_interval: Some(2),
+                overlap_size: None
+            })
+        );
+        s.recorded_compactions[0].start_timestamp = None;
+        assert_eq!(s.implied_adk_policy(), None);
+    }
+
+    /// Every recorded policy survives the canonical header's JSON (the tag must not clash
+    /// with a field of a variant, as `kind` did with `Condenser::kind`).
+    #[test]
+    fn recorded_policies_round_trip_through_json() {
+        let rules = [
+            PolicyRule::ClaudeCodeAuto,
+            PolicyRule::SweAgent {
+                processors: vec![
+                    HistoryProcessor::LastNObservations { n: 5 },
+                    HistoryProcessor::Other {
+                        name: "cache_control".into(),
+                        params: "{}".into(),
+                    },
+                ],
+            },
+            PolicyRule::Openhands(Condenser {
+                kind: "pipeline".into(),
+                stages: vec![Condenser {
+                    kind: "llm".into(),
+                    max_size: Some(80),
+                    keep_first: Some(4),
+                    ..Condenser::default()
+                }],
+                ..Condenser::default()
+            }),
+            PolicyRule::Codex {
+                auto_compact_token_limit: Some(1),
+                context_window: None,
+            },
+            PolicyRule::Adk {
+                compaction_interval: Some(3),
+                overlap_size: Some(1),
+            },
+        ];
+        for rule in rules {
+            let p = RecordedPolicy {
+                source: "s".into(),
+                versions: vec!["1".into()],
+                rule,
+            };
+            let text = serde_json::to_string(&p).unwrap();
+            let back: RecordedPolicy = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, p, "{text}");
+        }
+    }
+
+    /// A compaction's request is the replay's index of the first model request at or after
+    /// it (requests counted over `model_request` events only); its tokens after are that
+    /// request's recorded prompt. Durations: recorded milliseconds first, then timestamps.
+    #[test]
+    fn recorded_compactions_are_numbered_as_the_replay_numbers_requests() {
+        let mut events = Vec::new();
+        for (i, req) in [false, true, false, true, false, false, true]
+            .iter()
+            .enumerate()
+        {
+            let mut e = Event::new("a", Role::Model, "i", i as f64);
+            e.model_request = *req;
+            if *req {
+                e.usage = Some(Usage {
+                    prompt_tokens: 100 * i as u64,
+                    ..Usage::default()
+                });
+            }
+            events.push(e);
+        }
+        let mut s = Session {
+            id: "s".into(),
+            source: "s".into(),
+            format: Format::Canonical,
+            events,
+            recorded_compactions: [0, 2, 4, 7]
+                .into_iter()
+                .map(|at| RecordedCompaction::new(at, "test"))
+                .collect(),
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: Vec::new(),
+            recorded_policy: None,
+        };
+        s.index_recorded();
+        let got: Vec<(Option<usize>, Option<u64>)> = s
+            .recorded_compactions
+            .iter()
+            .map(|c| (c.request, c.tokens_after))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some(0), Some(100)),
+                (Some(1), Some(300)),
+                (Some(2), Some(600)),
+                (None, None)
+            ]
+        );
+        let mut c = RecordedCompaction::new(0, "t");
+        assert_eq!(
+            (c.duration_s(), c.trigger_kind()),
+            (None, CompactionTrigger::Unknown)
+        );
+        c.start_timestamp = Some(10.0);
+        c.end_timestamp = Some(12.5);
+        c.trigger = Some("manual".into());
+        assert_eq!(
+            (c.duration_s(), c.trigger_kind()),
+            (Some(2.5), CompactionTrigger::Manual)
+        );
+        c.duration_ms = Some(1_250);
+        assert_eq!(c.duration_s(), Some(1.25));
+        c.end_timestamp = Some(9.0);
+        c.duration_ms = None;
+        assert_eq!(
+            c.duration_s(),
+            None,
+            "a clock that went back gives no duration"
+        );
+    }
 
     /// A compacted payload has the values, the key order (ADK measures `json.dumps` in that
     /// order) and the JSON text of what was read.
@@ -425,6 +891,7 @@ mod tests {
             model: None,
             synthetic_timestamps: false,
             approval_policies: Vec::new(),
+            recorded_policy: None,
         };
         let before = serde_json::to_string(&s).unwrap();
         let copy = s.clone();

@@ -219,6 +219,7 @@ fn session(
         model,
         synthetic_timestamps: true,
         approval_policies: Vec::new(),
+        recorded_policy: None,
     })
 }
 

@@ -26,14 +26,16 @@
 //!   of `util::user_text_flags`.
 //! - A `condensation` action (the condenser forgetting events) and the `condense`
 //!   observation carrying its summary go to `Session::recorded_compactions`; later model
-//!   requests are marked `post_compaction_usage`. The corpus runs never condensed.
+//!   requests are marked `post_compaction_usage`. The corpus runs never condensed. A row's
+//!   `metadata.condenser_config` is the session's `recorded_policy`. SDK v1 conversation
+//!   folders are read by `openhands_v1`.
 //! - Timestamps (no offset: taken as UTC) must not go backwards; sessions without any
 //!   (legacy rows) get synthetic ones.
 
 use super::readutil::{self, Clock};
 use super::{
-    compact_json, Critical, Event, Format, Part, ReadError, RecordedCompaction, Role, Session,
-    Usage,
+    compact_json, Critical, Event, Format, Part, PolicyRule, RawPos, ReadError, RecordedCompaction,
+    RecordedPolicy, Role, Session, Usage,
 };
 use super::{pyjson, util};
 use serde_json::{Map, Value};
@@ -127,7 +129,17 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                     .map(str::to_string);
             }
             let source = format!("{file}#{id}");
-            sessions.push(s.finish(id, source));
+            let mut session = s.finish(id, source);
+            session.recorded_policy = obj
+                .get("metadata")
+                .and_then(|m| m.get("condenser_config"))
+                .and_then(super::openhands_v1::condenser)
+                .map(|c| RecordedPolicy {
+                    source: "openhands metadata.condenser_config".to_string(),
+                    versions: Vec::new(),
+                    rule: PolicyRule::Openhands(c),
+                });
+            sessions.push(session);
         } else if is_event(&obj) {
             loose.push(Value::Object(obj));
         } else {
@@ -181,7 +193,7 @@ struct Built {
 
 impl Built {
     fn finish(self, id: String, source: String) -> Session {
-        Session {
+        let mut s = Session {
             id,
             source,
             format: Format::Openhands,
@@ -190,20 +202,23 @@ impl Built {
             model: self.model,
             synthetic_timestamps: self.synthetic,
             approval_policies: Vec::new(),
-        }
+            recorded_policy: None,
+        };
+        s.index_recorded();
+        s
     }
 }
 
 /// Longest recorded response latency accepted, seconds (a day).
 const MAX_LATENCY_S: f64 = 86_400.0;
 
-/// Builds one session from its event list. `base` is the JSON path of the list, for errors.
-fn build(
+/// Measured latency of each response id (`metrics.response_latencies`). `base` is the JSON
+/// path of the event list, for errors.
+fn latencies<'m>(
     file: &str,
     base: &str,
-    list: &[Value],
-    metrics: Option<&Value>,
-) -> Result<Built, ReadError> {
+    metrics: Option<&'m Value>,
+) -> Result<HashMap<&'m str, f64>, ReadError> {
     let mut latency: HashMap<&str, f64> = HashMap::new();
     let recorded = metrics
         .and_then(|m| m.get("response_latencies"))
@@ -240,25 +255,95 @@ fn build(
             }
         }
     }
-    let mut events: Vec<Event> = Vec::new();
-    let mut clock = Clock::new(0.0);
-    let mut model: Option<String> = None;
-    // tool_call_id → function name; action event id → tool_call_id; response id → event index.
-    let mut call_names: HashMap<String, String> = HashMap::new();
-    let mut call_of_action: HashMap<i64, String> = HashMap::new();
-    let mut by_response: HashMap<String, usize> = HashMap::new();
-    // Legacy pairing: calls not yet answered, oldest first.
-    let mut unanswered: Vec<String> = Vec::new();
-    let mut invocations = 0usize;
-    let mut compactions: Vec<RecordedCompaction> = Vec::new();
-    let mut after_compaction = false;
-    let err = |i: usize, field: &str, msg: String| {
-        ReadError::new(file, format!("{base}[{i}]{field}"), msg)
-    };
+    Ok(latency)
+}
 
+/// Builds one session from its event list. `base` is the JSON path of the list, for errors.
+fn build(
+    file: &str,
+    base: &str,
+    list: &[Value],
+    metrics: Option<&Value>,
+) -> Result<Built, ReadError> {
+    let mut b = Stream {
+        file,
+        base,
+        latency: latencies(file, base, metrics)?,
+        events: Vec::new(),
+        clock: Clock::new(0.0),
+        model: None,
+        call_names: HashMap::new(),
+        call_of_action: HashMap::new(),
+        by_response: HashMap::new(),
+        unanswered: Vec::new(),
+        invocations: 0,
+        compactions: Vec::new(),
+        after_compaction: false,
+    };
     for (i, raw) in list.iter().enumerate() {
+        b.event(i, raw)?;
+    }
+    if b.events.is_empty() {
+        return Err(ReadError::new(
+            file,
+            base,
+            "no messages, actions or observations",
+        ));
+    }
+    Ok(Built {
+        events: b.events,
+        compactions: b.compactions,
+        model: b.model,
+        synthetic: b.clock.synthetic,
+    })
+}
+
+/// The reader's state while it walks one event list.
+struct Stream<'a> {
+    file: &'a str,
+    base: &'a str,
+    latency: HashMap<&'a str, f64>,
+    events: Vec<Event>,
+    clock: Clock,
+    model: Option<String>,
+    /// tool_call_id → function name.
+    call_names: HashMap<String, String>,
+    /// action event id → tool_call_id.
+    call_of_action: HashMap<i64, String>,
+    /// response id → event index.
+    by_response: HashMap<String, usize>,
+    /// Legacy pairing: calls not yet answered, oldest first.
+    unanswered: Vec<String>,
+    invocations: usize,
+    compactions: Vec<RecordedCompaction>,
+    after_compaction: bool,
+}
+
+/// An argument of an event: under `args`, or at the top level for legacy events.
+fn arg<'v>(e: &'v Map<String, Value>, k: &str) -> Option<&'v Value> {
+    e.get("args")
+        .and_then(Value::as_object)
+        .and_then(|a| a.get(k))
+        .or_else(|| e.get(k))
+}
+
+impl Stream<'_> {
+    fn err(&self, i: usize, field: &str, msg: String) -> ReadError {
+        ReadError::new(self.file, format!("{}[{i}]{field}", self.base), msg)
+    }
+
+    fn inv(&self) -> String {
+        format!("inv-{}", self.invocations.max(1))
+    }
+
+    fn tick(&mut self, i: usize, ts: Option<f64>) -> Result<f64, ReadError> {
+        let r = self.clock.next(ts);
+        r.map_err(|m| self.err(i, ".timestamp", m.to_string()))
+    }
+
+    fn event(&mut self, i: usize, raw: &Value) -> Result<(), ReadError> {
         let Some(e) = raw.as_object() else {
-            return Err(err(
+            return Err(self.err(
                 i,
                 "",
                 format!("expected an event object, found {}", readutil::kind(raw)),
@@ -269,324 +354,382 @@ fn build(
             Some(Value::String(s)) => match readutil::parse_timestamp(s) {
                 Some(t) => Some(t),
                 None => {
-                    return Err(err(
-                        i,
-                        ".timestamp",
-                        format!("{s:?} is not an ISO 8601 time"),
-                    ))
+                    return Err(self.err(i, ".timestamp", format!("{s:?} is not an ISO 8601 time")))
                 }
             },
             Some(other) => {
-                return Err(err(
+                return Err(self.err(
                     i,
                     ".timestamp",
                     format!("is {}, expected a string", readutil::kind(other)),
                 ))
             }
         };
-        let source = readutil::str_field(e, "source");
-        let args = e.get("args").and_then(Value::as_object);
-        // Legacy events keep their arguments at the top level.
-        let arg = |k: &str| args.and_then(|a| a.get(k)).or_else(|| e.get(k));
-        let inv = |n: usize| format!("inv-{}", n.max(1));
-
         if let Some(action) = e.get("action") {
             let Some(action) = action.as_str() else {
-                return Err(err(
+                return Err(self.err(
                     i,
                     ".action",
                     format!("is {}, expected a string", readutil::kind(action)),
                 ));
             };
-            let metadata = e.get("tool_call_metadata").filter(|m| m.is_object());
-            let legacy_user = source.is_none() && events.is_empty();
-            match action {
-                "system" | "recall" | "change_agent_state" | "null" | "condensation_request" => {}
-                "condensation" => {
-                    // The condenser's own record: kept aside, the replay uses the raw history.
-                    let summary = arg("summary").and_then(Value::as_str).unwrap_or("");
-                    compactions.push(RecordedCompaction {
-                        at_event: events.len(),
-                        source: "openhands condensation".to_string(),
-                        trigger: None,
-                        pre_tokens: None,
-                        start_timestamp: None,
-                        end_timestamp: ts,
-                        summary: summary.to_string(),
-                    });
-                    after_compaction = true;
-                }
-                "message" if source == Some("user") || legacy_user => {
-                    let t = clock
-                        .next(ts)
-                        .map_err(|m| err(i, ".timestamp", m.to_string()))?;
-                    invocations += 1;
-                    let text = arg("content")
-                        .and_then(Value::as_str)
-                        .or_else(|| readutil::str_field(e, "message"));
-                    let mut ev = Event::new("user", Role::User, inv(invocations), t);
-                    ev.id = e.get("id").and_then(scalar);
-                    ev.critical = util::user_text_flags(text.unwrap_or(""));
-                    ev.parts.push(Part::Text {
-                        text: text.unwrap_or("").to_string(),
-                    });
-                    if let Some(Value::Array(urls)) = arg("image_urls") {
-                        for u in urls.iter().filter_map(Value::as_str) {
-                            ev.parts.push(Part::Attachment {
-                                name: u.chars().take(200).collect(),
-                                mime_type: None,
-                                text: None,
-                                size_bytes: None,
-                            });
-                        }
-                    }
-                    events.push(ev);
-                }
-                _ if source == Some("user") || source == Some("environment") => {}
-                _ => {
-                    let t = clock
-                        .next(ts)
-                        .map_err(|m| err(i, ".timestamp", m.to_string()))?;
-                    let response = metadata
-                        .and_then(|m| m.get("model_response"))
-                        .filter(|r| r.is_object());
-                    let response_id = response
-                        .and_then(|r| r.get("id"))
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    let existing = response_id
-                        .as_ref()
-                        .and_then(|r| by_response.get(r).copied());
-                    let idx = match existing {
-                        Some(idx) => idx,
-                        None => {
-                            let mut ev = Event::new(AGENT, Role::Model, inv(invocations), t);
-                            ev.model_request = true;
-                            ev.post_compaction_usage = after_compaction;
-                            ev.id = response_id.clone().or_else(|| e.get("id").and_then(scalar));
-                            let mname = response
-                                .and_then(|r| r.get("model"))
-                                .and_then(Value::as_str)
-                                .map(str::to_string);
-                            if model.is_none() {
-                                model.clone_from(&mname);
-                            }
-                            ev.model = mname;
-                            ev.usage = match response
-                                .and_then(|r| r.get("usage"))
-                                .filter(|u| u.is_object())
-                            {
-                                Some(u) => Some(usage_of(u).map_err(|m| {
-                                    err(i, ".tool_call_metadata.model_response", m.0)
-                                })?),
-                                None => None,
-                            };
-                            ev.latency_s =
-                                response_id.as_deref().and_then(|r| latency.get(r).copied());
-                            let text = response
-                                .and_then(|r| r.pointer("/choices/0/message/content"))
-                                .and_then(Value::as_str)
-                                .filter(|s| !s.is_empty())
-                                .or_else(|| {
-                                    arg("thought")
-                                        .and_then(Value::as_str)
-                                        .filter(|s| !s.is_empty())
-                                })
-                                .or_else(|| {
-                                    if action == "message" {
-                                        arg("content")
-                                            .and_then(Value::as_str)
-                                            .or_else(|| readutil::str_field(e, "message"))
-                                    } else {
-                                        None
-                                    }
-                                });
-                            if let Some(text) = text {
-                                ev.parts.push(Part::Text {
-                                    text: text.to_string(),
-                                });
-                            }
-                            events.push(ev);
-                            let idx = events.len() - 1;
-                            if let Some(r) = response_id.clone() {
-                                by_response.insert(r, idx);
-                            }
-                            idx
-                        }
-                    };
-                    let Some(ev) = events.get_mut(idx) else {
-                        continue;
-                    };
-                    if action != "message" {
-                        let (call_id, name) = match metadata {
-                            Some(m) => (
-                                m.get("tool_call_id")
-                                    .and_then(Value::as_str)
-                                    .map(str::to_string)
-                                    .unwrap_or_else(|| format!("call-{i}")),
-                                m.get("function_name")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or(action)
-                                    .to_string(),
-                            ),
-                            None => (format!("call-{i}"), action.to_string()),
-                        };
-                        let call_args = response
-                            .and_then(|r| r.pointer("/choices/0/message/tool_calls"))
-                            .and_then(Value::as_array)
-                            .and_then(|calls| {
-                                calls.iter().find(|c| {
-                                    c.get("id").and_then(Value::as_str) == Some(call_id.as_str())
-                                })
-                            })
-                            .and_then(|c| c.pointer("/function/arguments"))
-                            .map(|a| match a {
-                                Value::String(s) => serde_json::from_str(s)
-                                    .map(|v| compact_json(&v))
-                                    .unwrap_or_else(|_| Value::String(s.clone())),
-                                other => compact_json(other),
-                            })
-                            .unwrap_or_else(|| legacy_args(args, e));
-                        ev.parts.push(Part::ToolCall {
-                            id: Some(call_id.clone()),
-                            name: name.clone(),
-                            args: call_args,
-                        });
-                        call_names.insert(call_id.clone(), name);
-                        if let Some(id) = e.get("id").and_then(Value::as_i64) {
-                            call_of_action.insert(id, call_id.clone());
-                        }
-                        unanswered.push(call_id);
-                    }
-                    let confirmation = arg("confirmation_state")
-                        .or_else(|| arg("is_confirmed"))
-                        .and_then(Value::as_str);
-                    let flag = match confirmation {
-                        Some("confirmed") => Some(Critical::Confirmation),
-                        Some("rejected") => Some(Critical::Refusal),
-                        _ => None,
-                    };
-                    if let Some(f) = flag {
-                        if !ev.critical.contains(&f) {
-                            ev.critical.push(f);
-                        }
-                    }
-                }
-            }
+            self.action(i, e, action, ts)
         } else if let Some(obs) = e.get("observation") {
-            let obs = obs.as_str().unwrap_or("");
-            if matches!(obs, "null" | "agent_state_changed" | "") {
-                continue;
-            }
-            if obs == "condense" {
-                // The summary shown to the model in place of forgotten events: ground truth for
-                // the latest recorded condensation, not history.
-                let text = readutil::str_field(e, "content").unwrap_or("");
-                match compactions.last_mut() {
-                    Some(c) if c.summary.is_empty() => c.summary = text.to_string(),
-                    _ => {}
-                }
-                continue;
-            }
-            let content = readutil::str_field(e, "content")
-                .or_else(|| readutil::str_field(e, "message"))
-                .unwrap_or("");
-            let named = e
-                .get("tool_call_metadata")
-                .and_then(|m| m.get("tool_call_id"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let by_cause = e
-                .get("cause")
-                .and_then(Value::as_i64)
-                .and_then(|c| call_of_action.get(&c).cloned());
-            let call = match (&named, by_cause) {
-                // A call that never came (ADK reads such responses; the loaders warn):
-                // kept under the observation's own name.
-                (Some(id), _) => Some(id.clone()),
-                (None, Some(id)) => Some(id),
-                (None, None) if source.is_none() && obs != "recall" && obs != "error" => {
-                    match unanswered.first() {
-                        Some(id) => Some(id.clone()),
-                        None => {
-                            return Err(err(
-                                i,
-                                "",
-                                format!("{obs:?} observation with no action before it"),
-                            ))
-                        }
-                    }
-                }
-                (None, None) => None,
-            };
-            let t = clock
-                .next(ts)
-                .map_err(|m| err(i, ".timestamp", m.to_string()))?;
-            let mut critical = Vec::new();
-            if obs == "error" {
-                critical.push(Critical::ToolError);
-            } else if obs == "user_rejected" {
-                critical.push(Critical::Refusal);
-            } else if exit_code(e).is_some_and(|c| c > 0) {
-                critical.push(Critical::ToolError);
-            }
-            match call {
-                Some(id) => {
-                    unanswered.retain(|u| u != &id);
-                    let name = call_names
-                        .get(&id)
-                        .cloned()
-                        .unwrap_or_else(|| obs.to_string());
-                    let mut ev = Event::new(AGENT, Role::Tool, inv(invocations), t);
-                    ev.id = e.get("id").and_then(scalar);
-                    ev.parts.push(Part::ToolResponse {
-                        id: Some(id),
-                        name,
-                        response: serde_json::json!({ "content": content }),
-                    });
-                    ev.critical = critical;
-                    events.push(ev);
-                }
-                None if obs == "recall" => {
-                    let text = recall_text(content, e.get("extras"));
-                    let mut ev = Event::new(HARNESS, Role::User, inv(invocations), t);
-                    ev.id = e.get("id").and_then(scalar);
-                    ev.parts.push(Part::Text { text });
-                    events.push(ev);
-                }
-                None if obs == "error" || !content.is_empty() => {
-                    // OpenHands sends these back to the model as user-role messages.
-                    let mut ev = Event::new(HARNESS, Role::User, inv(invocations), t);
-                    ev.id = e.get("id").and_then(scalar);
-                    ev.parts.push(Part::Text {
-                        text: content.to_string(),
-                    });
-                    ev.critical = critical;
-                    events.push(ev);
-                }
-                None => {}
-            }
+            self.observation(i, e, obs.as_str().unwrap_or(""), ts)
         } else {
-            return Err(err(
+            Err(self.err(
                 i,
                 "",
                 "event has neither \"action\" nor \"observation\"".to_string(),
-            ));
+            ))
         }
     }
-    if events.is_empty() {
-        return Err(ReadError::new(
-            file,
-            base,
-            "no messages, actions or observations",
-        ));
+
+    fn action(
+        &mut self,
+        i: usize,
+        e: &Map<String, Value>,
+        action: &str,
+        ts: Option<f64>,
+    ) -> Result<(), ReadError> {
+        let source = readutil::str_field(e, "source");
+        let legacy_user = source.is_none() && self.events.is_empty();
+        match action {
+            "system" | "recall" | "change_agent_state" | "null" | "condensation_request" => {}
+            "condensation" => {
+                // The condenser's own record: kept aside, the replay uses the raw history.
+                let mut c = RecordedCompaction::new(self.events.len(), "openhands condensation");
+                c.summary = arg(e, "summary")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                c.forgotten_ids = arg(e, "forgotten_event_ids")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(scalar).collect())
+                    .unwrap_or_default();
+                c.summary_offset = arg(e, "summary_offset")
+                    .and_then(Value::as_u64)
+                    .and_then(|n| usize::try_from(n).ok());
+                c.end_timestamp = ts;
+                c.boundary_raw = Some(RawPos::Index(i));
+                self.compactions.push(c);
+                self.after_compaction = true;
+            }
+            "message" if source == Some("user") || legacy_user => {
+                let t = self.tick(i, ts)?;
+                self.user_message(e, t);
+            }
+            _ if source == Some("user") || source == Some("environment") => {}
+            _ => {
+                let t = self.tick(i, ts)?;
+                self.agent_action(i, e, action, t)?;
+            }
+        }
+        Ok(())
     }
-    Ok(Built {
-        events,
-        compactions,
-        model,
-        synthetic: clock.synthetic,
-    })
+
+    fn user_message(&mut self, e: &Map<String, Value>, t: f64) {
+        self.invocations += 1;
+        let text = arg(e, "content")
+            .and_then(Value::as_str)
+            .or_else(|| readutil::str_field(e, "message"));
+        let mut ev = Event::new("user", Role::User, self.inv(), t);
+        ev.id = e.get("id").and_then(scalar);
+        ev.critical = util::user_text_flags(text.unwrap_or(""));
+        ev.parts.push(Part::Text {
+            text: text.unwrap_or("").to_string(),
+        });
+        if let Some(Value::Array(urls)) = arg(e, "image_urls") {
+            for u in urls.iter().filter_map(Value::as_str) {
+                ev.parts.push(Part::Attachment {
+                    name: u.chars().take(200).collect(),
+                    mime_type: None,
+                    text: None,
+                    size_bytes: None,
+                });
+            }
+        }
+        self.events.push(ev);
+    }
+
+    /// An agent action: one model request per LLM response (parallel calls merge), plus the
+    /// action's tool call and its confirmation flag.
+    fn agent_action(
+        &mut self,
+        i: usize,
+        e: &Map<String, Value>,
+        action: &str,
+        t: f64,
+    ) -> Result<(), ReadError> {
+        let metadata = e.get("tool_call_metadata").filter(|m| m.is_object());
+        let response = metadata
+            .and_then(|m| m.get("model_response"))
+            .filter(|r| r.is_object());
+        let response_id = response
+            .and_then(|r| r.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let existing = response_id
+            .as_ref()
+            .and_then(|r| self.by_response.get(r).copied());
+        let idx = match existing {
+            Some(idx) => idx,
+            None => self.model_event(i, e, action, response, response_id, t)?,
+        };
+        let call = (action != "message").then(|| tool_call(i, e, action, metadata, response));
+        let Some(ev) = self.events.get_mut(idx) else {
+            return Ok(());
+        };
+        if let Some((call_id, name, args)) = call {
+            ev.parts.push(Part::ToolCall {
+                id: Some(call_id.clone()),
+                name: name.clone(),
+                args,
+            });
+            self.call_names.insert(call_id.clone(), name);
+            if let Some(id) = e.get("id").and_then(Value::as_i64) {
+                self.call_of_action.insert(id, call_id.clone());
+            }
+            self.unanswered.push(call_id);
+        }
+        let confirmation = arg(e, "confirmation_state")
+            .or_else(|| arg(e, "is_confirmed"))
+            .and_then(Value::as_str);
+        let flag = match confirmation {
+            Some("confirmed") => Some(Critical::Confirmation),
+            Some("rejected") => Some(Critical::Refusal),
+            _ => None,
+        };
+        if let Some(f) = flag {
+            if !ev.critical.contains(&f) {
+                ev.critical.push(f);
+            }
+        }
+        Ok(())
+    }
+
+    /// A new model event for an LLM response: its model, usage, latency and the text the
+    /// model wrote (the response's content, else the action's thought, else a message's).
+    fn model_event(
+        &mut self,
+        i: usize,
+        e: &Map<String, Value>,
+        action: &str,
+        response: Option<&Value>,
+        response_id: Option<String>,
+        t: f64,
+    ) -> Result<usize, ReadError> {
+        let mut ev = Event::new(AGENT, Role::Model, self.inv(), t);
+        ev.model_request = true;
+        ev.post_compaction_usage = self.after_compaction;
+        ev.id = response_id.clone().or_else(|| e.get("id").and_then(scalar));
+        let mname = response
+            .and_then(|r| r.get("model"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if self.model.is_none() {
+            self.model.clone_from(&mname);
+        }
+        ev.model = mname;
+        ev.usage = match response
+            .and_then(|r| r.get("usage"))
+            .filter(|u| u.is_object())
+        {
+            Some(u) => Some(
+                usage_of(u).map_err(|m| self.err(i, ".tool_call_metadata.model_response", m.0))?,
+            ),
+            None => None,
+        };
+        ev.latency_s = response_id
+            .as_deref()
+            .and_then(|r| self.latency.get(r).copied());
+        let text = response
+            .and_then(|r| r.pointer("/choices/0/message/content"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .or_else(|| {
+                arg(e, "thought")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+            })
+            .or_else(|| {
+                if action == "message" {
+                    arg(e, "content")
+                        .and_then(Value::as_str)
+                        .or_else(|| readutil::str_field(e, "message"))
+                } else {
+                    None
+                }
+            });
+        if let Some(text) = text {
+            ev.parts.push(Part::Text {
+                text: text.to_string(),
+            });
+        }
+        self.events.push(ev);
+        let idx = self.events.len() - 1;
+        if let Some(r) = response_id {
+            self.by_response.insert(r, idx);
+        }
+        Ok(idx)
+    }
+
+    fn observation(
+        &mut self,
+        i: usize,
+        e: &Map<String, Value>,
+        obs: &str,
+        ts: Option<f64>,
+    ) -> Result<(), ReadError> {
+        if matches!(obs, "null" | "agent_state_changed" | "") {
+            return Ok(());
+        }
+        if obs == "condense" {
+            // The summary shown to the model in place of forgotten events: ground truth for
+            // the latest recorded condensation, not history.
+            let text = readutil::str_field(e, "content").unwrap_or("");
+            match self.compactions.last_mut() {
+                Some(c) if c.summary.is_empty() => {
+                    c.summary = text.to_string();
+                    c.summary_raw = Some(RawPos::Index(i));
+                }
+                _ => {}
+            }
+            return Ok(());
+        }
+        let source = readutil::str_field(e, "source");
+        let content = readutil::str_field(e, "content")
+            .or_else(|| readutil::str_field(e, "message"))
+            .unwrap_or("");
+        let call = self.answered_call(i, e, obs, source)?;
+        let t = self.tick(i, ts)?;
+        let mut critical = Vec::new();
+        if obs == "error" {
+            critical.push(Critical::ToolError);
+        } else if obs == "user_rejected" {
+            critical.push(Critical::Refusal);
+        } else if exit_code(e).is_some_and(|c| c > 0) {
+            critical.push(Critical::ToolError);
+        }
+        let mut ev = match call {
+            Some(id) => {
+                self.unanswered.retain(|u| u != &id);
+                let name = self
+                    .call_names
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or_else(|| obs.to_string());
+                let mut ev = Event::new(AGENT, Role::Tool, self.inv(), t);
+                ev.parts.push(Part::ToolResponse {
+                    id: Some(id),
+                    name,
+                    response: serde_json::json!({ "content": content }),
+                });
+                ev.critical = critical;
+                ev
+            }
+            None if obs == "recall" => {
+                let text = recall_text(content, e.get("extras"));
+                let mut ev = Event::new(HARNESS, Role::User, self.inv(), t);
+                ev.parts.push(Part::Text { text });
+                ev
+            }
+            None if obs == "error" || !content.is_empty() => {
+                // OpenHands sends these back to the model as user-role messages.
+                let mut ev = Event::new(HARNESS, Role::User, self.inv(), t);
+                ev.parts.push(Part::Text {
+                    text: content.to_string(),
+                });
+                ev.critical = critical;
+                ev
+            }
+            None => return Ok(()),
+        };
+        ev.id = e.get("id").and_then(scalar);
+        self.events.push(ev);
+        Ok(())
+    }
+
+    /// The call an observation answers: the one it names, the action that caused it, or
+    /// (legacy rows, no ids) the oldest unanswered one.
+    fn answered_call(
+        &self,
+        i: usize,
+        e: &Map<String, Value>,
+        obs: &str,
+        source: Option<&str>,
+    ) -> Result<Option<String>, ReadError> {
+        let named = e
+            .get("tool_call_metadata")
+            .and_then(|m| m.get("tool_call_id"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let by_cause = e
+            .get("cause")
+            .and_then(Value::as_i64)
+            .and_then(|c| self.call_of_action.get(&c).cloned());
+        Ok(match (named, by_cause) {
+            // A call that never came (ADK reads such responses; the loaders warn):
+            // kept under the observation's own name.
+            (Some(id), _) => Some(id),
+            (None, Some(id)) => Some(id),
+            (None, None) if source.is_none() && obs != "recall" && obs != "error" => {
+                match self.unanswered.first() {
+                    Some(id) => Some(id.clone()),
+                    None => {
+                        return Err(self.err(
+                            i,
+                            "",
+                            format!("{obs:?} observation with no action before it"),
+                        ))
+                    }
+                }
+            }
+            (None, None) => None,
+        })
+    }
+}
+
+/// An action's tool call: (call id, function name, arguments). Arguments come from the LLM
+/// response's matching tool call, else from the action's own fields.
+fn tool_call(
+    i: usize,
+    e: &Map<String, Value>,
+    action: &str,
+    metadata: Option<&Value>,
+    response: Option<&Value>,
+) -> (String, String, Value) {
+    let (call_id, name) = match metadata {
+        Some(m) => (
+            m.get("tool_call_id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("call-{i}")),
+            m.get("function_name")
+                .and_then(Value::as_str)
+                .unwrap_or(action)
+                .to_string(),
+        ),
+        None => (format!("call-{i}"), action.to_string()),
+    };
+    let args = e.get("args").and_then(Value::as_object);
+    let call_args = response
+        .and_then(|r| r.pointer("/choices/0/message/tool_calls"))
+        .and_then(Value::as_array)
+        .and_then(|calls| {
+            calls
+                .iter()
+                .find(|c| c.get("id").and_then(Value::as_str) == Some(call_id.as_str()))
+        })
+        .and_then(|c| c.pointer("/function/arguments"))
+        .map(|a| match a {
+            Value::String(s) => serde_json::from_str(s)
+                .map(|v| compact_json(&v))
+                .unwrap_or_else(|_| Value::String(s.clone())),
+            other => compact_json(other),
+        })
+        .unwrap_or_else(|| legacy_args(args, e));
+    (call_id, name, call_args)
 }
 
 /// Usage in OpenAI convention: `prompt_tokens` already includes cached tokens. Err names
@@ -936,5 +1079,55 @@ mod tests {
         assert_eq!(marks, [false, true]);
         // An unanswered call is fine; the summary is not an event.
         assert_eq!(s[0].events.len(), 3);
+        assert_eq!(
+            (
+                c[0].request,
+                c[0].tokens_after,
+                c[0].boundary_raw,
+                c[0].summary_raw
+            ),
+            (
+                Some(1),
+                Some(400),
+                Some(RawPos::Index(2)),
+                Some(RawPos::Index(3))
+            )
+        );
+    }
+
+    /// A row's `metadata.condenser_config` is what the run condensed with (v0 names it by
+    /// `type`; a pipeline lists its stages).
+    #[test]
+    fn condenser_config_is_the_rows_recorded_policy() {
+        let row = serde_json::json!({"instance_id": "i1",
+            "metadata": {"condenser_config": {"type": "pipeline", "condensers": [
+                {"type": "observation_masking", "attention_window": 5},
+                {"type": "llm", "max_size": 40, "keep_first": 2, "llm_config": {"model": "m"}}]}},
+            "history": [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}}]});
+        let s = read("o.jsonl", &row.to_string()).expect("reads");
+        let Some(RecordedPolicy {
+            rule: PolicyRule::Openhands(c),
+            ..
+        }) = &s[0].recorded_policy
+        else {
+            panic!("{:?}", s[0].recorded_policy);
+        };
+        assert_eq!(c.kind, "pipeline");
+        assert_eq!(
+            c.stages
+                .iter()
+                .map(|x| (
+                    x.kind.as_str(),
+                    x.attention_window,
+                    x.max_size,
+                    x.keep_first,
+                    x.model.as_deref()
+                ))
+                .collect::<Vec<_>>(),
+            [
+                ("observation_masking", Some(5), None, None, None),
+                ("llm", None, Some(40), Some(2), Some("m"))
+            ]
+        );
     }
 }

@@ -8,11 +8,15 @@
 //! next `user` message, so the reader gives each such action a call id (`<stem>-action-N`)
 //! and answers it with the observation. Without `history`, `trajectory` steps (`thought`,
 //! `action`, `observation`) are used. No timestamps (synthesised, 1 s apart) and no
-//! per-request usage (`info.model_stats` holds per-session totals only, not kept).
+//! per-request usage (`info.model_stats` holds per-session totals only, not kept). The
+//! recorded config's `agent.history_processors` is the session's `recorded_policy`.
 
 use serde_json::{Map, Value};
 
-use super::{util, util::Ctx, Critical, Event, Format, Part, ReadError, Role, Session};
+use super::{
+    util, util::Ctx, Critical, Event, Format, HistoryProcessor, Part, PolicyRule, ReadError,
+    RecordedPolicy, Role, Session,
+};
 
 /// An object with `trajectory`, or with `history` holding role messages.
 pub fn sniff(text: &str) -> bool {
@@ -38,31 +42,79 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     } else {
         from_trajectory(&cx, cx.opt_arr(top, "trajectory", "$")?, &stem)?
     };
+    let agent = agent_config(top);
     Ok(vec![Session {
         id: stem,
         source: file.to_string(),
         format: Format::SweAgent,
         events,
         recorded_compactions: Vec::new(),
-        model: model_name(top),
+        model: model_name(agent.as_ref()),
         synthetic_timestamps: true,
         approval_policies: Vec::new(),
+        recorded_policy: recorded_policy(agent.as_ref()),
     }])
 }
 
-/// `replay_config.agent.model.name` when recorded (the config may be a JSON string).
-fn model_name(top: &Map<String, Value>) -> Option<String> {
+/// `replay_config.agent`, the config the run was made with (the config may be a JSON
+/// string).
+fn agent_config(top: &Map<String, Value>) -> Option<Value> {
     let rc = top.get("replay_config")?;
-    let parsed;
     let rc = match rc {
-        Value::String(s) => {
-            parsed = serde_json::from_str::<Value>(s).ok()?;
-            &parsed
-        }
-        v => v,
+        Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
+        v => v.clone(),
     };
-    let name = rc.get("agent")?.get("model")?.get("name")?.as_str()?;
+    match rc {
+        Value::Object(mut m) => m.remove("agent"),
+        _ => None,
+    }
+}
+
+/// `agent.model.name` when recorded.
+fn model_name(agent: Option<&Value>) -> Option<String> {
+    let name = agent?.get("model")?.get("name")?.as_str()?;
     (!name.is_empty() && name != "replay").then(|| name.to_string())
+}
+
+/// `agent.history_processors` (or the older single `agent.history_processor`) when recorded:
+/// what SWE-agent did to the history before each request (`sweagent/agent/history_processors.py`). `last_n_observations` with the default
+/// `polling` of 1 is modelled (masking window `n`; its `always_remove_output_for_tags` /
+/// `always_keep_output_for_tags` act on tagged observations, which the corpus runs do not
+/// have, and are not modelled); with another polling, or any other processor, it is named and
+/// not modelled.
+fn recorded_policy(agent: Option<&Value>) -> Option<RecordedPolicy> {
+    let agent = agent?;
+    // SWE-agent 1.0 configs hold one `history_processor`; later ones a list.
+    let (key, list) = match (
+        agent.get("history_processors"),
+        agent.get("history_processor"),
+    ) {
+        (Some(Value::Array(a)), _) => ("history_processors", a.as_slice()),
+        (_, Some(one @ Value::Object(_))) => ("history_processor", std::slice::from_ref(one)),
+        _ => return None,
+    };
+    let processors = list
+        .iter()
+        .map(|p| {
+            let name = p.get("type").and_then(Value::as_str).unwrap_or("");
+            let n = p.get("n").and_then(Value::as_u64);
+            let polling = p.get("polling").map_or(Some(1), Value::as_u64);
+            match (name, n, polling) {
+                ("last_n_observations", Some(n), Some(1)) => {
+                    HistoryProcessor::LastNObservations { n }
+                }
+                _ => HistoryProcessor::Other {
+                    name: name.to_string(),
+                    params: p.to_string(),
+                },
+            }
+        })
+        .collect();
+    Some(RecordedPolicy {
+        source: format!("swe-agent replay_config.agent.{key}"),
+        versions: Vec::new(),
+        rule: PolicyRule::SweAgent { processors },
+    })
 }
 
 /// The tool name of a command line: its first word.
@@ -74,14 +126,36 @@ fn command_name(action: &str) -> String {
         .to_string()
 }
 
+/// Reads `history` in order, pairing old-format actions with the observation after them.
+struct History<'c> {
+    cx: &'c Ctx<'c>,
+    stem: &'c str,
+    inv: util::Invocations,
+    calls: std::collections::HashMap<String, String>,
+    had_task: bool,
+    /// Old-format action waiting for its observation: (call id, name).
+    pending: Option<(String, String)>,
+}
+
 fn from_history(cx: &Ctx, history: &[Value], stem: &str) -> Result<Vec<Event>, ReadError> {
-    let mut inv = util::Invocations::new();
+    let mut h = History {
+        cx,
+        stem,
+        inv: util::Invocations::new(),
+        calls: std::collections::HashMap::new(),
+        had_task: false,
+        pending: None,
+    };
     let mut events: Vec<Event> = Vec::with_capacity(history.len());
-    let mut calls: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let mut had_task = false;
-    // Old-format action waiting for its observation: (call id, name).
-    let mut pending: Option<(String, String)> = None;
     for (i, msg) in history.iter().enumerate() {
+        events.push(h.message(i, msg)?);
+    }
+    Ok(events)
+}
+
+impl History<'_> {
+    fn message(&mut self, i: usize, msg: &Value) -> Result<Event, ReadError> {
+        let cx = self.cx;
         let mp = format!("$.history[{i}]");
         let m = cx.obj(msg, &mp)?;
         let role = cx.req_str(m, "role", &mp)?;
@@ -89,125 +163,149 @@ fn from_history(cx: &Ctx, history: &[Value], stem: &str) -> Result<Vec<Event>, R
         let text = util::content_text(m.get("content"));
         let agent = cx.opt_str(m, "agent", &mp)?.unwrap_or("agent").to_string();
         let demo = matches!(m.get("is_demo"), Some(Value::Bool(true)));
-        let ev = match role {
-            "system" => text_event("system", Role::System, inv.current(), t, text),
-            "user" if demo => text_event("demonstration", Role::System, inv.current(), t, text),
-            "user" => match pending.take() {
-                Some((id, name)) => {
-                    let mut e = Event::new(agent.as_str(), Role::User, inv.current(), t);
-                    if util::looks_like_tool_error(&text) {
-                        e.critical.push(Critical::ToolError);
-                    }
-                    e.parts.push(Part::ToolResponse {
-                        id: Some(id),
-                        name,
-                        response: Value::String(text),
-                    });
-                    e
-                }
-                None => {
-                    // The task, or (rarely) a later message that answers no action.
-                    let id = if had_task {
-                        inv.current()
-                    } else {
-                        inv.user_turn()
-                    };
-                    had_task = true;
-                    let mut e = text_event("user", Role::User, id, t, text);
-                    e.critical = match e.parts.first() {
-                        Some(Part::Text { text }) => util::user_text_flags(text),
-                        _ => Vec::new(),
-                    };
-                    e
-                }
-            },
-            "assistant" => {
-                let mut e = Event::new(agent.as_str(), Role::Model, inv.current(), t);
-                e.model_request = true;
-                let tcs = cx.opt_arr(m, "tool_calls", &mp)?;
-                if !tcs.is_empty() {
-                    if !text.is_empty() {
-                        e.parts.push(Part::Text { text });
-                    }
-                    for (j, c) in tcs.iter().enumerate() {
-                        let (id, name, args) =
-                            super::openai_chat::tool_call(cx, c, &format!("{mp}.tool_calls[{j}]"))?;
-                        if let Some(id) = &id {
-                            calls.insert(id.clone(), name.clone());
-                        }
-                        e.parts.push(Part::ToolCall { id, name, args });
-                    }
-                } else if let Some(action) = cx
-                    .opt_str(m, "action", &mp)?
-                    .filter(|a| !a.trim().is_empty())
-                {
-                    let thought = cx
-                        .opt_str(m, "thought", &mp)?
-                        .map(str::to_string)
-                        .unwrap_or(text);
-                    if !thought.is_empty() {
-                        e.parts.push(Part::Text { text: thought });
-                    }
-                    let id = format!("{stem}-action-{i}");
-                    let name = command_name(action);
-                    e.parts.push(Part::ToolCall {
-                        id: Some(id.clone()),
-                        name: name.clone(),
-                        args: serde_json::json!({ "command": action }),
-                    });
-                    pending = Some((id, name));
-                } else if !text.is_empty() {
-                    e.parts.push(Part::Text { text });
-                }
-                e
+        Ok(match role {
+            "system" => text_event("system", Role::System, self.inv.current(), t, text),
+            "user" if demo => {
+                text_event("demonstration", Role::System, self.inv.current(), t, text)
             }
-            "tool" => {
-                let ids: Vec<String> = match m.get("tool_call_ids") {
-                    Some(Value::Array(a)) => a
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect(),
-                    _ => match (cx.opt_str(m, "tool_call_id", &mp)?, &pending) {
-                        (Some(id), _) => vec![id.to_string()],
-                        (None, Some((id, _))) => vec![id.clone()],
-                        (None, None) => Vec::new(),
-                    },
-                };
-                pending = None;
-                let mut e = Event::new(agent.as_str(), Role::Tool, inv.current(), t);
-                if util::looks_like_tool_error(&text) {
-                    e.critical.push(Critical::ToolError);
-                }
-                // A response without its call (ADK reads that; the loaders warn) has no
-                // name, and no id when the message names none.
-                if ids.is_empty() {
-                    e.parts.push(Part::ToolResponse {
-                        id: None,
-                        name: String::new(),
-                        response: Value::String(text.clone()),
-                    });
-                }
-                for id in ids {
-                    let name = calls.get(&id).cloned().unwrap_or_default();
-                    e.parts.push(Part::ToolResponse {
-                        id: Some(id),
-                        name,
-                        response: Value::String(text.clone()),
-                    });
-                }
-                e
-            }
+            "user" => self.user(&agent, t, text),
+            "assistant" => self.assistant(i, m, &mp, &agent, t, text)?,
+            "tool" => self.tool(m, &mp, &agent, t, text)?,
             other => {
                 return Err(cx.err(
                     format!("{mp}.role"),
                     format!("wrong shape: unknown role `{other}`"),
                 ))
             }
-        };
-        events.push(ev);
+        })
     }
-    Ok(events)
+
+    /// A `user` message: the observation of a pending old-format action, else the task (or,
+    /// rarely, a later message that answers no action).
+    fn user(&mut self, agent: &str, t: f64, text: String) -> Event {
+        if let Some((id, name)) = self.pending.take() {
+            let mut e = Event::new(agent, Role::User, self.inv.current(), t);
+            if util::looks_like_tool_error(&text) {
+                e.critical.push(Critical::ToolError);
+            }
+            e.parts.push(Part::ToolResponse {
+                id: Some(id),
+                name,
+                response: Value::String(text),
+            });
+            return e;
+        }
+        let id = if self.had_task {
+            self.inv.current()
+        } else {
+            self.inv.user_turn()
+        };
+        self.had_task = true;
+        let mut e = text_event("user", Role::User, id, t, text);
+        e.critical = match e.parts.first() {
+            Some(Part::Text { text }) => util::user_text_flags(text),
+            _ => Vec::new(),
+        };
+        e
+    }
+
+    /// An `assistant` message: one model request with its function calls, or an old-format
+    /// `action` given a call id of its own.
+    fn assistant(
+        &mut self,
+        i: usize,
+        m: &Map<String, Value>,
+        mp: &str,
+        agent: &str,
+        t: f64,
+        text: String,
+    ) -> Result<Event, ReadError> {
+        let cx = self.cx;
+        let mut e = Event::new(agent, Role::Model, self.inv.current(), t);
+        e.model_request = true;
+        let tcs = cx.opt_arr(m, "tool_calls", mp)?;
+        if !tcs.is_empty() {
+            if !text.is_empty() {
+                e.parts.push(Part::Text { text });
+            }
+            for (j, c) in tcs.iter().enumerate() {
+                let (id, name, args) =
+                    super::openai_chat::tool_call(cx, c, &format!("{mp}.tool_calls[{j}]"))?;
+                if let Some(id) = &id {
+                    self.calls.insert(id.clone(), name.clone());
+                }
+                e.parts.push(Part::ToolCall { id, name, args });
+            }
+        } else if let Some(action) = cx
+            .opt_str(m, "action", mp)?
+            .filter(|a| !a.trim().is_empty())
+        {
+            let thought = cx
+                .opt_str(m, "thought", mp)?
+                .map(str::to_string)
+                .unwrap_or(text);
+            if !thought.is_empty() {
+                e.parts.push(Part::Text { text: thought });
+            }
+            let id = format!("{}-action-{i}", self.stem);
+            let name = command_name(action);
+            e.parts.push(Part::ToolCall {
+                id: Some(id.clone()),
+                name: name.clone(),
+                args: serde_json::json!({ "command": action }),
+            });
+            self.pending = Some((id, name));
+        } else if !text.is_empty() {
+            e.parts.push(Part::Text { text });
+        }
+        Ok(e)
+    }
+
+    /// A `tool` message answering the calls it names (or the pending action).
+    fn tool(
+        &mut self,
+        m: &Map<String, Value>,
+        mp: &str,
+        agent: &str,
+        t: f64,
+        text: String,
+    ) -> Result<Event, ReadError> {
+        let ids: Vec<String> = match m.get("tool_call_ids") {
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            _ => match (self.cx.opt_str(m, "tool_call_id", mp)?, &self.pending) {
+                (Some(id), _) => vec![id.to_string()],
+                (None, Some((id, _))) => vec![id.clone()],
+                (None, None) => Vec::new(),
+            },
+        };
+        self.pending = None;
+        let mut e = Event::new(agent, Role::Tool, self.inv.current(), t);
+        if util::looks_like_tool_error(&text) {
+            e.critical.push(Critical::ToolError);
+        }
+        // A response without its call (ADK reads that; the loaders warn) has no
+        // name, and no id when the message names none.
+        if ids.is_empty() {
+            e.parts.push(Part::ToolResponse {
+                id: None,
+                name: String::new(),
+                response: Value::String(text.clone()),
+            });
+        }
+        for id in ids {
+            let name = self.calls.get(&id).cloned().unwrap_or_default();
+            e.parts.push(Part::ToolResponse {
+                id: Some(id),
+                name,
+                response: Value::String(text.clone()),
+            });
+        }
+        Ok(e)
+    }
 }
 
 fn text_event(author: &str, role: Role, inv: String, t: f64, text: String) -> Event {
@@ -310,6 +408,37 @@ mod tests {
             matches!(&s.events[4].parts[0], Part::ToolResponse { id: Some(i), .. } if i == "x-action-3")
         );
         assert!(s.events.iter().all(|e| e.invocation_id == "inv-1"));
+    }
+
+    /// `history_processors` from the recorded config (here a JSON string, as older
+    /// trajectories write it): `last_n_observations` with the default polling is a window,
+    /// with another polling or any other processor it is named and not modelled.
+    #[test]
+    fn recorded_history_processors_are_the_sessions_policy() {
+        let config = serde_json::json!({"agent": {"model": {"name": "gpt-x"}, "history_processors": [
+            {"type": "last_n_observations", "n": 3},
+            {"type": "last_n_observations", "n": 4, "polling": 2},
+            {"type": "cache_control", "last_n_messages": 2}]}});
+        let traj = serde_json::json!({"history": [{"role": "user", "content": "task"}],
+            "replay_config": config.to_string()});
+        let s = &read("z.traj", &traj.to_string()).unwrap()[0];
+        assert_eq!(s.model.as_deref(), Some("gpt-x"));
+        let p = s.recorded_policy.as_ref().expect("recorded");
+        let PolicyRule::SweAgent { processors } = &p.rule else {
+            panic!("{p:?}");
+        };
+        assert_eq!(processors[0], HistoryProcessor::LastNObservations { n: 3 });
+        assert!(
+            matches!(&processors[1], HistoryProcessor::Other { name, params } if name == "last_n_observations" && params.contains("\"polling\":2"))
+        );
+        assert!(
+            matches!(&processors[2], HistoryProcessor::Other { name, .. } if name == "cache_control")
+        );
+        let none = serde_json::json!({"history": [{"role": "user", "content": "task"}]});
+        assert_eq!(
+            read("n.traj", &none.to_string()).unwrap()[0].recorded_policy,
+            None
+        );
     }
 
     #[test]

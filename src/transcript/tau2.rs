@@ -111,6 +111,7 @@ fn simulation(
         model: model.map(str::to_string),
         synthetic_timestamps: synthetic,
         approval_policies: Vec::new(),
+        recorded_policy: None,
     })
 }
 

@@ -137,6 +137,7 @@ mod with_engine {
             model: Some("claude-sonnet-4-5".into()),
             synthetic_timestamps: false,
             approval_policies: vec![],
+            recorded_policy: None,
         }
     }
 

@@ -4,6 +4,7 @@
 mod common;
 
 mod alternatives;
+mod backtest;
 mod bad_input;
 mod browser;
 mod cost;
@@ -20,6 +21,7 @@ mod policies;
 mod python;
 mod readers;
 mod readers_more;
+mod recorded;
 mod references;
 mod report;
 mod safety;

@@ -176,6 +176,7 @@ fn path_session(pad: usize) -> Session {
         model: Some("claude-sonnet-4-5".into()),
         synthetic_timestamps: false,
         approval_policies: vec![],
+        recorded_policy: None,
     }
 }
 

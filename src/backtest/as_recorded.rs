@@ -1,0 +1,240 @@
+//! The policy a session's framework ran with, read from what its transcript records (issue 37
+//! item 2): SWE-agent `last_n_observations n` → masking window n; an OpenHands
+//! `LLMSummarizingCondenser` → `openhands` (max_size, keep_first); Claude Code's CLI version →
+//! that version's auto-compact rule; Codex's `model_auto_compact_token_limit`. A session that
+//! records nothing is replayed without compaction, and says so.
+
+use crate::policy::claude_code::{ClaudeCode, VersionRule, AUTO_COMPACT_WINDOW};
+use crate::policy::codex::Codex;
+use crate::policy::mask::MaskObservations;
+use crate::policy::openhands::OpenHands;
+use crate::policy::{CompactionPolicy, Ctx};
+use crate::transcript::{HistoryProcessor, PolicyRule, Session};
+
+/// OpenHands `LLMSummarizingCondenser` defaults (openhands-sdk), for a config that leaves
+/// them out.
+const OPENHANDS_MAX_SIZE: u64 = 240;
+const OPENHANDS_KEEP_FIRST: u64 = 2;
+
+/// What the `as recorded` replay runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AsRecorded {
+    /// Claude Code auto-compact at `threshold` prompt tokens.
+    ClaudeCode {
+        threshold: u64,
+        /// The version's rule, `None` when the threshold was fitted.
+        rule: Option<VersionRule>,
+        version: String,
+    },
+    /// SWE-agent `last_n_observations`: observations older than `window` turns masked.
+    Mask { window: u64 },
+    /// OpenHands `LLMSummarizingCondenser`.
+    Openhands { max_size: u64, keep_first: u64 },
+    /// Codex auto-compact at `limit` prompt tokens.
+    Codex { limit: u64 },
+    /// No compaction; `why`: what the transcript records (or that it records nothing).
+    Nothing { why: String },
+}
+
+impl AsRecorded {
+    /// The setting in words, with where it came from.
+    pub fn label(&self) -> String {
+        match self {
+            AsRecorded::ClaudeCode {
+                threshold,
+                rule: Some(r),
+                version,
+            } => format!(
+                "claude-code {version}: auto-compact at {threshold} ({})",
+                r.text()
+            ),
+            AsRecorded::ClaudeCode {
+                threshold, version, ..
+            } => format!("claude-code {version}: auto-compact at {threshold} (fitted)"),
+            AsRecorded::Mask { window } => {
+                format!(
+                    "swe-agent last_n_observations n={window}: mask-observations window={window}"
+                )
+            }
+            AsRecorded::Openhands {
+                max_size,
+                keep_first,
+            } => format!(
+                "openhands LLMSummarizingCondenser max_size={max_size} keep_first={keep_first}"
+            ),
+            AsRecorded::Codex { limit } => format!("codex auto-compact at {limit}"),
+            AsRecorded::Nothing { why } => format!("no compaction ({why})"),
+        }
+    }
+
+    /// The rule object for one replay; `None`: no compaction.
+    pub fn build(&self, ctx: &Ctx<'_>) -> Option<Box<dyn CompactionPolicy>> {
+        Some(match self {
+            AsRecorded::ClaudeCode { threshold, .. } => Box::new(ClaudeCode::at(*threshold)),
+            AsRecorded::Mask { window } => Box::new(MaskObservations::new(ctx, *window)),
+            AsRecorded::Openhands {
+                max_size,
+                keep_first,
+            } => Box::new(OpenHands::new(ctx, *max_size, *keep_first)),
+            AsRecorded::Codex { limit } => Box::new(Codex::at_limit(ctx, *limit)),
+            AsRecorded::Nothing { .. } => return None,
+        })
+    }
+
+    /// The threshold a token-triggered rule fires at (what a fit replaces).
+    pub fn threshold(&self) -> Option<u64> {
+        match self {
+            AsRecorded::ClaudeCode { threshold, .. } => Some(*threshold),
+            AsRecorded::Codex { limit } => Some(*limit),
+            _ => None,
+        }
+    }
+
+    /// The same rule at a fitted threshold, and the setting that threshold implies.
+    pub fn fitted(&self, threshold: u64) -> Option<(AsRecorded, String)> {
+        match self {
+            AsRecorded::ClaudeCode { rule, version, .. } => {
+                let reserve_buffer = rule.map_or(33_000, |r| r.reserve + r.buffer);
+                let effective = AUTO_COMPACT_WINDOW - rule.map_or(20_000, |r| r.reserve);
+                let implied = format!(
+                    "auto-compact window {} (CLAUDE_CODE_AUTO_COMPACT_WINDOW), or \
+                     CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={} on the 200,000 window",
+                    threshold + reserve_buffer,
+                    (threshold * 100).div_ceil(effective.max(1))
+                );
+                let fitted = AsRecorded::ClaudeCode {
+                    threshold,
+                    rule: None,
+                    version: version.clone(),
+                };
+                Some((fitted, implied))
+            }
+            AsRecorded::Codex { .. } => Some((
+                AsRecorded::Codex { limit: threshold },
+                format!("model_auto_compact_token_limit = {threshold}"),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The policy `session`'s framework ran with, as its transcript records it.
+pub fn as_recorded(session: &Session) -> AsRecorded {
+    let Some(p) = &session.recorded_policy else {
+        return AsRecorded::Nothing {
+            why: "the transcript records no compaction setting".into(),
+        };
+    };
+    match &p.rule {
+        PolicyRule::ClaudeCodeAuto => claude_code(session, &p.versions),
+        PolicyRule::SweAgent { processors } => swe_agent(processors),
+        PolicyRule::Openhands(c) => match c.kind.as_str() {
+            "LLMSummarizingCondenser" | "llm" => AsRecorded::Openhands {
+                max_size: c.max_size.unwrap_or(OPENHANDS_MAX_SIZE),
+                keep_first: c.keep_first.unwrap_or(OPENHANDS_KEEP_FIRST),
+            },
+            other => AsRecorded::Nothing {
+                why: format!("OpenHands condenser `{other}` is not modelled"),
+            },
+        },
+        PolicyRule::Codex {
+            auto_compact_token_limit: Some(limit),
+            ..
+        } => AsRecorded::Codex { limit: *limit },
+        PolicyRule::Codex { .. } => AsRecorded::Nothing {
+            why: "the rollout records no model_auto_compact_token_limit".into(),
+        },
+        PolicyRule::Adk {
+            compaction_interval,
+            overlap_size,
+        } => AsRecorded::Nothing {
+            why: format!(
+                "ADK compaction events imply compaction_interval={} overlap_size={}: an ADK \
+                 setting, replayed by the engine (sweep), not by this backtest",
+                opt(*compaction_interval),
+                opt(*overlap_size)
+            ),
+        },
+    }
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "?".to_string(), |x| x.to_string())
+}
+
+/// Claude Code: the rule of the version in force at the first automatic compaction (a resumed
+/// session can change version), else of the last version recorded.
+fn claude_code(session: &Session, versions: &[String]) -> AsRecorded {
+    let at_boundary = session
+        .recorded_compactions
+        .iter()
+        .filter(|c| c.trigger.as_deref() == Some("auto"))
+        .find_map(|c| c.version.clone());
+    let Some(version) = at_boundary.or_else(|| versions.last().cloned()) else {
+        return AsRecorded::Nothing {
+            why: "Claude Code without a recorded version".into(),
+        };
+    };
+    let rule = VersionRule::of(&version, session.model.as_deref(), AUTO_COMPACT_WINDOW);
+    if let Some(r) = rule.filter(|r| auto_compact_off(session, r.threshold())) {
+        return AsRecorded::Nothing {
+            why: format!(
+                "Claude Code {version}: auto-compact off (the context passed {} with no \
+                 automatic compaction)",
+                r.threshold()
+            ),
+        };
+    }
+    match rule {
+        Some(rule) => AsRecorded::ClaudeCode {
+            threshold: rule.threshold(),
+            rule: Some(rule),
+            version,
+        },
+        None => AsRecorded::Nothing {
+            why: format!("Claude Code version `{version}` does not parse"),
+        },
+    }
+}
+
+/// The user turned auto-compact off (`autoCompactEnabled: false`, which the transcript does
+/// not record): no automatic compaction, yet a recorded context reached the threshold.
+fn auto_compact_off(session: &Session, threshold: u64) -> bool {
+    let auto = session
+        .recorded_compactions
+        .iter()
+        .any(|c| c.trigger.as_deref() == Some("auto"));
+    !auto
+        && session
+            .events
+            .iter()
+            .filter_map(|e| e.usage)
+            .any(|u| u.prompt_tokens >= threshold)
+}
+
+/// SWE-agent: `last_n_observations` is modelled; any other processor is named.
+fn swe_agent(processors: &[HistoryProcessor]) -> AsRecorded {
+    let window = processors.iter().find_map(|p| match p {
+        HistoryProcessor::LastNObservations { n } => Some(*n),
+        HistoryProcessor::Other { .. } => None,
+    });
+    match window {
+        Some(window) => AsRecorded::Mask { window },
+        None if processors.is_empty() => AsRecorded::Nothing {
+            why: "SWE-agent config lists no history processor".into(),
+        },
+        None => AsRecorded::Nothing {
+            why: format!(
+                "SWE-agent history processors not modelled: {}",
+                processors
+                    .iter()
+                    .map(|p| match p {
+                        HistoryProcessor::Other { name, .. } => name.as_str(),
+                        HistoryProcessor::LastNObservations { .. } => "last_n_observations",
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+    }
+}

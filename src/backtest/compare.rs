@@ -1,0 +1,376 @@
+//! Recorded compactions beside the replay's: one row per recorded compaction, per-framework
+//! aggregates, per-session prompt-size errors.
+
+use serde::Serialize;
+
+use super::{Backtest, SessionReplay};
+use crate::engine::Replay;
+use crate::stats::percentile_of;
+use crate::transcript::{RecordedCompaction, Session};
+
+/// Requests a predicted compaction may be off by and still match.
+pub const MATCH_REQUESTS: usize = 1;
+
+/// One recorded compaction and the replay's nearest prediction.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactionRow {
+    pub source: String,
+    pub session_id: String,
+    pub framework: String,
+    /// `auto`, `manual` or `unknown`.
+    pub trigger: String,
+    /// The `as recorded` setting it was replayed under.
+    pub rule: String,
+    pub recorded_request: Option<usize>,
+    /// `null` when none fired (and for manual compactions, which are never matched).
+    pub predicted_request: Option<usize>,
+    /// Automatic only: the prediction is within [`MATCH_REQUESTS`] of the record.
+    pub matched: Option<bool>,
+    pub recorded_tokens_before: Option<u64>,
+    pub predicted_tokens_before: Option<u64>,
+    pub recorded_tokens_after: Option<u64>,
+    pub predicted_tokens_after: Option<u64>,
+    /// The recorded summary's tokens (chars / 4 on the provider's scale).
+    pub recorded_summary_tokens: Option<u64>,
+    pub predicted_summary_tokens: Option<u64>,
+    pub recorded_duration_s: Option<f64>,
+    /// When the rule does not explain the session: the threshold fitted from its automatic
+    /// compactions, the setting it implies, and the prediction with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fitted_threshold: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fitted_setting: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_request_with_fit: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched_with_fit: Option<bool>,
+}
+
+/// Per framework.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FrameworkStats {
+    pub sessions: u64,
+    pub auto_recorded: u64,
+    pub auto_matched: u64,
+    pub manual: u64,
+    /// Automatic compactions matched once the threshold is fitted where the rule missed.
+    pub auto_matched_with_fit: u64,
+    /// Median over matched automatic compactions of |predicted − recorded| / recorded tokens
+    /// before, %.
+    pub median_abs_delta_tokens_before_pct: Option<f64>,
+    /// Median predicted / recorded tokens after a matched compaction.
+    pub tokens_after_ratio: Option<f64>,
+    /// Median predicted / recorded duration: `null`, the replay's summarizer has no latency.
+    pub duration_ratio: Option<f64>,
+}
+
+/// Per session: what it was replayed under, on what sizes, and how near the replay's prompt
+/// sizes come to the recorded ones.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionRow {
+    pub source: String,
+    pub session_id: String,
+    pub framework: String,
+    pub as_recorded: String,
+    pub prompt_basis: &'static str,
+    pub prompt_overhead: Option<i64>,
+    pub prompt_scale: Option<f64>,
+    pub prompt_fit_error_p50: Option<f64>,
+    pub recorded_compactions: usize,
+    pub predicted_compactions: usize,
+    /// Requests with a recorded size compared with the free-running replay's.
+    pub requests_compared: usize,
+    pub prompt_error_p50_pct: Option<f64>,
+    pub prompt_error_p95_pct: Option<f64>,
+    /// Prompt tokens summed over the requests as recorded replayed, and without compaction
+    /// (what SWE-agent's `info.model_stats.tokens_sent` is compared with).
+    pub prompt_tokens_total: u64,
+    pub no_compaction_prompt_tokens_total: u64,
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// A compaction the replay made: its request, the context before and after, the summary.
+#[derive(Debug, Clone, Copy)]
+pub struct Predicted {
+    pub request: usize,
+    pub before: u64,
+    pub after: u64,
+    pub summary: u64,
+}
+
+/// The replay's compactions, in order, by request. `anchored`: the replay ran on the recorded
+/// context ([`super::anchored`]) with this fitted overhead; the context before is then the
+/// request's own, and the one after is what the framework rebuilds (overhead and summary).
+pub fn predicted(replay: &Replay, anchored: Option<i64>) -> Vec<Predicted> {
+    replay
+        .compactions
+        .iter()
+        .filter_map(|c| {
+            let k = c.before_event_index?;
+            let q = replay.requests.partition_point(|r| r.event_index < k);
+            let r = replay.requests.get(q)?;
+            let (before, after) = match anchored {
+                Some(o) => (
+                    r.baseline_prompt_tokens,
+                    (o + c.summary_tokens as i64).max(0) as u64,
+                ),
+                None => (
+                    r.measured_prompt_tokens.unwrap_or(r.baseline_prompt_tokens),
+                    r.prompt_tokens,
+                ),
+            };
+            Some(Predicted {
+                request: q,
+                before,
+                after,
+                summary: c.summary_tokens,
+            })
+        })
+        .collect()
+}
+
+/// The overhead [`predicted`] reads for a token-threshold rule (0 without a fit).
+fn anchored_overhead(run: &SessionReplay) -> Option<i64> {
+    run.policy
+        .threshold()
+        .map(|_| run.sized.fit.map_or(0, |f| f.overhead))
+}
+
+/// For each recorded request index, the nearest unused prediction (in record order).
+pub fn pair(recorded: &[Option<usize>], predicted: &[Predicted]) -> Vec<Option<Predicted>> {
+    let mut used = vec![false; predicted.len()];
+    recorded
+        .iter()
+        .map(|r| {
+            let r = (*r)?;
+            let best = (0..predicted.len())
+                .filter(|&i| !used[i])
+                .min_by_key(|&i| predicted[i].request.abs_diff(r))?;
+            used[best] = true;
+            Some(predicted[best])
+        })
+        .collect()
+}
+
+/// The replay's request index of the first request at or after event `at_event`.
+fn recorded_request(replay: &Replay, at_event: usize) -> Option<usize> {
+    let q = replay
+        .requests
+        .partition_point(|r| (r.event_index as usize) < at_event);
+    (q < replay.requests.len()).then_some(q)
+}
+
+fn trigger(c: &RecordedCompaction, session: &Session) -> &'static str {
+    match c.trigger.as_deref() {
+        Some("auto") => "auto",
+        Some("manual") => "manual",
+        // an OpenHands condenser starts every condensation itself
+        _ if session.format == crate::transcript::Format::Openhands => "auto",
+        _ => "unknown",
+    }
+}
+
+/// The record's side of a row.
+fn recorded_row(
+    session: &Session,
+    run: &SessionReplay,
+    free: &Replay,
+    c: &RecordedCompaction,
+) -> CompactionRow {
+    let q = recorded_request(free, c.at_event);
+    // as recorded (after a compaction the replay's arrays hold the fit instead)
+    let rec_at = |q: usize| {
+        let r = free.requests.get(q)?;
+        session.events[r.event_index as usize]
+            .usage
+            .map(|u| u.prompt_tokens)
+            .filter(|&p| p > 0)
+    };
+    let before = c
+        .pre_tokens
+        .or_else(|| q.and_then(|q| q.checked_sub(1)).and_then(rec_at));
+    let scale = run.sized.fit.map_or(1.0, |f| f.scale);
+    let summary = (!c.summary.is_empty())
+        .then(|| (c.summary.chars().count() as f64 / 4.0 * scale).round() as u64);
+    let duration = c.duration_s().map(round3);
+    CompactionRow {
+        source: session.source.clone(),
+        session_id: session.id.clone(),
+        framework: session.format.name().to_string(),
+        trigger: trigger(c, session).to_string(),
+        rule: run.policy.label(),
+        recorded_request: q,
+        predicted_request: None,
+        matched: None,
+        recorded_tokens_before: before,
+        predicted_tokens_before: None,
+        recorded_tokens_after: q.and_then(rec_at),
+        predicted_tokens_after: None,
+        recorded_summary_tokens: summary,
+        predicted_summary_tokens: None,
+        recorded_duration_s: duration,
+        fitted_threshold: None,
+        fitted_setting: None,
+        predicted_request_with_fit: None,
+        matched_with_fit: None,
+    }
+}
+
+/// Fill a row's prediction.
+fn predict(row: &mut CompactionRow, p: Option<Predicted>) {
+    let Some(p) = p else {
+        row.matched = Some(false);
+        return;
+    };
+    row.predicted_request = Some(p.request);
+    row.matched = Some(
+        row.recorded_request
+            .is_some_and(|r| r.abs_diff(p.request) <= MATCH_REQUESTS),
+    );
+    row.predicted_tokens_before = Some(p.before);
+    row.predicted_tokens_after = Some(p.after);
+    row.predicted_summary_tokens = Some(p.summary);
+}
+
+/// Add one session's rows.
+pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
+    let free = &run.replay;
+    let mut rows: Vec<CompactionRow> = session
+        .recorded_compactions
+        .iter()
+        .map(|c| recorded_row(session, run, free, c))
+        .collect();
+    let autos: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].trigger != "manual")
+        .collect();
+    let targets: Vec<Option<usize>> = autos.iter().map(|&i| rows[i].recorded_request).collect();
+    let by_rule = super::threshold_replay(session, run, run.policy.threshold());
+    let anchored = anchored_overhead(run);
+    for (&i, p) in autos
+        .iter()
+        .zip(pair(&targets, &predicted(&by_rule, anchored)))
+    {
+        predict(&mut rows[i], p);
+    }
+    if autos.iter().any(|&i| rows[i].matched != Some(true)) {
+        fit_threshold(session, run, &mut rows, &autos, &targets);
+    }
+    out.sessions.push(session_row(session, run, free));
+    out.compactions.extend(rows);
+}
+
+/// Where the rule missed: the threshold the automatic compactions imply (the smallest context
+/// one fired at), the setting it means, and the match with it.
+fn fit_threshold(
+    session: &Session,
+    run: &SessionReplay,
+    rows: &mut [CompactionRow],
+    autos: &[usize],
+    targets: &[Option<usize>],
+) {
+    let Some(t) = autos
+        .iter()
+        .filter_map(|&i| rows[i].recorded_tokens_before)
+        .min()
+    else {
+        return;
+    };
+    let threshold = t / 1_000 * 1_000;
+    let Some((fitted, implied)) = run.policy.fitted(threshold) else {
+        return;
+    };
+    let with_fit = super::threshold_replay(session, run, fitted.threshold());
+    let anchored = anchored_overhead(run);
+    for (&i, p) in autos
+        .iter()
+        .zip(pair(targets, &predicted(&with_fit, anchored)))
+    {
+        let row = &mut rows[i];
+        row.fitted_threshold = Some(threshold);
+        row.fitted_setting = Some(implied.clone());
+        row.predicted_request_with_fit = p.map(|p| p.request);
+        row.matched_with_fit = Some(p.is_some_and(|p| {
+            row.recorded_request
+                .is_some_and(|r| r.abs_diff(p.request) <= MATCH_REQUESTS)
+        }));
+    }
+}
+
+fn session_row(session: &Session, run: &SessionReplay, free: &Replay) -> SessionRow {
+    let mut errs: Vec<f64> = free
+        .requests
+        .iter()
+        .filter_map(|r| {
+            let ev = &session.events[r.event_index as usize];
+            let rec = ev.usage.map(|u| u.prompt_tokens).filter(|&x| x > 0)?;
+            Some((r.prompt_tokens as f64 - rec as f64).abs() / rec as f64 * 100.0)
+        })
+        .collect();
+    errs.sort_by(f64::total_cmp);
+    let fit = run.sized.fit;
+    SessionRow {
+        source: session.source.clone(),
+        session_id: session.id.clone(),
+        framework: session.format.name().to_string(),
+        as_recorded: run.policy.label(),
+        prompt_basis: run.sized.basis(),
+        prompt_overhead: fit.map(|f| f.overhead),
+        prompt_scale: fit.map(|f| round3(f.scale)),
+        prompt_fit_error_p50: fit.map(|f| round3(f.p50_abs_error_pct)),
+        recorded_compactions: session.recorded_compactions.len(),
+        predicted_compactions: free.compactions.len(),
+        requests_compared: errs.len(),
+        prompt_error_p50_pct: (!errs.is_empty()).then(|| round3(percentile_of(&errs, 0.5))),
+        prompt_error_p95_pct: (!errs.is_empty()).then(|| round3(percentile_of(&errs, 0.95))),
+        prompt_tokens_total: free.requests.iter().map(|r| r.prompt_tokens).sum(),
+        no_compaction_prompt_tokens_total: free
+            .requests
+            .iter()
+            .map(|r| r.baseline_prompt_tokens)
+            .sum(),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| round3(crate::stats::percentile(&v, 0.5)))
+}
+
+/// The per-framework aggregates, from the rows.
+pub fn summarize_frameworks(out: &mut Backtest) {
+    for s in &out.sessions {
+        out.frameworks
+            .entry(s.framework.clone())
+            .or_default()
+            .sessions += 1;
+    }
+    let mut deltas: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>)> = Default::default();
+    for r in &out.compactions {
+        let f = out.frameworks.entry(r.framework.clone()).or_default();
+        if r.trigger == "manual" {
+            f.manual += 1;
+            continue;
+        }
+        f.auto_recorded += 1;
+        f.auto_matched_with_fit += u64::from(r.matched_with_fit.unwrap_or(r.matched == Some(true)));
+        if r.matched != Some(true) {
+            continue;
+        }
+        f.auto_matched += 1;
+        let d = deltas.entry(r.framework.clone()).or_default();
+        if let (Some(p), Some(rec)) = (r.predicted_tokens_before, r.recorded_tokens_before) {
+            d.0.push((p as f64 - rec as f64).abs() / rec.max(1) as f64 * 100.0);
+        }
+        if let (Some(p), Some(rec)) = (r.predicted_tokens_after, r.recorded_tokens_after) {
+            d.1.push(p as f64 / rec.max(1) as f64);
+        }
+    }
+    for (name, (before, after)) in deltas {
+        let f = out.frameworks.entry(name).or_default();
+        f.median_abs_delta_tokens_before_pct = median(before);
+        f.tokens_after_ratio = median(after);
+    }
+}

@@ -1,0 +1,156 @@
+//! The backtest (issue 37 item 4): every compaction a transcript records, beside what the
+//! `as recorded` replay (the policy its framework ran with, [`as_recorded`]) predicts, on the
+//! provider's token scale ([`sizes`]). Automatic compactions are matched (within one request);
+//! manual ones are listed, never matched. Where a framework's rule does not explain a session's
+//! automatic compactions, the threshold is fitted from them and the match shown with it.
+//!
+//! A room after `policy` and `cost`, before `sweep`: it reads transcripts, sizes and policies.
+
+pub mod anchored;
+pub mod as_recorded;
+pub mod compare;
+pub mod sizes;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::engine::summarizer::{Deterministic, Policy};
+use crate::engine::Replay;
+use crate::policy::{driver, At, CompactionPolicy, Ctx, Decision};
+use crate::tokens::fit::PromptFit;
+use crate::tokens::sizes::SessionSizes;
+use crate::transcript::Session;
+pub use as_recorded::{as_recorded, AsRecorded};
+pub use compare::{CompactionRow, FrameworkStats, SessionRow};
+
+/// What `backtest` prints.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Backtest {
+    pub compactions: Vec<CompactionRow>,
+    pub frameworks: BTreeMap<String, FrameworkStats>,
+    pub sessions: Vec<SessionRow>,
+}
+
+/// Chars of the summary the replay writes when the session records none: ~4,000 tokens, the
+/// size of Claude Code's and OpenHands' recorded summaries.
+const DEFAULT_SUMMARY_CHARS: u64 = 16_000;
+
+/// One session's `as recorded` replay on its provider's scale.
+pub struct SessionReplay {
+    pub policy: AsRecorded,
+    pub sized: sizes::ProviderSizes,
+    pub replay: Replay,
+}
+
+/// Replay `session` under `policy` on `sized` with a fixed-size summarizer whose summaries are
+/// as long as the session's recorded ones (median), or [`DEFAULT_SUMMARY_CHARS`].
+pub fn replay_as(session: &Session, sized: &sizes::ProviderSizes, policy: &AsRecorded) -> Replay {
+    run_on(session, sized, |ctx| {
+        policy.build(ctx).unwrap_or_else(|| Box::new(NoCompaction))
+    })
+}
+
+/// Replay `session` on `sized` under the policy `build` makes, with the summarizer of
+/// [`replay_as`].
+fn run_on(
+    session: &Session,
+    sized: &sizes::ProviderSizes,
+    build: impl FnOnce(&Ctx<'_>) -> Box<dyn CompactionPolicy>,
+) -> Replay {
+    let ctx = Ctx {
+        sizes: &sized.sizes,
+        session,
+        window: None,
+    };
+    let summarizer = Deterministic::new(
+        Policy::Fixed(summary_chars(session, sized)),
+        Vec::new(),
+        Vec::<String>::new(),
+    );
+    let mut policy = build(&ctx);
+    driver::replay(&ctx, policy.as_mut(), &summarizer)
+}
+
+/// What a session that records no setting is replayed under.
+struct NoCompaction;
+
+impl CompactionPolicy for NoCompaction {
+    fn decide(&mut self, _ctx: &Ctx<'_>, _at: &At) -> Decision {
+        Decision::Keep
+    }
+}
+
+/// The replay whose compactions are matched with the recorded ones: a token-threshold rule
+/// (`threshold`) one recorded compaction at a time ([`anchored`]); any other rule free-running.
+pub fn threshold_replay<'r>(
+    session: &Session,
+    run: &'r SessionReplay,
+    threshold: Option<u64>,
+) -> Cow<'r, Replay> {
+    let Some(t) = threshold else {
+        return Cow::Borrowed(&run.replay);
+    };
+    let fit = run.sized.fit.unwrap_or(PromptFit {
+        overhead: 0,
+        scale: 1.0,
+        p50_abs_error_pct: 0.0,
+        requests: 0,
+    });
+    let sized = sizes::ProviderSizes {
+        sizes: anchored::anchored_sizes(session, &run.sized.sizes, &fit),
+        fit: run.sized.fit,
+    };
+    Cow::Owned(run_on(session, &sized, |_| {
+        Box::new(anchored::Anchored::new(t))
+    }))
+}
+
+/// Chars that give summaries of the recorded summaries' provider tokens (4 chars a token, as
+/// the fixed summarizer counts).
+fn summary_chars(session: &Session, sized: &sizes::ProviderSizes) -> u64 {
+    let mut lens: Vec<u64> = session
+        .recorded_compactions
+        .iter()
+        .filter(|c| !c.summary.is_empty())
+        .map(|c| c.summary.chars().count() as u64)
+        .collect();
+    if lens.is_empty() {
+        return DEFAULT_SUMMARY_CHARS;
+    }
+    lens.sort_unstable();
+    let chars = lens[lens.len() / 2];
+    // recorded text counted as chars/4 tokens, then on the provider's scale
+    let scale = sized.fit.map_or(1.0, |f| f.scale);
+    ((chars as f64) * scale).round() as u64
+}
+
+/// Replay one session as recorded.
+pub fn session_replay(session: &Session, sizes: &SessionSizes) -> SessionReplay {
+    let policy = as_recorded(session);
+    let sized = sizes::provider_sizes(session, sizes);
+    let replay = replay_as(session, &sized, &policy);
+    SessionReplay {
+        policy,
+        sized,
+        replay,
+    }
+}
+
+/// Backtest `sessions` (with their run-tokenizer sizes, in the same order).
+pub fn backtest(sessions: &[Session], sizes: &[SessionSizes]) -> Backtest {
+    let mut out = Backtest::default();
+    for (session, sz) in sessions.iter().zip(sizes) {
+        if session.recorded_compactions.is_empty() && session.recorded_policy.is_none() {
+            continue;
+        }
+        let run = session_replay(session, sz);
+        compare::add_session(&mut out, session, &run);
+    }
+    compare::summarize_frameworks(&mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,182 @@
+//! Hand-made sessions pinning the provider-scale sizes and the backtest's matching.
+
+use super::*;
+use crate::transcript::{Event, Format, Part, RecordedCompaction, Role, Usage};
+
+/// A user message, then `rounds` × (model request calling a tool, its result): tokens 50 a
+/// message, 500 a result.
+fn session(rounds: usize) -> (Session, Vec<u32>) {
+    let mut events = Vec::new();
+    let mut toks = Vec::new();
+    let mut u = Event::new("user", Role::User, "i1", 0.0);
+    u.parts.push(Part::Text {
+        text: "please look at the logs".into(),
+    });
+    events.push(u);
+    toks.push(50);
+    for i in 0..rounds {
+        let t = 1.0 + i as f64;
+        let mut m = Event::new("agent", Role::Model, "i1", t);
+        m.model_request = true;
+        m.parts.push(Part::ToolCall {
+            id: Some(format!("c{i}")),
+            name: "read".into(),
+            args: serde_json::json!({"file": format!("f{i}")}),
+        });
+        events.push(m);
+        toks.push(50);
+        let mut r = Event::new("agent", Role::User, "i1", t + 0.5);
+        r.parts.push(Part::ToolResponse {
+            id: Some(format!("c{i}")),
+            name: "read".into(),
+            response: serde_json::json!({"out": "x".repeat(40)}),
+        });
+        events.push(r);
+        toks.push(500);
+    }
+    let s = Session {
+        id: "s".into(),
+        source: "s.jsonl".into(),
+        format: Format::ClaudeCode,
+        events,
+        recorded_compactions: Vec::new(),
+        model: None,
+        synthetic_timestamps: false,
+        approval_policies: Vec::new(),
+        recorded_policy: None,
+    };
+    (s, toks)
+}
+
+/// Recorded sizes `1,000 + 1.2 × counted` before a recorded compaction (after it, the small
+/// post-compaction sizes the framework really sent).
+fn recorded(rounds: usize, compacted_from: usize) -> (Session, Vec<u32>, Vec<(u32, u64)>) {
+    let (mut s, toks) = session(rounds);
+    let counted: Vec<(u32, u64)> = {
+        let sizes = SessionSizes::new(&s, Some(&toks));
+        sizes::request_sizes(&s, &sizes)
+            .into_iter()
+            .map(|(k, c, _)| (k, c))
+            .collect()
+    };
+    for (q, &(k, c)) in counted.iter().enumerate() {
+        let e = &mut s.events[k as usize];
+        let post = q >= compacted_from;
+        e.post_compaction_usage = post;
+        e.usage = Some(Usage {
+            prompt_tokens: if post { 2_000 } else { 1_000 + c * 6 / 5 },
+            ..Default::default()
+        });
+    }
+    let at = counted[compacted_from].0 as usize;
+    let mut c = RecordedCompaction::new(at, "claude-code compact_boundary");
+    c.trigger = Some("auto".into());
+    s.recorded_compactions.push(c);
+    (s, toks, counted)
+}
+
+/// Issue 37's test: sizes `1,000 + 1.2 × counted` give overhead 1,000 and scale 1.2, and a
+/// request after the recorded compaction is sized on that scale.
+#[test]
+fn a_request_after_a_recorded_compaction_is_sized_on_the_fitted_scale() {
+    let (s, toks, counted) = recorded(12, 8);
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let p = sizes::provider_sizes(&s, &sizes);
+    let fit = p.fit.expect("fitted");
+    assert_eq!(fit.overhead, 1_000);
+    assert!((fit.scale - 1.2).abs() < 1e-9, "{fit:?}");
+    assert_eq!(fit.requests, 8);
+    for (q, &(k, c)) in counted.iter().enumerate() {
+        let want = 1_000 + c * 6 / 5;
+        assert_eq!(
+            p.sizes.recorded_prompt[k as usize],
+            Some(want),
+            "request {q}"
+        );
+    }
+    // what a policy removes is on the same scale
+    assert_eq!(p.sizes.tokens[2], 600);
+}
+
+/// A session that records too few sizes keeps the run tokenizer's counts, labelled so.
+#[test]
+fn too_few_sizes_keep_the_counts() {
+    let (s, toks, _) = recorded(4, 2);
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let p = sizes::provider_sizes(&s, &sizes);
+    assert!(p.fit.is_none());
+    assert!(p.basis().starts_with("run tokenizer"));
+    assert_eq!(p.sizes.tokens, sizes.tokens);
+}
+
+/// A threshold rule fires at the request whose context reaches it: recorded before the
+/// compaction, the fitted growth after the last recorded size at it; one match.
+#[test]
+fn a_threshold_rule_matches_the_recorded_compaction() {
+    let (mut s, toks, counted) = recorded(12, 8);
+    // the context before request 8 would have been 1,000 + 1.2 × counted
+    let pre = 1_000 + counted[8].1 * 6 / 5;
+    s.recorded_compactions[0].pre_tokens = Some(pre);
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let policy = AsRecorded::Codex { limit: pre };
+    let sized = sizes::provider_sizes(&s, &sizes);
+    let replay = replay_as(&s, &sized, &policy);
+    let run = SessionReplay {
+        policy,
+        sized,
+        replay,
+    };
+    let by_rule = threshold_replay(&s, &run, Some(pre));
+    let got = compare::predicted(&by_rule, Some(1_000));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].request, 8);
+    assert_eq!(got[0].before, pre);
+    let mut out = Backtest::default();
+    compare::add_session(&mut out, &s, &run);
+    compare::summarize_frameworks(&mut out);
+    let f = &out.frameworks["claude-code"];
+    assert_eq!((f.auto_recorded, f.auto_matched), (1, 1));
+    assert_eq!(out.compactions[0].recorded_request, Some(8));
+}
+
+/// SWE-agent `last_n_observations n=5` is replayed as masking window 5: the prompt tokens of a
+/// hand-made trajectory, each observation older than 5 turns a 10-token notice, summed over
+/// its requests (what `info.model_stats.tokens_sent` records), come out within 2 %.
+#[test]
+fn swe_agent_last_n_observations_reproduce_tokens_sent() {
+    use crate::transcript::{HistoryProcessor, PolicyRule, RecordedPolicy};
+    let rounds = 30;
+    let (mut s, toks) = session(rounds);
+    s.format = Format::SweAgent;
+    s.recorded_policy = Some(RecordedPolicy {
+        source: "swe-agent agent.history_processors".into(),
+        versions: Vec::new(),
+        rule: PolicyRule::SweAgent {
+            processors: vec![HistoryProcessor::LastNObservations { n: 5 }],
+        },
+    });
+    // SWE-agent's own sum: request q (0-based) reads the task, q calls and q results, the
+    // results of turns before q - 5 as a 10-token notice.
+    let tokens_sent: u64 = (0..rounds as u64)
+        .map(|q| {
+            let masked = q.saturating_sub(5);
+            50 + q * 50 + masked * 10 + (q - masked) * 500
+        })
+        .sum();
+    assert_eq!(as_recorded(&s), AsRecorded::Mask { window: 5 });
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let run = session_replay(&s, &sizes);
+    let replayed: u64 = run.replay.requests.iter().map(|r| r.prompt_tokens).sum();
+    let err = (replayed as f64 - tokens_sent as f64).abs() / tokens_sent as f64;
+    assert!(err < 0.02, "replayed {replayed}, tokens_sent {tokens_sent}");
+    let none: u64 = run
+        .replay
+        .requests
+        .iter()
+        .map(|r| r.baseline_prompt_tokens)
+        .sum();
+    assert!(
+        none as f64 > 1.5 * tokens_sent as f64,
+        "{none} vs {tokens_sent}"
+    );
+}

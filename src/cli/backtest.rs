@@ -1,0 +1,126 @@
+//! `compaction-sim backtest PATH...`: every compaction the transcripts record, beside what the
+//! `as recorded` replay predicts (the policy the framework ran with, on the provider's token
+//! scale), per framework how many automatic ones it matched (docs/policies.md).
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::backtest::{backtest, Backtest, CompactionRow};
+use crate::tokens::sizes::SessionSizes;
+use crate::tokens::{count_sessions, CacheOpts, Tokenizer};
+
+#[derive(Debug, Args)]
+pub struct BacktestArgs {
+    /// Transcript files or folders (any supported format).
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<String>,
+    /// Token counter the provider-scale fit is made on: o200k, cl100k or adk-chars.
+    #[arg(long, value_name = "T", default_value = "o200k")]
+    pub tokenizer: Tokenizer,
+    /// `{"compactions": [...], "frameworks": {...}, "sessions": [...]}` instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: BacktestArgs) -> Result<u8> {
+    let loaded = crate::transcript::load_paths(&args.paths, None);
+    for e in &loaded.skipped {
+        errln!("skipped: {}", super::term(&e.to_string()));
+    }
+    let mut sessions = loaded.sessions;
+    if sessions.is_empty() {
+        errln!("error: no session read");
+        return Ok(super::EXIT_BAD_INPUT);
+    }
+    sessions.sort_by(|a, b| (&a.source, &a.id).cmp(&(&b.source, &b.id)));
+    let counts = match args.tokenizer {
+        Tokenizer::AdkChars => None,
+        tok => Some(count_sessions(&sessions, tok, &CacheOpts::disabled())?),
+    };
+    let sizes: Vec<SessionSizes> = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| SessionSizes::new(s, counts.as_ref().map(|c| c[i].as_slice())))
+        .collect();
+    let result = backtest(&sessions, &sizes);
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        out!("{}", render(&result));
+    }
+    Ok(super::EXIT_OK)
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |x| x.to_string())
+}
+
+fn row_line(c: &CompactionRow) -> String {
+    let matched = match (c.matched, c.matched_with_fit) {
+        (None, _) => "listed".to_string(),
+        (Some(true), _) => "yes".to_string(),
+        (Some(false), Some(true)) => format!("with fit {}", opt(c.fitted_threshold)),
+        (Some(false), _) => "no".to_string(),
+    };
+    format!(
+        "{:<44} {:<7} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7}  {}",
+        super::term(&short(&c.source)),
+        c.trigger,
+        opt(c.recorded_request),
+        opt(c.predicted_request),
+        opt(c.recorded_tokens_before),
+        opt(c.predicted_tokens_before),
+        opt(c.recorded_tokens_after),
+        opt(c.predicted_tokens_after),
+        matched
+    )
+}
+
+/// The last two path components: enough to find the file.
+fn short(source: &str) -> String {
+    let parts: Vec<&str> = source.rsplit('/').take(2).collect();
+    parts.into_iter().rev().collect::<Vec<_>>().join("/")
+}
+
+/// The table: one line per recorded compaction, then per framework, then per session.
+pub fn render(b: &Backtest) -> String {
+    let mut out = format!(
+        "{:<44} {:<7} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7}  matched\n",
+        "session", "trigger", "req", "pred", "before", "pred", "after", "pred"
+    );
+    for c in &b.compactions {
+        out.push_str(&row_line(c));
+        out.push('\n');
+    }
+    out.push_str(
+        "\nframework      sessions  auto  matched  with-fit  manual  |d before| %  after ratio\n",
+    );
+    for (name, f) in &b.frameworks {
+        out.push_str(&format!(
+            "{:<14} {:>8} {:>5} {:>8} {:>9} {:>7} {:>13} {:>12}\n",
+            name,
+            f.sessions,
+            f.auto_recorded,
+            f.auto_matched,
+            f.auto_matched_with_fit,
+            f.manual,
+            opt(f.median_abs_delta_tokens_before_pct),
+            opt(f.tokens_after_ratio)
+        ));
+    }
+    out.push_str("\nsession                                      as recorded\n");
+    for s in &b.sessions {
+        out.push_str(&format!(
+            "{:<44} {}; sizes: {} (overhead {}, scale {}, fit p50 {} %); prompt error p50 {} % p95 {} %\n",
+            super::term(&short(&s.source)),
+            s.as_recorded,
+            s.prompt_basis,
+            opt(s.prompt_overhead),
+            opt(s.prompt_scale),
+            opt(s.prompt_fit_error_p50),
+            opt(s.prompt_error_p50_pct),
+            opt(s.prompt_error_p95_pct)
+        ));
+    }
+    out
+}
