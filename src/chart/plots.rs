@@ -1043,17 +1043,7 @@ impl Chart for Latency<'_> {
             .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), axis(0.0, ymax))
             .map_err(e)?;
         let plot_w = chart.plotting_area().dim_in_pixel().0;
-        let names: Vec<String> = groups
-            .iter()
-            .map(|g| {
-                fit(
-                    root,
-                    &g.0,
-                    TICK,
-                    (plot_w / n.max(1) as u32).saturating_sub(12),
-                )
-            })
-            .collect();
+        let names = column_labels(root, groups.iter().map(|g| g.0.as_str()), plot_w, TICK, 12);
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -1391,6 +1381,28 @@ impl Chart for Summarizers<'_> {
     }
 }
 
+/// The names under the columns of a bar chart `plot_w` pixels wide, each shortened to its
+/// column at `size` px with `pad` px to spare.
+fn column_labels<'a, DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    names: impl ExactSizeIterator<Item = &'a str>,
+    plot_w: u32,
+    size: f64,
+    pad: u32,
+) -> Vec<String> {
+    let n = names.len();
+    names
+        .map(|name| {
+            fit(
+                root,
+                name,
+                size,
+                (plot_w / n.max(1) as u32).saturating_sub(pad),
+            )
+        })
+        .collect()
+}
+
 type Fmt = fn(f64) -> String;
 /// A figure's low and high bounds, when it is an estimate with bounds.
 type Bounds = fn(&SettingRow) -> Option<(f64, f64)>;
@@ -1473,17 +1485,13 @@ fn draw_summarizer_panel<DB: DrawingBackend>(
         .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), axis(0.0, ymax))
         .map_err(e)?;
     let plot_w = chart.plotting_area().dim_in_pixel().0;
-    let names: Vec<String> = rows
-        .iter()
-        .map(|s| {
-            fit(
-                root,
-                &s.summarizer,
-                TICK - 2.0,
-                (plot_w / n.max(1) as u32).saturating_sub(8),
-            )
-        })
-        .collect();
+    let names = column_labels(
+        root,
+        rows.iter().map(|s| s.summarizer.as_str()),
+        plot_w,
+        TICK - 2.0,
+        8,
+    );
     chart
         .configure_mesh()
         .disable_x_mesh()
