@@ -1,11 +1,10 @@
 //! Charts (plotters), each written as SVG and PNG into the run folder.
 //!
-//! Reads only the run folder's data ([`data::RunData`]); knows nothing of the engine. Text is
+//! Reads only the run folder's data ([`crate::table::folder::RunData`]); knows nothing of the engine. Text is
 //! drawn with DejaVu Sans compiled into the binary (`src/data/fonts/`, Bitstream Vera
 //! licence) and registered as plotters' `sans-serif`, so PNGs look the same on every machine
 //! whatever fonts it has.
 
-pub mod data;
 pub mod plots;
 
 use plotters::coord::Shift;
@@ -13,7 +12,7 @@ use plotters::prelude::*;
 use std::path::Path;
 use std::sync::Once;
 
-pub use data::{DataError, RunData, RunRow, SettingRow, Timeline};
+use crate::table::folder::RunData;
 
 /// Chart size in pixels (PNG) and user units (SVG viewBox).
 pub const WIDTH: u32 = 1200;
@@ -67,22 +66,50 @@ impl ChartOutcome {
 /// A chart drawable on any backend, so SVG and PNG come from the same code.
 pub(crate) trait Chart {
     fn info(&self) -> ChartInfo;
-    /// `Err(reason)` when the data has nothing to draw; checked before any file is written.
-    fn check(&self) -> Result<String, String>;
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+    /// The note under the chart, or why the data has nothing to draw; checked before any
+    /// file is written.
+    fn check(&self) -> Result<String, NothingToDraw>;
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError>;
 }
 
-/// Maps a plotters error to text (the chart code uses `String` errors).
-pub(crate) fn e<E: std::fmt::Display>(err: E) -> String {
-    err.to_string()
+/// Why a chart is skipped: the run's data has nothing for it (the report says so).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NothingToDraw(pub String);
+
+impl From<&str> for NothingToDraw {
+    fn from(reason: &str) -> Self {
+        NothingToDraw(reason.to_string())
+    }
+}
+
+impl From<String> for NothingToDraw {
+    fn from(reason: String) -> Self {
+        NothingToDraw(reason)
+    }
+}
+
+/// A drawing or encoding failure, as plotters or the PNG encoder words it (their error
+/// types are generic over the backend, so the text is what is kept).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DrawError(String);
+
+/// Maps a plotters or encoder error to a [`DrawError`].
+pub(crate) fn e<E: std::fmt::Display>(err: E) -> DrawError {
+    DrawError(err.to_string())
 }
 
 /// Why a chart could not be written. Drawing failures are the chart code's (plotters gives
 /// text); a file that cannot be written is the machine's (exit 3, see [`crate::error`]).
 #[derive(Debug, thiserror::Error)]
 pub enum ChartError {
-    #[error("chart {stem}: cannot draw: {message}")]
-    Draw { stem: &'static str, message: String },
+    #[error("chart {stem}: cannot draw: {source}")]
+    Draw {
+        stem: &'static str,
+        #[source]
+        source: DrawError,
+    },
     #[error(transparent)]
     Write(#[from] crate::atomic::AtomicError),
     /// A signal arrived between two charts.
@@ -132,11 +159,11 @@ fn render<C: Chart>(
     let info = c.info();
     let note = match c.check() {
         Ok(n) => n,
-        Err(reason) => return Ok(ChartOutcome::Skipped { info, reason }),
+        Err(NothingToDraw(reason)) => return Ok(ChartOutcome::Skipped { info, reason }),
     };
-    let draw = |message| ChartError::Draw {
+    let draw = |source| ChartError::Draw {
         stem: info.stem,
-        message,
+        source,
     };
     let svg = render_svg(c).map_err(draw)?;
     let png = render_png(c).map_err(draw)?;
@@ -145,7 +172,7 @@ fn render<C: Chart>(
     Ok(ChartOutcome::Rendered { info, svg, note })
 }
 
-pub(crate) fn render_svg<C: Chart>(c: &C) -> Result<String, String> {
+pub(crate) fn render_svg<C: Chart>(c: &C) -> Result<String, DrawError> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
@@ -158,7 +185,7 @@ pub(crate) fn render_svg<C: Chart>(c: &C) -> Result<String, String> {
 
 /// The chart as PNG bytes, drawn and encoded in memory: the file is then written through the
 /// one atomic writer, so a full disk never leaves half a PNG.
-fn render_png<C: Chart>(c: &C) -> Result<Vec<u8>, String> {
+fn render_png<C: Chart>(c: &C) -> Result<Vec<u8>, DrawError> {
     use image::ImageEncoder;
     let mut rgb = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
     {
@@ -172,126 +199,6 @@ fn render_png<C: Chart>(c: &C) -> Result<Vec<u8>, String> {
         .write_image(&rgb, WIDTH, HEIGHT, image::ColorType::Rgb8)
         .map_err(e)?;
     Ok(png)
-}
-
-/// `$1,234.56`, or 4 significant decimals below a dollar.
-pub fn fmt_usd(v: f64) -> String {
-    let sign = if v < 0.0 { "-" } else { "" };
-    let a = v.abs();
-    if a == 0.0 {
-        return "$0.00".to_string();
-    }
-    if a < 1.0 {
-        return format!("{sign}${a:.4}");
-    }
-    let cents = format!("{a:.2}");
-    let (int, frac) = cents.split_once('.').unwrap_or((&cents, "00"));
-    let mut grouped = String::new();
-    for (i, ch) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(ch);
-    }
-    format!("{sign}${grouped}.{frac}")
-}
-
-/// USD with 4 decimals (`$1.4259`), for runs whose totals are a few dollars: cents would hide
-/// differences between settings, and the sweep's own summary prints 4 decimals too.
-pub fn fmt_usd4(v: f64) -> String {
-    let sign = if v < 0.0 { "-" } else { "" };
-    let text = format!("{:.4}", v.abs());
-    let (int_part, frac) = text.split_once('.').unwrap_or((&text, "0000"));
-    let mut grouped = String::new();
-    for (i, ch) in int_part.chars().enumerate() {
-        if i > 0 && (int_part.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(ch);
-    }
-    format!("{sign}${grouped}.{frac}")
-}
-
-/// Axis ticks in USD: two significant digits below a dollar (`$0.50`, `$0.012`), cents above.
-pub fn fmt_usd_axis(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 {
-        return "$0".to_string();
-    }
-    if a >= 1.0 {
-        return fmt_usd(v);
-    }
-    let decimals = (1 - a.log10().floor() as i32).clamp(2, 8) as usize;
-    let sign = if v < 0.0 { "-" } else { "" };
-    format!("{sign}${a:.decimals$}")
-}
-
-/// The most decimals a dollar amount is printed with: the run folder's tables hold 6
-/// (`sweep::run::FLOAT_DECIMALS`), so two stored amounts that read the same are the same.
-pub const MAX_USD_DECIMALS: usize = 6;
-/// The most decimals a percentage is printed with: a share's 6 stored decimals.
-pub const MAX_PCT_DECIMALS: usize = 4;
-
-/// A 0..1 share as a percentage with one decimal.
-pub fn fmt_pct(v: f64) -> String {
-    fmt_pct_to(v, 1)
-}
-
-/// A 0..1 share as a percentage with `decimals` decimals (tables that must tell close
-/// values apart, see [`decimals_to_tell_apart`]).
-pub fn fmt_pct_to(v: f64, decimals: usize) -> String {
-    format!("{:.decimals$} %", v * 100.0)
-}
-
-/// USD with `decimals` decimals and grouped thousands (`$1,234.5678`).
-pub fn fmt_usd_to(v: f64, decimals: usize) -> String {
-    let sign = if v < 0.0 { "-" } else { "" };
-    let text = format!("{:.decimals$}", v.abs());
-    let (int_part, frac) = text.split_once('.').unwrap_or((&text, ""));
-    let mut grouped = String::new();
-    for (i, ch) in int_part.chars().enumerate() {
-        if i > 0 && (int_part.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(ch);
-    }
-    if frac.is_empty() {
-        format!("{sign}${grouped}")
-    } else {
-        format!("{sign}${grouped}.{frac}")
-    }
-}
-
-/// The fewest decimals from `from` up to `to` at which `fmt` prints every two distinct
-/// `values` differently (`to` when none does): a table whose rows are a trade must not show
-/// two steps of it with the same figure.
-pub fn decimals_to_tell_apart(
-    values: &[f64],
-    from: usize,
-    to: usize,
-    fmt: impl Fn(f64, usize) -> String,
-) -> usize {
-    let mut distinct: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    distinct.sort_by(f64::total_cmp);
-    distinct.dedup();
-    (from..=to)
-        .find(|&dec| {
-            let mut printed: Vec<String> = distinct.iter().map(|&v| fmt(v, dec)).collect();
-            printed.dedup();
-            printed.len() == distinct.len()
-        })
-        .unwrap_or(to)
-}
-
-/// Token counts as `80k` / `1.2M`.
-pub fn fmt_tokens(v: f64) -> String {
-    if v.abs() >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v.abs() >= 1e3 {
-        format!("{:.0}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
 }
 
 /// Shortens `text` with a middle `…` until it fits `max_px` at `size` px in the embedded
@@ -363,7 +270,7 @@ impl LabelPlacer {
         size: f64,
         color: RGBColor,
         bounds: (i32, i32, i32, i32),
-    ) -> Result<bool, String> {
+    ) -> Result<bool, DrawError> {
         let style = TextStyle::from((FONT, size).into_font()).color(&color);
         let (w, h) = root.estimate_text_size(text, &style).map_err(e)?;
         let (w, h) = (w as i32, h as i32);
@@ -388,24 +295,5 @@ impl LabelPlacer {
             }
         }
         Ok(false)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn money_and_share_formats_carry_units() {
-        assert_eq!(fmt_usd(1234.5), "$1,234.50");
-        assert_eq!(fmt_usd(-12.0), "-$12.00");
-        assert_eq!(fmt_usd(0.01234), "$0.0123");
-        assert_eq!(fmt_pct(0.1234), "12.3 %");
-        assert_eq!(fmt_usd_axis(0.5), "$0.50");
-        assert_eq!(fmt_usd_axis(0.0123), "$0.012");
-        assert_eq!(fmt_usd_axis(0.0), "$0");
-        assert_eq!(fmt_usd_axis(2.0), "$2.00");
-        assert_eq!(fmt_tokens(80_000.0), "80k");
-        assert_eq!(fmt_tokens(1_260_000.0), "1.3M");
     }
 }

@@ -1,11 +1,10 @@
 //! The six charts of the report. Each reads [`RunData`] only.
 
-use super::{
-    e, fit, fmt_pct, fmt_pct_to, fmt_tokens, fmt_usd, fmt_usd4, fmt_usd_axis, Chart, ChartInfo,
-    LabelPlacer, FONT, MAX_PCT_DECIMALS,
-};
-use crate::chart::data::{RunData, SettingRow};
-use plotters::coord::types::RangedCoordusize;
+use super::{e, fit, Chart, ChartInfo, DrawError, LabelPlacer, NothingToDraw, FONT};
+use crate::table::folder::{frontier_groups, summarizer_rows, RunData, SettingRow, Timeline};
+use crate::table::format::{fmt_pct, fmt_tokens, fmt_usd_axis, money_format};
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -116,7 +115,7 @@ fn title<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     t: &str,
     sub: &str,
-) -> Result<DrawingArea<DB, Shift>, String> {
+) -> Result<DrawingArea<DB, Shift>, DrawError> {
     let (w, _) = root.dim_in_pixel();
     root.draw(&Text::new(
         fit(root, t, TITLE, w - 40),
@@ -178,7 +177,7 @@ impl Chart for CostVsDetail<'_> {
         }
     }
 
-    fn check(&self) -> Result<String, String> {
+    fn check(&self) -> Result<String, NothingToDraw> {
         let n = self
             .0
             .settings
@@ -191,15 +190,14 @@ impl Chart for CostVsDetail<'_> {
         Ok(format!("{n} settings"))
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let d = self.0;
         let detail = DetailAxis::of(d);
-        let pts: Vec<(&SettingRow, f64, f64)> = d
-            .settings
-            .iter()
-            .filter_map(|s| Some((s, (detail.value)(s)? * 100.0, s.cost_usd()?)))
-            .collect();
-        let sessions = distinct_sessions(d);
+        let pts = detail.points(&d.settings);
+        // The guide's alternatives (docs/alternatives.md): their own marker; on the frontier
+        // line where they win.
+        let alts = detail.points(&d.alternatives);
+        let sessions = d.sessions;
         let area = title(
             root,
             "Cost against detail lost, one point per setting",
@@ -208,13 +206,6 @@ impl Chart for CostVsDetail<'_> {
                 detail.subtitle
             ),
         )?;
-        // The guide's alternatives (docs/alternatives.md): their own marker; on the frontier
-        // line where they win.
-        let alts: Vec<(&SettingRow, f64, f64)> = d
-            .alternatives
-            .iter()
-            .filter_map(|s| Some((s, (detail.value)(s)? * 100.0, s.cost_usd()?)))
-            .collect();
         let (x0, x1) = min_max(pts.iter().chain(&alts).map(|p| p.1)).unwrap_or((0.0, 1.0));
         let (y0, y1) = min_max(pts.iter().chain(&alts).map(|p| p.2)).unwrap_or((0.0, 1.0));
         let (x0, x1) = padded(x0.min(0.0), x1);
@@ -239,22 +230,7 @@ impl Chart for CostVsDetail<'_> {
             .draw()
             .map_err(e)?;
         // Frontier first, so the markers sit on top of it.
-        let mut front: Vec<(f64, f64)> = pts
-            .iter()
-            .chain(&alts)
-            .filter(|p| p.0.pareto && !p.0.never_compacts())
-            .map(|p| (p.1, p.2))
-            .collect();
-        front.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
-        if front.len() > 1 {
-            chart
-                .draw_series(LineSeries::new(front.clone(), FRONT_C.stroke_width(3)))
-                .map_err(e)?
-                .label("Pareto frontier (cheapest for its detail lost)")
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], FRONT_C.stroke_width(3))
-                });
-        }
+        draw_frontier_line(&mut chart, &pts, &alts)?;
         // The detail budget the recommendation was chosen under: the ring is the cheapest
         // point left of this line.
         let budget = d
@@ -278,88 +254,8 @@ impl Chart for CostVsDetail<'_> {
                     PathElement::new(vec![(x, y), (x + 24, y)], RECO_C.mix(0.7).stroke_width(2))
                 });
         }
-        for kind in ["tokens", "invocations", "both"] {
-            let ps: Vec<(f64, f64)> = pts
-                .iter()
-                .filter(|p| p.0.trigger_kind == kind)
-                .map(|p| (p.1, p.2))
-                .collect();
-            if ps.is_empty() {
-                continue;
-            }
-            let c = kind_color(kind);
-            let name = match kind {
-                "tokens" => "trigger: after_tokens",
-                "invocations" => "trigger: after_invocations",
-                _ => "trigger: both",
-            };
-            chart
-                .draw_series(ps.iter().map(|p| Circle::new(*p, 7, c.mix(0.85).filled())))
-                .map_err(e)?
-                .label(name)
-                .legend(move |(x, y)| Circle::new((x + 12, y), 7, c.filled()));
-        }
-        // Other frameworks' policies (docs/policies.md): modelled, one marker per family.
-        for &family in crate::policy::FAMILIES {
-            let ps: Vec<(f64, f64)> = pts
-                .iter()
-                .filter(|p| p.0.policy == family)
-                .map(|p| (p.1, p.2))
-                .collect();
-            if ps.is_empty() {
-                continue;
-            }
-            let (c, cross) = policy_marker(family);
-            let name = format!("policy (modelled): {family}");
-            if cross {
-                chart
-                    .draw_series(ps.iter().map(|p| Cross::new(*p, 8, c.stroke_width(3))))
-                    .map_err(e)?
-                    .label(name)
-                    .legend(move |(x, y)| Cross::new((x + 12, y), 7, c.stroke_width(3)));
-            } else {
-                chart
-                    .draw_series(
-                        ps.iter()
-                            .map(|p| TriangleMarker::new(*p, 9, c.stroke_width(3))),
-                    )
-                    .map_err(e)?
-                    .label(name)
-                    .legend(move |(x, y)| TriangleMarker::new((x + 12, y), 7, c.stroke_width(3)));
-            }
-        }
-        if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
-            chart
-                .draw_series(std::iter::once(TriangleMarker::new(
-                    (b.1, b.2),
-                    11,
-                    BLACK.filled(),
-                )))
-                .map_err(e)?
-                .label("baseline: no compaction")
-                .legend(|(x, y)| TriangleMarker::new((x + 12, y), 8, BLACK.filled()));
-        }
-        if !alts.is_empty() {
-            chart
-                .draw_series(
-                    alts.iter()
-                        .map(|p| Cross::new((p.1, p.2), 8, ALT_C.stroke_width(3))),
-                )
-                .map_err(e)?
-                .label("the guide's alternatives")
-                .legend(|(x, y)| Cross::new((x + 12, y), 6, ALT_C.stroke_width(3)));
-        }
-        if let Some(r) = pts.iter().find(|p| p.0.recommended) {
-            chart
-                .draw_series(std::iter::once(Circle::new(
-                    (r.1, r.2),
-                    14,
-                    RECO_C.stroke_width(4),
-                )))
-                .map_err(e)?
-                .label("recommended")
-                .legend(|(x, y)| Circle::new((x + 12, y), 8, RECO_C.stroke_width(3)));
-        }
+        draw_setting_markers(&mut chart, &pts)?;
+        draw_marks(&mut chart, &pts, &alts)?;
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
@@ -380,44 +276,7 @@ impl Chart for CostVsDetail<'_> {
             let r = if p.0.recommended { 14 } else { 9 };
             placer.reserve((x - r, y - r, x + r, y + r));
         }
-        let mut labels: Vec<(String, (f64, f64), RGBColor)> = Vec::new();
-        if let Some(r) = pts.iter().find(|p| p.0.recommended) {
-            labels.push((format!("recommended: {}", r.0.short()), (r.1, r.2), RECO_C));
-        }
-        let fr = frontier_groups(d);
-        // Labelled: the alternatives without compaction (combinations are marked, not named),
-        // those on the frontier first (with their number), as labels that find no room are
-        // left out.
-        let mut off_frontier = Vec::new();
-        for a in alts.iter().filter(|a| a.0.is_baseline()) {
-            let at = (a.1, a.2);
-            match fr
-                .iter()
-                .position(|g| g.iter().any(|x| std::ptr::eq(*x, a.0)))
-            {
-                Some(i) => labels.push((format!("F{} {}", i + 1, a.0.alternative), at, ALT_C)),
-                None => off_frontier.push((a.0.alternative.clone(), at, ALT_C)),
-            }
-        }
-        if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
-            labels.push(("baseline".to_string(), (b.1, b.2), BLACK));
-        }
-        labels.extend(off_frontier);
-        // At most ~15 frontier labels, evenly spread (F1 and the last always), so a long
-        // frontier stays readable; the report's table lists every one.
-        let step = fr.len().div_ceil(15).max(1);
-        for (i, g) in fr.iter().enumerate() {
-            if !(i.is_multiple_of(step) || i + 1 == fr.len()) {
-                continue;
-            }
-            let f = g[0];
-            if !g.iter().any(|x| x.recommended || x.is_baseline()) {
-                if let (Some(x), Some(y)) = ((detail.value)(f), f.cost_usd()) {
-                    labels.push((format!("F{}", i + 1), (x * 100.0, y), FRONT_C));
-                }
-            }
-        }
-        for (text, at, color) in labels {
+        for (text, at, color) in point_labels(d, &detail, &pts, &alts) {
             let px = chart.backend_coord(&at);
             placer.place(root, &text, px, TICK, color, bounds)?;
         }
@@ -425,57 +284,188 @@ impl Chart for CostVsDetail<'_> {
     }
 }
 
-fn distinct_sessions(d: &RunData) -> usize {
-    d.sessions
+/// A setting drawn at (detail lost in %, cost in USD).
+type Point<'a> = (&'a SettingRow, f64, f64);
+
+/// A chart with both axes in plain numbers.
+type XyChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+impl DetailAxis {
+    /// The rows that have both a cost and this axis's detail figure, as points.
+    fn points<'a>(&self, rows: &'a [SettingRow]) -> Vec<Point<'a>> {
+        rows.iter()
+            .filter_map(|s| Some((s, (self.value)(s)? * 100.0, s.cost_usd()?)))
+            .collect()
+    }
 }
 
-/// Frontier settings, cheapest first (the report numbers them F1, F2, ...), the guide's
-/// alternatives among them where they win. Settings that never compacted are left out: they
-/// tie with the baseline (or an alternative with its alternative alone) on both axes and
-/// would only repeat its row (see [`idle_frontier`]).
-pub fn frontier(d: &RunData) -> Vec<&SettingRow> {
-    let mut f: Vec<&SettingRow> = d
-        .settings
+/// The Pareto frontier through the settings and the alternatives where they win.
+fn draw_frontier_line<DB: DrawingBackend>(
+    chart: &mut XyChart<DB>,
+    pts: &[Point],
+    alts: &[Point],
+) -> Result<(), DrawError> {
+    let mut front: Vec<(f64, f64)> = pts
         .iter()
-        .chain(&d.alternatives)
-        .filter(|s| s.pareto && !s.never_compacts())
+        .chain(alts)
+        .filter(|p| p.0.pareto && !p.0.never_compacts())
+        .map(|p| (p.1, p.2))
         .collect();
-    f.sort_by(|a, b| {
-        a.cost_usd()
-            .unwrap_or(f64::MAX)
-            .total_cmp(&b.cost_usd().unwrap_or(f64::MAX))
-            .then(a.setting_id.cmp(&b.setting_id))
-    });
-    f
+    front.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    if front.len() > 1 {
+        chart
+            .draw_series(LineSeries::new(front.clone(), FRONT_C.stroke_width(3)))
+            .map_err(e)?
+            .label("Pareto frontier (cheapest for its detail lost)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], FRONT_C.stroke_width(3)));
+    }
+    Ok(())
 }
 
-/// The frontier as the report numbers it (F1 = the first group): neighbours that lose the
-/// same detail at the tables' full precision ([`MAX_PCT_DECIMALS`]: a share's stored
-/// decimals) are one row of the table ("A or B") and one label of the chart, never two steps
-/// of a trade that buys nothing. On a frontier of stored figures such neighbours also cost
-/// the same; only hand-edited figures finer than the stored precision differ in cost.
-pub fn frontier_groups(d: &RunData) -> Vec<Vec<&SettingRow>> {
-    let key = |s: &SettingRow| {
-        s.broken_references()
-            .or_else(|| s.detail_lost())
-            .map(|x| fmt_pct_to(x, MAX_PCT_DECIMALS))
-    };
-    let mut groups: Vec<Vec<&SettingRow>> = Vec::new();
-    for s in frontier(d) {
-        match groups.last_mut() {
-            Some(g) if key(g[0]) == key(s) => g.push(s),
-            _ => groups.push(vec![s]),
+/// One marker series per trigger kind, then one per other framework's policy family.
+fn draw_setting_markers<DB: DrawingBackend>(
+    chart: &mut XyChart<DB>,
+    pts: &[Point],
+) -> Result<(), DrawError> {
+    for kind in ["tokens", "invocations", "both"] {
+        let ps: Vec<(f64, f64)> = pts
+            .iter()
+            .filter(|p| p.0.trigger_kind == kind)
+            .map(|p| (p.1, p.2))
+            .collect();
+        if ps.is_empty() {
+            continue;
+        }
+        let c = kind_color(kind);
+        let name = match kind {
+            "tokens" => "trigger: after_tokens",
+            "invocations" => "trigger: after_invocations",
+            _ => "trigger: both",
+        };
+        chart
+            .draw_series(ps.iter().map(|p| Circle::new(*p, 7, c.mix(0.85).filled())))
+            .map_err(e)?
+            .label(name)
+            .legend(move |(x, y)| Circle::new((x + 12, y), 7, c.filled()));
+    }
+    // Other frameworks' policies (docs/policies.md): modelled, one marker per family.
+    for &family in crate::policy::FAMILIES {
+        let ps: Vec<(f64, f64)> = pts
+            .iter()
+            .filter(|p| p.0.policy == family)
+            .map(|p| (p.1, p.2))
+            .collect();
+        if ps.is_empty() {
+            continue;
+        }
+        let (c, cross) = policy_marker(family);
+        let name = format!("policy (modelled): {family}");
+        if cross {
+            chart
+                .draw_series(ps.iter().map(|p| Cross::new(*p, 8, c.stroke_width(3))))
+                .map_err(e)?
+                .label(name)
+                .legend(move |(x, y)| Cross::new((x + 12, y), 7, c.stroke_width(3)));
+        } else {
+            chart
+                .draw_series(
+                    ps.iter()
+                        .map(|p| TriangleMarker::new(*p, 9, c.stroke_width(3))),
+                )
+                .map_err(e)?
+                .label(name)
+                .legend(move |(x, y)| TriangleMarker::new((x + 12, y), 7, c.stroke_width(3)));
         }
     }
-    groups
+    Ok(())
 }
 
-/// Frontier settings whose trigger no session reached: the same as no compaction.
-pub fn idle_frontier(d: &RunData) -> Vec<&SettingRow> {
-    d.settings
-        .iter()
-        .filter(|s| s.pareto && s.never_compacts())
-        .collect()
+/// The baseline's triangle, the alternatives' crosses and the recommendation's ring.
+fn draw_marks<DB: DrawingBackend>(
+    chart: &mut XyChart<DB>,
+    pts: &[Point],
+    alts: &[Point],
+) -> Result<(), DrawError> {
+    if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
+        chart
+            .draw_series(std::iter::once(TriangleMarker::new(
+                (b.1, b.2),
+                11,
+                BLACK.filled(),
+            )))
+            .map_err(e)?
+            .label("baseline: no compaction")
+            .legend(|(x, y)| TriangleMarker::new((x + 12, y), 8, BLACK.filled()));
+    }
+    if !alts.is_empty() {
+        chart
+            .draw_series(
+                alts.iter()
+                    .map(|p| Cross::new((p.1, p.2), 8, ALT_C.stroke_width(3))),
+            )
+            .map_err(e)?
+            .label("the guide's alternatives")
+            .legend(|(x, y)| Cross::new((x + 12, y), 6, ALT_C.stroke_width(3)));
+    }
+    if let Some(r) = pts.iter().find(|p| p.0.recommended) {
+        chart
+            .draw_series(std::iter::once(Circle::new(
+                (r.1, r.2),
+                14,
+                RECO_C.stroke_width(4),
+            )))
+            .map_err(e)?
+            .label("recommended")
+            .legend(|(x, y)| Circle::new((x + 12, y), 8, RECO_C.stroke_width(3)));
+    }
+    Ok(())
+}
+
+/// The point labels in the order they are placed (a label that finds no room is left out):
+/// recommended, the alternatives without compaction on the frontier (with their number), the
+/// baseline, the other alternatives without compaction, then frontier numbers.
+fn point_labels(
+    d: &RunData,
+    detail: &DetailAxis,
+    pts: &[Point],
+    alts: &[Point],
+) -> Vec<(String, (f64, f64), RGBColor)> {
+    let mut labels: Vec<(String, (f64, f64), RGBColor)> = Vec::new();
+    if let Some(r) = pts.iter().find(|p| p.0.recommended) {
+        labels.push((format!("recommended: {}", r.0.short()), (r.1, r.2), RECO_C));
+    }
+    let fr = frontier_groups(d);
+    // Combinations are marked, not named.
+    let mut off_frontier = Vec::new();
+    for a in alts.iter().filter(|a| a.0.is_baseline()) {
+        let at = (a.1, a.2);
+        match fr
+            .iter()
+            .position(|g| g.iter().any(|x| std::ptr::eq(*x, a.0)))
+        {
+            Some(i) => labels.push((format!("F{} {}", i + 1, a.0.alternative), at, ALT_C)),
+            None => off_frontier.push((a.0.alternative.clone(), at, ALT_C)),
+        }
+    }
+    if let Some(b) = pts.iter().find(|p| p.0.is_baseline()) {
+        labels.push(("baseline".to_string(), (b.1, b.2), BLACK));
+    }
+    labels.extend(off_frontier);
+    // At most ~15 frontier labels, evenly spread (F1 and the last always), so a long
+    // frontier stays readable; the report's table lists every one.
+    let step = fr.len().div_ceil(15).max(1);
+    for (i, g) in fr.iter().enumerate() {
+        if !(i.is_multiple_of(step) || i + 1 == fr.len()) {
+            continue;
+        }
+        let f = g[0];
+        if !g.iter().any(|x| x.recommended || x.is_baseline()) {
+            if let (Some(x), Some(y)) = ((detail.value)(f), f.cost_usd()) {
+                labels.push((format!("F{}", i + 1), (x * 100.0, y), FRONT_C));
+            }
+        }
+    }
+    labels
 }
 
 // ---------------------------------------------------------------------------------------
@@ -506,11 +496,7 @@ impl<'a> Heatmap<'a> {
                 _ => s.cost_saved_usd(),
             },
             // The report's precision: 4 decimals unless the no-compaction cost is $100+.
-            fmt: if d.baseline().and_then(|b| b.cost_usd()).unwrap_or(0.0) >= 100.0 {
-                fmt_usd
-            } else {
-                fmt_usd4
-            },
+            fmt: money_format(d.baseline().and_then(|b| b.cost_usd()).unwrap_or(0.0)),
             diverging: true,
             unit: "net saved (USD, all sessions)",
         }
@@ -606,7 +592,7 @@ impl Chart for Heatmap<'_> {
         }
     }
 
-    fn check(&self) -> Result<String, String> {
+    fn check(&self) -> Result<String, NothingToDraw> {
         let (xs, ys, cells) = self.cells();
         if cells.is_empty() {
             return Err(
@@ -621,7 +607,7 @@ impl Chart for Heatmap<'_> {
         ))
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let (xs, ys, cells) = self.cells();
         let area = title(
             root,
@@ -666,22 +652,10 @@ impl Chart for Heatmap<'_> {
             .draw()
             .map_err(e)?;
         let (lo, hi) = min_max(cells.iter().map(|c| c.2)).unwrap_or((0.0, 1.0));
-        let color = |v: f64| -> RGBColor {
-            if self.diverging {
-                let m = lo.abs().max(hi.abs()).max(1e-12);
-                if v >= 0.0 {
-                    lerp(RGBColor(247, 247, 247), RGBColor(26, 152, 80), v / m)
-                } else {
-                    lerp(RGBColor(247, 247, 247), RGBColor(215, 48, 39), -v / m)
-                }
-            } else {
-                let span = (hi - lo).max(1e-12);
-                lerp(
-                    RGBColor(242, 240, 247),
-                    RGBColor(84, 39, 143),
-                    (v - lo) / span,
-                )
-            }
+        let scale = Scale {
+            lo,
+            hi,
+            diverging: self.diverging,
         };
         chart
             .draw_series(cells.iter().map(|&(i, j, v)| {
@@ -690,22 +664,72 @@ impl Chart for Heatmap<'_> {
                         (SegmentValue::Exact(i), SegmentValue::Exact(j)),
                         (SegmentValue::Exact(i + 1), SegmentValue::Exact(j + 1)),
                     ],
-                    color(v).filled(),
+                    scale.color(v).filled(),
                 )
             }))
             .map_err(e)?;
-        // Cell values, when the cell is wide enough for them.
+        self.draw_values(root, &mut chart, &scale, (&xs[..], &ys[..]), &cells)?;
+        self.draw_key(&legend.margin(10, 70, 30, 10), &scale)
+    }
+}
+
+/// A grid of cells indexed by column and row.
+type GridChart<'a, DB> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<SegmentedCoord<RangedCoordusize>, SegmentedCoord<RangedCoordusize>>,
+>;
+
+/// A heatmap's colours: from the lowest to the highest value, or (diverging) red below zero
+/// and green above it.
+struct Scale {
+    lo: f64,
+    hi: f64,
+    diverging: bool,
+}
+
+impl Scale {
+    fn color(&self, v: f64) -> RGBColor {
+        let (lo, hi) = (self.lo, self.hi);
+        if self.diverging {
+            let m = lo.abs().max(hi.abs()).max(1e-12);
+            if v >= 0.0 {
+                lerp(RGBColor(247, 247, 247), RGBColor(26, 152, 80), v / m)
+            } else {
+                lerp(RGBColor(247, 247, 247), RGBColor(215, 48, 39), -v / m)
+            }
+        } else {
+            let span = (hi - lo).max(1e-12);
+            lerp(
+                RGBColor(242, 240, 247),
+                RGBColor(84, 39, 143),
+                (v - lo) / span,
+            )
+        }
+    }
+}
+
+impl Heatmap<'_> {
+    /// Cell values, when the cell is wide enough for them.
+    fn draw_values<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        chart: &mut GridChart<DB>,
+        scale: &Scale,
+        (xs, ys): (&[u64], &[u64]),
+        cells: &[Cell],
+    ) -> Result<(), DrawError> {
         let cell_w = chart.plotting_area().dim_in_pixel().0 / xs.len().max(1) as u32;
         let cell_h = chart.plotting_area().dim_in_pixel().1 / ys.len().max(1) as u32;
         let size = (cell_h as f64 * 0.35).clamp(11.0, TICK);
-        let idle = self.idle_cells(&xs, &ys);
-        for &(i, j, v) in &cells {
+        let idle = self.idle_cells(xs, ys);
+        for &(i, j, v) in cells {
             let text = if idle.contains(&(i, j)) {
                 "—".to_string()
             } else {
                 (self.fmt)(v)
             };
-            let c = color(v);
+            let c = scale.color(v);
             let dark = (c.0 as u32 + c.1 as u32 + c.2 as u32) < 380;
             let style = font(size)
                 .color(if dark { &WHITE } else { &BLACK })
@@ -724,9 +748,17 @@ impl Chart for Heatmap<'_> {
                     .map_err(e)?;
             }
         }
-        // Colour key.
-        let legend = legend.margin(10, 70, 30, 10);
-        let (lw, lh) = legend.dim_in_pixel();
+        Ok(())
+    }
+
+    /// The colour key beside the grid, with its end values (and break-even when diverging).
+    fn draw_key<DB: DrawingBackend>(
+        &self,
+        legend: &DrawingArea<DB, Shift>,
+        scale: &Scale,
+    ) -> Result<(), DrawError> {
+        let (lo, hi) = (scale.lo, scale.hi);
+        let (_, lh) = legend.dim_in_pixel();
         let steps = 40;
         for k in 0..steps {
             let t = k as f64 / (steps - 1) as f64;
@@ -734,10 +766,12 @@ impl Chart for Heatmap<'_> {
             let y0 = (lh as f64 * k as f64 / steps as f64) as i32;
             let y1 = (lh as f64 * (k + 1) as f64 / steps as f64) as i32 + 1;
             legend
-                .draw(&Rectangle::new([(0, y0), (30, y1)], color(v).filled()))
+                .draw(&Rectangle::new(
+                    [(0, y0), (30, y1)],
+                    scale.color(v).filled(),
+                ))
                 .map_err(e)?;
         }
-        let _ = lw;
         legend
             .draw(&Text::new((self.fmt)(hi), (36, 0), font(TICK)))
             .map_err(e)?;
@@ -799,7 +833,7 @@ impl Chart for InvocationsOverlap<'_> {
         }
     }
 
-    fn check(&self) -> Result<String, String> {
+    fn check(&self) -> Result<String, NothingToDraw> {
         let n = self.rows().len();
         if n == 0 {
             return Err(
@@ -809,7 +843,7 @@ impl Chart for InvocationsOverlap<'_> {
         Ok(format!("{n} settings; {}", context(self.0)))
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let rows = self.rows();
         let area = title(
             root,
@@ -826,7 +860,6 @@ impl Chart for InvocationsOverlap<'_> {
         )
         .unwrap_or((1.0, 2.0));
         let (ix0, ix1) = padded(ix0, ix1);
-        type Getter = fn(&SettingRow) -> Option<f64>;
         // The right panel is the run's detail axis (as the first chart's).
         let detail: (&str, Getter, bool) = if rows.iter().any(|s| s.broken_references().is_some()) {
             (
@@ -849,72 +882,85 @@ impl Chart for InvocationsOverlap<'_> {
             ),
             detail,
         ];
-        for (panel, (desc, get, pct)) in panels.iter().zip(metrics) {
-            let (y0, y1) = min_max(rows.iter().filter_map(|s| get(s))).unwrap_or((0.0, 1.0));
-            let (_, y1) = padded(y0.min(0.0), y1);
-            let mut chart = ChartBuilder::on(panel)
-                .margin(10)
-                .x_label_area_size(60)
-                .y_label_area_size(80)
-                .build_cartesian_2d(axis(ix0, ix1), axis(0.0, y1))
-                .map_err(e)?;
-            chart
-                .configure_mesh()
-                .x_desc("after_invocations (user turns)")
-                .y_desc(desc)
-                .axis_desc_style(font(NOTE + 1.0))
-                .label_style(font(TICK))
-                .x_labels(6)
-                .y_labels(6)
-                .x_label_formatter(&|v| format!("{v:.0}"))
-                .y_label_formatter(&move |v| {
-                    if pct {
-                        format!("{v:.0} %")
-                    } else {
-                        format!("{v:.0}")
-                    }
-                })
-                .light_line_style(LIGHT.mix(0.5))
-                .draw()
-                .map_err(e)?;
-            for (k, o) in overlaps.iter().enumerate() {
-                let c = PALETTE[k % PALETTE.len()];
-                let mut pts: Vec<(f64, f64)> = rows
-                    .iter()
-                    .filter(|s| s.overlap == Some(*o))
-                    .filter_map(|s| Some((s.after_invocations? as f64, get(s)?)))
-                    .collect();
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                chart
-                    // Earlier overlaps are drawn wider and with bigger dots, so lines that
-                    // coincide still show every overlap.
-                    .draw_series(LineSeries::new(
-                        pts.clone(),
-                        c.stroke_width(7u32.saturating_sub(2 * k as u32).max(2)),
-                    ))
-                    .map_err(e)?
-                    .label(format!("overlap = {o}"))
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
-                    });
-                chart
-                    .draw_series(
-                        pts.iter()
-                            .map(|p| Circle::new(*p, (10 - 2 * k as i32).max(3), c.filled())),
-                    )
-                    .map_err(e)?;
-            }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.9))
-                .border_style(GREY)
-                .label_font(font(TICK))
-                .draw()
-                .map_err(e)?;
+        for (panel, metric) in panels.iter().zip(metrics) {
+            draw_overlap_panel(panel, &rows, &overlaps, (ix0, ix1), metric)?;
         }
         Ok(())
     }
+}
+
+/// A figure of a setting, if it has it.
+type Getter = fn(&SettingRow) -> Option<f64>;
+
+/// One panel of the turn-triggered chart: `metric` (axis title, figure, whether a
+/// percentage) against after_invocations, one line per overlap.
+fn draw_overlap_panel<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    rows: &[&SettingRow],
+    overlaps: &[u64],
+    (ix0, ix1): (f64, f64),
+    (desc, get, pct): (&str, Getter, bool),
+) -> Result<(), DrawError> {
+    let (y0, y1) = min_max(rows.iter().filter_map(|s| get(s))).unwrap_or((0.0, 1.0));
+    let (_, y1) = padded(y0.min(0.0), y1);
+    let mut chart = ChartBuilder::on(panel)
+        .margin(10)
+        .x_label_area_size(60)
+        .y_label_area_size(80)
+        .build_cartesian_2d(axis(ix0, ix1), axis(0.0, y1))
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("after_invocations (user turns)")
+        .y_desc(desc)
+        .axis_desc_style(font(NOTE + 1.0))
+        .label_style(font(TICK))
+        .x_labels(6)
+        .y_labels(6)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&move |v| {
+            if pct {
+                format!("{v:.0} %")
+            } else {
+                format!("{v:.0}")
+            }
+        })
+        .light_line_style(LIGHT.mix(0.5))
+        .draw()
+        .map_err(e)?;
+    for (k, o) in overlaps.iter().enumerate() {
+        let c = PALETTE[k % PALETTE.len()];
+        let mut pts: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|s| s.overlap == Some(*o))
+            .filter_map(|s| Some((s.after_invocations? as f64, get(s)?)))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            // Earlier overlaps are drawn wider and with bigger dots, so lines that
+            // coincide still show every overlap.
+            .draw_series(LineSeries::new(
+                pts.clone(),
+                c.stroke_width(7u32.saturating_sub(2 * k as u32).max(2)),
+            ))
+            .map_err(e)?
+            .label(format!("overlap = {o}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        chart
+            .draw_series(
+                pts.iter()
+                    .map(|p| Circle::new(*p, (10 - 2 * k as i32).max(3), c.filled())),
+            )
+            .map_err(e)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(GREY)
+        .label_font(font(TICK))
+        .draw()
+        .map_err(e)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -966,7 +1012,7 @@ impl Chart for Latency<'_> {
         }
     }
 
-    fn check(&self) -> Result<String, String> {
+    fn check(&self) -> Result<String, NothingToDraw> {
         let g = self.groups();
         if g.is_empty() {
             return Err(
@@ -977,7 +1023,7 @@ impl Chart for Latency<'_> {
         Ok(format!("{} groups", g.len()))
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let groups = self.groups();
         let area = title(
             root,
@@ -997,17 +1043,7 @@ impl Chart for Latency<'_> {
             .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), axis(0.0, ymax))
             .map_err(e)?;
         let plot_w = chart.plotting_area().dim_in_pixel().0;
-        let names: Vec<String> = groups
-            .iter()
-            .map(|g| {
-                fit(
-                    root,
-                    &g.0,
-                    TICK,
-                    (plot_w / n.max(1) as u32).saturating_sub(12),
-                )
-            })
-            .collect();
+        let names = column_labels(root, groups.iter().map(|g| g.0.as_str()), plot_w, TICK, 12);
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -1067,7 +1103,7 @@ fn draw_box<DB: DrawingBackend>(
     i: usize,
     q: (f64, f64, f64, f64, f64),
     c: RGBColor,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     let (p5, p25, p50, p75, p95) = q;
     // Box a third of the category wide: from 1/3 to 2/3 of segment i, in pixel offsets.
     let left = chart.backend_coord(&(SegmentValue::Exact(i), p50)).0;
@@ -1141,7 +1177,7 @@ impl Chart for Timelines<'_> {
         }
     }
 
-    fn check(&self) -> Result<String, String> {
+    fn check(&self) -> Result<String, NothingToDraw> {
         let n = self
             .0
             .timelines
@@ -1159,7 +1195,7 @@ impl Chart for Timelines<'_> {
         Ok(format!("{} sessions", n.min(3)))
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let mut tls: Vec<_> = self
             .0
             .timelines
@@ -1187,150 +1223,125 @@ impl Chart for Timelines<'_> {
         )?;
         let panels = area.split_evenly((tls.len(), 1));
         for (k, (panel, t)) in panels.iter().zip(&tls).enumerate() {
-            let last = k + 1 == tls.len();
-            let ymax = t
-                .baseline
-                .iter()
-                .chain(&t.compacted)
-                .fold(0.0f64, |a, b| a.max(*b))
-                * 1.1;
-            let n = t.baseline.len();
-            let mut chart = ChartBuilder::on(panel)
-                .margin(6)
-                .caption(
-                    format!(
-                        "session {}: {} model requests, {} {}",
-                        display_id(&t.session_id),
-                        t.baseline.len(),
-                        t.compactions.len(),
-                        if t.compactions.len() == 1 {
-                            "compaction"
-                        } else {
-                            "compactions"
-                        }
-                    ),
-                    font(NOTE + 1.0),
-                )
-                .x_label_area_size(if last { 55 } else { 28 })
-                .y_label_area_size(90)
-                .build_cartesian_2d(0f64..(n.max(2) - 1) as f64, axis(0.0, ymax.max(1.0)))
-                .map_err(e)?;
-            let mut mesh = chart.configure_mesh();
-            mesh.label_style(font(TICK))
-                .axis_desc_style(font(NOTE + 1.0))
-                .y_desc("prompt (tokens)")
-                .y_labels(4)
-                .x_labels(10)
-                .x_label_formatter(&|v| format!("{}", (*v as usize) + 1))
-                .y_label_formatter(&|v| fmt_tokens(*v))
-                .light_line_style(LIGHT.mix(0.5));
-            if last {
-                mesh.x_desc("model request # in the session");
-            }
-            mesh.draw().map_err(e)?;
-            for &c in &t.compactions {
-                let x = c as f64 - 0.5;
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![(x, 0.0), (x, ymax)],
-                        RECO_C.mix(0.7).stroke_width(2),
-                    )))
-                    .map_err(e)?;
-            }
-            let b: Vec<(f64, f64)> = t
-                .baseline
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (i as f64, *v))
-                .collect();
-            let r: Vec<(f64, f64)> = t
-                .compacted
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (i as f64, *v))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(b, GREY.stroke_width(3)))
-                .map_err(e)?;
-            chart
-                .draw_series(LineSeries::new(r, TOKENS_C.stroke_width(3)))
-                .map_err(e)?;
+            draw_timeline(panel, t, k + 1 == tls.len())?;
         }
-        // The key sits in the header, right of the setting, so it never covers a line.
-        let (w, _) = root.dim_in_pixel();
-        let mut x = w as i32 - 20;
-        let y = 58;
-        let items: [(&str, RGBColor, bool); 3] = [
-            ("compaction", RECO_C, true),
-            ("recommended", TOKENS_C, false),
-            ("no compaction", GREY, false),
-        ];
-        for (text, c, vertical) in items {
-            let style = font(NOTE).pos(Pos::new(HPos::Right, VPos::Center));
-            let (tw, _) = root.estimate_text_size(text, &style).map_err(e)?;
-            root.draw(&Text::new(text.to_string(), (x, y), style))
-                .map_err(e)?;
-            x -= tw as i32 + 8;
-            if vertical {
-                root.draw(&PathElement::new(
-                    vec![(x - 6, y - 9), (x - 6, y + 9)],
-                    RECO_C.stroke_width(2),
-                ))
-                .map_err(e)?;
-                x -= 12;
-            } else {
-                root.draw(&PathElement::new(
-                    vec![(x - 26, y), (x, y)],
-                    c.stroke_width(3),
-                ))
-                .map_err(e)?;
-                x -= 26;
-            }
-            x -= 22;
-        }
-        Ok(())
+        draw_timeline_key(root)
     }
+}
+
+/// One session's prompt sizes, no compaction against the recommended setting, with a red
+/// line at each compaction; the `last` panel carries the x axis title.
+fn draw_timeline<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    t: &Timeline,
+    last: bool,
+) -> Result<(), DrawError> {
+    let ymax = t
+        .baseline
+        .iter()
+        .chain(&t.compacted)
+        .fold(0.0f64, |a, b| a.max(*b))
+        * 1.1;
+    let n = t.baseline.len();
+    let mut chart = ChartBuilder::on(panel)
+        .margin(6)
+        .caption(
+            format!(
+                "session {}: {} model requests, {} {}",
+                display_id(&t.session_id),
+                t.baseline.len(),
+                t.compactions.len(),
+                if t.compactions.len() == 1 {
+                    "compaction"
+                } else {
+                    "compactions"
+                }
+            ),
+            font(NOTE + 1.0),
+        )
+        .x_label_area_size(if last { 55 } else { 28 })
+        .y_label_area_size(90)
+        .build_cartesian_2d(0f64..(n.max(2) - 1) as f64, axis(0.0, ymax.max(1.0)))
+        .map_err(e)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.label_style(font(TICK))
+        .axis_desc_style(font(NOTE + 1.0))
+        .y_desc("prompt (tokens)")
+        .y_labels(4)
+        .x_labels(10)
+        .x_label_formatter(&|v| format!("{}", (*v as usize) + 1))
+        .y_label_formatter(&|v| fmt_tokens(*v))
+        .light_line_style(LIGHT.mix(0.5));
+    if last {
+        mesh.x_desc("model request # in the session");
+    }
+    mesh.draw().map_err(e)?;
+    for &c in &t.compactions {
+        let x = c as f64 - 0.5;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(x, 0.0), (x, ymax)],
+                RECO_C.mix(0.7).stroke_width(2),
+            )))
+            .map_err(e)?;
+    }
+    let numbered = |v: &[f64]| -> Vec<(f64, f64)> {
+        v.iter().enumerate().map(|(i, v)| (i as f64, *v)).collect()
+    };
+    chart
+        .draw_series(LineSeries::new(
+            numbered(t.baseline.as_slice()),
+            GREY.stroke_width(3),
+        ))
+        .map_err(e)?;
+    chart
+        .draw_series(LineSeries::new(
+            numbered(t.compacted.as_slice()),
+            TOKENS_C.stroke_width(3),
+        ))
+        .map_err(e)?;
+    Ok(())
+}
+
+/// The key sits in the header, right of the setting, so it never covers a line.
+fn draw_timeline_key<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
+    let (w, _) = root.dim_in_pixel();
+    let mut x = w as i32 - 20;
+    let y = 58;
+    let items: [(&str, RGBColor, bool); 3] = [
+        ("compaction", RECO_C, true),
+        ("recommended", TOKENS_C, false),
+        ("no compaction", GREY, false),
+    ];
+    for (text, c, vertical) in items {
+        let style = font(NOTE).pos(Pos::new(HPos::Right, VPos::Center));
+        let (tw, _) = root.estimate_text_size(text, &style).map_err(e)?;
+        root.draw(&Text::new(text.to_string(), (x, y), style))
+            .map_err(e)?;
+        x -= tw as i32 + 8;
+        if vertical {
+            root.draw(&PathElement::new(
+                vec![(x - 6, y - 9), (x - 6, y + 9)],
+                RECO_C.stroke_width(2),
+            ))
+            .map_err(e)?;
+            x -= 12;
+        } else {
+            root.draw(&PathElement::new(
+                vec![(x - 26, y), (x, y)],
+                c.stroke_width(3),
+            ))
+            .map_err(e)?;
+            x -= 26;
+        }
+        x -= 22;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
 /// Summarizers side by side: cost, latency, detail lost, facts dropped.
 pub struct Summarizers<'a>(pub &'a RunData);
-
-/// Per summarizer, the setting compared: same trigger fields, client and model as the
-/// anchor when the grid has it, else that summarizer's best-ranked setting.
-pub fn summarizer_rows(d: &RunData) -> Vec<&SettingRow> {
-    let Some(a) = d.anchor() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for name in d.distinct(|s| &s.summarizer) {
-        let same = d.settings.iter().find(|s| {
-            s.summarizer == name
-                && s.trigger_kind == a.trigger_kind
-                && s.after_tokens == a.after_tokens
-                && s.keep_recent_events == a.keep_recent_events
-                && s.after_invocations == a.after_invocations
-                && s.overlap == a.overlap
-                && s.client == a.client
-                && s.agent_model == a.agent_model
-        });
-        let best = || {
-            d.settings
-                .iter()
-                .filter(|s| s.summarizer == name && !s.is_baseline())
-                .min_by(|x, y| {
-                    x.rank
-                        .unwrap_or(u64::MAX)
-                        .cmp(&y.rank.unwrap_or(u64::MAX))
-                        .then(x.setting_id.cmp(&y.setting_id))
-                })
-        };
-        if let Some(s) = same.or_else(best) {
-            out.push(s);
-        }
-    }
-    out
-}
 
 impl Chart for Summarizers<'_> {
     fn info(&self) -> ChartInfo {
@@ -1341,7 +1352,7 @@ impl Chart for Summarizers<'_> {
         }
     }
 
-    fn check(&self) -> Result<String, String> {
+    fn check(&self) -> Result<String, NothingToDraw> {
         let rows = summarizer_rows(self.0);
         if rows.is_empty() {
             return Err("no compacting setting in the run".into());
@@ -1349,7 +1360,7 @@ impl Chart for Summarizers<'_> {
         Ok(format!("{} summarizers", rows.len()))
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let rows = summarizer_rows(self.0);
         let sub = self
             .0
@@ -1363,162 +1374,226 @@ impl Chart for Summarizers<'_> {
         } else {
             area.split_evenly((2, 2))
         };
-        type Getter = fn(&SettingRow) -> Option<f64>;
-        type Fmt = fn(f64) -> String;
-        type Bounds = fn(&SettingRow) -> Option<(f64, f64)>;
-        let no_bounds: Bounds = |_| None;
-        // The detail panel: broken references pooled over sessions, with the low..high
-        // bounds of estimated summarizers as whiskers; runs made before the column fall
-        // back to detail lost.
-        let detail: (&str, Getter, Fmt, Bounds) =
-            if rows.iter().any(|s| s.broken_references_pooled().is_some()) {
-                (
-                    "broken references (% of all references; whiskers: bounds of estimates)",
-                    |s| s.broken_references_pooled().map(|p| p.0),
-                    fmt_pct,
-                    |s| {
-                        (s.references_basis == "estimated")
-                            .then(|| s.broken_references_pooled().map(|p| (p.1, p.2)))
-                            .flatten()
-                    },
-                )
-            } else {
-                (
-                    "history read only through summaries (mean per session)",
-                    |s| s.detail_lost(),
-                    fmt_pct,
-                    no_bounds,
-                )
-            };
-        let metrics: [(&str, Getter, Fmt, Bounds); 4] = [
-            (
-                "cost (USD, all sessions)",
-                |s| s.cost_usd(),
-                fmt_usd_axis,
-                no_bounds,
-            ),
-            (
-                "longest end-of-run wait (s, p95 over sessions)",
-                |s| s.end_of_run_latency_p95(),
-                |v| format!("{v:.1} s"),
-                no_bounds,
-            ),
-            detail,
-            (
-                "facts dropped (mean per session)",
-                |s| s.facts_dropped(),
-                fmt_pct,
-                no_bounds,
-            ),
-        ];
-        let n = rows.len();
-        for (panel, (desc, get, fmtv, bounds)) in panels.iter().zip(metrics) {
-            let vals: Vec<Option<f64>> = rows.iter().map(|s| get(s)).collect();
-            let whiskers: Vec<Option<(f64, f64)>> = rows.iter().map(|s| bounds(s)).collect();
-            let ymax = vals
-                .iter()
-                .flatten()
-                .chain(whiskers.iter().flatten().map(|w| &w.1))
-                .fold(0.0f64, |a, b| a.max(*b));
-            let ymax = if ymax > 0.0 { ymax * 1.25 } else { 1.0 };
-            let mut chart = ChartBuilder::on(panel)
-                .margin(8)
-                .caption(desc, font(NOTE + 1.0))
-                .x_label_area_size(40)
-                .y_label_area_size(90)
-                .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), axis(0.0, ymax))
-                .map_err(e)?;
-            let plot_w = chart.plotting_area().dim_in_pixel().0;
-            let names: Vec<String> = rows
-                .iter()
-                .map(|s| {
-                    fit(
-                        root,
-                        &s.summarizer,
-                        TICK - 2.0,
-                        (plot_w / n.max(1) as u32).saturating_sub(8),
-                    )
-                })
-                .collect();
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .label_style(font(TICK - 2.0))
-                .x_labels(n + 1)
-                .y_labels(5)
-                .x_label_formatter(&|v| match v {
-                    SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
-                    _ => String::new(),
-                })
-                .y_label_formatter(&|v| fmtv(*v))
-                .light_line_style(LIGHT.mix(0.5))
-                .draw()
-                .map_err(e)?;
-            for (i, v) in vals.iter().enumerate() {
-                let c = PALETTE[i % PALETTE.len()];
-                let style = font(NOTE).pos(Pos::new(HPos::Center, VPos::Bottom));
-                match v {
-                    Some(v) => {
-                        let mut bar = Rectangle::new(
-                            [
-                                (SegmentValue::Exact(i), 0.0),
-                                (SegmentValue::Exact(i + 1), *v),
-                            ],
-                            c.mix(0.8).filled(),
-                        );
-                        let gap = plot_w / n.max(1) as u32 / 5;
-                        bar.set_margin(0, 0, gap, gap);
-                        chart.draw_series(std::iter::once(bar)).map_err(e)?;
-                        if let Some((lo, hi)) = whiskers[i] {
-                            let x = SegmentValue::CenterOf(i);
-                            chart
-                                .draw_series(std::iter::once(PathElement::new(
-                                    vec![(x.clone(), lo), (x.clone(), hi)],
-                                    BLACK.stroke_width(2),
-                                )))
-                                .map_err(e)?;
-                            // Caps: short horizontal ticks at both ends.
-                            for y in [lo, hi] {
-                                chart
-                                    .draw_series(std::iter::once(
-                                        EmptyElement::at((x.clone(), y))
-                                            + PathElement::new(
-                                                vec![(-8, 0), (8, 0)],
-                                                BLACK.stroke_width(2),
-                                            ),
-                                    ))
-                                    .map_err(e)?;
-                            }
-                        }
-                        // The value above the bar, when it fits the bar's slot.
-                        let label = fmtv(*v);
-                        let slot = plot_w / n.max(1) as u32;
-                        let fits = root
-                            .estimate_text_size(&label, &style)
-                            .map(|(w, _)| w + 4 <= slot)
-                            .unwrap_or(false);
-                        if fits {
-                            chart
-                                .draw_series(std::iter::once(
-                                    // Above the whisker, when there is one.
-                                    EmptyElement::at((
-                                        SegmentValue::CenterOf(i),
-                                        whiskers[i].map_or(*v, |w| v.max(w.1)),
-                                    )) + Text::new(label, (0, -4), style),
-                                ))
-                                .map_err(e)?;
-                        }
-                    }
-                    None => {
-                        chart
-                            .draw_series(std::iter::once(
-                                EmptyElement::at((SegmentValue::CenterOf(i), 0.0))
-                                    + Text::new("n/a", (0, -4), style.color(&GREY)),
-                            ))
-                            .map_err(e)?;
-                    }
-                }
+        for (panel, metric) in panels.iter().zip(summarizer_metrics(&rows)) {
+            draw_summarizer_panel(root, panel, &rows, metric)?;
+        }
+        Ok(())
+    }
+}
+
+/// The names under the columns of a bar chart `plot_w` pixels wide, each shortened to its
+/// column at `size` px with `pad` px to spare.
+fn column_labels<'a, DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    names: impl ExactSizeIterator<Item = &'a str>,
+    plot_w: u32,
+    size: f64,
+    pad: u32,
+) -> Vec<String> {
+    let n = names.len();
+    names
+        .map(|name| {
+            fit(
+                root,
+                name,
+                size,
+                (plot_w / n.max(1) as u32).saturating_sub(pad),
+            )
+        })
+        .collect()
+}
+
+type Fmt = fn(f64) -> String;
+/// A figure's low and high bounds, when it is an estimate with bounds.
+type Bounds = fn(&SettingRow) -> Option<(f64, f64)>;
+/// One panel of the summarizer comparison: its caption, figure, tick format and whiskers.
+type SummarizerMetric = (&'static str, Getter, Fmt, Bounds);
+
+/// Cost, end-of-run wait, detail and facts dropped, in panel order.
+fn summarizer_metrics(rows: &[&SettingRow]) -> [SummarizerMetric; 4] {
+    let no_bounds: Bounds = |_| None;
+    // The detail panel: broken references pooled over sessions, with the low..high
+    // bounds of estimated summarizers as whiskers; runs made before the column fall
+    // back to detail lost.
+    let detail: SummarizerMetric = if rows.iter().any(|s| s.broken_references_pooled().is_some()) {
+        (
+            "broken references (% of all references; whiskers: bounds of estimates)",
+            |s| s.broken_references_pooled().map(|p| p.0),
+            fmt_pct,
+            |s| {
+                (s.references_basis == "estimated")
+                    .then(|| s.broken_references_pooled().map(|p| (p.1, p.2)))
+                    .flatten()
+            },
+        )
+    } else {
+        (
+            "history read only through summaries (mean per session)",
+            |s| s.detail_lost(),
+            fmt_pct,
+            no_bounds,
+        )
+    };
+    [
+        (
+            "cost (USD, all sessions)",
+            |s| s.cost_usd(),
+            fmt_usd_axis,
+            no_bounds,
+        ),
+        (
+            "longest end-of-run wait (s, p95 over sessions)",
+            |s| s.end_of_run_latency_p95(),
+            |v| format!("{v:.1} s"),
+            no_bounds,
+        ),
+        detail,
+        (
+            "facts dropped (mean per session)",
+            |s| s.facts_dropped(),
+            fmt_pct,
+            no_bounds,
+        ),
+    ]
+}
+
+/// Bars over the summarizers, one per column.
+type BarChart<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<SegmentedCoord<RangedCoordusize>, RangedCoordf64>>;
+
+/// One panel: a bar per summarizer (n/a where it has no value), whiskers for estimates.
+fn draw_summarizer_panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    panel: &DrawingArea<DB, Shift>,
+    rows: &[&SettingRow],
+    (desc, get, fmtv, bounds): SummarizerMetric,
+) -> Result<(), DrawError> {
+    let n = rows.len();
+    let vals: Vec<Option<f64>> = rows.iter().map(|s| get(s)).collect();
+    let whiskers: Vec<Option<(f64, f64)>> = rows.iter().map(|s| bounds(s)).collect();
+    let ymax = vals
+        .iter()
+        .flatten()
+        .chain(whiskers.iter().flatten().map(|w| &w.1))
+        .fold(0.0f64, |a, b| a.max(*b));
+    let ymax = if ymax > 0.0 { ymax * 1.25 } else { 1.0 };
+    let mut chart = ChartBuilder::on(panel)
+        .margin(8)
+        .caption(desc, font(NOTE + 1.0))
+        .x_label_area_size(40)
+        .y_label_area_size(90)
+        .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), axis(0.0, ymax))
+        .map_err(e)?;
+    let plot_w = chart.plotting_area().dim_in_pixel().0;
+    let names = column_labels(
+        root,
+        rows.iter().map(|s| s.summarizer.as_str()),
+        plot_w,
+        TICK - 2.0,
+        8,
+    );
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .label_style(font(TICK - 2.0))
+        .x_labels(n + 1)
+        .y_labels(5)
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .y_label_formatter(&|v| fmtv(*v))
+        .light_line_style(LIGHT.mix(0.5))
+        .draw()
+        .map_err(e)?;
+    let slot = plot_w / n.max(1) as u32;
+    for (i, v) in vals.iter().enumerate() {
+        let style = font(NOTE).pos(Pos::new(HPos::Center, VPos::Bottom));
+        match v {
+            Some(v) => {
+                let bar = Bar {
+                    i,
+                    value: *v,
+                    whisker: whiskers[i],
+                    slot,
+                };
+                bar.draw(root, &mut chart, fmtv(*v), style)?;
             }
+            None => {
+                chart
+                    .draw_series(std::iter::once(
+                        EmptyElement::at((SegmentValue::CenterOf(i), 0.0))
+                            + Text::new("n/a", (0, -4), style.color(&GREY)),
+                    ))
+                    .map_err(e)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Summarizer `i`'s bar in a panel whose columns are `slot` pixels wide.
+struct Bar {
+    i: usize,
+    value: f64,
+    whisker: Option<(f64, f64)>,
+    slot: u32,
+}
+
+impl Bar {
+    /// The bar, its whisker with caps, and `label` above both when it fits the slot.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        chart: &mut BarChart<DB>,
+        label: String,
+        style: TextStyle,
+    ) -> Result<(), DrawError> {
+        let (i, v) = (self.i, self.value);
+        let c = PALETTE[i % PALETTE.len()];
+        let mut bar = Rectangle::new(
+            [
+                (SegmentValue::Exact(i), 0.0),
+                (SegmentValue::Exact(i + 1), v),
+            ],
+            c.mix(0.8).filled(),
+        );
+        let gap = self.slot / 5;
+        bar.set_margin(0, 0, gap, gap);
+        chart.draw_series(std::iter::once(bar)).map_err(e)?;
+        if let Some((lo, hi)) = self.whisker {
+            let x = SegmentValue::CenterOf(i);
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x.clone(), lo), (x.clone(), hi)],
+                    BLACK.stroke_width(2),
+                )))
+                .map_err(e)?;
+            // Caps: short horizontal ticks at both ends.
+            for y in [lo, hi] {
+                chart
+                    .draw_series(std::iter::once(
+                        EmptyElement::at((x.clone(), y))
+                            + PathElement::new(vec![(-8, 0), (8, 0)], BLACK.stroke_width(2)),
+                    ))
+                    .map_err(e)?;
+            }
+        }
+        // The value above the bar, when it fits the bar's slot.
+        let fits = root
+            .estimate_text_size(&label, &style)
+            .map(|(w, _)| w + 4 <= self.slot)
+            .unwrap_or(false);
+        if fits {
+            chart
+                .draw_series(std::iter::once(
+                    // Above the whisker, when there is one.
+                    EmptyElement::at((
+                        SegmentValue::CenterOf(i),
+                        self.whisker.map_or(v, |w| v.max(w.1)),
+                    )) + Text::new(label, (0, -4), style),
+                ))
+                .map_err(e)?;
         }
         Ok(())
     }
@@ -1527,7 +1602,7 @@ impl Chart for Summarizers<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chart::data::{parse_runs, parse_settings};
+    use crate::table::folder::{frontier, idle_frontier, parse_runs, parse_settings};
     use std::path::Path;
 
     /// Two summarizers × two client modes over one trigger, plus a baseline.
@@ -1580,9 +1655,7 @@ mod tests {
             }
         }
         for r in &mut d.runs {
-            for v in r.numbers.values_mut() {
-                *v = 1e308;
-            }
+            r.figures = r.figures.map(|_| 1e308);
         }
         for v in d.latency.iter_mut().flatten() {
             *v = 1e308;

@@ -733,16 +733,15 @@ pub fn finish_run(
         .and_then(|n| n.to_str())
         .unwrap_or(name)
         .to_string();
-    rundir::write_run_files(
-        build.path(),
-        &run_name,
+    rundir::RunFiles {
+        name: &run_name,
         inputs,
         grid,
-        &outcome,
-        &timelines,
+        outcome: &outcome,
+        timelines: &timelines,
         shards,
-        &CANCEL,
-    )?;
+    }
+    .write(build.path(), &CANCEL)?;
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }

@@ -9,7 +9,7 @@
 //! most [`WORST_SESSIONS`] sessions; beyond [`MAX_SETTINGS`] settings, those any budget
 //! could recommend, the frontier, the baselines and an even sample, and the page says so.
 
-use crate::chart::data::{RunData, SettingRow, WORST_SESSIONS};
+use crate::table::folder::{RunData, SessionRow, SettingRow, WORST_SESSIONS};
 use crate::table::summary::RuleFigures;
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -139,47 +139,23 @@ const COLS: &[&str] = &[
     "basis", "low", "high", "refs", "crit", "calls", "policy", "alt",
 ];
 
-/// The data island's JSON, escaped for a `<script type="application/json">` element: `<`,
-/// `>`, `&` and U+2028/9 as `\uXXXX` escapes, so no transcript string can end the element or
-/// be read as markup.
-pub fn island(d: &RunData, money_decimals: usize) -> String {
-    let (shown, sampled) = embedded(d);
-    let mut summarizers = Vec::new();
-    let mut clients = Vec::new();
-    let mut models = Vec::new();
-    let mut tokenizers = Vec::new();
-    let mut bases = vec![String::new()];
-    let mut sessions: Vec<(String, String)> = Vec::new();
-    let mut session_index: std::collections::HashMap<(String, String), usize> = Default::default();
-    let position: std::collections::HashMap<usize, usize> =
-        shown.iter().enumerate().map(|(k, &i)| (i, k)).collect();
-    let alternatives = embedded_alternatives(d);
-    let mut rows = Vec::with_capacity(shown.len() + alternatives.len());
-    let mut worst = Vec::with_capacity(shown.len() + alternatives.len());
-    // The settings, then the alternatives (no per-session rows are kept for those).
-    let none = Vec::new();
-    let listed = shown
-        .iter()
-        .map(|&i| (&d.settings[i], i, d.worst.get(i).unwrap_or(&none)))
-        .chain(
-            alternatives
-                .iter()
-                .map(|&i| (&d.alternatives[i], d.settings.len() + i, &none)),
-        );
-    for (s, i, worst_rows) in listed {
-        let f = rule_figures(s, i);
-        let base = d.settings.iter().position(|b| {
-            b.is_baseline() && b.agent_model == s.agent_model && b.tokenizer == s.tokenizer
-        });
-        let base = base.and_then(|b| position.get(&b).copied());
-        let saved = match (
-            base.map(|b| &d.settings[shown[b]])
-                .and_then(|b| b.cost_usd()),
-            s.cost_usd(),
-        ) {
-            (Some(b), Some(c)) => json!(b - c),
-            _ => Value::Null,
-        };
+/// The names the island's rows refer to by index (summarizers, clients, ...) and the
+/// sessions its drill-down rows name, each listed once in first-seen order.
+#[derive(Default)]
+struct Names {
+    summarizers: Vec<String>,
+    clients: Vec<String>,
+    models: Vec<String>,
+    tokenizers: Vec<String>,
+    bases: Vec<String>,
+    sessions: Vec<(String, String)>,
+    session_index: std::collections::HashMap<(String, String), usize>,
+}
+
+impl Names {
+    /// One row of the island, in [`COLS`] order: `base` is the embedded index of its
+    /// baseline, `saved` what it saves against that baseline.
+    fn row(&mut self, s: &SettingRow, f: &RuleFigures, base: Option<usize>, saved: Value) -> Value {
         let opt = |v: Option<f64>| v.map_or(Value::Null, |x| json!(x));
         let row = vec![
             json!(f.setting_id),
@@ -188,10 +164,10 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
             json!(s.keep_recent_events),
             json!(s.after_invocations),
             json!(s.overlap),
-            json!(intern(&mut summarizers, &s.summarizer)),
-            json!(intern(&mut clients, &s.client)),
-            json!(intern(&mut models, &s.agent_model)),
-            json!(intern(&mut tokenizers, &s.tokenizer)),
+            json!(intern(&mut self.summarizers, &s.summarizer)),
+            json!(intern(&mut self.clients, &s.client)),
+            json!(intern(&mut self.models, &s.agent_model)),
+            json!(intern(&mut self.tokenizers, &s.tokenizer)),
             json!(if s.is_alternative() {
                 s.label.clone()
             } else {
@@ -208,7 +184,7 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
             saved,
             opt(s.end_of_run_latency_p95()),
             opt(s.pre_request_latency_p95()),
-            json!(intern(&mut bases, &s.references_basis)),
+            json!(intern(&mut self.bases, &s.references_basis)),
             opt(s.num(&["references_broken_low_sum"])),
             opt(s.num(&["references_broken_high_sum"])),
             opt(s.num(&["references_sum"])),
@@ -218,26 +194,72 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
             json!(s.alternative),
         ];
         debug_assert_eq!(row.len(), COLS.len());
-        rows.push(Value::Array(row));
-        let w: Vec<Value> = worst_rows
+        Value::Array(row)
+    }
+
+    /// A setting's drill-down rows: session index, then the figures explorer.js lists.
+    fn worst(&mut self, rows: &[SessionRow]) -> Value {
+        let w: Vec<Value> = rows
             .iter()
             .map(|r| {
                 let key = (r.session_id.clone(), r.source.clone());
-                let k = *session_index.entry(key.clone()).or_insert_with(|| {
-                    sessions.push(key);
-                    sessions.len() - 1
+                let k = *self.session_index.entry(key.clone()).or_insert_with(|| {
+                    self.sessions.push(key);
+                    self.sessions.len() - 1
                 });
                 json!([
                     k,
-                    r.num("references_broken_share"),
-                    r.num("detail_lost"),
-                    r.num("critical_hidden"),
-                    r.num("cost_usd"),
-                    r.num("model_requests")
+                    r.figures.references_broken_share,
+                    r.figures.detail_lost,
+                    r.figures.critical_hidden,
+                    r.figures.cost_usd,
+                    r.figures.model_requests
                 ])
             })
             .collect();
-        worst.push(Value::Array(w));
+        Value::Array(w)
+    }
+}
+
+/// The data island's JSON, escaped for a `<script type="application/json">` element: `<`,
+/// `>`, `&` and U+2028/9 as `\uXXXX` escapes, so no transcript string can end the element or
+/// be read as markup.
+pub fn island(d: &RunData, money_decimals: usize) -> String {
+    let (shown, sampled) = embedded(d);
+    let mut names = Names {
+        bases: vec![String::new()],
+        ..Names::default()
+    };
+    let position: std::collections::HashMap<usize, usize> =
+        shown.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+    let alternatives = embedded_alternatives(d);
+    let mut rows = Vec::with_capacity(shown.len() + alternatives.len());
+    let mut worst = Vec::with_capacity(shown.len() + alternatives.len());
+    // The settings, then the alternatives (no per-session rows are kept for those).
+    let none = Vec::new();
+    let listed = shown
+        .iter()
+        .map(|&i| (&d.settings[i], i, d.worst.get(i).unwrap_or(&none)))
+        .chain(
+            alternatives
+                .iter()
+                .map(|&i| (&d.alternatives[i], d.settings.len() + i, &none)),
+        );
+    for (s, i, worst_rows) in listed {
+        let base = d.settings.iter().position(|b| {
+            b.is_baseline() && b.agent_model == s.agent_model && b.tokenizer == s.tokenizer
+        });
+        let base = base.and_then(|b| position.get(&b).copied());
+        let saved = match (
+            base.map(|b| &d.settings[shown[b]])
+                .and_then(|b| b.cost_usd()),
+            s.cost_usd(),
+        ) {
+            (Some(b), Some(c)) => json!(b - c),
+            _ => Value::Null,
+        };
+        rows.push(names.row(s, &rule_figures(s, i), base, saved));
+        worst.push(names.worst(worst_rows));
     }
     let budget = |k: &str| {
         d.run
@@ -245,28 +267,8 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
             .and_then(|b| b.get(k))
             .and_then(Value::as_f64)
     };
-    let note = if sampled {
-        format!(
-            "This page shows {} of the run's {} settings: every setting any budgets could recommend, the frontier, the baselines and an even sample of the rest (settings.json has them all). Pick a setting with the controls or on the chart; change a budget and the recommendation follows, by the rule the sweep uses.",
-            shown.len(),
-            d.settings.len()
-        )
-    } else {
-        format!(
-            "All {} settings of the run. Pick a setting with the controls or on the chart to see its row beside the recommended one and the baseline; change a budget and the recommendation follows, by the rule the sweep uses (the cheapest compacting setting within every budget). Money is USD over all sessions; broken references and history are means per session.",
-            shown.len()
-        )
-    };
-    let note = if alternatives.is_empty() {
-        note
-    } else {
-        format!(
-            "{note} Also shown, as squares: {} of the guide's alternatives to compaction (each on its own, and a combination with compaction where it is on the frontier); they are weighed, never recommended, and the report's Alternatives section says how to deploy each.",
-            alternatives.len()
-        )
-    };
     let v = json!({
-        "note": note,
+        "note": island_note(d, shown.len(), sampled, alternatives.len()),
         "sampled": sampled,
         "total": d.settings.len(),
         "money_decimals": money_decimals,
@@ -276,17 +278,41 @@ pub fn island(d: &RunData, money_decimals: usize) -> String {
             "detail_lost": budget("detail_lost"),
             "latency_s": budget("latency_s"),
         },
-        "summarizers": summarizers,
-        "clients": clients,
-        "models": models,
-        "tokenizers": tokenizers,
-        "bases": bases,
+        "summarizers": names.summarizers,
+        "clients": names.clients,
+        "models": names.models,
+        "tokenizers": names.tokenizers,
+        "bases": names.bases,
         "cols": COLS,
         "rows": rows,
         "worst": worst,
-        "sessions": sessions.into_iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>(),
+        "sessions": names.sessions.into_iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>(),
     });
     super::escape::script_safe(&v.to_string())
+}
+
+/// The sentence above the explorer: what it shows of the run and how to use it.
+fn island_note(d: &RunData, shown: usize, sampled: bool, alternatives: usize) -> String {
+    let note = if sampled {
+        format!(
+            "This page shows {} of the run's {} settings: every setting any budgets could recommend, the frontier, the baselines and an even sample of the rest (settings.json has them all). Pick a setting with the controls or on the chart; change a budget and the recommendation follows, by the rule the sweep uses.",
+            shown,
+            d.settings.len()
+        )
+    } else {
+        format!(
+            "All {} settings of the run. Pick a setting with the controls or on the chart to see its row beside the recommended one and the baseline; change a budget and the recommendation follows, by the rule the sweep uses (the cheapest compacting setting within every budget). Money is USD over all sessions; broken references and history are means per session.",
+            shown
+        )
+    };
+    if alternatives == 0 {
+        note
+    } else {
+        format!(
+            "{note} Also shown, as squares: {} of the guide's alternatives to compaction (each on its own, and a combination with compaction where it is on the frontier); they are weighed, never recommended, and the report's Alternatives section says how to deploy each.",
+            alternatives
+        )
+    }
 }
 
 #[cfg(test)]

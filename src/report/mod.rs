@@ -1,15 +1,21 @@
 //! report.md and a self-contained report.html from a run folder.
 //!
-//! Reads only the run folder's data (through [`crate::chart::data`]) and the charts it
+//! Reads only the run folder's data (through [`crate::table::folder`]) and the charts it
 //! renders; knows nothing of the engine. The report is first built as a list of [`Block`]s
 //! holding raw strings, then rendered twice; each renderer escapes every string it emits
 //! (see [`escape`]), so no data string reaches either file unescaped.
 
+mod alternatives;
 mod build;
 pub mod escape;
 pub mod explorer;
+mod figures;
+mod frontier;
+mod recommend;
+mod run_facts;
 
-use crate::chart::{self, ChartOutcome, RunData};
+use crate::chart::{self, ChartOutcome};
+use crate::table::folder::{DataError, RunData};
 use std::path::Path;
 
 pub use build::{build, run_name};
@@ -63,7 +69,7 @@ pub struct Rendered {
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     #[error(transparent)]
-    Data(#[from] chart::DataError),
+    Data(#[from] DataError),
     #[error(transparent)]
     Chart(#[from] chart::ChartError),
     #[error(transparent)]
@@ -74,7 +80,7 @@ impl crate::error::Classify for ReportError {
     fn exit_kind(&self) -> crate::error::ExitKind {
         use crate::error::{io_kind, ExitKind};
         match self {
-            ReportError::Data(chart::DataError::Io { source, .. }) => io_kind(source),
+            ReportError::Data(DataError::Io { source, .. }) => io_kind(source),
             ReportError::Data(_) => ExitKind::BadInput,
             ReportError::Chart(c) => c.exit_kind(),
             ReportError::Write(_) => ExitKind::Environment,
@@ -333,26 +339,7 @@ pub fn to_html(blocks: &[Block], title: &str, island: Option<&str>) -> String {
                 head,
                 rows,
                 numeric,
-            } => {
-                out.push_str("<div class=\"scroll\"><table>\n<thead><tr>");
-                for h in head {
-                    out.push_str(&format!("<th>{}</th>", escape::html(h)));
-                }
-                out.push_str("</tr></thead>\n<tbody>\n");
-                for r in rows {
-                    out.push_str("<tr>");
-                    for (i, c) in r.iter().enumerate() {
-                        let class = if numeric.get(i).copied().unwrap_or(false) {
-                            " class=\"num\""
-                        } else {
-                            ""
-                        };
-                        out.push_str(&format!("<td{class}>{}</td>", html_inline(c)));
-                    }
-                    out.push_str("</tr>\n");
-                }
-                out.push_str("</tbody>\n</table></div>\n");
-            }
+            } => html_table(&mut out, head, rows, numeric),
             Block::Chart {
                 stem,
                 title,
@@ -360,31 +347,15 @@ pub fn to_html(blocks: &[Block], title: &str, island: Option<&str>) -> String {
                 note,
                 svg,
                 skipped,
-            } => {
-                // Heading, chart and caption stay together on a printed page.
-                out.push_str("<section class=\"chart\">\n");
-                out.push_str(&format!("<h3 id=\"{stem}\">{}</h3>\n", escape::html(title)));
-                match (svg, skipped) {
-                    (Some(svg), _) => {
-                        out.push_str("<figure>\n");
-                        out.push_str(&sanitize_svg(svg));
-                        let note = if note.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", escape::html(note))
-                        };
-                        out.push_str(&format!(
-                            "\n<figcaption>{}{note}</figcaption>\n</figure>\n",
-                            escape::html(how)
-                        ));
-                    }
-                    (None, reason) => out.push_str(&format!(
-                        "<p class=\"skipped\">Not drawn: {}.</p>\n",
-                        escape::html(reason.as_deref().unwrap_or("no data"))
-                    )),
-                }
-                out.push_str("</section>\n");
-            }
+            } => html_chart(
+                &mut out,
+                stem,
+                title,
+                how,
+                note,
+                svg.as_deref(),
+                skipped.as_deref(),
+            ),
         }
     }
     if let Some(island) = island {
@@ -396,6 +367,63 @@ pub fn to_html(blocks: &[Block], title: &str, island: Option<&str>) -> String {
     }
     out.push_str("</body>\n</html>\n");
     out
+}
+
+/// A table in a scrolling box; numeric columns are right-aligned (class `num`).
+fn html_table(out: &mut String, head: &[String], rows: &[Vec<Vec<Inline>>], numeric: &[bool]) {
+    out.push_str("<div class=\"scroll\"><table>\n<thead><tr>");
+    for h in head {
+        out.push_str(&format!("<th>{}</th>", escape::html(h)));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for r in rows {
+        out.push_str("<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let class = if numeric.get(i).copied().unwrap_or(false) {
+                " class=\"num\""
+            } else {
+                ""
+            };
+            out.push_str(&format!("<td{class}>{}</td>", html_inline(c)));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody>\n</table></div>\n");
+}
+
+/// A chart's section: heading, the inline SVG and its caption, or why it was not drawn.
+/// Heading, chart and caption stay together on a printed page.
+fn html_chart(
+    out: &mut String,
+    stem: &str,
+    title: &str,
+    how: &str,
+    note: &str,
+    svg: Option<&str>,
+    skipped: Option<&str>,
+) {
+    out.push_str("<section class=\"chart\">\n");
+    out.push_str(&format!("<h3 id=\"{stem}\">{}</h3>\n", escape::html(title)));
+    match svg {
+        Some(svg) => {
+            out.push_str("<figure>\n");
+            out.push_str(&sanitize_svg(svg));
+            let note = if note.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", escape::html(note))
+            };
+            out.push_str(&format!(
+                "\n<figcaption>{}{note}</figcaption>\n</figure>\n",
+                escape::html(how)
+            ));
+        }
+        None => out.push_str(&format!(
+            "<p class=\"skipped\">Not drawn: {}.</p>\n",
+            escape::html(skipped.unwrap_or("no data"))
+        )),
+    }
+    out.push_str("</section>\n");
 }
 
 /// plotters' SVG with its XML declaration dropped (not allowed inline) and an accessible

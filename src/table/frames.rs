@@ -197,75 +197,58 @@ pub fn rows_from_runs_frame(
             metrics: SessionMetrics::default(),
         });
     }
+    fill_metrics(df, file, &mut rows)?;
+    Ok(rows)
+}
+
+/// The metric columns of a runs frame into `rows` (parallel to the frame's rows), each
+/// checked for its stored type; only `facts_dropped`-like optional floats may be empty.
+fn fill_metrics(df: &DataFrame, file: &str, rows: &mut [RunRow]) -> Result<()> {
+    let col = |name: &str| {
+        df.column(name)
+            .map_err(|_| bad(file, format!("column `{name}` is missing")))
+    };
+    let not = |name: &str, t: &str| bad(file, format!("column `{name}` is not {t}"));
+    let empty = |i: usize, name: &str| bad(file, format!("row {i}: `{name}` is empty"));
+    macro_rules! required {
+        ($f:ident, $cast:ident, $t:expr) => {{
+            let name = stringify!($f);
+            let c = col(name)?.$cast().map_err(|_| not(name, $t))?;
+            for (i, (r, v)) in rows.iter_mut().zip(c.iter()).enumerate() {
+                r.metrics.$f = v.ok_or_else(|| empty(i, name))?;
+            }
+        }};
+    }
     macro_rules! read {
-        ($f:ident, Count, $u:expr, $a:ident) => {{
-            let c = col(stringify!($f))?
-                .u64()
-                .map_err(|_| bad(file, format!("column `{}` is not UInt64", stringify!($f))))?
-                .clone();
-            for (i, r) in rows.iter_mut().enumerate() {
-                r.metrics.$f = c
-                    .get(i)
-                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
-            }
-        }};
-        ($f:ident, Signed, $u:expr, $a:ident) => {{
-            let c = col(stringify!($f))?
-                .i64()
-                .map_err(|_| bad(file, format!("column `{}` is not Int64", stringify!($f))))?
-                .clone();
-            for (i, r) in rows.iter_mut().enumerate() {
-                r.metrics.$f = c
-                    .get(i)
-                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
-            }
-        }};
-        ($f:ident, Float, $u:expr, $a:ident) => {{
-            let c = col(stringify!($f))?
-                .f64()
-                .map_err(|_| bad(file, format!("column `{}` is not Float64", stringify!($f))))?
-                .clone();
-            for (i, r) in rows.iter_mut().enumerate() {
-                r.metrics.$f = c
-                    .get(i)
-                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
-            }
-        }};
+        ($f:ident, Count, $u:expr, $a:ident) => {
+            required!($f, u64, "UInt64")
+        };
+        ($f:ident, Signed, $u:expr, $a:ident) => {
+            required!($f, i64, "Int64")
+        };
+        ($f:ident, Float, $u:expr, $a:ident) => {
+            required!($f, f64, "Float64")
+        };
+        ($f:ident, Bool, $u:expr, $a:ident) => {
+            required!($f, bool, "Boolean")
+        };
         ($f:ident, OptFloat, $u:expr, $a:ident) => {{
-            let c = col(stringify!($f))?
-                .f64()
-                .map_err(|_| bad(file, format!("column `{}` is not Float64", stringify!($f))))?
-                .clone();
-            for (i, r) in rows.iter_mut().enumerate() {
-                r.metrics.$f = c.get(i);
-            }
-        }};
-        ($f:ident, Bool, $u:expr, $a:ident) => {{
-            let c = col(stringify!($f))?
-                .bool()
-                .map_err(|_| bad(file, format!("column `{}` is not Boolean", stringify!($f))))?
-                .clone();
-            for (i, r) in rows.iter_mut().enumerate() {
-                r.metrics.$f = c
-                    .get(i)
-                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
+            let name = stringify!($f);
+            let c = col(name)?.f64().map_err(|_| not(name, "Float64"))?;
+            for (r, v) in rows.iter_mut().zip(c.iter()) {
+                r.metrics.$f = v;
             }
         }};
         ($f:ident, Basis, $u:expr, $a:ident) => {{
-            let c = col(stringify!($f))?
-                .str()
-                .map_err(|_| bad(file, format!("column `{}` is not text", stringify!($f))))?
-                .clone();
-            for (i, r) in rows.iter_mut().enumerate() {
-                let word = c
-                    .get(i)
-                    .ok_or_else(|| bad(file, format!("row {i}: `{}` is empty", stringify!($f))))?;
+            let name = stringify!($f);
+            let c = col(name)?.str().map_err(|_| not(name, "text"))?;
+            for (i, (r, word)) in rows.iter_mut().zip(c.iter()).enumerate() {
+                let word = word.ok_or_else(|| empty(i, name))?;
                 r.metrics.$f = Basis::parse(word).ok_or_else(|| {
                     bad(
                         file,
                         format!(
-                            "row {i}: `{}` is `{word}`, expected measured, estimated or none",
-                            stringify!($f)
+                            "row {i}: `{name}` is `{word}`, expected measured, estimated or none"
                         ),
                     )
                 })?;
@@ -273,7 +256,7 @@ pub fn rows_from_runs_frame(
         }};
     }
     for_each_metric!(read);
-    Ok(rows)
+    Ok(())
 }
 
 /// One row per setting: its fields, label, aggregates, pareto, rank, recommended.

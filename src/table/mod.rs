@@ -1,6 +1,8 @@
 //! Result frames (polars): per-run rows, per-setting aggregates, Pareto, recommendation.
 
 pub mod columns;
+pub mod folder;
+pub mod format;
 pub mod frames;
 pub mod publish;
 pub mod rundir;

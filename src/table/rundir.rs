@@ -94,12 +94,23 @@ pub const RUN_FILES: &[&str] = &[
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub summaries: Vec<SettingSummary>,
-    /// `Err(one-line message)` when budgets rule out every setting.
-    pub recommendation: std::result::Result<SettingSummary, String>,
+    /// Why there is none when the grid or the budgets rule out every setting.
+    pub recommendation: std::result::Result<SettingSummary, NoRecommendation>,
     pub baseline: Option<SettingSummary>,
     /// The guide's alternative that beats the recommendation within the budgets
     /// ([`super::summary::better_alternative`]).
     pub better_alternative: Option<SettingSummary>,
+}
+
+/// Why a run has no recommendation: its one line ends the run's output and is run.json's
+/// `recommendation_note`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NoRecommendation {
+    #[error("no compaction setting in the grid")]
+    NoCompactionSetting,
+    /// The budgets rule out every setting (the line names the budgets and the closest miss).
+    #[error("{0}")]
+    OverBudget(String),
 }
 
 fn key_numbers(s: &SettingSummary) -> serde_json::Value {
@@ -147,9 +158,11 @@ fn outcome_of(summaries: Vec<SettingSummary>, budgets: &Budgets) -> Outcome {
     let recommendation = match recommended(&summaries) {
         Some(s) => Ok(s.clone()),
         None if summaries.iter().all(|s| s.setting.is_baseline()) => {
-            Err("no compaction setting in the grid".to_string())
+            Err(NoRecommendation::NoCompactionSetting)
         }
-        None => Err(budget_error(&summaries, budgets)),
+        None => Err(NoRecommendation::OverBudget(budget_error(
+            &summaries, budgets,
+        ))),
     };
     let baseline = match &recommendation {
         Ok(r) => baseline_for(&summaries, &r.setting).cloned(),
@@ -293,7 +306,7 @@ pub fn run_json(
         }
         Err(m) => {
             o.insert("recommendation".into(), serde_json::Value::Null);
-            o.insert("recommendation_note".into(), m.clone().into());
+            o.insert("recommendation_note".into(), m.to_string().into());
         }
     }
     o.insert(
@@ -373,32 +386,43 @@ pub fn wants_runs_csv(rows: u64, forced: bool) -> bool {
     forced || rows <= super::frames::RUNS_CSV_MAX_ROWS
 }
 
-/// Write every file of a full run folder but the runs tables (streamed there before, see
-/// [`RunsWriter`]) into `dir` (which must exist).
-#[allow(clippy::too_many_arguments)]
-pub fn write_run_files(
-    dir: &Path,
-    name: &str,
-    inputs: &RunInputs,
-    grid: &ResolvedGrid,
-    out: &Outcome,
-    timelines: &serde_json::Value,
-    shards: Option<u32>,
-    cancel: &AtomicBool,
-) -> Result<()> {
-    let files = Files { dir, cancel };
-    let mut set = settings_frame(&out.summaries)?;
-    files.put("settings.parquet", || parquet_bytes(&mut set))?;
-    files.put("settings.csv", || csv_bytes(&mut set))?;
-    files.put("settings.json", || {
-        Ok(settings_json(&out.summaries)?.into_bytes())
-    })?;
-    files.put("run.json", || {
-        pretty(&run_json(name, inputs, grid, out, shards)?)
-    })?;
-    files.tables(inputs)?;
-    files.put("timelines.json", || pretty(timelines))?;
-    Ok(())
+/// What a full run folder's files besides the runs tables are written from.
+pub struct RunFiles<'a> {
+    /// The run's name (run.json `run`).
+    pub name: &'a str,
+    pub inputs: &'a RunInputs,
+    pub grid: &'a ResolvedGrid,
+    pub outcome: &'a Outcome,
+    pub timelines: &'a serde_json::Value,
+    /// How many shards were merged into the run, if any.
+    pub shards: Option<u32>,
+}
+
+impl RunFiles<'_> {
+    /// Write every file of a full run folder but the runs tables (streamed there before, see
+    /// [`RunsWriter`]) into `dir` (which must exist).
+    pub fn write(&self, dir: &Path, cancel: &AtomicBool) -> Result<()> {
+        let files = Files { dir, cancel };
+        let out = self.outcome;
+        let mut set = settings_frame(&out.summaries)?;
+        files.put("settings.parquet", || parquet_bytes(&mut set))?;
+        files.put("settings.csv", || csv_bytes(&mut set))?;
+        files.put("settings.json", || {
+            Ok(settings_json(&out.summaries)?.into_bytes())
+        })?;
+        files.put("run.json", || {
+            pretty(&run_json(
+                self.name,
+                self.inputs,
+                self.grid,
+                out,
+                self.shards,
+            )?)
+        })?;
+        files.tables(self.inputs)?;
+        files.put("timelines.json", || pretty(self.timelines))?;
+        Ok(())
+    }
 }
 
 /// shard.json of a partial folder.
@@ -639,7 +663,7 @@ pub fn recommendation_lines(out: &Outcome) -> Vec<String> {
                 ));
             }
         }
-        Err(m) => lines.push(m.clone()),
+        Err(m) => lines.push(m.to_string()),
     }
     lines
 }
@@ -730,16 +754,15 @@ mod tests {
         let live = live_sessions(inputs);
         let tl =
             timelines_json(fake, &|i| Some(i as usize), &inputs.sessions, &live, &out).unwrap();
-        write_run_files(
-            dir,
-            "run",
+        RunFiles {
+            name: "run",
             inputs,
             grid,
-            &out,
-            &tl,
-            None,
-            &AtomicBool::new(false),
-        )
+            outcome: &out,
+            timelines: &tl,
+            shards: None,
+        }
+        .write(dir, &AtomicBool::new(false))
         .unwrap();
     }
 
