@@ -148,8 +148,8 @@ impl How {
         })?;
         let tok: Tokenizer = args
             .tokenizer
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!(e))?;
+            .parse::<Tokenizer>()
+            .map_err(anyhow::Error::new)?;
         let spec = args.cost.summarizer_spec()?;
         let fail: Vec<u32> = args
             .fail_calls

@@ -112,8 +112,13 @@ pub struct PyText {
     pub json_chars: u64,
 }
 
+/// A failed call, as the one line the run reports for it (the worker's own words).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct PyCallError(pub String);
+
 /// One call's result: a summary, `None` (nothing compacted), or a one-line error.
-pub type PyResult = Result<Option<PyText>, String>;
+pub type PyResult = Result<Option<PyText>, PyCallError>;
 
 struct Worker {
     child: Child,
@@ -316,41 +321,43 @@ impl Worker {
             .and_then(|_| self.stdin.flush())
             .is_err()
         {
-            return (Err(self.exit_message()), false);
+            return (Err(PyCallError(self.exit_message())), false);
         }
         let answer = match self.lines.recv_timeout(timeout) {
             Ok(l) => l,
             Err(RecvTimeoutError::Timeout) => {
                 return (
-                    Err(format!(
+                    Err(PyCallError(format!(
                         "timed out after {} s (worker stopped)",
                         timeout.as_secs_f64()
-                    )),
+                    ))),
                     false,
                 )
             }
-            Err(RecvTimeoutError::Disconnected) => return (Err(self.exit_message()), false),
+            Err(RecvTimeoutError::Disconnected) => {
+                return (Err(PyCallError(self.exit_message())), false)
+            }
         };
         let Ok(v) = serde_json::from_str::<Value>(&answer) else {
             return (
-                Err(format!(
+                Err(PyCallError(format!(
                     "failed: the worker broke protocol {PROTOCOL}: `{}`",
                     short(&answer)
-                )),
+                ))),
                 false,
             );
         };
         if v.get("id").and_then(Value::as_u64) != Some(id) {
             return (
-                Err(format!(
+                Err(PyCallError(format!(
                     "failed: the worker broke protocol {PROTOCOL}: answer for another call"
-                )),
+                ))),
                 false,
             );
         }
         if v.get("ok").and_then(Value::as_bool) != Some(true) {
             let e = v.get("error").and_then(Value::as_str).unwrap_or("failed");
-            return (Err(format!("raised {e}")), true);
+            return (Err(PyCallError(format!("raised {e}"))), true);
         }
         match v.get("text") {
             Some(Value::String(t)) => {
@@ -420,9 +427,15 @@ impl Pool {
             None => match Worker::spawn(&self.reference, &self.opts) {
                 Ok((w, _)) => w,
                 Err(PythonError::Worker { detail, .. }) => {
-                    return Err(format!("failed: a new worker did not start: {detail}"))
+                    return Err(PyCallError(format!(
+                        "failed: a new worker did not start: {detail}"
+                    )))
                 }
-                Err(e) => return Err(format!("failed: a new worker did not start: {e}")),
+                Err(e) => {
+                    return Err(PyCallError(format!(
+                        "failed: a new worker did not start: {e}"
+                    )))
+                }
             },
         };
         let (result, keep) = worker.call(events, self.opts.timeout);
@@ -869,7 +882,7 @@ while read line; do echo 'hello from print()'; done"#,
         assert_eq!(pool.handshake.summarizer, "m.C");
         let e = pool.summarize("[]").unwrap_err();
         assert_eq!(
-            e,
+            e.0,
             "failed: the worker broke protocol 1: `hello from print()`"
         );
         // The broken worker was dropped, not put back.
@@ -900,7 +913,10 @@ read line; echo '{"id": 3, "ok": false, "error": "KeyError: x"}'"#,
             }))
         );
         assert_eq!(pool.summarize("[]"), Ok(None));
-        assert_eq!(pool.summarize("[]"), Err("raised KeyError: x".into()));
+        assert_eq!(
+            pool.summarize("[]"),
+            Err(PyCallError("raised KeyError: x".into()))
+        );
         assert_eq!(pool.idle.lock().unwrap().len(), 1);
     }
 }

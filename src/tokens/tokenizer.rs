@@ -36,13 +36,18 @@ impl fmt::Display for Tokenizer {
     }
 }
 
+/// A tokenizer name the tool does not know (flags, grid files, the count cache's keys).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tokenizer `{0}` (expected o200k, cl100k or adk-chars)")]
+pub struct UnknownTokenizer(pub String);
+
 impl FromStr for Tokenizer {
-    type Err = String;
+    type Err = UnknownTokenizer;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Tokenizer::ALL
             .into_iter()
             .find(|t| t.name() == s)
-            .ok_or_else(|| format!("unknown tokenizer `{s}` (expected o200k, cl100k or adk-chars)"))
+            .ok_or_else(|| UnknownTokenizer(s.to_string()))
     }
 }
 
