@@ -1502,14 +1502,13 @@ fn rearrange_latest(ctx: &Ask<'_>, sc: &mut Scratch) {
 /// first appearance; the other parts go with the latest call), and that latest call's
 /// position. `None` when nothing moves: no response has a call, or the one call is the item
 /// just before.
-fn trailing_by_call(
-    ctx: &Ask<'_>,
-    sc: &Scratch,
-    trailing: Item,
-) -> Option<(Vec<(usize, Vec<u32>)>, usize)> {
+/// Parts grouped by the item that calls them: `(calling item, its parts)`.
+type PartsByCall = Vec<(usize, Vec<u32>)>;
+
+fn trailing_by_call(ctx: &Ask<'_>, sc: &Scratch, trailing: Item) -> Option<(PartsByCall, usize)> {
     let s = ctx.s;
     let len = sc.items.len();
-    let mut by_call: Vec<(usize, Vec<u32>)> = Vec::new();
+    let mut by_call: PartsByCall = Vec::new();
     let mut non_fr: Vec<u32> = Vec::new();
     for k in trailing.p0..trailing.p1 {
         let gp = sc.arena[k as usize];

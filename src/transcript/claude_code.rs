@@ -56,6 +56,9 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
+/// The `(id, name)` of each tool call an assistant line makes.
+type ToolCalls = Vec<(String, String)>;
+
 /// How far back (seconds) a line's timestamp may step before it is an error; see module doc.
 pub const TIMESTAMP_TOLERANCE_S: f64 = 120.0;
 
@@ -284,7 +287,7 @@ impl Group {
                 let at = self.events.len();
                 let mut c = RecordedCompaction::new(at, "claude-code isCompactSummary");
                 c.end_timestamp = ts;
-                c.forgotten = vec![0..at];
+                c.forgotten = std::iter::once(0..at).collect();
                 self.compactions.push(c);
                 self.echo_window = true;
                 self.compactions.len() - 1
@@ -525,7 +528,7 @@ impl<'a> Reader<'a> {
         &self,
         line_no: usize,
         blocks: &[Value],
-    ) -> Result<(Vec<Part>, Vec<(String, String)>), ReadError> {
+    ) -> Result<(Vec<Part>, ToolCalls), ReadError> {
         let mut parts = Vec::new();
         let mut calls = Vec::new();
         for (i, b) in blocks.iter().enumerate() {
@@ -717,7 +720,7 @@ impl<'a> Reader<'a> {
         // after the summary can move this later, see `Group::compaction_echo`).
         c.start_timestamp = group.events.last().map(|e| e.timestamp);
         c.boundary_raw = Some(RawPos::Line(line_no));
-        c.forgotten = vec![0..at];
+        c.forgotten = std::iter::once(0..at).collect();
         c.version = readutil::str_field(obj, "version").map(str::to_string);
         group.compactions.push(c);
         group.pending_summary = Some(group.compactions.len() - 1);
