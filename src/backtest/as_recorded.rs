@@ -4,7 +4,7 @@
 //! that version's auto-compact rule; Codex's `model_auto_compact_token_limit`. A session that
 //! records nothing is replayed without compaction, and says so.
 
-use crate::policy::claude_code::{ClaudeCode, VersionRule, AUTO_COMPACT_WINDOW};
+use crate::policy::claude_code::{session_version, ClaudeCode, VersionRule, AUTO_COMPACT_WINDOW};
 use crate::policy::codex::Codex;
 use crate::policy::mask::MaskObservations;
 use crate::policy::openhands::OpenHands;
@@ -126,7 +126,7 @@ pub fn as_recorded(session: &Session) -> AsRecorded {
         };
     };
     match &p.rule {
-        PolicyRule::ClaudeCodeAuto => claude_code(session, &p.versions),
+        PolicyRule::ClaudeCodeAuto => claude_code(session),
         PolicyRule::SweAgent { processors } => swe_agent(processors),
         PolicyRule::Openhands(c) => match c.kind.as_str() {
             "LLMSummarizingCondenser" | "llm" => AsRecorded::Openhands {
@@ -162,15 +162,10 @@ fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "?".to_string(), |x| x.to_string())
 }
 
-/// Claude Code: the rule of the version in force at the first automatic compaction (a resumed
-/// session can change version), else of the last version recorded.
-fn claude_code(session: &Session, versions: &[String]) -> AsRecorded {
-    let at_boundary = session
-        .recorded_compactions
-        .iter()
-        .filter(|c| c.trigger.as_deref() == Some("auto"))
-        .find_map(|c| c.version.clone());
-    let Some(version) = at_boundary.or_else(|| versions.last().cloned()) else {
+/// Claude Code: the rule of the version it ran ([`session_version`], as a sweep's
+/// `claude-code` reads it).
+fn claude_code(session: &Session) -> AsRecorded {
+    let Some(version) = session_version(session) else {
         return AsRecorded::Nothing {
             why: "Claude Code without a recorded version".into(),
         };

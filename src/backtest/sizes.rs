@@ -4,7 +4,9 @@
 //! provider's scale (so every amount a policy removes is too) and whose missing or
 //! post-compaction prompt sizes are the fit's.
 
-use crate::tokens::fit::{fit_prompt, PromptFit};
+use crate::policy::measured::fit_requests;
+pub use crate::policy::measured::request_sizes;
+use crate::tokens::fit::PromptFit;
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::Session;
 
@@ -25,33 +27,12 @@ impl ProviderSizes {
     }
 }
 
-/// Per model request of `sizes` (in order): its counted history and, when recorded on the raw
-/// history, its recorded prompt size.
-pub fn request_sizes(session: &Session, sizes: &SessionSizes) -> Vec<(u32, u64, Option<u64>)> {
-    let base = sizes
-        .baseline
-        .get_or_init(|| crate::engine::contents::baseline(sizes));
-    base.request_event
-        .iter()
-        .zip(&base.request)
-        .map(|(&k, meas)| {
-            let raw = !session.events[k as usize].post_compaction_usage;
-            let recorded = sizes.recorded_prompt[k as usize].filter(|&p| raw && p > 0);
-            (k, meas[3], recorded)
-        })
-        .collect()
-}
-
 /// The session's arrays on its provider's scale.
 pub fn provider_sizes(session: &Session, sizes: &SessionSizes) -> ProviderSizes {
     let requests = request_sizes(session, sizes);
-    let pairs: Vec<(u64, u64)> = requests
-        .iter()
-        .filter_map(|&(_, counted, rec)| rec.map(|r| (r, counted)))
-        .collect();
     let mut out = sizes.clone();
     out.baseline = std::sync::OnceLock::new();
-    let Some(fit) = fit_prompt(&pairs) else {
+    let Some(fit) = fit_requests(&requests) else {
         return ProviderSizes {
             sizes: out,
             fit: None,

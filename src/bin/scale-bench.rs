@@ -93,7 +93,10 @@ fn policy_of(kind: &str) -> Option<PolicySpec> {
             exclude_tools: Vec::new(),
         },
         "mask-observations" => PolicySpec::MaskObservations { window: 10 },
-        "claude-code" => PolicySpec::ClaudeCode { pct: Some(2) },
+        "claude-code" => PolicySpec::ClaudeCode {
+            pct: Some(2),
+            window: 1_048_576,
+        },
         "codex" => PolicySpec::Codex { pct: 2 },
         "openhands" => PolicySpec::Openhands {
             max_size: 240,

@@ -164,6 +164,10 @@ pub struct AxisFlags {
     /// claude-code: CLAUDE_AUTOCOMPACT_PCT_OVERRIDE values, 1..100 [unset].
     #[arg(long, value_name = "LIST")]
     pub pct: Option<String>,
+    /// claude-code: its auto-compact window (autoCompactWindow /
+    /// CLAUDE_CODE_AUTO_COMPACT_WINDOW), tokens [200k]; not the price table's window.
+    #[arg(long, value_name = "LIST")]
+    pub cc_window: Option<String>,
     /// codex: auto_compact_token_limit as % of the context window [90].
     #[arg(long, value_name = "LIST")]
     pub codex_pct: Option<String>,
@@ -230,6 +234,7 @@ fn flag_axes(a: &AxisFlags, combine: bool) -> GridSpec {
         clear_exclude_tools: text_axis(&a.clear_exclude_tools),
         mask_window: text_axis(&a.mask_window),
         pct: text_axis(&a.pct),
+        cc_window: text_axis(&a.cc_window),
         codex_pct: text_axis(&a.codex_pct),
         openhands_max_size: text_axis(&a.openhands_max_size),
         openhands_keep_first: text_axis(&a.openhands_keep_first),

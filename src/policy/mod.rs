@@ -15,6 +15,7 @@ pub mod driver;
 pub mod gemini_cli;
 pub mod langchain;
 pub mod mask;
+pub mod measured;
 pub mod openhands;
 
 use crate::engine::{Replay, Summarizer};
@@ -44,7 +45,9 @@ impl PolicySpec {
             PolicySpec::MaskObservations { window } => {
                 Box::new(mask::MaskObservations::new(ctx, *window))
             }
-            PolicySpec::ClaudeCode { pct } => Box::new(claude_code::ClaudeCode::new(ctx, *pct)),
+            PolicySpec::ClaudeCode { pct, window } => {
+                Box::new(claude_code::ClaudeCode::new(ctx, *pct, *window))
+            }
             PolicySpec::Codex { pct } => Box::new(codex::Codex::new(ctx, *pct)),
             PolicySpec::Openhands {
                 max_size,
@@ -65,7 +68,7 @@ pub struct Ctx<'a> {
     pub sizes: &'a SessionSizes,
     pub session: &'a Session,
     /// `max_input_tokens` of the agent model (pricing table); `None`: unknown, so the
-    /// window-relative policies never fire.
+    /// window-relative policies never fire (`claude-code` carries its own window).
     pub window: Option<u64>,
 }
 
@@ -171,6 +174,18 @@ pub enum Decision {
         keep: Vec<(u32, u64)>,
         passes: u32,
     },
+}
+
+impl Decision {
+    /// The whole history before request `at` replaced by one summary (Claude Code's compact).
+    pub fn summarize_all(at: &At) -> Decision {
+        Decision::Summarize {
+            head: 0,
+            cut: at.event,
+            keep: Vec::new(),
+            passes: 1,
+        }
+    }
 }
 
 /// One framework's rule: when it fires, what the next prompt holds, how many summarizer

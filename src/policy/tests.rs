@@ -177,8 +177,11 @@ fn claude_code_threshold_and_whole_history_summary() {
     let r = run(
         &s,
         &toks,
-        &PolicySpec::ClaudeCode { pct: None },
-        Some(200_000),
+        &PolicySpec::ClaudeCode {
+            pct: None,
+            window: 200_000,
+        },
+        None,
     );
     assert_eq!(r.calls.len(), 1);
     let c = &r.compactions[0];
@@ -201,16 +204,29 @@ fn claude_code_threshold_and_whole_history_summary() {
     let r50 = run(
         &s,
         &toks,
-        &PolicySpec::ClaudeCode { pct: Some(50) },
-        Some(200_000),
+        &PolicySpec::ClaudeCode {
+            pct: Some(50),
+            window: 200_000,
+        },
+        None,
     );
     assert_eq!(
         r50.compactions[0].before_event_index,
         Some(r.requests[1].event_index)
     );
-    // no window known: never fires
-    let none = run(&s, &toks, &PolicySpec::ClaudeCode { pct: None }, None);
-    assert!(none.calls.is_empty());
+    // the price table's window (1M for claude-opus-4-6) is not the auto-compact window
+    let big = PolicySpec::ClaudeCode {
+        pct: None,
+        window: 200_000,
+    };
+    let r1m = run(&s, &toks, &big, Some(1_000_000));
+    assert_eq!(r1m.compactions.len(), 1);
+    // a 1,000,000-token auto-compact window: 967,000, never reached
+    let wide = PolicySpec::ClaudeCode {
+        pct: None,
+        window: 1_000_000,
+    };
+    assert!(run(&s, &toks, &wide, None).calls.is_empty());
 }
 
 #[test]
@@ -324,4 +340,100 @@ fn every_family_parses_and_labels() {
     assert_eq!(LcTrigger::parse("fraction:1.5"), None);
     let p = PolicySpec::MaskObservations { window: 10 };
     assert!(p.label().contains("not an ADK setting"));
+}
+
+/// A Claude Code session recording CLI `version` on claude-opus-4-5 (max output 64,000).
+fn claude_code_session(prompts: &[Option<u64>], version: Option<&str>) -> (Session, Vec<u32>) {
+    let (mut s, toks) = session(prompts.len() - 1, prompts);
+    s.format = Format::ClaudeCode;
+    s.model = Some("claude-opus-4-5-20251101".into());
+    s.recorded_policy = version.map(|v| crate::transcript::RecordedPolicy {
+        source: "claude-code version".into(),
+        versions: vec![v.into()],
+        rule: crate::transcript::PolicyRule::ClaudeCodeAuto,
+    });
+    (s, toks)
+}
+
+/// The request index each compaction of `r` preceded.
+fn fired_at(r: &Replay) -> Vec<usize> {
+    r.compactions
+        .iter()
+        .filter_map(|c| {
+            let k = c.before_event_index?;
+            Some(r.requests.partition_point(|q| q.event_index < k))
+        })
+        .collect()
+}
+
+/// On a 200,000-token auto-compact window: CLI 2.0.57 reserves the whole 64,000 max output
+/// (123,000), 2.1.21 and later 20,000 (167,000), and a session recording no version gets the
+/// current rule; the price table's window (1,000,000) plays no part.
+#[test]
+fn claude_code_fires_at_its_recorded_versions_threshold_on_a_200k_window() {
+    let prompts = [
+        Some(50_000),
+        Some(122_999),
+        Some(123_000),
+        Some(166_999),
+        Some(167_000),
+    ];
+    let spec = PolicySpec::ClaudeCode {
+        pct: None,
+        window: 200_000,
+    };
+    // the first firing (the hand-made history is too small for a summary to bring the
+    // recorded prompt back under the threshold, so it fires again after)
+    let fired = |version: Option<&str>| {
+        let (s, toks) = claude_code_session(&prompts, version);
+        fired_at(&run(&s, &toks, &spec, Some(1_000_000)))
+            .first()
+            .copied()
+    };
+    assert_eq!(fired(Some("2.0.57")), Some(2));
+    assert_eq!(fired(Some("2.1.39")), Some(4));
+    assert_eq!(fired(None), Some(4));
+    // a 150,000 window under 2.1.39: 150,000 - 20,000 - 13,000 = 117,000, passed by 122,999
+    let (s, toks) = claude_code_session(&prompts, Some("2.1.39"));
+    let narrow = PolicySpec::ClaudeCode {
+        pct: None,
+        window: 150_000,
+    };
+    assert_eq!(fired_at(&run(&s, &toks, &narrow, None)).first(), Some(&1));
+}
+
+/// A session that records its own automatic compaction: the request after it went out
+/// compacted (its recorded size is small), yet the policy fires there, as Claude Code did: the
+/// context it measured is the size before plus what the history grew since.
+#[test]
+fn claude_code_fires_where_the_recorded_compaction_was() {
+    // request 3 is the first after the compaction: its recorded 40,000 is the compacted
+    // prompt; two sizes before it are too few for a provider-scale fit, so growth is counted
+    let prompts = [
+        None,
+        Some(150_000),
+        Some(166_800),
+        Some(40_000),
+        Some(45_000),
+    ];
+    let (mut s, toks) = claude_code_session(&prompts, Some("2.1.39"));
+    let requests: Vec<usize> = (0..s.events.len())
+        .filter(|&e| s.events[e].model_request)
+        .collect();
+    let at = requests[3];
+    for &e in &requests[3..] {
+        s.events[e].post_compaction_usage = true;
+    }
+    let mut c = crate::transcript::RecordedCompaction::new(at, "claude-code compact_boundary");
+    c.trigger = Some("auto".into());
+    s.recorded_compactions.push(c);
+    let spec = PolicySpec::ClaudeCode {
+        pct: None,
+        window: 200_000,
+    };
+    // 166,800 + the 510 tokens the history grew by (a call and its result) >= 167,000
+    assert_eq!(fired_at(&run(&s, &toks, &spec, None)), vec![3]);
+    // without the record, the compacted 40,000 is all the replay sees: it never fires
+    s.recorded_compactions.clear();
+    assert!(fired_at(&run(&s, &toks, &spec, None)).is_empty());
 }

@@ -18,8 +18,15 @@ pub enum PolicySpec {
     },
     /// The Complexity Trap's observation masking.
     MaskObservations { window: u64 },
-    /// Claude Code auto-compact; `pct`: `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (can only lower it).
-    ClaudeCode { pct: Option<u64> },
+    /// Claude Code auto-compact; `pct`: `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (can only lower it);
+    /// `window`: the auto-compact window (`autoCompactWindow` /
+    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`), not the price table's: Claude Code compacts on its
+    /// own window whatever the API allows.
+    ClaudeCode {
+        pct: Option<u64>,
+        #[serde(default = "default_cc_window")]
+        window: u64,
+    },
     /// Codex auto-compact at `pct` % of the window (`auto_compact_token_limit`).
     Codex { pct: u64 },
     /// OpenHands V1 `LLMSummarizingCondenser`.
@@ -28,6 +35,13 @@ pub enum PolicySpec {
     Langchain { trigger: LcTrigger, keep: u64 },
     /// Gemini CLI chat compression at `threshold_pct` % of the window.
     GeminiCli { threshold_pct: u64 },
+}
+
+/// Claude Code's auto-compact window unless set: 200,000 (docs/policies.md).
+pub const CC_WINDOW: u64 = 200_000;
+
+fn default_cc_window() -> u64 {
+    CC_WINDOW
 }
 
 /// LangChain's `trigger` context size: `("tokens", n)`, `("messages", n)` or
@@ -115,8 +129,10 @@ impl PolicySpec {
                 s
             }
             PolicySpec::MaskObservations { window } => format!("window={window}"),
-            PolicySpec::ClaudeCode { pct: None } => "pct=default".to_string(),
-            PolicySpec::ClaudeCode { pct: Some(p) } => format!("pct={p}"),
+            PolicySpec::ClaudeCode { pct, window } => match pct {
+                None => format!("pct=default window={window}"),
+                Some(p) => format!("pct={p} window={window}"),
+            },
             PolicySpec::Codex { pct } => format!("limit_pct={pct}"),
             PolicySpec::Openhands {
                 max_size,
@@ -139,12 +155,11 @@ impl PolicySpec {
         )
     }
 
-    /// Whether it needs the agent model's context window (from the pricing table).
+    /// Whether it needs the agent model's context window (from the pricing table);
+    /// `claude-code` carries its own auto-compact window.
     pub fn needs_window(&self) -> bool {
         match self {
-            PolicySpec::ClaudeCode { .. }
-            | PolicySpec::Codex { .. }
-            | PolicySpec::GeminiCli { .. } => true,
+            PolicySpec::Codex { .. } | PolicySpec::GeminiCli { .. } => true,
             PolicySpec::Langchain { trigger, .. } => {
                 matches!(trigger, LcTrigger::FractionPermille(_))
             }

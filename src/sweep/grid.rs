@@ -118,6 +118,8 @@ pub struct GridSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pct: Option<AxisSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_window: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub codex_pct: Option<AxisSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openhands_max_size: Option<AxisSpec>,
@@ -176,6 +178,7 @@ impl GridSpec {
                 clear_exclude_tools,
                 mask_window,
                 pct,
+                cc_window,
                 codex_pct,
                 openhands_max_size,
                 openhands_keep_first,

@@ -3,6 +3,7 @@
 //! framework ships; an axis given for a policy that is not asked for is refused.
 
 use super::grid::{err, parse_numeric_axis, parse_text_axis, AxisSpec, GridError, GridSpec};
+use crate::settings::policy::CC_WINDOW;
 use crate::settings::{LcTrigger, PolicySpec, FAMILIES};
 
 /// The axis keys and the family each belongs to.
@@ -13,6 +14,7 @@ const AXES: &[(&str, &str)] = &[
     ("clear_exclude_tools", "clear-tool-results"),
     ("mask_window", "mask-observations"),
     ("pct", "claude-code"),
+    ("cc_window", "claude-code"),
     ("codex_pct", "codex"),
     ("openhands_max_size", "openhands"),
     ("openhands_keep_first", "openhands"),
@@ -29,6 +31,7 @@ fn axis<'a>(g: &'a GridSpec, key: &str) -> &'a Option<AxisSpec> {
         "clear_exclude_tools" => &g.clear_exclude_tools,
         "mask_window" => &g.mask_window,
         "pct" => &g.pct,
+        "cc_window" => &g.cc_window,
         "codex_pct" => &g.codex_pct,
         "openhands_max_size" => &g.openhands_max_size,
         "openhands_keep_first" => &g.openhands_keep_first,
@@ -130,17 +133,27 @@ fn clear_tool_results(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
 }
 
 fn claude_code(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
-    let Some(s) = &g.pct else {
-        return Ok(vec![PolicySpec::ClaudeCode { pct: None }]);
+    let pcts = match &g.pct {
+        None => vec![None],
+        Some(s) => parse_numeric_axis("pct", s)?
+            .into_iter()
+            .map(Some)
+            .collect(),
     };
+    if let Some(p) = pcts.iter().flatten().find(|p| !(1..=100).contains(*p)) {
+        return err(format!(
+            "grid axis pct: value `{p}` is outside 1..100 (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE)"
+        ));
+    }
+    let windows = nums(g, "cc_window", CC_WINDOW)?;
+    if windows.contains(&0) {
+        return err("grid axis cc_window: value 0 leaves no context; give Claude Code's auto-compact window in tokens (autoCompactWindow)");
+    }
     let mut out = Vec::new();
-    for p in parse_numeric_axis("pct", s)? {
-        if !(1..=100).contains(&p) {
-            return err(format!(
-                "grid axis pct: value `{p}` is outside 1..100 (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE)"
-            ));
+    for &window in &windows {
+        for &pct in &pcts {
+            out.push(PolicySpec::ClaudeCode { pct, window });
         }
-        out.push(PolicySpec::ClaudeCode { pct: Some(p) });
     }
     Ok(out)
 }
@@ -271,9 +284,15 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
             n(&mut collect!(PolicySpec::MaskObservations { window } => *window))
         );
     }
-    let mut pcts = collect!(PolicySpec::ClaudeCode { pct: Some(p) } => *p);
+    let mut pcts = collect!(PolicySpec::ClaudeCode { pct: Some(p), .. } => *p);
     if !pcts.is_empty() {
         out += &format!("pct = {}\n", n(&mut pcts));
+    }
+    if fams.contains(&"claude-code") {
+        out += &format!(
+            "cc_window = {}\n",
+            n(&mut collect!(PolicySpec::ClaudeCode { window, .. } => *window))
+        );
     }
     if fams.contains(&"codex") {
         out += &format!(

@@ -15,6 +15,11 @@ const LOW: &[&str] = &[
     "1,3",
     "--pct",
     "5",
+    // 5 % of a 1,000,000-token auto-compact window, where the price table's window put it
+    // before `--cc-window`: 5 % of the 200,000 default (9,000) fires on nearly every request
+    // and meets a detail-lost share above 1 that main has too (`--pct 1` on a 1M window)
+    "--cc-window",
+    "1M",
     "--codex-pct",
     "5",
     "--openhands-max-size",
@@ -112,6 +117,12 @@ fn every_policy_runs_beside_the_adk_settings() {
     let c = dir.path().join("c");
     let grid = a.join("grid.toml");
     assert!(read_text(&grid).contains("clear_trigger = [5000, 20000]"));
+    assert!(read_text(&grid).contains("cc_window = [1000000]"));
+    let cc = policy_rows
+        .iter()
+        .find(|r| r["policy"] == "claude-code")
+        .unwrap();
+    assert_eq!(cc["policy_setting"], "pct=5 window=1000000");
     sweep(&c, &["--grid", grid.to_str().unwrap(), "-q"], "2");
     assert_eq!(
         read_text(&a.join("settings.csv")),
@@ -127,6 +138,14 @@ fn bad_policy_flags_are_refused_in_one_line() {
         (vec!["--clear-keep", "3"], "clear_keep"),
         (vec!["--policy", "summarize-harder"], "policy"),
         (vec!["--policy", "claude-code", "--pct", "150"], "pct"),
+        (
+            vec!["--policy", "claude-code", "--cc-window", "0"],
+            "cc_window",
+        ),
+        (
+            vec!["--policy", "codex", "--cc-window", "150k"],
+            "cc_window",
+        ),
         (
             vec!["--policy", "langchain", "--lc-trigger", "lots"],
             "lc_trigger",
