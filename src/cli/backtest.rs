@@ -65,7 +65,7 @@ fn row_line(c: &CompactionRow) -> String {
     format!(
         "{:<44} {:<7} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7}  {}",
         super::term(&short(&c.source)),
-        c.trigger,
+        super::term(&c.trigger),
         opt(c.recorded_request),
         opt(c.predicted_request),
         opt(c.recorded_tokens_before),
@@ -113,7 +113,7 @@ pub fn render(b: &Backtest) -> String {
         out.push_str(&format!(
             "{:<44} {}; sizes: {} (overhead {}, scale {}, fit p50 {} %); prompt error p50 {} % p95 {} %\n",
             super::term(&short(&s.source)),
-            s.as_recorded,
+            super::term(&s.as_recorded),
             s.prompt_basis,
             opt(s.prompt_overhead),
             opt(s.prompt_scale),

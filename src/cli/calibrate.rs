@@ -77,7 +77,7 @@ fn read_samples(args: &CalibrateArgs, paths: &[String]) -> anyhow::Result<Sample
         skipped.extend(bad);
     }
     for e in &skipped {
-        errln!("warning: {e}; skipped");
+        errln!("warning: {}; skipped", super::term(&e.to_string()));
     }
     let prices = PriceTable::builtin();
     let mut samples = Samples::default();
@@ -88,14 +88,17 @@ fn read_samples(args: &CalibrateArgs, paths: &[String]) -> anyhow::Result<Sample
         let text = match std::fs::read_to_string(f) {
             Ok(t) => t,
             Err(e) => {
-                errln!("warning: {}: {e}; skipped", f.display());
+                errln!(
+                    "warning: {}: {e}; skipped",
+                    super::term(&f.display().to_string())
+                );
                 continue;
             }
         };
         let sessions = load_file(f, None);
         let used = samples.add_file(&text, sessions.as_deref().ok(), &prices);
         if let (Err(e), false) = (&sessions, used) {
-            errln!("warning: {e}; skipped");
+            errln!("warning: {}; skipped", super::term(&e.to_string()));
         }
     }
     Ok(samples)
@@ -121,9 +124,11 @@ fn fit_models(
         "|res| p95"
     );
     for (model, timings) in &samples.by_model {
+        // Model names come from transcripts: escaped, as every printed transcript string.
+        let shown = super::term(model);
         if timings.len() < min_samples {
             outln!(
-                "{model:<36} {:>7}  too few timed requests (need {min_samples})",
+                "{shown:<36} {:>7}  too few timed requests (need {min_samples})",
                 timings.len(),
             );
             continue;
@@ -133,7 +138,7 @@ fn fit_models(
             continue;
         };
         outln!(
-            "{model:<36} {:>7} {:>8.3} {:>13.1} {:>12.1} {:>6.3} {:>8.2} s {:>8.2} s  {}",
+            "{shown:<36} {:>7} {:>8.3} {:>13.1} {:>12.1} {:>6.3} {:>8.2} s {:>8.2} s  {}",
             fit.samples,
             fit.params.ttft_s,
             fit.params.prefill_tokens_per_s,
@@ -189,7 +194,7 @@ fn fit_fact_retention(
     outln!(
         "fact retention: {} recorded summaries (written by {}); per kind: kept/facts = rate [95% interval over summaries]",
         r.summaries,
-        r.models.join(", ")
+        super::term(&r.models.join(", "))
     );
     for (name, k) in &r.kinds {
         match (k.rate, k.rate_low, k.rate_high) {

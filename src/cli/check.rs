@@ -35,17 +35,19 @@ pub fn run(args: CheckArgs) -> Result<u8> {
         (_, Some(path)) => {
             let src = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
             match settings::find_in_manifest(&src) {
-                ManifestCompaction::Found(t) => (t, format!("{path}: ")),
+                ManifestCompaction::Found(t) => (t, format!("{}: ", super::term(path))),
                 ManifestCompaction::OnWorkflow => {
                     outln!(
-                        "refused: {path}: compaction: {}",
+                        "refused: {}: compaction: {}",
+                        super::term(path),
                         settings::WORKFLOW_REFUSAL
                     );
                     return Ok(super::EXIT_REFUSED);
                 }
                 ManifestCompaction::Absent => {
                     outln!(
-                        "{path}: no compaction=Compaction(...) in this manifest: compaction is off"
+                        "{}: no compaction=Compaction(...) in this manifest: compaction is off",
+                        super::term(path)
                     );
                     return Ok(super::EXIT_OK);
                 }
@@ -58,8 +60,8 @@ pub fn run(args: CheckArgs) -> Result<u8> {
     match written.validate() {
         Ok(c) => {
             let Some(reference) = &c.summarizer else {
-                outln!("ok: {origin}{}", c.normalised());
-                outln!("    ADK: {}", c.adk());
+                outln!("ok: {origin}{}", super::term(&c.normalised()));
+                outln!("    ADK: {}", super::term(&c.adk()));
                 return Ok(super::EXIT_OK);
             };
             let package = args.package.clone().or_else(|| {
@@ -80,17 +82,21 @@ pub fn run(args: CheckArgs) -> Result<u8> {
                 timeout: crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT,
             };
             if reference.starts_with('.') && opts.package.is_none() {
-                outln!("ok: {origin}{}", c.normalised());
-                outln!("    ADK: {}", c.adk());
-                outln!("    summarizer path not checked: `{reference}` is relative to the target's package: give --package DIR");
+                outln!("ok: {origin}{}", super::term(&c.normalised()));
+                outln!("    ADK: {}", super::term(&c.adk()));
+                outln!(
+                    "    summarizer path not checked: `{}` is relative to the target's package: give --package DIR",
+                    super::term(reference)
+                );
                 return Ok(super::EXIT_OK);
             }
             match python::Pool::start(reference, opts) {
                 Ok(pool) => {
-                    outln!("ok: {origin}{}", c.normalised());
-                    outln!("    ADK: {}", c.adk());
+                    outln!("ok: {origin}{}", super::term(&c.normalised()));
+                    outln!("    ADK: {}", super::term(&c.adk()));
                     outln!(
-                        "    summarizer: `{reference}` imports: {}, a BaseEventsSummarizer (google-adk {})",
+                        "    summarizer: `{}` imports: {}, a BaseEventsSummarizer (google-adk {})",
+                        super::term(reference),
                         super::term(&pool.handshake.summarizer),
                         super::term(&pool.handshake.adk_version)
                     );
@@ -104,8 +110,8 @@ pub fn run(args: CheckArgs) -> Result<u8> {
                     Ok(super::EXIT_REFUSED)
                 }
                 Err(e) => {
-                    outln!("ok: {origin}{}", c.normalised());
-                    outln!("    ADK: {}", c.adk());
+                    outln!("ok: {origin}{}", super::term(&c.normalised()));
+                    outln!("    ADK: {}", super::term(&c.adk()));
                     outln!(
                         "    summarizer path not checked: {}",
                         crate::transcript::util::one_line(&e.to_string(), 2000)
@@ -115,7 +121,7 @@ pub fn run(args: CheckArgs) -> Result<u8> {
             }
         }
         Err(r) => {
-            outln!("refused: {origin}{}: {}", r.field, r.message);
+            outln!("refused: {origin}{}: {}", r.field, super::term(&r.message));
             Ok(super::EXIT_REFUSED)
         }
     }

@@ -229,6 +229,20 @@ pub fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Any transcript string through the printers' helper, and a line holding it
+        /// through stdout's safety net: no control character left but the layout's own.
+        #[test]
+        fn no_transcript_string_puts_a_control_character_on_the_terminal(
+            s in crate::transcript::util::HOSTILE_TEXT
+        ) {
+            let shown = term(&s);
+            proptest::prop_assert!(!shown.chars().any(char::is_control), "{:?}", shown);
+            let line = format!("session {shown}\tsource {shown}\n");
+            proptest::prop_assert_eq!(layout_only(&line).lines().count(), 1);
+        }
+    }
+
     #[test]
     fn control_characters_never_reach_the_terminal() {
         let id = "abc\u{1b}]0;title\u{7}\u{1b}[2J\nforged line";

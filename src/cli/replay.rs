@@ -97,7 +97,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
     for (session, (sizes, inputs)) in pairs() {
         let e = replayer.evaluate(session, sizes, inputs)?;
         for w in &e.summarizer_errors {
-            errln!("warning: {w}");
+            errln!("warning: {}", super::term(&w.to_string()));
         }
         if args.json {
             out_json.push(replayer.json(session, sizes, &e)?);

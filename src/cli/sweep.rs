@@ -341,7 +341,7 @@ fn summarizer_failures(
 pub fn run(args: SweepArgs) -> Result<u8> {
     let costing = Costing::load(args.pricing.as_deref(), args.latency.as_deref())?;
     for w in &costing.model.prices.warnings {
-        errln!("warning: {w}");
+        errln!("warning: {}", super::term(&w.to_string()));
     }
     let mut plan = match SweepPlan::resolve(request(&args), &costing) {
         Ok(p) => p,

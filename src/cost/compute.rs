@@ -851,15 +851,17 @@ pub fn render_metrics(
     model: &CostModel,
     setting: &MetricsSetting<'_>,
 ) -> String {
+    use crate::transcript::util::escape_control as term;
     use std::fmt::Write;
     let mut s = String::new();
-    let agent = setting.agent_model.unwrap_or("unknown");
+    // Model names come from transcripts: escaped, so none can forge a line of the block.
+    let agent = term(setting.agent_model.unwrap_or("unknown"));
     let _ = writeln!(
         s,
         "metrics (agent model {agent}; summarizer {}; client {}; prices of {}, USD, prompt caching {})",
-        setting.summarizer.name(),
+        term(&setting.summarizer.name()),
         setting.client,
-        if model.prices.pricing_date.is_empty() { "unknown date" } else { &model.prices.pricing_date },
+        term(if model.prices.pricing_date.is_empty() { "unknown date" } else { &model.prices.pricing_date }),
         if model.cache == CacheMode::On { "on" } else { "off" },
     );
     let rows = [
@@ -869,7 +871,7 @@ pub fn render_metrics(
         assumption_rows(model, setting),
     ];
     for (k, v) in rows.iter().flatten() {
-        let _ = writeln!(s, "  {k:<24} {v}");
+        let _ = writeln!(s, "  {k:<24} {}", term(v));
     }
     s
 }
@@ -1507,6 +1509,22 @@ mod tests {
             event_facts: None,
             references: None,
             attachments_once: false,
+        }
+    }
+
+    proptest::proptest! {
+        /// Any recorded model name: the metrics block `replay` prints keeps its lines (none
+        /// forged) and holds no control character but its line breaks.
+        #[test]
+        fn no_model_name_forges_a_line_of_the_metrics_block(
+            s in crate::transcript::util::HOSTILE_TEXT
+        ) {
+            let (m, model) = (SessionMetrics::default(), CostModel::default());
+            let spec = SummarizerSpec::Agent;
+            let plain = render_metrics(&m, &model, &setting(&spec, Some("x")));
+            let text = render_metrics(&m, &model, &setting(&spec, Some(&s)));
+            proptest::prop_assert_eq!(text.lines().count(), plain.lines().count());
+            proptest::prop_assert!(!text.chars().any(|c| c.is_control() && c != '\n'));
         }
     }
 

@@ -92,7 +92,8 @@ pub fn file_component(s: &str) -> String {
 }
 
 /// JSON text made safe inside `<script>`: the escapes are JSON's own, so the parsed value is
-/// unchanged.
+/// unchanged. Control characters JSON leaves raw (DEL, the C1 range) are escaped too: no
+/// control character of the data reaches the page.
 pub fn script_safe(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
@@ -102,6 +103,7 @@ pub fn script_safe(json: &str) -> String {
             '&' => out.push_str("\\u0026"),
             '\u{2028}' => out.push_str("\\u2028"),
             '\u{2029}' => out.push_str("\\u2029"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }
@@ -111,6 +113,65 @@ pub fn script_safe(json: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every renderer-neutral block holding `s` where data goes.
+    fn blocks_holding(s: &str) -> Vec<crate::report::Block> {
+        use crate::report::{Block, Inline};
+        let inline = || {
+            vec![
+                Inline::Text(s.into()),
+                Inline::Strong(s.into()),
+                Inline::Code(s.into()),
+            ]
+        };
+        vec![
+            Block::Heading(2, s.into()),
+            Block::Para(inline()),
+            Block::Code(s.into()),
+            Block::List(vec![inline(), inline()]),
+            Block::Table {
+                head: vec![s.into(), "n".into()],
+                rows: vec![vec![inline(), inline()]],
+                numeric: vec![false, true],
+            },
+            Block::Chart {
+                stem: "cost_vs_detail".into(),
+                title: s.into(),
+                how: s.into(),
+                note: s.into(),
+                svg: None,
+                skipped: Some(s.into()),
+            },
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any transcript string through every escaping of report.md and report.html (text,
+        /// Markdown, the code block, the JSON island): no control character survives, the
+        /// island parses back to the string, and the rendered pages keep their lines.
+        #[test]
+        fn no_transcript_string_leaves_a_control_character_in_the_report(
+            s in crate::transcript::util::HOSTILE_TEXT
+        ) {
+            use crate::report::{to_html, to_markdown};
+            let no_control = |t: &str| !t.chars().any(char::is_control);
+            proptest::prop_assert!(no_control(&html(&s)) && no_control(&md(&s)));
+            let code = md_code_block(&s);
+            proptest::prop_assert!(code.lines().count() == 3 && code.lines().all(no_control));
+            let island = script_safe(&serde_json::json!({ "id": s }).to_string());
+            proptest::prop_assert!(no_control(&island), "{:?}", island);
+            let back: serde_json::Value = serde_json::from_str(&island).unwrap();
+            proptest::prop_assert_eq!(back["id"].as_str(), Some(s.as_str()));
+            let (plain, hostile) = (blocks_holding("x"), blocks_holding(&s));
+            for (a, b) in [
+                (to_markdown(&plain), to_markdown(&hostile)),
+                (to_html(&plain, "x", None), to_html(&hostile, &s, None)),
+            ] {
+                proptest::prop_assert_eq!(a.lines().count(), b.lines().count());
+                proptest::prop_assert!(b.lines().all(no_control), "{:?}", b);
+            }
+        }
+    }
 
     #[test]
     fn html_escapes_markup_and_quotes() {

@@ -11,12 +11,17 @@
   var island = document.getElementById("explorer-data");
   if (!root || !island) return;
   var D = JSON.parse(island.textContent);
+  // Every look-up by a key from the URL or the data goes through a map without a prototype
+  // (dict()), so `#setting=__proto__` or a column named `constructor` finds nothing.
+  function dict() { return Object.create(null); }
   var rows = D.rows.map(function (r, i) {
-    var o = { index: i };
+    var o = dict();
+    o.index = i;
     D.cols.forEach(function (c, k) { o[c] = r[k]; });
     o.worst = D.worst[i] || [];
     return o;
   });
+  if (!rows.length) return; // `report` refuses an empty run; nothing to explore anyway
   var NS = "http://www.w3.org/2000/svg";
 
   function el(tag, attrs, text) {
@@ -63,7 +68,7 @@
 
   // --- state: from the run, then the URL hash (#setting=ID&broken=0.1&detail=&wait=) --------
   var budgets = { broken: D.budgets.broken_references, detail: D.budgets.detail_lost, wait: D.budgets.latency_s };
-  var hash = {};
+  var hash = dict();
   location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
     var i = kv.indexOf("=");
     if (i > 0) hash[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1));
@@ -75,7 +80,7 @@
   if ("broken" in hash) budgets.broken = share(hash.broken);
   if ("detail" in hash) budgets.detail = share(hash.detail);
   if ("wait" in hash) budgets.wait = share(hash.wait);
-  var byId = {};
+  var byId = dict();
   rows.forEach(function (r) { byId[String(r.id)] = r; });
   var reco = pick(budgets);
   var chosen = byId[hash.setting] || reco || rows.filter(function (r) { return !r.baseline && !r.alt; })[0] || rows[0];
@@ -97,7 +102,7 @@
     ["model", "agent model", function (r) { return r.model; }],
     ["tok", "tokenizer", function (r) { return r.tok; }]
   ];
-  var selects = {};
+  var selects = dict();
   var compacting = rows.filter(function (r) { return !r.baseline && !r.alt; });
   fields.forEach(function (f) {
     var values = [];
@@ -167,7 +172,7 @@
 
   // --- behaviour -------------------------------------------------------------------------------
   function fromControls(changed) {
-    var want = {};
+    var want = dict();
     fields.forEach(function (f) { want[f[0]] = selects[f[0]].value; });
     var kind = want.kind;
     function fits(r, strict) {
@@ -281,7 +286,7 @@
     }
     drill.appendChild(body);
   }
-  var COLORS = { tokens: "#1f77b4", invocations: "#2ca02c", both: "#9467bd", none: "#000000" };
+  var COLORS = Object.assign(dict(), { tokens: "#1f77b4", invocations: "#2ca02c", both: "#9467bd", none: "#000000" });
   var ALT_COLOR = "#8c564b";
   function draw() {
     plot.textContent = "";

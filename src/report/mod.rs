@@ -74,6 +74,10 @@ pub enum ReportError {
     Chart(#[from] chart::ChartError),
     #[error(transparent)]
     Write(#[from] crate::atomic::AtomicError),
+    /// A run folder whose settings.json holds no setting: nothing to report, and a page
+    /// rendered from it would have no setting to show.
+    #[error("{}: no settings: an empty run has nothing to report", .0.display())]
+    EmptyRun(std::path::PathBuf),
 }
 
 impl crate::error::Classify for ReportError {
@@ -84,6 +88,7 @@ impl crate::error::Classify for ReportError {
             ReportError::Data(_) => ExitKind::BadInput,
             ReportError::Chart(c) => c.exit_kind(),
             ReportError::Write(_) => ExitKind::Environment,
+            ReportError::EmptyRun(_) => ExitKind::BadInput,
         }
     }
 }
@@ -95,6 +100,9 @@ pub fn render_run(
     cancel: &std::sync::atomic::AtomicBool,
 ) -> Result<Rendered, ReportError> {
     let data = RunData::load(dir)?;
+    if data.settings.is_empty() {
+        return Err(ReportError::EmptyRun(dir.join("settings.json")));
+    }
     let charts = chart::render_all(&data, dir, cancel)?;
     let blocks = build(&data, &charts);
     crate::atomic::write_atomic(&dir.join("report.md"), to_markdown(&blocks).as_bytes())?;

@@ -754,6 +754,11 @@ pub mod scan {
     }
 }
 
+/// Untrusted text for property tests of every escaping: ASCII, every C0 and C1 control
+/// character (newlines, ESC, DEL, CSI), the line and paragraph separators, non-ASCII.
+#[cfg(test)]
+pub(crate) const HOSTILE_TEXT: &str = "(?s)[\\x00-\\x{a0}\\x{2028}\\x{2029}é中🦀]{0,40}";
+
 #[cfg(test)]
 mod tests {
     use super::*;

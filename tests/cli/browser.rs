@@ -382,3 +382,31 @@ fn the_console_check_catches_a_request_and_a_script_error() {
     let l = load(&chrome, &edited, "");
     assert!(!l.console.is_empty() && !l.dom.contains("data-explorer=\"ready\""));
 }
+
+/// Keys from the URL are looked up in maps without a prototype: `#setting=__proto__` (or
+/// another name every plain object inherits) chooses nothing, and the page shows what it
+/// shows without a fragment, with nothing on the console.
+#[test]
+fn a_setting_named_like_an_object_property_in_the_url_chooses_nothing() {
+    let Some(chrome) = chromium() else { return };
+    let (_tmp, dir) = report_fixture_copy();
+    bin().arg("report").arg(&dir).assert().success();
+    let page = dir.join("report.html");
+    let plain = load_clean(&chrome, &page, "");
+    let chosen = attr(&plain, "explorer-compare", "data-chosen").expect("a chosen setting");
+    for fragment in [
+        "setting=__proto__",
+        "setting=constructor",
+        "setting=toString",
+        "__proto__=1&setting=hasOwnProperty&broken=0.5",
+    ] {
+        let dom = load_clean(&chrome, &page, fragment);
+        if !fragment.contains("broken") {
+            assert_eq!(
+                attr(&dom, "explorer-compare", "data-chosen").as_deref(),
+                Some(chosen.as_str()),
+                "#{fragment}"
+            );
+        }
+    }
+}

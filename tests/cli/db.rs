@@ -26,7 +26,7 @@ fn fixture_url(name: &str) -> String {
 
 /// The PostgreSQL server of scripts/start-postgres.sh. Unset, the test fails saying how to
 /// start it: a database test never passes without its database.
-fn pg_url() -> String {
+pub(crate) fn pg_url() -> String {
     std::env::var("COMPACTION_SIM_TEST_POSTGRES").unwrap_or_else(|_| {
         panic!(
             "COMPACTION_SIM_TEST_POSTGRES is not set: start the test server with \

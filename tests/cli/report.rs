@@ -698,3 +698,22 @@ fn a_run_of_10000_settings_gives_a_page_under_5_mb() {
         "the page says it shows a subset"
     );
 }
+
+/// A run folder whose settings.json holds no setting is refused before anything is rendered:
+/// one line, exit 2, no page that would throw in the browser.
+#[test]
+fn an_empty_run_is_refused_before_rendering() {
+    let (_tmp, dir) = report_fixture_copy();
+    std::fs::write(dir.join("settings.json"), "[]").unwrap();
+    let out = bin().arg("report").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains("settings.json: no settings"),
+        "{err}"
+    );
+    for f in ["report.html", "report.md"] {
+        assert!(!dir.join(f).exists(), "{f} written for an empty run");
+    }
+}

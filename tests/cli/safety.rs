@@ -664,3 +664,238 @@ mod terminal {
         );
     }
 }
+
+mod forged_lines {
+    use super::*;
+
+    /// A recorded model name holding a newline (`"x\nwrote /etc/passwd"`) forges no line of
+    /// `replay`'s output: the metrics header, the latency row and every warning show it
+    /// escaped.
+    #[test]
+    fn a_model_name_with_a_newline_forges_no_replay_line() {
+        let cwd = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(one_session()).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let events = v["events"].as_array_mut().unwrap();
+        for e in events.iter_mut() {
+            if e["content"]["role"] == "model" {
+                e["model_version"] = "x\nwrote /etc/passwd".into();
+            }
+        }
+        let path = cwd.path().join("s.session.json");
+        std::fs::write(&path, v.to_string()).unwrap();
+        let out = bin()
+            .args([
+                "replay",
+                path.to_str().unwrap(),
+                "--after-tokens",
+                "2000",
+                "--keep-recent-events",
+                "2",
+            ])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(
+            stdout.contains("agent model x\\nwrote /etc/passwd"),
+            "{stdout}"
+        );
+        for line in stdout.lines().chain(stderr.lines()) {
+            assert!(!line.starts_with("wrote /etc/passwd"), "forged: {line}");
+        }
+    }
+}
+
+/// Database URLs carry passwords; none reaches a terminal, a log or a file (docs/databases.md).
+mod secrets {
+    use super::*;
+
+    /// Marker passwords, one per position a URL can hold a secret in.
+    const MARK_USERINFO: &str = "MarkUserinfo7";
+    const MARK_PASSWORD: &str = "MarkPasswordParam7";
+    const MARK_SSLPASSWORD: &str = "MarkSslPassword7";
+    const MARK_PASSFILE: &str = "MarkPassfile7";
+    const MARK_SSLKEY: &str = "MarkSslKey7";
+
+    /// Every file under `dir` (recursively), as bytes.
+    fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(files(&p));
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+        out
+    }
+
+    fn contains(hay: &[u8], needle: &str) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+    }
+
+    /// Runs `args` in `cwd` and fails when stdout, stderr or any file under `cwd` holds one of
+    /// `secrets`. Returns the exit code.
+    fn run_clean(cwd: &Path, args: &[&str], env: &[(&str, &str)], secrets: &[&str]) -> i32 {
+        let out = bin()
+            .current_dir(cwd)
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        for s in secrets {
+            for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+                assert!(
+                    !contains(bytes, s),
+                    "{args:?}: {what} shows `{s}`:\n{}",
+                    String::from_utf8_lossy(bytes)
+                );
+            }
+            for (p, bytes) in files(cwd) {
+                assert!(
+                    !contains(&bytes, s),
+                    "{args:?}: {} holds `{s}`",
+                    p.display()
+                );
+            }
+        }
+        out.status.code().unwrap_or(-1)
+    }
+
+    /// The URL-taking commands, each on `url`, in a fresh folder; a sweep in two shards is
+    /// merged. `reachable`: the commands must succeed (else they must fail cleanly).
+    fn every_command(url: &str, secrets: &[&str], env: &[(&str, &str)], reachable: bool) {
+        let cwd = tempfile::tempdir().unwrap();
+        let c = cwd.path();
+        let setting = ["--after-invocations", "1", "--overlap", "0"];
+        let sweep = |out: &str, shard: Option<&str>| {
+            let mut a = vec![
+                "sweep",
+                url,
+                "--trigger",
+                "invocations",
+                "--summarizer",
+                "terse",
+            ];
+            a.extend(["--after-invocations", "1", "--overlap", "0", "--out", out]);
+            if let Some(s) = shard {
+                a.extend(["--shard", s]);
+            }
+            a.into_iter().map(String::from).collect::<Vec<_>>()
+        };
+        let mut runs: Vec<Vec<String>> = vec![
+            vec!["inspect".into(), url.into()],
+            vec!["inspect".into(), url.into(), "--json".into()],
+            ["inspect", url, "--emit", "jsonl", "--out", "jsonl"]
+                .map(String::from)
+                .to_vec(),
+            [&["replay", url][..], &setting]
+                .concat()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            [&["replay", url, "--json"][..], &setting]
+                .concat()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            vec![
+                "calibrate".into(),
+                url.into(),
+                "--out".into(),
+                "cal.toml".into(),
+            ],
+            vec!["backtest".into(), url.into()],
+            sweep("run", None),
+        ];
+        if reachable {
+            runs.push(sweep("s1", Some("1/2")));
+            runs.push(sweep("s2", Some("2/2")));
+            runs.push(
+                ["merge", "s1", "s2", "--out", "merged"]
+                    .map(String::from)
+                    .to_vec(),
+            );
+        }
+        for args in &runs {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            // Only `merge` reads the database from the sources the shards recorded.
+            let env = if args[0] == "merge" { env } else { &[] };
+            let code = run_clean(c, &args, env, secrets);
+            if reachable {
+                assert_eq!(code, 0, "{args:?}");
+            } else {
+                assert_ne!(code, 0, "{args:?}");
+            }
+        }
+        if reachable {
+            for dir in ["run", "merged", "jsonl"] {
+                assert!(c.join(dir).is_dir(), "{dir} not written");
+            }
+            assert!(c.join("cal.toml").is_file());
+        }
+    }
+
+    /// An unreachable server (127.0.0.1:1): the connection error names the URL, never a
+    /// secret, whichever position holds it, and a refused parameter's value is not quoted.
+    #[test]
+    fn no_url_secret_is_shown_when_the_server_is_unreachable() {
+        let base = "postgresql://ann";
+        for url in [
+            format!("{base}:{MARK_USERINFO}@127.0.0.1:1/db"),
+            format!("{base}@127.0.0.1:1/db?password={MARK_PASSWORD}"),
+            format!("{base}@127.0.0.1:1/db?sslmode=disable&sslpassword={MARK_SSLPASSWORD}"),
+            format!("{base}@127.0.0.1:1/db?passfile=/tmp/{MARK_PASSFILE}&connect_timeout=2"),
+            format!("{base}@127.0.0.1:1/db?sslkey=/k/{MARK_SSLKEY}"),
+            format!("{base}:{MARK_USERINFO}@127.0.0.1:1/db?password={MARK_PASSWORD}&passfile={MARK_PASSFILE}&sslpassword={MARK_SSLPASSWORD}"),
+        ] {
+            every_command(
+                &url,
+                &[MARK_USERINFO, MARK_PASSWORD, MARK_SSLPASSWORD, MARK_PASSFILE, MARK_SSLKEY],
+                &[],
+                false,
+            );
+        }
+    }
+
+    /// The test database (`COMPACTION_SIM_TEST_POSTGRES`), reached with its real password in
+    /// the user part and in `password=`, with a marker `sslpassword` or `passfile` beside it:
+    /// every command works, and neither the password nor a marker is in any output or file
+    /// (sessions' sources included). `merge` reads sessions again from their sources, which
+    /// hold no password: it gets it from `PGPASSWORD`, as for a URL given without one.
+    #[test]
+    fn no_url_secret_reaches_any_output_or_file_of_a_real_database_run() {
+        let given = crate::db::pg_url();
+        let rest = given.split_once("://").unwrap().1;
+        let (userinfo, server) = rest.rsplit_once('@').expect("a user in the test URL");
+        let (user, password) = userinfo
+            .split_once(':')
+            .expect("a password in the test URL");
+        assert!(
+            password.len() >= 6,
+            "the test password is too short to grep for"
+        );
+        let env = [("PGPASSWORD", password)];
+        let q = if server.contains('?') { "&" } else { "?" };
+        for url in [
+            format!("{given}{q}sslpassword={MARK_SSLPASSWORD}"),
+            format!(
+                "postgresql://{user}@{server}{q}password={password}&passfile=/no/{MARK_PASSFILE}"
+            ),
+        ] {
+            every_command(
+                &url,
+                &[password, MARK_SSLPASSWORD, MARK_PASSFILE],
+                &env,
+                true,
+            );
+        }
+    }
+}

@@ -2,8 +2,8 @@
 //! `REPEATABLE READ READ ONLY` transaction: one snapshot of the whole database, which never
 //! blocks ADK's writers and can write nothing.
 //!
-//! The password comes from the URL, else `PGPASSWORD`, else the password file (`PGPASSFILE`
-//! or `~/.pgpass`, libpq's format and rules); it is handed to the driver only and stripped
+//! The password comes from the URL, else `PGPASSWORD`, else the password file (the URL's
+//! `passfile`, `PGPASSFILE` or `~/.pgpass`, libpq's format and rules); it is handed to the driver only and stripped
 //! from any message.
 
 use std::collections::HashMap;
@@ -23,8 +23,10 @@ pub(crate) fn password(t: &PgTarget) -> Option<Secret> {
     if let Ok(p) = std::env::var("PGPASSWORD") {
         return Some(Secret::new(p));
     }
-    let file = std::env::var_os("PGPASSFILE")
-        .map(PathBuf::from)
+    let file = t
+        .passfile
+        .clone()
+        .or_else(|| std::env::var_os("PGPASSFILE").map(PathBuf::from))
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
     let text = std::fs::read_to_string(&file).ok()?;
     // libpq ignores a password file others can read.
@@ -270,6 +272,7 @@ mod tests {
             user: "ann".into(),
             dbname: "adk".into(),
             password: None,
+            passfile: None,
         }
     }
 

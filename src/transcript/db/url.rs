@@ -36,6 +36,8 @@ pub struct PgTarget {
     pub dbname: String,
     /// From the URL only; `PGPASSWORD` and `~/.pgpass` are read when connecting.
     pub password: Option<Secret>,
+    /// The URL's `passfile`: the password file read instead of `PGPASSFILE` / `~/.pgpass`.
+    pub passfile: Option<PathBuf>,
 }
 
 /// What a URL points at.
@@ -98,21 +100,64 @@ pub fn is_db_url(s: &str) -> bool {
     ) && s.contains("://")
 }
 
-/// `s` with the password of its `user:password@` part removed, for messages about a URL that
-/// did not parse. Never fails: an unparsable user part is dropped whole.
+/// The connection parameters whose values are never shown. libpq's own list is the keywords
+/// its `PQconninfoOptions` table (src/interfaces/libpq/fe-connect.c) marks with the display
+/// character `"*"`, "password field - hide value" (libpq docs, `PQconndefaults`): `password`,
+/// `sslpassword` and, from PostgreSQL 18, `oauth_client_secret`. `passfile` and `sslkey` name
+/// where a password or a private key is kept: hidden too, a path can say as much.
+const SECRET_PARAMETERS: [&str; 5] = [
+    "password",
+    "sslpassword",
+    "oauth_client_secret",
+    "passfile",
+    "sslkey",
+];
+
+/// True when a URL parameter (as written, `%XX` escapes and case aside) carries a secret.
+fn is_secret_parameter(key: &str) -> bool {
+    let key = percent_decode(key).to_ascii_lowercase();
+    SECRET_PARAMETERS.contains(&key.as_str())
+}
+
+/// `s` as every message, log and output shows it: the password of its `user:password@` part
+/// and every secret parameter of its query ([`SECRET_PARAMETERS`]) removed, as a session's
+/// source must be (what `merge` reads again, with the password from `PGPASSWORD` or a
+/// password file, as for a URL given without one). Never fails: an unparsable user part is dropped whole. The one place a
+/// database URL is made showable; [`DbUrl`]'s `Display` is this.
 pub fn redact(s: &str) -> String {
     let Some((scheme, rest)) = s.split_once("://") else {
         return s.to_string();
     };
     let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (auth, tail) = rest.split_at(auth_end);
-    match auth.rfind('@') {
+    let auth = match auth.rfind('@') {
         Some(at) => {
             let (userinfo, host) = auth.split_at(at);
             let user = userinfo.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}{host}{tail}")
+            format!("{user}{host}")
         }
-        None => s.to_string(),
+        None => auth.to_string(),
+    };
+    format!("{scheme}://{auth}{}", redact_query(tail))
+}
+
+/// `tail` (path, `?query`, `#fragment`) without its secret parameters.
+fn redact_query(tail: &str) -> std::borrow::Cow<'_, str> {
+    let Some((path, after)) = tail.split_once('?') else {
+        return tail.into();
+    };
+    let (query, fragment) = match after.find('#') {
+        Some(i) => after.split_at(i),
+        None => (after, ""),
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !is_secret_parameter(pair.split('=').next().unwrap_or(pair)))
+        .collect();
+    if kept.is_empty() {
+        format!("{path}{fragment}").into()
+    } else {
+        format!("{path}?{}{fragment}", kept.join("&")).into()
     }
 }
 
@@ -244,7 +289,7 @@ fn parse_pg(rest: &str) -> Result<PgTarget, PgUrlError> {
         Some(i) => (Some(&auth_host[..i]), &auth_host[i + 1..]),
         None => (None, auth_host),
     };
-    let (mut user, password) = match userinfo {
+    let (mut user, mut password) = match userinfo {
         Some(u) => match u.split_once(':') {
             Some((a, p)) => (percent_decode(a), Some(Secret::new(percent_decode(p)))),
             None => (percent_decode(u), None),
@@ -264,6 +309,7 @@ fn parse_pg(rest: &str) -> Result<PgTarget, PgUrlError> {
         }
     };
     let mut dbname = percent_decode(path);
+    let mut passfile = None;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let v = percent_decode(v);
@@ -280,7 +326,11 @@ fn parse_pg(rest: &str) -> Result<PgTarget, PgUrlError> {
                     value: v,
                 })
             }
-            "application_name" | "connect_timeout" => {}
+            // As libpq: a query's password wins over the user part's; `sslpassword` only
+            // unlocks a client key, which needs TLS (refused above), so it is unused.
+            "password" => password = Some(Secret::new(v)),
+            "passfile" => passfile = Some(PathBuf::from(v)),
+            "application_name" | "connect_timeout" | "sslpassword" => {}
             other => return Err(PgUrlError::Parameter(other.to_string())),
         }
     }
@@ -308,6 +358,7 @@ fn parse_pg(rest: &str) -> Result<PgTarget, PgUrlError> {
         user,
         dbname,
         password,
+        passfile,
     })
 }
 
@@ -364,7 +415,8 @@ mod tests {
         for raw in [
             "postgresql://ann:hunter2@h:99999/db",
             "postgresql://ann:hunter2@h/db?sslmode=require",
-            "postgresql://ann:hunter2@h/db?password=x",
+            "postgresql://ann:hunter2@h/db?sslkey=hunter2",
+            "postgresql://ann@h/db?password=hunter2&sslmode=require",
             "mysql://ann:hunter2@h/db",
         ] {
             let e = DbUrl::parse(raw).unwrap_err().to_string();
@@ -373,6 +425,31 @@ mod tests {
         }
         assert!(is_db_url("postgresql://h/db") && is_db_url("sqlite:///x.db"));
         assert!(!is_db_url("transcripts/a.json") && !is_db_url("C:\\x.json"));
+    }
+
+    #[test]
+    fn secret_parameters_are_hidden_in_every_shown_url() {
+        let raw = "postgresql://ann:pw0@h:5/db?Password=pw1&sslpassword=pw2&application_name=a\
+                   &passfile=/home/pw3&oauth_client_secret=pw4&%73slkey=pw5&sslmode=disable";
+        let shown = redact(raw);
+        assert_eq!(
+            shown,
+            "postgresql://ann@h:5/db?application_name=a&sslmode=disable"
+        );
+        let e = DbUrl::parse(raw).unwrap_err().to_string();
+        assert!(!e.contains("pw"), "{e}");
+        // A query's password is the one used, as in libpq; a passfile is read instead of
+        // ~/.pgpass; sslpassword is accepted and unused (it unlocks a TLS client key).
+        let u = DbUrl::parse("postgres://ann:pw0@h/db?password=pw1&passfile=/p&sslpassword=pw2")
+            .unwrap();
+        let Target::Postgres(t) = &u.target else {
+            panic!()
+        };
+        assert_eq!(t.password.as_ref().unwrap().expose(), "pw1");
+        assert_eq!(t.passfile.as_deref(), Some(std::path::Path::new("/p")));
+        let source = u.session_source("a", "u", "s");
+        assert_eq!(source, "postgres://ann@h/db#a/u/s");
+        assert_eq!(redact("sqlite:////x/a@b.db"), "sqlite:////x/a@b.db");
     }
 
     impl DbUrl {
