@@ -1,20 +1,28 @@
 //! `backtest`: recorded compactions beside the `as recorded` replay (issue 37).
 
 use crate::common::{bin, corpus_dir, json_stdout, root};
+use std::path::PathBuf;
+
+/// `backtest PATHS --json`, parsed.
+fn backtest_json(paths: &[PathBuf]) -> serde_json::Value {
+    let out = bin()
+        .arg("backtest")
+        .args(paths)
+        .arg("--json")
+        .output()
+        .unwrap();
+    json_stdout(&out, "backtest --json")
+}
 
 /// The corpus's automatic Claude Code compactions are matched at the recorded request (within
 /// one) by their CLI version's rule, tokens before within 5 %; manual ones are listed only;
 /// the 15 OpenHands condensations at the recorded event by the recorded condenser.
 #[test]
 fn recorded_compactions_match_their_frameworks_rule() {
-    let out = bin()
-        .arg("backtest")
-        .arg(corpus_dir("claude_code_spotter"))
-        .arg(corpus_dir("real_compactions"))
-        .arg("--json")
-        .output()
-        .unwrap();
-    let doc = json_stdout(&out, "backtest --json");
+    let doc = backtest_json(&[
+        corpus_dir("claude_code_spotter"),
+        corpus_dir("real_compactions"),
+    ]);
     let rows = doc["compactions"].as_array().expect("compactions");
     let auto: Vec<_> = rows
         .iter()
@@ -71,13 +79,7 @@ fn recorded_compactions_match_their_frameworks_rule() {
 /// fewer than those marked.
 #[test]
 fn every_recorded_summary_is_measured_at_its_cut() {
-    let out = bin()
-        .arg("backtest")
-        .arg(corpus_dir("real_compactions"))
-        .arg("--json")
-        .output()
-        .unwrap();
-    let doc = json_stdout(&out, "backtest --json");
+    let doc = backtest_json(&[corpus_dir("real_compactions")]);
     let rows = doc["compactions"].as_array().expect("compactions");
     let measured: Vec<_> = rows
         .iter()
@@ -108,13 +110,8 @@ fn every_recorded_summary_is_measured_at_its_cut() {
 /// reproduces it within 2 %; "no compaction" is 1.5x it.
 #[test]
 fn swe_agent_as_recorded_reproduces_tokens_sent() {
-    let out = bin()
-        .arg("backtest")
-        .arg(root().join("tests/fixtures/recorded/swe_agent_last5.traj"))
-        .arg("--json")
-        .output()
-        .unwrap();
-    let doc = json_stdout(&out, "backtest --json");
+    let fixture = root().join("tests/fixtures/recorded/swe_agent_last5.traj");
+    let doc = backtest_json(std::slice::from_ref(&fixture));
     let s = &doc["sessions"][0];
     assert_eq!(s["recorded_tokens_sent"], 40_903, "{s:#}");
     assert_eq!(s["recorded_api_calls"], 13, "{s:#}");
@@ -122,11 +119,7 @@ fn swe_agent_as_recorded_reproduces_tokens_sent() {
     assert!((ratio - 1.0).abs() <= 0.02, "{s:#}");
     let none = s["no_compaction_prompt_tokens_total"].as_f64().unwrap();
     assert!(none / 40_903.0 > 1.5, "{s:#}");
-    let table = bin()
-        .arg("backtest")
-        .arg(root().join("tests/fixtures/recorded/swe_agent_last5.traj"))
-        .output()
-        .unwrap();
+    let table = bin().arg("backtest").arg(&fixture).output().unwrap();
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
         text.contains("tokens_sent recorded 40903 (13 api calls), replayed"),
