@@ -127,7 +127,7 @@ pub fn as_recorded(session: &Session) -> AsRecorded {
     };
     match &p.rule {
         PolicyRule::ClaudeCodeAuto => claude_code(session),
-        PolicyRule::SweAgent { processors } => swe_agent(processors),
+        PolicyRule::SweAgent { processors, .. } => swe_agent(processors),
         PolicyRule::Openhands(c) => match c.kind.as_str() {
             "LLMSummarizingCondenser" | "llm" => AsRecorded::Openhands {
                 max_size: c.max_size.unwrap_or(OPENHANDS_MAX_SIZE),

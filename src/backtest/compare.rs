@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::{Backtest, SessionReplay};
 use crate::engine::Replay;
 use crate::stats::percentile_of;
-use crate::transcript::{RecordedCompaction, Session};
+use crate::transcript::{PolicyRule, RecordedCompaction, Session};
 
 /// Requests a predicted compaction may be off by and still match.
 pub const MATCH_REQUESTS: usize = 1;
@@ -44,6 +44,14 @@ pub struct CompactionRow {
     pub predicted_request_with_fit: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_with_fit: Option<bool>,
+    /// What the recorded summary kept ([`super::kept`]; `null` without a summary text):
+    /// references at risk at the cut, those its text does not hold, the `agent` estimate there.
+    pub summary_refs_at_risk: Option<u64>,
+    pub summary_refs_broken: Option<u64>,
+    pub agent_estimate: Option<super::kept::AgentEstimate>,
+    /// Tool calls after it repeating one made before it, and those the measure marked broken.
+    pub refetches: Option<u64>,
+    pub refetches_marked_broken: Option<u64>,
 }
 
 /// Per framework.
@@ -86,6 +94,14 @@ pub struct SessionRow {
     /// (what SWE-agent's `info.model_stats.tokens_sent` is compared with).
     pub prompt_tokens_total: u64,
     pub no_compaction_prompt_tokens_total: u64,
+    /// SWE-agent `info.model_stats`: `tokens_sent` and `api_calls` as recorded, and
+    /// `prompt_tokens_total / tokens_sent` (`null` when not recorded, or recorded as 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_tokens_sent: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_api_calls: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_sent_ratio: Option<f64>,
 }
 
 fn round3(x: f64) -> f64 {
@@ -216,7 +232,22 @@ fn recorded_row(
         fitted_setting: None,
         predicted_request_with_fit: None,
         matched_with_fit: None,
+        summary_refs_at_risk: None,
+        summary_refs_broken: None,
+        agent_estimate: None,
+        refetches: None,
+        refetches_marked_broken: None,
     }
+}
+
+/// Fill a row's real-summary measure.
+fn kept(row: &mut CompactionRow, k: Option<super::kept::Kept>) {
+    let Some(k) = k else { return };
+    row.summary_refs_at_risk = Some(k.refs_at_risk);
+    row.summary_refs_broken = Some(k.refs_broken);
+    row.agent_estimate = Some(k.agent_estimate);
+    row.refetches = Some(k.refetches);
+    row.refetches_marked_broken = Some(k.refetches_marked_broken);
 }
 
 /// Fill a row's prediction.
@@ -243,6 +274,11 @@ pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
         .iter()
         .map(|c| recorded_row(session, run, free, c))
         .collect();
+    if let Some(measure) = super::kept::SessionKept::new(session) {
+        for (i, row) in rows.iter_mut().enumerate() {
+            kept(row, measure.at(free, i));
+        }
+    }
     let autos: Vec<usize> = (0..rows.len())
         .filter(|&i| rows[i].trigger != "manual")
         .collect();
@@ -311,6 +347,12 @@ fn session_row(session: &Session, run: &SessionReplay, free: &Replay) -> Session
         .collect();
     errs.sort_by(f64::total_cmp);
     let fit = run.sized.fit;
+    let prompt_tokens_total: u64 = free.requests.iter().map(|r| r.prompt_tokens).sum();
+    let stats = match session.recorded_policy.as_ref().map(|p| &p.rule) {
+        Some(PolicyRule::SweAgent { model_stats, .. }) => *model_stats,
+        _ => None,
+    };
+    let sent = stats.map(|s| s.tokens_sent);
     SessionRow {
         source: session.source.clone(),
         session_id: session.id.clone(),
@@ -325,12 +367,17 @@ fn session_row(session: &Session, run: &SessionReplay, free: &Replay) -> Session
         requests_compared: errs.len(),
         prompt_error_p50_pct: (!errs.is_empty()).then(|| round3(percentile_of(&errs, 0.5))),
         prompt_error_p95_pct: (!errs.is_empty()).then(|| round3(percentile_of(&errs, 0.95))),
-        prompt_tokens_total: free.requests.iter().map(|r| r.prompt_tokens).sum(),
+        prompt_tokens_total,
         no_compaction_prompt_tokens_total: free
             .requests
             .iter()
             .map(|r| r.baseline_prompt_tokens)
             .sum(),
+        recorded_tokens_sent: sent,
+        recorded_api_calls: stats.map(|s| s.api_calls),
+        tokens_sent_ratio: sent
+            .filter(|&t| t > 0)
+            .map(|t| round3(prompt_tokens_total as f64 / t as f64)),
     }
 }
 

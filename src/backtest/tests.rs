@@ -153,6 +153,7 @@ fn swe_agent_last_n_observations_reproduce_tokens_sent() {
         versions: Vec::new(),
         rule: PolicyRule::SweAgent {
             processors: vec![HistoryProcessor::LastNObservations { n: 5 }],
+            model_stats: None,
         },
     });
     // SWE-agent's own sum: request q (0-based) reads the task, q calls and q results, the
@@ -178,5 +179,105 @@ fn swe_agent_last_n_observations_reproduce_tokens_sent() {
     assert!(
         none as f64 > 1.5 * tokens_sent as f64,
         "{none} vs {tokens_sent}"
+    );
+}
+
+/// What a real summary kept, on a session counted by hand. The compaction at event 5 forgot
+/// events 0..5 (a user message naming two paths, two reads, a result naming a URL); its
+/// summary holds `/srv/app/config.yaml` only. After it, event 5 reads config.yaml again (a
+/// re-fetch; its reference is at risk, held by the summary) and event 7 fetches the URL and
+/// reads main.py again (a re-fetch; two references at risk, neither in the summary). So: 3 at
+/// risk, 2 broken, 2 re-fetches, 1 of them (event 7's) marked broken; the `agent` estimate
+/// lies within [0 unseen, 3 at risk].
+#[test]
+fn a_real_summary_is_measured_at_its_own_cut_with_the_refetches_after_it() {
+    let call = |t: f64, id: &str, path: &str, text: Option<&str>| {
+        let mut m = Event::new("agent", Role::Model, "i1", t);
+        m.model_request = true;
+        if let Some(text) = text {
+            m.parts.push(Part::Text { text: text.into() });
+        }
+        m.parts.push(Part::ToolCall {
+            id: Some(id.into()),
+            name: "read".into(),
+            args: serde_json::json!({ "path": path }),
+        });
+        m
+    };
+    let result = |t: f64, id: &str, out: &str| {
+        let mut r = Event::new("agent", Role::User, "i1", t);
+        r.parts.push(Part::ToolResponse {
+            id: Some(id.into()),
+            name: "read".into(),
+            response: serde_json::json!({ "out": out }),
+        });
+        r
+    };
+    let mut u = Event::new("user", Role::User, "i1", 0.0);
+    u.parts.push(Part::Text {
+        text: "read /srv/app/config.yaml and /srv/app/main.py".into(),
+    });
+    let events = vec![
+        u,
+        call(1.0, "c1", "/srv/app/config.yaml", None),
+        result(1.5, "c1", "the api is https://example.com/api"),
+        call(2.0, "c2", "/srv/app/main.py", None),
+        result(2.5, "c2", "ok"),
+        call(3.0, "c3", "/srv/app/config.yaml", None),
+        result(3.5, "c3", "ok"),
+        call(
+            4.0,
+            "c4",
+            "/srv/app/main.py",
+            Some("fetch https://example.com/api"),
+        ),
+        result(4.5, "c4", "ok"),
+    ];
+    let toks = vec![50; events.len()];
+    let mut c = RecordedCompaction::new(5, "claude-code compact_boundary");
+    c.trigger = Some("auto".into());
+    c.summary = "Read /srv/app/config.yaml first.".into();
+    c.forgotten = vec![0..5];
+    let mut s = Session {
+        id: "k".into(),
+        source: "k.jsonl".into(),
+        format: Format::ClaudeCode,
+        events,
+        recorded_compactions: vec![c],
+        model: None,
+        synthetic_timestamps: false,
+        approval_policies: Vec::new(),
+        recorded_policy: None,
+    };
+    s.index_recorded();
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let run = session_replay(&s, &sizes);
+    let got = kept::SessionKept::new(&s)
+        .expect("a summary is recorded")
+        .at(&run.replay, 0)
+        .expect("measured");
+    assert_eq!(
+        (
+            got.refs_at_risk,
+            got.refs_broken,
+            got.refetches,
+            got.refetches_marked_broken
+        ),
+        (3, 2, 2, 1),
+        "{got:?}"
+    );
+    let a = got.agent_estimate;
+    assert_eq!((a.low, a.high), (0, 3), "{a:?}");
+    assert!(a.low as f64 <= a.value && a.value <= a.high as f64, "{a:?}");
+    // the row of `backtest --json` carries the same figures
+    let b = backtest(std::slice::from_ref(&s), std::slice::from_ref(&sizes));
+    let row = &b.compactions[0];
+    assert_eq!(
+        (
+            row.summary_refs_broken,
+            row.refetches,
+            row.refetches_marked_broken
+        ),
+        (Some(2), Some(2), Some(1))
     );
 }

@@ -5,7 +5,7 @@
 use anyhow::Result;
 use clap::Args;
 
-use crate::backtest::{backtest, Backtest, CompactionRow};
+use crate::backtest::{backtest, Backtest, CompactionRow, SessionRow};
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::{count_sessions, CacheOpts, Tokenizer};
 
@@ -108,10 +108,11 @@ pub fn render(b: &Backtest) -> String {
             opt(f.tokens_after_ratio)
         ));
     }
+    out.push_str(&kept_table(b));
     out.push_str("\nsession                                      as recorded\n");
     for s in &b.sessions {
         out.push_str(&format!(
-            "{:<44} {}; sizes: {} (overhead {}, scale {}, fit p50 {} %); prompt error p50 {} % p95 {} %\n",
+            "{:<44} {}; sizes: {} (overhead {}, scale {}, fit p50 {} %); prompt error p50 {} % p95 {} %{}\n",
             super::term(&short(&s.source)),
             super::term(&s.as_recorded),
             s.prompt_basis,
@@ -119,7 +120,56 @@ pub fn render(b: &Backtest) -> String {
             opt(s.prompt_scale),
             opt(s.prompt_fit_error_p50),
             opt(s.prompt_error_p50_pct),
-            opt(s.prompt_error_p95_pct)
+            opt(s.prompt_error_p95_pct),
+            tokens_sent(s)
+        ));
+    }
+    out
+}
+
+/// SWE-agent's recorded `tokens_sent` beside the as-recorded replay's prompt tokens.
+fn tokens_sent(s: &SessionRow) -> String {
+    let Some(sent) = s.recorded_tokens_sent else {
+        return String::new();
+    };
+    format!(
+        "; tokens_sent recorded {sent} ({} api calls), replayed {} (ratio {}), no compaction {}",
+        opt(s.recorded_api_calls),
+        s.prompt_tokens_total,
+        opt(s.tokens_sent_ratio),
+        s.no_compaction_prompt_tokens_total
+    )
+}
+
+/// What real summaries kept: per recorded compaction with a summary text, the references at
+/// risk at its cut, those its text broke, the `agent` estimate (low-high), and re-fetches.
+fn kept_table(b: &Backtest) -> String {
+    let rows: Vec<&CompactionRow> = b
+        .compactions
+        .iter()
+        .filter(|c| c.summary_refs_broken.is_some())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nwhat real summaries kept\n{:<44} {:>5} {:>8} {:>7} {:>16} {:>9} {:>7}\n",
+        "session", "req", "at risk", "broken", "agent (low-high)", "refetches", "marked"
+    );
+    for c in rows {
+        let agent = c.agent_estimate.map_or_else(
+            || "-".to_string(),
+            |a| format!("{} ({}-{})", a.value, a.low, a.high),
+        );
+        out.push_str(&format!(
+            "{:<44} {:>5} {:>8} {:>7} {:>16} {:>9} {:>7}\n",
+            super::term(&short(&c.source)),
+            opt(c.recorded_request),
+            opt(c.summary_refs_at_risk),
+            opt(c.summary_refs_broken),
+            agent,
+            opt(c.refetches),
+            opt(c.refetches_marked_broken)
         ));
     }
     out

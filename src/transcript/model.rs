@@ -461,8 +461,13 @@ pub enum PolicyRule {
     /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` / auto-compact window, which the files do not record).
     ClaudeCodeAuto,
     /// SWE-agent `agent.history_processors`, in the order SWE-agent applies them (empty when
-    /// the config lists none: SWE-agent then sends the whole history).
-    SweAgent { processors: Vec<HistoryProcessor> },
+    /// the config lists none: SWE-agent then sends the whole history), and the run's
+    /// `info.model_stats` (what the as-recorded replay's prompt tokens are checked against).
+    SweAgent {
+        processors: Vec<HistoryProcessor>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model_stats: Option<ModelStats>,
+    },
     /// An OpenHands condenser: v0 `metadata.condenser_config`, SDK v1
     /// `base_state.json` `agent.condenser`.
     Openhands(Condenser),
@@ -483,6 +488,15 @@ pub enum PolicyRule {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         overlap_size: Option<u64>,
     },
+}
+
+/// SWE-agent `info.model_stats`: the run's totals over its model calls, as recorded (demos
+/// replayed without a model record zeros).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelStats {
+    /// Prompt tokens summed over the calls (the model's tokenizer, via litellm).
+    pub tokens_sent: u64,
+    pub api_calls: u64,
 }
 
 /// One SWE-agent history processor as its trajectory's config records it.
@@ -756,6 +770,10 @@ mod tests {
                         params: "{}".into(),
                     },
                 ],
+                model_stats: Some(ModelStats {
+                    tokens_sent: 7_141,
+                    api_calls: 5,
+                }),
             },
             PolicyRule::Openhands(Condenser {
                 kind: "pipeline".into(),

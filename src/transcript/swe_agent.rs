@@ -8,14 +8,15 @@
 //! next `user` message, so the reader gives each such action a call id (`<stem>-action-N`)
 //! and answers it with the observation. Without `history`, `trajectory` steps (`thought`,
 //! `action`, `observation`) are used. No timestamps (synthesised, 1 s apart) and no
-//! per-request usage (`info.model_stats` holds per-session totals only, not kept). The
-//! recorded config's `agent.history_processors` is the session's `recorded_policy`.
+//! per-request usage: `info.model_stats` holds per-session totals only (`tokens_sent`,
+//! `api_calls`), kept beside the recorded config's `agent.history_processors` in the session's
+//! `recorded_policy`, where the backtest compares them with the as-recorded replay.
 
 use serde_json::{Map, Value};
 
 use super::{
-    util, util::Ctx, Critical, Event, Format, HistoryProcessor, Part, PolicyRule, ReadError,
-    RecordedPolicy, Role, Session,
+    util, util::Ctx, Critical, Event, Format, HistoryProcessor, ModelStats, Part, PolicyRule,
+    ReadError, RecordedPolicy, Role, Session,
 };
 
 /// An object with `trajectory`, or with `history` holding role messages.
@@ -52,7 +53,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         model: model_name(agent.as_ref()),
         synthetic_timestamps: true,
         approval_policies: Vec::new(),
-        recorded_policy: recorded_policy(agent.as_ref()),
+        recorded_policy: recorded_policy(agent.as_ref(), model_stats(top)),
     }])
 }
 
@@ -76,13 +77,25 @@ fn model_name(agent: Option<&Value>) -> Option<String> {
     (!name.is_empty() && name != "replay").then(|| name.to_string())
 }
 
+/// `info.model_stats` when it records `tokens_sent`.
+fn model_stats(top: &Map<String, Value>) -> Option<ModelStats> {
+    let stats = top.get("info")?.get("model_stats")?;
+    Some(ModelStats {
+        tokens_sent: stats.get("tokens_sent")?.as_u64()?,
+        api_calls: stats.get("api_calls").and_then(Value::as_u64).unwrap_or(0),
+    })
+}
+
 /// `agent.history_processors` (or the older single `agent.history_processor`) when recorded:
 /// what SWE-agent did to the history before each request (`sweagent/agent/history_processors.py`). `last_n_observations` with the default
 /// `polling` of 1 is modelled (masking window `n`; its `always_remove_output_for_tags` /
 /// `always_keep_output_for_tags` act on tagged observations, which the corpus runs do not
 /// have, and are not modelled); with another polling, or any other processor, it is named and
 /// not modelled.
-fn recorded_policy(agent: Option<&Value>) -> Option<RecordedPolicy> {
+fn recorded_policy(
+    agent: Option<&Value>,
+    model_stats: Option<ModelStats>,
+) -> Option<RecordedPolicy> {
     let agent = agent?;
     // SWE-agent 1.0 configs hold one `history_processor`; later ones a list.
     let (key, list) = match (
@@ -113,7 +126,10 @@ fn recorded_policy(agent: Option<&Value>) -> Option<RecordedPolicy> {
     Some(RecordedPolicy {
         source: format!("swe-agent replay_config.agent.{key}"),
         versions: Vec::new(),
-        rule: PolicyRule::SweAgent { processors },
+        rule: PolicyRule::SweAgent {
+            processors,
+            model_stats,
+        },
     })
 }
 
@@ -424,7 +440,7 @@ mod tests {
         let s = &read("z.traj", &traj.to_string()).unwrap()[0];
         assert_eq!(s.model.as_deref(), Some("gpt-x"));
         let p = s.recorded_policy.as_ref().expect("recorded");
-        let PolicyRule::SweAgent { processors } = &p.rule else {
+        let PolicyRule::SweAgent { processors, .. } = &p.rule else {
             panic!("{p:?}");
         };
         assert_eq!(processors[0], HistoryProcessor::LastNObservations { n: 3 });
@@ -438,6 +454,27 @@ mod tests {
         assert_eq!(
             read("n.traj", &none.to_string()).unwrap()[0].recorded_policy,
             None
+        );
+    }
+
+    /// `info.model_stats` is kept with the recorded config: what the backtest compares the
+    /// as-recorded replay's prompt tokens with.
+    #[test]
+    fn model_stats_tokens_sent_and_api_calls_are_kept() {
+        let traj = serde_json::json!({"history": [{"role": "user", "content": "task"}],
+            "replay_config": {"agent": {"history_processors": []}},
+            "info": {"model_stats": {"tokens_sent": 7141, "tokens_received": 243, "api_calls": 5}}});
+        let s = &read("m.traj", &traj.to_string()).unwrap()[0];
+        let p = s.recorded_policy.as_ref().expect("recorded");
+        assert_eq!(
+            p.rule,
+            PolicyRule::SweAgent {
+                processors: Vec::new(),
+                model_stats: Some(ModelStats {
+                    tokens_sent: 7_141,
+                    api_calls: 5
+                }),
+            }
         );
     }
 

@@ -1,20 +1,28 @@
 //! `backtest`: recorded compactions beside the `as recorded` replay (issue 37).
 
-use crate::common::{bin, corpus_dir, json_stdout, read_text};
+use crate::common::{bin, corpus_dir, json_stdout, read_text, root};
+use std::path::PathBuf;
+
+/// `backtest PATHS --json`, parsed.
+fn backtest_json(paths: &[PathBuf]) -> serde_json::Value {
+    let out = bin()
+        .arg("backtest")
+        .args(paths)
+        .arg("--json")
+        .output()
+        .unwrap();
+    json_stdout(&out, "backtest --json")
+}
 
 /// The corpus's automatic Claude Code compactions are matched at the recorded request (within
 /// one) by their CLI version's rule, tokens before within 5 %; manual ones are listed only;
 /// the 15 OpenHands condensations at the recorded event by the recorded condenser.
 #[test]
 fn recorded_compactions_match_their_frameworks_rule() {
-    let out = bin()
-        .arg("backtest")
-        .arg(corpus_dir("claude_code_spotter"))
-        .arg(corpus_dir("real_compactions"))
-        .arg("--json")
-        .output()
-        .unwrap();
-    let doc = json_stdout(&out, "backtest --json");
+    let doc = backtest_json(&[
+        corpus_dir("claude_code_spotter"),
+        corpus_dir("real_compactions"),
+    ]);
     let rows = doc["compactions"].as_array().expect("compactions");
     let auto: Vec<_> = rows
         .iter()
@@ -56,6 +64,10 @@ fn recorded_compactions_match_their_frameworks_rule() {
         "predicted_tokens_before",
         "recorded_tokens_after",
         "predicted_tokens_after",
+        "summary_refs_broken",
+        "agent_estimate",
+        "refetches",
+        "refetches_marked_broken",
     ] {
         assert!(rows[0].get(key).is_some(), "{key} missing: {:#}", rows[0]);
     }
@@ -182,4 +194,58 @@ fn sweep_claude_code_fires_where_backtest_predicts() {
         }
         assert_eq!(swept.get(&key), Some(&(predicted.len() as u64)), "{key:?}");
     }
+}
+
+/// Every recorded compaction with a summary text carries what that text kept at its cut
+/// (docs/validation.md "What real summaries kept"): broken references no more than those at
+/// risk, the `agent` estimate within its bounds (at most every one at risk), re-fetches no
+/// fewer than those marked.
+#[test]
+fn every_recorded_summary_is_measured_at_its_cut() {
+    let doc = backtest_json(&[corpus_dir("real_compactions")]);
+    let rows = doc["compactions"].as_array().expect("compactions");
+    let measured: Vec<_> = rows
+        .iter()
+        .filter(|r| !r["summary_refs_broken"].is_null())
+        .collect();
+    assert!(measured.len() >= 15, "{}", measured.len());
+    for r in measured {
+        let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k}: {r:#}"));
+        let a = &r["agent_estimate"];
+        assert!(
+            n("summary_refs_broken") <= n("summary_refs_at_risk"),
+            "{r:#}"
+        );
+        assert_eq!(a["high"].as_u64(), Some(n("summary_refs_at_risk")), "{r:#}");
+        let v = a["value"].as_f64().unwrap();
+        assert!(a["low"].as_f64().unwrap() <= v && v <= a["high"].as_f64().unwrap());
+        assert!(n("refetches_marked_broken") <= n("refetches"), "{r:#}");
+    }
+}
+
+/// Issue 37: a hand-made SWE-agent trajectory (tests/fixtures/recorded/swe_agent_last5.traj:
+/// 13 calls, 12 identical 60-line observations, `last_n_observations n=5`) whose
+/// `tokens_sent` is SWE-agent's own sum: the history without compaction (62,491 o200k tokens
+/// over the 13 requests) less, for each observation older than the last 5, the observation
+/// replaced by its notice "Old environment output: (60 lines omitted)", 771 o200k tokens
+/// fewer (counted apart, on one-observation trajectories): 771 × (1 + 2 + ... + 7) = 21,588,
+/// so 40,903. The as-recorded replay (masking window 5)
+/// reproduces it within 2 %; "no compaction" is 1.5x it.
+#[test]
+fn swe_agent_as_recorded_reproduces_tokens_sent() {
+    let fixture = root().join("tests/fixtures/recorded/swe_agent_last5.traj");
+    let doc = backtest_json(std::slice::from_ref(&fixture));
+    let s = &doc["sessions"][0];
+    assert_eq!(s["recorded_tokens_sent"], 40_903, "{s:#}");
+    assert_eq!(s["recorded_api_calls"], 13, "{s:#}");
+    let ratio = s["tokens_sent_ratio"].as_f64().expect("ratio");
+    assert!((ratio - 1.0).abs() <= 0.02, "{s:#}");
+    let none = s["no_compaction_prompt_tokens_total"].as_f64().unwrap();
+    assert!(none / 40_903.0 > 1.5, "{s:#}");
+    let table = bin().arg("backtest").arg(&fixture).output().unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("tokens_sent recorded 40903 (13 api calls), replayed"),
+        "{text}"
+    );
 }

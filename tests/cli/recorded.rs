@@ -403,7 +403,7 @@ fn swe_agent_trajectories_record_their_observation_window() {
             continue;
         };
         match &p.rule {
-            PolicyRule::SweAgent { processors } => {
+            PolicyRule::SweAgent { processors, .. } => {
                 assert_eq!(processors.len(), 1, "{}", s.source);
                 match &processors[0] {
                     HistoryProcessor::LastNObservations { n } => windows.push(*n),
