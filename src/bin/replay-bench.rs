@@ -169,58 +169,92 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> Result<(), String> {
-    let mut corpus = repo_or_shared("../shared/corpus", "/work/shared/corpus");
-    let mut python = PathBuf::from("/work/venv/adk/bin/python");
-    let oracle = repo_or_shared(
-        "../shared/oracle/adk_oracle.py",
-        "/work/shared/oracle/adk_oracle.py",
-    );
+/// The bench's command line.
+struct Options {
+    corpus: PathBuf,
+    python: PathBuf,
+    oracle: PathBuf,
+    sample: Vec<PathBuf>,
+    longest: usize,
+    min_s: f64,
+    with_oracle: bool,
+}
+
+/// `Ok(None)`: `--help` was printed.
+fn parse_options() -> Result<Option<Options>, String> {
     let goldens = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle/goldens");
-    let mut sample = vec![
-        goldens.join("t03.session.json"),
-        goldens.join("t05.session.json"),
-    ];
-    let mut longest = 10usize;
-    let mut min_s = 2.0f64;
-    let mut with_oracle = true;
+    let mut o = Options {
+        corpus: repo_or_shared("../shared/corpus", "/work/shared/corpus"),
+        python: PathBuf::from("/work/venv/adk/bin/python"),
+        oracle: repo_or_shared(
+            "../shared/oracle/adk_oracle.py",
+            "/work/shared/oracle/adk_oracle.py",
+        ),
+        sample: vec![
+            goldens.join("t03.session.json"),
+            goldens.join("t05.session.json"),
+        ],
+        longest: 10,
+        min_s: 2.0,
+        with_oracle: true,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--corpus" => corpus = PathBuf::from(args.next().ok_or("--corpus needs a folder")?),
-            "--python" => python = PathBuf::from(args.next().ok_or("--python needs a path")?),
+            "--corpus" => o.corpus = PathBuf::from(args.next().ok_or("--corpus needs a folder")?),
+            "--python" => o.python = PathBuf::from(args.next().ok_or("--python needs a path")?),
             "--oracle-sample" => {
-                sample = args
+                o.sample = args
                     .next()
                     .ok_or("--oracle-sample needs FILE[,FILE...]")?
                     .split(',')
                     .map(PathBuf::from)
                     .collect()
             }
-            "--no-oracle" => with_oracle = false,
+            "--no-oracle" => o.with_oracle = false,
             "--longest" => {
-                longest = args
+                o.longest = args
                     .next()
                     .and_then(|v| v.parse().ok())
                     .filter(|&n| n > 0)
                     .ok_or("--longest needs a number > 0")?
             }
             "--min-seconds" => {
-                min_s = args
+                o.min_s = args
                     .next()
                     .and_then(|v| v.parse().ok())
                     .ok_or("--min-seconds needs a number")?
             }
             "-h" | "--help" => {
                 println!("replay-bench [--corpus DIR] [--longest N] [--python PY] [--oracle-sample FILE,FILE] [--no-oracle] [--min-seconds S]");
-                return Ok(());
+                return Ok(None);
             }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
+    Ok(Some(o))
+}
+
+fn run() -> Result<(), String> {
+    let Some(o) = parse_options()? else {
+        return Ok(());
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     // 1. The longest sessions, counted once, as the engine's per-event arrays.
+    let (sessions, items) = longest_sessions(&o.corpus, o.longest)?;
+    print_header(&o.corpus, &sessions, &items, cores);
+    replay_grid(&items, cores, o.min_s)?;
+
+    // 2. The oracle on a sample of replays.
+    if o.with_oracle {
+        oracle_sample(&o.python, &o.oracle, &o.sample, o.min_s)?;
+    }
+    Ok(())
+}
+
+/// The `longest` sessions of the corpus (most events first), and their replay units.
+fn longest_sessions(corpus: &Path, longest: usize) -> Result<(Vec<Session>, Vec<Item>), String> {
     let loaded = load_paths(&[corpus.display().to_string()], None);
     let mut sessions: Vec<Session> = loaded.sessions;
     sessions.sort_by(|a, b| {
@@ -248,8 +282,11 @@ fn run() -> Result<(), String> {
             requests: s.events.iter().filter(|e| e.model_request).count() as u64,
         })
         .collect();
-    let summ = Deterministic::new(Policy::Fixed(400), vec![], vec![]);
-    let grid = grid();
+    Ok((sessions, items))
+}
+
+/// What was read (sessions, formats, sizes) and the replay table's heading.
+fn print_header(corpus: &Path, sessions: &[Session], items: &[Item], cores: usize) {
     let mut formats: Vec<&str> = sessions.iter().map(|s| s.format.name()).collect();
     formats.sort_unstable();
     formats.dedup();
@@ -284,6 +321,14 @@ fn run() -> Result<(), String> {
         "M events/s",
         "µs/replay"
     );
+}
+
+/// The grid's replays per kind of setting on one thread, then all of them on one thread and
+/// on every core; checks the thread counts fire the same compactions and prints the per-core
+/// rate against the goal (>= 50 M event-steps/s).
+fn replay_grid(items: &[Item], cores: usize, min_s: f64) -> Result<(), String> {
+    let summ = Deterministic::new(Policy::Fixed(400), vec![], vec![]);
+    let grid = grid();
     let (mut per_core_wall, mut per_core_cpu) = (0.0, 0.0);
     let mut checks = Vec::new();
     for kind in ["token", "sliding", "both", "all"] {
@@ -294,7 +339,7 @@ fn run() -> Result<(), String> {
             .collect();
         let threads_list: &[usize] = if kind == "all" { &[1, cores] } else { &[1] };
         for &threads in threads_list {
-            let m = measure(&items, &settings, &summ, threads, min_s)?;
+            let m = measure(items, &settings, &summ, threads, min_s)?;
             println!(
                 "{:<8} {:>8} {:>7} {:>9} {:>9.3} {:>9.3} {:>14.1} {:>16.1} {:>12.2} {:>11.1}",
                 kind,
@@ -336,11 +381,6 @@ fn run() -> Result<(), String> {
         per_core_cpu / 1e6,
         checks.first().copied().unwrap_or(0)
     );
-
-    // 2. The oracle on a sample of replays.
-    if with_oracle {
-        oracle_sample(&python, &oracle, &sample, min_s)?;
-    }
     Ok(())
 }
 
@@ -414,6 +454,9 @@ fn python_timed(python: &Path, target: &[&std::ffi::OsStr]) -> Result<(Vec<u8>, 
     Ok((out.stdout, wall, cpu))
 }
 
+/// The oracle against the engine on a sample of sessions, each under the three
+/// [`oracle_settings`]: per replay, the oracle's process (wall and CPU) over the engine's
+/// replay, with the oracle's start-up measured apart.
 fn oracle_sample(
     python: &Path,
     oracle: &Path,
@@ -428,19 +471,7 @@ fn oracle_sample(
         );
         return Ok(());
     }
-    // Start-up alone: the interpreter plus importing the oracle (and so ADK), no replay.
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let import_only = tmp.path().join("import_oracle.py");
-    let dir = oracle.parent().unwrap_or(Path::new("."));
-    std::fs::write(
-        &import_only,
-        format!(
-            "import sys\nsys.path.insert(0, {:?})\nimport adk_oracle\n",
-            dir.display().to_string()
-        ),
-    )
-    .map_err(|e| format!("{}: {e}", import_only.display()))?;
-    let (_, startup_wall, startup_cpu) = python_timed(python, &[import_only.as_os_str()])?;
+    let startup = oracle_startup(python, oracle)?;
 
     println!(
         "oracle sample: {} (real google-adk 2.13.0 via {}); summary fixed:400, usage adjust; engine on ADK chars/4 sizes, 1 thread",
@@ -480,26 +511,16 @@ fn oracle_sample(
             .file_name()
             .map_or(String::new(), |f| f.to_string_lossy().into_owned());
         for (kind, cfg, flags) in oracle_settings() {
-            let mut target: Vec<&std::ffi::OsStr> = vec![oracle.as_os_str(), file.as_os_str()];
-            target.extend(flags.iter().map(std::ffi::OsStr::new));
-            target.extend(
-                ["--summary", "fixed:400", "--usage", "adjust", "--compact"]
-                    .map(std::ffi::OsStr::new),
-            );
-            let (stdout, o_wall, o_cpu) = python_timed(python, &target)
-                .map_err(|e| format!("oracle on {name} {kind}: {e}"))?;
-            let v: serde_json::Value = serde_json::from_slice(&stdout)
-                .map_err(|e| format!("oracle output on {name}: {e}"))?;
-            let theirs = v.pointer("/totals/compactions").and_then(|x| x.as_u64());
-            let (t, c) = (Instant::now(), cpu_s());
-            let mut reps = 0u64;
-            let mut ours = 0u64;
-            while reps == 0 || t.elapsed().as_secs_f64() < min_s {
-                ours = engine::replay(&sizes, &cfg, &summ).totals.compactions as u64;
-                reps += 1;
-            }
-            let e_wall = t.elapsed().as_secs_f64() / reps as f64;
-            let e_cpu = (cpu_s() - c) / reps as f64;
+            let target = OracleRun {
+                python,
+                oracle,
+                file,
+                name: &name,
+                kind,
+                flags: &flags,
+            };
+            let (theirs, o_wall, o_cpu) = target.compactions()?;
+            let (ours, e_wall, e_cpu) = engine_timed(&sizes, &cfg, &summ, min_s);
             let same = theirs == Some(ours);
             disagree += usize::from(!same);
             println!(
@@ -525,7 +546,83 @@ fn oracle_sample(
             n += 1;
         }
     }
-    let [ow, oc, ew, ec] = tot.map(|x| x / f64::from(n.max(1)));
+    print_oracle_ratio(tot.map(|x| x / f64::from(n.max(1))), startup, disagree);
+    Ok(())
+}
+
+/// Start-up alone: the interpreter plus importing the oracle (and so ADK), no replay; wall
+/// and CPU seconds.
+fn oracle_startup(python: &Path, oracle: &Path) -> Result<(f64, f64), String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let import_only = tmp.path().join("import_oracle.py");
+    let dir = oracle.parent().unwrap_or(Path::new("."));
+    std::fs::write(
+        &import_only,
+        format!(
+            "import sys\nsys.path.insert(0, {:?})\nimport adk_oracle\n",
+            dir.display().to_string()
+        ),
+    )
+    .map_err(|e| format!("{}: {e}", import_only.display()))?;
+    let (_, startup_wall, startup_cpu) = python_timed(python, &[import_only.as_os_str()])?;
+    Ok((startup_wall, startup_cpu))
+}
+
+/// One oracle process: a sample session under one of [`oracle_settings`].
+struct OracleRun<'a> {
+    python: &'a Path,
+    oracle: &'a Path,
+    file: &'a Path,
+    name: &'a str,
+    kind: &'a str,
+    flags: &'a [&'a str],
+}
+
+impl OracleRun<'_> {
+    /// The compactions the oracle fired (`None` when its output has none), its wall and CPU
+    /// seconds.
+    fn compactions(&self) -> Result<(Option<u64>, f64, f64), String> {
+        let (name, kind) = (self.name, self.kind);
+        let mut target: Vec<&std::ffi::OsStr> =
+            vec![self.oracle.as_os_str(), self.file.as_os_str()];
+        target.extend(self.flags.iter().map(std::ffi::OsStr::new));
+        target.extend(
+            ["--summary", "fixed:400", "--usage", "adjust", "--compact"].map(std::ffi::OsStr::new),
+        );
+        let (stdout, o_wall, o_cpu) = python_timed(self.python, &target)
+            .map_err(|e| format!("oracle on {name} {kind}: {e}"))?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&stdout).map_err(|e| format!("oracle output on {name}: {e}"))?;
+        let theirs = v.pointer("/totals/compactions").and_then(|x| x.as_u64());
+        Ok((theirs, o_wall, o_cpu))
+    }
+}
+
+/// The engine's replay of the same session and setting, repeated for `min_s` (at least
+/// once): the compactions fired, wall and CPU seconds per replay.
+fn engine_timed(
+    sizes: &SessionSizes,
+    cfg: &Config,
+    summ: &Deterministic,
+    min_s: f64,
+) -> (u64, f64, f64) {
+    let (t, c) = (Instant::now(), cpu_s());
+    let mut reps = 0u64;
+    let mut ours = 0u64;
+    while reps == 0 || t.elapsed().as_secs_f64() < min_s {
+        ours = engine::replay(sizes, cfg, summ).totals.compactions as u64;
+        reps += 1;
+    }
+    let e_wall = t.elapsed().as_secs_f64() / reps as f64;
+    let e_cpu = (cpu_s() - c) / reps as f64;
+    (ours, e_wall, e_cpu)
+}
+
+/// The mean per replay (oracle wall, oracle CPU, engine wall, engine CPU) and the oracle's
+/// ratio to the engine against the goal (>= 10,000×), with and without its start-up.
+fn print_oracle_ratio(mean: [f64; 4], startup: (f64, f64), disagree: usize) {
+    let [ow, oc, ew, ec] = mean;
+    let (startup_wall, startup_cpu) = startup;
     let ratio_cpu = oc / ec.max(1e-9);
     let without = (oc - startup_cpu).max(0.0) / ec.max(1e-9);
     let verdict = if without >= 10_000.0 {
@@ -549,5 +646,4 @@ fn oracle_sample(
             "note: {disagree} sample replays fired a different number of compactions than the oracle"
         );
     }
-    Ok(())
 }

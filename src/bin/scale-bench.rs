@@ -620,94 +620,139 @@ fn ms(s: f64) -> String {
     format!("{:.1}", s * 1e3)
 }
 
-fn run() -> anyhow::Result<()> {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.first().map(String::as_str) == Some("--child") {
-        return match argv.get(1).map(String::as_str) {
-            Some("replay") => child_replay(&argv[2..]),
-            Some("pair") => child_pair(&argv[2..]),
-            Some("inspect") => child_inspect(&argv[2..]),
-            _ => Err(anyhow::anyhow!("--child replay|pair|inspect ...")),
+/// The bench's command line (everything but `--child`).
+struct Options {
+    sizes: Vec<usize>,
+    big_events: usize,
+    reps: usize,
+    min_time: f64,
+    summarizers: Vec<String>,
+    clients: Vec<String>,
+    kinds: Vec<String>,
+    big: bool,
+    tool_rounds: bool,
+    pairs: usize,
+    dir: Option<PathBuf>,
+    timeout: Duration,
+}
+
+impl Options {
+    fn parse(argv: Vec<String>) -> anyhow::Result<Self> {
+        let mut o = Options {
+            sizes: vec![1_250, 2_500, 5_000, 10_000, 20_000],
+            big_events: 200_000,
+            reps: 3,
+            min_time: 1.0,
+            summarizers: list("agent,terse"),
+            clients: list("waits,streams"),
+            kinds: list("token,sliding,both"),
+            big: true,
+            tool_rounds: false,
+            pairs: 5,
+            dir: None,
+            timeout: Duration::from_secs(600),
         };
-    }
-    let mut sizes: Vec<usize> = vec![1_250, 2_500, 5_000, 10_000, 20_000];
-    let mut big_events = 200_000usize;
-    let mut reps = 3usize;
-    let mut min_time = 1.0f64;
-    let mut summarizers = list("agent,terse");
-    let mut clients = list("waits,streams");
-    let mut kinds = list("token,sliding,both");
-    let mut big = true;
-    let mut tool_rounds = false;
-    let mut pairs = 5usize;
-    let mut dir: Option<PathBuf> = None;
-    let mut timeout = Duration::from_secs(600);
-    let mut it = argv.into_iter();
-    while let Some(a) = it.next() {
-        let mut val = || {
-            it.next()
-                .ok_or_else(|| anyhow::anyhow!("{a} needs a value"))
-        };
-        match a.as_str() {
-            "--sizes" => {
-                sizes = list(&val()?)
-                    .iter()
-                    .map(|x| x.parse().map_err(|_| anyhow::anyhow!("--sizes: `{x}`")))
-                    .collect::<Result<_, _>>()?
-            }
-            "--big-events" => {
-                big_events = val()?
-                    .parse()
-                    .map_err(|_| anyhow::anyhow!("--big-events: a number"))?
-            }
-            "--reps" => {
-                reps = val()?
-                    .parse()
-                    .map_err(|_| anyhow::anyhow!("--reps: a number"))?
-            }
-            "--min-time" => {
-                min_time = val()?
-                    .parse()
-                    .map_err(|_| anyhow::anyhow!("--min-time: seconds"))?
-            }
-            "--summarizers" => summarizers = list(&val()?),
-            "--clients" => clients = list(&val()?),
-            "--kinds" => {
-                kinds = list(&val()?);
-                if let Some(k) = kinds.iter().find(|k| config(k).is_none()) {
-                    anyhow::bail!(
-                        "--kinds: `{k}` is not token, sliding, both or policy:FAMILY ({})",
-                        policy::FAMILIES.join(", ")
-                    );
+        let mut it = argv.into_iter();
+        while let Some(a) = it.next() {
+            let mut val = || {
+                it.next()
+                    .ok_or_else(|| anyhow::anyhow!("{a} needs a value"))
+            };
+            match a.as_str() {
+                "--sizes" => {
+                    o.sizes = list(&val()?)
+                        .iter()
+                        .map(|x| x.parse().map_err(|_| anyhow::anyhow!("--sizes: `{x}`")))
+                        .collect::<Result<_, _>>()?
                 }
-            }
-            "--no-big" => big = false,
-            // a tool round in every invocation of the sized sessions (what the policies that
-            // clear tool results act on)
-            "--tool-rounds" => tool_rounds = true,
-            "--pairs" => {
-                pairs = val()?
-                    .parse()
-                    .map_err(|_| anyhow::anyhow!("--pairs: a number"))?
-            }
-            "--dir" => dir = Some(PathBuf::from(val()?)),
-            "--timeout" => {
-                timeout = Duration::from_secs(
-                    val()?
+                "--big-events" => {
+                    o.big_events = val()?
                         .parse()
-                        .map_err(|_| anyhow::anyhow!("--timeout: seconds"))?,
-                )
+                        .map_err(|_| anyhow::anyhow!("--big-events: a number"))?
+                }
+                "--reps" => {
+                    o.reps = val()?
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("--reps: a number"))?
+                }
+                "--min-time" => {
+                    o.min_time = val()?
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("--min-time: seconds"))?
+                }
+                "--summarizers" => o.summarizers = list(&val()?),
+                "--clients" => o.clients = list(&val()?),
+                "--kinds" => {
+                    o.kinds = list(&val()?);
+                    if let Some(k) = o.kinds.iter().find(|k| config(k).is_none()) {
+                        anyhow::bail!(
+                            "--kinds: `{k}` is not token, sliding, both or policy:FAMILY ({})",
+                            policy::FAMILIES.join(", ")
+                        );
+                    }
+                }
+                "--no-big" => o.big = false,
+                // a tool round in every invocation of the sized sessions (what the policies that
+                // clear tool results act on)
+                "--tool-rounds" => o.tool_rounds = true,
+                "--pairs" => {
+                    o.pairs = val()?
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("--pairs: a number"))?
+                }
+                "--dir" => o.dir = Some(PathBuf::from(val()?)),
+                "--timeout" => {
+                    o.timeout = Duration::from_secs(
+                        val()?
+                            .parse()
+                            .map_err(|_| anyhow::anyhow!("--timeout: seconds"))?,
+                    )
+                }
+                _ => anyhow::bail!("unknown argument `{a}`"),
             }
-            _ => anyhow::bail!("unknown argument `{a}`"),
+        }
+        Ok(o)
+    }
+
+    /// Every (setting kind, summarizer, client) case, in the tables' order.
+    fn cases(&self) -> impl Iterator<Item = (&String, &String, &String)> {
+        let (summarizers, clients) = (&self.summarizers, &self.clients);
+        self.kinds.iter().flat_map(move |k| {
+            summarizers
+                .iter()
+                .flat_map(move |s| clients.iter().map(move |c| (k, s, c)))
+        })
+    }
+
+    /// A sized session's shape: `n` invocations, with a tool round each under `--tool-rounds`.
+    fn shape(&self, n: usize) -> LongShape {
+        LongShape {
+            invocations: n,
+            tool_rounds: self.tool_rounds,
         }
     }
-    let tmp = tempfile::tempdir()?;
-    let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
-    std::fs::create_dir_all(&dir)?;
+
+    /// 2, or 4 with `--tool-rounds` (a tool call and its result in every invocation).
+    fn events_per_invocation(&self) -> usize {
+        self.shape(1).events()
+    }
+
+    /// The sized session of `n` invocations, written once into `dir`.
+    fn sized_session(&self, dir: &Path, n: usize) -> anyhow::Result<String> {
+        Ok(write_session(dir, self.shape(n))?
+            .to_string_lossy()
+            .into_owned())
+    }
+}
+
+/// The main table: every case at every size, one process each; returns the numbers the
+/// growth tables compare.
+fn sized_cases(o: &Options, dir: &Path) -> anyhow::Result<Growth> {
     println!(
-        "Per case: own process; at least {reps} replays with metrics, and more until the \
-         replays after the first took {min_time} s; times in ms per replay, memory = peak RSS \
-         of the process (MiB)."
+        "Per case: own process; at least {} replays with metrics, and more until the \
+         replays after the first took {} s; times in ms per replay, memory = peak RSS \
+         of the process (MiB).",
+        o.reps, o.min_time
     );
     println!();
     println!(
@@ -717,71 +762,75 @@ fn run() -> anyhow::Result<()> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     // (kind, summarizer, client) -> (events, warm s) per size, for the growth ratios
     let mut growth: Growth = Vec::new();
-    for &n in &sizes {
-        let shape = LongShape {
-            invocations: n,
-            tool_rounds,
-        };
-        let file = write_session(&dir, shape)?;
-        let f = file.to_string_lossy().into_owned();
-        for kind in &kinds {
-            let kind = kind.as_str();
-            for summ in &summarizers {
-                for client in &clients {
-                    let Some(c) = spawn(
-                        &[
-                            "replay",
-                            &f,
-                            kind,
-                            summ,
-                            client,
-                            &reps.to_string(),
-                            &min_time.to_string(),
-                            "metrics",
-                        ],
-                        timeout,
-                    )?
-                    else {
-                        println!("| {n} | {} | {kind} | {summ} | {client} | - | > {} s (killed) | | | | | | |", shape.events(), timeout.as_secs());
-                        continue;
-                    };
-                    let ev = c.get("events");
-                    let warm = c.get("warm_s");
-                    println!(
-                        "| {n} | {ev} | {kind} | {summ} | {client} | {} | {} | {} | {} | {} | {:.2} | {:.0} | {:.0} |",
-                        c.get("compactions"),
-                        ms(c.get("first_s")),
-                        ms(warm),
-                        ms(c.get("best_s")),
-                        ms(c.get("warm_engine_s")),
-                        warm / ev * 1e6,
-                        c.get("peak_mib"),
-                        c.get("load_mib"),
-                    );
-                    let key = (kind.to_string(), summ.clone(), client.clone());
-                    let row = (
-                        n,
-                        ev,
-                        warm,
-                        c.get("first_s"),
-                        c.get("warm_engine_s"),
-                        c.get("best_s"),
-                        c.get("best_engine_s"),
-                    );
-                    match growth.iter_mut().find(|(k, _)| *k == key) {
-                        Some((_, v)) => v.push(row),
-                        None => growth.push((key, vec![row])),
-                    }
-                }
+    for &n in &o.sizes {
+        let f = o.sized_session(dir, n)?;
+        for (kind, summ, client) in o.cases() {
+            let args = [
+                "replay",
+                &f,
+                kind,
+                summ,
+                client,
+                &o.reps.to_string(),
+                &o.min_time.to_string(),
+                "metrics",
+            ];
+            let Some(c) = spawn(&args, o.timeout)? else {
+                let events = o.shape(n).events();
+                println!("| {n} | {events} | {kind} | {summ} | {client} | - | > {} s (killed) | | | | | | |", o.timeout.as_secs());
+                continue;
+            };
+            let row = sized_row(n, kind, summ, client, &c);
+            let key = (kind.clone(), summ.clone(), client.clone());
+            match growth.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(row),
+                None => growth.push((key, vec![row])),
             }
         }
     }
-    // The issue's measure (time per event at 20,000 events over 2,500 events: 1,250 and
-    // 10,000 invocations), then the bench's widest span, from its smallest size to its largest.
-    let epi = if tool_rounds { 4 } else { 2 };
+    Ok(growth)
+}
+
+/// Prints one case's row of the main table; returns its numbers for the growth tables.
+fn sized_row(
+    n: usize,
+    kind: &str,
+    summ: &str,
+    client: &str,
+    c: &Case,
+) -> (usize, f64, f64, f64, f64, f64, f64) {
+    let ev = c.get("events");
+    let warm = c.get("warm_s");
+    println!(
+        "| {n} | {ev} | {kind} | {summ} | {client} | {} | {} | {} | {} | {} | {:.2} | {:.0} | {:.0} |",
+        c.get("compactions"),
+        ms(c.get("first_s")),
+        ms(warm),
+        ms(c.get("best_s")),
+        ms(c.get("warm_engine_s")),
+        warm / ev * 1e6,
+        c.get("peak_mib"),
+        c.get("load_mib"),
+    );
+    (
+        n,
+        ev,
+        warm,
+        c.get("first_s"),
+        c.get("warm_engine_s"),
+        c.get("best_s"),
+        c.get("best_engine_s"),
+    )
+}
+
+/// The issue's measure (time per event at 20,000 events over 2,500 events: 1,250 and
+/// 10,000 invocations), then the bench's widest span, from its smallest size to its largest.
+fn print_growths(o: &Options, growth: &Growth) {
+    let epi = o.events_per_invocation();
+    let sizes = &o.sizes;
     if sizes.contains(&1_250) && sizes.contains(&10_000) {
         print_growth(
-            &growth,
+            growth,
             1_250,
             10_000,
             &format!(
@@ -795,7 +844,7 @@ fn run() -> anyhow::Result<()> {
     if let (Some(&from), Some(&to)) = (sizes.iter().min(), sizes.iter().max()) {
         if from < to && (from, to) != (1_250, 10_000) {
             print_growth(
-                &growth,
+                growth,
                 from,
                 to,
                 &format!(
@@ -807,7 +856,13 @@ fn run() -> anyhow::Result<()> {
             );
         }
     }
-    // The same growth measured in turns, one process per case (see `child_pair`).
+}
+
+/// The same growth measured in separate processes alternated, then in turns, one process
+/// per case (see `child_pair`): between 1,250 and 10,000 invocations when both ran, else
+/// between the smallest and largest size.
+fn growth_in_turns(o: &Options, dir: &Path) -> anyhow::Result<()> {
+    let sizes = &o.sizes;
     let pair = if sizes.contains(&1_250) && sizes.contains(&10_000) {
         Some((1_250, 10_000))
     } else {
@@ -817,129 +872,146 @@ fn run() -> anyhow::Result<()> {
             .zip(sizes.iter().max())
             .map(|(a, b)| (*a, *b))
     };
-    if let Some((from, to)) = pair.filter(|(a, b)| a < b) {
-        let file = |n: usize| -> anyhow::Result<String> {
-            let shape = LongShape {
-                invocations: n,
-                tool_rounds,
-            };
-            Ok(write_session(&dir, shape)?.to_string_lossy().into_owned())
+    let Some((from, to)) = pair.filter(|(a, b)| a < b) else {
+        return Ok(());
+    };
+    let (small, large) = (o.sized_session(dir, from)?, o.sized_session(dir, to)?);
+    let epi = o.events_per_invocation();
+    if o.pairs > 0 {
+        let run = Alternated {
+            small: &small,
+            large: &large,
+            events_per_invocation: epi,
+            reps: o.reps,
+            min_time: o.min_time,
+            pairs: o.pairs,
+            timeout: o.timeout,
         };
-        let (small, large) = (file(from)?, file(to)?);
-        if pairs > 0 {
-            let (summarizers, clients) = (&summarizers, &clients);
-            let cases = kinds.iter().flat_map(|k| {
-                summarizers
-                    .iter()
-                    .flat_map(move |s| clients.iter().map(move |c| (k, s, c)))
-            });
-            let run = Alternated {
-                small: &small,
-                large: &large,
-                events_per_invocation: epi,
-                reps,
-                min_time,
-                pairs,
-                timeout,
-            };
-            run.print(from, to, cases)?;
-        }
-        println!();
-        println!(
-            "Growth from {} to {} events ({from} to {to} invocations), time per event, the two \
-             sessions replayed in turns in one process (each turn: the small one, then the \
-             large one; at least {min_time} s of turns; 1.0 = linear):",
-            epi * from,
-            epi * to
-        );
-        println!();
-        println!(
-            "| setting | summarizer | client | turns | small: replay (ms, median) | large: replay (ms, median) | growth (median over turns) |"
-        );
-        println!("|---|---|---|---|---|---|---|");
-        for kind in &kinds {
-            for summ in &summarizers {
-                for client in &clients {
-                    let args = [
-                        "pair",
-                        &small,
-                        &large,
-                        kind,
-                        summ,
-                        client,
-                        &min_time.to_string(),
-                    ];
-                    match spawn(&args, timeout)? {
-                        Some(c) => println!(
-                            "| {kind} | {summ} | {client} | {} | {:.3} | {:.3} | {:.2} |",
-                            c.get("turns"),
-                            c.get("small_s") * 1e3,
-                            c.get("large_s") * 1e3,
-                            c.get("growth")
-                        ),
-                        None => println!(
-                            "| {kind} | {summ} | {client} | > {} s (killed) | | | |",
-                            timeout.as_secs()
-                        ),
-                    }
-                }
-            }
-        }
+        run.print(from, to, o.cases())?;
     }
-    if big {
-        let shape = LongShape {
-            invocations: big_events.div_ceil(4),
-            tool_rounds: true,
-        };
-        let file = write_session(&dir, shape)?;
-        let mb = std::fs::metadata(&file).map_or(0, |m| m.len()) as f64 / 1e6;
-        let f = file.to_string_lossy().into_owned();
-        println!();
-        println!(
-            "Big session: {} events, {} invocations with a tool round each, {mb:.0} MB (ADK \
-             export, one event per line).",
-            shape.events(),
-            shape.invocations
-        );
-        println!();
-        println!("| case | compactions | time (s) | peak RSS (MiB) | of it loading (MiB) | loading (s) |");
-        println!("|---|---|---|---|---|---|");
-        for (kind, mode) in kinds
-            .iter()
-            .flat_map(|k| [(k.as_str(), "engine"), (k.as_str(), "metrics")])
-        {
-            let Some(c) = spawn(
-                &["replay", &f, kind, "agent", "waits", "2", "0", mode],
-                timeout,
-            )?
-            else {
-                println!(
-                    "| replay ({mode}), {kind} | - | > {} s (killed) | | | |",
-                    timeout.as_secs()
-                );
-                continue;
-            };
-            println!(
-                "| replay ({mode}), {kind} (first; second) | {} | {:.2}; {:.2} | {:.0} | {:.0} | {:.1} |",
-                c.get("compactions"),
-                c.get("first_s"),
-                c.get("warm_s"),
-                c.get("peak_mib"),
-                c.get("load_mib"),
-                c.get("load_s"),
-            );
-        }
-        match spawn(&["inspect", &f], timeout)? {
+    println!();
+    println!(
+        "Growth from {} to {} events ({from} to {to} invocations), time per event, the two \
+         sessions replayed in turns in one process (each turn: the small one, then the \
+         large one; at least {} s of turns; 1.0 = linear):",
+        epi * from,
+        epi * to,
+        o.min_time
+    );
+    println!();
+    println!(
+        "| setting | summarizer | client | turns | small: replay (ms, median) | large: replay (ms, median) | growth (median over turns) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (kind, summ, client) in o.cases() {
+        let args = [
+            "pair",
+            &small,
+            &large,
+            kind,
+            summ,
+            client,
+            &o.min_time.to_string(),
+        ];
+        match spawn(&args, o.timeout)? {
             Some(c) => println!(
-                "| inspect --no-cache | - | {:.2} | {:.0} | - | - |",
-                c.get("inspect_s"),
-                c.get("peak_mib")
+                "| {kind} | {summ} | {client} | {} | {:.3} | {:.3} | {:.2} |",
+                c.get("turns"),
+                c.get("small_s") * 1e3,
+                c.get("large_s") * 1e3,
+                c.get("growth")
             ),
             None => println!(
-                "| inspect --no-cache | - | > {} s (killed) | | | |",
-                timeout.as_secs()
+                "| {kind} | {summ} | {client} | > {} s (killed) | | | |",
+                o.timeout.as_secs()
             ),
         }
+    }
+    Ok(())
+}
+
+/// The big session (`--big-events`, a tool round in every invocation): a replay per setting
+/// kind with and without metrics, and `inspect --no-cache`.
+fn big_session(o: &Options, dir: &Path) -> anyhow::Result<()> {
+    let shape = LongShape {
+        invocations: o.big_events.div_ceil(4),
+        tool_rounds: true,
+    };
+    let file = write_session(dir, shape)?;
+    let mb = std::fs::metadata(&file).map_or(0, |m| m.len()) as f64 / 1e6;
+    let f = file.to_string_lossy().into_owned();
+    let timeout = o.timeout;
+    println!();
+    println!(
+        "Big session: {} events, {} invocations with a tool round each, {mb:.0} MB (ADK \
+         export, one event per line).",
+        shape.events(),
+        shape.invocations
+    );
+    println!();
+    println!(
+        "| case | compactions | time (s) | peak RSS (MiB) | of it loading (MiB) | loading (s) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (kind, mode) in o
+        .kinds
+        .iter()
+        .flat_map(|k| [(k.as_str(), "engine"), (k.as_str(), "metrics")])
+    {
+        let Some(c) = spawn(
+            &["replay", &f, kind, "agent", "waits", "2", "0", mode],
+            timeout,
+        )?
+        else {
+            println!(
+                "| replay ({mode}), {kind} | - | > {} s (killed) | | | |",
+                timeout.as_secs()
+            );
+            continue;
+        };
+        println!(
+            "| replay ({mode}), {kind} (first; second) | {} | {:.2}; {:.2} | {:.0} | {:.0} | {:.1} |",
+            c.get("compactions"),
+            c.get("first_s"),
+            c.get("warm_s"),
+            c.get("peak_mib"),
+            c.get("load_mib"),
+            c.get("load_s"),
+        );
+    }
+    match spawn(&["inspect", &f], timeout)? {
+        Some(c) => println!(
+            "| inspect --no-cache | - | {:.2} | {:.0} | - | - |",
+            c.get("inspect_s"),
+            c.get("peak_mib")
+        ),
+        None => println!(
+            "| inspect --no-cache | - | > {} s (killed) | | | |",
+            timeout.as_secs()
+        ),
+    }
+    Ok(())
+}
+
+fn run() -> anyhow::Result<()> {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("--child") {
+        return match argv.get(1).map(String::as_str) {
+            Some("replay") => child_replay(&argv[2..]),
+            Some("pair") => child_pair(&argv[2..]),
+            Some("inspect") => child_inspect(&argv[2..]),
+            _ => Err(anyhow::anyhow!("--child replay|pair|inspect ...")),
+        };
+    }
+    let o = Options::parse(argv)?;
+    let tmp = tempfile::tempdir()?;
+    let dir = o.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir)?;
+    let growth = sized_cases(&o, &dir)?;
+    print_growths(&o, &growth);
+    growth_in_turns(&o, &dir)?;
+    if o.big {
+        big_session(&o, &dir)?;
     }
     Ok(())
 }

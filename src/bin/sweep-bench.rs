@@ -217,50 +217,68 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(argv: &[String]) -> anyhow::Result<()> {
-    let mut corpus = corpus_default();
-    let mut max_settings: Option<usize> = None;
-    let mut json_out: Option<PathBuf> = None;
-    let mut grid_text = BENCH_GRID.to_string();
+/// The bench's command line (the default mode, not `--scale`).
+struct Options {
+    corpus: PathBuf,
+    max_settings: Option<usize>,
+    json_out: Option<PathBuf>,
+    grid_text: String,
+}
+
+/// `Ok(None)`: `--help` was printed.
+fn parse_options(argv: &[String]) -> anyhow::Result<Option<Options>> {
+    let mut o = Options {
+        corpus: corpus_default(),
+        max_settings: None,
+        json_out: None,
+        grid_text: BENCH_GRID.to_string(),
+    };
     let mut args = argv.iter().cloned();
     while let Some(a) = args.next() {
         match a.as_str() {
             "--corpus" => {
-                corpus = PathBuf::from(
+                o.corpus = PathBuf::from(
                     args.next()
                         .ok_or_else(|| anyhow!("--corpus needs a folder"))?,
                 )
             }
             "--settings" => {
-                max_settings = Some(
+                o.max_settings = Some(
                     args.next()
                         .and_then(|v| v.parse().ok())
                         .ok_or_else(|| anyhow!("--settings needs a number"))?,
                 )
             }
             "--out" => {
-                json_out = Some(PathBuf::from(
+                o.json_out = Some(PathBuf::from(
                     args.next().ok_or_else(|| anyhow!("--out needs a file"))?,
                 ))
             }
             "--grid" => {
                 let p = PathBuf::from(args.next().ok_or_else(|| anyhow!("--grid needs a file"))?);
-                grid_text =
+                o.grid_text =
                     std::fs::read_to_string(&p).map_err(|e| anyhow!("{}: {e}", p.display()))?;
             }
             "-h" | "--help" => {
                 println!("sweep-bench [--corpus DIR] [--grid FILE.toml] [--settings N] [--out FILE.json]");
                 println!("sweep-bench --scale N,N,... [--sim BIN] [--work DIR] [--max-rss-mib M] [--timeout-s S] [--out FILE.json]");
-                return Ok(());
+                return Ok(None);
             }
             other => bail!("unknown argument `{other}`"),
         }
     }
+    Ok(Some(o))
+}
+
+fn run(argv: &[String]) -> anyhow::Result<()> {
+    let Some(o) = parse_options(argv)? else {
+        return Ok(());
+    };
     let threads = rayon::current_num_threads();
     let costing = Costing::load(None, None)?;
     let known = |m: &str| costing.knows_model(m);
     let toks = pipeline::tokenizer_names();
-    let grid = GridSpec::from_toml("bench grid", &grid_text)
+    let grid = GridSpec::from_toml("bench grid", &o.grid_text)
         .and_then(|g| {
             g.resolve(&Known {
                 model: &known,
@@ -269,30 +287,15 @@ fn run(argv: &[String]) -> anyhow::Result<()> {
         })
         .map_err(|e| anyhow!(e.0))?;
     let mut settings = grid.settings.clone();
-    if let Some(n) = max_settings {
+    if let Some(n) = o.max_settings {
         settings.truncate(n.max(1));
     }
 
-    // Warm the on-disk token cache once (all sessions), so `count` is the cached case.
     let cache = pipeline::cache_opts(None, false);
-    let t = Instant::now();
-    let catalog = scan(&corpus, &grid)?;
-    let n = catalog.len();
-    let total_events: u64 = catalog.infos.iter().map(|i| i.events).sum();
-    eprintln!(
-        "listed {n} sessions ({total_events} events, {} files skipped) in {:.2} s",
-        catalog.skipped.len(),
-        t.elapsed().as_secs_f64()
-    );
-    let all: Vec<u32> = (0..n as u32).collect();
-    let mut warm = Counted::new(catalog, &grid.tokenizer, &costing, &cache)?;
-    drop(warm.window(&all)?);
-    warm.save_counts();
-    let count_cold_s = warm.times.count_s;
-    drop(warm);
-    eprintln!("count (cold): {count_cold_s:.2} s");
+    let (n, count_cold_s) = warm_token_cache(&o.corpus, &grid, &costing, &cache)?;
 
     let tmp = tempfile::tempdir()?;
+    let all: Vec<u32> = (0..n as u32).collect();
     let half_sessions: Vec<u32> = all.iter().copied().filter(|i| i % 2 == 0).collect();
     let half_settings: Vec<Setting> = settings
         .iter()
@@ -301,7 +304,7 @@ fn run(argv: &[String]) -> anyhow::Result<()> {
         .collect();
 
     let m = |which: &[u32], set: &[Setting]| {
-        measure(&corpus, which, set, &grid, &costing, &cache, tmp.path())
+        measure(&o.corpus, which, set, &grid, &costing, &cache, tmp.path())
     };
     let runs = [
         ("full", m(&all, &settings)?),
@@ -311,6 +314,48 @@ fn run(argv: &[String]) -> anyhow::Result<()> {
     let peak = peak_mib();
 
     let full = &runs[0].1;
+    print_phases(full, threads, peak);
+    let json_runs = print_growth(&runs);
+    if let Some(p) = o.json_out {
+        let v = serde_json::json!({
+            "threads": threads, "parse_s": full.parse_s, "count_cold_s": count_cold_s,
+            "count_s": full.count_s, "peak_mib": peak, "runs": json_runs,
+        });
+        std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap_or_default())
+            .map_err(|e| anyhow!("{}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Warms the on-disk token cache once (all sessions), so `count` is the cached case in the
+/// measured runs. Returns the number of sessions and the cold count's seconds.
+fn warm_token_cache(
+    corpus: &Path,
+    grid: &compaction_sim::sweep::ResolvedGrid,
+    costing: &Costing,
+    cache: &pipeline::CacheOpts,
+) -> anyhow::Result<(usize, f64)> {
+    let t = Instant::now();
+    let catalog = scan(corpus, grid)?;
+    let n = catalog.len();
+    let total_events: u64 = catalog.infos.iter().map(|i| i.events).sum();
+    eprintln!(
+        "listed {n} sessions ({total_events} events, {} files skipped) in {:.2} s",
+        catalog.skipped.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let all: Vec<u32> = (0..n as u32).collect();
+    let mut warm = Counted::new(catalog, &grid.tokenizer, costing, cache)?;
+    drop(warm.window(&all)?);
+    warm.save_counts();
+    let count_cold_s = warm.times.count_s;
+    drop(warm);
+    eprintln!("count (cold): {count_cold_s:.2} s");
+    Ok((n, count_cold_s))
+}
+
+/// The full run's time per phase, its replay CPU and rates, and the process's peak memory.
+fn print_phases(full: &Measure, threads: usize, peak: Option<f64>) {
     let (parse_s, read_s, count_s) = (full.parse_s, full.read_s, full.count_s);
     let wall = parse_s
         + read_s
@@ -367,9 +412,14 @@ fn run(argv: &[String]) -> anyhow::Result<()> {
         "  peak memory {}",
         peak.map_or("unknown".to_string(), |m| format!("{m:.0} MiB (VmHWM)"))
     );
+}
+
+/// The three runs side by side (full, half the sessions, half the settings); returns them
+/// for `--out`.
+fn print_growth(runs: &[(&str, Measure)]) -> Vec<serde_json::Value> {
     println!("growth (read + count + size + replay + rows + aggregate + write):");
     let mut json_runs = Vec::new();
-    for (name, m) in &runs {
+    for (name, m) in runs {
         let t = m.read_s + m.count_s + m.size_s + m.replay_s + m.rows_s + m.aggregate_s + m.write_s;
         println!(
             "  {name:<14} {:>5} settings × {:>4} sessions: {:>7.2} s ({:>7.2} replay CPU-s), {:>8.0} replays/s, {:>10.0} event-steps/s",
@@ -388,15 +438,7 @@ fn run(argv: &[String]) -> anyhow::Result<()> {
             "write_s": m.write_s,
         }));
     }
-    if let Some(p) = json_out {
-        let v = serde_json::json!({
-            "threads": threads, "parse_s": parse_s, "count_cold_s": count_cold_s, "count_s": count_s,
-            "peak_mib": peak, "runs": json_runs,
-        });
-        std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap_or_default())
-            .map_err(|e| anyhow!("{}: {e}", p.display()))?;
-    }
-    Ok(())
+    json_runs
 }
 
 /// Synth index of the `k`-th short session (synth makes 3 short sessions in every 8).
@@ -500,7 +542,17 @@ fn run_child(
     }
 }
 
-fn scale(argv: &[String]) -> anyhow::Result<()> {
+/// `--scale`'s command line.
+struct ScaleOptions {
+    cases: Vec<usize>,
+    sim: PathBuf,
+    work: Option<PathBuf>,
+    max_rss_mib: f64,
+    timeout_s: f64,
+    json_out: Option<PathBuf>,
+}
+
+fn parse_scale_options(argv: &[String]) -> anyhow::Result<ScaleOptions> {
     let mut cases: Vec<usize> = Vec::new();
     let mut sim: Option<PathBuf> = None;
     let mut work: Option<PathBuf> = None;
@@ -552,6 +604,27 @@ fn scale(argv: &[String]) -> anyhow::Result<()> {
         Some(s) => s,
         None => std::env::current_exe()?.with_file_name("compaction-sim"),
     };
+    Ok(ScaleOptions {
+        cases,
+        sim,
+        work,
+        max_rss_mib,
+        timeout_s,
+        json_out,
+    })
+}
+
+/// `--scale`: `compaction-sim sweep` over ever more short synthetic sessions, each case in
+/// its own process, with its wall time and peak memory against the previous case's.
+fn scale(argv: &[String]) -> anyhow::Result<()> {
+    let ScaleOptions {
+        cases,
+        sim,
+        work,
+        max_rss_mib,
+        timeout_s,
+        json_out,
+    } = parse_scale_options(argv)?;
     let tmp = tempfile::tempdir()?;
     let work = work.unwrap_or_else(|| tmp.path().to_path_buf());
     println!(

@@ -155,26 +155,36 @@ fn main() -> ExitCode {
     }
 }
 
-/// `Ok(false)`: counts differ, or the warm run tokenized something.
-fn run() -> Result<bool, String> {
-    let mut corpus = corpus_default();
-    let mut python = PathBuf::from("/work/venv/bench/bin/python");
-    let mut repeat = 3usize;
-    let mut warm_loop: Option<f64> = None;
+/// The bench's command line.
+struct Options {
+    corpus: PathBuf,
+    python: PathBuf,
+    repeat: usize,
+    warm_loop: Option<f64>,
+}
+
+/// `Ok(None)`: `--help` was printed.
+fn parse_options() -> Result<Option<Options>, String> {
+    let mut o = Options {
+        corpus: corpus_default(),
+        python: PathBuf::from("/work/venv/bench/bin/python"),
+        repeat: 3,
+        warm_loop: None,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--corpus" => corpus = PathBuf::from(args.next().ok_or("--corpus needs a folder")?),
-            "--python" => python = PathBuf::from(args.next().ok_or("--python needs a path")?),
+            "--corpus" => o.corpus = PathBuf::from(args.next().ok_or("--corpus needs a folder")?),
+            "--python" => o.python = PathBuf::from(args.next().ok_or("--python needs a path")?),
             "--repeat" => {
-                repeat = args
+                o.repeat = args
                     .next()
                     .and_then(|v| v.parse().ok())
                     .filter(|&n| n > 0)
                     .ok_or("--repeat needs a number > 0")?
             }
             "--warm-loop" => {
-                warm_loop = Some(
+                o.warm_loop = Some(
                     args.next()
                         .and_then(|v| v.parse().ok())
                         .filter(|&s: &f64| s > 0.0)
@@ -185,11 +195,19 @@ fn run() -> Result<bool, String> {
                 println!(
                     "token-bench [--corpus DIR] [--python PY] [--repeat N] [--warm-loop SECONDS]"
                 );
-                return Ok(true);
+                return Ok(None);
             }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
+    Ok(Some(o))
+}
+
+/// `Ok(false)`: counts differ, or the warm run tokenized something.
+fn run() -> Result<bool, String> {
+    let Some(o) = parse_options()? else {
+        return Ok(true);
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pool = |n: usize| {
         rayon::ThreadPoolBuilder::new()
@@ -202,10 +220,10 @@ fn run() -> Result<bool, String> {
     let pools = [(1, pool(1)?), (cores, pool(cores)?)];
 
     // 1. Sessions, and the exact strings counted for every event.
-    let loaded = load_paths(&[corpus.display().to_string()], None);
+    let loaded = load_paths(&[o.corpus.display().to_string()], None);
     let sessions = loaded.sessions;
     if sessions.is_empty() {
-        return Err(format!("{}: no sessions read", corpus.display()));
+        return Err(format!("{}: no sessions read", o.corpus.display()));
     }
     let events: usize = sessions.iter().map(|s| s.events.len()).sum();
     let texts: Vec<_> = sessions
@@ -215,7 +233,7 @@ fn run() -> Result<bool, String> {
         .collect();
     let mb = texts.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6;
     let (_, load_s, _) = timed(|| count_text(TOK, "load the o200k ranks once"));
-    if let Some(secs) = warm_loop {
+    if let Some(secs) = o.warm_loop {
         return warm_loop_only(&sessions, secs);
     }
 
@@ -224,116 +242,155 @@ fn run() -> Result<bool, String> {
     let mut ok = true;
     let mut cold_warm = Vec::new();
     for (threads, p) in &pools {
-        let threads = *threads;
-        let count = |cache: &CacheOpts| {
-            timed(|| p.install(|| count_sessions_with_stats(&sessions, TOK, cache)))
-        };
-        // Cold: `repeat` runs, each on a fresh cache dir; warm: 10 × `repeat` runs over the
-        // last of them (it is quick).
-        let mut cold = Vec::new();
-        let mut dir = None;
-        for _ in 0..repeat {
-            let d = tempfile::tempdir().map_err(|e| e.to_string())?;
-            let (r, w, c) = count(&CacheOpts::at(d.path()));
-            cold.push((r.map_err(|e| e.to_string())?, w, c));
-            dir = Some(d);
-        }
-        let dir = dir.ok_or("no cold run")?;
-        let mut warm = Vec::new();
-        for _ in 0..10 * repeat {
-            let (r, w, c) = count(&CacheOpts::at(dir.path()));
-            warm.push((r.map_err(|e| e.to_string())?, w, c));
-        }
-        let cold_counts = &cold[0].0 .0;
-        if warm
-            .iter()
-            .chain(&cold)
-            .any(|((counts, _), _, _)| counts != cold_counts)
-            || warm.iter().any(|((_, st), _, _)| st.tokenized != 0)
-        {
-            eprintln!("FAIL: a warm run tokenized something, or counts differ between runs");
-            ok = false;
-        }
-        let summary = |runs: &[Timed<Counted>]| {
-            let wall = runs.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
-            let cpu = runs.iter().map(|r| r.2).sum::<f64>() / runs.len() as f64;
-            (wall, cpu, runs.last().map(|r| r.0 .1))
-        };
-        let (cw, cc, cs) = summary(&cold);
-        let (ww, wc, ws) = summary(&warm);
-        for (what, wall_s, cpu_s, stats) in [
-            ("count_sessions cold (fresh cache dir)", cw, cc, cs),
-            ("count_sessions warm (same cache dir)", ww, wc, ws),
-        ] {
-            rows.push(Row {
-                what: what.into(),
-                threads,
-                wall_s,
-                cpu_s,
-                stats,
-            });
-        }
-        cold_warm.push((threads, cw / ww, cc / wc.max(1e-6)));
+        let (cold_and_warm, same) = count_cold_then_warm(*threads, p, &sessions, o.repeat)?;
+        ok &= same;
+        rows.extend(cold_and_warm);
+        let (cold, warm) = (&rows[rows.len() - 2], &rows[rows.len() - 1]);
+        cold_warm.push((
+            *threads,
+            cold.wall_s / warm.wall_s,
+            cold.cpu_s / warm.cpu_s.max(1e-6),
+        ));
     }
 
     // 3. The counter alone over the same strings Python gets (best of `repeat`).
+    let ours = count_text_alone(&texts, &pools[1].1, o.repeat);
+    rows.extend(ours.rows(cores));
+
+    // 4. Python tiktoken on the same strings.
+    let py = python_tiktoken(&o.python, &texts, cores, o.repeat)?;
+    if let Some(py) = &py {
+        rows.extend(py.rows(cores));
+    }
+
+    // 5. The table.
+    println!(
+        "token-bench: {} — {} sessions ({} files skipped), {events} events, {} strings, {mb:.2} MB of text; tokenizer o200k; {cores} cores; BPE load {load_s:.2} s (not timed below)",
+        o.corpus.display(),
+        sessions.len(),
+        loaded.skipped.len(),
+        texts.len()
+    );
+    print_rows(&rows, mb);
+    print_cold_warm(&cold_warm);
+    ok &= print_against_python(&ours, py.as_ref());
+    Ok(ok)
+}
+
+/// `count_sessions` on one pool: `repeat` cold runs, each on a fresh cache dir, then
+/// 10 × `repeat` warm runs over the last of them (it is quick). Returns the cold row and the
+/// warm row, and whether every run counted the same and no warm run tokenized.
+fn count_cold_then_warm(
+    threads: usize,
+    p: &rayon::ThreadPool,
+    sessions: &[compaction_sim::transcript::Session],
+    repeat: usize,
+) -> Result<(Vec<Row>, bool), String> {
+    let count =
+        |cache: &CacheOpts| timed(|| p.install(|| count_sessions_with_stats(sessions, TOK, cache)));
+    let mut cold = Vec::new();
+    let mut dir = None;
+    for _ in 0..repeat {
+        let d = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let (r, w, c) = count(&CacheOpts::at(d.path()));
+        cold.push((r.map_err(|e| e.to_string())?, w, c));
+        dir = Some(d);
+    }
+    let dir = dir.ok_or("no cold run")?;
+    let mut warm = Vec::new();
+    for _ in 0..10 * repeat {
+        let (r, w, c) = count(&CacheOpts::at(dir.path()));
+        warm.push((r.map_err(|e| e.to_string())?, w, c));
+    }
+    let mut ok = true;
+    let cold_counts = &cold[0].0 .0;
+    if warm
+        .iter()
+        .chain(&cold)
+        .any(|((counts, _), _, _)| counts != cold_counts)
+        || warm.iter().any(|((_, st), _, _)| st.tokenized != 0)
+    {
+        eprintln!("FAIL: a warm run tokenized something, or counts differ between runs");
+        ok = false;
+    }
+    let row = |what: &str, runs: &[Timed<Counted>]| Row {
+        what: what.into(),
+        threads,
+        wall_s: runs.iter().map(|r| r.1).fold(f64::INFINITY, f64::min),
+        cpu_s: runs.iter().map(|r| r.2).sum::<f64>() / runs.len() as f64,
+        stats: runs.last().map(|r| r.0 .1),
+    };
+    let rows = vec![
+        row("count_sessions cold (fresh cache dir)", &cold),
+        row("count_sessions warm (same cache dir)", &warm),
+    ];
+    Ok((rows, ok))
+}
+
+/// `count_text` alone over every string, in a loop and with `par_iter` on `pool`.
+struct CountTextAlone {
+    loop_tokens: u64,
+    loop_wall_s: f64,
+    loop_cpu_s: f64,
+    par_tokens: u64,
+    par_wall_s: f64,
+    par_cpu_s: f64,
+}
+
+impl CountTextAlone {
+    fn rows(&self, cores: usize) -> [Row; 2] {
+        [
+            Row {
+                what: "count_text loop (no cache)".into(),
+                threads: 1,
+                wall_s: self.loop_wall_s,
+                cpu_s: self.loop_cpu_s,
+                stats: None,
+            },
+            Row {
+                what: "count_text par_iter (no cache)".into(),
+                threads: cores,
+                wall_s: self.par_wall_s,
+                cpu_s: self.par_cpu_s,
+                stats: None,
+            },
+        ]
+    }
+}
+
+/// The counter alone: the best wall time and the mean CPU time of `repeat` runs each way.
+fn count_text_alone(
+    texts: &[std::borrow::Cow<'_, str>],
+    pool: &rayon::ThreadPool,
+    repeat: usize,
+) -> CountTextAlone {
     let best = |f: &dyn Fn() -> u64| {
         let runs: Vec<(u64, f64, f64)> = (0..repeat).map(|_| timed(f)).collect();
         let wall = runs.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
         let cpu = runs.iter().map(|r| r.2).sum::<f64>() / runs.len() as f64;
         (runs.first().map_or(0, |r| r.0), wall, cpu)
     };
-    let (ours, w1, c1) = best(&|| texts.iter().map(|t| count_text(TOK, t) as u64).sum());
-    rows.push(Row {
-        what: "count_text loop (no cache)".into(),
-        threads: 1,
-        wall_s: w1,
-        cpu_s: c1,
-        stats: None,
-    });
-    let p = &pools[1].1;
-    let (ours_par, wn, cn) =
-        best(&|| p.install(|| texts.par_iter().map(|t| count_text(TOK, t) as u64).sum()));
-    rows.push(Row {
-        what: "count_text par_iter (no cache)".into(),
-        threads: cores,
-        wall_s: wn,
-        cpu_s: cn,
-        stats: None,
-    });
-
-    // 4. Python tiktoken on the same strings.
-    let py = python_tiktoken(&python, &texts, cores, repeat)?;
-    if let Some(py) = &py {
-        rows.push(Row {
-            what: format!("python tiktoken {} encode_ordinary loop", py.version),
-            threads: 1,
-            wall_s: py.loop_s,
-            cpu_s: py.loop_cpu_s,
-            stats: None,
-        });
-        rows.push(Row {
-            what: format!("python tiktoken {} encode_ordinary_batch", py.version),
-            threads: cores,
-            wall_s: py.batch_s,
-            cpu_s: py.batch_cpu_s,
-            stats: None,
-        });
+    let (loop_tokens, loop_wall_s, loop_cpu_s) =
+        best(&|| texts.iter().map(|t| count_text(TOK, t) as u64).sum());
+    let (par_tokens, par_wall_s, par_cpu_s) =
+        best(&|| pool.install(|| texts.par_iter().map(|t| count_text(TOK, t) as u64).sum()));
+    CountTextAlone {
+        loop_tokens,
+        loop_wall_s,
+        loop_cpu_s,
+        par_tokens,
+        par_wall_s,
+        par_cpu_s,
     }
+}
 
-    // 5. The table.
-    println!(
-        "token-bench: {} — {} sessions ({} files skipped), {events} events, {} strings, {mb:.2} MB of text; tokenizer o200k; {cores} cores; BPE load {load_s:.2} s (not timed below)",
-        corpus.display(),
-        sessions.len(),
-        loaded.skipped.len(),
-        texts.len()
-    );
+/// The measurements' table, MB/s over `mb` megabytes of text.
+fn print_rows(rows: &[Row], mb: f64) {
     println!(
         "{:<48} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8}",
         "what", "threads", "wall s", "CPU s", "MB/s", "MB/CPU-s", "tokenized", "cached"
     );
-    for r in &rows {
+    for r in rows {
         let (tk, ca) = r.stats.map_or(("-".into(), "-".into()), |s| {
             (s.tokenized.to_string(), s.cached.to_string())
         });
@@ -349,7 +406,11 @@ fn run() -> Result<bool, String> {
             ca
         );
     }
-    for (threads, xw, xc) in &cold_warm {
+}
+
+/// Warm over cold per pool, against the goal (> 50×).
+fn print_cold_warm(cold_warm: &[(usize, f64, f64)]) {
+    for (threads, xw, xc) in cold_warm {
         let verdict = if xw.min(*xc) > 50.0 {
             "met"
         } else if xw.max(*xc) > 50.0 {
@@ -361,34 +422,42 @@ fn run() -> Result<bool, String> {
             "warm cache vs cold, {threads} thread(s): {xw:.1}x faster (wall), {xc:.1}x (CPU) (goal > 50x: {verdict})"
         );
     }
-    println!("tokens (o200k, all strings): ours {ours} (loop), {ours_par} (parallel)");
-    match &py {
-        None => println!("python tiktoken: skipped (see note above)"),
-        Some(py) => {
-            let same = ours == py.loop_tokens && ours == py.batch_tokens && ours == ours_par;
-            println!(
-                "tokens: python loop {}, python batch {}: {}",
-                py.loop_tokens,
-                py.batch_tokens,
-                if same { "IDENTICAL" } else { "DIFFERENT" }
-            );
-            ok &= same;
-            let rw = py.loop_s / w1;
-            let rc = py.loop_cpu_s / c1.max(1e-6);
-            let verdict = if rw.min(rc) >= 1.5 {
-                "met"
-            } else if rw.max(rc) >= 1.5 {
-                "met by one measure"
-            } else {
-                "MISSED"
-            };
-            println!(
-                "ours per core vs python per core: {rw:.2}x (wall), {rc:.2}x (CPU) (goal >= 1.5x: {verdict}); all cores: {:.2}x (wall)",
-                py.batch_s / wn
-            );
-        }
-    }
-    Ok(ok)
+}
+
+/// Token totals and speed against Python's tiktoken (goal ≥ 1.5× per core); `false` when the
+/// totals differ.
+fn print_against_python(ours: &CountTextAlone, py: Option<&PyResult>) -> bool {
+    println!(
+        "tokens (o200k, all strings): ours {} (loop), {} (parallel)",
+        ours.loop_tokens, ours.par_tokens
+    );
+    let Some(py) = py else {
+        println!("python tiktoken: skipped (see note above)");
+        return true;
+    };
+    let same = ours.loop_tokens == py.loop_tokens
+        && ours.loop_tokens == py.batch_tokens
+        && ours.loop_tokens == ours.par_tokens;
+    println!(
+        "tokens: python loop {}, python batch {}: {}",
+        py.loop_tokens,
+        py.batch_tokens,
+        if same { "IDENTICAL" } else { "DIFFERENT" }
+    );
+    let rw = py.loop_s / ours.loop_wall_s;
+    let rc = py.loop_cpu_s / ours.loop_cpu_s.max(1e-6);
+    let verdict = if rw.min(rc) >= 1.5 {
+        "met"
+    } else if rw.max(rc) >= 1.5 {
+        "met by one measure"
+    } else {
+        "MISSED"
+    };
+    println!(
+        "ours per core vs python per core: {rw:.2}x (wall), {rc:.2}x (CPU) (goal >= 1.5x: {verdict}); all cores: {:.2}x (wall)",
+        py.batch_s / ours.par_wall_s
+    );
+    same
 }
 
 /// `--warm-loop SECONDS`: one cold run into a fresh cache folder, then warm runs on the
@@ -440,6 +509,27 @@ struct PyResult {
     batch_s: f64,
     batch_cpu_s: f64,
     batch_tokens: u64,
+}
+
+impl PyResult {
+    fn rows(&self, cores: usize) -> [Row; 2] {
+        [
+            Row {
+                what: format!("python tiktoken {} encode_ordinary loop", self.version),
+                threads: 1,
+                wall_s: self.loop_s,
+                cpu_s: self.loop_cpu_s,
+                stats: None,
+            },
+            Row {
+                what: format!("python tiktoken {} encode_ordinary_batch", self.version),
+                threads: cores,
+                wall_s: self.batch_s,
+                cpu_s: self.batch_cpu_s,
+                stats: None,
+            },
+        ]
+    }
 }
 
 /// Runs [`PY_SCRIPT`] on the strings; `None` (with a note) when the interpreter is missing.
