@@ -104,4 +104,20 @@ pub struct SessionMetrics {
     /// every other setting.
     #[serde(default)]
     pub invocations_failed: u64,
+    /// Token-threshold compactions that fired only because the newest summary alone already
+    /// reached `after_tokens` (docs/pitfalls.md §1, `engine::pitfalls::thrash`); 0 for
+    /// settings without the token trigger and for other frameworks' policies.
+    #[serde(default)]
+    pub thrash: u64,
+    /// The event holding a call never answered, after which nothing could be compacted
+    /// (docs/pitfalls.md §2, `engine::pitfalls::stuck`); `None` when compaction never stuck.
+    #[serde(default)]
+    pub stuck_event: Option<u64>,
+    /// That call's tool name.
+    #[serde(default)]
+    pub stuck_call: Option<String>,
+    /// Raw history tokens the requests after the call's invocation carried: what the stuck
+    /// history cost (an upper bound on what compaction would have saved).
+    #[serde(default)]
+    pub stuck_history_tokens: Option<u64>,
 }

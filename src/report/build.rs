@@ -4,6 +4,7 @@
 
 use super::alternatives::{alternatives, other_policies};
 use super::frontier::{frontier_table, summarizers};
+use super::pitfalls::pitfalls;
 use super::recommend::recommendation;
 use super::run_facts::{skipped, summarizer_errors, what_was_run};
 use super::{t, Block, Inline};
@@ -117,6 +118,7 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
         "Read it in order: the recommendation says what to deploy and what it costs you; the frontier lists the settings worth considering instead; the charts show why; the alternatives say where something other than compaction would do better.",
     )));
     recommendation(d, &mut b);
+    pitfalls(d, &mut b);
     b.push(Block::Explorer);
     what_was_run(d, sessions, &mut b);
     frontier_table(d, &mut b);

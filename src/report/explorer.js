@@ -3,8 +3,9 @@
 // the recommendation move. It reads only the JSON island #explorer-data and writes the DOM
 // with textContent, never markup from data. The recommendation rule is the CLI's
 // (table::summary::pick): compacting settings within every budget set, cheapest first, then
-// fewest broken references, then lowest setting id; never another framework's policy or one
-// of the guide's alternatives (rows with `alt`, drawn as squares).
+// fewest broken references, then lowest setting id; never another framework's policy, one
+// of the guide's alternatives (rows with `alt`, drawn as squares) or a setting whose summary
+// re-fires compaction every turn (`thrash`, docs/pitfalls.md).
 (function () {
   "use strict";
   var root = document.getElementById("explorer");
@@ -50,7 +51,7 @@
 
   // --- the recommendation rule, as table::summary::pick ------------------------------------
   function meets(r, b) {
-    return !r.baseline && !r.policy && !r.alt &&
+    return !r.baseline && !r.policy && !r.alt && !r.thrash &&
       (b.broken === null || r.broken <= b.broken) &&
       (b.detail === null || r.detail <= b.detail) &&
       (b.wait === null || r.wait <= b.wait);

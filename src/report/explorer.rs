@@ -44,6 +44,7 @@ pub fn rule_figures(s: &SettingRow, index: usize) -> RuleFigures {
         broken_references: n("references_broken_share_mean"),
         detail_lost: n("detail_lost_mean"),
         wait_p95: n("end_of_run_latency_max_s_p95").max(n("pre_request_latency_max_s_p95")),
+        thrash: n("thrash_sessions") > 0.0,
     }
 }
 
@@ -53,7 +54,7 @@ pub fn rule_figures(s: &SettingRow, index: usize) -> RuleFigures {
 /// one meets and is picked first.
 fn could_be_picked(figures: &[RuleFigures]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..figures.len())
-        .filter(|&i| !figures[i].baseline && !figures[i].policy)
+        .filter(|&i| !figures[i].baseline && !figures[i].policy && !figures[i].thrash)
         .collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&figures[a], &figures[b]);
@@ -136,7 +137,7 @@ fn intern(list: &mut Vec<String>, v: &str) -> usize {
 const COLS: &[&str] = &[
     "id", "kind", "at", "keep", "ai", "ov", "sum", "cli", "model", "tok", "label", "base",
     "pareto", "reco", "baseline", "cost", "broken", "detail", "wait", "saved", "eor", "pre",
-    "basis", "low", "high", "refs", "crit", "calls", "policy", "alt",
+    "basis", "low", "high", "refs", "crit", "calls", "policy", "alt", "thrash",
 ];
 
 /// The names the island's rows refer to by index (summarizers, clients, ...) and the
@@ -192,6 +193,7 @@ impl Names {
             opt(s.summarizer_calls()),
             json!(f.policy),
             json!(s.alternative),
+            json!(f.thrash),
         ];
         debug_assert_eq!(row.len(), COLS.len());
         Value::Array(row)
@@ -347,6 +349,7 @@ mod tests {
                 broken_references: (h(2) * 5.0).round() / 5.0,
                 detail_lost: h(3),
                 wait_p95: (h(4) * 3.0).round(),
+                thrash: i % 13 == 5,
             });
         }
         let kept = could_be_picked(&figures);

@@ -129,12 +129,14 @@ pub(super) fn summary_wait(r: &SettingRow) -> f64 {
 }
 
 /// When no setting meets the budgets: the three compacting settings closest to them
-/// (smallest relative excess over a budget, then cheapest).
+/// (smallest relative excess over a budget, then cheapest), thrashing ones left out (they
+/// are never recommended, docs/pitfalls.md).
 pub(super) fn closest_to_budgets<'a>(d: &'a RunData, limits: &BudgetLimits) -> Vec<&'a SettingRow> {
     let mut rows: Vec<&SettingRow> = d
         .settings
         .iter()
         .filter(|r| !r.is_baseline() && !r.never_compacts())
+        .filter(|r| r.num(&["thrash_sessions"]).unwrap_or(0.0) == 0.0)
         .collect();
     rows.sort_by(|x, y| {
         limits
@@ -363,4 +365,29 @@ pub(super) fn best_within_budgets<'a>(
         .filter_map(|(_, a)| Some((a, a.cost_usd()?)))
         .min_by(|x, y| x.1.total_cmp(&y.1))
         .map(|(a, _)| a)
+}
+
+/// A setting whose summary alone reaches `after_tokens` in some sessions, so compaction
+/// re-fires on every turn there (docs/pitfalls.md §1): never recommended.
+pub(super) struct Thrashing<'a> {
+    pub setting: &'a SettingRow,
+    /// `thrash_sessions`: sessions where it thrashed.
+    pub sessions: f64,
+    /// `thrash`: the compactions (each a summarizer call) made only because of it.
+    pub compactions: f64,
+}
+
+/// The thrashing settings in file order (none for runs made before the columns).
+pub(super) fn thrashing(d: &RunData) -> Vec<Thrashing<'_>> {
+    d.settings
+        .iter()
+        .filter_map(|s| {
+            let sessions = s.num(&["thrash_sessions"]).filter(|&n| n > 0.0)?;
+            Some(Thrashing {
+                setting: s,
+                sessions,
+                compactions: s.num(&["thrash"]).unwrap_or(0.0),
+            })
+        })
+        .collect()
 }

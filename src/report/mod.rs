@@ -11,6 +11,7 @@ pub mod escape;
 pub mod explorer;
 mod figures;
 mod frontier;
+mod pitfalls;
 mod recommend;
 mod run_facts;
 

@@ -240,8 +240,15 @@ pub fn sum_parts(parts: &[SessionMetrics]) -> SessionMetrics {
             references_broken,
             references_broken_low,
             references_broken_high,
-            invocations_failed
+            invocations_failed,
+            thrash
         );
+        // A split session sticks where its first stuck part does (that part's event index).
+        if m.stuck_event.is_none() && p.stuck_event.is_some() {
+            m.stuck_event = p.stuck_event;
+            m.stuck_call = p.stuck_call.clone();
+            m.stuck_history_tokens = p.stuck_history_tokens;
+        }
         macro_rules! max {
             ($($f:ident),*) => { $( m.$f = m.$f.max(p.$f); )* };
         }

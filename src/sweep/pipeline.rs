@@ -1037,8 +1037,11 @@ impl PipelineEval {
             Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, su),
             None => crate::engine::replay(&sized.sizes, &cfg, su),
         };
-        let e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)
+        let mut e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)
             .map_err(|e| ReplayError::Cost(e.to_string()))?;
+        if setting.policy.is_none() {
+            flag_pitfalls(&mut e.metrics, &e.replay, &sized.sizes, &cfg, s);
+        }
         if !e.summarizer_errors.is_empty() {
             self.errors
                 .lock()
@@ -1046,6 +1049,24 @@ impl PipelineEval {
                 .insert((session as u32, setting.setting_id), e.summarizer_errors);
         }
         Ok((e.replay, e.metrics))
+    }
+}
+
+/// ADK's known pitfalls (docs/pitfalls.md) read off an ADK setting's finished replay into
+/// its runs columns: the replay itself stays as 2.13.0 runs it.
+fn flag_pitfalls(
+    m: &mut SessionMetrics,
+    replay: &Replay,
+    sizes: &SessionSizes,
+    cfg: &Config,
+    session: &Session,
+) {
+    use crate::engine::pitfalls;
+    m.thrash = u64::from(pitfalls::thrash(replay, cfg).compactions);
+    if let Some(st) = pitfalls::stuck(replay, sizes, cfg) {
+        m.stuck_event = Some(u64::from(st.event_index));
+        m.stuck_call = st.call_name(sizes, session).map(str::to_string);
+        m.stuck_history_tokens = Some(st.stuck_history_tokens);
     }
 }
 

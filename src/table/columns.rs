@@ -18,6 +18,10 @@ pub enum Kind {
     Bool,
     /// A `references_broken_basis` word (text); not aggregated, combined per setting instead.
     Basis,
+    /// Nullable count (UInt64): a figure only some rows have (`stuck_event`).
+    OptCount,
+    /// Nullable text, not aggregated (`stuck_call`).
+    OptText,
 }
 
 /// One aggregate over a setting's sessions.
@@ -111,6 +115,12 @@ macro_rules! for_each_metric {
         $m!(references_broken_low, Count, "references", TOTAL);
         $m!(references_broken_high, Count, "references", TOTAL);
         $m!(invocations_failed, Count, "invocations", TOTAL);
+        // ADK's pitfalls (docs/pitfalls.md): combined per setting as counts of sessions
+        // (`SettingFacts`), not aggregated.
+        $m!(thrash, Count, "compactions", NONE);
+        $m!(stuck_event, OptCount, "event index", NONE);
+        $m!(stuck_call, OptText, "tool name", NONE);
+        $m!(stuck_history_tokens, OptCount, "tokens", NONE);
     };
 }
 
@@ -124,6 +134,12 @@ pub fn metric_defs() -> Vec<MetricDef> {
             |m: &SessionMetrics| Some(if m.$f { 1.0 } else { 0.0 })
         };
         ($f:ident, Basis) => {
+            |_: &SessionMetrics| None
+        };
+        ($f:ident, OptCount) => {
+            |m: &SessionMetrics| m.$f.map(|v| v as f64)
+        };
+        ($f:ident, OptText) => {
             |_: &SessionMetrics| None
         };
         ($f:ident, $k:ident) => {

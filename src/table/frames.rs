@@ -135,6 +135,22 @@ pub fn runs_frame(
                 rows.iter().map(|r| r.metrics.$f.name()).collect::<Vec<_>>(),
             ));
         };
+        ($f:ident, OptCount, $u:expr, $a:ident) => {
+            cols.push(Column::new(
+                stringify!($f).into(),
+                rows.iter()
+                    .map(|r| r.metrics.$f)
+                    .collect::<Vec<Option<u64>>>(),
+            ));
+        };
+        ($f:ident, OptText, $u:expr, $a:ident) => {
+            cols.push(Column::new(
+                stringify!($f).into(),
+                rows.iter()
+                    .map(|r| r.metrics.$f.as_deref())
+                    .collect::<Vec<Option<&str>>>(),
+            ));
+        };
         ($f:ident, $k:ident, $u:expr, $a:ident) => {
             cols.push(Column::new(
                 stringify!($f).into(),
@@ -239,6 +255,20 @@ fn fill_metrics(df: &DataFrame, file: &str, rows: &mut [RunRow]) -> Result<()> {
                 r.metrics.$f = v;
             }
         }};
+        ($f:ident, OptCount, $u:expr, $a:ident) => {{
+            let name = stringify!($f);
+            let c = col(name)?.u64().map_err(|_| not(name, "UInt64"))?;
+            for (r, v) in rows.iter_mut().zip(c.iter()) {
+                r.metrics.$f = v;
+            }
+        }};
+        ($f:ident, OptText, $u:expr, $a:ident) => {{
+            let name = stringify!($f);
+            let c = col(name)?.str().map_err(|_| not(name, "text"))?;
+            for (r, v) in rows.iter_mut().zip(c.iter()) {
+                r.metrics.$f = v.map(str::to_string);
+            }
+        }};
         ($f:ident, Basis, $u:expr, $a:ident) => {{
             let name = stringify!($f);
             let c = col(name)?.str().map_err(|_| not(name, "text"))?;
@@ -312,6 +342,7 @@ pub fn settings_frame(summaries: &[SettingSummary]) -> Result<DataFrame> {
             cols.push(Column::new(name.as_str().into(), v));
         }
     }
+    cols.extend(pitfall_columns(summaries));
     cols.push(Column::new(
         "pareto".into(),
         summaries.iter().map(|s| s.pareto).collect::<Vec<_>>(),
@@ -337,6 +368,18 @@ pub fn settings_frame(summaries: &[SettingSummary]) -> Result<DataFrame> {
         what: "building the settings frame",
         source,
     })
+}
+
+/// The settings columns of ADK's pitfalls (docs/pitfalls.md), after the aggregates.
+fn pitfall_columns(summaries: &[SettingSummary]) -> Vec<Column> {
+    let col = |name: &str, get: fn(&SettingSummary) -> u64| {
+        Column::new(name.into(), summaries.iter().map(get).collect::<Vec<_>>())
+    };
+    vec![
+        col("thrash", |s| s.pitfalls.thrash),
+        col("thrash_sessions", |s| s.pitfalls.thrash_sessions),
+        col("stuck_sessions", |s| s.pitfalls.stuck_sessions),
+    ]
 }
 
 /// `<metric>_<agg>` names in column order, and whether the column holds integers (sum and
@@ -392,6 +435,9 @@ pub fn settings_json(summaries: &[SettingSummary]) -> Result<String> {
         for (n, v) in &s.aggs {
             o.insert(n.clone(), serde_json::to_value(v)?);
         }
+        o.insert("thrash".into(), s.pitfalls.thrash.into());
+        o.insert("thrash_sessions".into(), s.pitfalls.thrash_sessions.into());
+        o.insert("stuck_sessions".into(), s.pitfalls.stuck_sessions.into());
         o.insert("pareto".into(), s.pareto.into());
         o.insert("within_budget".into(), s.within_budget.into());
         o.insert("rank".into(), s.rank.into());
@@ -651,7 +697,7 @@ pub fn metric_column(df: &DataFrame, d: &MetricDef, file: &str) -> Result<Vec<Op
         .map_err(|_| bad(file, format!("column `{}` is missing", d.name)))?;
     let wrong = |t: &str| bad(file, format!("column `{}` is not {t}", d.name));
     Ok(match d.kind {
-        Kind::Count => c
+        Kind::Count | Kind::OptCount => c
             .u64()
             .map_err(|_| wrong("UInt64"))?
             .iter()
@@ -670,7 +716,7 @@ pub fn metric_column(df: &DataFrame, d: &MetricDef, file: &str) -> Result<Vec<Op
             .iter()
             .map(|v| v.map(|b| if b { 1.0 } else { 0.0 }))
             .collect(),
-        Kind::Basis => vec![None; df.height()],
+        Kind::Basis | Kind::OptText => vec![None; df.height()],
     })
 }
 

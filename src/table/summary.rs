@@ -41,6 +41,8 @@ pub struct SettingSummary {
     pub cost_complete: bool,
     /// How the sessions' `references_broken` were obtained (estimated if any session's was).
     pub references_broken_basis: Basis,
+    /// ADK's pitfalls over the sessions (docs/pitfalls.md): see [`SettingFacts`].
+    pub pitfalls: Pitfalls,
     /// `(column name, value)` in column order: `<metric>_<agg>`.
     pub aggs: Vec<(String, AggValue)>,
     pub pareto: bool,
@@ -108,12 +110,25 @@ fn aggregate(values: &mut [f64], integer: bool, agg: Agg) -> AggValue {
     }
 }
 
+/// ADK's pitfalls over a setting's sessions (docs/pitfalls.md): the settings columns
+/// `thrash`, `thrash_sessions` and `stuck_sessions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pitfalls {
+    /// Sum of the runs' `thrash`: compactions a summary too large for its threshold made.
+    pub thrash: u64,
+    /// Sessions with `thrash > 0`: a setting with any is never recommended.
+    pub thrash_sessions: u64,
+    /// Sessions with `stuck_event` set: compaction stopped behind an unanswered call.
+    pub stuck_sessions: u64,
+}
+
 /// What is combined per setting besides the metric aggregates.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SettingFacts {
     pub sessions: u64,
     pub cost_complete: bool,
     pub references_broken_basis: Basis,
+    pub pitfalls: Pitfalls,
 }
 
 impl Default for SettingFacts {
@@ -122,16 +137,20 @@ impl Default for SettingFacts {
             sessions: 0,
             cost_complete: true,
             references_broken_basis: Basis::None,
+            pitfalls: Pitfalls::default(),
         }
     }
 }
 
 impl SettingFacts {
-    /// Count one more session's row.
-    pub fn add(&mut self, cost_complete: bool, basis: Basis) {
+    /// Count one more session's row: its `thrash` and whether it has a `stuck_event`.
+    pub fn add(&mut self, cost_complete: bool, basis: Basis, thrash: u64, stuck: bool) {
         self.sessions += 1;
         self.cost_complete &= cost_complete;
         self.references_broken_basis = Basis::combine(self.references_broken_basis, basis);
+        self.pitfalls.thrash += thrash;
+        self.pitfalls.thrash_sessions += u64::from(thrash > 0);
+        self.pitfalls.stuck_sessions += u64::from(stuck);
     }
 }
 
@@ -148,7 +167,13 @@ pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Ve
         .map(|rs| {
             let mut f = SettingFacts::default();
             for r in rs {
-                f.add(r.metrics.cost_complete, r.metrics.references_broken_basis);
+                let m = &r.metrics;
+                f.add(
+                    m.cost_complete,
+                    m.references_broken_basis,
+                    m.thrash,
+                    m.stuck_event.is_some(),
+                );
             }
             f
         })
@@ -205,6 +230,7 @@ pub fn summarize_by<E>(
                 sessions: f.sessions,
                 cost_complete: f.cost_complete,
                 references_broken_basis: f.references_broken_basis,
+                pitfalls: f.pitfalls,
                 aggs,
                 pareto: false,
                 within_budget: false,
@@ -263,7 +289,13 @@ pub fn summarize_parquet(
     let mut facts = vec![SettingFacts::default(); n];
     for_each_row_group(
         runs,
-        &["setting_id", "cost_complete", "references_broken_basis"],
+        &[
+            "setting_id",
+            "cost_complete",
+            "references_broken_basis",
+            "thrash",
+            "stuck_event",
+        ],
         &mut |df| {
             let ids = setting_ids(df, &file)?;
             let complete = df
@@ -276,6 +308,13 @@ pub fn summarize_parquet(
                 .ok()
                 .and_then(|c| c.str().ok().cloned())
                 .ok_or_else(|| super::bad(&file, "column `references_broken_basis` is not text"))?;
+            let counts = |name: &str| {
+                df.column(name)
+                    .ok()
+                    .and_then(|c| c.u64().ok().cloned())
+                    .ok_or_else(|| super::bad(&file, format!("column `{name}` is not UInt64")))
+            };
+            let (thrash, stuck) = (counts("thrash")?, counts("stuck_event")?);
             for (i, id) in ids.iter().enumerate() {
                 let Some(f) = id.and_then(|id| facts.get_mut(id as usize)) else {
                     continue;
@@ -287,7 +326,12 @@ pub fn summarize_parquet(
                         format!("row {i}: `references_broken_basis` is `{word}`, expected measured, estimated or none"),
                     )
                 })?;
-                f.add(complete.get(i).unwrap_or(false), b);
+                f.add(
+                    complete.get(i).unwrap_or(false),
+                    b,
+                    thrash.get(i).unwrap_or(0),
+                    stuck.get(i).is_some(),
+                );
             }
             Ok(())
         },
@@ -335,6 +379,9 @@ pub struct RuleFigures {
     pub detail_lost: f64,
     /// The larger of `end_of_run_latency_max_s_p95` and `pre_request_latency_max_s_p95`, s.
     pub wait_p95: f64,
+    /// `thrash_sessions > 0`: its summary re-fires compaction every turn in some session
+    /// (docs/pitfalls.md §1), so it is never recommended, whatever it costs.
+    pub thrash: bool,
 }
 
 impl SettingSummary {
@@ -348,15 +395,24 @@ impl SettingSummary {
             broken_references: self.broken_references(),
             detail_lost: self.detail_lost(),
             wait_p95: self.wait_p95(),
+            thrash: self.pitfalls.thrash_sessions > 0,
         }
     }
 }
 
 /// Whether a setting may be recommended: a compacting ADK setting within every budget set (a
 /// baseline never is: it is what compaction is compared with; another framework's policy and
-/// the guide's alternatives are findings, not a `Compaction(...)` line).
+/// the guide's alternatives are findings, not a `Compaction(...)` line), whose summary never
+/// re-fires compaction every turn (a thrashing setting's cost is a sample's luck, not a
+/// property to deploy).
 pub fn meets_budgets(f: &RuleFigures, b: &Budgets) -> bool {
-    !f.policy && !f.alternative && within_budgets(f, b)
+    may_be_recommended(f) && within_budgets(f, b)
+}
+
+/// Not another framework's policy, not an alternative, not thrashing: what [`pick`] looks
+/// among, best-ranked first.
+fn may_be_recommended(f: &RuleFigures) -> bool {
+    !f.policy && !f.alternative && !f.thrash
 }
 
 /// Whether a non-baseline row's figures meet every budget set (how the ranking groups rows,
@@ -394,11 +450,12 @@ pub fn rank_order(figures: &[RuleFigures], b: &Budgets) -> Vec<usize> {
     order
 }
 
-/// The recommended setting's index: the best-ranked one, when it meets the budgets.
+/// The recommended setting's index: the best-ranked one that may be recommended (not a
+/// policy, an alternative or a thrashing setting), when it meets the budgets.
 pub fn pick(figures: &[RuleFigures], b: &Budgets) -> Option<usize> {
     rank_order(figures, b)
         .into_iter()
-        .find(|&i| !figures[i].policy && !figures[i].alternative)
+        .find(|&i| may_be_recommended(&figures[i]))
         .filter(|&i| meets_budgets(&figures[i], b))
 }
 
@@ -479,6 +536,7 @@ pub fn closest_to_budget<'a>(
     summaries
         .iter()
         .filter(|s| !s.setting.is_baseline() && s.setting.alternative.is_none())
+        .filter(|s| s.pitfalls.thrash_sessions == 0)
         .min_by(|x, y| {
             excess(x)
                 .total_cmp(&excess(y))
@@ -523,8 +581,23 @@ pub fn budget_error(summaries: &[SettingSummary], b: &Budgets) -> String {
             )
         })
         .unwrap_or_default();
+    // Settings the budgets let through but the thrash rule does not (docs/pitfalls.md).
+    let thrashing = summaries
+        .iter()
+        .filter(|s| {
+            let f = s.rule_figures();
+            f.thrash && meets_budgets(&RuleFigures { thrash: false, ..f }, b)
+        })
+        .count();
+    let thrash = if thrashing == 0 {
+        String::new()
+    } else {
+        format!(
+            " without thrashing ({thrashing} that meet it re-fire compaction every turn: their summary alone reaches after_tokens, docs/pitfalls.md)"
+        )
+    };
     format!(
-        "budget {}: no setting meets it{closest}",
+        "budget {}: no setting meets it{thrash}{closest}",
         limits.join(" and ")
     )
 }
@@ -725,7 +798,20 @@ mod policy_tests {
             broken_references: 0.01,
             detail_lost: 0.1,
             wait_p95: 0.0,
+            thrash: false,
         }
+    }
+
+    /// Issue 38: a thrashing setting keeps its rank but the next one is recommended.
+    #[test]
+    fn a_thrashing_setting_is_never_picked() {
+        let mut figures = [f(0, 10.0, false), f(1, 8.0, false), f(2, 5.0, false)];
+        let b = Budgets::default();
+        assert_eq!(pick(&figures, &b), Some(2));
+        figures[2].thrash = true;
+        assert_eq!(rank_order(&figures, &b)[0], 2, "still ranked by cost");
+        assert_eq!(pick(&figures, &b), Some(1));
+        assert!(!meets_budgets(&figures[2], &b));
     }
 
     /// Issue 28: a policy is ranked with the ADK settings (cheapest first) but the

@@ -717,3 +717,123 @@ fn an_empty_run_is_refused_before_rendering() {
         assert!(!dir.join(f).exists(), "{f} written for an empty run");
     }
 }
+
+/// A sweep of one oracle-extra session (docs/pitfalls.md) into `out`: its exit code.
+fn sweep_pitfall_case(sessions: &[&str], out: &Path, axes: &[&str]) -> Option<i32> {
+    let cases = root().join("tests/fixtures/oracle-extra");
+    let o = bin()
+        .arg("sweep")
+        .args(sessions.iter().map(|s| cases.join(s)))
+        .args(axes)
+        .args(["--tokenizer", "adk-chars", "--alternatives", "none"])
+        .args(["--no-cache", "--quiet", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    o.status.code()
+}
+
+/// Issue 38 §3, oracle case z01: a 3,200-char summary (800 ADK tokens) against
+/// after_tokens 700 re-fires compaction at every check; google-adk 2.13.0 made 71 compactions
+/// there, 70 of them after the first summary. The setting is flagged, warned about and never
+/// recommended: alone in the grid it would have been (within every budget).
+#[test]
+fn a_summary_over_after_tokens_thrashes_and_is_never_recommended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let axes = [
+        "--trigger",
+        "tokens",
+        "--after-tokens",
+        "700",
+        "--keep-recent-events",
+        "2",
+        "--summarizer",
+        "fixed:3200",
+    ];
+    let code = sweep_pitfall_case(&["z01_summary_over_threshold.session.json"], &out, &axes);
+    assert_eq!(code, Some(1), "no setting may be recommended");
+    let settings: serde_json::Value =
+        serde_json::from_str(&read(&out.join("settings.json"))).unwrap();
+    let s = settings
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["after_tokens"] == 700)
+        .unwrap();
+    assert_eq!(s["summarizer_calls_sum"], 71, "{s}");
+    assert_eq!(s["thrash"], 70, "{s}");
+    assert_eq!(s["thrash_sessions"], 1, "{s}");
+    assert_eq!(s["stuck_sessions"], 0, "{s}");
+    assert_eq!(s["within_budget"], true, "{s}");
+    assert_eq!(s["recommended"], false, "{s}");
+    let csv = read(&out.join("settings.csv"));
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for col in ["thrash", "thrash_sessions", "stuck_sessions"] {
+        assert!(head.contains(&col), "settings.csv lacks {col}");
+    }
+    let md = read(&out.join("report.md"));
+    assert!(
+        md.contains("after\\_tokens 700: in 1 session the summary alone reaches the threshold, so compaction re-fires on every turn (70 extra summarizer calls); raise after\\_tokens above the summary size."),
+        "{md}"
+    );
+    assert!(md.contains("**No setting meets the run's budgets"), "{md}");
+}
+
+/// Issue 38 §3, oracle cases z02 and z03: a plain unanswered call is compacted past by
+/// 2.13.0 (not stuck), a long-running one never answered stops compaction at its event
+/// (13, `issue_refund`). The report lists the stuck session with the call and the event.
+#[test]
+fn an_unanswered_long_running_call_is_listed_as_compaction_stuck() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let axes = [
+        "--trigger",
+        "tokens",
+        "--after-tokens",
+        "700",
+        "--keep-recent-events",
+        "2",
+        "--summarizer",
+        "fixed:400",
+        "--budget-broken-references",
+        "1",
+    ];
+    let inputs = [
+        "z02_unanswered_call.session.json",
+        "z03_unanswered_long_running.session.json",
+    ];
+    assert_eq!(sweep_pitfall_case(&inputs, &out, &axes), Some(0));
+    let runs = read(&out.join("runs.csv"));
+    let mut lines = runs.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (event, call, tokens, thrash) = (
+        at("stuck_event"),
+        at("stuck_call"),
+        at("stuck_history_tokens"),
+        at("thrash"),
+    );
+    let stuck: Vec<Vec<&str>> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| !r[event].is_empty())
+        .collect();
+    assert_eq!(stuck.len(), 1, "{runs}");
+    assert_eq!(stuck[0][event], "13");
+    assert_eq!(stuck[0][call], "issue_refund");
+    assert!(stuck[0][tokens].parse::<u64>().unwrap() > 0);
+    assert_eq!(stuck[0][thrash], "0");
+    let md = read(&out.join("report.md"));
+    assert!(md.contains("Compaction stuck in 1 session:"), "{md}");
+    let row = md
+        .lines()
+        .find(|l| l.contains("`issue_refund`"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        row.contains("z03_unanswered_long_running.session.json#"),
+        "{row}"
+    );
+    assert!(row.contains("| 13 |"), "{row}");
+    assert!(!md.contains("z02_unanswered_call.session.json#"), "{md}");
+    assert!(!md.contains("re-fires compaction on every turn"), "{md}");
+}

@@ -475,8 +475,18 @@ mod run_folder {
             "detail_lost",
             "cost_usd",
             "facts_dropped",
+            "thrash",
+            "stuck_event",
+            "stuck_call",
+            "stuck_history_tokens",
         ] {
             assert!(header.split(',').any(|c| c == col), "runs.csv lacks {col}");
+        }
+        // ADK's pitfalls (docs/pitfalls.md), per setting: counts, 0 in this grid.
+        for s in settings {
+            for col in ["thrash", "thrash_sessions", "stuck_sessions"] {
+                assert!(s[col].is_u64(), "settings.json lacks {col}: {s}");
+            }
         }
         // The baseline is a setting with trigger_kind none and no summarizer.
         let base: Vec<_> = settings

@@ -4,7 +4,10 @@
 use super::read::{
     digest_parquet, parse_runs, parse_settings, parse_timelines, read_json, read_text,
 };
-use super::{tightest_cap, DataError, RunData, SessionFigures, SessionRow, SettingRow, Timeline};
+use super::{
+    tightest_cap, DataError, RunData, SessionFigures, SessionRow, SettingRow, StuckSession,
+    Timeline,
+};
 use serde_json::Value;
 use std::path::Path;
 
@@ -12,6 +15,10 @@ use std::path::Path;
 /// the ones that lose most, so a run of many settings and sessions stays small in memory
 /// and in the page.
 pub const WORST_SESSIONS: usize = 5;
+
+/// Stuck sessions the report lists by name (it counts them all): the list stays small
+/// whatever the run's size.
+pub const STUCK_LISTED: usize = 20;
 
 /// Orders session rows by how much they lose: broken references, then history read only
 /// through summaries, most first; then by session id and source, so the pick is stable.
@@ -44,6 +51,10 @@ pub(super) struct Digest {
     runs: Vec<SessionRow>,
     latency: Vec<Vec<f64>>,
     worst: Vec<Vec<SessionRow>>,
+    stuck: Vec<StuckSession>,
+    stuck_sessions: usize,
+    /// The session of the last stuck row (session id, source): a new one counts once.
+    last_stuck: Option<(String, String)>,
 }
 
 impl Digest {
@@ -70,7 +81,63 @@ impl Digest {
             runs: Vec::new(),
             latency: vec![Vec::new(); settings.len()],
             worst: vec![Vec::new(); settings.len()],
+            stuck: Vec::new(),
+            stuck_sessions: 0,
+            last_stuck: None,
         }
+    }
+
+    /// A stuck row: counted once per session (rows are session-major), listed while the
+    /// list has room.
+    fn add_stuck(
+        &mut self,
+        session_id: &str,
+        source: &str,
+        setting_id: &str,
+        f: &SessionFigures,
+        call: Option<&str>,
+    ) {
+        let Some(event) = f.stuck_event else {
+            return;
+        };
+        let same = self
+            .last_stuck
+            .as_ref()
+            .is_some_and(|(s, src)| s == session_id && src == source);
+        if same {
+            if let Some(last) = self
+                .stuck
+                .last_mut()
+                .filter(|l| l.session_id == session_id && l.source == source)
+            {
+                last.settings += 1;
+            }
+            return;
+        }
+        self.last_stuck = Some((session_id.to_string(), source.to_string()));
+        self.stuck_sessions += 1;
+        if self.stuck.len() < STUCK_LISTED {
+            self.stuck.push(StuckSession {
+                session_id: session_id.to_string(),
+                source: source.to_string(),
+                setting_id: setting_id.to_string(),
+                call: call.unwrap_or("").to_string(),
+                event: event as u64,
+                tokens: f.stuck_history_tokens.unwrap_or(0.0),
+                settings: 1,
+            });
+        }
+    }
+
+    /// One row read whole (runs.csv, tests).
+    fn add_row(&mut self, r: &SessionRow) {
+        self.add(
+            &r.session_id,
+            &r.source,
+            &r.setting_id,
+            &r.figures,
+            r.stuck_call.as_deref(),
+        );
     }
 
     /// One row, by its keys and figures; a [`SessionRow`] is made only for rows kept.
@@ -80,7 +147,9 @@ impl Digest {
         source: &str,
         setting_id: &str,
         f: &SessionFigures,
+        stuck_call: Option<&str>,
     ) {
+        self.add_stuck(session_id, source, setting_id, f, stuck_call);
         if !self.ids.contains(session_id) {
             self.ids.insert(session_id.to_string());
         }
@@ -89,6 +158,7 @@ impl Digest {
             source: source.to_string(),
             setting_id: setting_id.to_string(),
             figures: *f,
+            stuck_call: stuck_call.map(str::to_string),
         };
         if let Some(&i) = self.index.get(setting_id) {
             let worst = &mut self.worst[i];
@@ -143,7 +213,7 @@ impl RunData {
         } else {
             let runs_path = dir.join("runs.csv");
             for r in parse_runs(&runs_path, &read_text(&runs_path)?)? {
-                digest.add(&r.session_id, &r.source, &r.setting_id, &r.figures);
+                digest.add_row(&r);
             }
         }
         Ok(RunData::digested(dir, run, settings, digest, timelines))
@@ -159,7 +229,7 @@ impl RunData {
     ) -> RunData {
         let mut digest = Digest::new(&settings);
         for r in rows {
-            digest.add(&r.session_id, &r.source, &r.setting_id, &r.figures);
+            digest.add_row(&r);
         }
         RunData::digested(dir, run, settings, digest, timelines)
     }
@@ -194,6 +264,8 @@ impl RunData {
             latency,
             worst,
             timelines,
+            stuck: digest.stuck,
+            stuck_sessions: digest.stuck_sessions,
         }
     }
 }

@@ -10,7 +10,7 @@
 mod digest;
 mod read;
 
-pub use digest::WORST_SESSIONS;
+pub use digest::{STUCK_LISTED, WORST_SESSIONS};
 pub use read::{
     parse_csv, parse_runs, parse_settings, parse_timelines, CsvError, MAX_TABLE_NUMBER,
 };
@@ -199,6 +199,25 @@ pub struct SessionRow {
     pub source: String,
     pub setting_id: String,
     pub figures: SessionFigures,
+    /// `stuck_call`: the unanswered call's tool name when compaction stuck (the one text
+    /// column the report reads).
+    pub stuck_call: Option<String>,
+}
+
+/// A session where compaction stopped behind a call never answered (docs/pitfalls.md §2),
+/// as its first stuck row in file order states it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StuckSession {
+    pub session_id: String,
+    pub source: String,
+    /// The first setting (in file order) under which it stuck.
+    pub setting_id: String,
+    pub call: String,
+    pub event: u64,
+    /// `stuck_history_tokens` under that setting.
+    pub tokens: f64,
+    /// Settings under which it stuck.
+    pub settings: u64,
 }
 
 /// Lists the figures a [`SessionRow`] keeps once: the struct, its column names and the
@@ -246,6 +265,8 @@ session_figures!(
     references_broken_share,
     cost_usd,
     invocations_failed,
+    stuck_event,
+    stuck_history_tokens,
 );
 
 /// One long session's prompt sizes, baseline against the recommended setting.
@@ -289,6 +310,11 @@ pub struct RunData {
     /// those that lose most first (broken references, then history read only through
     /// summaries).
     pub worst: Vec<Vec<SessionRow>>,
+    /// The first [`STUCK_LISTED`] sessions where compaction stuck, in file order.
+    pub stuck: Vec<StuckSession>,
+    /// Sessions where compaction stuck under some setting (counted over consecutive rows:
+    /// the run files are session-major).
+    pub stuck_sessions: usize,
 }
 
 /// The tightest `max_llm_calls` cap among `settings` (the lowest N), if any.

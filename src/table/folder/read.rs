@@ -198,6 +198,7 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<SessionRow>, DataError>
         ));
     };
     let src = col("source");
+    let call = col("stuck_call");
     let mut out = Vec::new();
     for (line, rec) in it {
         if rec.len() == 1 && rec[0].is_empty() {
@@ -215,7 +216,7 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<SessionRow>, DataError>
         }
         let mut figures = SessionFigures::default();
         for (i, h) in header.iter().enumerate() {
-            if i == sid || i == set || Some(i) == src {
+            if i == sid || i == set || Some(i) == src || Some(i) == call {
                 continue;
             }
             let value = match rec[i].trim() {
@@ -241,6 +242,7 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<SessionRow>, DataError>
             source: src.map(|i| rec[i].clone()).unwrap_or_default(),
             setting_id: rec[set].clone(),
             figures,
+            stuck_call: call.map(|i| rec[i].clone()).filter(|c| !c.is_empty()),
         });
     }
     Ok(out)
@@ -265,6 +267,10 @@ pub(super) fn digest_parquet(path: &Path, digest: &mut Digest) -> Result<(), Dat
         .filter(|c| groups.columns().iter().any(|n| n == c))
         .collect();
     let mut cols = vec!["session_id", "source", "setting_id"];
+    let has_call = groups.columns().iter().any(|n| n == "stuck_call");
+    if has_call {
+        cols.push("stuck_call");
+    }
     cols.extend(&wanted);
     let mut row0 = 0usize;
     for g in 0..groups.len() {
@@ -282,6 +288,11 @@ pub(super) fn digest_parquet(path: &Path, digest: &mut Digest) -> Result<(), Dat
         let ids = text("session_id")?;
         let sources = text("source")?;
         let sets = text("setting_id")?;
+        let calls = if has_call {
+            text("stuck_call")?
+        } else {
+            vec![None; df.height()]
+        };
         let mut nums: Vec<Vec<Option<f64>>> = Vec::with_capacity(wanted.len());
         for name in &wanted {
             let c = df
@@ -315,6 +326,7 @@ pub(super) fn digest_parquet(path: &Path, digest: &mut Digest) -> Result<(), Dat
                 sources[i].as_deref().unwrap_or(""),
                 sets[i].as_deref().unwrap_or(""),
                 &figures,
+                calls[i].as_deref(),
             );
         }
         row0 += df.height();
