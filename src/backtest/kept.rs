@@ -116,8 +116,9 @@ impl<'s> SessionKept<'s> {
             .flat_map(tool_calls)
             .collect();
         let (mut refetches, mut marked) = (0, 0);
-        for k in events.start..events.end.min(all.len()) {
-            let repeats = tool_calls(&all[k])
+        let end = events.end.min(all.len());
+        for (k, event) in all.iter().enumerate().take(end).skip(events.start) {
+            let repeats = tool_calls(event)
                 .filter(|call| before.contains(call))
                 .count() as u64;
             if repeats == 0 {

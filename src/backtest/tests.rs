@@ -237,7 +237,7 @@ fn a_real_summary_is_measured_at_its_own_cut_with_the_refetches_after_it() {
     let mut c = RecordedCompaction::new(5, "claude-code compact_boundary");
     c.trigger = Some("auto".into());
     c.summary = "Read /srv/app/config.yaml first.".into();
-    c.forgotten = vec![0..5];
+    c.forgotten = std::iter::once(0..5).collect();
     let mut s = Session {
         id: "k".into(),
         source: "k.jsonl".into(),

@@ -204,7 +204,7 @@ impl InStep {
         let Some(&context) = self
             .context
             .get(q)
-            .filter(|_| !next.is_some_and(|b| b + 1 < q))
+            .filter(|_| next.is_none_or(|b| b + 1 >= q))
         else {
             return Step::Left;
         };

@@ -207,7 +207,9 @@ fn openhands_v1_corpus_conversations_are_one_session_each_with_their_condensatio
     for s in &sessions {
         by_id.insert(s.id.chars().filter(|c| *c != '-').take(8).collect(), s);
     }
-    let want: [(&str, usize, usize, &[(u64, u64, usize)]); 3] = [
+    // (conversation, events, condensations, per condensation (tokens before, after, summary chars))
+    type Expected<'a> = (&'a str, usize, usize, &'a [(u64, u64, usize)]);
+    let want: [Expected; 3] = [
         (
             "0535c419",
             167,
