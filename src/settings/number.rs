@@ -7,11 +7,34 @@ pub enum NumberError {
     Negative { axis: String, value: String },
     #[error("grid axis {axis}: value `{value}` is not a whole number (write e.g. 40000, 40_000, 40k or 1.5M)")]
     NotWhole { axis: String, value: String },
+    #[error("grid axis {axis}: value `{value}` is out of range: a setting's numbers are at most {MAX_TABLE_NUMBER:e} (the run folder holds none larger)")]
+    OutOfRange { axis: String, value: String },
+}
+
+/// Largest magnitude of a number in a run folder's tables. The sweep writes USD, seconds,
+/// token counts and shares, all far below it; a larger one is a damaged or hand-edited file.
+/// A grid value above it is refused before the first replay, by the same bound the run
+/// folder's reader applies afterwards (one definition for both).
+pub const MAX_TABLE_NUMBER: f64 = 1e15;
+
+/// `value` of `axis`, refused when the run folder could not hold it.
+pub fn within_table_range(axis: &str, value: u64) -> Result<u64, NumberError> {
+    if value as f64 > MAX_TABLE_NUMBER {
+        return Err(NumberError::OutOfRange {
+            axis: axis.to_string(),
+            value: value.to_string(),
+        });
+    }
+    Ok(value)
 }
 
 /// Parse one number: digits with optional `_`, optional fraction, optional `k` (×1,000) or
-/// `M` (×1,000,000) suffix; the result must be a whole number.
+/// `M` (×1,000,000) suffix; the result must be a whole number within [`MAX_TABLE_NUMBER`].
 pub fn parse_number(axis: &str, s: &str) -> Result<u64, NumberError> {
+    within_table_range(axis, parse_whole(axis, s)?)
+}
+
+fn parse_whole(axis: &str, s: &str) -> Result<u64, NumberError> {
     let bad = || NumberError::NotWhole {
         axis: axis.to_string(),
         value: s.to_string(),
@@ -71,6 +94,11 @@ mod tests {
         assert_eq!(parse_number("a", "2M").unwrap(), 2_000_000);
         assert!(parse_number("a", "1.2345k").is_err());
         assert!(parse_number("a", "abc").is_err());
+        assert!(parse_number("a", "1000000000M").is_ok());
+        assert!(parse_number("a", "1000000001M")
+            .unwrap_err()
+            .to_string()
+            .contains("out of range"));
         assert!(parse_number("a", "-5")
             .unwrap_err()
             .to_string()

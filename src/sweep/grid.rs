@@ -6,6 +6,7 @@
 //! silently drops a setting, so what the report ranks is exactly what the grid asked for.
 
 pub use crate::settings::number::parse_number;
+use crate::settings::number::within_table_range;
 pub use crate::settings::py_int;
 pub use crate::settings::setting::{
     parse_cap_alternative, Alternative, Budgets, ClientMode, Setting, TriggerKind, ARTIFACTS,
@@ -238,7 +239,7 @@ pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridE
                         "grid axis {axis}: value `{n}` is negative; the manifest accepts 0 or more"
                     ));
                 }
-                out.push(n as u64);
+                out.push(within_table_range(axis, n as u64)?);
             }
             AxisItem::Text(text) => {
                 if text.trim().is_empty() {

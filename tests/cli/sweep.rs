@@ -173,6 +173,24 @@ mod grid_errors {
         );
         assert_eq!(err.lines().count(), 1, "{err}");
     }
+
+    /// Issue 39 item 8: a value the run folder's reader would refuse (over 1e15) is refused
+    /// while planning, not after every replay.
+    #[test]
+    fn a_value_the_run_folder_cannot_hold_is_refused_before_any_replay() {
+        refused(
+            &["--after-tokens", "2000000000000000", "--show-grid"],
+            &["after_tokens", "2000000000000000", "out of range", "1e15"],
+        );
+        refused(
+            &[
+                "--after-tokens",
+                "40k..2000000000000000:1000000000000000",
+                "--show-grid",
+            ],
+            &["after_tokens", "out of range"],
+        );
+    }
 }
 
 mod show_grid {
