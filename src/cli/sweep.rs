@@ -356,7 +356,10 @@ pub fn run(args: SweepArgs) -> Result<u8> {
         .start(&plan.grid.summarizer, token_cache.as_deref())?;
     install_signal_handler();
     let scanned = scan(&args, &plan.grid.tokenizer)?;
-    plan.fit_to_sessions(&scanned.catalog.infos);
+    if let Err(e) = plan.fit_to_sessions(&scanned.catalog.infos) {
+        errln!("error: {}", super::term(&e.to_string()));
+        return Ok(super::EXIT_BAD_INPUT);
+    }
     let grid = &plan.grid;
     let mut inputs = run_inputs(&scanned.catalog, grid, &costing, scanned.sampled_from);
     let name = inputs.default_name(&today());

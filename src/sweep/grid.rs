@@ -506,11 +506,13 @@ impl GridSpec {
             combine: self.combine == Some(true),
             settings: Vec::new(),
         };
-        grid.check_count(max_settings)?;
-        grid.settings = grid.compaction_settings();
+        // The alternatives count toward the limit too (with --combine, once per compaction
+        // setting), so they are resolved before the count.
         grid.max_llm_calls = self.caps()?;
         grid.artifacts = self.artifacts == Some(true);
         grid.split = self.splits()?;
+        grid.check_count(max_settings)?;
+        grid.settings = grid.compaction_settings();
         grid.rebuild_alternatives();
         Ok(grid)
     }
@@ -675,9 +677,56 @@ impl ResolvedGrid {
 
     /// How many settings the axes give (saturating), refused over `max_settings` before
     /// anything is built: a grid of 10^12 settings is refused in microseconds instead of
-    /// aborting on a failed allocation.
-    fn check_count(&self, max_settings: u64) -> Result<(), GridError> {
-        let per_model = (self.agent_model.len() * self.tokenizer.len()) as u128;
+    /// aborting on a failed allocation. Every axis counts, the alternatives and `combine`
+    /// included.
+    pub fn check_count(&self, max_settings: u64) -> Result<(), GridError> {
+        let count = self.planned_settings();
+        if count <= max_settings as u128 {
+            return Ok(());
+        }
+        let axes: [(&str, usize); 11] = [
+            ("trigger", self.trigger.len()),
+            ("after_tokens", self.after_tokens.len()),
+            ("keep_recent_events", self.keep_recent_events.len()),
+            ("after_invocations", self.after_invocations.len()),
+            ("overlap", self.overlap.len()),
+            ("summarizer", self.summarizer.len()),
+            ("agent_model", self.agent_model.len()),
+            ("client", self.client.len()),
+            ("tokenizer", self.tokenizer.len()),
+            ("max_llm_calls", self.max_llm_calls.len()),
+            ("split", self.split.len()),
+        ];
+        let mut sizes: Vec<String> = axes
+            .iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(a, n)| format!("{a} {}", py_int(*n as u64)))
+            .collect();
+        if self.combine && self.alternative_count() > 0 {
+            sizes.push("combine (each alternative with each compaction setting)".to_string());
+        }
+        let count = match u64::try_from(count) {
+            Ok(n) => py_int(n),
+            Err(_) => format!("more than {}", py_int(u64::MAX)),
+        };
+        err(format!(
+            "grid: {count} settings is over the limit of {} (values per axis: {}); narrow an axis or raise the limit with --max-settings N",
+            py_int(max_settings),
+            sizes.join(", ")
+        ))
+    }
+
+    /// Alternatives replayed per (tokenizer, agent model): caps, artifacts, splits.
+    fn alternative_count(&self) -> u128 {
+        self.max_llm_calls.len() as u128 + u128::from(self.artifacts) + self.split.len() as u128
+    }
+
+    /// The settings the grid resolves to, counted without building them (saturating):
+    /// baselines and ADK settings, other frameworks' policies, the alternatives, and with
+    /// `combine` each alternative once more per ADK compaction setting.
+    fn planned_settings(&self) -> u128 {
+        let per_model =
+            (self.agent_model.len() as u128).saturating_mul(self.tokenizer.len() as u128);
         let policies: u128 = self
             .policies
             .iter()
@@ -689,7 +738,7 @@ impl ResolvedGrid {
                 }
             })
             .sum();
-        let count = settings_count(
+        let adk = settings_count(
             &self.trigger,
             [self.after_tokens.len(), self.keep_recent_events.len()],
             [self.after_invocations.len(), self.overlap.len()],
@@ -699,36 +748,17 @@ impl ResolvedGrid {
                 self.agent_model.len(),
                 self.tokenizer.len(),
             ],
-        )
-        .saturating_add(policies.saturating_mul(per_model));
-        if count <= max_settings as u128 {
-            return Ok(());
-        }
-        let axes: [(&str, usize); 9] = [
-            ("trigger", self.trigger.len()),
-            ("after_tokens", self.after_tokens.len()),
-            ("keep_recent_events", self.keep_recent_events.len()),
-            ("after_invocations", self.after_invocations.len()),
-            ("overlap", self.overlap.len()),
-            ("summarizer", self.summarizer.len()),
-            ("agent_model", self.agent_model.len()),
-            ("client", self.client.len()),
-            ("tokenizer", self.tokenizer.len()),
-        ];
-        let sizes: Vec<String> = axes
-            .iter()
-            .filter(|(_, n)| *n > 1)
-            .map(|(a, n)| format!("{a} {}", py_int(*n as u64)))
-            .collect();
-        let count = match u64::try_from(count) {
-            Ok(n) => py_int(n),
-            Err(_) => format!("more than {}", py_int(u64::MAX)),
+        );
+        let alts = self.alternative_count();
+        let combined = if self.combine {
+            // The ADK settings less one baseline per (tokenizer, agent model).
+            adk.saturating_sub(per_model).saturating_mul(alts)
+        } else {
+            0
         };
-        err(format!(
-            "grid: {count} settings is over the limit of {} (values per axis: {}); narrow an axis or raise the limit with --max-settings N",
-            py_int(max_settings),
-            sizes.join(", ")
-        ))
+        adk.saturating_add(policies.saturating_mul(per_model))
+            .saturating_add(per_model.saturating_mul(alts))
+            .saturating_add(combined)
     }
 
     /// The settings before the alternatives, numbered in order: one baseline per

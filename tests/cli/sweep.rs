@@ -174,6 +174,33 @@ mod grid_errors {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 
+    /// Issue 39 item 4: the alternatives' axes and --combine count toward --max-settings
+    /// before anything runs.
+    #[test]
+    fn the_alternatives_and_combine_count_toward_the_grid_limit() {
+        refused(
+            &["--max-llm-calls", "1..200000:1", "--show-grid"],
+            &["over the limit of 100_000", "max_llm_calls 200_000"],
+        );
+        // 105 default settings, 2,000 caps, and each cap with each of the 104 compaction
+        // settings.
+        refused(
+            &["--max-llm-calls", "1..2000:1", "--combine", "--show-grid"],
+            &["210_105 settings is over the limit of 100_000", "combine"],
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let (code, out, err) = sweep(
+            &["--max-llm-calls", "1..100:1", "--combine", "--show-grid"],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("# 10605 settings"),
+            "{}",
+            out.lines().last().unwrap_or("")
+        );
+    }
+
     /// Issue 39 item 8: a value the run folder's reader would refuse (over 1e15) is refused
     /// while planning, not after every replay.
     #[test]
