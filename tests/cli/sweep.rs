@@ -354,6 +354,50 @@ fn same_files(a: &Path, b: &Path) {
 mod run_folder {
     use super::*;
 
+    /// Issue 39 item 7: a LangChain summary over a history holding events the request never
+    /// sent hid more than the request held (`detail_lost_max` 1.0018), and the run was
+    /// refused after every replay. Each request hides at most its own history.
+    #[test]
+    fn langchains_detail_lost_stays_a_share() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = crate::common::root().join("transcripts");
+        let (code, _, err) = sweep(
+            &[
+                t.to_str().unwrap(),
+                "--policy",
+                "langchain",
+                "--lc-trigger",
+                "messages:3",
+                "--lc-keep",
+                "1",
+                "--alternatives",
+                "none",
+                "--trigger",
+                "tokens",
+                "--after-tokens",
+                "40k",
+                "--keep-recent-events",
+                "5",
+                "--summarizer",
+                "terse",
+                "--no-cache",
+                "--quiet",
+                "--out",
+                "run",
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        let rows: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("run/settings.json")).unwrap(),
+        )
+        .unwrap();
+        for row in rows.as_array().unwrap() {
+            let lost = row["detail_lost_max"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&lost), "{}: {lost}", row["label"]);
+        }
+    }
+
     #[test]
     fn byte_identical_across_threads_and_runs() {
         let dir = tempfile::tempdir().unwrap();
