@@ -219,8 +219,34 @@ impl GridSpec {
     }
 }
 
+/// A parser's message on one line, each of its lines cut to a short excerpt: a 10 MB value
+/// quoted whole would make a 10 MB error line.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    s.lines()
+        .map(|l| crate::transcript::util::one_line(l, 160))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Longest axis item accepted (a `command:` summarizer's program line is the longest real
+/// one); a longer one is refused quoting only its start, so a 10 MB value never makes a
+/// 10 MB error line.
+const MAX_ITEM_CHARS: usize = 4096;
+
+/// `text` of `axis`, refused when longer than [`MAX_ITEM_CHARS`].
+fn short_item<'a>(axis: &str, text: &'a str) -> Result<&'a str, GridError> {
+    let n = text.chars().count();
+    if n > MAX_ITEM_CHARS {
+        return err(format!(
+            "grid axis {axis}: value `{}` is {} characters long; an axis value is at most {MAX_ITEM_CHARS}",
+            crate::transcript::util::one_line(text, 40),
+            py_int(n as u64),
+        ));
+    }
+    Ok(text)
 }
 
 /// Expand a numeric axis: comma-separated numbers and ranges `A..B:STEP` (both ends
@@ -242,6 +268,7 @@ pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridE
                 out.push(within_table_range(axis, n as u64)?);
             }
             AxisItem::Text(text) => {
+                short_item(axis, &text)?;
                 if text.trim().is_empty() {
                     return err(format!(
                         "grid axis {axis}: empty value `{text}` gives no values"
@@ -309,6 +336,7 @@ pub fn parse_text_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<String>, GridE
             AxisItem::Int(n) => n.to_string(),
             AxisItem::Text(t) => t,
         };
+        short_item(axis, &text)?;
         for part in split_text_items(&text) {
             let part = part.trim().to_string();
             if part.is_empty() {

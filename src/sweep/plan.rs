@@ -184,10 +184,13 @@ fn base_grid(file: Option<&Path>) -> Result<GridSpec, PlanError> {
     let Some(p) = file else {
         return Ok(GridSpec::default_grid());
     };
-    let text = std::fs::read_to_string(p).map_err(|source| PlanError::ReadGrid {
-        path: p.to_path_buf(),
-        source,
-    })?;
+    let text =
+        crate::atomic::read_capped(p, crate::atomic::MAX_CONFIG_BYTES).map_err(|source| {
+            PlanError::ReadGrid {
+                path: p.to_path_buf(),
+                source,
+            }
+        })?;
     Ok(GridSpec::from_toml(&p.display().to_string(), &text)?)
 }
 

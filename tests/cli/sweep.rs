@@ -201,6 +201,41 @@ mod grid_errors {
         );
     }
 
+    /// Issue 39 item 5: endless inputs are refused at a cap instead of read until memory
+    /// runs out, and a huge value is quoted as a short excerpt.
+    #[test]
+    fn endless_inputs_and_huge_values_are_refused_in_one_short_line() {
+        for flag in ["--grid", "--pricing", "--latency"] {
+            refused(
+                &[flag, "/dev/zero", "--show-grid"],
+                &["/dev/zero", "larger than 16 MiB"],
+            );
+        }
+        let out = bin()
+            .args(["check", "--manifest", "/dev/zero"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("larger than 16 MiB"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        for value in [
+            format!("\"{}\"", "a".repeat(10_000_000)),
+            format!("[{}]", "1".repeat(10_000_000)),
+        ] {
+            let grid = dir.path().join("big.toml");
+            let toml = format!("after_tokens = {value}\nkeep_recent_events = [1]\n");
+            std::fs::write(&grid, toml).unwrap();
+            let (code, _, err) = sweep(
+                &["--grid", grid.to_str().unwrap(), "--show-grid"],
+                dir.path(),
+            );
+            assert_eq!(code, 2, "{}", &err[..err.len().min(300)]);
+            assert!(err.len() < 1000, "{} bytes: {}", err.len(), &err[..300]);
+            assert!(err.contains("after_tokens"), "{err}");
+        }
+    }
+
     /// Issue 39 item 8: a value the run folder's reader would refuse (over 1e15) is refused
     /// while planning, not after every replay.
     #[test]
