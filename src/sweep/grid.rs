@@ -31,20 +31,83 @@ pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, GridError> {
     Err(GridError(msg.into()))
 }
 
-/// One axis value as written: a TOML integer, or text (`40k..200k:20k`, `10,20`, `terse`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One axis value as written: a TOML integer, a TOML float (`gemini_threshold = [0.3]`), or
+/// text (`40k..200k:20k`, `10,20`, `terse`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum AxisItem {
     Int(i64),
+    Float(f64),
     Text(String),
 }
 
 /// An axis as written in the grid file: one item or a list of items.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum AxisSpec {
     One(AxisItem),
     Many(Vec<AxisItem>),
+}
+
+/// What an axis key expects, in every grid-file error about its type (serde's untagged
+/// enums would say only "data did not match any variant").
+const AXIS_EXPECTS: &str =
+    "a number, a text such as \"40k..200k:20k\" or \"terse\", or a list of them";
+
+/// Reads one axis (an item or a list) by hand, so a wrong type is named with what fits.
+struct AxisVisitor;
+
+impl<'de> serde::de::Visitor<'de> for AxisVisitor {
+    type Value = AxisSpec;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(AXIS_EXPECTS)
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<AxisSpec, E> {
+        Ok(AxisSpec::One(AxisItem::Int(v)))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<AxisSpec, E> {
+        match i64::try_from(v) {
+            Ok(n) => Ok(AxisSpec::One(AxisItem::Int(n))),
+            Err(_) => Ok(AxisSpec::One(AxisItem::Text(v.to_string()))),
+        }
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<AxisSpec, E> {
+        Ok(AxisSpec::One(AxisItem::Float(v)))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<AxisSpec, E> {
+        Ok(AxisSpec::One(AxisItem::Text(v.to_string())))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<AxisSpec, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<AxisSpec>()? {
+            match item {
+                AxisSpec::One(i) => items.push(i),
+                AxisSpec::Many(_) => {
+                    return Err(serde::de::Error::custom(format!(
+                        "a list inside a list; expected {AXIS_EXPECTS}"
+                    )))
+                }
+            }
+        }
+        Ok(AxisSpec::Many(items))
+    }
+}
+
+impl<'de> Deserialize<'de> for AxisSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<AxisSpec, D::Error> {
+        d.deserialize_any(AxisVisitor)
+    }
+}
+
+impl AxisItem {
+    /// The item as text, as a flag would give it (`0.3`, `40000`, `terse`).
+    pub fn text(&self) -> String {
+        match self {
+            AxisItem::Int(n) => n.to_string(),
+            AxisItem::Float(f) => f.to_string(),
+            AxisItem::Text(t) => t.clone(),
+        }
+    }
 }
 
 impl AxisSpec {
@@ -57,10 +120,7 @@ impl AxisSpec {
     pub fn text(&self) -> String {
         self.items()
             .iter()
-            .map(|i| match i {
-                AxisItem::Int(n) => n.to_string(),
-                AxisItem::Text(t) => t.clone(),
-            })
+            .map(AxisItem::text)
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -158,8 +218,17 @@ impl GridSpec {
 
     /// Parse a grid file; `file` names it in errors.
     pub fn from_toml(file: &str, text: &str) -> Result<GridSpec, GridError> {
-        toml::from_str::<GridSpec>(text)
-            .map_err(|e| GridError(format!("{file}: {}", one_line(&e.to_string()))))
+        toml::from_str::<GridSpec>(text).map_err(|e| {
+            let key = e
+                .span()
+                .and_then(|span| key_before(text, span.start))
+                .map_or(String::new(), |k| format!("key `{k}`: "));
+            let msg = e.to_string().replace(
+                "expected struct Budgets",
+                "expected a table such as `[budget]` with `detail_lost = 0.3`",
+            );
+            GridError(format!("{file}: {key}{}", one_line(&msg)))
+        })
     }
 
     /// Flags given on the command line replace the same keys of the base grid.
@@ -219,6 +288,20 @@ impl GridSpec {
     }
 }
 
+/// The key whose value holds byte `at` of a grid file: the last `key =` at or before it.
+fn key_before(text: &str, at: usize) -> Option<String> {
+    let upto = text.get(..at.min(text.len()))?;
+    let line_end = text[upto.len()..]
+        .find('\n')
+        .map_or(text.len(), |i| upto.len() + i);
+    text[..line_end].lines().rev().find_map(|line| {
+        let (k, _) = line.split_once('=')?;
+        let k = k.trim();
+        (!k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .then(|| crate::transcript::util::one_line(k, 40))
+    })
+}
+
 /// A parser's message on one line, each of its lines cut to a short excerpt: a 10 MB value
 /// quoted whole would make a 10 MB error line.
 fn one_line(s: &str) -> String {
@@ -266,6 +349,17 @@ pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridE
                     ));
                 }
                 out.push(within_table_range(axis, n as u64)?);
+            }
+            AxisItem::Float(f) => {
+                if f.fract() != 0.0 || !f.is_finite() {
+                    return err(format!("grid axis {axis}: value `{f}` is not a whole number (write e.g. 40000, 40_000, 40k or 1.5M)"));
+                }
+                if f < 0.0 {
+                    return err(format!(
+                        "grid axis {axis}: value `{f}` is negative; the manifest accepts 0 or more"
+                    ));
+                }
+                out.push(parse_number(axis, &format!("{f:.0}"))?);
             }
             AxisItem::Text(text) => {
                 short_item(axis, &text)?;
@@ -332,10 +426,7 @@ pub fn parse_text_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<String>, GridE
         return err(format!("grid axis {axis}: empty list `[]` gives no values"));
     }
     for item in items {
-        let text = match item {
-            AxisItem::Int(n) => n.to_string(),
-            AxisItem::Text(t) => t,
-        };
+        let text = item.text();
         short_item(axis, &text)?;
         for part in split_text_items(&text) {
             let part = part.trim().to_string();

@@ -236,6 +236,45 @@ mod grid_errors {
         }
     }
 
+    /// Issue 39 item 16: a float axis value is accepted, and a grid file's type errors
+    /// name the key and what it expects (never serde's "did not match any variant").
+    #[test]
+    fn grid_file_type_errors_name_the_key_and_floats_are_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let grid = dir.path().join("g.toml");
+        std::fs::write(
+            &grid,
+            "policy = [\"gemini-cli\"]\ngemini_threshold = [0.3]\nafter_tokens = [40000]\nkeep_recent_events = [5]\n",
+        )
+        .unwrap();
+        let (code, out, err) = sweep(
+            &["--grid", grid.to_str().unwrap(), "--show-grid"],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("0.3"), "{out}");
+        let cases = [
+            ("after_tokens = true", "after_tokens", "a number, a text"),
+            (
+                "after_tokens = [\n 1,\n true]",
+                "after_tokens",
+                "a number, a text",
+            ),
+            ("budget = 3", "budget", "a table"),
+        ];
+        for (body, key, expects) in cases {
+            std::fs::write(&grid, format!("{body}\n")).unwrap();
+            let (code, _, err) = sweep(
+                &["--grid", grid.to_str().unwrap(), "--show-grid"],
+                dir.path(),
+            );
+            assert_eq!(code, 2, "{body}: {err}");
+            assert!(err.contains(&format!("key `{key}`")), "{body}: {err}");
+            assert!(err.contains(expects), "{body}: {err}");
+            assert!(!err.contains("variant"), "{body}: {err}");
+        }
+    }
+
     /// Issue 39 item 8: a value the run folder's reader would refuse (over 1e15) is refused
     /// while planning, not after every replay.
     #[test]
