@@ -345,6 +345,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             return Ok(super::EXIT_BAD_INPUT);
         }
     };
+    for note in &plan.grid.collapsed {
+        errln!("note: {}", super::term(note));
+    }
     if args.show_grid {
         out!("{}", plan.grid.describe());
         return Ok(super::EXIT_OK);

@@ -488,6 +488,10 @@ pub struct ResolvedGrid {
     pub policies: Vec<crate::settings::PolicySpec>,
     #[serde(skip)]
     pub settings: Vec<Setting>,
+    /// Values written twice under two spellings (`idle=30m,idle=1800s`), replayed once: one
+    /// line each for the command line to say.
+    #[serde(skip)]
+    pub collapsed: Vec<String>,
 }
 
 /// Summarizer names of metrics.md "Summarizers", parsed by `cost` (one spelling for the
@@ -624,12 +628,13 @@ impl GridSpec {
             split: Vec::new(),
             combine: self.combine == Some(true),
             settings: Vec::new(),
+            collapsed: Vec::new(),
         };
         // The alternatives count toward the limit too (with --combine, once per compaction
         // setting), so they are resolved before the count.
         grid.max_llm_calls = self.caps()?;
         grid.artifacts = self.artifacts == Some(true);
-        grid.split = self.splits()?;
+        (grid.split, grid.collapsed) = self.splits()?;
         grid.check_count(max_settings)?;
         grid.settings = grid.compaction_settings();
         grid.rebuild_alternatives();
@@ -753,18 +758,35 @@ impl GridSpec {
         Ok(caps)
     }
 
-    /// Split rules, each one [`Alternative::split`] reads.
-    fn splits(&self) -> Result<Vec<String>, GridError> {
+    /// Split rules, each one [`Alternative::split`] reads; two spellings of one rule
+    /// (`idle=30m`, `idle=1800s`) keep the first, and a line saying so.
+    fn splits(&self) -> Result<(Vec<String>, Vec<String>), GridError> {
         let Some(spec) = &self.split else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         };
-        let rules = parse_text_axis("split", spec)?;
-        for r in &rules {
-            if Alternative::split(r).is_none() {
+        let (mut rules, mut seen, mut collapsed) = (Vec::new(), Vec::new(), Vec::new());
+        for r in parse_text_axis("split", spec)? {
+            let Some(alt) = Alternative::split(&r) else {
                 return err(format!("grid axis split: unknown value `{r}`; use lossless or idle=DURATION (e.g. idle=30m, idle=2h)"));
+            };
+            let same = |a: &(Alternative, String)| match (&a.0, &alt) {
+                (
+                    Alternative::SplitIdle { seconds: x, .. },
+                    Alternative::SplitIdle { seconds: y, .. },
+                ) => x == y,
+                (x, y) => x == y,
+            };
+            match seen.iter().find(|a| same(a)) {
+                Some((_, first)) => collapsed.push(format!(
+                    "grid axis split: `{r}` is the same rule as `{first}`; replayed once"
+                )),
+                None => {
+                    seen.push((alt, r.clone()));
+                    rules.push(r);
+                }
             }
         }
-        Ok(rules)
+        Ok((rules, collapsed))
     }
 }
 

@@ -275,6 +275,23 @@ mod grid_errors {
         }
     }
 
+    /// Issue 39 item 17: two spellings of one split rule are one alternative, said once.
+    #[test]
+    fn one_split_rule_written_twice_is_replayed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (code, out, err) = sweep(
+            &["--split", "idle=30m,idle=1800s,lossless", "--show-grid"],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("split = [\"idle=30m\", \"lossless\"]"),
+            "{out}"
+        );
+        assert_eq!(err.matches("same rule").count(), 1, "{err}");
+        assert!(err.contains("idle=1800s"), "{err}");
+    }
+
     /// Issue 39 item 8: a value the run folder's reader would refuse (over 1e15) is refused
     /// while planning, not after every replay.
     #[test]
