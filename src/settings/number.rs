@@ -3,12 +3,26 @@
 /// A value that is not a number a setting accepts; the message names the axis and the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NumberError {
-    #[error("grid axis {axis}: value `{value}` is negative; the manifest accepts 0 or more")]
+    #[error(
+        "grid axis {axis}: value `{value}` is negative; {axis} accepts {} or more",
+        least(axis)
+    )]
     Negative { axis: String, value: String },
     #[error("grid axis {axis}: value `{value}` is not a whole number (write e.g. 40000, 40_000, 40k or 1.5M)")]
     NotWhole { axis: String, value: String },
     #[error("grid axis {axis}: value `{value}` is out of range: a setting's numbers are at most {MAX_TABLE_NUMBER:e} (the run folder holds none larger)")]
     OutOfRange { axis: String, value: String },
+}
+
+/// The least value `axis` accepts: 1 where 0 is refused (a size or turn trigger the manifest
+/// requires above 0, a cap ADK ignores at 0, a percentage or trigger of another framework
+/// that would fire before every request), else 0.
+pub fn least(axis: &str) -> u64 {
+    match axis {
+        "after_tokens" | "after_invocations" | "max_llm_calls" | "clear_trigger" | "pct"
+        | "codex_pct" | "lc-trigger" => 1,
+        _ => 0,
+    }
 }
 
 /// Largest magnitude of a number in a run folder's tables. The sweep writes USD, seconds,
@@ -99,6 +113,10 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("out of range"));
+        assert!(parse_number("after_tokens", "-5")
+            .unwrap_err()
+            .to_string()
+            .ends_with("after_tokens accepts 1 or more"));
         assert!(parse_number("a", "-5")
             .unwrap_err()
             .to_string()

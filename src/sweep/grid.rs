@@ -344,9 +344,11 @@ pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridE
         match item {
             AxisItem::Int(n) => {
                 if n < 0 {
-                    return err(format!(
-                        "grid axis {axis}: value `{n}` is negative; the manifest accepts 0 or more"
-                    ));
+                    return Err(NumberError::Negative {
+                        axis: axis.to_string(),
+                        value: n.to_string(),
+                    }
+                    .into());
                 }
                 out.push(within_table_range(axis, n as u64)?);
             }
@@ -355,9 +357,11 @@ pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridE
                     return err(format!("grid axis {axis}: value `{f}` is not a whole number (write e.g. 40000, 40_000, 40k or 1.5M)"));
                 }
                 if f < 0.0 {
-                    return err(format!(
-                        "grid axis {axis}: value `{f}` is negative; the manifest accepts 0 or more"
-                    ));
+                    return Err(NumberError::Negative {
+                        axis: axis.to_string(),
+                        value: f.to_string(),
+                    }
+                    .into());
                 }
                 out.push(parse_number(axis, &format!("{f:.0}"))?);
             }
