@@ -102,10 +102,22 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// removed on the way out.
 pub static CANCEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Set while a command reads its inputs before writing anything (a `--grid` FIFO with no
+/// writer blocks in `open`, where no phase can check [`CANCEL`]): a signal then ends the
+/// process at once, with 130 like any interruption.
+pub static EXIT_AT_ONCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Install the one handler for SIGINT, SIGTERM and SIGHUP (ctrlc's `termination` feature).
 pub fn install_signal_handler() {
+    use std::sync::atomic::Ordering;
     // Fails only if a handler is already installed (then it is ours).
-    let _ = ctrlc::set_handler(|| CANCEL.store(true, std::sync::atomic::Ordering::SeqCst));
+    let _ = ctrlc::set_handler(|| {
+        if EXIT_AT_ONCE.load(Ordering::SeqCst) {
+            errln!("error: interrupted: nothing written");
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        CANCEL.store(true, Ordering::SeqCst)
+    });
 }
 
 /// Standard output could not be written.

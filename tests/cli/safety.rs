@@ -505,6 +505,35 @@ mod signals {
         });
     }
 
+    /// Issue 39 item 12: SIGTERM while `--grid` is a FIFO no one writes (the run blocked
+    /// in `open`) exits 130 like any interruption, not 143.
+    #[test]
+    fn sigterm_while_the_grid_fifo_has_no_writer_exits_130() {
+        let cwd = tempfile::tempdir().unwrap();
+        let fifo = cwd.path().join("grid.toml");
+        let made = Std::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+        assert!(made.success());
+        let mut child = Std::new(exe())
+            .current_dir(cwd.path())
+            .args(["sweep", "--grid", "grid.toml", "--show-grid"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "did not wait for a writer"
+        );
+        let _ = Std::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_no_panic(&err);
+        assert_eq!(out.status.code(), Some(130), "{:?}: {err}", out.status);
+    }
+
     #[test]
     fn sigint_leaves_no_partial_run_folder() {
         signal_leaves_nothing("INT", &|_, t| t > Duration::from_millis(1500));
