@@ -21,6 +21,36 @@ impl Classify for AtomicError {
     }
 }
 
+/// Largest configuration input read whole (a grid, price or latency file, a manifest): far
+/// above any real one, so `/dev/zero` or a mistaken path is refused before memory runs out.
+pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
+
+/// `path` read as text, at most `max` bytes: a larger input (or an endless one) is an
+/// `InvalidData` error (bad input) after reading one byte past the cap. The one capped read
+/// of the crate's small inputs.
+pub fn read_capped(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    std::fs::File::open(path)?
+        .take(max.saturating_add(1))
+        .read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB, more than such a file ever holds",
+                max / (1024 * 1024)
+            ),
+        ));
+    }
+    String::from_utf8(buf).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
 /// Write `bytes` to `path` atomically, as an ordinary readable file (0644 on Unix: temp
 /// files are created 0600, but reports are meant to be shared). The one implementation of
 /// atomic writes in the project: every output file goes through here or [`AtomicFile`].

@@ -39,7 +39,7 @@ pub struct CalibrateArgs {
 pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     let out = out_path(&args)?;
     let paths: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
-    let samples = read_samples(&args, &paths)?;
+    let (samples, unread) = read_samples(&args, &paths)?;
     let defaults = LatencyTable::builtin();
     let mut file = LatencyFile::default();
     fit_models(&samples, &defaults, args.min_samples, &mut file)?;
@@ -52,6 +52,16 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
     let source = format!("calibrate over {}", files.join(", "));
     fit_fact_retention(&samples.retention, &source, &mut file)?;
     if file.models.is_empty() && file.summary_length.is_none() && file.retention.is_none() {
+        if let Some(first) = unread.first() {
+            // Nothing found because an input could not be read: that is the error to say.
+            anyhow::bail!(
+                "no timed model requests or recorded summaries found: {first}{}",
+                match unread.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more inputs not read)", n - 1),
+                }
+            );
+        }
         anyhow::bail!("no timed model requests or recorded summaries found in the given paths");
     }
     let text = format!(
@@ -64,8 +74,9 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<u8> {
 }
 
 /// Every input read: database sessions first (only the reader's timings: no OpenHands
-/// evaluation rows there), then the files; what cannot be read is said and skipped.
-fn read_samples(args: &CalibrateArgs, paths: &[String]) -> anyhow::Result<Samples> {
+/// evaluation rows there), then the files; what cannot be read is said and skipped, and
+/// returned (the reason when nothing is found).
+fn read_samples(args: &CalibrateArgs, paths: &[String]) -> anyhow::Result<(Samples, Vec<String>)> {
     let filter = args.db.filter(paths, false)?;
     let (urls, paths): (Vec<String>, Vec<String>) =
         paths.iter().cloned().partition(|p| is_db_url(p));
@@ -76,8 +87,9 @@ fn read_samples(args: &CalibrateArgs, paths: &[String]) -> anyhow::Result<Sample
         db_sessions.extend(sessions);
         skipped.extend(bad);
     }
-    for e in &skipped {
-        errln!("warning: {}; skipped", super::term(&e.to_string()));
+    let mut unread: Vec<String> = skipped.iter().map(|e| e.to_string()).collect();
+    for e in &unread {
+        errln!("warning: {}; skipped", super::term(e));
     }
     let prices = PriceTable::builtin();
     let mut samples = Samples::default();
@@ -88,10 +100,9 @@ fn read_samples(args: &CalibrateArgs, paths: &[String]) -> anyhow::Result<Sample
         let text = match std::fs::read_to_string(f) {
             Ok(t) => t,
             Err(e) => {
-                errln!(
-                    "warning: {}: {e}; skipped",
-                    super::term(&f.display().to_string())
-                );
+                let e = format!("{}: {e}", f.display());
+                errln!("warning: {}; skipped", super::term(&e));
+                unread.push(e);
                 continue;
             }
         };
@@ -99,9 +110,10 @@ fn read_samples(args: &CalibrateArgs, paths: &[String]) -> anyhow::Result<Sample
         let used = samples.add_file(&text, sessions.as_deref().ok(), &prices);
         if let (Err(e), false) = (&sessions, used) {
             errln!("warning: {}; skipped", super::term(&e.to_string()));
+            unread.push(e.to_string());
         }
     }
-    Ok(samples)
+    Ok((samples, unread))
 }
 
 /// Per model family with enough timed requests, its fit: printed, and kept in `file`.

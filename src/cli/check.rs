@@ -33,7 +33,8 @@ pub struct CheckArgs {
 pub fn run(args: CheckArgs) -> Result<u8> {
     let (text, origin) = match (&args.spec, &args.manifest) {
         (_, Some(path)) => {
-            let src = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            let src = crate::atomic::read_capped(path.as_ref(), crate::atomic::MAX_CONFIG_BYTES)
+                .with_context(|| format!("reading {path}"))?;
             match settings::find_in_manifest(&src) {
                 ManifestCompaction::Found(t) => (t, format!("{}: ", super::term(path))),
                 ManifestCompaction::OnWorkflow => {

@@ -277,7 +277,8 @@ impl CostFlags {
         let mut prices = PriceTable::builtin();
         if let Some(p) = &self.pricing {
             let name = p.display().to_string();
-            let text = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+            let text = crate::atomic::read_capped(p, crate::atomic::MAX_CONFIG_BYTES)
+                .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
             prices.apply_file(&name, &text)?;
             for w in &prices.warnings {
                 errln!("warning: {w}");
@@ -286,7 +287,8 @@ impl CostFlags {
         let mut latency = LatencyTable::builtin();
         if let Some(p) = &self.latency {
             let name = p.display().to_string();
-            let text = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+            let text = crate::atomic::read_capped(p, crate::atomic::MAX_CONFIG_BYTES)
+                .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
             latency.apply_file(&name, &text)?;
         }
         let model = CostModel {

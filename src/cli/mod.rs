@@ -3,8 +3,9 @@
 //! usage, 3 an I/O or environment failure, 130 interrupted.
 //!
 //! Each subcommand lives in its own file with its `Args` struct and a `run` function.
-//! Nothing printed can panic: stdout goes through [`outln!`] (a closed pipe ends the command
-//! quietly with exit 0, as ripgrep does; any other write error is one line and exit 3), and
+//! Nothing printed can panic: stdout goes through [`outln!`] (a closed pipe drops the rest
+//! of the output, and the command still ends with its own exit code and writes its files;
+//! any other write error is one line and exit 3), and
 //! stderr through [`errln!`] (whose write errors are ignored: there is nowhere left to say
 //! them).
 
@@ -101,10 +102,22 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// removed on the way out.
 pub static CANCEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Set while a command reads its inputs before writing anything (a `--grid` FIFO with no
+/// writer blocks in `open`, where no phase can check [`CANCEL`]): a signal then ends the
+/// process at once, with 130 like any interruption.
+pub static EXIT_AT_ONCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Install the one handler for SIGINT, SIGTERM and SIGHUP (ctrlc's `termination` feature).
 pub fn install_signal_handler() {
+    use std::sync::atomic::Ordering;
     // Fails only if a handler is already installed (then it is ours).
-    let _ = ctrlc::set_handler(|| CANCEL.store(true, std::sync::atomic::Ordering::SeqCst));
+    let _ = ctrlc::set_handler(|| {
+        if EXIT_AT_ONCE.load(Ordering::SeqCst) {
+            errln!("error: interrupted: nothing written");
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        CANCEL.store(true, Ordering::SeqCst)
+    });
 }
 
 /// Standard output could not be written.
@@ -112,16 +125,43 @@ pub fn install_signal_handler() {
 #[error("cannot write to standard output")]
 pub struct StdoutError(#[source] pub std::io::Error);
 
+/// Set once a write to stdout finds the pipe closed (`| head`, `| true`): later output is
+/// dropped, and the command goes on to its real outcome (its files, its exit code), which a
+/// closed pipe must not hide.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Write `bytes` to stdout unless its reader is gone (see [`STDOUT_CLOSED`]); any other
+/// failure (a full disk) is a [`StdoutError`].
+fn write_stdout(bytes: &[u8]) -> Result<(), StdoutError> {
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut lock = std::io::stdout().lock();
+    match lock.write_all(bytes) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        r => r.map_err(StdoutError),
+    }
+}
+
+/// Flush stdout (see [`write_stdout`]: a closed pipe is not a failure).
+fn flush_stdout() -> Result<(), StdoutError> {
+    match std::io::stdout().lock().flush() {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(StdoutError),
+    }
+}
+
 /// Write to stdout, mapping failure to [`StdoutError`] (used by [`outln!`] and [`out!`]).
 /// A safety net under the per-field [`term`] escaping: control characters other than the
 /// line breaks and tabs of the output's own layout (escape sequences, carriage returns, bells)
 /// are escaped whatever string carried them.
 pub fn out(args: std::fmt::Arguments<'_>) -> Result<(), StdoutError> {
     let text = std::fmt::format(args);
-    std::io::stdout()
-        .lock()
-        .write_all(layout_only(&text).as_bytes())
-        .map_err(StdoutError)
+    write_stdout(layout_only(&text).as_bytes())
 }
 
 /// One line to stderr (see [`errln!`]); write errors are ignored: there is nowhere left to
@@ -149,10 +189,7 @@ fn layout_only(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// Write bytes to stdout (tables rendered whole), mapping failure to [`StdoutError`].
 pub fn out_bytes(bytes: &[u8]) -> Result<(), StdoutError> {
-    std::io::stdout()
-        .lock()
-        .write_all(bytes)
-        .map_err(StdoutError)
+    write_stdout(bytes)
 }
 
 /// Text from transcripts or file names as the terminal should see it: control characters
@@ -183,12 +220,16 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            // Help and version go to stdout; a closed pipe there is not an error.
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                EXIT_BAD_INPUT
-            } else {
-                EXIT_OK
+            // Help and version go to stdout: a closed pipe there is not an error, a full
+            // device is (exit 3, as for any command's output).
+            let printed = e.print().map_err(StdoutError).and_then(|()| flush_stdout());
+            return ExitCode::from(match printed {
+                Err(StdoutError(io)) if io.kind() != std::io::ErrorKind::BrokenPipe => {
+                    errln!("error: cannot write to standard output: {io}");
+                    EXIT_ENVIRONMENT
+                }
+                _ if e.use_stderr() => EXIT_BAD_INPUT,
+                _ => EXIT_OK,
             });
         }
     };
@@ -207,7 +248,7 @@ pub fn main() -> ExitCode {
     };
     // What is still buffered must reach stdout before the code says it did.
     let result = result.and_then(|code| {
-        std::io::stdout().lock().flush().map_err(StdoutError)?;
+        flush_stdout()?;
         Ok(code)
     });
     match result {

@@ -339,17 +339,29 @@ fn summarizer_failures(
 }
 
 pub fn run(args: SweepArgs) -> Result<u8> {
-    let costing = Costing::load(args.pricing.as_deref(), args.latency.as_deref())?;
+    // The price, latency and grid files may be FIFOs that block: a signal while they are
+    // read ends the run at once (nothing is written yet).
+    install_signal_handler();
+    super::EXIT_AT_ONCE.store(true, Ordering::SeqCst);
+    let loaded = Costing::load(args.pricing.as_deref(), args.latency.as_deref()).map(|c| {
+        let plan = SweepPlan::resolve(request(&args), &c);
+        (c, plan)
+    });
+    super::EXIT_AT_ONCE.store(false, Ordering::SeqCst);
+    let (costing, plan) = loaded?;
     for w in &costing.model.prices.warnings {
         errln!("warning: {}", super::term(&w.to_string()));
     }
-    let mut plan = match SweepPlan::resolve(request(&args), &costing) {
+    let mut plan = match plan {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {}", super::term(&e.to_string()));
             return Ok(super::EXIT_BAD_INPUT);
         }
     };
+    for note in &plan.grid.collapsed {
+        errln!("note: {}", super::term(note));
+    }
     if args.show_grid {
         out!("{}", plan.grid.describe());
         return Ok(super::EXIT_OK);
@@ -359,9 +371,11 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     let (timeout, live) = args
         .summarizers
         .start(&plan.grid.summarizer, token_cache.as_deref())?;
-    install_signal_handler();
     let scanned = scan(&args, &plan.grid.tokenizer)?;
-    plan.fit_to_sessions(&scanned.catalog.infos);
+    if let Err(e) = plan.fit_to_sessions(&scanned.catalog.infos) {
+        errln!("error: {}", super::term(&e.to_string()));
+        return Ok(super::EXIT_BAD_INPUT);
+    }
     let grid = &plan.grid;
     let mut inputs = run_inputs(&scanned.catalog, grid, &costing, scanned.sampled_from);
     let name = inputs.default_name(&today());

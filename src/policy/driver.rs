@@ -421,7 +421,10 @@ impl<'a> Walk<'a> {
         let added = self.summary_tokens();
         let hist = net(removed, added, h_base);
         let prompt = net(removed, added, r.p_base);
-        let hidden_tokens = removed_sum + self.clearable.prefix[m];
+        // The token prefix counts every event, also those this request's history never
+        // held (another agent's, invisible ones); a request hides at most what it held, so
+        // `detail_lost` stays a share.
+        let hidden_tokens = (removed_sum + self.clearable.prefix[m]).min(h_base);
         while self.cand_at < m {
             let e = self.clearable.events[self.cand_at];
             self.out.hidden.push((e, e));

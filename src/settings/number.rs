@@ -3,15 +3,52 @@
 /// A value that is not a number a setting accepts; the message names the axis and the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NumberError {
-    #[error("grid axis {axis}: value `{value}` is negative; the manifest accepts 0 or more")]
+    #[error(
+        "grid axis {axis}: value `{value}` is negative; {axis} accepts {} or more",
+        least(axis)
+    )]
     Negative { axis: String, value: String },
     #[error("grid axis {axis}: value `{value}` is not a whole number (write e.g. 40000, 40_000, 40k or 1.5M)")]
     NotWhole { axis: String, value: String },
+    #[error("grid axis {axis}: value `{value}` is out of range: a setting's numbers are at most {MAX_TABLE_NUMBER:e} (the run folder holds none larger)")]
+    OutOfRange { axis: String, value: String },
+}
+
+/// The least value `axis` accepts: 1 where 0 is refused (a size or turn trigger the manifest
+/// requires above 0, a cap ADK ignores at 0, a percentage or trigger of another framework
+/// that would fire before every request), else 0.
+pub fn least(axis: &str) -> u64 {
+    match axis {
+        "after_tokens" | "after_invocations" | "max_llm_calls" | "clear_trigger" | "pct"
+        | "codex_pct" | "lc-trigger" => 1,
+        _ => 0,
+    }
+}
+
+/// Largest magnitude of a number in a run folder's tables. The sweep writes USD, seconds,
+/// token counts and shares, all far below it; a larger one is a damaged or hand-edited file.
+/// A grid value above it is refused before the first replay, by the same bound the run
+/// folder's reader applies afterwards (one definition for both).
+pub const MAX_TABLE_NUMBER: f64 = 1e15;
+
+/// `value` of `axis`, refused when the run folder could not hold it.
+pub fn within_table_range(axis: &str, value: u64) -> Result<u64, NumberError> {
+    if value as f64 > MAX_TABLE_NUMBER {
+        return Err(NumberError::OutOfRange {
+            axis: axis.to_string(),
+            value: value.to_string(),
+        });
+    }
+    Ok(value)
 }
 
 /// Parse one number: digits with optional `_`, optional fraction, optional `k` (×1,000) or
-/// `M` (×1,000,000) suffix; the result must be a whole number.
+/// `M` (×1,000,000) suffix; the result must be a whole number within [`MAX_TABLE_NUMBER`].
 pub fn parse_number(axis: &str, s: &str) -> Result<u64, NumberError> {
+    within_table_range(axis, parse_whole(axis, s)?)
+}
+
+fn parse_whole(axis: &str, s: &str) -> Result<u64, NumberError> {
     let bad = || NumberError::NotWhole {
         axis: axis.to_string(),
         value: s.to_string(),
@@ -71,6 +108,15 @@ mod tests {
         assert_eq!(parse_number("a", "2M").unwrap(), 2_000_000);
         assert!(parse_number("a", "1.2345k").is_err());
         assert!(parse_number("a", "abc").is_err());
+        assert!(parse_number("a", "1000000000M").is_ok());
+        assert!(parse_number("a", "1000000001M")
+            .unwrap_err()
+            .to_string()
+            .contains("out of range"));
+        assert!(parse_number("after_tokens", "-5")
+            .unwrap_err()
+            .to_string()
+            .ends_with("after_tokens accepts 1 or more"));
         assert!(parse_number("a", "-5")
             .unwrap_err()
             .to_string()

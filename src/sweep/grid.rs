@@ -6,6 +6,7 @@
 //! silently drops a setting, so what the report ranks is exactly what the grid asked for.
 
 pub use crate::settings::number::parse_number;
+use crate::settings::number::within_table_range;
 pub use crate::settings::py_int;
 pub use crate::settings::setting::{
     parse_cap_alternative, Alternative, Budgets, ClientMode, Setting, TriggerKind, ARTIFACTS,
@@ -30,20 +31,83 @@ pub(super) fn err<T>(msg: impl Into<String>) -> Result<T, GridError> {
     Err(GridError(msg.into()))
 }
 
-/// One axis value as written: a TOML integer, or text (`40k..200k:20k`, `10,20`, `terse`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One axis value as written: a TOML integer, a TOML float (`gemini_threshold = [0.3]`), or
+/// text (`40k..200k:20k`, `10,20`, `terse`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum AxisItem {
     Int(i64),
+    Float(f64),
     Text(String),
 }
 
 /// An axis as written in the grid file: one item or a list of items.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum AxisSpec {
     One(AxisItem),
     Many(Vec<AxisItem>),
+}
+
+/// What an axis key expects, in every grid-file error about its type (serde's untagged
+/// enums would say only "data did not match any variant").
+const AXIS_EXPECTS: &str =
+    "a number, a text such as \"40k..200k:20k\" or \"terse\", or a list of them";
+
+/// Reads one axis (an item or a list) by hand, so a wrong type is named with what fits.
+struct AxisVisitor;
+
+impl<'de> serde::de::Visitor<'de> for AxisVisitor {
+    type Value = AxisSpec;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(AXIS_EXPECTS)
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<AxisSpec, E> {
+        Ok(AxisSpec::One(AxisItem::Int(v)))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<AxisSpec, E> {
+        match i64::try_from(v) {
+            Ok(n) => Ok(AxisSpec::One(AxisItem::Int(n))),
+            Err(_) => Ok(AxisSpec::One(AxisItem::Text(v.to_string()))),
+        }
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<AxisSpec, E> {
+        Ok(AxisSpec::One(AxisItem::Float(v)))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<AxisSpec, E> {
+        Ok(AxisSpec::One(AxisItem::Text(v.to_string())))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<AxisSpec, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<AxisSpec>()? {
+            match item {
+                AxisSpec::One(i) => items.push(i),
+                AxisSpec::Many(_) => {
+                    return Err(serde::de::Error::custom(format!(
+                        "a list inside a list; expected {AXIS_EXPECTS}"
+                    )))
+                }
+            }
+        }
+        Ok(AxisSpec::Many(items))
+    }
+}
+
+impl<'de> Deserialize<'de> for AxisSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<AxisSpec, D::Error> {
+        d.deserialize_any(AxisVisitor)
+    }
+}
+
+impl AxisItem {
+    /// The item as text, as a flag would give it (`0.3`, `40000`, `terse`).
+    pub fn text(&self) -> String {
+        match self {
+            AxisItem::Int(n) => n.to_string(),
+            AxisItem::Float(f) => f.to_string(),
+            AxisItem::Text(t) => t.clone(),
+        }
+    }
 }
 
 impl AxisSpec {
@@ -56,10 +120,7 @@ impl AxisSpec {
     pub fn text(&self) -> String {
         self.items()
             .iter()
-            .map(|i| match i {
-                AxisItem::Int(n) => n.to_string(),
-                AxisItem::Text(t) => t.clone(),
-            })
+            .map(AxisItem::text)
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -159,8 +220,17 @@ impl GridSpec {
 
     /// Parse a grid file; `file` names it in errors.
     pub fn from_toml(file: &str, text: &str) -> Result<GridSpec, GridError> {
-        toml::from_str::<GridSpec>(text)
-            .map_err(|e| GridError(format!("{file}: {}", one_line(&e.to_string()))))
+        toml::from_str::<GridSpec>(text).map_err(|e| {
+            let key = e
+                .span()
+                .and_then(|span| key_before(text, span.start))
+                .map_or(String::new(), |k| format!("key `{k}`: "));
+            let msg = e.to_string().replace(
+                "expected struct Budgets",
+                "expected a table such as `[budget]` with `detail_lost = 0.3`",
+            );
+            GridError(format!("{file}: {key}{}", one_line(&msg)))
+        })
     }
 
     /// Flags given on the command line replace the same keys of the base grid.
@@ -221,8 +291,48 @@ impl GridSpec {
     }
 }
 
+/// The key whose value holds byte `at` of a grid file: the last `key =` at or before it.
+fn key_before(text: &str, at: usize) -> Option<String> {
+    let upto = text.get(..at.min(text.len()))?;
+    let line_end = text[upto.len()..]
+        .find('\n')
+        .map_or(text.len(), |i| upto.len() + i);
+    text[..line_end].lines().rev().find_map(|line| {
+        let (k, _) = line.split_once('=')?;
+        let k = k.trim();
+        (!k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .then(|| crate::transcript::util::one_line(k, 40))
+    })
+}
+
+/// A parser's message on one line, each of its lines cut to a short excerpt: a 10 MB value
+/// quoted whole would make a 10 MB error line.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    s.lines()
+        .map(|l| crate::transcript::util::one_line(l, 160))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Longest axis item accepted (a `command:` summarizer's program line is the longest real
+/// one); a longer one is refused quoting only its start, so a 10 MB value never makes a
+/// 10 MB error line.
+const MAX_ITEM_CHARS: usize = 4096;
+
+/// `text` of `axis`, refused when longer than [`MAX_ITEM_CHARS`].
+fn short_item<'a>(axis: &str, text: &'a str) -> Result<&'a str, GridError> {
+    let n = text.chars().count();
+    if n > MAX_ITEM_CHARS {
+        return err(format!(
+            "grid axis {axis}: value `{}` is {} characters long; an axis value is at most {MAX_ITEM_CHARS}",
+            crate::transcript::util::one_line(text, 40),
+            py_int(n as u64),
+        ));
+    }
+    Ok(text)
 }
 
 /// Expand a numeric axis: comma-separated numbers and ranges `A..B:STEP` (both ends
@@ -237,13 +347,29 @@ pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridE
         match item {
             AxisItem::Int(n) => {
                 if n < 0 {
-                    return err(format!(
-                        "grid axis {axis}: value `{n}` is negative; the manifest accepts 0 or more"
-                    ));
+                    return Err(NumberError::Negative {
+                        axis: axis.to_string(),
+                        value: n.to_string(),
+                    }
+                    .into());
                 }
-                out.push(n as u64);
+                out.push(within_table_range(axis, n as u64)?);
+            }
+            AxisItem::Float(f) => {
+                if f.fract() != 0.0 || !f.is_finite() {
+                    return err(format!("grid axis {axis}: value `{f}` is not a whole number (write e.g. 40000, 40_000, 40k or 1.5M)"));
+                }
+                if f < 0.0 {
+                    return Err(NumberError::Negative {
+                        axis: axis.to_string(),
+                        value: f.to_string(),
+                    }
+                    .into());
+                }
+                out.push(parse_number(axis, &format!("{f:.0}"))?);
             }
             AxisItem::Text(text) => {
+                short_item(axis, &text)?;
                 if text.trim().is_empty() {
                     return err(format!(
                         "grid axis {axis}: empty value `{text}` gives no values"
@@ -307,10 +433,8 @@ pub fn parse_text_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<String>, GridE
         return err(format!("grid axis {axis}: empty list `[]` gives no values"));
     }
     for item in items {
-        let text = match item {
-            AxisItem::Int(n) => n.to_string(),
-            AxisItem::Text(t) => t,
-        };
+        let text = item.text();
+        short_item(axis, &text)?;
         for part in split_text_items(&text) {
             let part = part.trim().to_string();
             if part.is_empty() {
@@ -371,6 +495,10 @@ pub struct ResolvedGrid {
     pub policies: Vec<crate::settings::PolicySpec>,
     #[serde(skip)]
     pub settings: Vec<Setting>,
+    /// Values written twice under two spellings (`idle=30m,idle=1800s`), replayed once: one
+    /// line each for the command line to say.
+    #[serde(skip)]
+    pub collapsed: Vec<String>,
 }
 
 /// Summarizer names of metrics.md "Summarizers", parsed by `cost` (one spelling for the
@@ -507,12 +635,15 @@ impl GridSpec {
             split: Vec::new(),
             combine: self.combine == Some(true),
             settings: Vec::new(),
+            collapsed: Vec::new(),
         };
-        grid.check_count(max_settings)?;
-        grid.settings = grid.compaction_settings();
+        // The alternatives count toward the limit too (with --combine, once per compaction
+        // setting), so they are resolved before the count.
         grid.max_llm_calls = self.caps()?;
         grid.artifacts = self.artifacts == Some(true);
-        grid.split = self.splits()?;
+        (grid.split, grid.collapsed) = self.splits()?;
+        grid.check_count(max_settings)?;
+        grid.settings = grid.compaction_settings();
         grid.rebuild_alternatives();
         Ok(grid)
     }
@@ -634,18 +765,35 @@ impl GridSpec {
         Ok(caps)
     }
 
-    /// Split rules, each one [`Alternative::split`] reads.
-    fn splits(&self) -> Result<Vec<String>, GridError> {
+    /// Split rules, each one [`Alternative::split`] reads; two spellings of one rule
+    /// (`idle=30m`, `idle=1800s`) keep the first, and a line saying so.
+    fn splits(&self) -> Result<(Vec<String>, Vec<String>), GridError> {
         let Some(spec) = &self.split else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         };
-        let rules = parse_text_axis("split", spec)?;
-        for r in &rules {
-            if Alternative::split(r).is_none() {
+        let (mut rules, mut seen, mut collapsed) = (Vec::new(), Vec::new(), Vec::new());
+        for r in parse_text_axis("split", spec)? {
+            let Some(alt) = Alternative::split(&r) else {
                 return err(format!("grid axis split: unknown value `{r}`; use lossless or idle=DURATION (e.g. idle=30m, idle=2h)"));
+            };
+            let same = |a: &(Alternative, String)| match (&a.0, &alt) {
+                (
+                    Alternative::SplitIdle { seconds: x, .. },
+                    Alternative::SplitIdle { seconds: y, .. },
+                ) => x == y,
+                (x, y) => x == y,
+            };
+            match seen.iter().find(|a| same(a)) {
+                Some((_, first)) => collapsed.push(format!(
+                    "grid axis split: `{r}` is the same rule as `{first}`; replayed once"
+                )),
+                None => {
+                    seen.push((alt, r.clone()));
+                    rules.push(r);
+                }
             }
         }
-        Ok(rules)
+        Ok((rules, collapsed))
     }
 }
 
@@ -677,9 +825,56 @@ impl ResolvedGrid {
 
     /// How many settings the axes give (saturating), refused over `max_settings` before
     /// anything is built: a grid of 10^12 settings is refused in microseconds instead of
-    /// aborting on a failed allocation.
-    fn check_count(&self, max_settings: u64) -> Result<(), GridError> {
-        let per_model = (self.agent_model.len() * self.tokenizer.len()) as u128;
+    /// aborting on a failed allocation. Every axis counts, the alternatives and `combine`
+    /// included.
+    pub fn check_count(&self, max_settings: u64) -> Result<(), GridError> {
+        let count = self.planned_settings();
+        if count <= max_settings as u128 {
+            return Ok(());
+        }
+        let axes: [(&str, usize); 11] = [
+            ("trigger", self.trigger.len()),
+            ("after_tokens", self.after_tokens.len()),
+            ("keep_recent_events", self.keep_recent_events.len()),
+            ("after_invocations", self.after_invocations.len()),
+            ("overlap", self.overlap.len()),
+            ("summarizer", self.summarizer.len()),
+            ("agent_model", self.agent_model.len()),
+            ("client", self.client.len()),
+            ("tokenizer", self.tokenizer.len()),
+            ("max_llm_calls", self.max_llm_calls.len()),
+            ("split", self.split.len()),
+        ];
+        let mut sizes: Vec<String> = axes
+            .iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(a, n)| format!("{a} {}", py_int(*n as u64)))
+            .collect();
+        if self.combine && self.alternative_count() > 0 {
+            sizes.push("combine (each alternative with each compaction setting)".to_string());
+        }
+        let count = match u64::try_from(count) {
+            Ok(n) => py_int(n),
+            Err(_) => format!("more than {}", py_int(u64::MAX)),
+        };
+        err(format!(
+            "grid: {count} settings is over the limit of {} (values per axis: {}); narrow an axis or raise the limit with --max-settings N",
+            py_int(max_settings),
+            sizes.join(", ")
+        ))
+    }
+
+    /// Alternatives replayed per (tokenizer, agent model): caps, artifacts, splits.
+    fn alternative_count(&self) -> u128 {
+        self.max_llm_calls.len() as u128 + u128::from(self.artifacts) + self.split.len() as u128
+    }
+
+    /// The settings the grid resolves to, counted without building them (saturating):
+    /// baselines and ADK settings, other frameworks' policies, the alternatives, and with
+    /// `combine` each alternative once more per ADK compaction setting.
+    fn planned_settings(&self) -> u128 {
+        let per_model =
+            (self.agent_model.len() as u128).saturating_mul(self.tokenizer.len() as u128);
         let policies: u128 = self
             .policies
             .iter()
@@ -691,7 +886,7 @@ impl ResolvedGrid {
                 }
             })
             .sum();
-        let count = settings_count(
+        let adk = settings_count(
             &self.trigger,
             [self.after_tokens.len(), self.keep_recent_events.len()],
             [self.after_invocations.len(), self.overlap.len()],
@@ -701,36 +896,17 @@ impl ResolvedGrid {
                 self.agent_model.len(),
                 self.tokenizer.len(),
             ],
-        )
-        .saturating_add(policies.saturating_mul(per_model));
-        if count <= max_settings as u128 {
-            return Ok(());
-        }
-        let axes: [(&str, usize); 9] = [
-            ("trigger", self.trigger.len()),
-            ("after_tokens", self.after_tokens.len()),
-            ("keep_recent_events", self.keep_recent_events.len()),
-            ("after_invocations", self.after_invocations.len()),
-            ("overlap", self.overlap.len()),
-            ("summarizer", self.summarizer.len()),
-            ("agent_model", self.agent_model.len()),
-            ("client", self.client.len()),
-            ("tokenizer", self.tokenizer.len()),
-        ];
-        let sizes: Vec<String> = axes
-            .iter()
-            .filter(|(_, n)| *n > 1)
-            .map(|(a, n)| format!("{a} {}", py_int(*n as u64)))
-            .collect();
-        let count = match u64::try_from(count) {
-            Ok(n) => py_int(n),
-            Err(_) => format!("more than {}", py_int(u64::MAX)),
+        );
+        let alts = self.alternative_count();
+        let combined = if self.combine {
+            // The ADK settings less one baseline per (tokenizer, agent model).
+            adk.saturating_sub(per_model).saturating_mul(alts)
+        } else {
+            0
         };
-        err(format!(
-            "grid: {count} settings is over the limit of {} (values per axis: {}); narrow an axis or raise the limit with --max-settings N",
-            py_int(max_settings),
-            sizes.join(", ")
-        ))
+        adk.saturating_add(policies.saturating_mul(per_model))
+            .saturating_add(per_model.saturating_mul(alts))
+            .saturating_add(combined)
     }
 
     /// The settings before the alternatives, numbered in order: one baseline per

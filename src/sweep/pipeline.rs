@@ -46,7 +46,8 @@ impl Costing {
     /// The built-in tables, with `--pricing` / `--latency` files applied over them.
     pub fn load(pricing: Option<&Path>, latency: Option<&Path>) -> Result<Costing> {
         let read = |p: &Path| {
-            std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))
+            crate::atomic::read_capped(p, crate::atomic::MAX_CONFIG_BYTES)
+                .with_context(|| format!("{}: cannot read", p.display()))
         };
         let (pf, pt) = match pricing {
             Some(p) => (p.display().to_string(), read(p)?),

@@ -96,6 +96,8 @@ pub struct SweepRequest<'a> {
 pub struct SweepPlan {
     pub grid: ResolvedGrid,
     pub alternatives: Alternatives,
+    /// `--max-settings`, checked again when the data adds its default alternatives.
+    pub max_settings: u64,
 }
 
 impl SweepPlan {
@@ -136,14 +138,20 @@ impl SweepPlan {
             tokenizers: &tokenizers,
         };
         let grid = spec.resolve_with_limit(&known, req.max_settings)?;
-        Ok(SweepPlan { grid, alternatives })
+        Ok(SweepPlan {
+            grid,
+            alternatives,
+            max_settings: req.max_settings,
+        })
     }
 
     /// The defaults the sessions decide, for alternatives asked for without values: the
     /// default caps, each only where some invocation made more model calls (a cap no
     /// invocation reaches would repeat the baseline's row); the artifacts alternative when
-    /// some session has an attachment; the default split rules.
-    pub fn fit_to_sessions(&mut self, sessions: &[SessionInfo]) {
+    /// some session has an attachment; the default split rules. Refused when they take the
+    /// grid over `--max-settings` (with --combine each adds one setting per compaction
+    /// setting), still before any replay.
+    pub fn fit_to_sessions(&mut self, sessions: &[SessionInfo]) -> Result<(), PlanError> {
         let grid = &mut self.grid;
         if self.alternatives.wants(Alternatives::Cap) && grid.max_llm_calls.is_empty() {
             let longest = sessions
@@ -167,6 +175,7 @@ impl SweepPlan {
         if self.alternatives.wants(Alternatives::Split) && grid.split.is_empty() {
             grid.add_splits(&DEFAULT_SPLITS.map(String::from));
         }
+        Ok(grid.check_count(self.max_settings)?)
     }
 }
 
@@ -175,10 +184,13 @@ fn base_grid(file: Option<&Path>) -> Result<GridSpec, PlanError> {
     let Some(p) = file else {
         return Ok(GridSpec::default_grid());
     };
-    let text = std::fs::read_to_string(p).map_err(|source| PlanError::ReadGrid {
-        path: p.to_path_buf(),
-        source,
-    })?;
+    let text =
+        crate::atomic::read_capped(p, crate::atomic::MAX_CONFIG_BYTES).map_err(|source| {
+            PlanError::ReadGrid {
+                path: p.to_path_buf(),
+                source,
+            }
+        })?;
     Ok(GridSpec::from_toml(&p.display().to_string(), &text)?)
 }
 
@@ -253,7 +265,7 @@ mod tests {
             max_model_requests_per_invocation: 30,
             ..SessionInfo::default()
         };
-        plan.fit_to_sessions(&[info]);
+        plan.fit_to_sessions(&[info]).expect("within the limit");
         assert_eq!(plan.grid.max_llm_calls, vec![10, 25]);
         assert!(plan.grid.split.is_empty() && !plan.grid.artifacts);
     }

@@ -306,3 +306,41 @@ fn report_with_huge_detail_lost_terminates() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 39 item 18: a negative value is told the least its axis accepts (1 where 0 is
+/// refused, not "0 or more").
+#[test]
+fn a_negative_value_is_told_the_least_its_axis_accepts() {
+    for (flag, least) in [
+        ("--after-tokens=-5", "after_tokens accepts 1 or more"),
+        ("--max-llm-calls=-5", "max_llm_calls accepts 1 or more"),
+        (
+            "--keep-recent-events=-5",
+            "keep_recent_events accepts 0 or more",
+        ),
+    ] {
+        let out = bin().args(["sweep", flag, "--show-grid"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(least), "{flag}: {err}");
+    }
+}
+
+/// Issue 39 item 18: calibrate whose only input cannot be read ends with why, not with
+/// "nothing found".
+#[test]
+fn calibrate_on_an_unreachable_database_ends_with_the_connection_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["calibrate", "postgresql://u@127.0.0.1:1/db"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    let last = err.lines().last().unwrap_or("");
+    assert!(last.starts_with("error:"), "{err}");
+    assert!(last.contains("127.0.0.1:1"), "{last}");
+    assert!(!last.contains("in the given paths"), "{last}");
+}

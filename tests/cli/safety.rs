@@ -505,6 +505,35 @@ mod signals {
         });
     }
 
+    /// Issue 39 item 12: SIGTERM while `--grid` is a FIFO no one writes (the run blocked
+    /// in `open`) exits 130 like any interruption, not 143.
+    #[test]
+    fn sigterm_while_the_grid_fifo_has_no_writer_exits_130() {
+        let cwd = tempfile::tempdir().unwrap();
+        let fifo = cwd.path().join("grid.toml");
+        let made = Std::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+        assert!(made.success());
+        let mut child = Std::new(exe())
+            .current_dir(cwd.path())
+            .args(["sweep", "--grid", "grid.toml", "--show-grid"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "did not wait for a writer"
+        );
+        let _ = Std::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_no_panic(&err);
+        assert_eq!(out.status.code(), Some(130), "{:?}: {err}", out.status);
+    }
+
     #[test]
     fn sigint_leaves_no_partial_run_folder() {
         signal_leaves_nothing("INT", &|_, t| t > Duration::from_millis(1500));
@@ -568,6 +597,76 @@ mod stdout {
         head_1(&["sweep", "--show-grid"]);
         let goldens = root().join("tests/fixtures/oracle/goldens");
         head_1(&["conform", goldens.to_str().unwrap()]);
+    }
+
+    /// Runs `args` in `cwd` with stdout a pipe whose reader is already gone: (exit code,
+    /// stderr).
+    fn closed_stdout(cwd: &Path, args: &[&str]) -> (Option<i32>, String) {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Std::new(exe())
+            .current_dir(cwd)
+            .args(args)
+            .env_remove("COMPACTION_SIM_CACHE")
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_no_panic(&err);
+        (out.status.code(), err)
+    }
+
+    /// Issue 39 item 11: a closed stdout drops the output, not the outcome: a refused check
+    /// exits 1, a sweep with no setting within budget exits 1 (and says so on stderr),
+    /// calibrate still writes its --out file.
+    #[test]
+    fn a_closed_stdout_never_hides_the_outcome_or_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (code, err) = closed_stdout(dir.path(), &["check", "Compaction(after_tokens=1)"]);
+        assert_eq!(code, Some(1), "{err}");
+        let input = one_session();
+        let mut args = vec!["sweep", input.to_str().unwrap()];
+        args.extend_from_slice(&SMALL[..SMALL.len() - 5]);
+        args.extend([
+            "--no-cache",
+            "--budget-latency",
+            "0",
+            "--budget-detail-lost",
+            "0",
+        ]);
+        args.extend(["--out", "run"]);
+        let (code, err) = closed_stdout(dir.path(), &args);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("no setting meets it"), "{err}");
+        assert!(dir.path().join("run/report.md").is_file(), "{err}");
+        let transcripts = root().join("transcripts");
+        let (code, err) = closed_stdout(
+            dir.path(),
+            &[
+                "calibrate",
+                transcripts.to_str().unwrap(),
+                "--out",
+                "cal.toml",
+            ],
+        );
+        assert_eq!(code, Some(0), "{err}");
+        assert!(dir.path().join("cal.toml").is_file(), "{err}");
+    }
+
+    /// Issue 39 item 11: `--help` and `--version` on a full device fail like any output.
+    #[test]
+    fn help_and_version_on_a_full_stdout_exit_3() {
+        for flag in ["--help", "--version"] {
+            let full = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            let out = Std::new(exe()).arg(flag).stdout(full).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_no_panic(&err);
+            assert_eq!(out.status.code(), Some(3), "{flag}: {err}");
+            assert!(err.contains("standard output"), "{flag}: {err}");
+        }
     }
 
     /// stdout on a full device: one line, exit 3 (an I/O failure, not bad input), no panic.

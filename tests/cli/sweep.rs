@@ -173,6 +173,142 @@ mod grid_errors {
         );
         assert_eq!(err.lines().count(), 1, "{err}");
     }
+
+    /// Issue 39 item 4: the alternatives' axes and --combine count toward --max-settings
+    /// before anything runs.
+    #[test]
+    fn the_alternatives_and_combine_count_toward_the_grid_limit() {
+        refused(
+            &["--max-llm-calls", "1..200000:1", "--show-grid"],
+            &["over the limit of 100_000", "max_llm_calls 200_000"],
+        );
+        // 105 default settings, 2,000 caps, and each cap with each of the 104 compaction
+        // settings.
+        refused(
+            &["--max-llm-calls", "1..2000:1", "--combine", "--show-grid"],
+            &["210_105 settings is over the limit of 100_000", "combine"],
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let (code, out, err) = sweep(
+            &["--max-llm-calls", "1..100:1", "--combine", "--show-grid"],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("# 10605 settings"),
+            "{}",
+            out.lines().last().unwrap_or("")
+        );
+    }
+
+    /// Issue 39 item 5: endless inputs are refused at a cap instead of read until memory
+    /// runs out, and a huge value is quoted as a short excerpt.
+    #[test]
+    fn endless_inputs_and_huge_values_are_refused_in_one_short_line() {
+        for flag in ["--grid", "--pricing", "--latency"] {
+            refused(
+                &[flag, "/dev/zero", "--show-grid"],
+                &["/dev/zero", "larger than 16 MiB"],
+            );
+        }
+        let out = bin()
+            .args(["check", "--manifest", "/dev/zero"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("larger than 16 MiB"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        for value in [
+            format!("\"{}\"", "a".repeat(10_000_000)),
+            format!("[{}]", "1".repeat(10_000_000)),
+        ] {
+            let grid = dir.path().join("big.toml");
+            let toml = format!("after_tokens = {value}\nkeep_recent_events = [1]\n");
+            std::fs::write(&grid, toml).unwrap();
+            let (code, _, err) = sweep(
+                &["--grid", grid.to_str().unwrap(), "--show-grid"],
+                dir.path(),
+            );
+            assert_eq!(code, 2, "{}", &err[..err.len().min(300)]);
+            assert!(err.len() < 1000, "{} bytes: {}", err.len(), &err[..300]);
+            assert!(err.contains("after_tokens"), "{err}");
+        }
+    }
+
+    /// Issue 39 item 16: a float axis value is accepted, and a grid file's type errors
+    /// name the key and what it expects (never serde's "did not match any variant").
+    #[test]
+    fn grid_file_type_errors_name_the_key_and_floats_are_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let grid = dir.path().join("g.toml");
+        std::fs::write(
+            &grid,
+            "policy = [\"gemini-cli\"]\ngemini_threshold = [0.3]\nafter_tokens = [40000]\nkeep_recent_events = [5]\n",
+        )
+        .unwrap();
+        let (code, out, err) = sweep(
+            &["--grid", grid.to_str().unwrap(), "--show-grid"],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("0.3"), "{out}");
+        let cases = [
+            ("after_tokens = true", "after_tokens", "a number, a text"),
+            (
+                "after_tokens = [\n 1,\n true]",
+                "after_tokens",
+                "a number, a text",
+            ),
+            ("budget = 3", "budget", "a table"),
+        ];
+        for (body, key, expects) in cases {
+            std::fs::write(&grid, format!("{body}\n")).unwrap();
+            let (code, _, err) = sweep(
+                &["--grid", grid.to_str().unwrap(), "--show-grid"],
+                dir.path(),
+            );
+            assert_eq!(code, 2, "{body}: {err}");
+            assert!(err.contains(&format!("key `{key}`")), "{body}: {err}");
+            assert!(err.contains(expects), "{body}: {err}");
+            assert!(!err.contains("variant"), "{body}: {err}");
+        }
+    }
+
+    /// Issue 39 item 17: two spellings of one split rule are one alternative, said once.
+    #[test]
+    fn one_split_rule_written_twice_is_replayed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (code, out, err) = sweep(
+            &["--split", "idle=30m,idle=1800s,lossless", "--show-grid"],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("split = [\"idle=30m\", \"lossless\"]"),
+            "{out}"
+        );
+        assert_eq!(err.matches("same rule").count(), 1, "{err}");
+        assert!(err.contains("idle=1800s"), "{err}");
+    }
+
+    /// Issue 39 item 8: a value the run folder's reader would refuse (over 1e15) is refused
+    /// while planning, not after every replay.
+    #[test]
+    fn a_value_the_run_folder_cannot_hold_is_refused_before_any_replay() {
+        refused(
+            &["--after-tokens", "2000000000000000", "--show-grid"],
+            &["after_tokens", "2000000000000000", "out of range", "1e15"],
+        );
+        refused(
+            &[
+                "--after-tokens",
+                "40k..2000000000000000:1000000000000000",
+                "--show-grid",
+            ],
+            &["after_tokens", "out of range"],
+        );
+    }
 }
 
 mod show_grid {
@@ -308,6 +444,50 @@ fn same_files(a: &Path, b: &Path) {
 
 mod run_folder {
     use super::*;
+
+    /// Issue 39 item 7: a LangChain summary over a history holding events the request never
+    /// sent hid more than the request held (`detail_lost_max` 1.0018), and the run was
+    /// refused after every replay. Each request hides at most its own history.
+    #[test]
+    fn langchains_detail_lost_stays_a_share() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = crate::common::root().join("transcripts");
+        let (code, _, err) = sweep(
+            &[
+                t.to_str().unwrap(),
+                "--policy",
+                "langchain",
+                "--lc-trigger",
+                "messages:3",
+                "--lc-keep",
+                "1",
+                "--alternatives",
+                "none",
+                "--trigger",
+                "tokens",
+                "--after-tokens",
+                "40k",
+                "--keep-recent-events",
+                "5",
+                "--summarizer",
+                "terse",
+                "--no-cache",
+                "--quiet",
+                "--out",
+                "run",
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        let rows: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("run/settings.json")).unwrap(),
+        )
+        .unwrap();
+        for row in rows.as_array().unwrap() {
+            let lost = row["detail_lost_max"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&lost), "{}: {lost}", row["label"]);
+        }
+    }
 
     #[test]
     fn byte_identical_across_threads_and_runs() {

@@ -47,9 +47,7 @@ fn as_string(v: Option<&Value>) -> String {
     }
 }
 
-/// Largest magnitude of a number in a run folder's tables. The sweep writes USD, seconds,
-/// token counts and shares, all far below it; a larger one is a damaged or hand-edited file.
-pub const MAX_TABLE_NUMBER: f64 = 1e15;
+pub use crate::settings::number::MAX_TABLE_NUMBER;
 
 /// What is wrong with the number `v` of column `name`, if anything: not finite, beyond
 /// [`MAX_TABLE_NUMBER`], or a `detail_lost` share (not a `_sum` of shares) outside 0..1.
