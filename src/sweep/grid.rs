@@ -756,6 +756,11 @@ impl ResolvedGrid {
                 self.policy_settings(tok, model, &mut settings);
             }
         }
+        for tok in &self.tokenizer {
+            for model in &self.agent_model {
+                settings.push(as_recorded_setting(tok, model, self.client[0]));
+            }
+        }
         for (id, s) in settings.iter_mut().enumerate() {
             s.setting_id = id as u32;
         }
@@ -984,6 +989,19 @@ pub(crate) fn toml_strs(v: &[String]) -> String {
         .map(|s| toml::Value::String(s.clone()).to_string())
         .collect();
     format!("[{}]", items.join(", "))
+}
+
+/// The `as recorded` row of one tokenizer and agent model, after the policies (the ADK
+/// settings' ids never move): each session under its own framework's setting, the status quo
+/// a setting is compared with beside no compaction. Frameworks summarize with the agent's own
+/// model, so one row with the `agent` summarizer.
+fn as_recorded_setting(tok: &str, model: &str, client: ClientMode) -> Setting {
+    Setting {
+        trigger_kind: TriggerKind::Policy,
+        summarizer: Some("agent".to_string()),
+        policy: Some(crate::settings::PolicySpec::AsRecorded),
+        ..Setting::without_compaction(tok, model, client, None)
+    }
 }
 
 #[cfg(test)]

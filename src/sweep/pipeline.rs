@@ -9,6 +9,7 @@ use super::run::{
     Evaluator, InputInfo, ReplayError, SessionInfo, Skipped, Timeline, TimelineCompaction,
     TimelineRequest,
 };
+use crate::backtest::{as_recorded, AsRecorded};
 use crate::cost::compute::CostModel;
 use crate::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
 use crate::cost::latency::BUILTIN_LATENCY;
@@ -16,7 +17,7 @@ use crate::cost::metrics::SessionMetrics;
 use crate::cost::pricing::BUILTIN_PRICING;
 use crate::cost::summarizers::SummarizerSpec;
 use crate::engine::{Config, Phase, Replay, Summarizer, UsageMode};
-use crate::settings::Alternative;
+use crate::settings::{Alternative, PolicySpec};
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
 use crate::transcript::db::DbFilter;
@@ -181,6 +182,7 @@ pub fn session_info(s: &Session, tok: Tokenizer) -> SessionInfo {
     }
     let attach = crate::cost::compute::attachment_tokens(s, tok);
     let first = attach.iter().position(|&t| t > 0);
+    let recorded = as_recorded(s);
     SessionInfo {
         session_id: s.id.clone(),
         source: s.source.clone(),
@@ -193,6 +195,8 @@ pub fn session_info(s: &Session, tok: Tokenizer) -> SessionInfo {
             s.events[f..].iter().filter(|e| e.model_request).count() as u64
         }),
         orphan_responses: crate::transcript::util::orphan_responses(&s.events) as u64,
+        as_recorded: recorded.label(),
+        records_setting: !matches!(recorded, AsRecorded::Nothing { .. }),
     }
 }
 
@@ -1034,6 +1038,12 @@ impl PipelineEval {
             window,
         };
         let run = |su: &dyn Summarizer| match &setting.policy {
+            // the session's own framework's rule; one that records none: no compaction, as
+            // the baseline replays it (`cfg` of this setting compacts nothing)
+            Some(PolicySpec::AsRecorded) => match as_recorded(s).build(&policy_ctx) {
+                Some(mut rule) => crate::policy::replay(&policy_ctx, rule.as_mut(), su),
+                None => crate::engine::replay(&sized.sizes, &cfg, su),
+            },
             Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, su),
             None => crate::engine::replay(&sized.sizes, &cfg, su),
         };

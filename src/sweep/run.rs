@@ -31,6 +31,14 @@ pub struct SessionInfo {
     /// them out of every request): read, replayed as ADK would, and warned about.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub orphan_responses: u64,
+    /// The setting its framework ran with, in words (`backtest::AsRecorded::label`): what the
+    /// `as recorded` row replays it under.
+    #[serde(default)]
+    pub as_recorded: String,
+    /// Whether the transcript records a setting the `as recorded` row replays (else that row
+    /// is no compaction for this session).
+    #[serde(default)]
+    pub records_setting: bool,
 }
 
 fn is_zero(n: &u64) -> bool {

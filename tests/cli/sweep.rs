@@ -753,3 +753,172 @@ fn sample_draws_the_same_sessions_whatever_the_input_order() {
     assert_eq!(a.len(), 3);
     assert_eq!(a, b);
 }
+
+/// The `as recorded` row (issue 37 item 2): each session replayed under the setting its
+/// framework ran with, beside no compaction.
+mod as_recorded {
+    use super::*;
+    use crate::common::{corpus_dir, root};
+    use std::collections::HashMap;
+
+    /// runs.csv as (source, setting_id) → column → value (sources hold no comma).
+    fn runs(out: &Path) -> HashMap<(String, String), HashMap<String, String>> {
+        let text = std::fs::read_to_string(out.join("runs.csv")).expect("runs.csv");
+        let mut lines = text.lines();
+        let head: Vec<&str> = lines.next().expect("header").split(',').collect();
+        lines
+            .map(|l| {
+                let row: HashMap<String, String> = head
+                    .iter()
+                    .zip(l.split(','))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                ((row["source"].clone(), row["setting_id"].clone()), row)
+            })
+            .collect()
+    }
+
+    /// The setting id of the row whose `policy` column is `policy` (`""`: the baseline).
+    fn setting_id(out: &Path, trigger: &str, policy: &str) -> String {
+        let text = std::fs::read_to_string(out.join("settings.json")).expect("settings.json");
+        let all: serde_json::Value = serde_json::from_str(&text).expect("json");
+        let s = all
+            .as_array()
+            .expect("list")
+            .iter()
+            .find(|s| {
+                s["trigger_kind"] == trigger
+                    && s.get("policy").and_then(|p| p.as_str()).unwrap_or("") == policy
+            })
+            .unwrap_or_else(|| panic!("no {trigger}/{policy} row in {all:#}"));
+        s["setting_id"].to_string()
+    }
+
+    /// What a replay gives, compared between two rows of one session.
+    const FIGURES: &[&str] = &[
+        "model_requests",
+        "summarizer_calls",
+        "prompt_tokens",
+        "cost_usd",
+        "detail_lost",
+        "references_broken",
+    ];
+
+    fn same_replay(a: &HashMap<String, String>, b: &HashMap<String, String>, what: &str) {
+        for k in FIGURES {
+            assert_eq!(a[*k], b[*k], "{what}: {k} differs");
+        }
+    }
+
+    /// The corpus's SWE-agent trajectories record `last_n_observations n: 5` and get as
+    /// recorded = mask-observations window 5; a session that records no setting gets as
+    /// recorded = no compaction, and the report says how many; the recommendation states its
+    /// savings against both.
+    #[test]
+    fn swe_agent_runs_as_recorded_mask_window_5_and_a_silent_session_no_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let adk = root().join("transcripts/01-support-3.session.json");
+        let swe = corpus_dir("swe_agent");
+        let (code, _o, err) = sweep(
+            &[
+                swe.to_str().unwrap(),
+                adk.to_str().unwrap(),
+                "--trigger",
+                "tokens",
+                "--after-tokens",
+                "2k",
+                "--keep-recent-events",
+                "5",
+                "--summarizer",
+                "agent",
+                "--alternatives",
+                "none",
+                "--policy",
+                "mask-observations",
+                "--mask-window",
+                "5",
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        let run: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+        let facts = run["session_facts"].as_array().expect("session_facts");
+        let (base, mask, recorded) = (
+            setting_id(&out, "none", ""),
+            setting_id(&out, "policy", "mask-observations"),
+            setting_id(&out, "policy", "as-recorded"),
+        );
+        let rows = runs(&out);
+        let row = |src: &str, id: &str| &rows[&(src.to_string(), id.to_string())];
+        let mut swe_recorded = 0;
+        for f in facts {
+            let src = f["source"].as_str().unwrap();
+            if f["records_setting"] == true {
+                assert_eq!(
+                    f["as_recorded"],
+                    "swe-agent last_n_observations n=5: mask-observations window=5",
+                    "{f:#}"
+                );
+                same_replay(row(src, &recorded), row(src, &mask), src);
+                swe_recorded += 1;
+            } else {
+                assert!(f["as_recorded"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("no compaction ("));
+                same_replay(row(src, &recorded), row(src, &base), src);
+            }
+        }
+        assert!(
+            swe_recorded >= 6,
+            "{swe_recorded} SWE-agent runs record n=5"
+        );
+        let adk_fact = facts
+            .iter()
+            .find(|f| {
+                f["source"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("01-support-3.session.json")
+            })
+            .expect("the ADK session");
+        assert_eq!(adk_fact["records_setting"], false);
+        // masking changes something on the recorded runs, so the rows are not all one
+        assert!(facts.iter().any(|f| {
+            let src = f["source"].as_str().unwrap();
+            f["records_setting"] == true
+                && row(src, &recorded)["prompt_tokens"] != row(src, &base)["prompt_tokens"]
+        }));
+        let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(report.contains(" against no compaction, "), "{report}");
+        assert!(report.contains(" against as recorded; "), "{report}");
+        assert!(report.contains("saved vs as recorded (USD)"), "{report}");
+        let none = facts
+            .iter()
+            .filter(|f| f["records_setting"] == false)
+            .count();
+        assert!(
+            report.contains(&format!(
+                "{swe_recorded} of {} sessions record one; {none} ",
+                facts.len()
+            )),
+            "{report}"
+        );
+        // a finding, never the line to paste
+        let settings: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("settings.json")).unwrap())
+                .unwrap();
+        let row = settings
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["policy"] == "as-recorded")
+            .unwrap();
+        assert_eq!(row["recommended"], false, "{row:#}");
+    }
+}
