@@ -42,16 +42,26 @@ pub fn request_sizes(session: &Session, sizes: &SessionSizes) -> Vec<(u32, u64, 
         .collect()
 }
 
-/// The session's arrays on its provider's scale.
-pub fn provider_sizes(session: &Session, sizes: &SessionSizes) -> ProviderSizes {
-    let requests = request_sizes(session, sizes);
+/// The fit of the session's recorded prompt sizes on `sizes`' counts; `None`: too few
+/// recorded.
+pub fn prompt_fit(session: &Session, sizes: &SessionSizes) -> Option<PromptFit> {
+    fit_on(&request_sizes(session, sizes))
+}
+
+fn fit_on(requests: &[(u32, u64, Option<u64>)]) -> Option<PromptFit> {
     let pairs: Vec<(u64, u64)> = requests
         .iter()
         .filter_map(|&(_, counted, rec)| rec.map(|r| (r, counted)))
         .collect();
+    fit_prompt(&pairs)
+}
+
+/// The session's arrays on its provider's scale.
+pub fn provider_sizes(session: &Session, sizes: &SessionSizes) -> ProviderSizes {
+    let requests = request_sizes(session, sizes);
     let mut out = sizes.clone();
     out.baseline = std::sync::OnceLock::new();
-    let Some(fit) = fit_prompt(&pairs) else {
+    let Some(fit) = fit_on(&requests) else {
         return ProviderSizes {
             sizes: out,
             fit: None,

@@ -111,6 +111,14 @@ macro_rules! for_each_metric {
         $m!(references_broken_low, Count, "references", TOTAL);
         $m!(references_broken_high, Count, "references", TOTAL);
         $m!(invocations_failed, Count, "invocations", TOTAL);
+        $m!(prompt_overhead, OptFloat, "tokens", NONE);
+        $m!(
+            prompt_scale,
+            OptFloat,
+            "provider tokens per counted token",
+            NONE
+        );
+        $m!(prompt_fit_error_p50, OptFloat, "%", NONE);
     };
 }
 

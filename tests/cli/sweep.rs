@@ -909,6 +909,13 @@ mod as_recorded {
             )),
             "{report}"
         );
+        // the provider-scale fit per session, and the size basis named
+        let header = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+        let header = header.lines().next().unwrap();
+        for col in ["prompt_overhead", "prompt_scale", "prompt_fit_error_p50"] {
+            assert!(header.split(',').any(|c| c == col), "runs.csv lacks {col}");
+        }
+        assert!(report.contains("| prompt sizes | recorded where the transcript records them; "));
         // a finding, never the line to paste
         let settings: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("settings.json")).unwrap())
@@ -921,4 +928,57 @@ mod as_recorded {
             .unwrap();
         assert_eq!(row["recommended"], false, "{row:#}");
     }
+}
+
+/// runs' `prompt_overhead`, `prompt_scale`, `prompt_fit_error_p50` (issue 37 item 1): a
+/// Claude Code session recording its prompt sizes gets its provider-scale fit on every row.
+#[test]
+fn a_session_recording_prompt_sizes_gets_its_fit_in_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let cc = crate::common::corpus_dir("claude_code_spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46");
+    let (code, _o, err) = sweep(
+        &[
+            cc.to_str().unwrap(),
+            "--alternatives",
+            "none",
+            "--trigger",
+            "tokens",
+            "--after-tokens",
+            "100k",
+            "--keep-recent-events",
+            "5",
+            "--summarizer",
+            "agent",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|c| *c == name).unwrap();
+    let (o, s, e) = (
+        col("prompt_overhead"),
+        col("prompt_scale"),
+        col("prompt_fit_error_p50"),
+    );
+    let fitted: Vec<Vec<&str>> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| !r[s].is_empty())
+        .collect();
+    assert!(!fitted.is_empty(), "no row has a fit:\n{text}");
+    for r in &fitted {
+        let scale: f64 = r[s].parse().unwrap();
+        let overhead: f64 = r[o].parse().unwrap();
+        let error: f64 = r[e].parse().unwrap();
+        // Anthropic counts ~1.1-1.2 o200k tokens, plus the system prompt and tools
+        assert!((1.0..1.3).contains(&scale), "{r:?}");
+        assert!(overhead > 5_000.0 && error < 5.0, "{r:?}");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("sessions record enough to fit recorded ≈ overhead + scale × counted"));
 }

@@ -252,6 +252,8 @@ session_figures!(
     references_broken_share,
     cost_usd,
     invocations_failed,
+    prompt_scale,
+    prompt_fit_error_p50,
 );
 
 /// One long session's prompt sizes, baseline against the recommended setting.
