@@ -393,8 +393,8 @@ fn check_summarizer(name: &str, known: &Known) -> Result<(), GridError> {
 pub const MAX_SETTINGS: u64 = 100_000;
 
 /// How many settings the axes give, without building them (saturating, so an absurd grid
-/// cannot overflow): per (tokenizer, agent model) one baseline plus, per trigger kind, its
-/// pairs × summarizers × clients.
+/// cannot overflow): per (tokenizer, agent model) one baseline and one `as recorded` row plus,
+/// per trigger kind, its pairs × summarizers × clients.
 fn settings_count(
     triggers: &[TriggerKind],
     tok_pair: [usize; 2],
@@ -414,7 +414,7 @@ fn settings_count(
         };
         acc.saturating_add(prod(&[summarizers, clients]).saturating_mul(tok.saturating_mul(inv)))
     });
-    prod(&[models, tokenizers]).saturating_mul(per_kind.saturating_add(1))
+    prod(&[models, tokenizers]).saturating_mul(per_kind.saturating_add(2))
 }
 
 /// One trigger pair's two axes as given, checked against the trigger kinds that use them:
@@ -1055,8 +1055,8 @@ mod tests {
     #[test]
     fn default_grid_resolves_to_documented_count() {
         let g = GridSpec::default_grid().resolve(&known()).unwrap();
-        // 10 after_tokens × 4 keep × 2 summarizers + 4 × 3 × 2 + 1 baseline.
-        assert_eq!(g.settings.len(), 80 + 24 + 1);
+        // 10 after_tokens × 4 keep × 2 summarizers + 4 × 3 × 2 + 1 baseline + 1 as recorded.
+        assert_eq!(g.settings.len(), 80 + 24 + 1 + 1);
         assert!(g.settings[0].is_baseline());
         let ids: Vec<u32> = g.settings.iter().map(|s| s.setting_id).collect();
         assert_eq!(ids, (0..g.settings.len() as u32).collect::<Vec<_>>());
@@ -1193,18 +1193,18 @@ mod tests {
                 g.tokenizer.len(),
             ],
         );
-        // 4 (model, tokenizer) × (1 baseline + 4 × (6 + 6 + 36)).
-        assert_eq!(g.settings.len(), 4 * (1 + 4 * (6 + 6 + 36)));
+        // 4 (model, tokenizer) × (1 baseline + 1 as recorded + 4 × (6 + 6 + 36)).
+        assert_eq!(g.settings.len(), 4 * (2 + 4 * (6 + 6 + 36)));
         assert_eq!(n, g.settings.len() as u128);
         // The limit is inclusive: exactly at it resolves, one below refuses.
         let spec =
             GridSpec::from_toml("g", "after_tokens=[1000, 2000]\nkeep_recent_events=[1]").unwrap();
         assert_eq!(
-            spec.resolve_with_limit(&known(), 3).unwrap().settings.len(),
-            3
+            spec.resolve_with_limit(&known(), 4).unwrap().settings.len(),
+            4
         );
-        let e = spec.resolve_with_limit(&known(), 2).unwrap_err().0;
-        assert!(e.contains("3 settings") && e.contains("limit of 2"), "{e}");
+        let e = spec.resolve_with_limit(&known(), 3).unwrap_err().0;
+        assert!(e.contains("4 settings") && e.contains("limit of 3"), "{e}");
     }
 
     /// `1..1000000:1 × 0..999999:1` aborted with "memory allocation failed" while the

@@ -176,7 +176,14 @@ pub fn round_metrics(m: &mut SessionMetrics) {
     ] {
         *f = round_fixed(*f);
     }
-    m.facts_dropped = m.facts_dropped.map(round_fixed);
+    for f in [
+        &mut m.facts_dropped,
+        &mut m.prompt_overhead,
+        &mut m.prompt_scale,
+        &mut m.prompt_fit_error_p50,
+    ] {
+        *f = f.map(round_fixed);
+    }
 }
 
 pub use crate::error::Cancelled;

@@ -540,11 +540,15 @@ mod tests {
             model: &|_| true,
             tokenizers: &["o200k"],
         };
+        // the baseline and the ADK settings (not the `as recorded` row)
         GridSpec::from_toml("g", "after_tokens=[1000,2000,3000]\nkeep_recent_events=[1]")
             .unwrap()
             .resolve(&k)
             .unwrap()
             .settings
+            .into_iter()
+            .filter(|s| s.policy.is_none())
+            .collect()
     }
 
     fn row(session: u32, setting: u32, cost: f64, lost: f64, calls: u64) -> RunRow {
