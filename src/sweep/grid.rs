@@ -961,16 +961,21 @@ impl ResolvedGrid {
             .iter()
             .filter(|s| s.alternative.is_some())
             .count();
+        let recorded = self
+            .settings
+            .iter()
+            .filter(|s| s.policy == Some(crate::settings::PolicySpec::AsRecorded))
+            .count();
         let alt = if alternatives > 0 {
             format!(" + {alternatives} alternative")
         } else {
             String::new()
         };
         format!(
-            "{}\n# {} settings ({} compaction + {} no-compaction baseline{alt})\n",
+            "{}\n# {} settings ({} compaction + {} no-compaction baseline + {recorded} as recorded{alt})\n",
             self.to_toml(),
             self.settings.len(),
-            self.settings.len() - baselines - alternatives,
+            self.settings.len() - baselines - alternatives - recorded,
             baselines
         )
     }
@@ -1221,7 +1226,7 @@ mod tests {
         .0;
         assert_eq!(
             e,
-            "grid: 1_000_000_000_001 settings is over the limit of 100_000 (values per axis: \
+            "grid: 1_000_000_000_002 settings is over the limit of 100_000 (values per axis: \
              after_tokens 1_000_000, keep_recent_events 1_000_000); narrow an axis or raise the \
              limit with --max-settings N"
         );

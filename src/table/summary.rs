@@ -598,6 +598,13 @@ mod tests {
         };
         let run = |split_cost: f64, split_lost: f64| {
             let mut rows = vec![row(0, 0, 10.0, 0.0, 0), row(0, 1, 5.0, 0.1, 2)];
+            // the `as recorded` row of a session that records no setting: no compaction
+            rows.extend(
+                settings
+                    .iter()
+                    .filter(|s| s.policy.is_some())
+                    .map(|s| row(0, s.setting_id, 10.0, 0.0, 0)),
+            );
             let mut capped = row(0, cap, 1.0, 0.0, 0);
             capped.metrics.invocations_failed = 2;
             rows.push(capped);

@@ -100,7 +100,7 @@ mod grid_errors {
                 "--show-grid",
             ],
             &[
-                "grid: 2_000_000_000_001 settings is over the limit of 100_000",
+                "grid: 2_000_000_000_002 settings is over the limit of 100_000",
                 "--max-settings N",
                 "after_tokens 1_000_000",
                 "keep_recent_events 1_000_000",
@@ -137,26 +137,28 @@ mod grid_errors {
         refused(
             &grid,
             &[
-                "grid: 100_001 settings is over the limit of 100_000",
+                "grid: 100_002 settings is over the limit of 100_000",
                 "after_tokens 50_000",
                 "--max-settings N",
             ],
         );
         let mut raised = grid.to_vec();
-        raised.extend(["--max-settings", "100001"]);
+        raised.extend(["--max-settings", "100002"]);
         let dir = tempfile::tempdir().unwrap();
         let (code, out, err) = sweep(&raised, dir.path());
         assert_eq!(code, 0, "{err}");
         assert!(
-            out.contains("# 100001 settings (100000 compaction + 1 no-compaction baseline)"),
+            out.contains(
+                "# 100002 settings (100000 compaction + 1 no-compaction baseline + 1 as recorded)"
+            ),
             "{}",
             out.lines().last().unwrap_or("")
         );
         let mut short = grid.to_vec();
-        short.extend(["--max-settings", "100000"]);
+        short.extend(["--max-settings", "100001"]);
         refused(
             &short,
-            &["grid: 100_001 settings is over the limit of 100_000"],
+            &["grid: 100_002 settings is over the limit of 100_001"],
         );
     }
 
@@ -185,7 +187,9 @@ mod show_grid {
         assert_eq!(code, 0, "{err}");
         assert!(out.contains("after_tokens = [20000, 40000"), "{out}");
         assert!(
-            out.contains("# 105 settings (104 compaction + 1 no-compaction baseline)"),
+            out.contains(
+                "# 106 settings (104 compaction + 1 no-compaction baseline + 1 as recorded)"
+            ),
             "{out}"
         );
         // The printed grid is itself a grid file giving the same settings.
@@ -217,7 +221,7 @@ mod show_grid {
         assert!(!out.contains("after_tokens"), "{out}");
         assert!(out.contains("after_invocations = [3, 6]"), "{out}");
         assert!(
-            out.contains("# 3 settings (2 compaction + 1 no-compaction baseline)"),
+            out.contains("# 4 settings (2 compaction + 1 no-compaction baseline + 1 as recorded)"),
             "{out}"
         );
     }
