@@ -115,7 +115,7 @@ mod grid_errors {
                 "0..999999:1",
                 "--show-grid",
             ],
-            &["grid: 2_000_000_000_025 settings", "after_invocations 4"],
+            &["grid: 2_000_000_000_026 settings", "after_invocations 4"],
         );
     }
 
