@@ -294,10 +294,7 @@ impl Builder {
             // SystemPromptEvent (fixed overhead) and bookkeeping.
             return Ok(());
         }
-        let t = self
-            .clock
-            .next(ts)
-            .map_err(|m| err(".timestamp", m.to_string()))?;
+        let t = self.clock.next(ts).map_err(|m| err(".timestamp", m.to_string()))?;
         let idx = match kind {
             "MessageEvent" if source == Some("user") => self.user_message(e, t),
             "MessageEvent" | "ActionEvent" => self.agent_step(e, t),

@@ -10,24 +10,8 @@ use std::path::Path;
 /// Every room of `src/`, leftmost first. A room is a folder or a top-level file; a room may use
 /// any room before it in this list and none after it.
 const ROOMS: &[&str] = &[
-    "error",
-    "stats",
-    "search",
-    "atomic",
-    "settings",
-    "transcript",
-    "synth",
-    "tokens",
-    "engine",
-    "policy",
-    "cost",
-    "conform",
-    "backtest",
-    "sweep",
-    "table",
-    "chart",
-    "report",
-    "cli",
+    "error", "stats", "search", "atomic", "settings", "transcript", "synth", "tokens", "engine",
+    "policy", "cost", "conform", "backtest", "sweep", "table", "chart", "report", "cli",
 ];
 
 /// The rooms named by `crate::ROOM` paths in `text`, `use crate::{a, b::c}` groups included.
@@ -105,8 +89,7 @@ fn upward_imports() -> Vec<String> {
         if matches!(room.as_str(), "bin" | "lib" | "main") {
             continue;
         }
-        let mine =
-            rank(&room).unwrap_or_else(|| panic!("{}: room {room} is not in ROOMS", rel.display()));
+        let mine = rank(&room).unwrap_or_else(|| panic!("{}: room {room} is not in ROOMS", rel.display()));
         let text = std::fs::read_to_string(&f).expect("a readable source file");
         for named in rooms_named(&text) {
             match rank(&named) {
@@ -134,25 +117,15 @@ fn no_room_uses_one_to_its_right() {
 fn every_room_in_src_is_placed() {
     let mut seen = BTreeSet::new();
     for e in std::fs::read_dir(root().join("src")).expect("src/ is readable") {
-        let name = e
-            .expect("an entry")
-            .file_name()
-            .to_string_lossy()
-            .to_string();
+        let name = e.expect("an entry").file_name().to_string_lossy().to_string();
         let room = name.trim_end_matches(".rs").to_string();
         // `data/` holds the built-in tables and fonts, no code.
         if !matches!(room.as_str(), "bin" | "lib" | "main" | "data") {
             seen.insert(room);
         }
     }
-    let unplaced: Vec<_> = seen
-        .iter()
-        .filter(|r| !ROOMS.contains(&r.as_str()))
-        .collect();
-    assert!(
-        unplaced.is_empty(),
-        "rooms missing from ROOMS: {unplaced:?}"
-    );
+    let unplaced: Vec<_> = seen.iter().filter(|r| !ROOMS.contains(&r.as_str())).collect();
+    assert!(unplaced.is_empty(), "rooms missing from ROOMS: {unplaced:?}");
 }
 
 #[test]
