@@ -479,6 +479,8 @@ pub fn closest_to_budget<'a>(
     summaries
         .iter()
         .filter(|s| !s.setting.is_baseline() && s.setting.alternative.is_none())
+        // the status quo is no setting to move toward
+        .filter(|s| s.setting.policy != Some(crate::settings::PolicySpec::AsRecorded))
         .min_by(|x, y| {
             excess(x)
                 .total_cmp(&excess(y))

@@ -417,13 +417,13 @@ mod run_folder {
         let settings: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("settings.json")).unwrap()).unwrap();
         let settings = settings.as_array().unwrap();
-        // 4 tokens + 2 invocations + 8 both, × 2 summarizers × 2 clients, + 1 baseline; then
-        // the guide's alternatives the data calls for (docs/alternatives.md), after them.
+        // 4 tokens + 2 invocations + 8 both, × 2 summarizers × 2 clients, + 1 baseline + 1 as
+        // recorded; then the guide's alternatives the data calls for (docs/alternatives.md).
         let plain = settings
             .iter()
             .take_while(|s| s["alternative"] == "")
             .count();
-        assert_eq!(plain, 57);
+        assert_eq!(plain, 58);
         assert!(settings[plain..].iter().all(|s| s["alternative"] != ""));
         assert_eq!(run["settings"], settings.len());
         assert_eq!(run["adk_semantics"], "google-adk 2.13.0");
