@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::engine::summarizer::{Deterministic, Policy};
 use crate::engine::Replay;
-use crate::policy::{driver, At, CompactionPolicy, Ctx, Decision};
+use crate::policy::{driver, CompactionPolicy, Ctx, NoCompaction};
 use crate::tokens::fit::PromptFit;
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::Session;
@@ -72,15 +72,6 @@ fn run_on(
     );
     let mut policy = build(&ctx);
     driver::replay(&ctx, policy.as_mut(), &summarizer)
-}
-
-/// What a session that records no setting is replayed under.
-struct NoCompaction;
-
-impl CompactionPolicy for NoCompaction {
-    fn decide(&mut self, _ctx: &Ctx<'_>, _at: &At) -> Decision {
-        Decision::Keep
-    }
 }
 
 /// The replay whose compactions are matched with the recorded ones: a token-threshold rule

@@ -27,6 +27,12 @@ impl ProviderSizes {
     }
 }
 
+/// The fit of the session's recorded prompt sizes on `sizes`' counts; `None`: too few
+/// recorded.
+pub fn prompt_fit(session: &Session, sizes: &SessionSizes) -> Option<PromptFit> {
+    fit_requests(&request_sizes(session, sizes))
+}
+
 /// The session's arrays on its provider's scale.
 pub fn provider_sizes(session: &Session, sizes: &SessionSizes) -> ProviderSizes {
     let requests = request_sizes(session, sizes);

@@ -120,4 +120,15 @@ pub struct SessionMetrics {
     /// history cost (an upper bound on what compaction would have saved).
     #[serde(default)]
     pub stuck_history_tokens: Option<u64>,
+    /// The session's provider-scale fit `recorded ≈ overhead + scale × counted` (tokens::fit,
+    /// issue 37 item 1): tokens the provider counts beyond the counted history, provider tokens
+    /// per counted token, and the median |error| % of the fit; `None` when the session records
+    /// too few prompt sizes (its sizes are the run tokenizer's counts). The same on every
+    /// setting's row of a session.
+    #[serde(default)]
+    pub prompt_overhead: Option<f64>,
+    #[serde(default)]
+    pub prompt_scale: Option<f64>,
+    #[serde(default)]
+    pub prompt_fit_error_p50: Option<f64>,
 }

@@ -59,6 +59,9 @@ impl PolicySpec {
             PolicySpec::GeminiCli { threshold_pct } => {
                 Box::new(gemini_cli::GeminiCli::new(ctx, *threshold_pct))
             }
+            // Which rule depends on what the session records, read above this room
+            // (`backtest::as_recorded`); the sweep builds that rule itself. Alone: none.
+            PolicySpec::AsRecorded => Box::new(NoCompaction),
         }
     }
 }
@@ -199,6 +202,15 @@ pub trait CompactionPolicy {
 
     /// The decision before request `at`.
     fn decide(&mut self, ctx: &Ctx<'_>, at: &At) -> Decision;
+}
+
+/// No compaction as a policy: what a session that records no setting is replayed under.
+pub struct NoCompaction;
+
+impl CompactionPolicy for NoCompaction {
+    fn decide(&mut self, _ctx: &Ctx<'_>, _at: &At) -> Decision {
+        Decision::Keep
+    }
 }
 
 /// Replay `session` under `spec` with `summarizer` (the one `evaluate` wraps).

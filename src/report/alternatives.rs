@@ -15,7 +15,11 @@ use crate::table::format::{fmt_int as int, fmt_pct};
 /// (`--policy`, docs/policies.md), in one table with the recommended ADK setting and the
 /// baseline, cheapest first. Nothing when the run has none.
 pub(super) fn other_policies(d: &RunData, b: &mut Vec<Block>) {
-    let policies: Vec<&SettingRow> = d.settings.iter().filter(|s| s.is_policy()).collect();
+    let policies: Vec<&SettingRow> = d
+        .settings
+        .iter()
+        .filter(|s| s.is_policy() && !s.is_as_recorded())
+        .collect();
     if policies.is_empty() {
         return;
     }
@@ -27,6 +31,7 @@ pub(super) fn other_policies(d: &RunData, b: &mut Vec<Block>) {
     let mut rows: Vec<&SettingRow> = policies.clone();
     rows.extend(d.recommended());
     rows.extend(d.baseline());
+    rows.extend(d.as_recorded());
     rows.sort_by(|a, c| {
         a.cost_usd()
             .unwrap_or(f64::INFINITY)
@@ -39,7 +44,13 @@ pub(super) fn other_policies(d: &RunData, b: &mut Vec<Block>) {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let (name, setting, adk) = if s.is_policy() {
+            let (name, setting, adk) = if s.is_as_recorded() {
+                (
+                    "as recorded".to_string(),
+                    "each session under the setting its framework ran with".to_string(),
+                    "n/a: the status quo".to_string(),
+                )
+            } else if s.is_policy() {
                 let setting = if s.summarizer.is_empty() {
                     s.policy_setting.clone()
                 } else {

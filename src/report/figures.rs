@@ -74,6 +74,73 @@ pub(super) fn saving(r: &SettingRow, base: Option<&SettingRow>) -> Option<Saving
     })
 }
 
+/// What a setting saves against both baselines: no compaction, and each session as its
+/// framework ran it (`None` for runs made before the `as recorded` row).
+pub(super) struct Savings {
+    pub none: Option<Saving>,
+    pub as_recorded: Option<Saving>,
+}
+
+pub(super) fn savings(d: &RunData, r: &SettingRow) -> Savings {
+    Savings {
+        none: saving(r, d.baseline()),
+        as_recorded: saving(r, d.as_recorded()),
+    }
+}
+
+/// How many sessions record the setting their framework ran with, of how many (run.json
+/// `session_facts`); `None` for runs made before it was recorded.
+pub(super) struct RecordedSettings {
+    pub recorded: usize,
+    pub sessions: usize,
+}
+
+pub(super) fn recorded_settings(d: &RunData) -> Option<RecordedSettings> {
+    if !facts_record(d, "records_setting") {
+        return None;
+    }
+    let facts = d.run.get("session_facts").and_then(Value::as_array)?;
+    Some(RecordedSettings {
+        recorded: facts
+            .iter()
+            .filter(|x| x.get("records_setting").and_then(Value::as_bool) == Some(true))
+            .count(),
+        sessions: facts.len(),
+    })
+}
+
+/// What the sessions' prompt sizes rest on: how many record enough sizes for the
+/// provider-scale fit (runs' `prompt_scale`), with the fits' medians; `None` for runs made
+/// before the columns.
+pub(super) struct SizeBasis {
+    pub fitted: usize,
+    pub sessions: usize,
+    pub scale_p50: Option<f64>,
+    pub error_p50: Option<f64>,
+}
+
+pub(super) fn size_basis(d: &RunData) -> Option<SizeBasis> {
+    if !facts_record(d, "records_setting") {
+        return None;
+    }
+    let rows = rows_of(d, d.baseline());
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| crate::stats::percentile(&v, 0.5))
+    };
+    let scales: Vec<f64> = rows.iter().filter_map(|r| r.figures.prompt_scale).collect();
+    let errors: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.figures.prompt_fit_error_p50)
+        .collect();
+    Some(SizeBasis {
+        fitted: scales.len(),
+        sessions: rows.len(),
+        scale_p50: median(scales),
+        error_p50: median(errors),
+    })
+}
+
 /// The references bases (`measured`, `estimated`) the compacting settings rest on.
 pub(super) fn reference_bases(d: &RunData) -> std::collections::BTreeSet<&str> {
     d.settings

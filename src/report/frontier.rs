@@ -55,6 +55,7 @@ pub(super) fn frontier_table(d: &RunData, b: &mut Vec<Block>) {
         // One client mode: it is in "what was run", and the column would only repeat it.
         by_client: d.distinct(|s| &s.client).len() > 1,
         base_cost: d.baseline().and_then(|x| x.cost_usd()),
+        recorded_cost: d.as_recorded().and_then(|x| x.cost_usd()),
         format: frontier_format(d),
     };
     let rows = groups
@@ -79,6 +80,8 @@ struct FrontierColumns {
     with_refs: bool,
     by_client: bool,
     base_cost: Option<f64>,
+    /// The `as recorded` row's cost; `None` (no column) for runs made before it.
+    recorded_cost: Option<f64>,
     format: FrontierFormat,
 }
 
@@ -93,6 +96,9 @@ impl FrontierColumns {
             numeric.push(false);
         }
         head.extend(["cost (USD)", "saved vs none (USD)"]);
+        if self.recorded_cost.is_some() {
+            head.push("saved vs as recorded (USD)");
+        }
         if self.with_refs {
             head.push("broken references");
         }
@@ -124,10 +130,15 @@ impl FrontierColumns {
             row.push(either(g, &|s| s.client.clone()));
         }
         row.push(either(g, &|s| opt_with(s.cost_usd(), usd)));
-        row.push(either(g, &|s| match (self.base_cost, s.cost_usd()) {
-            (Some(b0), Some(c)) => usd(b0 - c),
-            _ => "n/a".into(),
-        }));
+        for base in [Some(self.base_cost), self.recorded_cost.map(Some)]
+            .into_iter()
+            .flatten()
+        {
+            row.push(either(g, &|s| match (base, s.cost_usd()) {
+                (Some(b0), Some(c)) => usd(b0 - c),
+                _ => "n/a".into(),
+            }));
+        }
         if self.with_refs {
             row.push(either(g, &|s| broken_words(s, &self.format.pct)));
         }
@@ -166,6 +177,9 @@ fn frontier_id(i: usize, g: &[&SettingRow]) -> Vec<Inline> {
     if g.iter().any(|s| s.is_alternative()) {
         id.push(Inline::Text(" alternative".into()));
     }
+    if g.iter().any(|s| s.is_as_recorded()) {
+        id.push(Inline::Text(" as recorded".into()));
+    }
     id
 }
 
@@ -178,6 +192,8 @@ fn frontier_settings(g: &[&SettingRow]) -> Vec<Inline> {
         }
         setting.push(Inline::Code(if s.is_plain_baseline() {
             "(no compaction)".into()
+        } else if s.is_as_recorded() {
+            "(as recorded)".into()
         } else {
             table_label(s)
         }));

@@ -3,8 +3,8 @@
 
 use super::build::{money, opt, paste_line, s, secs, table_label};
 use super::figures::{
-    beating_alternative, closest_to_budgets, reference_bases, safer_step, saving, summary_wait,
-    BudgetLimits, SaferStep,
+    beating_alternative, closest_to_budgets, recorded_settings, reference_bases, safer_step,
+    savings, summary_wait, BudgetLimits, SaferStep, Saving, Savings,
 };
 use super::frontier::frontier_format;
 use super::run_facts::budgets_words;
@@ -41,6 +41,9 @@ pub(super) fn recommendation(d: &RunData, b: &mut Vec<Block>) {
         )));
     }
     b.push(against_baseline(d, r));
+    if let Some(words) = as_recorded_words(d) {
+        b.push(words);
+    }
     if r.facts_dropped().is_none() {
         b.push(Block::Para(t(format!(
             "Facts dropped is n/a: the {} summarizer is modelled from token counts and writes no text to check; the summarizer table below shows it for summarizers that do.",
@@ -82,16 +85,28 @@ fn beaten_by(d: &RunData, r: &SettingRow, a: &SettingRow) -> Block {
 /// Why this setting: the budget that chose it, what it saves, and what it loses.
 fn why(d: &RunData, r: &SettingRow) -> Vec<Inline> {
     let mut why = why_chosen(d);
-    if let Some(sv) = saving(r, d.baseline()) {
-        let usd = money(d);
-        why.push(Inline::Text(format!(
+    let usd = money(d);
+    match savings(d, r) {
+        Savings {
+            none: Some(sv),
+            as_recorded: Some(ar),
+        } => why.push(Inline::Text(format!(
+            "It costs {} against {} with no compaction and {} as recorded (each session under the setting its framework ran with; all sessions): it {} against no compaction, {} against as recorded; it ",
+            usd(sv.cost),
+            usd(sv.baseline_cost),
+            usd(ar.baseline_cost),
+            saves_words(&sv, &usd),
+            saves_words(&ar, &usd)
+        ))),
+        Savings { none: Some(sv), .. } => why.push(Inline::Text(format!(
             "It costs {} against {} with no compaction (all sessions), {} {} ({}); it ",
             usd(sv.cost),
             usd(sv.baseline_cost),
             if sv.saved >= 0.0 { "saving" } else { "adding" },
             usd(sv.saved.abs()),
             fmt_pct(sv.share.abs())
-        )));
+        ))),
+        _ => {}
     }
     why.push(Inline::Text(format!(
         "reads {} of the history only through summaries (mean per session), makes a run that compacts wait up to {} longer for its terminal event (p95 over sessions), and hides {} behind a summary.",
@@ -114,6 +129,32 @@ fn why(d: &RunData, r: &SettingRow) -> Vec<Inline> {
         ));
     }
     why
+}
+
+/// What the `as recorded` row replays: how many sessions record their framework's setting,
+/// and that the others are replayed without compaction there.
+fn as_recorded_words(d: &RunData) -> Option<Block> {
+    d.as_recorded()?;
+    let n = recorded_settings(d)?;
+    let none = n.sessions - n.recorded;
+    Some(Block::Para(t(format!(
+        "As recorded: each session replayed under the setting its framework ran with, as its transcript records it (SWE-agent's history processors, OpenHands' condenser, Claude Code's version, Codex's auto-compact limit). {} of {} sessions record one; {} {} none, so as recorded is no compaction for {}.",
+        n.recorded,
+        n.sessions,
+        none,
+        if none == 1 { "records" } else { "record" },
+        if none == 1 { "it" } else { "them" },
+    ))))
+}
+
+/// `saves $X (P%)` or `adds $X (P%)`.
+fn saves_words(sv: &Saving, usd: &dyn Fn(f64) -> String) -> String {
+    format!(
+        "{} {} ({})",
+        if sv.saved >= 0.0 { "saves" } else { "adds" },
+        usd(sv.saved.abs()),
+        fmt_pct(sv.share.abs())
+    )
 }
 
 /// The rule that chose the setting: the cheapest, within the run's budgets if it set any.
@@ -224,19 +265,26 @@ fn against_baseline(d: &RunData, r: &SettingRow) -> Block {
         ),
     ];
     let base = d.baseline();
+    let recorded = d.as_recorded();
+    let mut head = vec!["".into(), "recommended".into(), "no compaction".into()];
+    head.extend(recorded.map(|_| "as recorded".to_string()));
+    let mut numeric = vec![true; head.len()];
+    numeric[0] = false;
     Block::Table {
-        head: vec!["".into(), "recommended".into(), "no compaction".into()],
+        head,
         rows: rows
             .into_iter()
             .map(|(label, get, f)| {
-                vec![
+                let mut row = vec![
                     t(label),
                     t(opt(get(r), f)),
                     t(base.map(|x| opt(get(x), f)).unwrap_or_else(|| "n/a".into())),
-                ]
+                ];
+                row.extend(recorded.map(|x| t(opt(get(x), f))));
+                row
             })
             .collect(),
-        numeric: vec![false, true, true],
+        numeric,
     }
 }
 

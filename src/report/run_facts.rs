@@ -2,6 +2,7 @@
 //! inputs skipped and the summarizer calls that failed.
 
 use super::build::{flat, s, secs};
+use super::figures::size_basis;
 use super::{t, Block, Inline};
 use crate::table::folder::RunData;
 use crate::table::format::{fmt_int as int, fmt_pct};
@@ -12,6 +13,7 @@ pub(super) fn what_was_run(d: &RunData, sessions: usize, b: &mut Vec<Block>) {
     let mut rows = input_rows(d, sessions);
     rows.extend(grid_rows(&d.run));
     rows.push(tokenizer_row(d));
+    rows.extend(size_basis_row(d));
     rows.push(pricing_row(&d.run));
     rows.extend(latency_row(&d.run));
     rows.extend(semantics_rows(d));
@@ -106,6 +108,26 @@ fn tokenizer_row(d: &RunData) -> (String, String) {
         "tokenizer".into(),
         format!("{tokenizer_words}: counts the prompt tokens each setting would send; compaction triggers and history read only through summaries are measured in it"),
     )
+}
+
+/// What the prompt sizes rest on: recorded, fitted to the provider's scale, or counted.
+fn size_basis_row(d: &RunData) -> Option<(String, String)> {
+    let b = size_basis(d)?;
+    let fit = match (b.scale_p50, b.error_p50) {
+        (Some(s), Some(e)) => format!(
+            " (median scale {s:.3} provider tokens per counted token, median fit error {e:.1} %)"
+        ),
+        _ => String::new(),
+    };
+    Some((
+        "prompt sizes".into(),
+        format!(
+            "recorded where the transcript records them; {} of {} sessions record enough to fit recorded ≈ overhead + scale × counted{fit} (runs' prompt_overhead, prompt_scale, prompt_fit_error_p50); the other {} are counted with the run's tokenizer",
+            b.fitted,
+            b.sessions,
+            b.sessions - b.fitted
+        ),
+    ))
 }
 
 fn pricing_row(run: &Value) -> (String, String) {

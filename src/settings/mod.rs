@@ -10,7 +10,7 @@ pub mod setting;
 
 pub use manifest::*;
 pub use number::{parse_number, NumberError};
-pub use policy::{adk_expressible, LcTrigger, PolicySpec, FAMILIES};
+pub use policy::{adk_expressible, LcTrigger, PolicySpec, AS_RECORDED, FAMILIES};
 pub use setting::{
     Alternative, Budgets, ClientMode, Setting, TriggerKind, UnknownAlternative, UnknownClientMode,
 };

@@ -35,6 +35,9 @@ pub enum PolicySpec {
     Langchain { trigger: LcTrigger, keep: u64 },
     /// Gemini CLI chat compression at `threshold_pct` % of the window.
     GeminiCli { threshold_pct: u64 },
+    /// Each session under the policy its own framework ran with, read from its transcript
+    /// (`backtest::as_recorded`): the status quo a setting replaces. Not a `--policy` family.
+    AsRecorded,
 }
 
 /// Claude Code's auto-compact window unless set: 200,000 (docs/policies.md).
@@ -43,6 +46,8 @@ pub const CC_WINDOW: u64 = 200_000;
 fn default_cc_window() -> u64 {
     CC_WINDOW
 }
+/// The `policy` column of the `as recorded` row.
+pub const AS_RECORDED: &str = "as-recorded";
 
 /// LangChain's `trigger` context size: `("tokens", n)`, `("messages", n)` or
 /// `("fraction", f)` (kept as per-mille so a setting stays hashable).
@@ -109,6 +114,7 @@ impl PolicySpec {
             PolicySpec::Openhands { .. } => "openhands",
             PolicySpec::Langchain { .. } => "langchain",
             PolicySpec::GeminiCli { .. } => "gemini-cli",
+            PolicySpec::AsRecorded => AS_RECORDED,
         }
     }
 
@@ -144,6 +150,7 @@ impl PolicySpec {
             PolicySpec::GeminiCli { threshold_pct } => {
                 format!("threshold={}", *threshold_pct as f64 / 100.0)
             }
+            PolicySpec::AsRecorded => "per session".to_string(),
         }
     }
 
@@ -169,6 +176,9 @@ impl PolicySpec {
 
     /// The report's label: plainly not a line for an ADK manifest.
     pub fn label(&self) -> String {
+        if *self == PolicySpec::AsRecorded {
+            return "as recorded (each session under its own framework's setting)".to_string();
+        }
         format!(
             "policy {} ({}): modelled, not an ADK setting",
             self.family(),

@@ -524,8 +524,8 @@ fn check_summarizer(name: &str, known: &Known) -> Result<(), GridError> {
 pub const MAX_SETTINGS: u64 = 100_000;
 
 /// How many settings the axes give, without building them (saturating, so an absurd grid
-/// cannot overflow): per (tokenizer, agent model) one baseline plus, per trigger kind, its
-/// pairs × summarizers × clients.
+/// cannot overflow): per (tokenizer, agent model) one baseline and one `as recorded` row plus,
+/// per trigger kind, its pairs × summarizers × clients.
 fn settings_count(
     triggers: &[TriggerKind],
     tok_pair: [usize; 2],
@@ -545,7 +545,7 @@ fn settings_count(
         };
         acc.saturating_add(prod(&[summarizers, clients]).saturating_mul(tok.saturating_mul(inv)))
     });
-    prod(&[models, tokenizers]).saturating_mul(per_kind.saturating_add(1))
+    prod(&[models, tokenizers]).saturating_mul(per_kind.saturating_add(2))
 }
 
 /// One trigger pair's two axes as given, checked against the trigger kinds that use them:
@@ -935,6 +935,11 @@ impl ResolvedGrid {
                 self.policy_settings(tok, model, &mut settings);
             }
         }
+        for tok in &self.tokenizer {
+            for model in &self.agent_model {
+                settings.push(as_recorded_setting(tok, model, self.client[0]));
+            }
+        }
         for (id, s) in settings.iter_mut().enumerate() {
             s.setting_id = id as u32;
         }
@@ -1135,16 +1140,21 @@ impl ResolvedGrid {
             .iter()
             .filter(|s| s.alternative.is_some())
             .count();
+        let recorded = self
+            .settings
+            .iter()
+            .filter(|s| s.policy == Some(crate::settings::PolicySpec::AsRecorded))
+            .count();
         let alt = if alternatives > 0 {
             format!(" + {alternatives} alternative")
         } else {
             String::new()
         };
         format!(
-            "{}\n# {} settings ({} compaction + {} no-compaction baseline{alt})\n",
+            "{}\n# {} settings ({} compaction + {} no-compaction baseline + {recorded} as recorded{alt})\n",
             self.to_toml(),
             self.settings.len(),
-            self.settings.len() - baselines - alternatives,
+            self.settings.len() - baselines - alternatives - recorded,
             baselines
         )
     }
@@ -1163,6 +1173,19 @@ pub(crate) fn toml_strs(v: &[String]) -> String {
         .map(|s| toml::Value::String(s.clone()).to_string())
         .collect();
     format!("[{}]", items.join(", "))
+}
+
+/// The `as recorded` row of one tokenizer and agent model, after the policies (the ADK
+/// settings' ids never move): each session under its own framework's setting, the status quo
+/// a setting is compared with beside no compaction. Frameworks summarize with the agent's own
+/// model, so one row with the `agent` summarizer.
+fn as_recorded_setting(tok: &str, model: &str, client: ClientMode) -> Setting {
+    Setting {
+        trigger_kind: TriggerKind::Policy,
+        summarizer: Some("agent".to_string()),
+        policy: Some(crate::settings::PolicySpec::AsRecorded),
+        ..Setting::without_compaction(tok, model, client, None)
+    }
 }
 
 #[cfg(test)]
@@ -1216,8 +1239,8 @@ mod tests {
     #[test]
     fn default_grid_resolves_to_documented_count() {
         let g = GridSpec::default_grid().resolve(&known()).unwrap();
-        // 10 after_tokens × 4 keep × 2 summarizers + 4 × 3 × 2 + 1 baseline.
-        assert_eq!(g.settings.len(), 80 + 24 + 1);
+        // 10 after_tokens × 4 keep × 2 summarizers + 4 × 3 × 2 + 1 baseline + 1 as recorded.
+        assert_eq!(g.settings.len(), 80 + 24 + 1 + 1);
         assert!(g.settings[0].is_baseline());
         let ids: Vec<u32> = g.settings.iter().map(|s| s.setting_id).collect();
         assert_eq!(ids, (0..g.settings.len() as u32).collect::<Vec<_>>());
@@ -1354,18 +1377,18 @@ mod tests {
                 g.tokenizer.len(),
             ],
         );
-        // 4 (model, tokenizer) × (1 baseline + 4 × (6 + 6 + 36)).
-        assert_eq!(g.settings.len(), 4 * (1 + 4 * (6 + 6 + 36)));
+        // 4 (model, tokenizer) × (1 baseline + 1 as recorded + 4 × (6 + 6 + 36)).
+        assert_eq!(g.settings.len(), 4 * (2 + 4 * (6 + 6 + 36)));
         assert_eq!(n, g.settings.len() as u128);
         // The limit is inclusive: exactly at it resolves, one below refuses.
         let spec =
             GridSpec::from_toml("g", "after_tokens=[1000, 2000]\nkeep_recent_events=[1]").unwrap();
         assert_eq!(
-            spec.resolve_with_limit(&known(), 3).unwrap().settings.len(),
-            3
+            spec.resolve_with_limit(&known(), 4).unwrap().settings.len(),
+            4
         );
-        let e = spec.resolve_with_limit(&known(), 2).unwrap_err().0;
-        assert!(e.contains("3 settings") && e.contains("limit of 2"), "{e}");
+        let e = spec.resolve_with_limit(&known(), 3).unwrap_err().0;
+        assert!(e.contains("4 settings") && e.contains("limit of 3"), "{e}");
     }
 
     /// `1..1000000:1 × 0..999999:1` aborted with "memory allocation failed" while the
@@ -1382,7 +1405,7 @@ mod tests {
         .0;
         assert_eq!(
             e,
-            "grid: 1_000_000_000_001 settings is over the limit of 100_000 (values per axis: \
+            "grid: 1_000_000_000_002 settings is over the limit of 100_000 (values per axis: \
              after_tokens 1_000_000, keep_recent_events 1_000_000); narrow an axis or raise the \
              limit with --max-settings N"
         );

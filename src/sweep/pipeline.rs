@@ -9,6 +9,8 @@ use super::run::{
     Evaluator, InputInfo, ReplayError, SessionInfo, Skipped, Timeline, TimelineCompaction,
     TimelineRequest,
 };
+use crate::backtest::sizes::prompt_fit;
+use crate::backtest::{as_recorded, AsRecorded};
 use crate::cost::compute::CostModel;
 use crate::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
 use crate::cost::latency::BUILTIN_LATENCY;
@@ -16,7 +18,8 @@ use crate::cost::metrics::SessionMetrics;
 use crate::cost::pricing::BUILTIN_PRICING;
 use crate::cost::summarizers::SummarizerSpec;
 use crate::engine::{Config, Phase, Replay, Summarizer, UsageMode};
-use crate::settings::Alternative;
+use crate::settings::{Alternative, PolicySpec};
+use crate::tokens::fit::PromptFit;
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
 use crate::transcript::db::DbFilter;
@@ -182,6 +185,7 @@ pub fn session_info(s: &Session, tok: Tokenizer) -> SessionInfo {
     }
     let attach = crate::cost::compute::attachment_tokens(s, tok);
     let first = attach.iter().position(|&t| t > 0);
+    let recorded = as_recorded(s);
     SessionInfo {
         session_id: s.id.clone(),
         source: s.source.clone(),
@@ -194,6 +198,8 @@ pub fn session_info(s: &Session, tok: Tokenizer) -> SessionInfo {
             s.events[f..].iter().filter(|e| e.model_request).count() as u64
         }),
         orphan_responses: crate::transcript::util::orphan_responses(&s.events) as u64,
+        as_recorded: recorded.label(),
+        records_setting: !matches!(recorded, AsRecorded::Nothing { .. }),
     }
 }
 
@@ -211,6 +217,9 @@ struct Sized {
     /// Each event's token count (what `sizes` was built from; empty when counted as
     /// adk-chars), kept to size the session's counterfactuals without counting again.
     counts: Vec<u32>,
+    /// The recorded session's provider-scale fit on these counts (runs' `prompt_*` columns);
+    /// `None` for a counterfactual or a session recording too few prompt sizes.
+    fit: Option<PromptFit>,
 }
 
 struct Prepared {
@@ -721,11 +730,15 @@ impl Counted {
                 let sized = toks
                     .iter()
                     .zip(&counts)
-                    .map(|(&tok, c)| Sized {
-                        tok,
-                        sizes: SessionSizes::new(&session, Some(&c[k])),
-                        inputs: SessionCostInputs::new(&session, tok),
-                        counts: c[k].clone(),
+                    .map(|(&tok, c)| {
+                        let sizes = SessionSizes::new(&session, Some(&c[k]));
+                        Sized {
+                            tok,
+                            fit: prompt_fit(&session, &sizes),
+                            sizes,
+                            inputs: SessionCostInputs::new(&session, tok),
+                            counts: c[k].clone(),
+                        }
                     })
                     .collect();
                 Prepared {
@@ -893,6 +906,7 @@ impl PipelineEval {
                         sizes,
                         inputs,
                         counts,
+                        fit: None,
                     },
                 )
             })
@@ -909,10 +923,29 @@ impl PipelineEval {
         Ok(c)
     }
 
+    /// [`Self::replay_setting`], with the session's provider-scale fit in its metrics.
+    fn replay(
+        &self,
+        session: usize,
+        setting: &Setting,
+    ) -> Result<(Replay, SessionMetrics), ReplayError> {
+        let (r, mut m) = self.replay_setting(session, setting)?;
+        let fit = self
+            .item(session)
+            .and_then(|p| p.sized.iter().find(|s| s.tok.name() == setting.tokenizer))
+            .and_then(|s| s.fit);
+        if let Some(f) = fit {
+            m.prompt_overhead = Some(f.overhead as f64);
+            m.prompt_scale = Some(f.scale);
+            m.prompt_fit_error_p50 = Some(f.p50_abs_error_pct);
+        }
+        Ok((r, m))
+    }
+
     /// One replay of `session` under `setting`, with what the metrics need. An alternative
     /// replays its counterfactual session and is measured against the recorded session's
     /// no-compaction baseline.
-    fn replay(
+    fn replay_setting(
         &self,
         session: usize,
         setting: &Setting,
@@ -1035,6 +1068,12 @@ impl PipelineEval {
             window,
         };
         let run = |su: &dyn Summarizer| match &setting.policy {
+            // the session's own framework's rule; one that records none: no compaction, as
+            // the baseline replays it (`cfg` of this setting compacts nothing)
+            Some(PolicySpec::AsRecorded) => match as_recorded(s).build(&policy_ctx) {
+                Some(mut rule) => crate::policy::replay(&policy_ctx, rule.as_mut(), su),
+                None => crate::engine::replay(&sized.sizes, &cfg, su),
+            },
             Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, su),
             None => crate::engine::replay(&sized.sizes, &cfg, su),
         };

@@ -31,6 +31,14 @@ pub struct SessionInfo {
     /// them out of every request): read, replayed as ADK would, and warned about.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub orphan_responses: u64,
+    /// The setting its framework ran with, in words (`backtest::AsRecorded::label`): what the
+    /// `as recorded` row replays it under.
+    #[serde(default)]
+    pub as_recorded: String,
+    /// Whether the transcript records a setting the `as recorded` row replays (else that row
+    /// is no compaction for this session).
+    #[serde(default)]
+    pub records_setting: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -168,7 +176,14 @@ pub fn round_metrics(m: &mut SessionMetrics) {
     ] {
         *f = round_fixed(*f);
     }
-    m.facts_dropped = m.facts_dropped.map(round_fixed);
+    for f in [
+        &mut m.facts_dropped,
+        &mut m.prompt_overhead,
+        &mut m.prompt_scale,
+        &mut m.prompt_fit_error_p50,
+    ] {
+        *f = f.map(round_fixed);
+    }
 }
 
 pub use crate::error::Cancelled;
@@ -460,10 +475,17 @@ mod rounding_tests {
     fn every_float_field_is_rounded() {
         // Build metrics with every float field set to an unrounded value via serde, so a
         // field added to SessionMetrics later cannot escape rounding unnoticed.
-        let mut v = serde_json::to_value(SessionMetrics::default()).unwrap();
-        for (_, x) in v.as_object_mut().unwrap().iter_mut() {
-            if x.is_f64() || x.is_null() {
-                *x = serde_json::json!(0.123456789);
+        // An empty optional field takes the float only where it is a float (`Option<u64>`
+        // counts such as `stuck_event` would refuse it).
+        let base = serde_json::to_value(SessionMetrics::default()).unwrap();
+        let mut v = base.clone();
+        let unrounded = serde_json::json!(0.123456789);
+        for (k, x) in base.as_object().unwrap() {
+            let mut tried = v.clone();
+            tried[k] = unrounded.clone();
+            let takes_float = serde_json::from_value::<SessionMetrics>(tried).is_ok();
+            if x.is_f64() || (x.is_null() && takes_float) {
+                v[k] = unrounded.clone();
             }
         }
         let mut m: SessionMetrics = serde_json::from_value(v).unwrap();

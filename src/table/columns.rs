@@ -121,6 +121,14 @@ macro_rules! for_each_metric {
         $m!(stuck_event, OptCount, "event index", NONE);
         $m!(stuck_call, OptText, "tool name", NONE);
         $m!(stuck_history_tokens, OptCount, "tokens", NONE);
+        $m!(prompt_overhead, OptFloat, "tokens", NONE);
+        $m!(
+            prompt_scale,
+            OptFloat,
+            "provider tokens per counted token",
+            NONE
+        );
+        $m!(prompt_fit_error_p50, OptFloat, "%", NONE);
     };
 }
 

@@ -332,6 +332,8 @@ pub fn run_json(
                 "max_model_requests_per_invocation": s.max_model_requests_per_invocation,
                 "attachment_tokens": s.attachment_tokens,
                 "requests_with_attachment": s.requests_with_attachment,
+                "as_recorded": s.as_recorded,
+                "records_setting": s.records_setting,
             })
         })
         .collect();

@@ -537,6 +537,8 @@ pub fn closest_to_budget<'a>(
         .iter()
         .filter(|s| !s.setting.is_baseline() && s.setting.alternative.is_none())
         .filter(|s| s.pitfalls.thrash_sessions == 0)
+        // the status quo is no setting to move toward
+        .filter(|s| s.setting.policy != Some(crate::settings::PolicySpec::AsRecorded))
         .min_by(|x, y| {
             excess(x)
                 .total_cmp(&excess(y))
@@ -613,11 +615,15 @@ mod tests {
             model: &|_| true,
             tokenizers: &["o200k"],
         };
+        // the baseline and the ADK settings (not the `as recorded` row)
         GridSpec::from_toml("g", "after_tokens=[1000,2000,3000]\nkeep_recent_events=[1]")
             .unwrap()
             .resolve(&k)
             .unwrap()
             .settings
+            .into_iter()
+            .filter(|s| s.policy.is_none())
+            .collect()
     }
 
     fn row(session: u32, setting: u32, cost: f64, lost: f64, calls: u64) -> RunRow {
@@ -667,6 +673,13 @@ mod tests {
         };
         let run = |split_cost: f64, split_lost: f64| {
             let mut rows = vec![row(0, 0, 10.0, 0.0, 0), row(0, 1, 5.0, 0.1, 2)];
+            // the `as recorded` row of a session that records no setting: no compaction
+            rows.extend(
+                settings
+                    .iter()
+                    .filter(|s| s.policy.is_some())
+                    .map(|s| row(0, s.setting_id, 10.0, 0.0, 0)),
+            );
             let mut capped = row(0, cap, 1.0, 0.0, 0);
             capped.metrics.invocations_failed = 2;
             rows.push(capped);

@@ -66,7 +66,9 @@ impl Sandbox {
             out.status.code()
         );
         assert!(
-            stdout.contains("# 105 settings (104 compaction + 1 no-compaction baseline)"),
+            stdout.contains(
+                "# 106 settings (104 compaction + 1 no-compaction baseline + 1 as recorded)"
+            ),
             "{argv:?} with {env:?} did not print the grid: {stdout}{stderr}"
         );
         read_text(&argv_file).lines().map(str::to_string).collect()

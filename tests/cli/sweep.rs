@@ -100,7 +100,7 @@ mod grid_errors {
                 "--show-grid",
             ],
             &[
-                "grid: 2_000_000_000_001 settings is over the limit of 100_000",
+                "grid: 2_000_000_000_002 settings is over the limit of 100_000",
                 "--max-settings N",
                 "after_tokens 1_000_000",
                 "keep_recent_events 1_000_000",
@@ -115,7 +115,7 @@ mod grid_errors {
                 "0..999999:1",
                 "--show-grid",
             ],
-            &["grid: 2_000_000_000_025 settings", "after_invocations 4"],
+            &["grid: 2_000_000_000_026 settings", "after_invocations 4"],
         );
     }
 
@@ -137,26 +137,28 @@ mod grid_errors {
         refused(
             &grid,
             &[
-                "grid: 100_001 settings is over the limit of 100_000",
+                "grid: 100_002 settings is over the limit of 100_000",
                 "after_tokens 50_000",
                 "--max-settings N",
             ],
         );
         let mut raised = grid.to_vec();
-        raised.extend(["--max-settings", "100001"]);
+        raised.extend(["--max-settings", "100002"]);
         let dir = tempfile::tempdir().unwrap();
         let (code, out, err) = sweep(&raised, dir.path());
         assert_eq!(code, 0, "{err}");
         assert!(
-            out.contains("# 100001 settings (100000 compaction + 1 no-compaction baseline)"),
+            out.contains(
+                "# 100002 settings (100000 compaction + 1 no-compaction baseline + 1 as recorded)"
+            ),
             "{}",
             out.lines().last().unwrap_or("")
         );
         let mut short = grid.to_vec();
-        short.extend(["--max-settings", "100000"]);
+        short.extend(["--max-settings", "100001"]);
         refused(
             &short,
-            &["grid: 100_001 settings is over the limit of 100_000"],
+            &["grid: 100_002 settings is over the limit of 100_001"],
         );
     }
 
@@ -321,7 +323,9 @@ mod show_grid {
         assert_eq!(code, 0, "{err}");
         assert!(out.contains("after_tokens = [20000, 40000"), "{out}");
         assert!(
-            out.contains("# 105 settings (104 compaction + 1 no-compaction baseline)"),
+            out.contains(
+                "# 106 settings (104 compaction + 1 no-compaction baseline + 1 as recorded)"
+            ),
             "{out}"
         );
         // The printed grid is itself a grid file giving the same settings.
@@ -353,7 +357,7 @@ mod show_grid {
         assert!(!out.contains("after_tokens"), "{out}");
         assert!(out.contains("after_invocations = [3, 6]"), "{out}");
         assert!(
-            out.contains("# 3 settings (2 compaction + 1 no-compaction baseline)"),
+            out.contains("# 4 settings (2 compaction + 1 no-compaction baseline + 1 as recorded)"),
             "{out}"
         );
     }
@@ -593,13 +597,13 @@ mod run_folder {
         let settings: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("settings.json")).unwrap()).unwrap();
         let settings = settings.as_array().unwrap();
-        // 4 tokens + 2 invocations + 8 both, × 2 summarizers × 2 clients, + 1 baseline; then
-        // the guide's alternatives the data calls for (docs/alternatives.md), after them.
+        // 4 tokens + 2 invocations + 8 both, × 2 summarizers × 2 clients, + 1 baseline + 1 as
+        // recorded; then the guide's alternatives the data calls for (docs/alternatives.md).
         let plain = settings
             .iter()
             .take_while(|s| s["alternative"] == "")
             .count();
-        assert_eq!(plain, 57);
+        assert_eq!(plain, 58);
         assert!(settings[plain..].iter().all(|s| s["alternative"] != ""));
         assert_eq!(run["settings"], settings.len());
         assert_eq!(run["adk_semantics"], "google-adk 2.13.0");
@@ -942,4 +946,233 @@ fn sample_draws_the_same_sessions_whatever_the_input_order() {
     let b = drawn(&files, "b");
     assert_eq!(a.len(), 3);
     assert_eq!(a, b);
+}
+
+/// The `as recorded` row (issue 37 item 2): each session replayed under the setting its
+/// framework ran with, beside no compaction.
+mod as_recorded {
+    use super::*;
+    use crate::common::{corpus_dir, root};
+    use std::collections::HashMap;
+
+    /// runs.csv as (source, setting_id) → column → value (sources hold no comma).
+    fn runs(out: &Path) -> HashMap<(String, String), HashMap<String, String>> {
+        let text = std::fs::read_to_string(out.join("runs.csv")).expect("runs.csv");
+        let mut lines = text.lines();
+        let head: Vec<&str> = lines.next().expect("header").split(',').collect();
+        lines
+            .map(|l| {
+                let row: HashMap<String, String> = head
+                    .iter()
+                    .zip(l.split(','))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                ((row["source"].clone(), row["setting_id"].clone()), row)
+            })
+            .collect()
+    }
+
+    /// The setting id of the row whose `policy` column is `policy` (`""`: the baseline).
+    fn setting_id(out: &Path, trigger: &str, policy: &str) -> String {
+        let text = std::fs::read_to_string(out.join("settings.json")).expect("settings.json");
+        let all: serde_json::Value = serde_json::from_str(&text).expect("json");
+        let s = all
+            .as_array()
+            .expect("list")
+            .iter()
+            .find(|s| {
+                s["trigger_kind"] == trigger
+                    && s.get("policy").and_then(|p| p.as_str()).unwrap_or("") == policy
+            })
+            .unwrap_or_else(|| panic!("no {trigger}/{policy} row in {all:#}"));
+        s["setting_id"].to_string()
+    }
+
+    /// What a replay gives, compared between two rows of one session.
+    const FIGURES: &[&str] = &[
+        "model_requests",
+        "summarizer_calls",
+        "prompt_tokens",
+        "cost_usd",
+        "detail_lost",
+        "references_broken",
+    ];
+
+    fn same_replay(a: &HashMap<String, String>, b: &HashMap<String, String>, what: &str) {
+        for k in FIGURES {
+            assert_eq!(a[*k], b[*k], "{what}: {k} differs");
+        }
+    }
+
+    /// The corpus's SWE-agent trajectories record `last_n_observations n: 5` and get as
+    /// recorded = mask-observations window 5; a session that records no setting gets as
+    /// recorded = no compaction, and the report says how many; the recommendation states its
+    /// savings against both.
+    #[test]
+    fn swe_agent_runs_as_recorded_mask_window_5_and_a_silent_session_no_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let adk = root().join("transcripts/01-support-3.session.json");
+        let swe = corpus_dir("swe_agent");
+        let (code, _o, err) = sweep(
+            &[
+                swe.to_str().unwrap(),
+                adk.to_str().unwrap(),
+                "--trigger",
+                "tokens",
+                "--after-tokens",
+                "2k",
+                "--keep-recent-events",
+                "5",
+                "--summarizer",
+                "agent",
+                "--alternatives",
+                "none",
+                "--policy",
+                "mask-observations",
+                "--mask-window",
+                "5",
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        let run: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+        let facts = run["session_facts"].as_array().expect("session_facts");
+        let (base, mask, recorded) = (
+            setting_id(&out, "none", ""),
+            setting_id(&out, "policy", "mask-observations"),
+            setting_id(&out, "policy", "as-recorded"),
+        );
+        let rows = runs(&out);
+        let row = |src: &str, id: &str| &rows[&(src.to_string(), id.to_string())];
+        let mut swe_recorded = 0;
+        for f in facts {
+            let src = f["source"].as_str().unwrap();
+            if f["records_setting"] == true {
+                assert_eq!(
+                    f["as_recorded"],
+                    "swe-agent last_n_observations n=5: mask-observations window=5",
+                    "{f:#}"
+                );
+                same_replay(row(src, &recorded), row(src, &mask), src);
+                swe_recorded += 1;
+            } else {
+                assert!(f["as_recorded"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("no compaction ("));
+                same_replay(row(src, &recorded), row(src, &base), src);
+            }
+        }
+        assert!(
+            swe_recorded >= 6,
+            "{swe_recorded} SWE-agent runs record n=5"
+        );
+        let adk_fact = facts
+            .iter()
+            .find(|f| {
+                f["source"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("01-support-3.session.json")
+            })
+            .expect("the ADK session");
+        assert_eq!(adk_fact["records_setting"], false);
+        // masking changes something on the recorded runs, so the rows are not all one
+        assert!(facts.iter().any(|f| {
+            let src = f["source"].as_str().unwrap();
+            f["records_setting"] == true
+                && row(src, &recorded)["prompt_tokens"] != row(src, &base)["prompt_tokens"]
+        }));
+        let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(report.contains(" against no compaction, "), "{report}");
+        assert!(report.contains(" against as recorded; "), "{report}");
+        assert!(report.contains("saved vs as recorded (USD)"), "{report}");
+        let none = facts
+            .iter()
+            .filter(|f| f["records_setting"] == false)
+            .count();
+        assert!(
+            report.contains(&format!(
+                "{swe_recorded} of {} sessions record one; {none} ",
+                facts.len()
+            )),
+            "{report}"
+        );
+        // the provider-scale fit per session, and the size basis named
+        let header = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+        let header = header.lines().next().unwrap();
+        for col in ["prompt_overhead", "prompt_scale", "prompt_fit_error_p50"] {
+            assert!(header.split(',').any(|c| c == col), "runs.csv lacks {col}");
+        }
+        assert!(report.contains("| prompt sizes | recorded where the transcript records them; "));
+        // a finding, never the line to paste
+        let settings: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("settings.json")).unwrap())
+                .unwrap();
+        let row = settings
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["policy"] == "as-recorded")
+            .unwrap();
+        assert_eq!(row["recommended"], false, "{row:#}");
+    }
+}
+
+/// runs' `prompt_overhead`, `prompt_scale`, `prompt_fit_error_p50` (issue 37 item 1): a
+/// Claude Code session recording its prompt sizes gets its provider-scale fit on every row.
+#[test]
+fn a_session_recording_prompt_sizes_gets_its_fit_in_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let cc = crate::common::corpus_dir("claude_code_spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46");
+    let (code, _o, err) = sweep(
+        &[
+            cc.to_str().unwrap(),
+            "--alternatives",
+            "none",
+            "--trigger",
+            "tokens",
+            "--after-tokens",
+            "100k",
+            "--keep-recent-events",
+            "5",
+            "--summarizer",
+            "agent",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|c| *c == name).unwrap();
+    let (o, s, e) = (
+        col("prompt_overhead"),
+        col("prompt_scale"),
+        col("prompt_fit_error_p50"),
+    );
+    let fitted: Vec<Vec<&str>> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| !r[s].is_empty())
+        .collect();
+    assert!(!fitted.is_empty(), "no row has a fit:\n{text}");
+    for r in &fitted {
+        let scale: f64 = r[s].parse().unwrap();
+        let overhead: f64 = r[o].parse().unwrap();
+        let error: f64 = r[e].parse().unwrap();
+        // Anthropic counts ~1.1-1.2 o200k tokens, plus the system prompt and tools
+        assert!((1.0..1.3).contains(&scale), "{r:?}");
+        assert!(overhead > 5_000.0 && error < 5.0, "{r:?}");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("sessions record enough to fit recorded ≈ overhead + scale × counted"));
 }

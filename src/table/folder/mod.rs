@@ -94,6 +94,12 @@ impl SettingRow {
         !self.policy.is_empty()
     }
 
+    /// The `as recorded` row: each session under its own framework's setting, the status quo
+    /// beside no compaction (a policy row, never recommended).
+    pub fn is_as_recorded(&self) -> bool {
+        self.policy == crate::settings::AS_RECORDED
+    }
+
     /// A compacting setting whose trigger no session reached (zero summarizer calls): it
     /// behaves exactly as no compaction, so the frontier and labels leave it out (it would
     /// only repeat the baseline's row).
@@ -267,6 +273,8 @@ session_figures!(
     invocations_failed,
     stuck_event,
     stuck_history_tokens,
+    prompt_scale,
+    prompt_fit_error_p50,
 );
 
 /// One long session's prompt sizes, baseline against the recommended setting.
@@ -334,6 +342,18 @@ pub fn tightest_cap<'a>(
 }
 
 impl RunData {
+    /// The `as recorded` row beside [`RunData::baseline`] (same agent model and tokenizer);
+    /// `None` for runs made before the row.
+    pub fn as_recorded(&self) -> Option<&SettingRow> {
+        let base = self.baseline();
+        let rows = || self.settings.iter().filter(|s| s.is_as_recorded());
+        rows()
+            .find(|s| {
+                base.is_some_and(|b| s.agent_model == b.agent_model && s.tokenizer == b.tokenizer)
+            })
+            .or_else(|| rows().next())
+    }
+
     /// The no-compaction row the recommendation is compared with: same agent model, client
     /// and tokenizer as the recommended setting when the grid has several baselines.
     pub fn baseline(&self) -> Option<&SettingRow> {
