@@ -63,14 +63,13 @@ pub struct InspectArgs {
     pub no_cache: bool,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
-    Format::from_name(s).ok_or_else(|| {
-        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-        format!(
-            "unknown format `{s}` (expected one of: {})",
-            names.join(", ")
-        )
-    })
+/// `--format` names a format this tool does not read.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown format `{0}` (expected one of: {names})", names = Format::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "))]
+struct UnknownFormat(String);
+
+fn parse_format(s: &str) -> Result<Format, UnknownFormat> {
+    Format::from_name(s).ok_or_else(|| UnknownFormat(s.to_string()))
 }
 
 /// One table row (and one `sessions[]` object of `--json`). Token columns use the chosen

@@ -202,7 +202,7 @@ pub(super) fn closest_to_budgets<'a>(d: &'a RunData, limits: &BudgetLimits) -> V
     let mut rows: Vec<&SettingRow> = d
         .settings
         .iter()
-        .filter(|r| !r.is_baseline() && !r.never_compacts())
+        .filter(|r| !r.is_baseline() && !r.never_compacts() && !r.is_as_recorded())
         .filter(|r| r.num(&["thrash_sessions"]).unwrap_or(0.0) == 0.0)
         .collect();
     rows.sort_by(|x, y| {

@@ -294,9 +294,15 @@ fn closest_settings(d: &RunData, b: &mut Vec<Block>) {
     let limits = BudgetLimits::of(d);
     let rows = closest_to_budgets(d, &limits);
     if rows.is_empty() {
-        b.push(Block::Para(t(
-            "No compacting setting fired on these sessions, so there is nothing to compare with the budgets.",
-        )));
+        let thrashing = d
+            .settings
+            .iter()
+            .any(|r| r.num(&["thrash_sessions"]).unwrap_or(0.0) > 0.0);
+        b.push(Block::Para(t(if thrashing {
+            "Every compacting setting that fired re-fires on every turn (ADK pitfalls, below), so none is compared with the budgets."
+        } else {
+            "No compacting setting fired on these sessions, so there is nothing to compare with the budgets."
+        })));
         return;
     }
     let usd = money(d);

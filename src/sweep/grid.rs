@@ -899,8 +899,10 @@ impl ResolvedGrid {
         );
         let alts = self.alternative_count();
         let combined = if self.combine {
-            // The ADK settings less one baseline per (tokenizer, agent model).
-            adk.saturating_sub(per_model).saturating_mul(alts)
+            // The ADK settings less the two rows per (tokenizer, agent model) that compact
+            // nothing of ADK's: no compaction and as recorded.
+            adk.saturating_sub(per_model.saturating_mul(2))
+                .saturating_mul(alts)
         } else {
             0
         };

@@ -324,7 +324,8 @@ mod publishing {
             "--trigger",
             "tokens",
             "--after-tokens",
-            "1k",
+            // above every terse summary, so the setting does not thrash (docs/pitfalls.md)
+            "30k",
             "--keep-recent-events",
             "0",
             "--summarizer",

@@ -184,11 +184,11 @@ mod grid_errors {
             &["--max-llm-calls", "1..200000:1", "--show-grid"],
             &["over the limit of 100_000", "max_llm_calls 200_000"],
         );
-        // 105 default settings, 2,000 caps, and each cap with each of the 104 compaction
-        // settings.
+        // 106 default settings (the baseline, 104 compaction settings, as recorded), 2,000
+        // caps, and each cap with each of the 104 compaction settings.
         refused(
             &["--max-llm-calls", "1..2000:1", "--combine", "--show-grid"],
-            &["210_105 settings is over the limit of 100_000", "combine"],
+            &["210_106 settings is over the limit of 100_000", "combine"],
         );
         let dir = tempfile::tempdir().unwrap();
         let (code, out, err) = sweep(
@@ -197,7 +197,7 @@ mod grid_errors {
         );
         assert_eq!(code, 0, "{err}");
         assert!(
-            out.contains("# 10605 settings"),
+            out.contains("# 10606 settings"),
             "{}",
             out.lines().last().unwrap_or("")
         );
