@@ -142,9 +142,13 @@ pub fn stuck(replay: &Replay, s: &SessionSizes, cfg: &Config) -> Option<Stuck> {
         .max();
     let first_free = last_compacted.map_or(0, |e| e as usize + 1);
     let answered = answered_ids(s);
+    // Called after every ADK replay of a sweep: most sessions answer every call, so look for
+    // one before building the window the guard reads.
+    let first_call = (first_free..s.n).find(|&i| unanswered_call(s, i, &answered).is_some())?;
     let mut gs = GuardScratch::default();
     let window: Vec<u32> = (first_free as u32..s.n as u32).collect();
-    for (k, &c) in window.iter().enumerate() {
+    let start = first_call - first_free;
+    for (k, &c) in window.iter().enumerate().skip(start) {
         let Some(part) = unanswered_call(s, c as usize, &answered) else {
             continue;
         };
