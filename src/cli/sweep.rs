@@ -143,7 +143,7 @@ pub struct AxisFlags {
     pub budget_latency: Option<f64>,
     /// Other frameworks' policies replayed beside the ADK settings (docs/policies.md):
     /// clear-tool-results, mask-observations, claude-code, codex, openhands, langchain,
-    /// gemini-cli, or all.
+    /// gemini-cli, turn-summary, hybrid, or all.
     #[arg(long, value_name = "LIST")]
     pub policy: Option<String>,
     /// clear-tool-results: prompt tokens above which old tool results are cleared [100k].
@@ -186,6 +186,21 @@ pub struct AxisFlags {
     /// gemini-cli: compression threshold, fraction of the window [0.5].
     #[arg(long, value_name = "LIST")]
     pub gemini_threshold: Option<String>,
+    /// turn-summary: turns each summary replaces (summarize_every_n_turns n) [21].
+    #[arg(long, value_name = "LIST")]
+    pub ts_n: Option<String>,
+    /// turn-summary: newest turns kept raw (keep_last_m_turns) [10].
+    #[arg(long, value_name = "LIST")]
+    pub ts_m: Option<String>,
+    /// hybrid: turns each summary replaces [43].
+    #[arg(long, value_name = "LIST")]
+    pub hybrid_n: Option<String>,
+    /// hybrid: newest turns kept raw at a summary [10].
+    #[arg(long, value_name = "LIST")]
+    pub hybrid_m: Option<String>,
+    /// hybrid: turns whose observations stay unmasked (last_n_observations n) [10].
+    #[arg(long, value_name = "LIST")]
+    pub hybrid_window: Option<String>,
 }
 
 fn text_axis(s: &Option<String>) -> Option<AxisSpec> {
@@ -241,6 +256,11 @@ fn flag_axes(a: &AxisFlags, combine: bool) -> GridSpec {
         lc_trigger: text_axis(&a.lc_trigger),
         lc_keep: text_axis(&a.lc_keep),
         gemini_threshold: text_axis(&a.gemini_threshold),
+        ts_n: text_axis(&a.ts_n),
+        ts_m: text_axis(&a.ts_m),
+        hybrid_n: text_axis(&a.hybrid_n),
+        hybrid_m: text_axis(&a.hybrid_m),
+        hybrid_window: text_axis(&a.hybrid_window),
     }
 }
 

@@ -75,6 +75,13 @@ struct Walk<'a> {
     kept: Vec<(u32, u64)>,
     kept_tok: u64,
     cur: Option<Current>,
+    /// Summaries: each new one joins those carried ([`CompactionPolicy::summaries_accumulate`]).
+    accumulate: bool,
+    /// Tokens of the summaries carried before `cur` (accumulating policies only).
+    earlier_tokens: u64,
+    /// Where the carried summary's hidden runs start in `out.hidden` (a policy that also
+    /// clears appends the results it clears after the summary's span behind them).
+    sum_hid: u32,
     hid: std::ops::Range<u32>,
     car: std::ops::Range<u32>,
     prev_hist: u64,
@@ -86,7 +93,7 @@ fn net(removed: i64, added: u64, of: u64) -> u64 {
 }
 
 impl<'a> Walk<'a> {
-    fn new(ctx: &Ctx<'a>, base: &'a BaselineCache, clearable: Clearable) -> Self {
+    fn new(ctx: &Ctx<'a>, base: &'a BaselineCache, clearable: Clearable, accumulate: bool) -> Self {
         let s = ctx.sizes;
         let mut mp = Vec::with_capacity(s.n + 1);
         mp.push(0u64);
@@ -113,6 +120,9 @@ impl<'a> Walk<'a> {
             kept: Vec::new(),
             kept_tok: 0,
             cur: None,
+            accumulate,
+            earlier_tokens: 0,
+            sum_hid: 0,
             hid: 0..0,
             car: 0..0,
             prev_hist: 0,
@@ -129,13 +139,26 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Tokens freed by clearing the first `m` results (their tokens less the placeholders).
+    /// Results the carried summary stands for (those before its cut): clearing them frees
+    /// nothing more.
+    fn clear_from(&self, m: usize) -> usize {
+        if self.cur.is_none() {
+            return 0;
+        }
+        let cut = self.cut;
+        self.clearable.events.partition_point(|&e| e < cut).min(m)
+    }
+
+    /// Tokens freed by clearing the first `m` results (their tokens less the placeholders),
+    /// less those the carried summary already stands for.
     fn clear_removed(&self, m: usize) -> i64 {
-        self.clearable.prefix[m] as i64 - (m as u64 * self.clearable.placeholder) as i64
+        let j = self.clear_from(m);
+        (self.clearable.prefix[m] - self.clearable.prefix[j]) as i64
+            - ((m - j) as u64 * self.clearable.placeholder) as i64
     }
 
     fn summary_tokens(&self) -> u64 {
-        self.cur.as_ref().map_or(0, |c| c.tokens)
+        self.cur.as_ref().map_or(0, |c| c.tokens) + self.earlier_tokens
     }
 
     /// What the policy is told before request `q` at event `k`.
@@ -322,7 +345,7 @@ impl<'a> Walk<'a> {
         call.output_tokens = sm.tokens;
         call.summary_chars = sm.chars;
         call.compaction = Some(ordinal - 1);
-        if let Some(prev) = seed {
+        if let Some(prev) = seed.filter(|_| !self.accumulate) {
             if let Some(pc) = self.out.compactions.get_mut(prev.ordinal as usize - 1) {
                 pc.retained = false;
                 pc.subsumed_by = Some(ordinal);
@@ -385,9 +408,16 @@ impl<'a> Walk<'a> {
             self.out.hidden.push((from, c - 1));
         }
         self.hid = hs..self.out.hidden.len() as u32;
+        self.sum_hid = hs;
         let cs = self.out.carried.len() as u32;
         self.out.carried.push(summary.ordinal);
-        self.car = cs..cs + 1;
+        match self.cur.take().filter(|_| self.accumulate) {
+            Some(prev) => {
+                self.earlier_tokens += prev.tokens;
+                self.car = self.car.start..cs + 1;
+            }
+            None => self.car = cs..cs + 1,
+        }
         self.cur = Some(summary);
     }
 
@@ -398,11 +428,14 @@ impl<'a> Walk<'a> {
         if q == 0 {
             0
         } else if compacted_now {
-            tp[self.head as usize]
-        } else if m != self.m_prev {
-            let j = m.min(self.m_prev);
+            // the summaries carried before stay where they were
+            tp[self.head as usize] + self.earlier_tokens
+        } else if m != self.m_prev && self.clear_from(m.max(self.m_prev)) < m.max(self.m_prev) {
+            // the first result cleared or restored that the summary does not stand for
+            let j = m.min(self.m_prev).max(self.clear_from(m.max(self.m_prev)));
             let e = self.clearable.events.get(j).copied().unwrap_or(k) as usize;
-            (tp[e] as i64 - self.clear_removed(j)).max(0) as u64
+            let before = tp[e] as i64 - self.sum_removed() as i64 + self.summary_tokens() as i64;
+            (before - self.clear_removed(j)).max(0) as u64
         } else {
             self.prev_hist
         }
@@ -424,14 +457,23 @@ impl<'a> Walk<'a> {
         // The token prefix counts every event, also those this request's history never
         // held (another agent's, invisible ones); a request hides at most what it held, so
         // `detail_lost` stays a share.
-        let hidden_tokens = (removed_sum + self.clearable.prefix[m]).min(h_base);
+        let j = self.clear_from(m);
+        let cleared = self.clearable.prefix[m] - self.clearable.prefix[j];
+        let hidden_tokens = (removed_sum + cleared).min(h_base);
         while self.cand_at < m {
             let e = self.clearable.events[self.cand_at];
-            self.out.hidden.push((e, e));
+            // a result inside the summary's span is hidden by its runs already
+            if self.cand_at >= j {
+                self.out.hidden.push((e, e));
+            }
             self.cand_at += 1;
         }
         if !self.clearable.events.is_empty() {
-            self.hid = 0..m as u32;
+            self.hid = if on {
+                self.sum_hid..self.out.hidden.len() as u32
+            } else {
+                0..m as u32
+            };
         }
         let shared = self.shared_prefix(r.q, r.k, m, r.compacted_now, hist);
         self.prev_hist = hist;
@@ -498,7 +540,7 @@ pub fn replay(
         .baseline
         .get_or_init(|| crate::engine::contents::baseline(s));
     let clearable = policy.clearable().cloned().unwrap_or_default();
-    let mut walk = Walk::new(ctx, base, clearable);
+    let mut walk = Walk::new(ctx, base, clearable, policy.summaries_accumulate());
     for (q, (&k, meas)) in base.request_event.iter().zip(&base.request).enumerate() {
         walk.request(ctx, policy, summarizer, q, (k, meas));
     }

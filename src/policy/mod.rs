@@ -17,6 +17,7 @@ pub mod langchain;
 pub mod mask;
 pub mod measured;
 pub mod openhands;
+pub mod turn_summary;
 
 use crate::engine::{Replay, Summarizer};
 use crate::tokens::sizes::SessionSizes;
@@ -58,6 +59,12 @@ impl PolicySpec {
             }
             PolicySpec::GeminiCli { threshold_pct } => {
                 Box::new(gemini_cli::GeminiCli::new(ctx, *threshold_pct))
+            }
+            PolicySpec::TurnSummary { n, m } => {
+                Box::new(turn_summary::TurnSummary::new(ctx, *n, *m))
+            }
+            PolicySpec::Hybrid { n, m, window } => {
+                Box::new(turn_summary::Hybrid::new(ctx, *n, *m, *window))
             }
             // Which rule depends on what the session records, read above this room
             // (`backtest::as_recorded`); the sweep builds that rule itself. Alone: none.
@@ -202,6 +209,13 @@ pub trait CompactionPolicy {
 
     /// The decision before request `at`.
     fn decide(&mut self, ctx: &Ctx<'_>, at: &At) -> Decision;
+
+    /// Whether a new summary joins the ones carried (SWE-agent's `summarize_every_n_turns`
+    /// without static checkpointing) instead of replacing them; it still reads only the
+    /// newest as its seed.
+    fn summaries_accumulate(&self) -> bool {
+        false
+    }
 }
 
 /// No compaction as a policy: what a session that records no setting is replayed under.

@@ -437,3 +437,104 @@ fn claude_code_fires_where_the_recorded_compaction_was() {
     s.recorded_compactions.clear();
     assert!(fired_at(&run(&s, &toks, &spec, None)).is_empty());
 }
+
+/// Request `q`'s model event in [`session`].
+fn request_event(q: u32) -> u32 {
+    1 + 2 * q
+}
+
+#[test]
+fn turn_summary_fires_at_n_plus_m_turns_and_keeps_the_last_m() {
+    let (s, toks) = session(6, &[]);
+    let tp = tok_prefix(&s, &toks);
+    let r = run(&s, &toks, &PolicySpec::TurnSummary { n: 2, m: 1 }, None);
+    let fired: Vec<usize> = (0..r.requests.len())
+        .filter(|&q| r.requests[q].pre_request_compacted)
+        .collect();
+    // 3 = n + m turns before request 3; then every n turns: request 5
+    assert_eq!(fired, vec![3, 5]);
+    assert_eq!(r.calls.len(), 2);
+    // the first summary: turns 0 and 1 (requests 0, 1 and their results); turn 2 stays raw,
+    // the task before request 0 is never summarized
+    let (c1, c2) = (&r.compactions[0], &r.compactions[1]);
+    assert_eq!(c1.summarized_events, request_event(0)..request_event(2));
+    assert_eq!(c1.seed, None);
+    let at = &r.requests[3];
+    assert_eq!(r.hidden(at), &[(1, 4)]);
+    let (h, c) = (request_event(0) as usize, request_event(2) as usize);
+    assert_eq!(
+        at.prompt_tokens,
+        at.baseline_prompt_tokens - (tp[c] - tp[h]) + c1.summary_tokens
+    );
+    // the second reads the first and the turns since; both stay in the prompt, one after
+    // the other, so the cached prefix reaches past the first
+    assert_eq!(c2.summarized_events, request_event(2)..request_event(4));
+    assert_eq!(c2.seed, Some(1));
+    assert!(c1.retained && c2.retained);
+    let at = &r.requests[5];
+    assert_eq!(r.carried(at), &[1, 2]);
+    let c = request_event(4) as usize;
+    assert_eq!(
+        at.prompt_tokens,
+        at.baseline_prompt_tokens - (tp[c] - tp[h]) + c1.summary_tokens + c2.summary_tokens
+    );
+    assert_eq!(at.shared_prefix_tokens, tp[h] + c1.summary_tokens);
+}
+
+#[test]
+fn hybrid_masks_between_static_summaries() {
+    let (s, toks) = session(6, &[]);
+    let tp = tok_prefix(&s, &toks);
+    let spec = PolicySpec::Hybrid {
+        n: 2,
+        m: 1,
+        window: 1,
+    };
+    let r = run(&s, &toks, &spec, None);
+    let fired: Vec<usize> = (0..r.requests.len())
+        .filter(|&q| r.requests[q].pre_request_compacted)
+        .collect();
+    assert_eq!(fired, vec![3, 5]);
+    let ph = mask::PLACEHOLDER_TOKENS;
+    let masked = RESULT_TOKENS as u64 - ph;
+    // before the first summary: masking alone, the last turn's result verbatim
+    let q2 = &r.requests[2];
+    assert_eq!(r.hidden(q2), &[(result(0), result(0))]);
+    assert_eq!(q2.prompt_tokens, q2.baseline_prompt_tokens - masked);
+    // at the firing: the summary stands for turns 0-1, whose masked results free no more
+    let (h, c) = (request_event(0) as usize, request_event(2) as usize);
+    let s1 = r.compactions[0].summary_tokens;
+    let at = &r.requests[3];
+    assert_eq!(r.hidden(at), &[(1, 4)]);
+    assert_eq!(
+        at.prompt_tokens,
+        at.baseline_prompt_tokens - (tp[c] - tp[h]) + s1
+    );
+    // the next request masks the kept turn's result, after the summary: the cached prefix
+    // ends there
+    let q4 = &r.requests[4];
+    assert_eq!(r.hidden(q4), &[(1, 4), (result(2), result(2))]);
+    assert_eq!(
+        q4.prompt_tokens,
+        q4.baseline_prompt_tokens - (tp[c] - tp[h]) + s1 - masked
+    );
+    let e = result(2) as usize;
+    assert_eq!(q4.shared_prefix_tokens, tp[e] - (tp[c] - tp[h]) + s1);
+    // static checkpointing: the second summary replaces the first
+    let s2 = r.compactions[1].summary_tokens;
+    assert_eq!(r.compactions[1].seed, Some(1));
+    assert!(!r.compactions[0].retained);
+    let c = request_event(4) as usize;
+    let at = &r.requests[5];
+    assert_eq!(r.carried(at), &[2]);
+    assert_eq!(
+        at.prompt_tokens,
+        at.baseline_prompt_tokens - (tp[c] - tp[h]) + s2
+    );
+    let q6 = &r.requests[6];
+    assert_eq!(r.hidden(q6), &[(1, 8), (result(4), result(4))]);
+    assert_eq!(
+        q6.prompt_tokens,
+        q6.baseline_prompt_tokens - (tp[c] - tp[h]) + s2 - masked
+    );
+}

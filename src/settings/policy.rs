@@ -35,6 +35,12 @@ pub enum PolicySpec {
     Langchain { trigger: LcTrigger, keep: u64 },
     /// Gemini CLI chat compression at `threshold_pct` % of the window.
     GeminiCli { threshold_pct: u64 },
+    /// SWE-agent's `summarize_every_n_turns` (The Complexity Trap's LLM summary): at `n + m`
+    /// unsummarized turns the oldest `n` become one summary, the last `m` stay raw.
+    TurnSummary { n: u64, m: u64 },
+    /// The Complexity Trap's hybrid: `last_n_observations` (`window`) on top of a static
+    /// `summarize_every_n_turns` (`n`, `m`).
+    Hybrid { n: u64, m: u64, window: u64 },
     /// Each session under the policy its own framework ran with, read from its transcript
     /// (`backtest::as_recorded`): the status quo a setting replaces. Not a `--policy` family.
     AsRecorded,
@@ -101,6 +107,8 @@ pub const FAMILIES: &[&str] = &[
     "openhands",
     "langchain",
     "gemini-cli",
+    "turn-summary",
+    "hybrid",
 ];
 
 impl PolicySpec {
@@ -114,6 +122,8 @@ impl PolicySpec {
             PolicySpec::Openhands { .. } => "openhands",
             PolicySpec::Langchain { .. } => "langchain",
             PolicySpec::GeminiCli { .. } => "gemini-cli",
+            PolicySpec::TurnSummary { .. } => "turn-summary",
+            PolicySpec::Hybrid { .. } => "hybrid",
             PolicySpec::AsRecorded => AS_RECORDED,
         }
     }
@@ -150,6 +160,8 @@ impl PolicySpec {
             PolicySpec::GeminiCli { threshold_pct } => {
                 format!("threshold={}", *threshold_pct as f64 / 100.0)
             }
+            PolicySpec::TurnSummary { n, m } => format!("n={n} m={m}"),
+            PolicySpec::Hybrid { n, m, window } => format!("n={n} m={m} window={window}"),
             PolicySpec::AsRecorded => "per session".to_string(),
         }
     }
@@ -195,6 +207,9 @@ pub fn adk_expressible(family: &str) -> &'static str {
         }
         "claude-code" | "codex" | "gemini-cli" => {
             "partly: after_tokens at the same threshold fires at the same point; what is kept differs"
+        }
+        "turn-summary" | "hybrid" => {
+            "partly: ADK's sliding window summarizes every N invocations, not N model turns; masking needs a before_model_callback"
         }
         _ => "partly: keep_recent_events is the nearest tail rule; ADK triggers on tokens or invocations, not message counts",
     }

@@ -192,6 +192,16 @@ pub struct GridSpec {
     pub lc_keep: Option<AxisSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gemini_threshold: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts_n: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts_m: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hybrid_n: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hybrid_m: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hybrid_window: Option<AxisSpec>,
 }
 
 /// The documented default grid (docs/sweeps.md "Axes"): 40 size-trigger and 12 turn-trigger
@@ -254,7 +264,12 @@ impl GridSpec {
                 openhands_keep_first,
                 lc_trigger,
                 lc_keep,
-                gemini_threshold
+                gemini_threshold,
+                ts_n,
+                ts_m,
+                hybrid_n,
+                hybrid_m,
+                hybrid_window
             );
         }
         macro_rules! take {

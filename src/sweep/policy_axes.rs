@@ -21,6 +21,11 @@ const AXES: &[(&str, &str)] = &[
     ("lc_trigger", "langchain"),
     ("lc_keep", "langchain"),
     ("gemini_threshold", "gemini-cli"),
+    ("ts_n", "turn-summary"),
+    ("ts_m", "turn-summary"),
+    ("hybrid_n", "hybrid"),
+    ("hybrid_m", "hybrid"),
+    ("hybrid_window", "hybrid"),
 ];
 
 fn axis<'a>(g: &'a GridSpec, key: &str) -> &'a Option<AxisSpec> {
@@ -37,6 +42,11 @@ fn axis<'a>(g: &'a GridSpec, key: &str) -> &'a Option<AxisSpec> {
         "openhands_keep_first" => &g.openhands_keep_first,
         "lc_trigger" => &g.lc_trigger,
         "lc_keep" => &g.lc_keep,
+        "ts_n" => &g.ts_n,
+        "ts_m" => &g.ts_m,
+        "hybrid_n" => &g.hybrid_n,
+        "hybrid_m" => &g.hybrid_m,
+        "hybrid_window" => &g.hybrid_window,
         _ => &g.gemini_threshold,
     }
 }
@@ -101,6 +111,8 @@ pub fn resolve(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
             "codex" => codex(g)?,
             "openhands" => openhands(g)?,
             "langchain" => langchain(g)?,
+            "turn-summary" => turn_summary(g)?,
+            "hybrid" => hybrid(g)?,
             _ => gemini_cli(g)?,
         });
     }
@@ -199,6 +211,41 @@ fn langchain(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
         };
         for k in nums(g, "lc_keep", 20)? {
             out.push(PolicySpec::Langchain { trigger, keep: k });
+        }
+    }
+    Ok(out)
+}
+
+/// SWE-agent's `summarize_every_n_turns`: The Complexity Trap's N = 21, M = 10.
+fn turn_summary(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let mut out = Vec::new();
+    for n in nums(g, "ts_n", 21)? {
+        if n == 0 {
+            return err("grid axis ts_n: value 0 summarizes no turn; SWE-agent requires n >= 1");
+        }
+        for m in nums(g, "ts_m", 10)? {
+            out.push(PolicySpec::TurnSummary { n, m });
+        }
+    }
+    Ok(out)
+}
+
+/// The hybrid: the paper's config, summary at N = 43, M = 10, masking window 10.
+fn hybrid(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let mut out = Vec::new();
+    for n in nums(g, "hybrid_n", 43)? {
+        if n == 0 {
+            return err(
+                "grid axis hybrid_n: value 0 summarizes no turn; SWE-agent requires n >= 1",
+            );
+        }
+        for m in nums(g, "hybrid_m", 10)? {
+            for window in nums(g, "hybrid_window", 10)? {
+                if window == 0 {
+                    return err("grid axis hybrid_window: value 0 masks every observation; SWE-agent requires n >= 1");
+                }
+                out.push(PolicySpec::Hybrid { n, m, window });
+            }
         }
     }
     Ok(out)
@@ -325,6 +372,21 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
         v.dedup();
         let t: Vec<String> = v.iter().map(|p| format!("{}", *p as f64 / 100.0)).collect();
         out += &format!("gemini_threshold = {}\n", q(&t));
+    }
+    if fams.contains(&"turn-summary") {
+        out += &format!(
+            "ts_n = {}\nts_m = {}\n",
+            n(&mut collect!(PolicySpec::TurnSummary { n, .. } => *n)),
+            n(&mut collect!(PolicySpec::TurnSummary { m, .. } => *m))
+        );
+    }
+    if fams.contains(&"hybrid") {
+        out += &format!(
+            "hybrid_n = {}\nhybrid_m = {}\nhybrid_window = {}\n",
+            n(&mut collect!(PolicySpec::Hybrid { n, .. } => *n)),
+            n(&mut collect!(PolicySpec::Hybrid { m, .. } => *m)),
+            n(&mut collect!(PolicySpec::Hybrid { window, .. } => *window))
+        );
     }
     out
 }
