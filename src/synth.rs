@@ -1198,6 +1198,120 @@ impl Gen {
     }
 }
 
+/// SWE-agent trajectories shaped like The Complexity Trap's raw runs (issue 38,
+/// docs/validation.md): one `.traj` per turn count, each turn a thought with one tool call
+/// and its observation, the observations `obs_share` of a turn's tokens on average (the
+/// paper: about 84 %). Written as SWE-agent writes `history` (function calling), so the
+/// same reader and the same sweep run on them as on real runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweShape {
+    pub turns: Vec<usize>,
+    /// Mean tokens of one turn (o200k), action and observation together.
+    pub turn_tokens: u64,
+    pub obs_share: f64,
+}
+
+/// Characters per o200k token of the generated listings and thoughts (measured on a
+/// generated set: the o200k count of the history over its characters).
+const SWE_CHARS_PER_TOKEN: f64 = 3.6;
+
+/// Observation sizes spread log-uniformly over 0.25-3x of a base; this is the mean of that
+/// spread, so that the mean observation is the shape's.
+const SWE_SPREAD_MEAN: f64 = 2.75 / 2.484_906_649_788_000_4;
+
+/// One trajectory per entry of `shape.turns`; trajectory `i` depends only on the seed, `i`
+/// and its turn count.
+pub fn generate_swe_agent(seed: u64, shape: &SweShape) -> Vec<SynthFile> {
+    shape
+        .turns
+        .iter()
+        .enumerate()
+        .map(|(i, &turns)| swe_agent_one(seed, i, turns, shape))
+        .collect()
+}
+
+fn swe_agent_one(seed: u64, index: usize, turns: usize, shape: &SweShape) -> SynthFile {
+    let mut mixer = SplitMix64::new(
+        seed ^ 0x5357_4541_4745_4E54 ^ (index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
+    );
+    let mut g = Gen::new(SplitMix64::new(mixer.next_u64()), Kind::Coding, true);
+    let obs_tokens = shape.turn_tokens as f64 * shape.obs_share.clamp(0.0, 1.0);
+    let act_tokens = (shape.turn_tokens as f64 - obs_tokens).max(1.0);
+    let msg = |role: &str, content: String, kind: &str| json!({"role": role, "content": content, "agent": "main", "message_type": kind});
+    let task = format!(
+        "We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\n{}",
+        g.prose(6_000)
+    );
+    let mut history = vec![
+        msg("system", g.prose(4_000), "system"),
+        msg("user", task, "observation"),
+    ];
+    for k in 0..turns {
+        let id = format!("call_{index}_{k}");
+        let (thought, command) = g.swe_action(act_tokens);
+        let mut a = msg("assistant", thought.clone(), "action");
+        a["thought"] = json!(thought);
+        a["action"] = json!(command);
+        let args = json!({ "command": command }).to_string();
+        a["tool_calls"] = json!([{"id": id, "type": "function",
+            "function": {"name": "bash", "arguments": args}}]);
+        history.push(a);
+        let spread = g.rng.log_uniform(0.25, 3.0) / SWE_SPREAD_MEAN;
+        let mut o = msg(
+            "tool",
+            g.swe_observation(obs_tokens * spread),
+            "observation",
+        );
+        o["tool_call_ids"] = json!([id]);
+        history.push(o);
+    }
+    let traj = json!({
+        "environment": "synthetic",
+        "trajectory": [],
+        "history": history,
+        "info": {"exit_status": "submitted", "synthetic": "compaction-sim synth --swe-agent-turns"},
+    });
+    SynthFile {
+        file_name: format!("{:02}-swe-agent-{turns}.traj", index + 1),
+        kind: Kind::Coding,
+        invocations: 1,
+        json: format!("{traj}\n"),
+    }
+}
+
+impl Gen {
+    /// A SWE-agent action of about `tokens` tokens: a thought and a shell command.
+    fn swe_action(&mut self, tokens: f64) -> (String, String) {
+        let module = *self.rng.pick(MODULES);
+        let command = match self.rng.below(4) {
+            0 => format!("grep -rn \"{}\" src/", self.rng.pick(FUNCS)),
+            1 => format!(
+                "sed -n {0},{1}p src/{module}.py",
+                self.rng.range(1, 400),
+                self.rng.range(401, 900)
+            ),
+            2 => format!("python reproduce_{module}.py"),
+            _ => format!("python -m pytest tests/test_{module}.py -x -q"),
+        };
+        let chars = (tokens * SWE_CHARS_PER_TOKEN) as usize;
+        let thought = self.prose(chars.saturating_sub(command.len()).max(20));
+        (thought, command)
+    }
+
+    /// An observation of about `tokens` tokens: a numbered listing as SWE-agent's tools print.
+    fn swe_observation(&mut self, tokens: f64) -> String {
+        let chars = (tokens * SWE_CHARS_PER_TOKEN) as usize;
+        let module = *self.rng.pick(MODULES);
+        let mut s = format!("[File: /repo/src/{module}.py]\n");
+        let mut line = self.rng.range(1, 600);
+        while s.len() < chars {
+            s.push_str(&format!("{line}:{}", self.code(1)));
+            line += 1;
+        }
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -107,6 +107,12 @@ fn policy_of(kind: &str) -> Option<PolicySpec> {
             keep: 20,
         },
         "gemini-cli" => PolicySpec::GeminiCli { threshold_pct: 2 },
+        "turn-summary" => PolicySpec::TurnSummary { n: 21, m: 10 },
+        "hybrid" => PolicySpec::Hybrid {
+            n: 43,
+            m: 10,
+            window: 10,
+        },
         _ => return None,
     })
 }

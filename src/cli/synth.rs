@@ -25,6 +25,62 @@ pub struct SynthArgs {
     /// With --invocations: each answer follows a tool round (call and invoice-sized response).
     #[arg(long, requires = "invocations")]
     pub tool_rounds: bool,
+    /// Write SWE-agent trajectories instead, one per turn count in this comma-separated list
+    /// (`NN-swe-agent-TURNS.traj`), shaped like The Complexity Trap's raw runs
+    /// (docs/validation.md): synthetic, for replaying long SWE-agent runs.
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["sessions", "invocations"])]
+    pub swe_agent_turns: Option<String>,
+    /// With --swe-agent-turns: mean tokens of one turn (action and observation), o200k.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 650,
+        requires = "swe_agent_turns"
+    )]
+    pub turn_tokens: u64,
+    /// With --swe-agent-turns: the observations' share of a turn's tokens (0..1).
+    #[arg(
+        long,
+        value_name = "X",
+        default_value_t = 0.84,
+        requires = "swe_agent_turns"
+    )]
+    pub obs_share: f64,
+}
+
+/// Why a `--swe-agent-turns` shape is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    #[error("--swe-agent-turns: `{0}` is not a turn count (a whole number from 1)")]
+    Turns(String),
+    #[error("--obs-share: {0} is outside 0..1")]
+    Share(f64),
+}
+
+/// The SWE-agent shape the flags give.
+fn swe_shape(
+    list: &str,
+    turn_tokens: u64,
+    obs_share: f64,
+) -> Result<crate::synth::SweShape, ShapeError> {
+    let turns = list
+        .split(',')
+        .map(|t| {
+            t.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| ShapeError::Turns(t.trim().to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if !(0.0..=1.0).contains(&obs_share) {
+        return Err(ShapeError::Share(obs_share));
+    }
+    Ok(crate::synth::SweShape {
+        turns,
+        turn_tokens,
+        obs_share,
+    })
 }
 
 pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
@@ -34,6 +90,10 @@ pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
         &[],
         publish::Chosen::ByUser { force: args.force },
     )?;
+    let swe = match &args.swe_agent_turns {
+        Some(list) => Some(swe_shape(list, args.turn_tokens, args.obs_share)?),
+        None => None,
+    };
     let build = publish::build_dir_for(&target)?;
     let (count, bytes) = match args.invocations {
         Some(invocations) => {
@@ -47,7 +107,10 @@ pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
             (1, text.len())
         }
         None => {
-            let files = crate::synth::generate(args.sessions, args.seed);
+            let files = match &swe {
+                Some(shape) => crate::synth::generate_swe_agent(args.seed, shape),
+                None => crate::synth::generate(args.sessions, args.seed),
+            };
             let mut bytes = 0usize;
             for f in &files {
                 crate::atomic::write_atomic(&build.path().join(&f.file_name), f.json.as_bytes())?;

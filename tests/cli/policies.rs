@@ -28,6 +28,14 @@ const LOW: &[&str] = &[
     "tokens:5k",
     "--gemini-threshold",
     "0.03",
+    "--ts-n",
+    "2",
+    "--ts-m",
+    "1",
+    "--hybrid-n",
+    "2",
+    "--hybrid-m",
+    "1",
     "--summarizer",
     "terse",
     "-q",
@@ -73,7 +81,7 @@ fn every_policy_runs_beside_the_adk_settings() {
         .collect();
     let families: std::collections::BTreeSet<&str> =
         rows.iter().filter_map(|r| r["policy"].as_str()).collect();
-    assert_eq!(families.len(), 7, "{families:?}");
+    assert_eq!(families.len(), 9, "{families:?}");
     let policy_rows: Vec<&serde_json::Value> =
         rows.iter().filter(|r| r["policy"].is_string()).collect();
     // clear-tool-results: 2 triggers x 2 keeps
@@ -104,6 +112,8 @@ fn every_policy_runs_beside_the_adk_settings() {
         "openhands",
         "langchain",
         "gemini-cli",
+        "turn-summary",
+        "hybrid",
     ] {
         let r = policy_rows.iter().find(|r| r["policy"] == fam).unwrap();
         assert!(r["summarizer_calls_sum"].as_f64().unwrap() > 0.0, "{fam}");
@@ -158,6 +168,8 @@ fn bad_policy_flags_are_refused_in_one_line() {
             vec!["--policy", "openhands", "--openhands-keep-first", "200"],
             "openhands_keep_first",
         ),
+        (vec!["--policy", "turn-summary", "--ts-n", "0"], "ts_n"),
+        (vec!["--hybrid-window", "5"], "hybrid_window"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let o = bin()
