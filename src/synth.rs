@@ -1209,11 +1209,17 @@ pub struct SweShape {
     /// Mean tokens of one turn (o200k), action and observation together.
     pub turn_tokens: u64,
     pub obs_share: f64,
+    /// Tokens of the system prompt and the task together (o200k): what every request
+    /// carries whatever the policy.
+    pub fixed_tokens: u64,
 }
 
 /// Characters per o200k token of the generated listings and thoughts (measured on a
 /// generated set: the o200k count of the history over its characters).
 const SWE_CHARS_PER_TOKEN: f64 = 3.6;
+
+/// The same for the prose of the system prompt and the task (measured the same way).
+const PROSE_CHARS_PER_TOKEN: f64 = 4.36;
 
 /// Observation sizes spread log-uniformly over 0.25-3x of a base; this is the mean of that
 /// spread, so that the mean observation is the shape's.
@@ -1238,12 +1244,17 @@ fn swe_agent_one(seed: u64, index: usize, turns: usize, shape: &SweShape) -> Syn
     let obs_tokens = shape.turn_tokens as f64 * shape.obs_share.clamp(0.0, 1.0);
     let act_tokens = (shape.turn_tokens as f64 - obs_tokens).max(1.0);
     let msg = |role: &str, content: String, kind: &str| json!({"role": role, "content": content, "agent": "main", "message_type": kind});
+    let fixed = (shape.fixed_tokens as f64 * PROSE_CHARS_PER_TOKEN) as usize;
     let task = format!(
         "We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\n{}",
-        g.prose(6_000)
+        g.prose(fixed.min(6_000))
     );
     let mut history = vec![
-        msg("system", g.prose(4_000), "system"),
+        msg(
+            "system",
+            g.prose(fixed.saturating_sub(6_000).max(400)),
+            "system",
+        ),
         msg("user", task, "observation"),
     ];
     for k in 0..turns {
@@ -1373,6 +1384,56 @@ mod tests {
                 .collect();
             assert_eq!(invs.len(), 40);
         }
+    }
+
+    #[test]
+    fn swe_agent_trajectories_read_back_with_their_turns_and_observation_share() {
+        let shape = SweShape {
+            turns: vec![3, 40],
+            turn_tokens: 600,
+            obs_share: 0.84,
+            fixed_tokens: 2_300,
+        };
+        let files = generate_swe_agent(5, &shape);
+        assert_eq!(files.len(), 2);
+        // trajectory i depends only on the seed, i and its turn count
+        let again = generate_swe_agent(
+            5,
+            &SweShape {
+                turns: vec![3],
+                ..shape.clone()
+            },
+        );
+        assert_eq!(again[0].json, files[0].json);
+        for (i, (f, &turns)) in files.iter().zip(&shape.turns).enumerate() {
+            assert_eq!(f.file_name, format!("{:02}-swe-agent-{turns}.traj", i + 1));
+            let sessions = crate::transcript::swe_agent::read(&f.file_name, &f.json)
+                .expect("the SWE-agent reader reads it");
+            let ev = &sessions[0].events;
+            assert_eq!(ev.iter().filter(|e| e.model_request).count(), turns);
+            // every call answered
+            let resp = ev
+                .iter()
+                .flat_map(|e| &e.parts)
+                .filter(|p| matches!(p, crate::transcript::Part::ToolResponse { id: Some(_), .. }))
+                .count();
+            assert_eq!(resp, turns);
+        }
+        // the observations' share of the turns' characters is near the shape's (the spread
+        // is random, 40 turns)
+        let v: Value = serde_json::from_str(&files[1].json).unwrap();
+        let chars = |role: &str| -> usize {
+            v["history"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["role"] == role)
+                .map(|m| m["content"].as_str().unwrap().len())
+                .sum()
+        };
+        let (obs, act) = (chars("tool"), chars("assistant"));
+        let share = obs as f64 / (obs + act) as f64;
+        assert!((0.74..0.92).contains(&share), "{share}");
     }
 
     #[test]

@@ -46,6 +46,14 @@ pub struct SynthArgs {
         requires = "swe_agent_turns"
     )]
     pub obs_share: f64,
+    /// With --swe-agent-turns: tokens of the system prompt and the task together, o200k.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 2_300,
+        requires = "swe_agent_turns"
+    )]
+    pub fixed_tokens: u64,
 }
 
 /// Why a `--swe-agent-turns` shape is refused.
@@ -58,11 +66,8 @@ pub enum ShapeError {
 }
 
 /// The SWE-agent shape the flags give.
-fn swe_shape(
-    list: &str,
-    turn_tokens: u64,
-    obs_share: f64,
-) -> Result<crate::synth::SweShape, ShapeError> {
+fn swe_shape(args: &SynthArgs, list: &str) -> Result<crate::synth::SweShape, ShapeError> {
+    let obs_share = args.obs_share;
     let turns = list
         .split(',')
         .map(|t| {
@@ -78,8 +83,9 @@ fn swe_shape(
     }
     Ok(crate::synth::SweShape {
         turns,
-        turn_tokens,
+        turn_tokens: args.turn_tokens,
         obs_share,
+        fixed_tokens: args.fixed_tokens,
     })
 }
 
@@ -91,7 +97,7 @@ pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
         publish::Chosen::ByUser { force: args.force },
     )?;
     let swe = match &args.swe_agent_turns {
-        Some(list) => Some(swe_shape(list, args.turn_tokens, args.obs_share)?),
+        Some(list) => Some(swe_shape(&args, list)?),
         None => None,
     };
     let build = publish::build_dir_for(&target)?;
