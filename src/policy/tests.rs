@@ -502,39 +502,30 @@ fn hybrid_masks_between_static_summaries() {
     assert_eq!(r.hidden(q2), &[(result(0), result(0))]);
     assert_eq!(q2.prompt_tokens, q2.baseline_prompt_tokens - masked);
     // at the firing: the summary stands for turns 0-1, whose masked results free no more
-    let (h, c) = (request_event(0) as usize, request_event(2) as usize);
+    let h = request_event(0) as usize;
+    // request q's prompt: raw, less events h..cut, plus the summary, less `n` masked results
+    let prompt_is = |q: usize, cut: u32, summary: u64, n: u64| {
+        let req = &r.requests[q];
+        let removed = tp[cut as usize] - tp[h];
+        let want = req.baseline_prompt_tokens - removed + summary - n * masked;
+        assert_eq!(req.prompt_tokens, want, "request {q}");
+    };
     let s1 = r.compactions[0].summary_tokens;
-    let at = &r.requests[3];
-    assert_eq!(r.hidden(at), &[(1, 4)]);
-    assert_eq!(
-        at.prompt_tokens,
-        at.baseline_prompt_tokens - (tp[c] - tp[h]) + s1
-    );
+    assert_eq!(r.hidden(&r.requests[3]), &[(1, 4)]);
+    prompt_is(3, request_event(2), s1, 0);
     // the next request masks the kept turn's result, after the summary: the cached prefix
     // ends there
     let q4 = &r.requests[4];
     assert_eq!(r.hidden(q4), &[(1, 4), (result(2), result(2))]);
-    assert_eq!(
-        q4.prompt_tokens,
-        q4.baseline_prompt_tokens - (tp[c] - tp[h]) + s1 - masked
-    );
-    let e = result(2) as usize;
+    prompt_is(4, request_event(2), s1, 1);
+    let (e, c) = (result(2) as usize, request_event(2) as usize);
     assert_eq!(q4.shared_prefix_tokens, tp[e] - (tp[c] - tp[h]) + s1);
     // static checkpointing: the second summary replaces the first
     let s2 = r.compactions[1].summary_tokens;
     assert_eq!(r.compactions[1].seed, Some(1));
     assert!(!r.compactions[0].retained);
-    let c = request_event(4) as usize;
-    let at = &r.requests[5];
-    assert_eq!(r.carried(at), &[2]);
-    assert_eq!(
-        at.prompt_tokens,
-        at.baseline_prompt_tokens - (tp[c] - tp[h]) + s2
-    );
-    let q6 = &r.requests[6];
-    assert_eq!(r.hidden(q6), &[(1, 8), (result(4), result(4))]);
-    assert_eq!(
-        q6.prompt_tokens,
-        q6.baseline_prompt_tokens - (tp[c] - tp[h]) + s2 - masked
-    );
+    assert_eq!(r.carried(&r.requests[5]), &[2]);
+    prompt_is(5, request_event(4), s2, 0);
+    assert_eq!(r.hidden(&r.requests[6]), &[(1, 8), (result(4), result(4))]);
+    prompt_is(6, request_event(4), s2, 1);
 }
