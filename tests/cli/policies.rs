@@ -186,3 +186,87 @@ fn bad_policy_flags_are_refused_in_one_line() {
         assert!(err.contains(must), "{args:?}: {err}");
     }
 }
+
+/// Issue 38: on SWE-agent trajectories (synthetic, `synth --swe-agent-turns`) `turn-summary`
+/// (N 21, M 10) first fires before request 31, when 31 turns exist, then every 21 requests;
+/// the hybrid (N 43, M 10) first before request 53. One summarizer call per firing.
+#[test]
+fn turn_summary_and_hybrid_fire_at_n_plus_m_turns_of_swe_agent_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trajs, out) = (dir.path().join("trajs"), dir.path().join("run"));
+    let o = bin()
+        .args([
+            "synth",
+            "--swe-agent-turns",
+            "31,32,52,53,54",
+            "--turn-tokens",
+            "200",
+        ])
+        .arg("--out")
+        .arg(&trajs)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bin()
+        .arg("sweep")
+        .arg(&trajs)
+        .args(["--policy", "turn-summary,hybrid", "--summarizer", "terse"])
+        .args([
+            "--trigger",
+            "tokens",
+            "--after-tokens",
+            "10M",
+            "--keep-recent-events",
+            "5",
+        ])
+        .args([
+            "--alternatives",
+            "none",
+            "--agent-model",
+            "gemini-2.5-flash",
+            "-q",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = read_text(&out.join("runs.csv"));
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (src, pol, calls, saved) = (
+        col("source"),
+        col("policy"),
+        col("summarizer_calls"),
+        col("tokens_saved_net"),
+    );
+    let mut got: Vec<(String, String, String)> = Vec::new();
+    for l in lines {
+        let row: Vec<&str> = l.split(',').collect();
+        if row[pol] != "turn-summary" && row[pol] != "hybrid" {
+            continue;
+        }
+        let turns = row[src]
+            .rsplit('-')
+            .next()
+            .unwrap()
+            .trim_end_matches(".traj");
+        got.push((row[pol].into(), turns.into(), row[calls].into()));
+        if row[pol] == "hybrid" {
+            // masking saves from request 11 on, whether or not the summary fired
+            assert!(row[saved].parse::<f64>().unwrap() > 0.0, "{l}");
+        }
+    }
+    got.sort();
+    let want = |fam: &str, calls: [u32; 5]| -> Vec<(String, String, String)> {
+        ["31", "32", "52", "53", "54"]
+            .iter()
+            .zip(calls)
+            .map(|(t, c)| (fam.to_string(), t.to_string(), c.to_string()))
+            .collect()
+    };
+    let mut expect = want("hybrid", [0, 0, 0, 0, 1]);
+    expect.extend(want("turn-summary", [0, 1, 1, 2, 2]));
+    assert_eq!(got, expect);
+}
