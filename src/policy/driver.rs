@@ -544,9 +544,13 @@ pub fn replay(
     for (q, (&k, meas)) in base.request_event.iter().zip(&base.request).enumerate() {
         walk.request(ctx, policy, summarizer, q, (k, meas));
     }
-    let (mut out, cur) = (walk.out, walk.cur);
+    let (mut out, cur, accumulate) = (walk.out, walk.cur, walk.accumulate);
     invocation_rows(s, &mut out);
     totals(&mut out, cur.map(|c| c.ordinal));
+    if accumulate {
+        // every summary stays in the prompt to the end
+        out.totals.final_retained_summaries = out.carried.clone();
+    }
     out
 }
 

@@ -479,6 +479,7 @@ fn turn_summary_fires_at_n_plus_m_turns_and_keeps_the_last_m() {
         at.baseline_prompt_tokens - (tp[c] - tp[h]) + c1.summary_tokens + c2.summary_tokens
     );
     assert_eq!(at.shared_prefix_tokens, tp[h] + c1.summary_tokens);
+    assert_eq!(r.totals.final_retained_summaries, vec![1, 2]);
 }
 
 #[test]
@@ -528,4 +529,25 @@ fn hybrid_masks_between_static_summaries() {
     prompt_is(5, request_event(4), s2, 0);
     assert_eq!(r.hidden(&r.requests[6]), &[(1, 8), (result(4), result(4))]);
     prompt_is(6, request_event(4), s2, 1);
+}
+
+#[test]
+fn turn_summary_tries_again_after_a_summary_that_was_not_written() {
+    let (s, toks) = session(6, &[]);
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let ctx = Ctx {
+        sizes: &sizes,
+        session: &s,
+        window: None,
+    };
+    let none = Deterministic::new(Policy::None, Vec::new(), Vec::<String>::new());
+    let r = replay_spec(&PolicySpec::TurnSummary { n: 2, m: 1 }, &ctx, &none);
+    // the turns stay unsummarized, so every request from the firing point on calls again
+    let at: Vec<u32> = r
+        .calls
+        .iter()
+        .filter_map(|c| c.before_event_index)
+        .collect();
+    assert_eq!(at, (3..7).map(request_event).collect::<Vec<_>>());
+    assert!(r.compactions.is_empty());
 }

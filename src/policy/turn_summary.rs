@@ -42,6 +42,11 @@ impl TurnSummary {
 
     /// The firing before request `at`: the oldest `n` unsummarized turns, or `None`.
     fn fire(&mut self, at: &At) -> Option<Decision> {
+        // A summary that was not written (the summarizer failed or returned nothing) leaves
+        // its turns unsummarized, as SWE-agent keeps them: the next request tries again.
+        while self.done > 0 && self.starts.get(self.done).is_some_and(|&e| at.cut < e) {
+            self.done = self.done.saturating_sub(self.n);
+        }
         if at.q < self.done + self.n + self.m {
             return None;
         }
