@@ -192,6 +192,16 @@ pub struct GridSpec {
     pub lc_keep: Option<AxisSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gemini_threshold: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codex_retain: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gemini_profile: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lc_trim: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openhands_max_tokens: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anthropic_trigger: Option<AxisSpec>,
 }
 
 /// The documented default grid (docs/sweeps.md "Axes"): 40 size-trigger and 12 turn-trigger
@@ -254,7 +264,12 @@ impl GridSpec {
                 openhands_keep_first,
                 lc_trigger,
                 lc_keep,
-                gemini_threshold
+                gemini_threshold,
+                codex_retain,
+                gemini_profile,
+                lc_trim,
+                openhands_max_tokens,
+                anthropic_trigger
             );
         }
         macro_rules! take {

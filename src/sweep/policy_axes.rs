@@ -3,7 +3,11 @@
 //! framework ships; an axis given for a policy that is not asked for is refused.
 
 use super::grid::{err, parse_numeric_axis, parse_text_axis, AxisSpec, GridError, GridSpec};
-use crate::settings::policy::CC_WINDOW;
+use crate::settings::number::parse_number;
+use crate::settings::policy::{
+    GeminiProfile, ANTHROPIC_MIN_TRIGGER, ANTHROPIC_TRIGGER, CC_WINDOW, CODEX_RETAIN_REMOTE,
+    LC_TRIM,
+};
 use crate::settings::{LcTrigger, PolicySpec, FAMILIES};
 
 /// The axis keys and the family each belongs to.
@@ -21,6 +25,11 @@ const AXES: &[(&str, &str)] = &[
     ("lc_trigger", "langchain"),
     ("lc_keep", "langchain"),
     ("gemini_threshold", "gemini-cli"),
+    ("codex_retain", "codex"),
+    ("gemini_profile", "gemini-cli"),
+    ("lc_trim", "langchain"),
+    ("openhands_max_tokens", "openhands"),
+    ("anthropic_trigger", "anthropic-compaction"),
 ];
 
 fn axis<'a>(g: &'a GridSpec, key: &str) -> &'a Option<AxisSpec> {
@@ -37,6 +46,11 @@ fn axis<'a>(g: &'a GridSpec, key: &str) -> &'a Option<AxisSpec> {
         "openhands_keep_first" => &g.openhands_keep_first,
         "lc_trigger" => &g.lc_trigger,
         "lc_keep" => &g.lc_keep,
+        "codex_retain" => &g.codex_retain,
+        "gemini_profile" => &g.gemini_profile,
+        "lc_trim" => &g.lc_trim,
+        "openhands_max_tokens" => &g.openhands_max_tokens,
+        "anthropic_trigger" => &g.anthropic_trigger,
         _ => &g.gemini_threshold,
     }
 }
@@ -101,6 +115,7 @@ pub fn resolve(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
             "codex" => codex(g)?,
             "openhands" => openhands(g)?,
             "langchain" => langchain(g)?,
+            "anthropic-compaction" => anthropic(g)?,
             _ => gemini_cli(g)?,
         });
     }
@@ -159,6 +174,7 @@ fn claude_code(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
 }
 
 fn codex(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let retains = nums(g, "codex_retain", CODEX_RETAIN_REMOTE)?;
     let mut out = Vec::new();
     for p in nums(g, "codex_pct", 90)? {
         if !(1..=100).contains(&p) {
@@ -166,22 +182,67 @@ fn codex(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
                 "grid axis codex_pct: value `{p}` is outside 1..100 (% of the context window)"
             ));
         }
-        out.push(PolicySpec::Codex { pct: p });
+        for &retain in &retains {
+            out.push(PolicySpec::Codex { pct: p, retain });
+        }
     }
     Ok(out)
 }
 
+/// A numeric axis whose values may also be `none` (the framework's unset option).
+fn optional_nums(
+    g: &GridSpec,
+    key: &str,
+    default: Option<u64>,
+) -> Result<Vec<Option<u64>>, GridError> {
+    let Some(spec) = axis(g, key) else {
+        return Ok(vec![default]);
+    };
+    let mut out = Vec::new();
+    for v in parse_text_axis(key, spec)? {
+        if v.trim() == "none" {
+            out.push(None);
+            continue;
+        }
+        match parse_number(key, &v) {
+            Ok(0) => {
+                return err(format!(
+                    "grid axis {key}: value `0` leaves nothing; give 1 or more tokens, or none"
+                ))
+            }
+            Ok(n) => out.push(Some(n)),
+            Err(e) => return err(format!("{e}; or none")),
+        }
+    }
+    Ok(out)
+}
+
+fn anthropic(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let triggers = nums(g, "anthropic_trigger", ANTHROPIC_TRIGGER)?;
+    if let Some(t) = triggers.iter().find(|&&t| t < ANTHROPIC_MIN_TRIGGER) {
+        return err(format!("grid axis anthropic_trigger: value `{t}` is below 50000, the least input tokens compact_20260112 accepts as a trigger"));
+    }
+    Ok(triggers
+        .into_iter()
+        .map(|trigger| PolicySpec::AnthropicCompaction { trigger })
+        .collect())
+}
+
 fn openhands(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
+    let tokens = optional_nums(g, "openhands_max_tokens", None)?;
     let mut out = Vec::new();
     for m in nums(g, "openhands_max_size", 240)? {
         for f in nums(g, "openhands_keep_first", 2)? {
             if m / 2 <= f + 1 {
                 return err(format!("grid axis openhands_keep_first: value `{f}` must be below openhands_max_size // 2 - 1 (max_size {m}), as the condenser requires"));
             }
-            out.push(PolicySpec::Openhands {
-                max_size: m,
-                keep_first: f,
-            });
+            for &max_tokens in &tokens {
+                out.push(PolicySpec::Openhands {
+                    max_size: m,
+                    keep_first: f,
+                    max_tokens,
+                });
+            }
         }
     }
     Ok(out)
@@ -190,15 +251,22 @@ fn openhands(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
 fn langchain(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
     let triggers = match &g.lc_trigger {
         Some(s) => parse_text_axis("lc_trigger", s)?,
-        None => vec!["fraction:0.8".to_string()],
+        None => vec!["auto".to_string()],
     };
+    let trims = optional_nums(g, "lc_trim", Some(LC_TRIM))?;
     let mut out = Vec::new();
     for t in triggers {
         let Some(trigger) = LcTrigger::parse(&t) else {
-            return err(format!("grid axis lc_trigger: value `{t}` is not tokens:N, messages:N or fraction:F (0 < F <= 1)"));
+            return err(format!("grid axis lc_trigger: value `{t}` is not auto, tokens:N, messages:N or fraction:F (0 < F <= 1)"));
         };
         for k in nums(g, "lc_keep", 20)? {
-            out.push(PolicySpec::Langchain { trigger, keep: k });
+            for &trim in &trims {
+                out.push(PolicySpec::Langchain {
+                    trigger,
+                    keep: k,
+                    trim,
+                });
+            }
         }
     }
     Ok(out)
@@ -209,6 +277,30 @@ fn gemini_cli(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
         Some(s) => parse_text_axis("gemini_threshold", s)?,
         None => vec!["0.5".to_string()],
     };
+    let profiles = match &g.gemini_profile {
+        Some(s) => parse_text_axis("gemini_profile", s)?,
+        None => vec!["default".to_string()],
+    };
+    let mut out = Vec::new();
+    for p in profiles {
+        match GeminiProfile::parse(&p) {
+            Some(GeminiProfile::Default) => out.extend(gemini_thresholds(&values)?),
+            // the profile replaces chat compression: the threshold plays no part
+            Some(GeminiProfile::Generalist) => out.push(PolicySpec::GeminiCli {
+                threshold_pct: 50,
+                profile: GeminiProfile::Generalist,
+            }),
+            None => {
+                return err(format!(
+                    "grid axis gemini_profile: unknown value `{p}`; use default or generalist"
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn gemini_thresholds(values: &[String]) -> Result<Vec<PolicySpec>, GridError> {
     let mut out = Vec::new();
     for v in values {
         let f: f64 = v.trim().parse().map_err(|_| {
@@ -223,6 +315,7 @@ fn gemini_cli(g: &GridSpec) -> Result<Vec<PolicySpec>, GridError> {
         }
         out.push(PolicySpec::GeminiCli {
             threshold_pct: (f * 100.0).round() as u64,
+            profile: GeminiProfile::Default,
         });
     }
     Ok(out)
@@ -297,7 +390,11 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
     if fams.contains(&"codex") {
         out += &format!(
             "codex_pct = {}\n",
-            n(&mut collect!(PolicySpec::Codex { pct } => *pct))
+            n(&mut collect!(PolicySpec::Codex { pct, .. } => *pct))
+        );
+        out += &format!(
+            "codex_retain = {}\n",
+            n(&mut collect!(PolicySpec::Codex { retain, .. } => *retain))
         );
     }
     if fams.contains(&"openhands") {
@@ -309,6 +406,10 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
             "openhands_keep_first = {}\n",
             n(&mut collect!(PolicySpec::Openhands { keep_first, .. } => *keep_first))
         );
+        let t = collect!(PolicySpec::Openhands { max_tokens, .. } => *max_tokens);
+        if t.iter().any(Option::is_some) {
+            out += &format!("openhands_max_tokens = {}\n", q(&optional_texts(t)));
+        }
     }
     if fams.contains(&"langchain") {
         let mut t = collect!(PolicySpec::Langchain { trigger, .. } => trigger.text());
@@ -318,13 +419,39 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
             "lc_keep = {}\n",
             n(&mut collect!(PolicySpec::Langchain { keep, .. } => *keep))
         );
+        let t = collect!(PolicySpec::Langchain { trim, .. } => *trim);
+        out += &format!("lc_trim = {}\n", q(&optional_texts(t)));
     }
     if fams.contains(&"gemini-cli") {
-        let mut v = collect!(PolicySpec::GeminiCli { threshold_pct } => *threshold_pct);
+        let mut v = collect!(PolicySpec::GeminiCli { threshold_pct, profile: GeminiProfile::Default } => *threshold_pct);
         v.sort();
         v.dedup();
         let t: Vec<String> = v.iter().map(|p| format!("{}", *p as f64 / 100.0)).collect();
-        out += &format!("gemini_threshold = {}\n", q(&t));
+        if !t.is_empty() {
+            out += &format!("gemini_threshold = {}\n", q(&t));
+        }
+        let mut p = collect!(PolicySpec::GeminiCli { profile, .. } => *profile);
+        p.sort();
+        p.dedup();
+        if p != [GeminiProfile::Default] {
+            let p: Vec<String> = p.iter().map(|x| x.text().to_string()).collect();
+            out += &format!("gemini_profile = {}\n", q(&p));
+        }
+    }
+    if fams.contains(&"anthropic-compaction") {
+        out += &format!(
+            "anthropic_trigger = {}\n",
+            n(&mut collect!(PolicySpec::AnthropicCompaction { trigger } => *trigger))
+        );
     }
     out
+}
+
+/// Optional token values as a grid file writes them: numbers, `none` for unset; sorted.
+fn optional_texts(mut v: Vec<Option<u64>>) -> Vec<String> {
+    v.sort();
+    v.dedup();
+    v.iter()
+        .map(|x| x.map_or("none".to_string(), |t| t.to_string()))
+        .collect()
 }
