@@ -53,7 +53,7 @@ impl OpenHands {
             return None;
         }
         let base = tp[from as usize];
-        let lo = self.msgs.partition_point(|&e| e < from);
+        let lo = self.msgs.partition_point(|&e| e < from).min(self.before);
         let msgs = &self.msgs[lo..self.before];
         // first message whose prefix (through it) passes the reduction
         let j = msgs.partition_point(|&e| at.summary_tokens + tp[e as usize + 1] - base <= reduce);

@@ -404,6 +404,16 @@ fn langchain_summarizer_reads_only_the_trimmed_tail() {
     // a budget below the newest event still reads that one
     let tiny = run(&s, &toks, &spec(Some(100)), None);
     assert_eq!(tiny.compactions[0].summarized_events, 4..5);
+    // a later summary reads the one before only when everything it replaces fits the budget;
+    // unread, that summary is replaced all the same
+    let (s10, toks10) = session(10, &[]);
+    let twice = run(&s10, &toks10, &spec(Some(600)), None);
+    assert!(twice.compactions.len() >= 2);
+    assert!(!twice.compactions[1].seeded_with_previous_summary);
+    assert!(!twice.compactions[0].retained);
+    assert_eq!(twice.compactions[0].subsumed_by, Some(2));
+    let seeded = run(&s10, &toks10, &spec(None), None);
+    assert!(seeded.compactions[1].seeded_with_previous_summary);
 }
 
 /// deepagents' default trigger: 0.85 of the window when known, 170,000 tokens otherwise.

@@ -430,11 +430,11 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
         if !t.is_empty() {
             out += &format!("gemini_threshold = {}\n", q(&t));
         }
-        let mut p = collect!(PolicySpec::GeminiCli { profile, .. } => *profile);
-        p.sort();
-        p.dedup();
-        if p != [GeminiProfile::Default] {
-            let p: Vec<String> = p.iter().map(|x| x.text().to_string()).collect();
+        let p = first_seen(
+            collect!(PolicySpec::GeminiCli { profile, .. } => profile.text().to_string())
+                .into_iter(),
+        );
+        if p != ["default"] {
             out += &format!("gemini_profile = {}\n", q(&p));
         }
     }
@@ -447,11 +447,22 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
     out
 }
 
-/// Optional token values as a grid file writes them: numbers, `none` for unset; sorted.
-fn optional_texts(mut v: Vec<Option<u64>>) -> Vec<String> {
-    v.sort();
-    v.dedup();
-    v.iter()
-        .map(|x| x.map_or("none".to_string(), |t| t.to_string()))
-        .collect()
+/// Optional token values as a grid file writes them: numbers, `none` for unset, in the
+/// order resolved (a text axis keeps the order written, so the settings keep their ids).
+fn optional_texts(v: Vec<Option<u64>>) -> Vec<String> {
+    first_seen(
+        v.iter()
+            .map(|x| x.map_or("none".to_string(), |t| t.to_string())),
+    )
+}
+
+/// Each value once, in the order first seen.
+fn first_seen(values: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
 }
