@@ -46,16 +46,7 @@ impl GeminiCli {
         // first event e with tokens(e+1..k) <= retained, i.e. tp[e+1] >= tp[k] - retained
         let floor = tp[k].saturating_sub(GeminiProfile::GENERALIST_RETAINED);
         let e = tp[1..=k].partition_point(|&x| x < floor);
-        let cut = (e.min(k.saturating_sub(1))) as u32;
-        if cut <= at.cut {
-            return Decision::Keep;
-        }
-        Decision::Summarize {
-            head: 0,
-            cut,
-            keep: Vec::new(),
-            passes: 1,
-        }
+        Decision::summarize_to(at, e.min(k.saturating_sub(1)) as u32)
     }
 }
 

@@ -67,16 +67,7 @@ impl CompactionPolicy for LangChain {
         while i > 0 && ctx.is_result(self.msgs[i] as usize) {
             i -= 1;
         }
-        let cut = self.msgs[i];
-        if cut <= at.cut {
-            return Decision::Keep;
-        }
-        Decision::Summarize {
-            head: 0,
-            cut,
-            keep: Vec::new(),
-            passes: 1,
-        }
+        Decision::summarize_to(at, self.msgs[i])
     }
 
     fn summarizer_reads(&self) -> Option<u64> {

@@ -194,6 +194,20 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// Raw events `0..cut` replaced by one summary (seeded with the one before), or `Keep`
+    /// when that summarizes nothing the current summary does not already stand for.
+    pub fn summarize_to(at: &At, cut: u32) -> Decision {
+        if cut <= at.cut {
+            return Decision::Keep;
+        }
+        Decision::Summarize {
+            head: 0,
+            cut,
+            keep: Vec::new(),
+            passes: 1,
+        }
+    }
+
     /// The whole history before request `at` replaced by one summary (Claude Code's compact).
     pub fn summarize_all(at: &At) -> Decision {
         Decision::Summarize {
