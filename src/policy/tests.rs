@@ -426,9 +426,14 @@ fn langchain_auto_trigger_is_85_percent_or_170k() {
         keep: 1,
         trim: None,
     };
+    let r = run(&s, &toks, &spec, Some(100_000));
+    assert_eq!(fired_at(&r).first(), Some(&1));
+    // keep 1 message: the newest before event 3 is a result (2), so its call (1) stays too
+    let at = &r.requests[1];
+    assert_eq!(r.hidden(at), &[(0, 0)]);
     assert_eq!(
-        fired_at(&run(&s, &toks, &spec, Some(100_000))).first(),
-        Some(&1)
+        at.prompt_tokens,
+        85_000 - 10 + r.compactions[0].summary_tokens
     );
     assert_eq!(fired_at(&run(&s, &toks, &spec, None)).first(), Some(&3));
 }
