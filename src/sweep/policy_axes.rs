@@ -321,6 +321,26 @@ fn gemini_thresholds(values: &[String]) -> Result<Vec<PolicySpec>, GridError> {
     Ok(out)
 }
 
+/// The values of one field over the policies of one variant.
+macro_rules! collect {
+    ($policies:expr, $pat:pat => $e:expr) => {
+        $policies
+            .iter()
+            .filter_map(|p| match p {
+                $pat => Some($e),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+}
+
+/// Sorted, each once, as a TOML array of numbers.
+fn nums_toml(v: &mut Vec<u64>) -> String {
+    v.sort();
+    v.dedup();
+    super::grid::toml_nums(v)
+}
+
 /// The resolved policies as grid-file lines: every axis of every family asked for, so
 /// re-resolving gives the same settings (`merge` relies on it).
 pub fn to_toml(policies: &[PolicySpec]) -> String {
@@ -330,43 +350,27 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
     let mut fams: Vec<&str> = policies.iter().map(|p| p.family()).collect();
     fams.dedup();
     let q = super::grid::toml_strs;
-    let n = |v: &mut Vec<u64>| {
-        v.sort();
-        v.dedup();
-        super::grid::toml_nums(v)
-    };
+    let n = nums_toml;
     let mut out = format!(
         "policy = {}\n",
         q(&fams.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     );
-    macro_rules! collect {
-        ($pat:pat => $e:expr) => {
-            policies
-                .iter()
-                .filter_map(|p| match p {
-                    $pat => Some($e),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-        };
-    }
     if fams.contains(&"clear-tool-results") {
         out += &format!(
             "clear_trigger = {}\n",
-            n(&mut collect!(PolicySpec::ClearToolResults { trigger, .. } => *trigger))
+            n(&mut collect!(policies, PolicySpec::ClearToolResults { trigger, .. } => *trigger))
         );
         out += &format!(
             "clear_keep = {}\n",
-            n(&mut collect!(PolicySpec::ClearToolResults { keep, .. } => *keep))
+            n(&mut collect!(policies, PolicySpec::ClearToolResults { keep, .. } => *keep))
         );
         out += &format!(
             "clear_at_least = {}\n",
             n(
-                &mut collect!(PolicySpec::ClearToolResults { clear_at_least, .. } => *clear_at_least)
+                &mut collect!(policies, PolicySpec::ClearToolResults { clear_at_least, .. } => *clear_at_least)
             )
         );
-        let ex =
-            collect!(PolicySpec::ClearToolResults { exclude_tools, .. } => exclude_tools.clone());
+        let ex = collect!(policies, PolicySpec::ClearToolResults { exclude_tools, .. } => exclude_tools.clone());
         if let Some(ex) = ex.first().filter(|e| !e.is_empty()) {
             out += &format!("clear_exclude_tools = {}\n", q(ex));
         }
@@ -374,56 +378,65 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
     if fams.contains(&"mask-observations") {
         out += &format!(
             "mask_window = {}\n",
-            n(&mut collect!(PolicySpec::MaskObservations { window } => *window))
+            n(&mut collect!(policies, PolicySpec::MaskObservations { window } => *window))
         );
     }
-    let mut pcts = collect!(PolicySpec::ClaudeCode { pct: Some(p), .. } => *p);
+    let mut pcts = collect!(policies, PolicySpec::ClaudeCode { pct: Some(p), .. } => *p);
     if !pcts.is_empty() {
         out += &format!("pct = {}\n", n(&mut pcts));
     }
     if fams.contains(&"claude-code") {
         out += &format!(
             "cc_window = {}\n",
-            n(&mut collect!(PolicySpec::ClaudeCode { window, .. } => *window))
+            n(&mut collect!(policies, PolicySpec::ClaudeCode { window, .. } => *window))
         );
     }
+    out += &summarizing_toml(policies, &fams);
+    out
+}
+
+/// The grid-file lines of the summarizing families after Claude Code.
+fn summarizing_toml(policies: &[PolicySpec], fams: &[&str]) -> String {
+    let q = super::grid::toml_strs;
+    let n = nums_toml;
+    let mut out = String::new();
     if fams.contains(&"codex") {
         out += &format!(
             "codex_pct = {}\n",
-            n(&mut collect!(PolicySpec::Codex { pct, .. } => *pct))
+            n(&mut collect!(policies, PolicySpec::Codex { pct, .. } => *pct))
         );
         out += &format!(
             "codex_retain = {}\n",
-            n(&mut collect!(PolicySpec::Codex { retain, .. } => *retain))
+            n(&mut collect!(policies, PolicySpec::Codex { retain, .. } => *retain))
         );
     }
     if fams.contains(&"openhands") {
         out += &format!(
             "openhands_max_size = {}\n",
-            n(&mut collect!(PolicySpec::Openhands { max_size, .. } => *max_size))
+            n(&mut collect!(policies, PolicySpec::Openhands { max_size, .. } => *max_size))
         );
         out += &format!(
             "openhands_keep_first = {}\n",
-            n(&mut collect!(PolicySpec::Openhands { keep_first, .. } => *keep_first))
+            n(&mut collect!(policies, PolicySpec::Openhands { keep_first, .. } => *keep_first))
         );
-        let t = collect!(PolicySpec::Openhands { max_tokens, .. } => *max_tokens);
+        let t = collect!(policies, PolicySpec::Openhands { max_tokens, .. } => *max_tokens);
         if t.iter().any(Option::is_some) {
             out += &format!("openhands_max_tokens = {}\n", q(&optional_texts(t)));
         }
     }
     if fams.contains(&"langchain") {
-        let mut t = collect!(PolicySpec::Langchain { trigger, .. } => trigger.text());
+        let mut t = collect!(policies, PolicySpec::Langchain { trigger, .. } => trigger.text());
         t.dedup();
         out += &format!("lc_trigger = {}\n", q(&t));
         out += &format!(
             "lc_keep = {}\n",
-            n(&mut collect!(PolicySpec::Langchain { keep, .. } => *keep))
+            n(&mut collect!(policies, PolicySpec::Langchain { keep, .. } => *keep))
         );
-        let t = collect!(PolicySpec::Langchain { trim, .. } => *trim);
+        let t = collect!(policies, PolicySpec::Langchain { trim, .. } => *trim);
         out += &format!("lc_trim = {}\n", q(&optional_texts(t)));
     }
     if fams.contains(&"gemini-cli") {
-        let mut v = collect!(PolicySpec::GeminiCli { threshold_pct, profile: GeminiProfile::Default } => *threshold_pct);
+        let mut v = collect!(policies, PolicySpec::GeminiCli { threshold_pct, profile: GeminiProfile::Default } => *threshold_pct);
         v.sort();
         v.dedup();
         let t: Vec<String> = v.iter().map(|p| format!("{}", *p as f64 / 100.0)).collect();
@@ -431,7 +444,7 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
             out += &format!("gemini_threshold = {}\n", q(&t));
         }
         let p = first_seen(
-            collect!(PolicySpec::GeminiCli { profile, .. } => profile.text().to_string())
+            collect!(policies, PolicySpec::GeminiCli { profile, .. } => profile.text().to_string())
                 .into_iter(),
         );
         if p != ["default"] {
@@ -441,7 +454,7 @@ pub fn to_toml(policies: &[PolicySpec]) -> String {
     if fams.contains(&"anthropic-compaction") {
         out += &format!(
             "anthropic_trigger = {}\n",
-            n(&mut collect!(PolicySpec::AnthropicCompaction { trigger } => *trigger))
+            n(&mut collect!(policies, PolicySpec::AnthropicCompaction { trigger } => *trigger))
         );
     }
     out
