@@ -97,22 +97,31 @@ fn policy_of(kind: &str) -> Option<PolicySpec> {
             pct: Some(2),
             window: 1_048_576,
         },
-        "codex" => PolicySpec::Codex { pct: 2 },
+        "codex" => PolicySpec::Codex {
+            pct: 2,
+            retain: 64_000,
+        },
         "openhands" => PolicySpec::Openhands {
             max_size: 240,
             keep_first: 2,
+            max_tokens: None,
         },
         "langchain" => PolicySpec::Langchain {
             trigger: LcTrigger::Tokens(20_000),
             keep: 20,
+            trim: Some(4_000),
         },
-        "gemini-cli" => PolicySpec::GeminiCli { threshold_pct: 2 },
         "turn-summary" => PolicySpec::TurnSummary { n: 21, m: 10 },
         "hybrid" => PolicySpec::Hybrid {
             n: 43,
             m: 10,
             window: 10,
         },
+        "gemini-cli" => PolicySpec::GeminiCli {
+            threshold_pct: 2,
+            profile: Default::default(),
+        },
+        "anthropic-compaction" => PolicySpec::AnthropicCompaction { trigger: 50_000 },
         _ => return None,
     })
 }

@@ -41,6 +41,7 @@ fn policy_marker(family: &str) -> (RGBColor, bool) {
         "codex" => (RGBColor(23, 190, 207), false),
         "openhands" => (RGBColor(188, 189, 34), false),
         "langchain" => (RGBColor(127, 127, 127), false),
+        "anthropic-compaction" => (RGBColor(204, 121, 167), false),
         _ => (RGBColor(31, 60, 120), false),
     }
 }

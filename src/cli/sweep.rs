@@ -143,7 +143,7 @@ pub struct AxisFlags {
     pub budget_latency: Option<f64>,
     /// Other frameworks' policies replayed beside the ADK settings (docs/policies.md):
     /// clear-tool-results, mask-observations, claude-code, codex, openhands, langchain,
-    /// gemini-cli, turn-summary, hybrid, or all.
+    /// gemini-cli, turn-summary, hybrid, anthropic-compaction, or all.
     #[arg(long, value_name = "LIST")]
     pub policy: Option<String>,
     /// clear-tool-results: prompt tokens above which old tool results are cleared [100k].
@@ -177,7 +177,8 @@ pub struct AxisFlags {
     /// openhands: keep_first [2].
     #[arg(long, value_name = "LIST")]
     pub openhands_keep_first: Option<String>,
-    /// langchain: triggers tokens:N, messages:N or fraction:F [fraction:0.8].
+    /// langchain: triggers auto (deepagents: fraction:0.85, tokens:170000 without a window),
+    /// tokens:N, messages:N or fraction:F [auto].
     #[arg(long, value_name = "LIST")]
     pub lc_trigger: Option<String>,
     /// langchain: messages kept [20].
@@ -201,6 +202,21 @@ pub struct AxisFlags {
     /// hybrid: turns whose observations stay unmasked (last_n_observations n) [10].
     #[arg(long, value_name = "LIST")]
     pub hybrid_window: Option<String>,
+    /// codex: tokens of user messages kept, 64k (remote compaction v2) or 20k (local) [64k].
+    #[arg(long, value_name = "LIST")]
+    pub codex_retain: Option<String>,
+    /// gemini-cli: default (chat compression) or generalist (experimental profile) [default].
+    #[arg(long, value_name = "LIST")]
+    pub gemini_profile: Option<String>,
+    /// langchain: trim_tokens_to_summarize, tokens the summarizer reads, or none [4000].
+    #[arg(long, value_name = "LIST")]
+    pub lc_trim: Option<String>,
+    /// openhands: max_tokens, the condenser's token trigger, or none [none].
+    #[arg(long, value_name = "LIST")]
+    pub openhands_max_tokens: Option<String>,
+    /// anthropic-compaction: input tokens above which the API compacts, 50k or more [150k].
+    #[arg(long, value_name = "LIST")]
+    pub anthropic_trigger: Option<String>,
 }
 
 fn text_axis(s: &Option<String>) -> Option<AxisSpec> {
@@ -261,6 +277,11 @@ fn flag_axes(a: &AxisFlags, combine: bool) -> GridSpec {
         hybrid_n: text_axis(&a.hybrid_n),
         hybrid_m: text_axis(&a.hybrid_m),
         hybrid_window: text_axis(&a.hybrid_window),
+        codex_retain: text_axis(&a.codex_retain),
+        gemini_profile: text_axis(&a.gemini_profile),
+        lc_trim: text_axis(&a.lc_trim),
+        openhands_max_tokens: text_axis(&a.openhands_max_tokens),
+        anthropic_trigger: text_axis(&a.anthropic_trigger),
     }
 }
 

@@ -181,6 +181,7 @@ impl<'a> Walk<'a> {
             head: self.head,
             cut: self.cut,
             summary_chars: self.cur.as_ref().map_or(0, |c| c.chars),
+            summary_tokens: self.summary_tokens(),
         }
     }
 
@@ -211,7 +212,11 @@ impl<'a> Walk<'a> {
                 cut,
                 keep,
                 passes,
-            } => compacted_now = self.summarize(summarizer, k, head..cut.min(k), keep, passes),
+            } => {
+                let reads = policy.summarizer_reads();
+                compacted_now =
+                    self.summarize(summarizer, k, head..cut.min(k), keep, (passes, reads))
+            }
         }
         let sent = Sent {
             q,
@@ -228,14 +233,15 @@ impl<'a> Walk<'a> {
     }
 
     /// Replace raw events `span` by a summary (`passes` calls, each seeded with the one
-    /// before); true when one was made.
+    /// before; the first reads at most `reads` tokens, see [`Walk::read_span`]); true when
+    /// one was made.
     fn summarize(
         &mut self,
         summarizer: &dyn Summarizer,
         k: u32,
         span: std::ops::Range<u32>,
         keep: Vec<(u32, u64)>,
-        passes: u32,
+        (passes, reads): (u32, Option<u64>),
     ) -> bool {
         let (h, c) = (span.start, span.end);
         let a = if self.cur.is_some() {
@@ -246,7 +252,12 @@ impl<'a> Walk<'a> {
         if c <= a {
             return false;
         }
-        let mut seed = self.cur.clone();
+        let (a, mut seed) = self.read_span(a, c, reads);
+        let dropped = if seed.is_none() {
+            self.cur.clone()
+        } else {
+            None
+        };
         let mut made = None;
         for _ in 0..passes.max(1) {
             match self.summary_call(summarizer, k, a..c, h, seed.as_ref()) {
@@ -258,8 +269,34 @@ impl<'a> Walk<'a> {
             }
         }
         let Some(summary) = made else { return false };
+        // a summary the summarizer did not read is replaced all the same
+        if let Some(prev) = dropped {
+            if let Some(pc) = self.out.compactions.get_mut(prev.ordinal as usize - 1) {
+                pc.retained = false;
+                pc.subsumed_by = Some(summary.ordinal);
+            }
+        }
         self.carry(summary, h, c, keep);
         true
+    }
+
+    /// What the summarizer reads of the replaced events `a..c` and the summary before them
+    /// (the oldest of what it replaces): all of it, or under a token budget (LangChain's
+    /// `trim_tokens_to_summarize`, strategy "last") the newest events that fit, the newest
+    /// one at least, and the summary only when everything fits. What it does not read is
+    /// hidden all the same: its references break.
+    fn read_span(&self, a: u32, c: u32, reads: Option<u64>) -> (u32, Option<Current>) {
+        let Some(budget) = reads else {
+            return (a, self.cur.clone());
+        };
+        let tp = &self.base.tok_prefix;
+        let (au, cu) = (a as usize, c as usize);
+        if tp[cu] - tp[au] + self.summary_tokens() <= budget {
+            return (a, self.cur.clone());
+        }
+        let floor = tp[cu].saturating_sub(budget);
+        let from = au + tp[au..cu].partition_point(|&x| x < floor);
+        (from.min(cu - 1) as u32, None)
     }
 
     /// One summarizer call over raw events `span` (seeded with `seed`), recorded as a call and,

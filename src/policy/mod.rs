@@ -8,6 +8,7 @@
 //! A policy says only what happens before each model request ([`CompactionPolicy::decide`]);
 //! [`driver`] walks the requests once and builds the rows, in time linear in the session.
 
+pub mod anthropic;
 pub mod claude_code;
 pub mod clear;
 pub mod codex;
@@ -25,7 +26,9 @@ use crate::transcript::Session;
 
 pub use driver::replay;
 
-pub use crate::settings::policy::{adk_expressible, LcTrigger, PolicySpec, FAMILIES};
+pub use crate::settings::policy::{
+    adk_expressible, GeminiProfile, LcTrigger, PolicySpec, FAMILIES,
+};
 
 impl PolicySpec {
     /// A fresh rule object for one replay.
@@ -49,16 +52,25 @@ impl PolicySpec {
             PolicySpec::ClaudeCode { pct, window } => {
                 Box::new(claude_code::ClaudeCode::new(ctx, *pct, *window))
             }
-            PolicySpec::Codex { pct } => Box::new(codex::Codex::new(ctx, *pct)),
+            PolicySpec::Codex { pct, retain } => Box::new(codex::Codex::new(ctx, *pct, *retain)),
             PolicySpec::Openhands {
                 max_size,
                 keep_first,
-            } => Box::new(openhands::OpenHands::new(ctx, *max_size, *keep_first)),
-            PolicySpec::Langchain { trigger, keep } => {
-                Box::new(langchain::LangChain::new(ctx, *trigger, *keep))
-            }
-            PolicySpec::GeminiCli { threshold_pct } => {
-                Box::new(gemini_cli::GeminiCli::new(ctx, *threshold_pct))
+                max_tokens,
+            } => Box::new(
+                openhands::OpenHands::new(ctx, *max_size, *keep_first).with_max_tokens(*max_tokens),
+            ),
+            PolicySpec::Langchain {
+                trigger,
+                keep,
+                trim,
+            } => Box::new(langchain::LangChain::new(ctx, *trigger, *keep).with_trim(*trim)),
+            PolicySpec::GeminiCli {
+                threshold_pct,
+                profile,
+            } => Box::new(gemini_cli::GeminiCli::new(ctx, *threshold_pct, *profile)),
+            PolicySpec::AnthropicCompaction { trigger } => {
+                Box::new(anthropic::AnthropicCompaction { trigger: *trigger })
             }
             PolicySpec::TurnSummary { n, m } => {
                 Box::new(turn_summary::TurnSummary::new(ctx, *n, *m))
@@ -164,6 +176,8 @@ pub struct At {
     pub cut: u32,
     /// Chars of the summary carried (0 without one).
     pub summary_chars: u64,
+    /// Tokens of the summary carried (0 without one).
+    pub summary_tokens: u64,
 }
 
 /// A policy's decision before one request.
@@ -187,6 +201,20 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// Raw events `0..cut` replaced by one summary (seeded with the one before), or `Keep`
+    /// when that summarizes nothing the current summary does not already stand for.
+    pub fn summarize_to(at: &At, cut: u32) -> Decision {
+        if cut <= at.cut {
+            return Decision::Keep;
+        }
+        Decision::Summarize {
+            head: 0,
+            cut,
+            keep: Vec::new(),
+            passes: 1,
+        }
+    }
+
     /// The whole history before request `at` replaced by one summary (Claude Code's compact).
     pub fn summarize_all(at: &At) -> Decision {
         Decision::Summarize {
@@ -215,6 +243,12 @@ pub trait CompactionPolicy {
     /// newest as its seed.
     fn summaries_accumulate(&self) -> bool {
         false
+    }
+
+    /// Tokens of the replaced events the summarizer reads, newest first (LangChain's
+    /// `trim_tokens_to_summarize`); `None`: it reads them all, and the summary before them.
+    fn summarizer_reads(&self) -> Option<u64> {
+        None
     }
 }
 

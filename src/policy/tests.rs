@@ -233,7 +233,8 @@ fn claude_code_threshold_and_whole_history_summary() {
 fn codex_keeps_the_newest_user_messages_and_the_summary() {
     let prompts = [Some(10_000), Some(95_000), Some(20_000), Some(30_000)];
     let (s, toks) = session(3, &prompts);
-    let r = run(&s, &toks, &PolicySpec::Codex { pct: 90 }, Some(100_000));
+    let codex = |pct, retain| PolicySpec::Codex { pct, retain };
+    let r = run(&s, &toks, &codex(90, 20_000), Some(100_000));
     assert_eq!(r.compactions.len(), 1);
     let at = &r.requests[1];
     assert!(at.pre_request_compacted);
@@ -242,9 +243,231 @@ fn codex_keeps_the_newest_user_messages_and_the_summary() {
     assert_eq!(r.hidden(at), &[(1, k - 1)]);
     let tp = tok_prefix(&s, &toks);
     assert_eq!(at.hidden_tokens, tp[k as usize] - 10);
-    // below 90 % of the window it does not fire
-    let r2 = run(&s, &toks, &PolicySpec::Codex { pct: 96 }, Some(100_000));
-    assert!(r2.compactions.is_empty());
+    // 96 % is clamped to 90 %: it fires at the same request (openai/codex#11516)
+    let r96 = run(&s, &toks, &codex(96, 20_000), Some(100_000));
+    assert_eq!(fired_at(&r96), vec![1]);
+    // 95,000 is below 96 % of 110,000 (105,600) but not below its 90 % (99,000): no firing
+    assert!(run(&s, &toks, &codex(96, 20_000), Some(110_000))
+        .compactions
+        .is_empty());
+}
+
+/// user messages of 30,000 tokens before each request (the tool results turned into user
+/// text), so that the retained budget cuts them.
+fn codex_session(prompts: &[Option<u64>]) -> (Session, Vec<u32>) {
+    let (mut s, mut toks) = session(prompts.len() - 1, prompts);
+    for (e, ev) in s.events.iter_mut().enumerate() {
+        if let Some(Part::ToolResponse { .. }) = ev.parts.first() {
+            ev.parts = vec![Part::Text {
+                text: format!("user turn {e}"),
+            }];
+            toks[e] = 30_000;
+        }
+    }
+    (s, toks)
+}
+
+/// Remote compaction v2 (64,000, the default for OpenAI) keeps two whole 30,000-token user
+/// messages and 4,000 of a third; the local path (20,000) 20,000 of the newest; the next
+/// prompt is the recorded one less what was hidden plus the summary.
+#[test]
+fn codex_retains_64k_of_user_messages_on_remote_v2_and_20k_locally() {
+    let prompts = [
+        Some(10_000),
+        Some(50_000),
+        Some(100_000),
+        Some(180_000),
+        Some(185_000),
+    ];
+    let (s, toks) = codex_session(&prompts);
+    let tp = tok_prefix(&s, &toks);
+    for (retain, kept) in [
+        (64_000u64, vec![4_000u64, 30_000, 30_000]),
+        (20_000, vec![20_000]),
+    ] {
+        let r = run(
+            &s,
+            &toks,
+            &PolicySpec::Codex { pct: 90, retain },
+            Some(200_000),
+        );
+        // 90 % of 200,000: the request recording 180,000 fires, not the one at 100,000
+        assert_eq!(fired_at(&r), vec![3], "retain {retain}");
+        let at = &r.requests[3];
+        let k = at.event_index as usize;
+        let kept_sum: u64 = kept.iter().sum();
+        assert_eq!(at.hidden_tokens, tp[k] - kept_sum, "retain {retain}");
+        let summary = r.compactions[0].summary_tokens;
+        assert_eq!(at.prompt_tokens, 180_000 - (tp[k] - kept_sum) + summary);
+        // the request after carries the same history: its recorded size less the same
+        let next = &r.requests[4];
+        assert_eq!(next.prompt_tokens, 185_000 - (tp[k] - kept_sum) + summary);
+        // the kept user messages (results 2, 1, 0 for 64k; 2 for 20k) are not hidden
+        let kept_events: Vec<u32> = (0..kept.len() as u32).map(|i| result(2 - i)).collect();
+        for e in kept_events {
+            assert!(
+                r.hidden(at).iter().all(|&(a, b)| e < a || e > b),
+                "retain {retain}: event {e} hidden"
+            );
+        }
+    }
+}
+
+/// Gemini CLI's generalist profile: nothing happens at 150,000 tokens, at 150,001 every
+/// event with more than 65,000 tokens after it (before the request) goes into one snapshot.
+#[test]
+fn gemini_generalist_profile_compresses_above_150k_keeping_65k() {
+    let prompts = [
+        Some(1_000),
+        Some(2_000),
+        Some(3_000),
+        Some(4_000),
+        Some(150_000),
+        Some(150_001),
+    ];
+    let (s, mut toks) = session(5, &prompts);
+    for i in 0..5 {
+        toks[result(i) as usize] = 20_000;
+    }
+    let spec = PolicySpec::GeminiCli {
+        threshold_pct: 50,
+        profile: GeminiProfile::Generalist,
+    };
+    // the window plays no part (no window known: the default profile would never fire)
+    let r = run(&s, &toks, &spec, None);
+    assert_eq!(fired_at(&r), vec![5]);
+    assert_eq!(r.calls.len(), 1);
+    let at = &r.requests[5];
+    assert_eq!(at.event_index, 11);
+    // after event 3 come 20,000 + 10 + 20,000 + 10 + 20,000 + 10 + 20,000 = 80,030 > 65,000;
+    // after event 4, 60,030: events 0..=3 are folded
+    assert_eq!(r.compactions[0].summarized_events, 0..4);
+    assert_eq!(r.hidden(at), &[(0, 3)]);
+    let folded = 10 + 10 + 20_000 + 10;
+    assert_eq!(
+        at.prompt_tokens,
+        150_001 - folded + r.compactions[0].summary_tokens
+    );
+    let default = PolicySpec::GeminiCli {
+        threshold_pct: 50,
+        profile: GeminiProfile::Default,
+    };
+    assert!(run(&s, &toks, &default, None).calls.is_empty());
+}
+
+/// Anthropic `compact_20260112`: the request whose input exceeds the trigger (not the one
+/// equal to it) is compacted; the summary replaces every block before it.
+#[test]
+fn anthropic_compaction_replaces_everything_above_the_trigger() {
+    let prompts = [Some(50_000), Some(150_000), Some(150_001), Some(60_000)];
+    let (s, toks) = session(3, &prompts);
+    let spec = PolicySpec::AnthropicCompaction { trigger: 150_000 };
+    let r = run(&s, &toks, &spec, Some(1_000_000));
+    assert_eq!(fired_at(&r), vec![2]);
+    let at = &r.requests[2];
+    let k = at.event_index;
+    assert_eq!(r.hidden(at), &[(0, k - 1)]);
+    let tp = tok_prefix(&s, &toks);
+    let summary = r.compactions[0].summary_tokens;
+    assert_eq!(at.prompt_tokens, 150_001 - tp[k as usize] + summary);
+    // the next request sends the summary and what came after it
+    let next = &r.requests[3];
+    assert_eq!(r.carried(next), &[1]);
+    assert_eq!(next.prompt_tokens, 60_000 - tp[k as usize] + summary);
+    // a lower trigger fires earlier
+    let low = PolicySpec::AnthropicCompaction { trigger: 50_000 };
+    assert_eq!(fired_at(&run(&s, &toks, &low, None)).first(), Some(&1));
+}
+
+/// `trim_tokens_to_summarize`: the summarizer reads only the newest events of what it
+/// replaces that fit the budget; everything replaced is hidden all the same.
+#[test]
+fn langchain_summarizer_reads_only_the_trimmed_tail() {
+    let (s, toks) = session(6, &[]);
+    let spec = |trim| PolicySpec::Langchain {
+        trigger: LcTrigger::Messages(8),
+        keep: 4,
+        trim,
+    };
+    let all = run(&s, &toks, &spec(None), None);
+    assert_eq!(all.compactions[0].summarized_events, 0..5);
+    // events 0..5 hold 10 + 10 + 500 + 10 + 500 = 1,030 tokens; 600 fit events 3 and 4
+    let trimmed = run(&s, &toks, &spec(Some(600)), None);
+    assert_eq!(trimmed.compactions[0].summarized_events, 3..5);
+    let at = trimmed
+        .requests
+        .iter()
+        .find(|q| q.pre_request_compacted)
+        .unwrap();
+    assert_eq!(trimmed.hidden(at), &[(0, 4)]);
+    assert!(trimmed.calls[0].summarizer_history_chars < all.calls[0].summarizer_history_chars);
+    // a budget below the newest event still reads that one
+    let tiny = run(&s, &toks, &spec(Some(100)), None);
+    assert_eq!(tiny.compactions[0].summarized_events, 4..5);
+    // a later summary reads the one before only when everything it replaces fits the budget;
+    // unread, that summary is replaced all the same
+    let (s10, toks10) = session(10, &[]);
+    let twice = run(&s10, &toks10, &spec(Some(600)), None);
+    assert!(twice.compactions.len() >= 2);
+    assert!(!twice.compactions[1].seeded_with_previous_summary);
+    assert!(!twice.compactions[0].retained);
+    assert_eq!(twice.compactions[0].subsumed_by, Some(2));
+    let seeded = run(&s10, &toks10, &spec(None), None);
+    assert!(seeded.compactions[1].seeded_with_previous_summary);
+}
+
+/// deepagents' default trigger: 0.85 of the window when known, 170,000 tokens otherwise.
+#[test]
+fn langchain_auto_trigger_is_85_percent_or_170k() {
+    let prompts = [Some(84_999), Some(85_000), Some(169_999), Some(170_000)];
+    let (s, toks) = session(3, &prompts);
+    let spec = PolicySpec::Langchain {
+        trigger: LcTrigger::Auto,
+        keep: 1,
+        trim: None,
+    };
+    let r = run(&s, &toks, &spec, Some(100_000));
+    assert_eq!(fired_at(&r).first(), Some(&1));
+    // keep 1 message: the newest before event 3 is a result (2), so its call (1) stays too
+    let at = &r.requests[1];
+    assert_eq!(r.hidden(at), &[(0, 0)]);
+    assert_eq!(
+        at.prompt_tokens,
+        85_000 - 10 + r.compactions[0].summary_tokens
+    );
+    assert_eq!(fired_at(&run(&s, &toks, &spec, None)).first(), Some(&3));
+}
+
+/// OpenHands' token trigger: above `max_tokens` it forgets, after the kept head, the
+/// shortest prefix whose tokens pass `total - max_tokens / 2`.
+#[test]
+fn openhands_max_tokens_condenses_to_half_the_limit() {
+    let prompts = [
+        Some(100),
+        Some(200),
+        Some(300),
+        Some(400),
+        Some(2_000),
+        Some(2_001),
+    ];
+    let (s, toks) = session(5, &prompts);
+    let spec = |max_tokens| PolicySpec::Openhands {
+        max_size: 240,
+        keep_first: 2,
+        max_tokens,
+    };
+    assert!(run(&s, &toks, &spec(None), None).calls.is_empty());
+    let r = run(&s, &toks, &spec(Some(2_000)), None);
+    // 2,000 is not above the limit; 2,001 is
+    assert_eq!(fired_at(&r), vec![5]);
+    // reduce by 2,001 - 1,000 = 1,001: events 2 (500), 3 (10), 4 (500) pass it
+    assert_eq!(r.compactions[0].summarized_events, 2..5);
+    let at = &r.requests[5];
+    assert_eq!(r.hidden(at), &[(2, 4)]);
+    assert_eq!(
+        at.prompt_tokens,
+        2_001 - 1_010 + r.compactions[0].summary_tokens
+    );
 }
 
 #[test]
@@ -254,6 +477,7 @@ fn openhands_keeps_head_and_tail_of_half_max_size() {
     let spec = PolicySpec::Openhands {
         max_size: 12,
         keep_first: 2,
+        max_tokens: None,
     };
     let r = run(&s, &toks, &spec, None);
     let first = r.compactions.first().expect("fires");
@@ -271,6 +495,7 @@ fn langchain_keeps_the_newest_messages_without_orphan_results() {
     let spec = PolicySpec::Langchain {
         trigger: LcTrigger::Messages(8),
         keep: 4,
+        trim: None,
     };
     let r = run(&s, &toks, &spec, None);
     let at = r.requests.iter().find(|q| q.pre_request_compacted).unwrap();
@@ -285,6 +510,7 @@ fn langchain_keeps_the_newest_messages_without_orphan_results() {
         &PolicySpec::Langchain {
             trigger: LcTrigger::Messages(8),
             keep: 3,
+            trim: None,
         },
         None,
     );
@@ -309,7 +535,10 @@ fn gemini_cli_compresses_the_oldest_seventy_percent_in_two_calls() {
     let r = run(
         &s,
         &toks,
-        &PolicySpec::GeminiCli { threshold_pct: 50 },
+        &PolicySpec::GeminiCli {
+            threshold_pct: 50,
+            profile: GeminiProfile::Default,
+        },
         Some(1_000),
     );
     // fires at the request whose prompt first reaches 500, with a summary and a verification

@@ -202,6 +202,15 @@ pub struct GridSpec {
     pub hybrid_m: Option<AxisSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hybrid_window: Option<AxisSpec>,
+    pub codex_retain: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gemini_profile: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lc_trim: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openhands_max_tokens: Option<AxisSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anthropic_trigger: Option<AxisSpec>,
 }
 
 /// The documented default grid (docs/sweeps.md "Axes"): 40 size-trigger and 12 turn-trigger
@@ -269,7 +278,12 @@ impl GridSpec {
                 ts_m,
                 hybrid_n,
                 hybrid_m,
-                hybrid_window
+                hybrid_window,
+                codex_retain,
+                gemini_profile,
+                lc_trim,
+                openhands_max_tokens,
+                anthropic_trigger
             );
         }
         macro_rules! take {

@@ -36,6 +36,8 @@ const LOW: &[&str] = &[
     "2",
     "--hybrid-m",
     "1",
+    "--anthropic-trigger",
+    "50k",
     "--summarizer",
     "terse",
     "-q",
@@ -81,7 +83,7 @@ fn every_policy_runs_beside_the_adk_settings() {
         .collect();
     let families: std::collections::BTreeSet<&str> =
         rows.iter().filter_map(|r| r["policy"].as_str()).collect();
-    assert_eq!(families.len(), 9, "{families:?}");
+    assert_eq!(families.len(), 10, "{families:?}");
     let policy_rows: Vec<&serde_json::Value> =
         rows.iter().filter(|r| r["policy"].is_string()).collect();
     // clear-tool-results: 2 triggers x 2 keeps
@@ -114,6 +116,7 @@ fn every_policy_runs_beside_the_adk_settings() {
         "gemini-cli",
         "turn-summary",
         "hybrid",
+        "anthropic-compaction",
     ] {
         let r = policy_rows.iter().find(|r| r["policy"] == fam).unwrap();
         assert!(r["summarizer_calls_sum"].as_f64().unwrap() > 0.0, "{fam}");
@@ -170,6 +173,29 @@ fn bad_policy_flags_are_refused_in_one_line() {
         ),
         (vec!["--policy", "turn-summary", "--ts-n", "0"], "ts_n"),
         (vec!["--hybrid-window", "5"], "hybrid_window"),
+        (
+            vec![
+                "--policy",
+                "anthropic-compaction",
+                "--anthropic-trigger",
+                "40k",
+            ],
+            "anthropic_trigger",
+        ),
+        (vec!["--anthropic-trigger", "150k"], "anthropic_trigger"),
+        (
+            vec!["--policy", "gemini-cli", "--gemini-profile", "turbo"],
+            "gemini_profile",
+        ),
+        (vec!["--policy", "langchain", "--lc-trim", "0"], "lc_trim"),
+        (
+            vec!["--policy", "openhands", "--openhands-max-tokens", "lots"],
+            "openhands_max_tokens",
+        ),
+        (
+            vec!["--policy", "gemini-cli", "--codex-retain", "20k"],
+            "codex_retain",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let o = bin()
@@ -269,4 +295,95 @@ fn turn_summary_and_hybrid_fire_at_n_plus_m_turns_of_swe_agent_runs() {
     let mut expect = want("hybrid", [0, 0, 0, 0, 1]);
     expect.extend(want("turn-summary", [0, 1, 1, 2, 2]));
     assert_eq!(got, expect);
+}
+
+/// Issue 38 item 1: the new axes (`--codex-retain`, `--gemini-profile`, `--lc-trim`,
+/// `--openhands-max-tokens`, `--anthropic-trigger`) give one setting per value, the run's
+/// grid.toml lists them and gives the same settings again, and a summarizer that reads
+/// less of what it replaces breaks more references while `detail_lost` stays a share.
+#[test]
+fn new_policy_axes_round_trip_through_grid_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let args = [
+        "--policy",
+        "codex,openhands,langchain,gemini-cli,anthropic-compaction",
+        "--codex-pct",
+        "5",
+        "--codex-retain",
+        "20k,64k",
+        "--openhands-max-tokens",
+        "none,5k",
+        "--lc-trigger",
+        "tokens:5k",
+        "--lc-trim",
+        "500,none",
+        "--gemini-profile",
+        "default,generalist",
+        "--anthropic-trigger",
+        "50k",
+        "--summarizer",
+        "terse",
+        "-q",
+    ];
+    sweep(&a, &args, "2");
+    let rows: Vec<_> = settings(&a)
+        .into_iter()
+        .filter(|r| r["policy"].is_string() && r["policy"] != "as-recorded")
+        .collect();
+    let setting = |fam: &str, s: &str| {
+        rows.iter()
+            .find(|r| r["policy"] == fam && r["policy_setting"] == s)
+            .unwrap_or_else(|| panic!("{fam} {s} missing"))
+    };
+    setting("codex", "limit_pct=5 retain=20000");
+    setting("codex", "limit_pct=5 retain=64000");
+    setting("openhands", "max_size=240 keep_first=2");
+    let oh = setting("openhands", "max_size=240 keep_first=2 max_tokens=5000");
+    assert!(oh["summarizer_calls_sum"].as_f64().unwrap() > 0.0);
+    setting("gemini-cli", "threshold=0.5");
+    setting(
+        "gemini-cli",
+        "profile=generalist max_tokens=150000 retained_tokens=65000",
+    );
+    setting("anthropic-compaction", "trigger=50000");
+    let trimmed = setting("langchain", "trigger=tokens:5000 keep=messages:20 trim=500");
+    let whole = setting(
+        "langchain",
+        "trigger=tokens:5000 keep=messages:20 trim=none",
+    );
+    // what the summarizer never read is missing from its summaries: more references break
+    let num = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+    assert!(
+        num(trimmed, "references_broken_sum") > num(whole, "references_broken_sum"),
+        "{} {}",
+        trimmed["references_broken_sum"],
+        whole["references_broken_sum"]
+    );
+    assert!(
+        num(trimmed, "summarizer_output_tokens_sum") < num(whole, "summarizer_output_tokens_sum")
+    );
+    for r in &rows {
+        let d = r["detail_lost_max"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&d), "{}: {d}", r["policy_setting"]);
+    }
+    let grid = read_text(&a.join("grid.toml"));
+    for line in [
+        "codex_retain = [20000, 64000]",
+        "openhands_max_tokens = [\"none\", \"5000\"]",
+        "lc_trim = [\"500\", \"none\"]",
+        "gemini_profile = [\"default\", \"generalist\"]",
+        "anthropic_trigger = [50000]",
+    ] {
+        assert!(grid.contains(line), "{line} missing from\n{grid}");
+    }
+    sweep(
+        &b,
+        &["--grid", a.join("grid.toml").to_str().unwrap(), "-q"],
+        "1",
+    );
+    assert_eq!(
+        read_text(&a.join("settings.csv")),
+        read_text(&b.join("settings.csv"))
+    );
 }
