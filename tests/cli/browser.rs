@@ -465,3 +465,31 @@ fn a_setting_named_like_an_object_property_in_the_url_chooses_nothing() {
         }
     }
 }
+
+/// Issue 39 item 9: a run with one summarizer (its charts' bars drew `width="-190"`) loads
+/// with nothing on the console, and no chart in the page has a negative width.
+#[test]
+fn a_run_with_one_summarizer_draws_no_negative_width_and_logs_nothing() {
+    let Some(chrome) = chromium() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    let o = bin()
+        .current_dir(root())
+        .args(["sweep", "transcripts", "-q", "--alternatives", "none"])
+        .args(["--after-tokens", "40k", "--keep-recent-events", "5"])
+        .args(["--summarizer", "agent", "--out"])
+        .arg(&run)
+        .output()
+        .expect("sweep runs");
+    assert!(
+        matches!(o.status.code(), Some(0) | Some(1)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for page in ["report.html", "summarizer_comparison.svg"] {
+        let text = read_text(&run.join(page));
+        assert!(text.contains("<rect"), "{page} draws bars");
+        assert!(!text.contains("width=\"-"), "{page}: a negative width");
+    }
+    load_clean(&chrome, &run.join("report.html"), "");
+}
