@@ -666,6 +666,25 @@ fn timeline_eval(
     Ok(eval)
 }
 
+/// Names what replacing an earlier run folder removed that the new run did not write (a
+/// file the user added there), so it is never lost without a word.
+fn say_dropped(dir: &Path, dropped: &[String]) {
+    if dropped.is_empty() {
+        return;
+    }
+    let names: Vec<String> = dropped
+        .iter()
+        .map(|n| super::term(n).into_owned())
+        .collect();
+    errln!(
+        "note: {}: the earlier run folder was replaced as a whole; {} it held and this run did not write {} gone: {}",
+        super::term(&dir.display().to_string()),
+        if names.len() == 1 { "a file" } else { "files" },
+        if names.len() == 1 { "is" } else { "are" },
+        names.join(", ")
+    );
+}
+
 /// A shard's partial folder, for `merge`: its rows and inputs, no aggregates, no report.
 fn finish_shard(
     shard: Shard,
@@ -679,7 +698,8 @@ fn finish_shard(
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
-    publish::publish(build, target)?;
+    let dropped = publish::publish(build, target)?;
+    say_dropped(&target.dir, &dropped);
     if !quiet {
         outln!(
             "wrote partial run {} (shard {shard}: {sessions} sessions × {settings} settings)",
@@ -769,7 +789,8 @@ pub fn finish_run(
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
-    publish::publish(build, target)?;
+    let dropped = publish::publish(build, target)?;
+    say_dropped(&target.dir, &dropped);
     if latest {
         let parent = target
             .dir

@@ -347,16 +347,21 @@ pub fn remove_stale(parent: &Path) {
 
 /// Move the finished build folder into place, replacing the earlier folder when the target
 /// says so. If anything fails, the earlier folder is put back and the build folder removed.
-pub fn publish(build: BuildDir, target: &Target) -> Result<(), PublishError> {
+/// Returns the names of what the earlier folder held and the new one does not (a file the
+/// user added to a run folder, or one this run did not write): replacing the folder whole
+/// removed them, and the caller names them.
+pub fn publish(build: BuildDir, target: &Target) -> Result<Vec<String>, PublishError> {
     std::fs::remove_file(build.path().join(OWNER))
         .map_err(io(build.path(), "cannot finish the build folder"))?;
     crate::atomic::make_readable_dir(build.path())
         .map_err(io(build.path(), "cannot set permissions"))?;
     let fin = &target.dir;
+    let mut dropped = Vec::new();
     let exists = std::fs::symlink_metadata(fin).is_ok();
     if target.replaces && exists && is_ours(fin) {
         let name = fin.file_name().and_then(|n| n.to_str()).unwrap_or("run");
         let old = fin.with_file_name(format!("{REPLACED}{}-{name}", std::process::id()));
+        dropped = names_only_in(fin, build.path());
         std::fs::rename(fin, &old).map_err(io(fin, "cannot move the earlier folder aside"))?;
         if let Err(e) = std::fs::rename(build.path(), fin) {
             let _ = std::fs::rename(&old, fin);
@@ -373,7 +378,21 @@ pub fn publish(build: BuildDir, target: &Target) -> Result<(), PublishError> {
             .map_err(io(fin, "cannot move the new folder into place"))?;
         let _ = build.tmp.keep();
     }
-    Ok(())
+    Ok(dropped)
+}
+
+/// The entries of folder `a` that folder `b` has no entry of that name for, sorted.
+fn names_only_in(a: &Path, b: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(a) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = rd
+        .flatten()
+        .filter(|e| std::fs::symlink_metadata(b.join(e.file_name())).is_err())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 fn is_empty_dir(p: &Path) -> bool {

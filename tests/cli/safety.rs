@@ -681,7 +681,13 @@ mod stdout {
             let dir = tmp.join("run");
             std::fs::create_dir(&dir).unwrap();
             let src = root().join("tests/fixtures/report/run");
-            for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
+            for f in [
+                "settings.json",
+                "runs.csv",
+                "run.json",
+                "timelines.json",
+                ".compaction-sim-run",
+            ] {
                 std::fs::copy(src.join(f), dir.join(f)).unwrap();
             }
             dir
@@ -997,5 +1003,54 @@ mod secrets {
                 true,
             );
         }
+    }
+}
+
+/// Issue 39 items 13-15: the run folder's edges (a folder not the tool's, files a user added
+/// to a run folder, a publish cut short, two runs racing on one `--out`).
+mod run_folder_edges {
+    use super::*;
+
+    /// Item 14: `report` on a folder without the tool's marker refuses it, as `sweep --out`
+    /// does, and leaves the user's report.md as it was.
+    #[test]
+    fn report_never_rewrites_a_folder_the_tool_did_not_write() {
+        let (_tmp, dir) = crate::common::report_fixture_copy();
+        std::fs::remove_file(dir.join(".compaction-sim-run")).unwrap();
+        std::fs::write(dir.join("report.md"), "my notes").unwrap();
+        let (code, _, err) = run(dir.parent().unwrap(), &["report", "run"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("did not write") && err.contains("nothing was touched"),
+            "{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("report.md")).unwrap(),
+            "my notes"
+        );
+        assert!(!dir.join("report.html").exists());
+    }
+
+    /// Item 14: rerunning a sweep into its own run folder replaces it whole; each file a
+    /// user had added there is named on stderr (and nothing is said when there is none).
+    #[test]
+    fn a_rerun_names_the_files_a_user_added_to_its_run_folder() {
+        let cwd = tempfile::tempdir().unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "r", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "r", "-q", "--force"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(!err.contains("note:"), "{err}");
+        std::fs::write(cwd.path().join("r/my-notes.txt"), "p").unwrap();
+        std::fs::create_dir(cwd.path().join("r/plots")).unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "r", "-q", "--force"]);
+        assert_eq!(code, 0, "{err}");
+        let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note:")).collect();
+        assert_eq!(notes.len(), 1, "{err}");
+        assert!(
+            notes[0].contains("my-notes.txt, plots") && notes[0].contains("gone"),
+            "{err}"
+        );
     }
 }
