@@ -1053,4 +1053,74 @@ mod run_folder_edges {
             "{err}"
         );
     }
+
+    fn host() -> String {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    /// Item 13: a run SIGKILLed between the two renames that publish its folder left the
+    /// earlier run moved aside and the new one complete in its build folder: the next run in
+    /// the same folder finishes that publish (and deletes nothing that is still wanted).
+    #[test]
+    fn a_publish_killed_between_its_renames_is_finished_by_the_next_run() {
+        let cwd = tempfile::tempdir().unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "runs/a", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        let runs = cwd.path().join("runs");
+        // The dead run (pid 4000000000 is above Linux's limit): its new folder complete, its
+        // owner file gone, the earlier run moved aside, its publish record beside them.
+        let pid = 4_000_000_000u32;
+        let build = runs.join(format!(".building-{pid}-k1"));
+        let copy = Std::new("cp")
+            .arg("-r")
+            .arg(runs.join("a"))
+            .arg(&build)
+            .status()
+            .unwrap();
+        assert!(copy.success());
+        std::fs::write(build.join("settings.csv"), "the new run").unwrap();
+        std::fs::rename(runs.join("a"), runs.join(format!(".replaced-{pid}-a"))).unwrap();
+        std::fs::write(
+            runs.join(format!(".publishing-{pid}-a")),
+            format!("{} {pid}\n.building-{pid}-k1\n", host()),
+        )
+        .unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "runs/b", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            std::fs::read_to_string(runs.join("a/settings.csv")).unwrap(),
+            "the new run"
+        );
+        assert_eq!(names(&runs), vec!["a", "b"]);
+    }
+
+    /// Item 15: a sweep whose `--out` another live run is building is told so before any
+    /// work (not that the folder is one compaction-sim did not write), and touches nothing.
+    #[test]
+    fn a_second_sweep_on_one_out_is_told_another_run_is_writing_it() {
+        let cwd = tempfile::tempdir().unwrap();
+        let mut other = Std::new("sleep").arg("60").spawn().unwrap();
+        let build = cwd.path().join(format!(".building-{}-zz", other.id()));
+        std::fs::create_dir(&build).unwrap();
+        std::fs::write(build.join(".compaction-sim-run"), "x").unwrap();
+        std::fs::write(
+            build.join(".compaction-sim-owner"),
+            format!("{} {} r\n", host(), other.id()),
+        )
+        .unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "r", "-q"]);
+        let _ = other.kill();
+        let _ = other.wait();
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("another compaction-sim run (pid {})", other.id())),
+            "{err}"
+        );
+        assert!(!err.contains("did not write"), "{err}");
+        assert!(!cwd.path().join("r").exists());
+        assert!(build.exists());
+    }
 }
