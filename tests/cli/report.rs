@@ -900,3 +900,31 @@ fn figures_out_of_range_or_not_numbers_are_refused_with_file_and_place() {
         "{err}"
     );
 }
+
+/// Issue 39 item 6: a 200,000-character label and summarizer name (each was shortened to
+/// fit a chart by measuring it once per character: minutes) render like any other run. The
+/// timeout only stops a regression from hanging the suite; the work is counted in
+/// `chart::tests::shortening_a_long_name_measures_it_a_logarithmic_number_of_times`.
+#[test]
+fn a_200000_character_label_and_summarizer_render() {
+    let (_tmp, dir) = report_fixture_copy();
+    let p = dir.join("settings.json");
+    let mut v: serde_json::Value = serde_json::from_str(&read(&p)).expect("json");
+    let long = "x y ".repeat(50_000);
+    for row in v.as_array_mut().expect("rows") {
+        row["label"] = format!("{}{long}", row["label"].as_str().unwrap_or("")).into();
+        if row["summarizer"].is_string() {
+            row["summarizer"] = format!("command:{long}").into();
+        }
+    }
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).expect("write");
+    let out = bin()
+        .arg("report")
+        .arg(&dir)
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(dir.join("summarizer_comparison.svg").exists());
+}
