@@ -471,25 +471,18 @@ fn a_setting_named_like_an_object_property_in_the_url_chooses_nothing() {
 #[test]
 fn a_run_with_one_summarizer_draws_no_negative_width_and_logs_nothing() {
     let Some(chrome) = chromium() else { return };
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let run = tmp.path().join("run");
-    let o = bin()
-        .current_dir(root())
-        .args(["sweep", "transcripts", "-q", "--alternatives", "none"])
-        .args(["--after-tokens", "40k", "--keep-recent-events", "5"])
-        .args(["--summarizer", "agent", "--out"])
-        .arg(&run)
-        .output()
-        .expect("sweep runs");
-    assert!(
-        matches!(o.status.code(), Some(0) | Some(1)),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (_tmp, dir) = report_fixture_copy();
+    let p = dir.join("settings.json");
+    let mut v: serde_json::Value = serde_json::from_str(&read_text(&p)).expect("json");
+    v.as_array_mut()
+        .expect("rows")
+        .retain(|r| r["summarizer"].is_null() || r["summarizer"] == "agent");
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).expect("write");
+    bin().arg("report").arg(&dir).assert().success();
     for page in ["report.html", "summarizer_comparison.svg"] {
-        let text = read_text(&run.join(page));
+        let text = read_text(&dir.join(page));
         assert!(text.contains("<rect"), "{page} draws bars");
         assert!(!text.contains("width=\"-"), "{page}: a negative width");
     }
-    load_clean(&chrome, &run.join("report.html"), "");
+    load_clean(&chrome, &dir.join("report.html"), "");
 }
