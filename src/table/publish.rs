@@ -9,7 +9,9 @@
 //! - The folder is built in a hidden `.building-<pid>-*` folder beside its final place and
 //!   renamed into place only when every file in it is complete; on any failure or signal the
 //!   build folder is removed and the previous state stays as it was. A build folder left by a
-//!   killed process (SIGKILL, power loss) is removed by the next run once that process is gone.
+//!   killed process (SIGKILL, power loss) is removed by the next run once that process is gone;
+//!   a publish it cut short (a `.publishing-` record) is finished or rolled back.
+//! - A run whose output another live run is building is refused before any work.
 //! - `latest` moves last, and only when it is a link (never a real folder).
 
 use crate::error::{Classify, ExitKind};
