@@ -210,26 +210,42 @@ pub(crate) fn fit<DB: DrawingBackend>(
     max_px: u32,
 ) -> String {
     let style = TextStyle::from((FONT, size).into_font());
-    let fits = |s: &str| {
+    longest_fitting(text, |s: &str| {
         root.estimate_text_size(s, &style)
             .map(|(w, _)| w <= max_px)
             .unwrap_or(true)
-    };
+    })
+}
+
+/// `text` itself when it `fits`, else the longest middle-shortened form that does (2/5 of
+/// the kept characters from the head, the rest from the tail), else `…`. Longer forms are
+/// wider, so the longest is found by bisection: about 2·log2(len) measurements, where trying
+/// every length from the longest down measured a 100,000-character name 100,000 times (each
+/// measurement as long as the name: minutes, and a signal waited for it).
+fn longest_fitting(text: &str, mut fits: impl FnMut(&str) -> bool) -> String {
     if fits(text) {
         return text.to_string();
     }
     let chars: Vec<char> = text.chars().collect();
-    let mut n = chars.len();
-    while n > 1 {
-        n -= 1;
+    let shortened = |n: usize| -> String {
         let head = n * 2 / 5;
         let tail = n - head;
-        let s: String = chars[..head].iter().collect::<String>()
+        chars[..head].iter().collect::<String>()
             + "…"
-            + &chars[chars.len() - tail..].iter().collect::<String>();
-        if fits(&s) {
-            return s;
+            + &chars[chars.len() - tail..].iter().collect::<String>()
+    };
+    // Invariant: `lo` fits (or is 0, "…" alone), `hi` does not.
+    let (mut lo, mut hi) = (0usize, chars.len());
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(&shortened(mid)) {
+            lo = mid;
+        } else {
+            hi = mid;
         }
+    }
+    if lo >= 1 {
+        return shortened(lo);
     }
     "…".to_string()
 }
@@ -295,5 +311,54 @@ impl LabelPlacer {
             }
         }
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::longest_fitting;
+
+    /// Issue 39 item 6: a 200,000-character name is shortened with a few dozen width
+    /// measurements (it took one per character, each as long as the name), to the same text
+    /// as trying every length from the longest down.
+    #[test]
+    fn shortening_a_long_name_measures_it_a_logarithmic_number_of_times() {
+        let width = |s: &str| {
+            s.chars()
+                .map(|c| if c == 'W' { 3 } else { 1 })
+                .sum::<usize>()
+        };
+        let long: String = (0..200_000)
+            .map(|i| if i % 7 == 0 { 'W' } else { 'a' })
+            .collect();
+        let mut calls = 0usize;
+        let got = longest_fitting(&long, |s| {
+            calls += 1;
+            width(s) <= 40
+        });
+        assert!(calls <= 2 * 18 + 2, "{calls} measurements");
+        assert!(width(&got) <= 40 && got.contains('…'), "{got}");
+        // The same answer as the exhaustive search, on names short enough for it.
+        for text in ["", "abc", "WWWWWWWWWW", &long[..300], &long[..1000]] {
+            for max in [0, 1, 2, 5, 17, 40, 10_000] {
+                let fits = |s: &str| width(s) <= max;
+                let chars: Vec<char> = text.chars().collect();
+                let want = if fits(text) {
+                    text.to_string()
+                } else {
+                    (1..chars.len())
+                        .rev()
+                        .map(|n| {
+                            let head = n * 2 / 5;
+                            chars[..head].iter().collect::<String>()
+                                + "…"
+                                + &chars[chars.len() - (n - head)..].iter().collect::<String>()
+                        })
+                        .find(|s| fits(s))
+                        .unwrap_or_else(|| "…".to_string())
+                };
+                assert_eq!(longest_fitting(text, fits), want, "{max}");
+            }
+        }
     }
 }

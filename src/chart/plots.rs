@@ -1478,18 +1478,24 @@ fn draw_summarizer_panel<DB: DrawingBackend>(
         .chain(whiskers.iter().flatten().map(|w| &w.1))
         .fold(0.0f64, |a, b| a.max(*b));
     let ymax = if ymax > 0.0 { ymax * 1.25 } else { 1.0 };
+    // A lone summarizer sits in the middle of three columns: plotters maps every point of
+    // a one-value segmented axis to one pixel, which drew its bar `width="-190"`.
+    let (cols, off) = if n == 1 { (3, 1) } else { (n, 0) };
     let mut chart = ChartBuilder::on(panel)
         .margin(8)
         .caption(desc, font(NOTE + 1.0))
         .x_label_area_size(40)
         .y_label_area_size(90)
-        .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), axis(0.0, ymax))
+        .build_cartesian_2d(
+            (0..cols.saturating_sub(1)).into_segmented(),
+            axis(0.0, ymax),
+        )
         .map_err(e)?;
     let plot_w = chart.plotting_area().dim_in_pixel().0;
     let names = column_labels(
         root,
         rows.iter().map(|s| s.summarizer.as_str()),
-        plot_w,
+        plot_w / (cols / n.max(1)) as u32,
         TICK - 2.0,
         8,
     );
@@ -1497,23 +1503,27 @@ fn draw_summarizer_panel<DB: DrawingBackend>(
         .configure_mesh()
         .disable_x_mesh()
         .label_style(font(TICK - 2.0))
-        .x_labels(n + 1)
+        .x_labels(cols + 1)
         .y_labels(5)
         .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+            SegmentValue::CenterOf(i) => i
+                .checked_sub(off)
+                .and_then(|i| names.get(i).cloned())
+                .unwrap_or_default(),
             _ => String::new(),
         })
         .y_label_formatter(&|v| fmtv(*v))
         .light_line_style(LIGHT.mix(0.5))
         .draw()
         .map_err(e)?;
-    let slot = plot_w / n.max(1) as u32;
+    let slot = plot_w / cols.max(1) as u32;
     for (i, v) in vals.iter().enumerate() {
         let style = font(NOTE).pos(Pos::new(HPos::Center, VPos::Bottom));
         match v {
             Some(v) => {
                 let bar = Bar {
                     i,
+                    col: i + off,
                     value: *v,
                     whisker: whiskers[i],
                     slot,
@@ -1523,7 +1533,7 @@ fn draw_summarizer_panel<DB: DrawingBackend>(
             None => {
                 chart
                     .draw_series(std::iter::once(
-                        EmptyElement::at((SegmentValue::CenterOf(i), 0.0))
+                        EmptyElement::at((SegmentValue::CenterOf(i + off), 0.0))
                             + Text::new("n/a", (0, -4), style.color(&GREY)),
                     ))
                     .map_err(e)?;
@@ -1536,6 +1546,8 @@ fn draw_summarizer_panel<DB: DrawingBackend>(
 /// Summarizer `i`'s bar in a panel whose columns are `slot` pixels wide.
 struct Bar {
     i: usize,
+    /// Its column (`i`, or the middle one for a lone summarizer).
+    col: usize,
     value: f64,
     whisker: Option<(f64, f64)>,
     slot: u32,
@@ -1550,12 +1562,12 @@ impl Bar {
         label: String,
         style: TextStyle,
     ) -> Result<(), DrawError> {
-        let (i, v) = (self.i, self.value);
+        let (i, v, col) = (self.i, self.value, self.col);
         let c = PALETTE[i % PALETTE.len()];
         let mut bar = Rectangle::new(
             [
-                (SegmentValue::Exact(i), 0.0),
-                (SegmentValue::Exact(i + 1), v),
+                (SegmentValue::Exact(col), 0.0),
+                (SegmentValue::Exact(col + 1), v),
             ],
             c.mix(0.8).filled(),
         );
@@ -1563,7 +1575,7 @@ impl Bar {
         bar.set_margin(0, 0, gap, gap);
         chart.draw_series(std::iter::once(bar)).map_err(e)?;
         if let Some((lo, hi)) = self.whisker {
-            let x = SegmentValue::CenterOf(i);
+            let x = SegmentValue::CenterOf(col);
             chart
                 .draw_series(std::iter::once(PathElement::new(
                     vec![(x.clone(), lo), (x.clone(), hi)],
@@ -1590,7 +1602,7 @@ impl Bar {
                 .draw_series(std::iter::once(
                     // Above the whisker, when there is one.
                     EmptyElement::at((
-                        SegmentValue::CenterOf(i),
+                        SegmentValue::CenterOf(col),
                         self.whisker.map_or(v, |w| v.max(w.1)),
                     )) + Text::new(label, (0, -4), style),
                 ))
@@ -1668,6 +1680,32 @@ mod tests {
         let _ = crate::chart::render_svg(&InvocationsOverlap(&d));
         let _ = crate::chart::render_svg(&Latency(&d));
         let _ = crate::chart::render_svg(&Summarizers(&d));
+    }
+
+    /// Issue 39 item 9: every summarizer count, one alone included, draws bars of positive
+    /// width (a lone summarizer drew `width="-190"`).
+    #[test]
+    fn summarizer_bars_never_have_a_negative_width() {
+        crate::chart::register_fonts();
+        for keep in [1usize, 2, 7] {
+            let mut d = data();
+            d.settings.retain(|s| s.summarizer != "terse");
+            for k in 1..keep {
+                let mut extra = d.settings[1].clone();
+                extra.setting_id = format!("{}", 10 + k);
+                extra.summarizer = format!("command:s{k}");
+                extra.recommended = false;
+                d.settings.push(extra);
+            }
+            assert_eq!(summarizer_rows(&d).len(), keep);
+            let svg = crate::chart::render_svg(&Summarizers(&d)).expect("drawn");
+            let bars = svg.matches("<rect").count();
+            assert!(bars > 1, "{keep}: no bar drawn");
+            for w in svg.split("width=\"").skip(1) {
+                let w: f64 = w.split('"').next().unwrap().parse().expect("a number");
+                assert!(w >= 0.0, "{keep} summarizers: width {w}");
+            }
+        }
     }
 
     #[test]

@@ -18,6 +18,15 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
         );
         return Ok(super::EXIT_BAD_INPUT);
     }
+    // Only a folder the tool wrote is rewritten: report.md in any other is the user's.
+    if !crate::table::publish::is_ours(&args.run_dir) {
+        errln!(
+            "error: {}: is a folder compaction-sim did not write (it has no {} file), so its report.md, report.html and charts are not replaced (nothing was touched)",
+            super::term(&args.run_dir.display().to_string()),
+            crate::table::publish::MARKER
+        );
+        return Ok(super::EXIT_BAD_INPUT);
+    }
     super::install_signal_handler();
     let r = crate::report::render_run(&args.run_dir, &super::CANCEL)?;
     for (stem, reason) in &r.charts_skipped {

@@ -707,6 +707,25 @@ fn timeline_eval(
     Ok(eval)
 }
 
+/// Names what replacing an earlier run folder removed that the new run did not write (a
+/// file the user added there), so it is never lost without a word.
+fn say_dropped(dir: &Path, dropped: &[String]) {
+    if dropped.is_empty() {
+        return;
+    }
+    let names: Vec<String> = dropped
+        .iter()
+        .map(|n| super::term(n).into_owned())
+        .collect();
+    errln!(
+        "note: {}: the earlier run folder was replaced as a whole; {} it held and this run did not write {} gone: {}",
+        super::term(&dir.display().to_string()),
+        if names.len() == 1 { "a file" } else { "files" },
+        if names.len() == 1 { "is" } else { "are" },
+        names.join(", ")
+    );
+}
+
 /// A shard's partial folder, for `merge`: its rows and inputs, no aggregates, no report.
 fn finish_shard(
     shard: Shard,
@@ -720,7 +739,8 @@ fn finish_shard(
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
-    publish::publish(build, target)?;
+    let dropped = publish::publish(build, target)?;
+    say_dropped(&target.dir, &dropped);
     if !quiet {
         outln!(
             "wrote partial run {} (shard {shard}: {sessions} sessions × {settings} settings)",
@@ -805,12 +825,14 @@ pub fn finish_run(
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
-    // The report is part of the run: a folder without it is never published.
-    crate::report::render_run(build.path(), &CANCEL)?;
+    // The report is part of the run: a folder without it is published only when a figure
+    // of the run's own is what the report refused (said below, exit 2).
+    let refused = render_or_keep(build.path(), &target.dir)?;
     if CANCEL.load(Ordering::SeqCst) {
         return Err(Cancelled.into());
     }
-    publish::publish(build, target)?;
+    let dropped = publish::publish(build, target)?;
+    say_dropped(&target.dir, &dropped);
     if latest {
         let parent = target
             .dir
@@ -834,6 +856,10 @@ pub fn finish_run(
             outln!("{}", super::term(&line));
         }
     }
+    if let Some(line) = refused {
+        errln!("error: {}", super::term(&line));
+        return Ok(super::EXIT_BAD_INPUT);
+    }
     Ok(if outcome.recommendation.is_ok() {
         super::EXIT_OK
     } else {
@@ -841,9 +867,78 @@ pub fn finish_run(
     })
 }
 
+/// Render the report of the run built in `build` (to be published as `fin`). A figure the
+/// run itself wrote that the run-folder reader refuses (a share above 1: a bug of ours)
+/// never costs the user the run: the data files are kept, without the report, and the line
+/// naming the figure (file as published, JSON path or line, what is wrong) is returned.
+/// Any other failure is an error.
+fn render_or_keep(build: &Path, fin: &Path) -> Result<Option<String>> {
+    use crate::report::ReportError;
+    use crate::table::folder::DataError;
+    match crate::report::render_run(build, &CANCEL) {
+        Ok(_) => Ok(None),
+        Err(ReportError::Data(DataError::Bad { path, what })) => {
+            for f in ["report.md", "report.html"] {
+                let _ = std::fs::remove_file(build.join(f));
+            }
+            let file = path.strip_prefix(build).unwrap_or(&path);
+            Ok(Some(format!(
+                "{}: {what}: a figure this run wrote is refused by the run-folder reader (a bug of compaction-sim: please report it); {} holds the run's data files, without its report",
+                fin.join(file).display(),
+                fin.display()
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn same_dir(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_or_keep;
+    use std::path::Path;
+
+    /// Issue 39 item 7: a share above 1 that the run wrote (LangChain's `detail_lost_max`
+    /// 1.0018 was one) keeps the run's data files and names the figure, with the path it is
+    /// published at, instead of discarding every replay.
+    #[test]
+    fn a_figure_the_run_wrote_and_the_reader_refuses_keeps_the_data_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let build = tmp.path().join(".building-1-x");
+        std::fs::create_dir(&build).unwrap();
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/run");
+        for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
+            std::fs::copy(fixture.join(f), build.join(f)).unwrap();
+        }
+        let fin = tmp.path().join("run");
+        assert_eq!(render_or_keep(&build, &fin).unwrap(), None);
+        assert!(build.join("report.md").exists());
+        let p = build.join("settings.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        v[1]["detail_lost_max"] = 1.0018.into();
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        let line = render_or_keep(&build, &fin)
+            .unwrap()
+            .expect("the figure is named");
+        let want = format!(
+            "{}: $[1].detail_lost_max: 1.0018 is not a share",
+            fin.join("settings.json").display()
+        );
+        assert!(line.starts_with(&want), "{line}");
+        assert!(!line.contains(".building-"), "{line}");
+        assert!(!build.join("report.md").exists() && !build.join("report.html").exists());
+        for f in ["settings.json", "runs.csv", "run.json"] {
+            assert!(build.join(f).exists(), "{f} kept");
+        }
+        // Anything else (here: no settings.json) is still an error: nothing is published.
+        std::fs::remove_file(&p).unwrap();
+        assert!(render_or_keep(&build, &fin).is_err());
     }
 }

@@ -367,6 +367,14 @@ fn short_item<'a>(axis: &str, text: &'a str) -> Result<&'a str, GridError> {
 /// Expand a numeric axis: comma-separated numbers and ranges `A..B:STEP` (both ends
 /// inclusive when on the step). Sorted ascending, duplicates removed.
 pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridError> {
+    let mut out = expand_numeric_axis(axis, spec)?;
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// A numeric axis's values as written, repeats kept (for [`GridSpec::repeats`]).
+fn expand_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridError> {
     let mut out = Vec::new();
     let items = spec.items();
     if items.is_empty() {
@@ -449,8 +457,6 @@ pub fn parse_numeric_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<u64>, GridE
             }
         }
     }
-    out.sort_unstable();
-    out.dedup();
     Ok(out)
 }
 
@@ -475,6 +481,34 @@ pub fn parse_text_axis(axis: &str, spec: &AxisSpec) -> Result<Vec<String>, GridE
         }
     }
     Ok(out)
+}
+
+/// The note for an axis whose values repeat, naming each repeated value once (in the
+/// order first repeated, long values shortened), or None when none repeats.
+fn repeated_note(axis: &str, values: Vec<String>) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut repeated: Vec<String> = Vec::new();
+    for v in values {
+        if !seen.insert(v.clone()) && !repeated.contains(&v) {
+            repeated.push(v);
+        }
+    }
+    if repeated.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = repeated
+        .iter()
+        .take(5)
+        .map(|v| format!("`{}`", crate::transcript::util::one_line(v, 40)))
+        .collect();
+    let more = match repeated.len() {
+        n if n > 5 => format!(" and {} more", n - 5),
+        _ => String::new(),
+    };
+    Some(format!(
+        "grid axis {axis}: {}{more} given more than once; replayed once",
+        listed.join(", ")
+    ))
 }
 
 /// Comma-splits, except inside `command:...`, whose program line may hold commas.
@@ -670,11 +704,67 @@ impl GridSpec {
         // setting), so they are resolved before the count.
         grid.max_llm_calls = self.caps()?;
         grid.artifacts = self.artifacts == Some(true);
-        (grid.split, grid.collapsed) = self.splits()?;
+        let (split, collapsed) = self.splits()?;
+        grid.split = split;
+        grid.collapsed = self.repeats();
+        grid.collapsed.extend(collapsed);
         grid.check_count(max_settings)?;
         grid.settings = grid.compaction_settings();
         grid.rebuild_alternatives();
         Ok(grid)
+    }
+
+    /// One line per axis where a value is written more than once (`--after-tokens 1k,1000`,
+    /// `--summarizer terse,terse`): the grid keeps one copy, and the user is told so once.
+    fn repeats(&self) -> Vec<String> {
+        let numeric = [
+            ("after_tokens", &self.after_tokens),
+            ("keep_recent_events", &self.keep_recent_events),
+            ("after_invocations", &self.after_invocations),
+            ("overlap", &self.overlap),
+            ("max_llm_calls", &self.max_llm_calls),
+            ("clear_trigger", &self.clear_trigger),
+            ("clear_keep", &self.clear_keep),
+            ("clear_at_least", &self.clear_at_least),
+            ("mask_window", &self.mask_window),
+            ("pct", &self.pct),
+            ("cc_window", &self.cc_window),
+            ("codex_pct", &self.codex_pct),
+            ("openhands_max_size", &self.openhands_max_size),
+            ("openhands_keep_first", &self.openhands_keep_first),
+            ("lc_keep", &self.lc_keep),
+        ];
+        let text = [
+            ("trigger", &self.trigger),
+            ("summarizer", &self.summarizer),
+            ("agent_model", &self.agent_model),
+            ("client", &self.client),
+            ("tokenizer", &self.tokenizer),
+            ("split", &self.split),
+            ("policy", &self.policy),
+            ("clear_exclude_tools", &self.clear_exclude_tools),
+            ("lc_trigger", &self.lc_trigger),
+            ("gemini_threshold", &self.gemini_threshold),
+        ];
+        let mut notes = Vec::new();
+        for (axis, spec) in numeric {
+            let Some(Ok(values)) = spec.as_ref().map(|s| expand_numeric_axis(axis, s)) else {
+                continue;
+            };
+            let shown: Vec<String> = values.iter().map(u64::to_string).collect();
+            notes.extend(repeated_note(axis, shown));
+        }
+        for (axis, spec) in text {
+            let Some(spec) = spec else { continue };
+            let values = spec
+                .items()
+                .iter()
+                .flat_map(|i| split_text_items(&i.text()))
+                .map(|v| v.trim().to_string())
+                .collect();
+            notes.extend(repeated_note(axis, values));
+        }
+        notes
     }
 
     /// Trigger kinds: written, or inferred from which pairs are present.

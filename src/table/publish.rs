@@ -9,7 +9,9 @@
 //! - The folder is built in a hidden `.building-<pid>-*` folder beside its final place and
 //!   renamed into place only when every file in it is complete; on any failure or signal the
 //!   build folder is removed and the previous state stays as it was. A build folder left by a
-//!   killed process (SIGKILL, power loss) is removed by the next run once that process is gone.
+//!   killed process (SIGKILL, power loss) is removed by the next run once that process is gone;
+//!   a publish it cut short (a `.publishing-` record) is finished or rolled back.
+//! - A run whose output another live run is building is refused before any work.
 //! - `latest` moves last, and only when it is a link (never a real folder).
 
 use crate::error::{Classify, ExitKind};
@@ -26,6 +28,10 @@ const OWNER: &str = ".compaction-sim-owner";
 const BUILDING: &str = ".building-";
 const REPLACED: &str = ".replaced-";
 const LATEST_TMP: &str = ".latest-";
+/// `.publishing-<pid>-<name>`, beside the run folder `<name>` while it is being published:
+/// `<host> <pid>` and the build folder's name, so a run that finds it after a kill can finish
+/// the publish or roll it back ([`recover_publish`]).
+const PUBLISHING: &str = ".publishing-";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
@@ -41,6 +47,10 @@ pub enum PublishError {
     NoName(PathBuf),
     #[error("{}: is a file compaction-sim did not write; give a new path for the output (nothing was touched)", .0.display())]
     ForeignFile(PathBuf),
+    #[error("{}: another compaction-sim run (pid {pid}) is writing this folder now; wait for it to finish or give another output path (nothing was touched)", .path.display())]
+    Busy { path: PathBuf, pid: u32 },
+    #[error("{}: another compaction-sim run wrote this folder while this one was working; this run's output was not published (nothing was touched; rerun with --force to replace it)", .0.display())]
+    Raced(PathBuf),
     #[error("{}: is a real folder, not a link; remove or rename it so it can point at the newest run (nothing was touched)", .0.display())]
     LatestIsFolder(PathBuf),
     #[error("{}: {what}", path.display())]
@@ -103,6 +113,12 @@ pub fn check_target(
         )
     {
         return Err(PublishError::NoName(out.to_path_buf()));
+    }
+    if let Some(pid) = live_builder(out) {
+        return Err(PublishError::Busy {
+            path: out.to_path_buf(),
+            pid,
+        });
     }
     let meta = match std::fs::symlink_metadata(out) {
         Ok(m) => m,
@@ -252,7 +268,13 @@ pub fn build_dir_for(target: &Target) -> Result<BuildDir, PublishError> {
     mark(b.path())?;
     crate::atomic::write_atomic(
         &b.path().join(OWNER),
-        format!("{} {}\n", host(), std::process::id()).as_bytes(),
+        format!(
+            "{} {} {}\n",
+            host(),
+            std::process::id(),
+            file_name_of(&target.dir)
+        )
+        .as_bytes(),
     )
     .map_err(|e| PublishError::Io {
         path: e.path,
@@ -260,6 +282,39 @@ pub fn build_dir_for(target: &Target) -> Result<BuildDir, PublishError> {
         source: e.source,
     })?;
     Ok(b)
+}
+
+/// The last component of a run folder's path (`run` when it has none, which
+/// [`check_target`] refuses anyway).
+fn file_name_of(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".to_string())
+}
+
+/// The pid of another live process of this machine building the run folder `out` (its build
+/// folder's owner file names the folder), if there is one: two runs racing on one `--out`.
+fn live_builder(out: &Path) -> Option<u32> {
+    let name = file_name_of(out);
+    let here = host();
+    let rd = std::fs::read_dir(parent_of(out)).ok()?;
+    rd.flatten().find_map(|e| {
+        let entry = e.file_name();
+        let (pid, kind) = leftover_pid(entry.to_str()?)?;
+        let owner = match kind {
+            BUILDING => std::fs::read_to_string(e.path().join(OWNER)).ok()?,
+            PUBLISHING => std::fs::read_to_string(e.path()).ok()?,
+            _ => return None,
+        };
+        let mut it = owner.split_whitespace();
+        let (h, p) = (it.next()?, it.next()?.parse::<u32>().ok()?);
+        let named = match kind {
+            BUILDING => it.next() == Some(name.as_str()),
+            _ => entry.to_str()? == format!("{PUBLISHING}{pid}-{name}"),
+        };
+        (named && !here.is_empty() && h == here && p == pid && p != std::process::id() && alive(p))
+            .then_some(p)
+    })
 }
 
 /// This machine's name ("" where it cannot be read: then no leftover is ever judged dead).
@@ -299,9 +354,10 @@ fn alive(pid: u32) -> bool {
     }
 }
 
-/// The pid in `.building-<pid>-…`, `.replaced-<pid>-…` or `.latest-<pid>`.
+/// The pid in `.building-<pid>-…`, `.replaced-<pid>-…`, `.latest-<pid>` or
+/// `.publishing-<pid>-…`.
 fn leftover_pid(name: &str) -> Option<(u32, &'static str)> {
-    for prefix in [BUILDING, REPLACED, LATEST_TMP] {
+    for prefix in [BUILDING, REPLACED, LATEST_TMP, PUBLISHING] {
         if let Some(rest) = name.strip_prefix(prefix) {
             let digits: &str = rest.split('-').next().unwrap_or("");
             return digits.parse().ok().map(|p| (p, prefix));
@@ -313,6 +369,17 @@ fn leftover_pid(name: &str) -> Option<(u32, &'static str)> {
 /// Remove what killed runs left in `parent`: build and replaced folders that hold the
 /// marker, and `latest` temp links, whose process is gone. Anything else is left alone.
 pub fn remove_stale(parent: &Path) {
+    // Publishes cut short first: they say which `.replaced-` folder is still wanted.
+    if let Ok(rd) = std::fs::read_dir(parent) {
+        for entry in rd.flatten() {
+            let name = entry.file_name();
+            if let Some((pid, PUBLISHING)) = name.to_str().and_then(leftover_pid) {
+                if pid != std::process::id() && !alive(pid) {
+                    recover_publish(parent, &entry.path(), pid);
+                }
+            }
+        }
+    }
     let Ok(rd) = std::fs::read_dir(parent) else {
         return;
     };
@@ -329,6 +396,9 @@ pub fn remove_stale(parent: &Path) {
         let Ok(meta) = std::fs::symlink_metadata(&p) else {
             continue;
         };
+        if kind == PUBLISHING {
+            continue;
+        }
         if kind == LATEST_TMP {
             if meta.file_type().is_symlink() {
                 let _ = std::fs::remove_file(&p);
@@ -337,9 +407,10 @@ pub fn remove_stale(parent: &Path) {
             if meta.is_dir() && is_ours(&p) && owner_gone(&p) {
                 let _ = std::fs::remove_dir_all(&p);
             }
-        } else if meta.is_dir() && is_ours(&p) {
+        } else if meta.is_dir() && is_ours(&p) && !journal_for(parent, name, pid) {
             // `.replaced-<pid>-…`: an earlier run moved aside by a process that died before
             // removing it; its pid is only ever of this machine's processes at rename time.
+            // While a publish record names it, it may be the only copy: left for the record.
             let _ = std::fs::remove_dir_all(&p);
         }
     }
@@ -347,16 +418,44 @@ pub fn remove_stale(parent: &Path) {
 
 /// Move the finished build folder into place, replacing the earlier folder when the target
 /// says so. If anything fails, the earlier folder is put back and the build folder removed.
-pub fn publish(build: BuildDir, target: &Target) -> Result<(), PublishError> {
+/// Returns the names of what the earlier folder held and the new one does not (a file the
+/// user added to a run folder, or one this run did not write): replacing the folder whole
+/// removed them, and the caller names them.
+pub fn publish(build: BuildDir, target: &Target) -> Result<Vec<String>, PublishError> {
+    let fin = &target.dir;
+    let name = file_name_of(fin);
+    let journal = parent_of(fin).join(format!("{PUBLISHING}{}-{name}", std::process::id()));
+    let build_name = file_name_of(build.path());
+    // Written before the owner file goes, so a kill at any point below leaves either the
+    // owner file (the build folder is removed) or this record (the publish is finished or
+    // rolled back by the next run, see `recover_publish`).
+    crate::atomic::write_atomic(
+        &journal,
+        format!("{} {}\n{build_name}\n", host(), std::process::id()).as_bytes(),
+    )
+    .map_err(|e| PublishError::Io {
+        path: e.path,
+        what: "cannot write",
+        source: e.source,
+    })?;
+    let result = move_into_place(build, target);
+    let _ = std::fs::remove_file(&journal);
+    result
+}
+
+/// [`publish`]'s renames: the earlier folder aside, the build folder into place, the earlier
+/// folder removed.
+fn move_into_place(build: BuildDir, target: &Target) -> Result<Vec<String>, PublishError> {
     std::fs::remove_file(build.path().join(OWNER))
         .map_err(io(build.path(), "cannot finish the build folder"))?;
     crate::atomic::make_readable_dir(build.path())
         .map_err(io(build.path(), "cannot set permissions"))?;
     let fin = &target.dir;
+    let mut dropped = Vec::new();
     let exists = std::fs::symlink_metadata(fin).is_ok();
     if target.replaces && exists && is_ours(fin) {
-        let name = fin.file_name().and_then(|n| n.to_str()).unwrap_or("run");
-        let old = fin.with_file_name(format!("{REPLACED}{}-{name}", std::process::id()));
+        let old = replaced_path(fin, std::process::id());
+        dropped = names_only_in(fin, build.path());
         std::fs::rename(fin, &old).map_err(io(fin, "cannot move the earlier folder aside"))?;
         if let Err(e) = std::fs::rename(build.path(), fin) {
             let _ = std::fs::rename(&old, fin);
@@ -365,15 +464,94 @@ pub fn publish(build: BuildDir, target: &Target) -> Result<(), PublishError> {
         let _ = build.tmp.keep();
         let _ = std::fs::remove_dir_all(&old);
     } else if exists && !(target.replaces && is_empty_dir(fin)) {
-        // Something appeared at the path while the run was working: leave it alone.
-        return Err(PublishError::Foreign(fin.clone()));
+        // Something appeared at the path while the run was working: leave it alone, and say
+        // whether it is another run's output or the user's.
+        return Err(match is_ours(fin) {
+            true => PublishError::Raced(fin.clone()),
+            false => PublishError::Foreign(fin.clone()),
+        });
     } else {
         // A new path, or an empty folder (which rename replaces atomically).
         std::fs::rename(build.path(), fin)
             .map_err(io(fin, "cannot move the new folder into place"))?;
         let _ = build.tmp.keep();
     }
-    Ok(())
+    Ok(dropped)
+}
+
+/// Where process `pid` moves the earlier run folder `fin` while publishing over it.
+fn replaced_path(fin: &Path, pid: u32) -> PathBuf {
+    fin.with_file_name(format!("{REPLACED}{pid}-{}", file_name_of(fin)))
+}
+
+/// Whether a publish record of process `pid` names the `.replaced-<pid>-<name>` entry
+/// `replaced` of `parent`.
+fn journal_for(parent: &Path, replaced: &str, pid: u32) -> bool {
+    let name = replaced
+        .strip_prefix(&format!("{REPLACED}{pid}-"))
+        .unwrap_or_default();
+    std::fs::symlink_metadata(parent.join(format!("{PUBLISHING}{pid}-{name}"))).is_ok()
+}
+
+/// Finish or roll back the publish of a process `pid` that is gone, from its record
+/// `journal` (`.publishing-<pid>-<name>`): a complete build folder whose run folder is
+/// absent (the earlier one was moved aside, or there was none) is moved into place; one
+/// whose run folder is still the earlier run is removed; an earlier run moved aside is
+/// removed once the new one is in place. Another machine's record is left alone.
+fn recover_publish(parent: &Path, journal: &Path, pid: u32) {
+    let Some(name) = journal
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix(&format!("{PUBLISHING}{pid}-")))
+    else {
+        return;
+    };
+    let Ok(text) = std::fs::read_to_string(journal) else {
+        return;
+    };
+    let mut lines = text.lines();
+    let owner: Vec<&str> = lines.next().unwrap_or("").split_whitespace().collect();
+    let here = host();
+    if here.is_empty() || owner.first() != Some(&here.as_str()) {
+        return;
+    }
+    let fin = parent.join(name);
+    let old = replaced_path(&fin, pid);
+    let build = lines
+        .next()
+        .filter(|b| b.starts_with(&format!("{BUILDING}{pid}-")) && !b.contains('/'))
+        .map(|b| parent.join(b));
+    if let Some(build) = build.filter(|b| b.is_dir() && is_ours(b)) {
+        if std::fs::symlink_metadata(&fin).is_err() {
+            // Complete and wanted: the kill came between the two renames, or before the
+            // only one. Finish it (the owner file goes first when the kill came before).
+            let _ = std::fs::remove_file(build.join(OWNER));
+            if std::fs::rename(&build, &fin).is_err() {
+                return;
+            }
+        } else {
+            // The earlier run is still in place: roll back.
+            let _ = std::fs::remove_dir_all(&build);
+        }
+    }
+    if is_ours(&fin) && old.is_dir() && is_ours(&old) {
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    let _ = std::fs::remove_file(journal);
+}
+
+/// The entries of folder `a` that folder `b` has no entry of that name for, sorted.
+fn names_only_in(a: &Path, b: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(a) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = rd
+        .flatten()
+        .filter(|e| std::fs::symlink_metadata(b.join(e.file_name())).is_err())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 fn is_empty_dir(p: &Path) -> bool {
@@ -548,6 +726,109 @@ mod tests {
         assert!(remote.exists(), "another machine's live build was removed");
         assert!(foreign.join("mine.txt").exists());
         assert!(live.exists());
+    }
+
+    /// A dead process's publish, cut at `step`, over an earlier run (`replacing`) or a new
+    /// path: what its kill leaves on disk, built by hand.
+    fn cut_publish(parent: &Path, replacing: bool, step: usize) {
+        const P: u32 = 4_000_000_000;
+        let fin = parent.join("run");
+        if replacing {
+            std::fs::create_dir(&fin).unwrap();
+            mark(&fin).unwrap();
+            std::fs::write(fin.join("x"), "old").unwrap();
+            std::fs::write(fin.join("old-only"), "o").unwrap();
+        }
+        let build = parent.join(format!("{BUILDING}{P}-abc"));
+        std::fs::create_dir(&build).unwrap();
+        mark(&build).unwrap();
+        std::fs::write(build.join("x"), "new").unwrap();
+        std::fs::write(build.join(OWNER), format!("{} {P} run\n", host())).unwrap();
+        let journal = parent.join(format!("{PUBLISHING}{P}-run"));
+        std::fs::write(&journal, format!("{} {P}\n{BUILDING}{P}-abc\n", host())).unwrap();
+        if step >= 1 {
+            std::fs::remove_file(build.join(OWNER)).unwrap();
+        }
+        if step >= 2 && replacing {
+            std::fs::rename(&fin, replaced_path(&fin, P)).unwrap();
+        }
+        if step >= 3 {
+            std::fs::rename(&build, &fin).unwrap();
+        }
+        if step >= 4 && replacing {
+            std::fs::remove_dir_all(replaced_path(&fin, P)).unwrap();
+        }
+    }
+
+    /// Issue 39 item 13: a publish killed at any point (before, between or after its two
+    /// renames) is finished or rolled back by the next run in the same folder: one run folder,
+    /// the earlier or the new one whole, and nothing hidden left beside it.
+    #[test]
+    fn a_publish_cut_at_any_point_is_finished_or_rolled_back() {
+        if !cfg!(target_os = "linux") || host().is_empty() {
+            return;
+        }
+        for replacing in [true, false] {
+            for step in 0..=4 {
+                let root = tempfile::tempdir().unwrap();
+                cut_publish(root.path(), replacing, step);
+                remove_stale(root.path());
+                let case = format!("replacing {replacing}, cut after step {step}");
+                let x = std::fs::read_to_string(root.path().join("run/x"));
+                // Before the first rename the earlier run is kept (none: the new one, whole).
+                let want = match (replacing, step) {
+                    (true, 0 | 1) => "old",
+                    _ => "new",
+                };
+                assert_eq!(x.ok().as_deref(), Some(want), "{case}");
+                assert!(is_ours(&root.path().join("run")), "{case}");
+                assert!(!root.path().join("run").join(OWNER).exists(), "{case}");
+                assert_eq!(
+                    root.path().join("run/old-only").exists(),
+                    want == "old",
+                    "{case}: a mix of both runs"
+                );
+                let names: Vec<String> = std::fs::read_dir(root.path())
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
+                assert_eq!(names, vec!["run".to_string()], "{case}");
+            }
+        }
+    }
+
+    /// Issue 39 item 15: a run whose `--out` another live run is building is told so before
+    /// any work; one that finds the other's output in place at publish time is told that it
+    /// is another run's, not a folder the tool did not write.
+    #[test]
+    fn a_second_run_on_one_out_is_told_another_run_is_writing_it() {
+        if !cfg!(target_os = "linux") || host().is_empty() {
+            return;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let fin = root.path().join("run");
+        let target = check_target(&fin, &[], user(false)).unwrap();
+        // Another live process (pid 1 is always running) building the same folder.
+        let other = root.path().join(format!("{BUILDING}1-zz"));
+        std::fs::create_dir(&other).unwrap();
+        mark(&other).unwrap();
+        std::fs::write(other.join(OWNER), format!("{} 1 run\n", host())).unwrap();
+        let e = check_target(&fin, &[], user(true)).unwrap_err();
+        assert!(matches!(e, PublishError::Busy { pid: 1, .. }), "{e}");
+        assert!(e.to_string().contains("another compaction-sim run"), "{e}");
+        // Another folder name is not busy.
+        assert!(check_target(&root.path().join("run2"), &[], user(false)).is_ok());
+        std::fs::remove_dir_all(&other).unwrap();
+        // The other run published first: this one is told so, and touches nothing.
+        let b = build_dir_for(&target).unwrap();
+        std::fs::create_dir(&fin).unwrap();
+        mark(&fin).unwrap();
+        std::fs::write(fin.join("x"), "theirs").unwrap();
+        let e = publish(b, &target).unwrap_err();
+        assert!(matches!(e, PublishError::Raced(_)), "{e}");
+        assert!(!e.to_string().contains("did not write"), "{e}");
+        assert_eq!(std::fs::read_to_string(fin.join("x")).unwrap(), "theirs");
     }
 
     #[test]

@@ -260,7 +260,13 @@ fn run_with(key: &str, value: f64) -> (tempfile::TempDir, PathBuf) {
     let dir = tmp.path().join("run");
     std::fs::create_dir(&dir).expect("mkdir");
     let src = root().join("tests/fixtures/report/run");
-    for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
+    for f in [
+        "settings.json",
+        "runs.csv",
+        "run.json",
+        "timelines.json",
+        ".compaction-sim-run",
+    ] {
         std::fs::copy(src.join(f), dir.join(f)).expect("copy fixture");
     }
     let p = dir.join("settings.json");

@@ -465,3 +465,24 @@ fn a_setting_named_like_an_object_property_in_the_url_chooses_nothing() {
         }
     }
 }
+
+/// Issue 39 item 9: a run with one summarizer (its charts' bars drew `width="-190"`) loads
+/// with nothing on the console, and no chart in the page has a negative width.
+#[test]
+fn a_run_with_one_summarizer_draws_no_negative_width_and_logs_nothing() {
+    let Some(chrome) = chromium() else { return };
+    let (_tmp, dir) = report_fixture_copy();
+    let p = dir.join("settings.json");
+    let mut v: serde_json::Value = serde_json::from_str(&read_text(&p)).expect("json");
+    v.as_array_mut()
+        .expect("rows")
+        .retain(|r| r["summarizer"].is_null() || r["summarizer"] == "agent");
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).expect("write");
+    bin().arg("report").arg(&dir).assert().success();
+    for page in ["report.html", "summarizer_comparison.svg"] {
+        let text = read_text(&dir.join(page));
+        assert!(text.contains("<rect"), "{page} draws bars");
+        assert!(!text.contains("width=\"-"), "{page}: a negative width");
+    }
+    load_clean(&chrome, &dir.join("report.html"), "");
+}

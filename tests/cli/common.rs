@@ -66,7 +66,13 @@ pub fn report_fixture_copy() -> (tempfile::TempDir, PathBuf) {
     let dir = tmp.path().join("run");
     std::fs::create_dir(&dir).expect("mkdir");
     let src = root().join("tests/fixtures/report/run");
-    for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
+    for f in [
+        "settings.json",
+        "runs.csv",
+        "run.json",
+        "timelines.json",
+        ".compaction-sim-run",
+    ] {
         std::fs::copy(src.join(f), dir.join(f)).expect("copy fixture");
     }
     (tmp, dir)

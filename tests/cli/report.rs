@@ -301,7 +301,8 @@ fn charts_are_valid_svg_and_png_and_html_is_self_contained() {
     // No temp files left behind.
     for e in std::fs::read_dir(&dir).expect("dir").flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
-        assert!(!n.starts_with('.') && !n.ends_with(".tmp"), "leftover {n}");
+        let leftover = n != ".compaction-sim-run" && n.starts_with('.');
+        assert!(!leftover && !n.ends_with(".tmp"), "leftover {n}");
     }
 }
 
@@ -462,8 +463,9 @@ fn hostile_transcript_strings_are_escaped_and_ids_never_become_paths() {
     for e in std::fs::read_dir(&dir).expect("dir").flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
         assert!(
-            n.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.'),
+            n == ".compaction-sim-run"
+                || n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.'),
             "odd file name {n}"
         );
         assert!(!n.contains("passwd") && !n.contains(".."));
@@ -836,4 +838,93 @@ fn an_unanswered_long_running_call_is_listed_as_compaction_stuck() {
     assert!(row.contains("| 13 |"), "{row}");
     assert!(!md.contains("z02_unanswered_call.session.json#"), "{md}");
     assert!(!md.contains("re-fires compaction on every turn"), "{md}");
+}
+
+/// Issue 39 item 10: a figure out of its column's range (a share of 2.0, a negative cost or
+/// count) or not a number (`"abc"`) is refused, naming the file, the JSON path or line and
+/// what is wrong, instead of rendering "200.0 %" or a cost read as missing.
+#[test]
+fn figures_out_of_range_or_not_numbers_are_refused_with_file_and_place() {
+    type Edit = fn(&mut serde_json::Value);
+    let settings_cases: &[(Edit, &str)] = &[
+        (
+            |v| v[1]["references_broken_share_mean"] = 2.0.into(),
+            "$[1].references_broken_share_mean: 2 is not a share",
+        ),
+        (
+            |v| v[1]["cost_usd_sum"] = "abc".into(),
+            "$[1].cost_usd_sum: \"abc\" is not a number",
+        ),
+        (
+            |v| v[2]["model_requests_sum"] = (-3).into(),
+            "$[2].model_requests_sum: -3 is negative",
+        ),
+    ];
+    for (edit, expect) in settings_cases {
+        let (_tmp, dir) = report_fixture_copy();
+        let p = dir.join("settings.json");
+        let mut v: serde_json::Value = serde_json::from_str(&read(&p)).expect("json");
+        edit(&mut v);
+        std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).expect("write");
+        let out = bin().arg("report").arg(&dir).output().expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{expect}: {err}");
+        assert!(
+            err.contains("settings.json: ") && err.contains(expect),
+            "{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            !dir.join("report.md").exists(),
+            "{expect}: a report was written"
+        );
+    }
+    // runs.csv: the same rules, by line and column.
+    let (_tmp, dir) = report_fixture_copy();
+    let csv = read(&dir.join("runs.csv"));
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header
+        .iter()
+        .position(|h| *h == "cost_usd")
+        .expect("cost_usd");
+    let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
+    let mut cells: Vec<String> = lines[2].split(',').map(str::to_string).collect();
+    cells[col] = "abc".into();
+    lines[2] = cells.join(",");
+    std::fs::write(dir.join("runs.csv"), lines.join("\n") + "\n").expect("write");
+    let out = bin().arg("report").arg(&dir).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("runs.csv: line 3: column cost_usd: \"abc\" is not a number"),
+        "{err}"
+    );
+}
+
+/// Issue 39 item 6: a 200,000-character label and summarizer name (each was shortened to
+/// fit a chart by measuring it once per character: minutes) render like any other run. The
+/// timeout only stops a regression from hanging the suite; the work is counted in
+/// `chart::tests::shortening_a_long_name_measures_it_a_logarithmic_number_of_times`.
+#[test]
+fn a_200000_character_label_and_summarizer_render() {
+    let (_tmp, dir) = report_fixture_copy();
+    let p = dir.join("settings.json");
+    let mut v: serde_json::Value = serde_json::from_str(&read(&p)).expect("json");
+    let long = "x y ".repeat(50_000);
+    for row in v.as_array_mut().expect("rows") {
+        row["label"] = format!("{}{long}", row["label"].as_str().unwrap_or("")).into();
+        if row["summarizer"].is_string() {
+            row["summarizer"] = format!("command:{long}").into();
+        }
+    }
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).expect("write");
+    let out = bin()
+        .arg("report")
+        .arg(&dir)
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(dir.join("summarizer_comparison.svg").exists());
 }

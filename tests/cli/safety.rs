@@ -681,7 +681,13 @@ mod stdout {
             let dir = tmp.join("run");
             std::fs::create_dir(&dir).unwrap();
             let src = root().join("tests/fixtures/report/run");
-            for f in ["settings.json", "runs.csv", "run.json", "timelines.json"] {
+            for f in [
+                "settings.json",
+                "runs.csv",
+                "run.json",
+                "timelines.json",
+                ".compaction-sim-run",
+            ] {
                 std::fs::copy(src.join(f), dir.join(f)).unwrap();
             }
             dir
@@ -913,9 +919,10 @@ mod secrets {
                 "cal.toml".into(),
             ],
             vec!["backtest".into(), url.into()],
-            sweep("run", None),
         ];
         if reachable {
+            // The sweep in two shards (each a sweep over the URL) and their merge, which
+            // writes every file a full run writes: one run of the URL's sessions, not two.
             runs.push(sweep("s1", Some("1/2")));
             runs.push(sweep("s2", Some("2/2")));
             runs.push(
@@ -923,6 +930,8 @@ mod secrets {
                     .map(String::from)
                     .to_vec(),
             );
+        } else {
+            runs.push(sweep("run", None));
         }
         for args in &runs {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -936,7 +945,7 @@ mod secrets {
             }
         }
         if reachable {
-            for dir in ["run", "merged", "jsonl"] {
+            for dir in ["s1", "s2", "merged", "jsonl"] {
                 assert!(c.join(dir).is_dir(), "{dir} not written");
             }
             assert!(c.join("cal.toml").is_file());
@@ -966,16 +975,18 @@ mod secrets {
     }
 
     /// The test database (`COMPACTION_SIM_TEST_POSTGRES`), reached with its real password in
-    /// the user part and in `password=`, with a marker `sslpassword` or `passfile` beside it:
+    /// the user part and in `password=` at once, with a marker `sslpassword` and `passfile`
+    /// beside them (one URL holding every position: one pass of the commands, not two):
     /// every command works, and neither the password nor a marker is in any output or file
-    /// (sessions' sources included). `merge` reads sessions again from their sources, which
-    /// hold no password: it gets it from `PGPASSWORD`, as for a URL given without one.
+    /// (sessions' sources included). `merge` reads sessions
+    /// again from their sources, which hold no password: it gets it from `PGPASSWORD`, as for
+    /// a URL given without one.
     #[test]
     fn no_url_secret_reaches_any_output_or_file_of_a_real_database_run() {
         let given = crate::db::pg_url();
         let rest = given.split_once("://").unwrap().1;
         let (userinfo, server) = rest.rsplit_once('@').expect("a user in the test URL");
-        let (user, password) = userinfo
+        let (_user, password) = userinfo
             .split_once(':')
             .expect("a password in the test URL");
         assert!(
@@ -984,18 +995,133 @@ mod secrets {
         );
         let env = [("PGPASSWORD", password)];
         let q = if server.contains('?') { "&" } else { "?" };
-        for url in [
-            format!("{given}{q}sslpassword={MARK_SSLPASSWORD}"),
-            format!(
-                "postgresql://{user}@{server}{q}password={password}&passfile=/no/{MARK_PASSFILE}"
-            ),
-        ] {
-            every_command(
-                &url,
-                &[password, MARK_SSLPASSWORD, MARK_PASSFILE],
-                &env,
-                true,
-            );
-        }
+        let url = format!(
+            "{given}{q}password={password}&sslpassword={MARK_SSLPASSWORD}&passfile=/no/{MARK_PASSFILE}"
+        );
+        every_command(
+            &url,
+            &[password, MARK_SSLPASSWORD, MARK_PASSFILE],
+            &env,
+            true,
+        );
+    }
+}
+
+/// Issue 39 items 13-15: the run folder's edges (a folder not the tool's, files a user added
+/// to a run folder, a publish cut short, two runs racing on one `--out`).
+mod run_folder_edges {
+    use super::*;
+
+    /// Item 14: `report` on a folder without the tool's marker refuses it, as `sweep --out`
+    /// does, and leaves the user's report.md as it was.
+    #[test]
+    fn report_never_rewrites_a_folder_the_tool_did_not_write() {
+        let (_tmp, dir) = crate::common::report_fixture_copy();
+        std::fs::remove_file(dir.join(".compaction-sim-run")).unwrap();
+        std::fs::write(dir.join("report.md"), "my notes").unwrap();
+        let (code, _, err) = run(dir.parent().unwrap(), &["report", "run"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("did not write") && err.contains("nothing was touched"),
+            "{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("report.md")).unwrap(),
+            "my notes"
+        );
+        assert!(!dir.join("report.html").exists());
+    }
+
+    /// Item 14: rerunning a sweep into its own run folder replaces it whole; each file a
+    /// user had added there is named on stderr (and nothing is said when there is none).
+    #[test]
+    fn a_rerun_names_the_files_a_user_added_to_its_run_folder() {
+        let cwd = tempfile::tempdir().unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "r", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "r", "-q", "--force"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(!err.contains("note:"), "{err}");
+        std::fs::write(cwd.path().join("r/my-notes.txt"), "p").unwrap();
+        std::fs::create_dir(cwd.path().join("r/plots")).unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "r", "-q", "--force"]);
+        assert_eq!(code, 0, "{err}");
+        let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note:")).collect();
+        assert_eq!(notes.len(), 1, "{err}");
+        assert!(
+            notes[0].contains("my-notes.txt, plots") && notes[0].contains("gone"),
+            "{err}"
+        );
+    }
+
+    fn host() -> String {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    /// Item 13: a run SIGKILLed between the two renames that publish its folder left the
+    /// earlier run moved aside and the new one complete in its build folder: the next run in
+    /// the same folder finishes that publish (and deletes nothing that is still wanted).
+    #[test]
+    fn a_publish_killed_between_its_renames_is_finished_by_the_next_run() {
+        let cwd = tempfile::tempdir().unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "runs/a", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        let runs = cwd.path().join("runs");
+        // The dead run (pid 4000000000 is above Linux's limit): its new folder complete, its
+        // owner file gone, the earlier run moved aside, its publish record beside them.
+        let pid = 4_000_000_000u32;
+        let build = runs.join(format!(".building-{pid}-k1"));
+        let copy = Std::new("cp")
+            .arg("-r")
+            .arg(runs.join("a"))
+            .arg(&build)
+            .status()
+            .unwrap();
+        assert!(copy.success());
+        std::fs::write(build.join("settings.csv"), "the new run").unwrap();
+        std::fs::rename(runs.join("a"), runs.join(format!(".replaced-{pid}-a"))).unwrap();
+        std::fs::write(
+            runs.join(format!(".publishing-{pid}-a")),
+            format!("{} {pid}\n.building-{pid}-k1\n", host()),
+        )
+        .unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "runs/b", "-q"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            std::fs::read_to_string(runs.join("a/settings.csv")).unwrap(),
+            "the new run"
+        );
+        assert_eq!(names(&runs), vec!["a", "b"]);
+    }
+
+    /// Item 15: a sweep whose `--out` another live run is building is told so before any
+    /// work (not that the folder is one compaction-sim did not write), and touches nothing.
+    #[test]
+    fn a_second_sweep_on_one_out_is_told_another_run_is_writing_it() {
+        let cwd = tempfile::tempdir().unwrap();
+        let mut other = Std::new("sleep").arg("60").spawn().unwrap();
+        let build = cwd.path().join(format!(".building-{}-zz", other.id()));
+        std::fs::create_dir(&build).unwrap();
+        std::fs::write(build.join(".compaction-sim-run"), "x").unwrap();
+        std::fs::write(
+            build.join(".compaction-sim-owner"),
+            format!("{} {} r\n", host(), other.id()),
+        )
+        .unwrap();
+        let (code, _, err) = sweep_small(cwd.path(), &["--out", "r", "-q"]);
+        let _ = other.kill();
+        let _ = other.wait();
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("another compaction-sim run (pid {})", other.id())),
+            "{err}"
+        );
+        assert!(!err.contains("did not write"), "{err}");
+        assert!(!cwd.path().join("r").exists());
+        assert!(build.exists());
     }
 }

@@ -294,6 +294,44 @@ mod grid_errors {
         assert!(err.contains("idle=1800s"), "{err}");
     }
 
+    /// Issue 39 item 17: a value written twice on any axis (numbers in two spellings,
+    /// names, policies) is replayed once, and each axis says so once on stderr.
+    #[test]
+    fn a_value_written_twice_on_any_axis_is_replayed_once_and_said_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (code, once, _) = sweep(
+            &[
+                "--after-tokens",
+                "1000",
+                "--summarizer",
+                "terse",
+                "--show-grid",
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0);
+        let (code, out, err) = sweep(
+            &[
+                "--after-tokens",
+                "1000,1k,1000",
+                "--summarizer",
+                "terse,terse",
+                "--show-grid",
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out, once, "the repeats change nothing in the grid");
+        for axis in ["after_tokens", "summarizer"] {
+            let line = format!("grid axis {axis}:");
+            assert_eq!(err.matches(&line).count(), 1, "{axis}: {err}");
+        }
+        assert!(err.contains("`1000` given more than once"), "{err}");
+        assert!(err.contains("`terse` given more than once"), "{err}");
+        let (_, _, plain) = sweep(&["--after-tokens", "1000,2000", "--show-grid"], dir.path());
+        assert!(!plain.contains("more than once"), "{plain}");
+    }
+
     /// Issue 39 item 8: a value the run folder's reader would refuse (over 1e15) is refused
     /// while planning, not after every replay.
     #[test]

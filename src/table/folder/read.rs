@@ -49,20 +49,82 @@ fn as_string(v: Option<&Value>) -> String {
 
 pub use crate::settings::number::MAX_TABLE_NUMBER;
 
+/// What a metric column's figures may be (metrics.md's list, `table::columns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Range {
+    /// A share or a mean of flags: 0 to 1.
+    Share,
+    /// Counts, costs, waits: 0 or more.
+    NonNegative,
+    /// Savings, fitted figures: any finite number.
+    Any,
+    /// Text (`references_broken_basis`, `stuck_call`): never a number.
+    Text,
+}
+
+/// Every metric column the sweep writes, by name: the run's per-session columns and the
+/// settings' aggregates (`cost_usd_sum`, `detail_lost_p95`...), built once.
+fn column_ranges() -> &'static std::collections::HashMap<String, Range> {
+    use crate::table::columns::{metric_defs, Kind};
+    static RANGES: std::sync::OnceLock<std::collections::HashMap<String, Range>> =
+        std::sync::OnceLock::new();
+    RANGES.get_or_init(|| {
+        let mut map = std::collections::HashMap::new();
+        for d in metric_defs() {
+            let range = match d.kind {
+                Kind::Basis | Kind::OptText => Range::Text,
+                _ if d.unit.starts_with("share") => Range::Share,
+                Kind::Bool => Range::Share,
+                Kind::Count | Kind::OptCount => Range::NonNegative,
+                Kind::Float if ["USD", "s", "references"].contains(&d.unit) => {
+                    match d.name.contains("saved") {
+                        true => Range::Any,
+                        false => Range::NonNegative,
+                    }
+                }
+                _ => Range::Any,
+            };
+            map.insert(d.name.to_string(), range);
+            for a in d.aggs {
+                // The mean of a flag is a share; the other aggregates keep the column's range.
+                map.insert(format!("{}_{}", d.name, a.suffix()), range);
+            }
+        }
+        map
+    })
+}
+
 /// What is wrong with the number `v` of column `name`, if anything: not finite, beyond
-/// [`MAX_TABLE_NUMBER`], or a `detail_lost` share (not a `_sum` of shares) outside 0..1.
+/// [`MAX_TABLE_NUMBER`], or outside its column's range (a share above 1, a negative cost
+/// or count), so that a tampered or damaged folder is refused instead of shown.
 fn out_of_range(name: &str, v: f64) -> Option<String> {
     if !v.is_finite() || v.abs() > MAX_TABLE_NUMBER {
-        Some(format!(
+        return Some(format!(
             "{v:e} is out of range (expected a finite number of magnitude at most {MAX_TABLE_NUMBER:e})"
-        ))
-    } else if name.starts_with("detail_lost")
-        && !name.ends_with("_sum")
-        && !(0.0..=1.0).contains(&v)
-    {
-        Some(format!("{v} is not a share (expected 0 to 1)"))
-    } else {
-        None
+        ));
+    }
+    match column_ranges().get(name) {
+        Some(Range::Share) if !(0.0..=1.0).contains(&v) => {
+            Some(format!("{v} is not a share (expected 0 to 1)"))
+        }
+        Some(Range::NonNegative) if v < 0.0 => {
+            Some(format!("{v} is negative (expected 0 or more)"))
+        }
+        Some(Range::Text) => Some(format!("{v} is a number (expected text)")),
+        _ => None,
+    }
+}
+
+/// What is wrong with a non-number `v` in column `name`, if the column holds numbers: a
+/// figure written as text (`"abc"`, even `"1.5"`) would otherwise be read as missing.
+fn not_a_number(name: &str, v: &Value) -> Option<String> {
+    match (column_ranges().get(name), v) {
+        (None | Some(Range::Text), _) | (_, Value::Null) => None,
+        (Some(Range::Share), Value::Bool(_)) => None,
+        (Some(_), other) => Some(format!(
+            "{} is not a number",
+            crate::transcript::util::one_line(&other.to_string(), 40)
+        )),
     }
 }
 
@@ -88,6 +150,8 @@ pub fn parse_settings(path: &Path, v: &Value) -> Result<Vec<SettingRow>, DataErr
                     return Err(bad(path, format!("$[{i}].{k}: {what}")));
                 }
                 numbers.insert(k.clone(), f);
+            } else if let Some(what) = not_a_number(k, val) {
+                return Err(bad(path, format!("$[{i}].{k}: {what}")));
             } else if let Some(b) = val.as_bool() {
                 // Flags such as cost_complete, as 1/0.
                 numbers.insert(k.clone(), if b { 1.0 } else { 0.0 });
@@ -228,7 +292,12 @@ pub fn parse_runs(path: &Path, text: &str) -> Result<Vec<SessionRow>, DataError>
                         }
                         Some(f)
                     }
-                    Err(_) => None,
+                    Err(_) => match not_a_number(h, &Value::String(cell.to_string())) {
+                        Some(what) => {
+                            return Err(bad(path, format!("line {line}: column {h}: {what}")))
+                        }
+                        None => None,
+                    },
                 },
             };
             if let (Some(v), Some(slot)) = (value, figures.slot(h)) {
