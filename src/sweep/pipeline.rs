@@ -833,6 +833,26 @@ impl PipelineEval {
             .collect()
     }
 
+    /// The backtest of the window's sessions that record compactions of their own
+    /// (`backtest::session_backtest` on the run's first tokenizer), in session order: what
+    /// the report's "Recorded compactions" section reads (`recorded_compactions.json`).
+    pub fn recorded_compactions(&self) -> crate::backtest::Backtest {
+        let parts: Vec<crate::backtest::Backtest> = self
+            .items
+            .par_iter()
+            .filter(|p| !p.session.recorded_compactions.is_empty())
+            .filter_map(|p| {
+                let sized = p.sized.first()?;
+                Some(crate::backtest::session_backtest(&p.session, &sized.sizes))
+            })
+            .collect();
+        let mut out = crate::backtest::Backtest::default();
+        for part in parts {
+            out.absorb(part);
+        }
+        out
+    }
+
     /// Forget the failed calls recorded so far (after a dry replay).
     pub fn clear_summarizer_errors(&self) {
         self.errors

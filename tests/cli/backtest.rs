@@ -250,3 +250,88 @@ fn swe_agent_as_recorded_reproduces_tokens_sent() {
         "{text}"
     );
 }
+
+/// `1234567` as the report prints counts (`1,234,567`).
+fn grouped(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// A small sweep (one ADK setting, the baseline and the as-recorded row) of `paths` into a
+/// fresh folder.
+fn small_sweep(paths: &[PathBuf]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let o = bin()
+        .arg("sweep")
+        .args(paths)
+        .args(["--trigger", "tokens", "--after-tokens", "100k"])
+        .args(["--keep-recent-events", "5", "--summarizer", "terse", "-q"])
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    dir
+}
+
+/// Issue 37 item 4's report section: a sweep whose inputs hold a Claude Code session with a
+/// recorded automatic compaction writes `recorded_compactions.json` (backtest's rows for it)
+/// and the report's "Recorded compactions" section with that compaction's row, the record
+/// beside the as-recorded prediction; a sweep over sessions recording none gets neither.
+#[test]
+fn sweep_reports_recorded_compactions_only_when_recorded() {
+    let session =
+        corpus_dir("claude_code_spotter").join("258c7280-ae70-4798-800f-63464d01a85d.jsonl");
+    let want = backtest_json(std::slice::from_ref(&session));
+    let dir = small_sweep(&[session]);
+    let run = dir.path().join("run");
+    let file: serde_json::Value =
+        serde_json::from_str(&read_text(&run.join("recorded_compactions.json"))).unwrap();
+    assert_eq!(file["compactions"], want["compactions"]);
+    assert_eq!(file["frameworks"], want["frameworks"]);
+    let rows = want["compactions"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let r = &rows[0];
+    assert_eq!(
+        (&r["trigger"], &r["matched"]),
+        (&"auto".into(), &true.into())
+    );
+    let n = |k: &str| grouped(r[k].as_u64().unwrap_or_else(|| panic!("{k}: {r:#}")));
+    let cells = format!(
+        "| claude-code | auto | {} / {} | {} / {} | {} / {} | {} / {} | {:.2} / {:.2} | yes |",
+        n("recorded_request"),
+        n("predicted_request"),
+        n("recorded_tokens_before"),
+        n("predicted_tokens_before"),
+        n("recorded_tokens_after"),
+        n("predicted_tokens_after"),
+        n("recorded_summary_tokens"),
+        n("predicted_summary_tokens"),
+        r["recorded_duration_s"].as_f64().unwrap(),
+        r["predicted_duration_s"].as_f64().unwrap(),
+    );
+    let md = read_text(&run.join("report.md"));
+    let section = md
+        .split("\n## ")
+        .find(|s| s.starts_with("Recorded compactions\n"))
+        .unwrap_or_else(|| panic!("no Recorded compactions section:\n{md}"));
+    assert!(section.contains(&cells), "{cells}\nnot in:\n{section}");
+    assert!(
+        section.contains("| claude-code | 1 | 1 | 1 | 1 | 0 |"),
+        "{section}"
+    );
+    let html = read_text(&run.join("report.html"));
+    assert!(html.contains("Recorded compactions"));
+
+    let plain = small_sweep(&[root().join("transcripts/01-support-3.session.json")]);
+    let run = plain.path().join("run");
+    assert!(!run.join("recorded_compactions.json").exists());
+    assert!(!read_text(&run.join("report.md")).contains("Recorded compactions"));
+}
