@@ -335,3 +335,18 @@ fn sweep_reports_recorded_compactions_only_when_recorded() {
     assert!(!run.join("recorded_compactions.json").exists());
     assert!(!read_text(&run.join("report.md")).contains("Recorded compactions"));
 }
+
+/// Issue 37: the corpus's real SWE-agent run with a config (`last_n_observations n=5`, 5
+/// calls) is replayed as recorded to within 2 % of its `tokens_sent`: its final `submit`
+/// call, in `trajectory` but not in `history`, is read (without it: 0.756).
+#[test]
+fn the_real_swe_agent_run_reproduces_tokens_sent_with_its_submit_call() {
+    let run = corpus_dir("swe_agent").join(
+        "tests/test_data/trajectories/gpt4__swe-agent-test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1/6e44b9__sweagenttestrepo-1c2844.traj",
+    );
+    let doc = backtest_json(&[run]);
+    let s = &doc["sessions"][0];
+    assert_eq!(s["recorded_api_calls"], 5, "{s:#}");
+    let ratio = s["tokens_sent_ratio"].as_f64().unwrap();
+    assert!((ratio - 1.0).abs() <= 0.02, "{s:#}");
+}
