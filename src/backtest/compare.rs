@@ -132,13 +132,26 @@ pub fn predicted(replay: &Replay, anchored: Option<i64>) -> Vec<Predicted> {
         .compactions
         .iter()
         .filter_map(|c| {
-            let k = c.before_event_index?;
-            let q = replay.requests.partition_point(|r| r.event_index < k);
+            // the first request it reaches: before its event (pre-request, policies), or the
+            // next invocation's first (ADK's post-invocation compaction)
+            let q = match c.before_event_index {
+                Some(k) => replay.requests.partition_point(|r| r.event_index < k),
+                None => replay
+                    .requests
+                    .partition_point(|r| r.invocation_index <= c.invocation_index),
+            };
             let r = replay.requests.get(q)?;
             let (before, after) = match anchored {
                 Some(o) => (
                     r.baseline_prompt_tokens,
                     (o + c.summary_tokens as i64).max(0) as u64,
+                ),
+                // after an invocation: the last prompt the invocation sent
+                None if c.before_event_index.is_none() => (
+                    q.checked_sub(1)
+                        .and_then(|p| replay.requests.get(p))
+                        .map_or(r.baseline_prompt_tokens, |p| p.prompt_tokens),
+                    r.prompt_tokens,
                 ),
                 None => (
                     r.measured_prompt_tokens.unwrap_or(r.baseline_prompt_tokens),

@@ -49,9 +49,22 @@ pub struct SessionReplay {
 /// Replay `session` under `policy` on `sized` with a fixed-size summarizer whose summaries are
 /// as long as the session's recorded ones (median), or [`DEFAULT_SUMMARY_CHARS`].
 pub fn replay_as(session: &Session, sized: &sizes::ProviderSizes, policy: &AsRecorded) -> Replay {
+    if let Some(cfg) = policy.engine_config() {
+        // an ADK setting: the engine's replay, as a sweep's ADK rows run
+        return crate::engine::replay(&sized.sizes, &cfg, &summarizer(session, sized));
+    }
     run_on(session, sized, |ctx| {
         policy.build(ctx).unwrap_or_else(|| Box::new(NoCompaction))
     })
+}
+
+/// The fixed-size summarizer every backtest replay uses ([`summary_chars`]).
+fn summarizer(session: &Session, sized: &sizes::ProviderSizes) -> Deterministic {
+    Deterministic::new(
+        Policy::Fixed(summary_chars(session, sized)),
+        Vec::new(),
+        Vec::<String>::new(),
+    )
 }
 
 /// Replay `session` on `sized` under the policy `build` makes, with the summarizer of
@@ -66,11 +79,7 @@ fn run_on(
         session,
         window: None,
     };
-    let summarizer = Deterministic::new(
-        Policy::Fixed(summary_chars(session, sized)),
-        Vec::new(),
-        Vec::<String>::new(),
-    );
+    let summarizer = summarizer(session, sized);
     let mut policy = build(&ctx);
     driver::replay(&ctx, policy.as_mut(), &summarizer)
 }

@@ -1104,10 +1104,17 @@ impl PipelineEval {
         let run = |su: &dyn Summarizer| match &setting.policy {
             // the session's own framework's rule; one that records none: no compaction, as
             // the baseline replays it (`cfg` of this setting compacts nothing)
-            Some(PolicySpec::AsRecorded) => match as_recorded(s).build(&policy_ctx) {
-                Some(mut rule) => crate::policy::replay(&policy_ctx, rule.as_mut(), su),
-                None => crate::engine::replay(&sized.sizes, &cfg, su),
-            },
+            // (an ADK session's: the setting its compaction events imply, by the engine)
+            Some(PolicySpec::AsRecorded) => {
+                let rec = as_recorded(s);
+                match rec.build(&policy_ctx) {
+                    Some(mut rule) => crate::policy::replay(&policy_ctx, rule.as_mut(), su),
+                    None => {
+                        let own = rec.engine_config();
+                        crate::engine::replay(&sized.sizes, own.as_ref().unwrap_or(&cfg), su)
+                    }
+                }
+            }
             Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, su),
             None => crate::engine::replay(&sized.sizes, &cfg, su),
         };

@@ -350,3 +350,39 @@ fn the_real_swe_agent_run_reproduces_tokens_sent_with_its_submit_call() {
     let ratio = s["tokens_sent_ratio"].as_f64().unwrap();
     assert!((ratio - 1.0).abs() <= 0.02, "{s:#}");
 }
+
+/// Issue 37: an ADK session's compaction events imply its setting (here
+/// `tests/fixtures/recorded/adk_sliding_window.session.json`: three compactions a sliding
+/// window of 2 invocations with an overlap of 1 made), and `as recorded` replays it under
+/// that setting with the engine: `backtest` matches every compaction at its recorded
+/// request, and the sweep's `as recorded` row makes as many summarizer calls.
+#[test]
+fn adk_sessions_are_replayed_under_the_setting_their_events_imply() {
+    let fixture = root().join("tests/fixtures/recorded/adk_sliding_window.session.json");
+    let doc = backtest_json(std::slice::from_ref(&fixture));
+    let rows = doc["compactions"].as_array().expect("compactions");
+    assert_eq!(rows.len(), 3, "{doc:#}");
+    for r in rows {
+        let rule = r["rule"].as_str().unwrap();
+        assert!(
+            rule.contains("compaction_interval=2 overlap_size=1"),
+            "{r:#}"
+        );
+        assert_eq!(r["matched"], true, "{r:#}");
+        assert_eq!(r["predicted_request"], r["recorded_request"], "{r:#}");
+    }
+    assert_eq!(doc["frameworks"]["adk"]["auto_matched"], 3);
+
+    let dir = small_sweep(&[fixture]);
+    let runs = read_text(&dir.path().join("run/runs.csv"));
+    let mut lines = runs.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (setting, calls) = (col("policy_setting"), col("summarizer_calls"));
+    let as_recorded: Vec<u64> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[setting] == "per session")
+        .map(|f| f[calls].parse().unwrap())
+        .collect();
+    assert_eq!(as_recorded, vec![3], "{runs}");
+}
