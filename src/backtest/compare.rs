@@ -175,6 +175,32 @@ fn anchored_overhead(run: &SessionReplay) -> Option<i64> {
         .map(|_| run.sized.fit.map_or(0, |f| f.overhead))
 }
 
+/// Claude Code's context after a compaction: the fitted overhead and the summary
+/// ([`predicted`]) plus the files it re-attaches (`policy::claude_code::reattached`, on the
+/// provider's scale). Other rules rebuild nothing beyond the summary.
+fn reattach(
+    session: &Session,
+    run: &SessionReplay,
+    replay: &Replay,
+    mut preds: Vec<Predicted>,
+) -> Vec<Predicted> {
+    if !matches!(run.policy, super::AsRecorded::ClaudeCode { .. }) {
+        return preds;
+    }
+    for p in &mut preds {
+        let Some(r) = replay.requests.get(p.request) else {
+            continue;
+        };
+        let files = crate::policy::claude_code::reattached(
+            session,
+            &run.sized.sizes,
+            r.event_index as usize,
+        );
+        p.after += files.iter().map(|f| f.1).sum::<u64>();
+    }
+    preds
+}
+
 /// For each recorded request index, the nearest unused prediction (in record order).
 pub fn pair(recorded: &[Option<usize>], predicted: &[Predicted]) -> Vec<Option<Predicted>> {
     let mut used = vec![false; predicted.len()];
@@ -308,10 +334,8 @@ pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
     let by_rule = super::threshold_replay(session, run, run.policy.threshold());
     let anchored = anchored_overhead(run);
     let latency = LatencyTable::builtin().for_model(session.model.as_deref().unwrap_or(""));
-    for (&i, p) in autos
-        .iter()
-        .zip(pair(&targets, &predicted(&by_rule, anchored)))
-    {
+    let preds = reattach(session, run, &by_rule, predicted(&by_rule, anchored));
+    for (&i, p) in autos.iter().zip(pair(&targets, &preds)) {
         predict(&mut rows[i], p, &latency);
     }
     if autos.iter().any(|&i| rows[i].matched != Some(true)) {
