@@ -1,8 +1,9 @@
 //! The policy a session's framework ran with, read from what its transcript records (issue 37
 //! item 2): SWE-agent `last_n_observations n` → masking window n; an OpenHands
 //! `LLMSummarizingCondenser` → `openhands` (max_size, keep_first); Claude Code's CLI version →
-//! that version's auto-compact rule; Codex's `model_auto_compact_token_limit`. A session that
-//! records nothing is replayed without compaction, and says so.
+//! that version's auto-compact rule; Codex's `model_auto_compact_token_limit`; ADK's sliding
+//! window as its compaction events imply it (replayed by the engine). A session that records
+//! nothing is replayed without compaction, and says so.
 
 use crate::policy::claude_code::{session_version, ClaudeCode, VersionRule, AUTO_COMPACT_WINDOW};
 use crate::policy::codex::Codex;
@@ -32,6 +33,15 @@ pub enum AsRecorded {
     Openhands { max_size: u64, keep_first: u64 },
     /// Codex auto-compact at `limit` prompt tokens.
     Codex { limit: u64 },
+    /// ADK's sliding window (`EventsCompactionConfig(compaction_interval, overlap_size)`, i.e.
+    /// `Compaction(after_invocations, overlap)`) as the session's compaction events imply it,
+    /// replayed by the engine. `overlap_implied`: false when one compaction cannot show the
+    /// overlap (0 is replayed; the first compaction does not depend on it).
+    Adk {
+        interval: u64,
+        overlap: u64,
+        overlap_implied: bool,
+    },
     /// No compaction; `why`: what the transcript records (or that it records nothing).
     Nothing { why: String },
 }
@@ -63,6 +73,18 @@ impl AsRecorded {
                 "openhands LLMSummarizingCondenser max_size={max_size} keep_first={keep_first}"
             ),
             AsRecorded::Codex { limit } => format!("codex auto-compact at {limit}"),
+            AsRecorded::Adk {
+                interval,
+                overlap,
+                overlap_implied,
+            } => format!(
+                "adk compaction events: compaction_interval={interval} overlap_size={overlap}{}",
+                if *overlap_implied {
+                    ""
+                } else {
+                    " (overlap not implied by one compaction)"
+                }
+            ),
             AsRecorded::Nothing { why } => format!("no compaction ({why})"),
         }
     }
@@ -77,8 +99,28 @@ impl AsRecorded {
                 keep_first,
             } => Box::new(OpenHands::new(ctx, *max_size, *keep_first)),
             AsRecorded::Codex { limit } => Box::new(Codex::at_limit(ctx, *limit)),
-            AsRecorded::Nothing { .. } => return None,
+            AsRecorded::Adk { .. } | AsRecorded::Nothing { .. } => return None,
         })
+    }
+
+    /// ADK's engine config for an ADK setting (`None` for any other rule, replayed by
+    /// [`AsRecorded::build`]'s policy, or for no compaction).
+    pub fn engine_config(&self) -> Option<crate::engine::Config> {
+        let AsRecorded::Adk {
+            interval, overlap, ..
+        } = self
+        else {
+            return None;
+        };
+        let c = crate::settings::Compaction {
+            after_invocations: Some(*interval),
+            overlap: Some(*overlap),
+            ..Default::default()
+        };
+        Some(crate::engine::Config::from_setting(
+            &c,
+            crate::engine::UsageMode::Adjust,
+        ))
     }
 
     /// The threshold a token-triggered rule fires at (what a fit replaces).
@@ -145,13 +187,16 @@ pub fn as_recorded(session: &Session) -> AsRecorded {
             why: "the rollout records no model_auto_compact_token_limit".into(),
         },
         PolicyRule::Adk {
-            compaction_interval,
+            compaction_interval: Some(interval),
             overlap_size,
-        } => AsRecorded::Nothing {
+        } => AsRecorded::Adk {
+            interval: *interval,
+            overlap: overlap_size.unwrap_or(0),
+            overlap_implied: overlap_size.is_some(),
+        },
+        PolicyRule::Adk { overlap_size, .. } => AsRecorded::Nothing {
             why: format!(
-                "ADK compaction events imply compaction_interval={} overlap_size={}: an ADK \
-                 setting, replayed by the engine (sweep), not by this backtest",
-                opt(*compaction_interval),
+                "ADK compaction events imply no single compaction_interval (overlap_size={})",
                 opt(*overlap_size)
             ),
         },

@@ -1,9 +1,10 @@
 //! Recorded compactions beside the replay's: one row per recorded compaction, per-framework
 //! aggregates, per-session prompt-size errors.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Backtest, SessionReplay};
+use crate::cost::latency::{LatencyParams, LatencyTable};
 use crate::engine::Replay;
 use crate::stats::percentile_of;
 use crate::transcript::{PolicyRule, RecordedCompaction, Session};
@@ -12,7 +13,7 @@ use crate::transcript::{PolicyRule, RecordedCompaction, Session};
 pub const MATCH_REQUESTS: usize = 1;
 
 /// One recorded compaction and the replay's nearest prediction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionRow {
     pub source: String,
     pub session_id: String,
@@ -34,6 +35,11 @@ pub struct CompactionRow {
     pub recorded_summary_tokens: Option<u64>,
     pub predicted_summary_tokens: Option<u64>,
     pub recorded_duration_s: Option<f64>,
+    /// The summarizer call's modelled seconds: the session's recorded model (it summarizes
+    /// itself) reading the predicted context and writing the predicted summary, at the
+    /// built-in latency.toml's figures (`cost::latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_duration_s: Option<f64>,
     /// When the rule does not explain the session: the threshold fitted from its automatic
     /// compactions, the setting it implies, and the prediction with it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -55,7 +61,7 @@ pub struct CompactionRow {
 }
 
 /// Per framework.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FrameworkStats {
     pub sessions: u64,
     pub auto_recorded: u64,
@@ -68,19 +74,20 @@ pub struct FrameworkStats {
     pub median_abs_delta_tokens_before_pct: Option<f64>,
     /// Median predicted / recorded tokens after a matched compaction.
     pub tokens_after_ratio: Option<f64>,
-    /// Median predicted / recorded duration: `null`, the replay's summarizer has no latency.
+    /// Median predicted / recorded duration over the matched automatic compactions that
+    /// record one (`null` when none does).
     pub duration_ratio: Option<f64>,
 }
 
 /// Per session: what it was replayed under, on what sizes, and how near the replay's prompt
 /// sizes come to the recorded ones.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRow {
     pub source: String,
     pub session_id: String,
     pub framework: String,
     pub as_recorded: String,
-    pub prompt_basis: &'static str,
+    pub prompt_basis: String,
     pub prompt_overhead: Option<i64>,
     pub prompt_scale: Option<f64>,
     pub prompt_fit_error_p50: Option<f64>,
@@ -125,13 +132,26 @@ pub fn predicted(replay: &Replay, anchored: Option<i64>) -> Vec<Predicted> {
         .compactions
         .iter()
         .filter_map(|c| {
-            let k = c.before_event_index?;
-            let q = replay.requests.partition_point(|r| r.event_index < k);
+            // the first request it reaches: before its event (pre-request, policies), or the
+            // next invocation's first (ADK's post-invocation compaction)
+            let q = match c.before_event_index {
+                Some(k) => replay.requests.partition_point(|r| r.event_index < k),
+                None => replay
+                    .requests
+                    .partition_point(|r| r.invocation_index <= c.invocation_index),
+            };
             let r = replay.requests.get(q)?;
             let (before, after) = match anchored {
                 Some(o) => (
                     r.baseline_prompt_tokens,
                     (o + c.summary_tokens as i64).max(0) as u64,
+                ),
+                // after an invocation: the last prompt the invocation sent
+                None if c.before_event_index.is_none() => (
+                    q.checked_sub(1)
+                        .and_then(|p| replay.requests.get(p))
+                        .map_or(r.baseline_prompt_tokens, |p| p.prompt_tokens),
+                    r.prompt_tokens,
                 ),
                 None => (
                     r.measured_prompt_tokens.unwrap_or(r.baseline_prompt_tokens),
@@ -153,6 +173,32 @@ fn anchored_overhead(run: &SessionReplay) -> Option<i64> {
     run.policy
         .threshold()
         .map(|_| run.sized.fit.map_or(0, |f| f.overhead))
+}
+
+/// Claude Code's context after a compaction: the fitted overhead and the summary
+/// ([`predicted`]) plus the files it re-attaches (`policy::claude_code::reattached`, on the
+/// provider's scale). Other rules rebuild nothing beyond the summary.
+fn reattach(
+    session: &Session,
+    run: &SessionReplay,
+    replay: &Replay,
+    mut preds: Vec<Predicted>,
+) -> Vec<Predicted> {
+    if !matches!(run.policy, super::AsRecorded::ClaudeCode { .. }) {
+        return preds;
+    }
+    for p in &mut preds {
+        let Some(r) = replay.requests.get(p.request) else {
+            continue;
+        };
+        let files = crate::policy::claude_code::reattached(
+            session,
+            &run.sized.sizes,
+            r.event_index as usize,
+        );
+        p.after += files.iter().map(|f| f.1).sum::<u64>();
+    }
+    preds
 }
 
 /// For each recorded request index, the nearest unused prediction (in record order).
@@ -228,6 +274,7 @@ fn recorded_row(
         recorded_summary_tokens: summary,
         predicted_summary_tokens: None,
         recorded_duration_s: duration,
+        predicted_duration_s: None,
         fitted_threshold: None,
         fitted_setting: None,
         predicted_request_with_fit: None,
@@ -250,8 +297,8 @@ fn kept(row: &mut CompactionRow, k: Option<super::kept::Kept>) {
     row.refetches_marked_broken = Some(k.refetches_marked_broken);
 }
 
-/// Fill a row's prediction.
-fn predict(row: &mut CompactionRow, p: Option<Predicted>) {
+/// Fill a row's prediction; `latency`: the summarizing model's.
+fn predict(row: &mut CompactionRow, p: Option<Predicted>, latency: &LatencyParams) {
     let Some(p) = p else {
         row.matched = Some(false);
         return;
@@ -264,6 +311,7 @@ fn predict(row: &mut CompactionRow, p: Option<Predicted>) {
     row.predicted_tokens_before = Some(p.before);
     row.predicted_tokens_after = Some(p.after);
     row.predicted_summary_tokens = Some(p.summary);
+    row.predicted_duration_s = Some(round3(latency.seconds(p.before, p.summary)));
 }
 
 /// Add one session's rows.
@@ -285,11 +333,10 @@ pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
     let targets: Vec<Option<usize>> = autos.iter().map(|&i| rows[i].recorded_request).collect();
     let by_rule = super::threshold_replay(session, run, run.policy.threshold());
     let anchored = anchored_overhead(run);
-    for (&i, p) in autos
-        .iter()
-        .zip(pair(&targets, &predicted(&by_rule, anchored)))
-    {
-        predict(&mut rows[i], p);
+    let latency = LatencyTable::builtin().for_model(session.model.as_deref().unwrap_or(""));
+    let preds = reattach(session, run, &by_rule, predicted(&by_rule, anchored));
+    for (&i, p) in autos.iter().zip(pair(&targets, &preds)) {
+        predict(&mut rows[i], p, &latency);
     }
     if autos.iter().any(|&i| rows[i].matched != Some(true)) {
         fit_threshold(session, run, &mut rows, &autos, &targets);
@@ -358,7 +405,7 @@ fn session_row(session: &Session, run: &SessionReplay, free: &Replay) -> Session
         session_id: session.id.clone(),
         framework: session.format.name().to_string(),
         as_recorded: run.policy.label(),
-        prompt_basis: run.sized.basis(),
+        prompt_basis: run.sized.basis().to_string(),
         prompt_overhead: fit.map(|f| f.overhead),
         prompt_scale: fit.map(|f| round3(f.scale)),
         prompt_fit_error_p50: fit.map(|f| round3(f.p50_abs_error_pct)),
@@ -394,7 +441,8 @@ pub fn summarize_frameworks(out: &mut Backtest) {
             .or_default()
             .sessions += 1;
     }
-    let mut deltas: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>)> = Default::default();
+    let mut deltas: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>, Vec<f64>)> =
+        Default::default();
     for r in &out.compactions {
         let f = out.frameworks.entry(r.framework.clone()).or_default();
         if r.trigger == "manual" {
@@ -414,10 +462,16 @@ pub fn summarize_frameworks(out: &mut Backtest) {
         if let (Some(p), Some(rec)) = (r.predicted_tokens_after, r.recorded_tokens_after) {
             d.1.push(p as f64 / rec.max(1) as f64);
         }
+        if let (Some(p), Some(rec)) = (r.predicted_duration_s, r.recorded_duration_s) {
+            if rec > 0.0 {
+                d.2.push(p / rec);
+            }
+        }
     }
-    for (name, (before, after)) in deltas {
+    for (name, (before, after, duration)) in deltas {
         let f = out.frameworks.entry(name).or_default();
         f.median_abs_delta_tokens_before_pct = median(before);
         f.tokens_after_ratio = median(after);
+        f.duration_ratio = median(duration);
     }
 }

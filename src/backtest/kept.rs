@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cost::references::{self, Retention, SessionReferences};
 use crate::engine::summarizer::SummaryText;
@@ -23,7 +23,7 @@ use crate::engine::Replay;
 use crate::transcript::{Part, Session};
 
 /// The `agent` summarizer's estimate of references broken, within its bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AgentEstimate {
     pub value: f64,
     /// References beyond the summarizer's sight: broken whatever it writes.

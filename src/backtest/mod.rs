@@ -15,7 +15,7 @@ pub mod sizes;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::summarizer::{Deterministic, Policy};
 use crate::engine::Replay;
@@ -26,8 +26,9 @@ use crate::transcript::Session;
 pub use as_recorded::{as_recorded, AsRecorded};
 pub use compare::{CompactionRow, FrameworkStats, SessionRow};
 
-/// What `backtest` prints.
-#[derive(Debug, Clone, Default, Serialize)]
+/// What `backtest` prints, and what a sweep writes to its run folder's
+/// `recorded_compactions.json` for the report (docs/columns.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Backtest {
     pub compactions: Vec<CompactionRow>,
     pub frameworks: BTreeMap<String, FrameworkStats>,
@@ -48,9 +49,22 @@ pub struct SessionReplay {
 /// Replay `session` under `policy` on `sized` with a fixed-size summarizer whose summaries are
 /// as long as the session's recorded ones (median), or [`DEFAULT_SUMMARY_CHARS`].
 pub fn replay_as(session: &Session, sized: &sizes::ProviderSizes, policy: &AsRecorded) -> Replay {
+    if let Some(cfg) = policy.engine_config() {
+        // an ADK setting: the engine's replay, as a sweep's ADK rows run
+        return crate::engine::replay(&sized.sizes, &cfg, &summarizer(session, sized));
+    }
     run_on(session, sized, |ctx| {
         policy.build(ctx).unwrap_or_else(|| Box::new(NoCompaction))
     })
+}
+
+/// The fixed-size summarizer every backtest replay uses ([`summary_chars`]).
+fn summarizer(session: &Session, sized: &sizes::ProviderSizes) -> Deterministic {
+    Deterministic::new(
+        Policy::Fixed(summary_chars(session, sized)),
+        Vec::new(),
+        Vec::<String>::new(),
+    )
 }
 
 /// Replay `session` on `sized` under the policy `build` makes, with the summarizer of
@@ -65,11 +79,7 @@ fn run_on(
         session,
         window: None,
     };
-    let summarizer = Deterministic::new(
-        Policy::Fixed(summary_chars(session, sized)),
-        Vec::new(),
-        Vec::<String>::new(),
-    );
+    let summarizer = summarizer(session, sized);
     let mut policy = build(&ctx);
     driver::replay(&ctx, policy.as_mut(), &summarizer)
 }
@@ -137,11 +147,34 @@ pub fn backtest(sessions: &[Session], sizes: &[SessionSizes]) -> Backtest {
         if session.recorded_compactions.is_empty() && session.recorded_policy.is_none() {
             continue;
         }
-        let run = session_replay(session, sz);
-        compare::add_session(&mut out, session, &run);
+        out.absorb(session_backtest(session, sz));
     }
-    compare::summarize_frameworks(&mut out);
+    out.summarize();
     out
+}
+
+/// One session's rows (its recorded compactions and its session row), not yet summarized
+/// per framework: a sweep makes them a window of sessions at a time ([`Backtest::absorb`]).
+pub fn session_backtest(session: &Session, sizes: &SessionSizes) -> Backtest {
+    let mut out = Backtest::default();
+    let run = session_replay(session, sizes);
+    compare::add_session(&mut out, session, &run);
+    out
+}
+
+impl Backtest {
+    /// Append `other`'s rows after this one's (sessions in the caller's order).
+    pub fn absorb(&mut self, other: Backtest) {
+        self.compactions.extend(other.compactions);
+        self.sessions.extend(other.sessions);
+    }
+
+    /// The per-framework aggregates, from every row held (once, after the last
+    /// [`Backtest::absorb`]).
+    pub fn summarize(&mut self) {
+        self.frameworks.clear();
+        compare::summarize_frameworks(self);
+    }
 }
 
 #[cfg(test)]

@@ -35,25 +35,45 @@ pub fn prompt_fit(session: &Session, sizes: &SessionSizes) -> Option<PromptFit> 
 
 /// The session's arrays on its provider's scale.
 pub fn provider_sizes(session: &Session, sizes: &SessionSizes) -> ProviderSizes {
-    let requests = request_sizes(session, sizes);
-    let mut out = sizes.clone();
-    out.baseline = std::sync::OnceLock::new();
-    let Some(fit) = fit_requests(&requests) else {
+    let Some(fit) = prompt_fit(session, sizes) else {
+        let mut out = sizes.clone();
+        out.baseline = std::sync::OnceLock::new();
         return ProviderSizes {
             sizes: out,
             fit: None,
         };
     };
+    ProviderSizes {
+        sizes: on_scale(session, sizes, &fit, true),
+        fit: Some(fit),
+    }
+}
+
+/// `sizes` (the run tokenizer's counts of `session`) on the scale of `fit`: every event's
+/// tokens times its scale, so every amount a setting, policy or alternative removes or adds
+/// is too, and each request whose prompt size is recorded after a compaction the framework
+/// made (so not on the raw history) sized `overhead + scale × counted`; with `unrecorded`,
+/// also each request that records none. A sweep passes `false`: an ADK setting's trigger
+/// reads a request's usage only where the session recorded one, as ADK does; the backtest,
+/// which replays no ADK setting, passes `true`. What a sweep replays a recorded session (and
+/// its alternatives' sessions) on.
+pub fn on_scale(
+    session: &Session,
+    sizes: &SessionSizes,
+    fit: &PromptFit,
+    unrecorded: bool,
+) -> SessionSizes {
+    let requests = request_sizes(session, sizes);
+    let mut out = sizes.clone();
+    out.baseline = std::sync::OnceLock::new();
     for t in &mut out.tokens {
         *t = fit.amount(u64::from(*t)).min(u64::from(u32::MAX)) as u32;
     }
     for &(k, counted, rec) in &requests {
-        if rec.is_none() {
-            out.recorded_prompt[k as usize] = Some(fit.size(counted));
+        let slot = &mut out.recorded_prompt[k as usize];
+        if rec.is_none() && (unrecorded || slot.is_some()) {
+            *slot = Some(fit.size(counted));
         }
     }
-    ProviderSizes {
-        sizes: out,
-        fit: Some(fit),
-    }
+    out
 }

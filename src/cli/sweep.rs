@@ -443,12 +443,38 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     let Some(shard) = args.shard else {
         let eval = timeline_eval(&mut counted, &inputs, timeout)?;
         let build = replayed.build;
+        let recorded = kept_recorded(replayed.recorded, &inputs);
+        rundir::write_recorded_compactions(build.path(), &recorded, &CANCEL)?;
         return finish_run(
             &target, latest, &name, &inputs, grid, build, &eval, None, args.quiet,
         );
     };
     let size = (mine.len(), grid.settings.len());
     finish_shard(shard, replayed.build, &target, &inputs, size, args.quiet)
+}
+
+/// The backtest rows of the sessions the run kept (a session whose replay failed leaves the
+/// run), summarized per framework.
+fn kept_recorded(
+    mut recorded: crate::backtest::Backtest,
+    inputs: &RunInputs,
+) -> crate::backtest::Backtest {
+    let failed: std::collections::HashSet<(&str, &str)> = inputs
+        .failed_sessions
+        .iter()
+        .filter_map(|&i| inputs.sessions.get(i as usize))
+        .map(|s| (s.source.as_str(), s.session_id.as_str()))
+        .collect();
+    if !failed.is_empty() {
+        recorded
+            .compactions
+            .retain(|c| !failed.contains(&(c.source.as_str(), c.session_id.as_str())));
+        recorded
+            .sessions
+            .retain(|c| !failed.contains(&(c.source.as_str(), c.session_id.as_str())));
+    }
+    recorded.summarize();
+    recorded
 }
 
 /// The sessions listed (and read again a window at a time during the replay), sampled,
@@ -578,6 +604,8 @@ struct Replayed {
     build: publish::BuildDir,
     failed: Vec<Failure>,
     summarizer_errors: Vec<(u32, u32, String)>,
+    /// The backtest of the sessions recording compactions of their own (full runs only).
+    recorded: crate::backtest::Backtest,
 }
 
 /// Replay every (session, setting) pair of `job` into runs.parquet in a build folder beside
@@ -628,6 +656,7 @@ fn replay_all(
     };
     let mut failed: Vec<Failure> = Vec::new();
     let mut summarizer_errors: Vec<(u32, u32, String)> = Vec::new();
+    let mut recorded = crate::backtest::Backtest::default();
     let mut writer = RunsWriter::create(build.path(), sessions, settings, csv)?;
     let result = with_concurrency(concurrency, || {
         run_windows::<_, anyhow::Error>(
@@ -641,6 +670,9 @@ fn replay_all(
                 writer.push(rows)?;
                 failed.extend(f);
                 summarizer_errors.extend(eval.summarizer_errors());
+                if args.shard.is_none() {
+                    recorded.absorb(eval.recorded_compactions());
+                }
                 Ok(())
             },
         )
@@ -654,6 +686,7 @@ fn replay_all(
         build,
         failed,
         summarizer_errors,
+        recorded,
     })
 }
 

@@ -4,12 +4,12 @@
 //! 13,000`, 167,000 on a 200,000 window; before it the whole max output is reserved), on the
 //! auto-compact window of the setting, not the price table's; the `pct` override
 //! (`CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`) gives `floor(effective window × pct / 100)` and can only
-//! lower it. The whole history is replaced by one summary; the files and todo list Claude
-//! Code re-attaches are not modelled.
+//! lower it. The whole history is replaced by one summary, followed by the files Claude Code
+//! re-attaches ([`reattached`]); its todo list and plan are not modelled.
 
 use super::measured::{fit_requests, measured_context, request_sizes, Crossing};
 use super::{At, CompactionPolicy, Ctx, Decision};
-use crate::transcript::{PolicyRule, Session};
+use crate::transcript::{Part, PolicyRule, Session};
 
 /// `min(max output, 20,000)`: the pricing table has no max output; every Claude model in it
 /// writes at least 20,000, so the reserve is 20,000.
@@ -250,7 +250,7 @@ impl ClaudeCode {
 }
 
 impl CompactionPolicy for ClaudeCode {
-    fn decide(&mut self, _ctx: &Ctx<'_>, at: &At) -> Decision {
+    fn decide(&mut self, ctx: &Ctx<'_>, at: &At) -> Decision {
         let step = self.in_step.as_mut().map_or(Step::Left, |s| s.step(at.q));
         if matches!(step, Step::Left | Step::FireAndLeave) {
             self.in_step = None;
@@ -262,9 +262,165 @@ impl CompactionPolicy for ClaudeCode {
             Step::Left => at.prompt >= self.threshold,
         };
         if fires {
-            Decision::summarize_all(at)
+            Decision::Summarize {
+                head: 0,
+                cut: at.event,
+                keep: reattached(ctx.session, ctx.sizes, at.event as usize),
+                passes: 1,
+            }
         } else {
             Decision::Keep
         }
+    }
+}
+
+/// Files Claude Code re-attaches after its summary: the [`REATTACH_FILES`] most recently read
+/// (Claude Code is closed source; CrazyBoyM/anon-kode-claude-code
+/// `src/utils/fileRecoveryCore.ts` reconstructs the rule from the CLI, "constants matching
+/// original Claude Code implementation": 5 files, each estimated at characters / 4 tokens and
+/// cut at 10,000, taken in recency order until the next would pass 50,000). The transcript
+/// does not list them, so a file is the latest `Read` result recorded for its path before
+/// `before`, kept up to [`REATTACH_TOKENS_PER_FILE`] (fitted: docs/validation.md "Tokens
+/// after a Claude Code compaction"). Returned as the replay's `keep` list: (event, tokens of
+/// it kept on `sizes`' scale), ascending.
+pub fn reattached(
+    session: &Session,
+    sizes: &crate::tokens::sizes::SessionSizes,
+    before: usize,
+) -> Vec<(u32, u64)> {
+    let events = &session.events[..before.min(session.events.len())];
+    let mut reads: std::collections::HashMap<&str, &str> = Default::default();
+    // (path, event of its latest result, Claude Code's estimate of it), oldest first
+    let mut latest: Vec<(&str, usize, u64)> = Vec::new();
+    for (k, e) in events.iter().enumerate() {
+        for p in &e.parts {
+            match p {
+                Part::ToolCall {
+                    id: Some(id),
+                    name,
+                    args,
+                } if name == "Read" => {
+                    if let Some(path) = args.get("file_path").and_then(|v| v.as_str()) {
+                        reads.insert(id.as_str(), path);
+                    }
+                }
+                Part::ToolResponse {
+                    id: Some(id),
+                    response,
+                    ..
+                } => {
+                    let Some(&path) = reads.get(id.as_str()) else {
+                        continue;
+                    };
+                    let chars = match response {
+                        serde_json::Value::String(s) => s.chars().count(),
+                        v => v.to_string().chars().count(),
+                    } as u64;
+                    latest.retain(|x| x.0 != path);
+                    latest.push((path, k, chars.div_ceil(4)));
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut total = 0u64;
+    let mut keep: Vec<(u32, u64)> = Vec::new();
+    for &(_, k, estimate) in latest.iter().rev().take(REATTACH_FILES) {
+        let t = estimate.min(REATTACH_TOKENS_PER_FILE);
+        if total + t > REATTACH_MAX_TOKENS {
+            break;
+        }
+        total += t;
+        if keep.iter().any(|x| x.0 == k as u32) {
+            continue;
+        }
+        // the kept share of the event, on the replay's scale
+        let tokens = u64::from(sizes.tokens.get(k).copied().unwrap_or(0));
+        let kept = (tokens as f64 * t as f64 / estimate.max(1) as f64).round() as u64;
+        keep.push((k as u32, kept.min(tokens)));
+    }
+    keep.sort_unstable();
+    keep
+}
+
+/// Files re-attached after a compaction ([`reattached`]).
+pub const REATTACH_FILES: usize = 5;
+/// Tokens (characters / 4) kept of each re-attached file: fitted on the recorded tokens after
+/// the corpus's 10 automatic compactions (the reconstruction's cap, 10,000, gives 1.10x them).
+pub const REATTACH_TOKENS_PER_FILE: u64 = 2_000;
+/// Most tokens re-attached in all.
+pub const REATTACH_MAX_TOKENS: u64 = 50_000;
+
+#[cfg(test)]
+mod reattach_tests {
+    use super::*;
+    use crate::tokens::sizes::SessionSizes;
+    use crate::transcript::{Event, Format, Role};
+
+    /// Reads of `(path, chars)` in order, each a call (event 2i) and its result (event 2i + 1,
+    /// counted at one token per 4 chars).
+    fn reads(files: &[(&str, usize)]) -> (Session, Vec<u32>) {
+        let mut events = Vec::new();
+        let mut toks = Vec::new();
+        for (i, (path, chars)) in files.iter().enumerate() {
+            let mut m = Event::new("agent", Role::Model, "i1", i as f64);
+            m.model_request = true;
+            m.parts.push(Part::ToolCall {
+                id: Some(format!("r{i}")),
+                name: "Read".into(),
+                args: serde_json::json!({ "file_path": path }),
+            });
+            events.push(m);
+            toks.push(20);
+            let mut r = Event::new("agent", Role::User, "i1", i as f64 + 0.5);
+            r.parts.push(Part::ToolResponse {
+                id: Some(format!("r{i}")),
+                name: "Read".into(),
+                response: serde_json::Value::String("x".repeat(*chars)),
+            });
+            events.push(r);
+            toks.push((*chars / 4) as u32);
+        }
+        let s = Session {
+            id: "s".into(),
+            source: "s.jsonl".into(),
+            format: Format::ClaudeCode,
+            events,
+            recorded_compactions: Vec::new(),
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: Vec::new(),
+            recorded_policy: None,
+        };
+        (s, toks)
+    }
+
+    /// The 5 files read last come back (a path read twice once, at its latest result), each
+    /// cut at the per-file cap; files read earlier, or after the compaction, do not.
+    #[test]
+    fn claude_code_reattaches_the_files_read_last() {
+        let files = [
+            ("a", 400),
+            ("b", 400),
+            ("c", 400),
+            ("d", 40_000),
+            ("e", 800),
+            ("b", 1_200),
+            ("f", 400),
+            ("g", 400),
+        ];
+        let (s, toks) = reads(&files);
+        let sizes = SessionSizes::new(&s, Some(&toks));
+        // before g's call: f (event 13), b (its second read, 11), e (9), d (7, capped), c (5);
+        // a is the sixth most recent, b's first read (3) is superseded
+        let got = reattached(&s, &sizes, 14);
+        let cap = REATTACH_TOKENS_PER_FILE;
+        assert_eq!(
+            got,
+            vec![(5, 100), (7, cap), (9, 200), (11, 300), (13, 100)]
+        );
+        // a compaction before f's result: a comes back, f does not
+        let got = reattached(&s, &sizes, 13);
+        assert_eq!(got, vec![(1, 100), (5, 100), (7, cap), (9, 200), (11, 300)]);
     }
 }

@@ -6,6 +6,7 @@ use super::alternatives::{alternatives, other_policies};
 use super::frontier::{frontier_table, summarizers};
 use super::pitfalls::pitfalls;
 use super::recommend::recommendation;
+use super::recorded::recorded_compactions;
 use super::run_facts::{skipped, summarizer_errors, what_was_run};
 use super::{t, Block, Inline};
 use crate::chart::ChartOutcome;
@@ -148,6 +149,7 @@ pub fn build(d: &RunData, charts: &[ChartOutcome]) -> Vec<Block> {
     skipped(d, &mut b);
     summarizer_errors(d, &mut b);
     other_policies(d, &mut b);
+    recorded_compactions(d, &mut b);
     alternatives(d, &mut b);
     glossary(&mut b);
     b

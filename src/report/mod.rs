@@ -13,6 +13,7 @@ mod figures;
 mod frontier;
 mod pitfalls;
 mod recommend;
+mod recorded;
 mod run_facts;
 
 use crate::chart::{self, ChartOutcome};

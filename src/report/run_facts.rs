@@ -122,7 +122,7 @@ fn size_basis_row(d: &RunData) -> Option<(String, String)> {
     Some((
         "prompt sizes".into(),
         format!(
-            "recorded where the transcript records them; {} of {} sessions record enough to fit recorded ≈ overhead + scale × counted{fit} (runs' prompt_overhead, prompt_scale, prompt_fit_error_p50); the other {} are counted with the run's tokenizer",
+            "recorded where the transcript records them; {} of {} sessions record enough to fit recorded ≈ overhead + scale × counted{fit} (runs' prompt_overhead, prompt_scale, prompt_fit_error_p50), and for them every size not recorded (a request after a compaction the framework made) and every amount a setting, policy or alternative removes or adds is on that fit's scale (provider tokens, fitted); the other {} are counted with the run's tokenizer (no overhead, no scale)",
             b.fitted,
             b.sessions,
             b.sessions - b.fitted

@@ -9,7 +9,7 @@ use super::run::{
     Evaluator, InputInfo, ReplayError, SessionInfo, Skipped, Timeline, TimelineCompaction,
     TimelineRequest,
 };
-use crate::backtest::sizes::prompt_fit;
+use crate::backtest::sizes::{on_scale, prompt_fit};
 use crate::backtest::{as_recorded, AsRecorded};
 use crate::cost::compute::CostModel;
 use crate::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
@@ -731,10 +731,16 @@ impl Counted {
                     .iter()
                     .zip(&counts)
                     .map(|(&tok, c)| {
-                        let sizes = SessionSizes::new(&session, Some(&c[k]));
+                        let counted = SessionSizes::new(&session, Some(&c[k]));
+                        let fit = prompt_fit(&session, &counted);
+                        // on the provider's scale where the session records enough sizes
+                        let sizes = match &fit {
+                            Some(f) => on_scale(&session, &counted, f, false),
+                            None => counted,
+                        };
                         Sized {
                             tok,
-                            fit: prompt_fit(&session, &sizes),
+                            fit,
                             sizes,
                             inputs: SessionCostInputs::new(&session, tok),
                             counts: c[k].clone(),
@@ -833,6 +839,29 @@ impl PipelineEval {
             .collect()
     }
 
+    /// The backtest of the window's sessions that record compactions of their own
+    /// (`backtest::session_backtest` on the run's first tokenizer), in session order: what
+    /// the report's "Recorded compactions" section reads (`recorded_compactions.json`).
+    pub fn recorded_compactions(&self) -> crate::backtest::Backtest {
+        let parts: Vec<crate::backtest::Backtest> = self
+            .items
+            .par_iter()
+            .filter(|p| !p.session.recorded_compactions.is_empty())
+            .filter_map(|p| {
+                let sized = p.sized.first()?;
+                // the counts (the backtest fits its provider scale on them itself)
+                let counts = (!sized.counts.is_empty()).then_some(&sized.counts[..]);
+                let counted = SessionSizes::new(&p.session, counts);
+                Some(crate::backtest::session_backtest(&p.session, &counted))
+            })
+            .collect();
+        let mut out = crate::backtest::Backtest::default();
+        for part in parts {
+            out.absorb(part);
+        }
+        out
+    }
+
     /// Forget the failed calls recorded so far (after a dry replay).
     pub fn clear_summarizer_errors(&self) {
         self.errors
@@ -896,8 +925,13 @@ impl PipelineEval {
                 } else {
                     Vec::new()
                 };
-                let sizes =
+                let counted =
                     SessionSizes::new(&v.session, (!counts.is_empty()).then_some(&counts[..]));
+                // on the recorded session's scale (its usage was cut on it above)
+                let sizes = match &sized.fit {
+                    Some(f) => on_scale(&v.session, &counted, f, false),
+                    None => counted,
+                };
                 let inputs = SessionCostInputs::new(&v.session, sized.tok);
                 (
                     std::sync::Arc::new(v.session),
@@ -1070,10 +1104,17 @@ impl PipelineEval {
         let run = |su: &dyn Summarizer| match &setting.policy {
             // the session's own framework's rule; one that records none: no compaction, as
             // the baseline replays it (`cfg` of this setting compacts nothing)
-            Some(PolicySpec::AsRecorded) => match as_recorded(s).build(&policy_ctx) {
-                Some(mut rule) => crate::policy::replay(&policy_ctx, rule.as_mut(), su),
-                None => crate::engine::replay(&sized.sizes, &cfg, su),
-            },
+            // (an ADK session's: the setting its compaction events imply, by the engine)
+            Some(PolicySpec::AsRecorded) => {
+                let rec = as_recorded(s);
+                match rec.build(&policy_ctx) {
+                    Some(mut rule) => crate::policy::replay(&policy_ctx, rule.as_mut(), su),
+                    None => {
+                        let own = rec.engine_config();
+                        crate::engine::replay(&sized.sizes, own.as_ref().unwrap_or(&cfg), su)
+                    }
+                }
+            }
             Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, su),
             None => crate::engine::replay(&sized.sizes, &cfg, su),
         };
@@ -1226,5 +1267,100 @@ mod tests {
             e.contains("b.session.json") && e.contains("read again"),
             "{e}"
         );
+    }
+}
+
+/// Issue 37 item 1 in the sweep: a session whose recorded prompt sizes are `1,000 + 1.2 ×
+/// counted` is fitted to overhead 1,000 and scale 1.2 (runs' `prompt_*` columns), and the
+/// requests after its recorded compaction, whose recorded sizes are the compacted prompt the
+/// framework sent, are sized on that scale in the no-compaction replay.
+#[cfg(test)]
+mod provider_scale {
+    use super::*;
+    use crate::transcript::{Event, Format, Part, RecordedCompaction, Role, Usage};
+
+    fn session() -> Session {
+        let mut events = Vec::new();
+        let mut u = Event::new("user", Role::User, "i1", 0.0);
+        u.parts.push(Part::Text {
+            text: "please look at the logs".into(),
+        });
+        events.push(u);
+        for i in 0..12 {
+            let t = 1.0 + i as f64;
+            let mut m = Event::new("agent", Role::Model, "i1", t);
+            m.model_request = true;
+            m.parts.push(Part::ToolCall {
+                id: Some(format!("c{i}")),
+                name: "read".into(),
+                args: serde_json::json!({ "file": format!("f{i}.log") }),
+            });
+            events.push(m);
+            let mut r = Event::new("agent", Role::User, "i1", t + 0.5);
+            r.parts.push(Part::ToolResponse {
+                id: Some(format!("c{i}")),
+                name: "read".into(),
+                response: serde_json::json!({ "out": format!("line {i} ").repeat(40 + 7 * i) }),
+            });
+            events.push(r);
+        }
+        Session {
+            id: "s".into(),
+            source: "s.jsonl".into(),
+            format: Format::ClaudeCode,
+            events,
+            recorded_compactions: Vec::new(),
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: Vec::new(),
+            recorded_policy: None,
+        }
+    }
+
+    #[test]
+    fn a_request_after_a_recorded_compaction_is_sized_on_the_fitted_scale() {
+        let mut s = session();
+        let cache = CacheOpts::disabled();
+        let counts =
+            crate::tokens::count_sessions(std::slice::from_ref(&s), Tokenizer::O200k, &cache)
+                .unwrap();
+        let counted: Vec<(u32, u64)> = {
+            let sizes = SessionSizes::new(&s, Some(&counts[0]));
+            crate::backtest::sizes::request_sizes(&s, &sizes)
+                .into_iter()
+                .map(|(k, c, _)| (k, c))
+                .collect()
+        };
+        const FROM: usize = 8;
+        for (q, &(k, c)) in counted.iter().enumerate() {
+            let e = &mut s.events[k as usize];
+            e.post_compaction_usage = q >= FROM;
+            e.usage = Some(Usage {
+                prompt_tokens: if q >= FROM { 2_000 } else { 1_000 + c * 6 / 5 },
+                ..Default::default()
+            });
+        }
+        let mut c =
+            RecordedCompaction::new(counted[FROM].0 as usize, "claude-code compact_boundary");
+        c.trigger = Some("auto".into());
+        s.recorded_compactions.push(c);
+        let costing = Costing::load(None, None).unwrap();
+        let toks = vec!["o200k".to_string()];
+        let eval = PipelineEval::build(vec![s], &[0], &toks, &costing, &cache).unwrap();
+        let plain = Setting::without_compaction("o200k", "recorded", ClientMode::Waits, None);
+        let m = eval.evaluate(0, &plain).unwrap();
+        assert_eq!(m.prompt_overhead, Some(1_000.0));
+        let scale = m.prompt_scale.unwrap();
+        assert!((scale - 1.2).abs() < 1e-3, "{scale}");
+        let t = eval.timeline(0, &plain).unwrap();
+        assert_eq!(t.requests.len(), counted.len());
+        for (q, (r, &(_, c))) in t.requests.iter().zip(&counted).enumerate() {
+            let want = 1_000 + c * 6 / 5;
+            assert!(
+                r.prompt_tokens.abs_diff(want) <= 1,
+                "request {q}: {} vs {want}",
+                r.prompt_tokens
+            );
+        }
     }
 }

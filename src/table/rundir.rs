@@ -427,6 +427,26 @@ impl RunFiles<'_> {
     }
 }
 
+/// The run folder's file of the compactions its transcripts record, beside the `as recorded`
+/// replay's predictions (docs/columns.md): written only when some session records one.
+pub const RECORDED_COMPACTIONS: &str = "recorded_compactions.json";
+
+/// Write [`RECORDED_COMPACTIONS`] into `dir` (atomically) when `recorded` holds a compaction;
+/// without one the folder gets no file (and the report no section).
+pub fn write_recorded_compactions(
+    dir: &Path,
+    recorded: &crate::backtest::Backtest,
+    cancel: &AtomicBool,
+) -> Result<()> {
+    if recorded.compactions.is_empty() {
+        return Ok(());
+    }
+    let files = Files { dir, cancel };
+    files.put(RECORDED_COMPACTIONS, || {
+        pretty(&serde_json::to_value(recorded)?)
+    })
+}
+
 /// shard.json of a partial folder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardInfo {

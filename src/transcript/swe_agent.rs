@@ -7,7 +7,8 @@
 //! `tool_call_ids`; older runs write the command as `action` text and return the output as the
 //! next `user` message, so the reader gives each such action a call id (`<stem>-action-N`)
 //! and answers it with the observation. Without `history`, `trajectory` steps (`thought`,
-//! `action`, `observation`) are used. No timestamps (synthesised, 1 s apart) and no
+//! `action`, `observation`) are used; with it, the steps after the last one `history` holds
+//! (a final `submit` call) are appended, so both forms read the same calls. No timestamps (synthesised, 1 s apart) and no
 //! per-request usage: `info.model_stats` holds per-session totals only (`tokens_sent`,
 //! `api_calls`), kept beside the recorded config's `agent.history_processors` in the session's
 //! `recorded_policy`, where the backtest compares them with the as-recorded replay.
@@ -39,7 +40,13 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     let stem = super::openai_chat::file_stem(file);
     let history = cx.opt_arr(top, "history", "$")?;
     let events = if !history.is_empty() {
-        from_history(&cx, history, &stem)?
+        let mut events = from_history(&cx, history, &stem)?;
+        let inv = events
+            .last()
+            .map_or_else(|| "inv-1".to_string(), |e| e.invocation_id.clone());
+        let steps = cx.opt_arr(top, "trajectory", "$")?;
+        trailing_steps(&cx, history, steps, &stem, &inv, &mut events)?;
+        events
     } else {
         from_trajectory(&cx, cx.opt_arr(top, "trajectory", "$")?, &stem)?
     };
@@ -340,64 +347,127 @@ fn from_trajectory(cx: &Ctx, steps: &[Value], stem: &str) -> Result<Vec<Event>, 
             "wrong shape: neither `history` nor `trajectory` has entries",
         ));
     }
-    let inv = "inv-1".to_string();
     let mut events = Vec::with_capacity(steps.len() * 2);
     for (i, step) in steps.iter().enumerate() {
-        let sp = format!("$.trajectory[{i}]");
-        let m = cx.obj(step, &sp)?;
-        let mut e = Event::new(
-            "agent",
-            Role::Model,
-            inv.clone(),
-            util::synthetic_time(2 * i),
-        );
-        e.model_request = true;
-        let thought = cx
-            .opt_str(m, "thought", &sp)?
-            .or(cx.opt_str(m, "response", &sp)?)
-            .unwrap_or("");
-        if !thought.is_empty() {
-            e.parts.push(Part::Text {
-                text: thought.to_string(),
-            });
-        }
-        let action = cx.opt_str(m, "action", &sp)?.unwrap_or("");
-        if action.trim().is_empty() {
-            events.push(e);
-            continue;
-        }
-        let id = format!("{stem}-step-{i}");
-        let name = command_name(action);
-        e.parts.push(Part::ToolCall {
-            id: Some(id.clone()),
-            name: name.clone(),
-            args: serde_json::json!({ "command": action }),
-        });
-        events.push(e);
-        if let Some(obs) = cx.opt_str(m, "observation", &sp)? {
-            let mut r = Event::new(
-                "agent",
-                Role::User,
-                inv.clone(),
-                util::synthetic_time(2 * i + 1),
-            );
-            if util::looks_like_tool_error(obs) {
-                r.critical.push(Critical::ToolError);
-            }
-            r.parts.push(Part::ToolResponse {
-                id: Some(id),
-                name,
-                response: Value::String(obs.to_string()),
-            });
-            events.push(r);
-        }
+        step_events(cx, step, i, stem, "inv-1", 2 * i, &mut events)?;
     }
     Ok(events)
+}
+
+/// The `trajectory` steps after the last one `history` holds (one step per model call, so
+/// per `assistant` message): SWE-agent writes the final `submit` call to `trajectory` and
+/// `info.model_stats` but not always to `history`. Appended, so a run reads the same calls
+/// in both forms (and `tokens_sent` counts the last call's prompt too).
+fn trailing_steps(
+    cx: &Ctx,
+    history: &[Value],
+    steps: &[Value],
+    stem: &str,
+    inv: &str,
+    events: &mut Vec<Event>,
+) -> Result<(), ReadError> {
+    let calls = history
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .filter(|m| m.get("is_demo") != Some(&Value::Bool(true)))
+        .count();
+    for (i, step) in steps.iter().enumerate().skip(calls) {
+        let t = history.len() + 2 * (i - calls);
+        step_events(cx, step, i, stem, inv, t, events)?;
+    }
+    Ok(())
+}
+
+/// One `trajectory` step: its model event (thought + action) and its observation, at the
+/// synthetic times `t` and `t + 1`.
+fn step_events(
+    cx: &Ctx,
+    step: &Value,
+    i: usize,
+    stem: &str,
+    inv: &str,
+    t: usize,
+    events: &mut Vec<Event>,
+) -> Result<(), ReadError> {
+    let sp = format!("$.trajectory[{i}]");
+    let m = cx.obj(step, &sp)?;
+    let mut e = Event::new("agent", Role::Model, inv, util::synthetic_time(t));
+    e.model_request = true;
+    let thought = cx
+        .opt_str(m, "thought", &sp)?
+        .or(cx.opt_str(m, "response", &sp)?)
+        .unwrap_or("");
+    if !thought.is_empty() {
+        e.parts.push(Part::Text {
+            text: thought.to_string(),
+        });
+    }
+    let action = cx.opt_str(m, "action", &sp)?.unwrap_or("");
+    if action.trim().is_empty() {
+        events.push(e);
+        return Ok(());
+    }
+    let id = format!("{stem}-step-{i}");
+    let name = command_name(action);
+    e.parts.push(Part::ToolCall {
+        id: Some(id.clone()),
+        name: name.clone(),
+        args: serde_json::json!({ "command": action }),
+    });
+    events.push(e);
+    if let Some(obs) = cx.opt_str(m, "observation", &sp)? {
+        let mut r = Event::new("agent", Role::User, inv, util::synthetic_time(t + 1));
+        if util::looks_like_tool_error(obs) {
+            r.critical.push(Critical::ToolError);
+        }
+        r.parts.push(Part::ToolResponse {
+            id: Some(id),
+            name,
+            response: Value::String(obs.to_string()),
+        });
+        events.push(r);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 37: a run whose `history` stops before its final `submit` call (SWE-agent wrote
+    /// it to `trajectory` and counted it in `model_stats`) reads as many model requests as
+    /// its `trajectory` form, the last one being that call; a history holding every step
+    /// gets nothing appended.
+    #[test]
+    fn the_final_trajectory_step_missing_from_history_is_read() {
+        let steps = r#"[
+          {"thought":"Look.","action":"ls -a\n","observation":"main.py","response":"Look."},
+          {"thought":"Done.","action":"submit","observation":"diff --git a b","response":"Done."}]"#;
+        let history = r#"[
+          {"role":"system","content":"SETTING"},
+          {"role":"user","content":"ISSUE: fix it"},
+          {"role":"assistant","content":"Look.","thought":"Look.","action":"ls -a\n"},
+          {"role":"user","content":"main.py"}"#;
+        let short = format!(r#"{{"trajectory":{steps},"history":{history}],"info":{{}}}}"#);
+        let only_steps = format!(r#"{{"trajectory":{steps},"info":{{}}}}"#);
+        let requests = |text: &str| {
+            let s = read("a/x.traj", text).unwrap().remove(0);
+            s.events.iter().filter(|e| e.model_request).count()
+        };
+        assert_eq!(requests(&only_steps), 2);
+        assert_eq!(requests(&short), 2);
+        let s = read("a/x.traj", &short).unwrap().remove(0);
+        let last = s.events.iter().rev().find(|e| e.model_request).unwrap();
+        assert!(
+            matches!(&last.parts[1], Part::ToolCall { name, .. } if name == "submit"),
+            "{last:?}"
+        );
+        let full = format!(
+            r#"{{"trajectory":{steps},"history":{history},
+              {{"role":"assistant","content":"Done.","thought":"Done.","action":"submit"}}],"info":{{}}}}"#
+        );
+        assert_eq!(requests(&full), 2);
+    }
 
     #[test]
     fn old_format_actions_are_answered_by_the_next_user_message() {

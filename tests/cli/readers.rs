@@ -209,6 +209,21 @@ fn gemini_cli_matches_stats() {
     }
 }
 
+/// `trajectory` steps of a `.traj` file beyond its `history`'s (non-demonstration)
+/// `assistant` messages (0 without a `history`).
+fn steps_beyond_history(path: &str) -> u64 {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let Some(h) = v["history"].as_array().filter(|h| !h.is_empty()) else {
+        return 0;
+    };
+    let calls = h
+        .iter()
+        .filter(|m| m["role"] == "assistant" && m["is_demo"] != true)
+        .count();
+    let steps = v["trajectory"].as_array().map_or(0, Vec::len);
+    steps.saturating_sub(calls) as u64
+}
+
 #[test]
 fn swe_agent_matches_stats() {
     let sessions = load_folder("swe_agent");
@@ -220,11 +235,14 @@ fn swe_agent_matches_stats() {
         let key = &s.source[idx..];
         let r = &rows[key];
         let c = counts(s);
-        assert_eq!(c.events, n(r, "events"), "{key}");
+        // stats.json counts `history`; the reader also reads the `trajectory` steps after
+        // the last one `history` holds (a final `submit` call with its observation)
+        let extra = steps_beyond_history(&s.source);
+        assert_eq!(c.events, n(r, "events") + 2 * extra, "{key}");
         assert_eq!(c.user_turns, 1, "{key}");
         assert_eq!(c.user_turns, n(r, "user_turns"), "{key}");
-        assert_eq!(c.model_requests, n(r, "assistant_turns"), "{key}");
-        assert_eq!(c.tool_calls, n(r, "tool_calls"), "{key}");
+        assert_eq!(c.model_requests, n(r, "assistant_turns") + extra, "{key}");
+        assert_eq!(c.tool_calls, n(r, "tool_calls") + extra, "{key}");
         // stats counts `trajectory` observations; history can lack the final one.
         assert!(c.tool_results <= c.tool_calls, "{key}");
         assert!(s.synthetic_timestamps);

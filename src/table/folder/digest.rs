@@ -2,7 +2,8 @@
 //! of rows is read in bounded memory.
 
 use super::read::{
-    digest_parquet, parse_runs, parse_settings, parse_timelines, read_json, read_text,
+    digest_parquet, parse_recorded, parse_runs, parse_settings, parse_timelines, read_json,
+    read_text,
 };
 use super::{
     tightest_cap, DataError, RunData, SessionFigures, SessionRow, SettingRow, StuckSession,
@@ -216,7 +217,12 @@ impl RunData {
                 digest.add_row(&r);
             }
         }
-        Ok(RunData::digested(dir, run, settings, digest, timelines))
+        let mut data = RunData::digested(dir, run, settings, digest, timelines);
+        let recorded = dir.join(crate::table::rundir::RECORDED_COMPACTIONS);
+        if recorded.exists() {
+            data.recorded = Some(parse_recorded(&recorded)?);
+        }
+        Ok(data)
     }
 
     /// Run data from rows in memory (tests, and runs.csv).
@@ -266,6 +272,7 @@ impl RunData {
             timelines,
             stuck: digest.stuck,
             stuck_sessions: digest.stuck_sessions,
+            recorded: None,
         }
     }
 }

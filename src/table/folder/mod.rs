@@ -12,7 +12,8 @@ mod read;
 
 pub use digest::{STUCK_LISTED, WORST_SESSIONS};
 pub use read::{
-    parse_csv, parse_runs, parse_settings, parse_timelines, CsvError, MAX_TABLE_NUMBER,
+    parse_csv, parse_recorded, parse_runs, parse_settings, parse_timelines, CsvError,
+    MAX_TABLE_NUMBER,
 };
 
 use crate::table::format::{fmt_pct_to, MAX_PCT_DECIMALS};
@@ -323,6 +324,9 @@ pub struct RunData {
     /// Sessions where compaction stuck under some setting (counted over consecutive rows:
     /// the run files are session-major).
     pub stuck_sessions: usize,
+    /// `recorded_compactions.json`: the compactions the run's transcripts record beside the
+    /// `as recorded` replay's (`None` when no session records one).
+    pub recorded: Option<crate::backtest::Backtest>,
 }
 
 /// The tightest `max_llm_calls` cap among `settings` (the lowest N), if any.

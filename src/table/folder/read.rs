@@ -20,6 +20,18 @@ pub(super) fn read_json(path: &Path) -> Result<Value, DataError> {
         .map_err(|e| bad(path, format!("line {}: invalid JSON: {e}", e.line())))
 }
 
+/// Parses `recorded_compactions.json` (written by a sweep whose inputs record compactions,
+/// `table::rundir::RECORDED_COMPACTIONS`); a bad field names its line and column.
+pub fn parse_recorded(path: &Path) -> Result<crate::backtest::Backtest, DataError> {
+    let text = read_text(path)?;
+    serde_json::from_str(&text).map_err(|e| {
+        bad(
+            path,
+            format!("line {} column {}: {e}", e.line(), e.column()),
+        )
+    })
+}
+
 fn as_u64(v: &Value) -> Option<u64> {
     match v {
         Value::Number(n) => n
