@@ -256,19 +256,7 @@ fn summarizer_timeout_1e20_is_a_usage_error() {
 
 /// A copy of the report fixture run folder with `key` of the second settings row set.
 fn run_with(key: &str, value: f64) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().expect("temp folder");
-    let dir = tmp.path().join("run");
-    std::fs::create_dir(&dir).expect("mkdir");
-    let src = root().join("tests/fixtures/report/run");
-    for f in [
-        "settings.json",
-        "runs.csv",
-        "run.json",
-        "timelines.json",
-        ".compaction-sim-run",
-    ] {
-        std::fs::copy(src.join(f), dir.join(f)).expect("copy fixture");
-    }
+    let (tmp, dir) = crate::common::report_fixture_copy();
     let p = dir.join("settings.json");
     let mut v: serde_json::Value =
         serde_json::from_str(&read_text(&p)).expect("settings.json parses");

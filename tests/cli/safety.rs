@@ -677,19 +677,8 @@ mod stdout {
             panic!("/dev/full is missing: this test needs it");
         }
         let run_dir = {
-            let tmp = tempfile::tempdir().unwrap().keep();
-            let dir = tmp.join("run");
-            std::fs::create_dir(&dir).unwrap();
-            let src = root().join("tests/fixtures/report/run");
-            for f in [
-                "settings.json",
-                "runs.csv",
-                "run.json",
-                "timelines.json",
-                ".compaction-sim-run",
-            ] {
-                std::fs::copy(src.join(f), dir.join(f)).unwrap();
-            }
+            let (tmp, dir) = crate::common::report_fixture_copy();
+            let _kept = tmp.keep();
             dir
         };
         let cases: Vec<Vec<String>> = vec![
