@@ -139,6 +139,41 @@ fn a_threshold_rule_matches_the_recorded_compaction() {
     assert_eq!(out.compactions[0].recorded_request, Some(8));
 }
 
+/// Where the rule misses (a limit no request reaches), the row matched with the fitted
+/// threshold carries that replay's prediction as a matched row carries the rule's: tokens
+/// before and after (the fitted overhead plus the summary, on the provider's scale), the
+/// summary and the summarizer call's duration.
+#[test]
+fn a_row_matched_with_a_fitted_threshold_has_its_predicted_sizes_and_duration() {
+    let (mut s, toks, counted) = recorded(12, 8);
+    let pre = 1_000 + counted[8].1 * 6 / 5;
+    s.recorded_compactions[0].pre_tokens = Some(pre);
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let policy = AsRecorded::Codex { limit: 10 * pre };
+    let sized = sizes::provider_sizes(&s, &sizes);
+    let replay = replay_as(&s, &sized, &policy);
+    let run = SessionReplay {
+        policy,
+        sized,
+        replay,
+    };
+    let mut out = Backtest::default();
+    compare::add_session(&mut out, &s, &run);
+    let row = &out.compactions[0];
+    assert_eq!(row.matched, Some(false), "{row:?}");
+    assert_eq!(row.predicted_tokens_after, None);
+    assert_eq!(row.matched_with_fit, Some(true), "{row:?}");
+    // the default summary (16,000 chars: 4,000 tokens counted) on the fitted scale 1.2
+    assert_eq!(row.predicted_summary_tokens_with_fit, Some(4_800));
+    assert_eq!(row.predicted_tokens_after_with_fit, Some(1_000 + 4_800));
+    let before = row.predicted_tokens_before_with_fit.expect("tokens before");
+    assert!(before <= pre && before + 1_000 > pre, "{before} vs {pre}");
+    assert!(
+        row.predicted_duration_s_with_fit.is_some_and(|d| d > 0.0),
+        "{row:?}"
+    );
+}
+
 /// SWE-agent `last_n_observations n=5` is replayed as masking window 5: the prompt tokens of a
 /// hand-made trajectory, each observation older than 5 turns a 10-token notice, summed over
 /// its requests (what `info.model_stats.tokens_sent` records), come out within 2 %.
