@@ -109,16 +109,15 @@ fn too_few_sizes_keep_the_counts() {
     assert_eq!(p.sizes.tokens, sizes.tokens);
 }
 
-/// A threshold rule fires at the request whose context reaches it: recorded before the
-/// compaction, the fitted growth after the last recorded size at it; one match.
-#[test]
-fn a_threshold_rule_matches_the_recorded_compaction() {
+/// [`recorded`]`(12, 8)` with the context before its compaction recorded (`pre`: what
+/// request 8 would have sent, `1,000 + 1.2 × counted`), replayed as recorded under Codex's
+/// limit `limit(pre)`; and `pre`.
+fn codex_run(limit: impl Fn(u64) -> u64) -> (Session, SessionReplay, u64) {
     let (mut s, toks, counted) = recorded(12, 8);
-    // the context before request 8 would have been 1,000 + 1.2 × counted
     let pre = 1_000 + counted[8].1 * 6 / 5;
     s.recorded_compactions[0].pre_tokens = Some(pre);
     let sizes = SessionSizes::new(&s, Some(&toks));
-    let policy = AsRecorded::Codex { limit: pre };
+    let policy = AsRecorded::Codex { limit: limit(pre) };
     let sized = sizes::provider_sizes(&s, &sizes);
     let replay = replay_as(&s, &sized, &policy);
     let run = SessionReplay {
@@ -126,6 +125,14 @@ fn a_threshold_rule_matches_the_recorded_compaction() {
         sized,
         replay,
     };
+    (s, run, pre)
+}
+
+/// A threshold rule fires at the request whose context reaches it: recorded before the
+/// compaction, the fitted growth after the last recorded size at it; one match.
+#[test]
+fn a_threshold_rule_matches_the_recorded_compaction() {
+    let (s, run, pre) = codex_run(|pre| pre);
     let by_rule = threshold_replay(&s, &run, Some(pre));
     let got = compare::predicted(&by_rule, Some(1_000));
     assert_eq!(got.len(), 1, "{got:?}");
@@ -145,18 +152,7 @@ fn a_threshold_rule_matches_the_recorded_compaction() {
 /// summary and the summarizer call's duration.
 #[test]
 fn a_row_matched_with_a_fitted_threshold_has_its_predicted_sizes_and_duration() {
-    let (mut s, toks, counted) = recorded(12, 8);
-    let pre = 1_000 + counted[8].1 * 6 / 5;
-    s.recorded_compactions[0].pre_tokens = Some(pre);
-    let sizes = SessionSizes::new(&s, Some(&toks));
-    let policy = AsRecorded::Codex { limit: 10 * pre };
-    let sized = sizes::provider_sizes(&s, &sizes);
-    let replay = replay_as(&s, &sized, &policy);
-    let run = SessionReplay {
-        policy,
-        sized,
-        replay,
-    };
+    let (s, run, pre) = codex_run(|pre| 10 * pre);
     let mut out = Backtest::default();
     compare::add_session(&mut out, &s, &run);
     let row = &out.compactions[0];
