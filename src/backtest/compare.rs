@@ -50,6 +50,15 @@ pub struct CompactionRow {
     pub predicted_request_with_fit: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_with_fit: Option<bool>,
+    /// The prediction with the fitted threshold, as `predicted_*` are the rule's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_tokens_before_with_fit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_tokens_after_with_fit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_summary_tokens_with_fit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_duration_s_with_fit: Option<f64>,
     /// What the recorded summary kept ([`super::kept`]; `null` without a summary text):
     /// references at risk at the cut, those its text does not hold, the `agent` estimate there.
     pub summary_refs_at_risk: Option<u64>,
@@ -279,6 +288,10 @@ fn recorded_row(
         fitted_setting: None,
         predicted_request_with_fit: None,
         matched_with_fit: None,
+        predicted_tokens_before_with_fit: None,
+        predicted_tokens_after_with_fit: None,
+        predicted_summary_tokens_with_fit: None,
+        predicted_duration_s_with_fit: None,
         summary_refs_at_risk: None,
         summary_refs_broken: None,
         agent_estimate: None,
@@ -311,7 +324,12 @@ fn predict(row: &mut CompactionRow, p: Option<Predicted>, latency: &LatencyParam
     row.predicted_tokens_before = Some(p.before);
     row.predicted_tokens_after = Some(p.after);
     row.predicted_summary_tokens = Some(p.summary);
-    row.predicted_duration_s = Some(round3(latency.seconds(p.before, p.summary)));
+    row.predicted_duration_s = Some(duration(&p, latency));
+}
+
+/// A prediction's summarizer call, in modelled seconds.
+fn duration(p: &Predicted, latency: &LatencyParams) -> f64 {
+    round3(latency.seconds(p.before, p.summary))
 }
 
 /// Add one session's rows.
@@ -339,7 +357,7 @@ pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
         predict(&mut rows[i], p, &latency);
     }
     if autos.iter().any(|&i| rows[i].matched != Some(true)) {
-        fit_threshold(session, run, &mut rows, &autos, &targets);
+        fit_threshold(session, run, &mut rows, &autos, &targets, &latency);
     }
     out.sessions.push(session_row(session, run, free));
     out.compactions.extend(rows);
@@ -353,6 +371,7 @@ fn fit_threshold(
     rows: &mut [CompactionRow],
     autos: &[usize],
     targets: &[Option<usize>],
+    latency: &LatencyParams,
 ) {
     let Some(t) = autos
         .iter()
@@ -366,11 +385,13 @@ fn fit_threshold(
         return;
     };
     let with_fit = super::threshold_replay(session, run, fitted.threshold());
-    let anchored = anchored_overhead(run);
-    for (&i, p) in autos
-        .iter()
-        .zip(pair(targets, &predicted(&with_fit, anchored)))
-    {
+    let preds = reattach(
+        session,
+        run,
+        &with_fit,
+        predicted(&with_fit, anchored_overhead(run)),
+    );
+    for (&i, p) in autos.iter().zip(pair(targets, &preds)) {
         let row = &mut rows[i];
         row.fitted_threshold = Some(threshold);
         row.fitted_setting = Some(implied.clone());
@@ -379,6 +400,10 @@ fn fit_threshold(
             row.recorded_request
                 .is_some_and(|r| r.abs_diff(p.request) <= MATCH_REQUESTS)
         }));
+        row.predicted_tokens_before_with_fit = p.map(|p| p.before);
+        row.predicted_tokens_after_with_fit = p.map(|p| p.after);
+        row.predicted_summary_tokens_with_fit = p.map(|p| p.summary);
+        row.predicted_duration_s_with_fit = p.map(|p| duration(&p, latency));
     }
 }
 

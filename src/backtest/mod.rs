@@ -51,7 +51,7 @@ pub struct SessionReplay {
 pub fn replay_as(session: &Session, sized: &sizes::ProviderSizes, policy: &AsRecorded) -> Replay {
     if let Some(cfg) = policy.engine_config() {
         // an ADK setting: the engine's replay, as a sweep's ADK rows run
-        return crate::engine::replay(&sized.sizes, &cfg, &summarizer(session, sized));
+        return crate::engine::replay(&sized.sizes, &cfg, &summarizer(session));
     }
     run_on(session, sized, |ctx| {
         policy.build(ctx).unwrap_or_else(|| Box::new(NoCompaction))
@@ -59,9 +59,9 @@ pub fn replay_as(session: &Session, sized: &sizes::ProviderSizes, policy: &AsRec
 }
 
 /// The fixed-size summarizer every backtest replay uses ([`summary_chars`]).
-fn summarizer(session: &Session, sized: &sizes::ProviderSizes) -> Deterministic {
+fn summarizer(session: &Session) -> Deterministic {
     Deterministic::new(
-        Policy::Fixed(summary_chars(session, sized)),
+        Policy::Fixed(summary_chars(session)),
         Vec::new(),
         Vec::<String>::new(),
     )
@@ -79,7 +79,7 @@ fn run_on(
         session,
         window: None,
     };
-    let summarizer = summarizer(session, sized);
+    let summarizer = summarizer(session);
     let mut policy = build(&ctx);
     driver::replay(&ctx, policy.as_mut(), &summarizer)
 }
@@ -109,9 +109,10 @@ pub fn threshold_replay<'r>(
     }))
 }
 
-/// Chars that give summaries of the recorded summaries' provider tokens (4 chars a token, as
-/// the fixed summarizer counts).
-fn summary_chars(session: &Session, sized: &sizes::ProviderSizes) -> u64 {
+/// Chars of the recorded summaries (median): the fixed summarizer counts them 4 chars a
+/// token, and the replay puts that count on the provider's scale where the prompt carries it
+/// ([`SessionSizes::in_prompt`]), as a sweep's settings' summaries are.
+fn summary_chars(session: &Session) -> u64 {
     let mut lens: Vec<u64> = session
         .recorded_compactions
         .iter()
@@ -122,10 +123,7 @@ fn summary_chars(session: &Session, sized: &sizes::ProviderSizes) -> u64 {
         return DEFAULT_SUMMARY_CHARS;
     }
     lens.sort_unstable();
-    let chars = lens[lens.len() / 2];
-    // recorded text counted as chars/4 tokens, then on the provider's scale
-    let scale = sized.fit.map_or(1.0, |f| f.scale);
-    ((chars as f64) * scale).round() as u64
+    lens[lens.len() / 2]
 }
 
 /// Replay one session as recorded.

@@ -50,8 +50,9 @@ pub fn provider_sizes(session: &Session, sizes: &SessionSizes) -> ProviderSizes 
 }
 
 /// `sizes` (the run tokenizer's counts of `session`) on the scale of `fit`: every event's
-/// tokens times its scale, so every amount a setting, policy or alternative removes or adds
-/// is too, and each request whose prompt size is recorded after a compaction the framework
+/// tokens times its scale, so every amount a setting, policy or alternative removes is too
+/// (a summary it adds is put on the scale where the prompt carries it, through
+/// `provider_fit`: [`SessionSizes::in_prompt`]), and each request whose prompt size is recorded after a compaction the framework
 /// made (so not on the raw history) sized `overhead + scale × counted`; with `unrecorded`,
 /// also each request that records none. A sweep passes `false`: an ADK setting's trigger
 /// reads a request's usage only where the session recorded one, as ADK does; the backtest,
@@ -66,6 +67,7 @@ pub fn on_scale(
     let requests = request_sizes(session, sizes);
     let mut out = sizes.clone();
     out.baseline = std::sync::OnceLock::new();
+    out.provider_fit = Some(*fit);
     for t in &mut out.tokens {
         *t = fit.amount(u64::from(*t)).min(u64::from(u32::MAX)) as u32;
     }

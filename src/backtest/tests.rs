@@ -109,16 +109,15 @@ fn too_few_sizes_keep_the_counts() {
     assert_eq!(p.sizes.tokens, sizes.tokens);
 }
 
-/// A threshold rule fires at the request whose context reaches it: recorded before the
-/// compaction, the fitted growth after the last recorded size at it; one match.
-#[test]
-fn a_threshold_rule_matches_the_recorded_compaction() {
+/// [`recorded`]`(12, 8)` with the context before its compaction recorded (`pre`: what
+/// request 8 would have sent, `1,000 + 1.2 × counted`), replayed as recorded under Codex's
+/// limit `limit(pre)`; and `pre`.
+fn codex_run(limit: impl Fn(u64) -> u64) -> (Session, SessionReplay, u64) {
     let (mut s, toks, counted) = recorded(12, 8);
-    // the context before request 8 would have been 1,000 + 1.2 × counted
     let pre = 1_000 + counted[8].1 * 6 / 5;
     s.recorded_compactions[0].pre_tokens = Some(pre);
     let sizes = SessionSizes::new(&s, Some(&toks));
-    let policy = AsRecorded::Codex { limit: pre };
+    let policy = AsRecorded::Codex { limit: limit(pre) };
     let sized = sizes::provider_sizes(&s, &sizes);
     let replay = replay_as(&s, &sized, &policy);
     let run = SessionReplay {
@@ -126,6 +125,14 @@ fn a_threshold_rule_matches_the_recorded_compaction() {
         sized,
         replay,
     };
+    (s, run, pre)
+}
+
+/// A threshold rule fires at the request whose context reaches it: recorded before the
+/// compaction, the fitted growth after the last recorded size at it; one match.
+#[test]
+fn a_threshold_rule_matches_the_recorded_compaction() {
+    let (s, run, pre) = codex_run(|pre| pre);
     let by_rule = threshold_replay(&s, &run, Some(pre));
     let got = compare::predicted(&by_rule, Some(1_000));
     assert_eq!(got.len(), 1, "{got:?}");
@@ -137,6 +144,30 @@ fn a_threshold_rule_matches_the_recorded_compaction() {
     let f = &out.frameworks["claude-code"];
     assert_eq!((f.auto_recorded, f.auto_matched), (1, 1));
     assert_eq!(out.compactions[0].recorded_request, Some(8));
+}
+
+/// Where the rule misses (a limit no request reaches), the row matched with the fitted
+/// threshold carries that replay's prediction as a matched row carries the rule's: tokens
+/// before and after (the fitted overhead plus the summary, on the provider's scale), the
+/// summary and the summarizer call's duration.
+#[test]
+fn a_row_matched_with_a_fitted_threshold_has_its_predicted_sizes_and_duration() {
+    let (s, run, pre) = codex_run(|pre| 10 * pre);
+    let mut out = Backtest::default();
+    compare::add_session(&mut out, &s, &run);
+    let row = &out.compactions[0];
+    assert_eq!(row.matched, Some(false), "{row:?}");
+    assert_eq!(row.predicted_tokens_after, None);
+    assert_eq!(row.matched_with_fit, Some(true), "{row:?}");
+    // the default summary (16,000 chars: 4,000 tokens counted) on the fitted scale 1.2
+    assert_eq!(row.predicted_summary_tokens_with_fit, Some(4_800));
+    assert_eq!(row.predicted_tokens_after_with_fit, Some(1_000 + 4_800));
+    let before = row.predicted_tokens_before_with_fit.expect("tokens before");
+    assert!(before <= pre && before + 1_000 > pre, "{before} vs {pre}");
+    assert!(
+        row.predicted_duration_s_with_fit.is_some_and(|d| d > 0.0),
+        "{row:?}"
+    );
 }
 
 /// SWE-agent `last_n_observations n=5` is replayed as masking window 5: the prompt tokens of a

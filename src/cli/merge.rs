@@ -134,6 +134,8 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     )?;
     rundir::merge_runs(&parts, &inputs, &mut w)?;
     w.finish()?;
+    let recorded = super::sweep::kept_recorded(rundir::merge_recorded(&parts, &inputs)?, &inputs);
+    rundir::write_recorded_compactions(build.path(), &recorded, &super::CANCEL)?;
     let code = super::sweep::finish_run(
         &target, latest, &name, &inputs, &grid, build, &eval, None, args.quiet,
     )?;

@@ -449,13 +449,16 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             &target, latest, &name, &inputs, grid, build, &eval, None, args.quiet,
         );
     };
+    // the shard's part of recorded_compactions.json, which `merge` combines
+    let recorded = kept_recorded(replayed.recorded, &inputs);
+    rundir::write_recorded_compactions(replayed.build.path(), &recorded, &CANCEL)?;
     let size = (mine.len(), grid.settings.len());
     finish_shard(shard, replayed.build, &target, &inputs, size, args.quiet)
 }
 
 /// The backtest rows of the sessions the run kept (a session whose replay failed leaves the
 /// run), summarized per framework.
-fn kept_recorded(
+pub(super) fn kept_recorded(
     mut recorded: crate::backtest::Backtest,
     inputs: &RunInputs,
 ) -> crate::backtest::Backtest {
@@ -670,9 +673,7 @@ fn replay_all(
                 writer.push(rows)?;
                 failed.extend(f);
                 summarizer_errors.extend(eval.summarizer_errors());
-                if args.shard.is_none() {
-                    recorded.absorb(eval.recorded_compactions());
-                }
+                recorded.absorb(eval.recorded_compactions());
                 Ok(())
             },
         )

@@ -109,7 +109,9 @@ pub struct Compaction {
     pub summarizer_history_chars: u64,
     pub summary_chars: u64,
     pub summary_json_chars: u64,
-    /// Summary tokens (as the summarizer counted them).
+    /// Summary tokens as the agent's prompt carries them: the summarizer's count, on the
+    /// provider's scale where the session has a fit ([`crate::tokens::sizes::SessionSizes::in_prompt`]; the call's
+    /// `output_tokens` keep the summarizer's count).
     pub summary_tokens: u64,
     pub summarizer_input_tokens: u64,
     /// Still in the prompt (not subsumed) at the end of the session.

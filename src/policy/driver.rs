@@ -411,7 +411,7 @@ impl<'a> Walk<'a> {
             summarizer_history_chars: hc,
             summary_chars: sm.chars,
             summary_json_chars: sm.json_chars,
-            summary_tokens: sm.tokens,
+            summary_tokens: s.in_prompt(sm.tokens),
             summarizer_input_tokens: sm.input_tokens,
             retained: true,
             subsumed_by: None,
@@ -419,7 +419,7 @@ impl<'a> Walk<'a> {
         self.out.pre_request.push(ordinal);
         Current {
             ordinal,
-            tokens: sm.tokens,
+            tokens: s.in_prompt(sm.tokens),
             chars: sm.chars,
             start_timestamp: start_ts,
             text: sm.text,

@@ -85,6 +85,37 @@ fn matched(c: &CompactionRow) -> String {
     }
 }
 
+/// The prediction a row shows: the rule's, or where only the fitted threshold matched, the
+/// fitted threshold's (its `matched` cell says so).
+struct Shown {
+    request: Option<usize>,
+    before: Option<u64>,
+    after: Option<u64>,
+    summary: Option<u64>,
+    duration_s: Option<f64>,
+}
+
+impl Shown {
+    fn of(c: &CompactionRow) -> Shown {
+        if c.matched == Some(false) && c.matched_with_fit == Some(true) {
+            return Shown {
+                request: c.predicted_request_with_fit,
+                before: c.predicted_tokens_before_with_fit,
+                after: c.predicted_tokens_after_with_fit,
+                summary: c.predicted_summary_tokens_with_fit,
+                duration_s: c.predicted_duration_s_with_fit,
+            };
+        }
+        Shown {
+            request: c.predicted_request,
+            before: c.predicted_tokens_before,
+            after: c.predicted_tokens_after,
+            summary: c.predicted_summary_tokens,
+            duration_s: c.predicted_duration_s,
+        }
+    }
+}
+
 fn session_cell(source: &str, id: &str) -> Vec<Inline> {
     vec![Inline::Code(format!("{source}#{id}"))]
 }
@@ -108,30 +139,19 @@ fn compaction_table(rows: &[CompactionRow]) -> Block {
             .iter()
             .take(RECORDED_LISTED)
             .map(|c| {
+                let p = Shown::of(c);
                 vec![
                     session_cell(&c.source, &c.session_id),
                     t(c.framework.clone()),
                     t(c.trigger.clone()),
                     pair(
                         opt_int(c.recorded_request.map(|x| x as u64)),
-                        opt_int(c.predicted_request.map(|x| x as u64)),
+                        opt_int(p.request.map(|x| x as u64)),
                     ),
-                    pair(
-                        opt_int(c.recorded_tokens_before),
-                        opt_int(c.predicted_tokens_before),
-                    ),
-                    pair(
-                        opt_int(c.recorded_tokens_after),
-                        opt_int(c.predicted_tokens_after),
-                    ),
-                    pair(
-                        opt_int(c.recorded_summary_tokens),
-                        opt_int(c.predicted_summary_tokens),
-                    ),
-                    pair(
-                        opt_f(c.recorded_duration_s, ""),
-                        opt_f(c.predicted_duration_s, ""),
-                    ),
+                    pair(opt_int(c.recorded_tokens_before), opt_int(p.before)),
+                    pair(opt_int(c.recorded_tokens_after), opt_int(p.after)),
+                    pair(opt_int(c.recorded_summary_tokens), opt_int(p.summary)),
+                    pair(opt_f(c.recorded_duration_s, ""), opt_f(p.duration_s, "")),
                     t(matched(c)),
                 ]
             })

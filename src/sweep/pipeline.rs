@@ -1363,4 +1363,54 @@ mod provider_scale {
             );
         }
     }
+
+    /// A session whose every request records `1,000 + 1.2 × counted`: on the provider's
+    /// scale, prepared as a sweep prepares it.
+    fn fitted_eval() -> PipelineEval {
+        let mut s = session();
+        let cache = CacheOpts::disabled();
+        let counts =
+            crate::tokens::count_sessions(std::slice::from_ref(&s), Tokenizer::O200k, &cache)
+                .unwrap();
+        let sizes = SessionSizes::new(&s, Some(&counts[0]));
+        for (k, c, _) in crate::backtest::sizes::request_sizes(&s, &sizes) {
+            s.events[k as usize].usage = Some(Usage {
+                prompt_tokens: 1_000 + c * 6 / 5,
+                ..Default::default()
+            });
+        }
+        let costing = Costing::load(None, None).unwrap();
+        let toks = vec!["o200k".to_string()];
+        PipelineEval::build(vec![s], &[0], &toks, &costing, &cache).unwrap()
+    }
+
+    /// The summary a setting adds is the summarizer's count (`fixed:4000`: 1,000 tokens) on
+    /// the session's fitted scale where the prompt carries it, for an ADK setting (the
+    /// engine) and a policy (the driver) alike; the summarizer's call keeps its own count.
+    #[test]
+    fn a_settings_summary_is_sized_on_the_fitted_scale() {
+        let eval = fitted_eval();
+        let mut adk = Setting::without_compaction("o200k", "recorded", ClientMode::Waits, None);
+        adk.trigger_kind = crate::settings::TriggerKind::Tokens;
+        adk.after_tokens = Some(2_000);
+        adk.keep_recent_events = Some(2);
+        adk.summarizer = Some("fixed:4000".into());
+        let mut policy = adk.clone();
+        policy.trigger_kind = crate::settings::TriggerKind::Policy;
+        policy.policy = Some(PolicySpec::TurnSummary { n: 3, m: 2 });
+        for setting in [adk, policy] {
+            let (r, m) = eval.replay(0, &setting).unwrap();
+            let scale = m.prompt_scale.unwrap();
+            assert!((scale - 1.2).abs() < 1e-3, "{scale}");
+            assert!(!r.compactions.is_empty(), "{:?}", setting.policy);
+            let want = (scale * 1_000.0).round() as u64;
+            for c in &r.compactions {
+                assert_eq!(c.summary_tokens, want, "{:?}", setting.policy);
+            }
+            for call in &r.calls {
+                assert_eq!(call.output_tokens, 1_000, "{:?}", setting.policy);
+            }
+            assert_eq!(m.summarizer_output_tokens, 1_000 * r.calls.len() as u64);
+        }
+    }
 }

@@ -578,6 +578,40 @@ struct ShardRows {
     rows: std::collections::VecDeque<RunRow>,
 }
 
+/// The recorded compactions of the partial folders `dirs` (each shard's
+/// [`RECORDED_COMPACTIONS`], absent where its sessions record none), in session order as the
+/// unsharded run holds them, not yet summarized per framework.
+pub fn merge_recorded(dirs: &[PathBuf], inputs: &RunInputs) -> Result<crate::backtest::Backtest> {
+    use super::folder::DataError;
+    let index: std::collections::HashMap<(&str, &str), usize> = inputs
+        .sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ((s.source.as_str(), s.session_id.as_str()), i))
+        .collect();
+    let at = |src: &str, id: &str| index.get(&(src, id)).copied().unwrap_or(usize::MAX);
+    let mut out = crate::backtest::Backtest::default();
+    for d in dirs {
+        let path = d.join(RECORDED_COMPACTIONS);
+        if !path.exists() {
+            continue;
+        }
+        let part = super::folder::parse_recorded(&path).map_err(|e| match e {
+            DataError::Io { path, source } => TableError::Read { path, source },
+            DataError::Bad { path, what } => TableError::Bad {
+                file: path.display().to_string(),
+                what,
+            },
+        })?;
+        out.absorb(part);
+    }
+    // stable: a session's rows keep their order
+    out.compactions
+        .sort_by_key(|c| at(&c.source, &c.session_id));
+    out.sessions.sort_by_key(|c| at(&c.source, &c.session_id));
+    Ok(out)
+}
+
 /// Append the rows of the partial folders `dirs` to `out` in (session, setting) order, as
 /// the unsharded run writes them: each shard's rows are already in that order, so they are
 /// merged holding one row group per shard.

@@ -279,6 +279,11 @@ pub struct SessionSizes {
     /// before it ([`SessionSizes::write_1h_share`]). Empty for nearly every transcript.
     /// Kept here so that pricing does not walk the session's events at every replay.
     pub write_1h: Vec<(u32, f64)>,
+    /// The session's fit of its recorded prompt sizes when `tokens` are on the provider's
+    /// scale (`backtest::sizes::on_scale`); `None`: they are the run tokenizer's counts. A
+    /// summary a setting adds is counted by the summarizer's tokenizer and put on this scale
+    /// where the prompt carries it ([`SessionSizes::in_prompt`]).
+    pub provider_fit: Option<crate::tokens::fit::PromptFit>,
 }
 
 #[derive(Default)]
@@ -316,6 +321,13 @@ fn json_id_strip(id: &Option<String>) -> u64 {
 }
 
 impl SessionSizes {
+    /// `counted` tokens of text a setting adds to the prompt (a summary), counted with the
+    /// run's tokenizer, as the agent's prompt carries them: on the provider's scale where the
+    /// session has a fit, else unchanged (so ADK's engine, fed plain counts, is unchanged).
+    pub fn in_prompt(&self, counted: u64) -> u64 {
+        self.provider_fit.map_or(counted, |f| f.amount(counted))
+    }
+
     /// The share of cache writes made with the 1-hour lifetime that applies at `event`: the
     /// latest recorded at or before it, else 0.
     pub fn write_1h_share(&self, event: u32) -> f64 {

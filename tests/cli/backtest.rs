@@ -272,17 +272,74 @@ fn grouped(n: u64) -> String {
 /// fresh folder.
 fn small_sweep(paths: &[PathBuf]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
+    small_sweep_to(paths, &dir.path().join("run"), &[]);
+    dir
+}
+
+/// [`small_sweep`] into `out`, with `extra` arguments (`--shard K/N`).
+fn small_sweep_to(paths: &[PathBuf], out: &std::path::Path, extra: &[&str]) {
     let o = bin()
         .arg("sweep")
         .args(paths)
         .args(["--trigger", "tokens", "--after-tokens", "100k"])
         .args(["--keep-recent-events", "5", "--summarizer", "terse", "-q"])
+        .args(extra)
         .arg("--out")
-        .arg(dir.path().join("run"))
+        .arg(out)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    dir
+}
+
+/// Issue 37 item 4 across shards: each `--shard` partial folder holds its sessions' part of
+/// `recorded_compactions.json`, and `merge` writes the unsharded run's file, byte for byte, in
+/// session order (shard 1 holds sessions 1 and 3, shard 2 session 2), and its report section.
+#[test]
+fn sharded_recorded_compactions_merge_like_the_single_run() {
+    let cc = corpus_dir("real_compactions/claude_code");
+    let paths: Vec<PathBuf> = [
+        "smartagent-pai__24a90d02-9724-4548-9f4f-97bcb9f93ef3.jsonl",
+        "smartagent-pai__703e4528-dfb0-4257-a888-e10b7d3e39a8.jsonl",
+        "procrypto-pai__09069acc-a5df-4fcf-9a52-cb223c2afc61.jsonl",
+    ]
+    .iter()
+    .map(|f| cc.join(f))
+    .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("single");
+    small_sweep_to(&paths, &single, &[]);
+    let mut parts = Vec::new();
+    for k in 1..=2 {
+        let part = dir.path().join(format!("part{k}"));
+        small_sweep_to(&paths, &part, &["--shard", &format!("{k}/2")]);
+        assert!(
+            part.join("recorded_compactions.json").exists(),
+            "shard {k}/2 wrote no recorded_compactions.json"
+        );
+        parts.push(part);
+    }
+    let merged = dir.path().join("merged");
+    let o = bin()
+        .arg("merge")
+        .args(&parts)
+        .args(["--no-cache", "--quiet", "--out"])
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = read_text(&single.join("recorded_compactions.json"));
+    let file: serde_json::Value = serde_json::from_str(&want).unwrap();
+    let sessions = file["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 3, "{sessions:#?}");
+    assert_eq!(read_text(&merged.join("recorded_compactions.json")), want);
+    let section = |run: &std::path::Path| {
+        let md = read_text(&run.join("report.md"));
+        md.split("\n## ")
+            .find(|s| s.starts_with("Recorded compactions\n"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no Recorded compactions section in {}", run.display()))
+    };
+    assert_eq!(section(&merged), section(&single));
 }
 
 /// Issue 37 item 4's report section: a sweep whose inputs hold a Claude Code session with a
