@@ -458,6 +458,15 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     (!v.is_empty()).then(|| round3(crate::stats::percentile(&v, 0.5)))
 }
 
+/// A framework's matched automatic compactions: |Δ tokens before| %, tokens-after ratios and
+/// duration ratios, each a list the medians are taken of.
+#[derive(Default)]
+struct MatchedDeltas {
+    before_pct: Vec<f64>,
+    after_ratio: Vec<f64>,
+    duration_ratio: Vec<f64>,
+}
+
 /// The per-framework aggregates, from the rows.
 pub fn summarize_frameworks(out: &mut Backtest) {
     for s in &out.sessions {
@@ -466,8 +475,7 @@ pub fn summarize_frameworks(out: &mut Backtest) {
             .or_default()
             .sessions += 1;
     }
-    let mut deltas: std::collections::BTreeMap<String, (Vec<f64>, Vec<f64>, Vec<f64>)> =
-        Default::default();
+    let mut deltas: std::collections::BTreeMap<String, MatchedDeltas> = Default::default();
     for r in &out.compactions {
         let f = out.frameworks.entry(r.framework.clone()).or_default();
         if r.trigger == "manual" {
@@ -482,21 +490,22 @@ pub fn summarize_frameworks(out: &mut Backtest) {
         f.auto_matched += 1;
         let d = deltas.entry(r.framework.clone()).or_default();
         if let (Some(p), Some(rec)) = (r.predicted_tokens_before, r.recorded_tokens_before) {
-            d.0.push((p as f64 - rec as f64).abs() / rec.max(1) as f64 * 100.0);
+            d.before_pct
+                .push((p as f64 - rec as f64).abs() / rec.max(1) as f64 * 100.0);
         }
         if let (Some(p), Some(rec)) = (r.predicted_tokens_after, r.recorded_tokens_after) {
-            d.1.push(p as f64 / rec.max(1) as f64);
+            d.after_ratio.push(p as f64 / rec.max(1) as f64);
         }
         if let (Some(p), Some(rec)) = (r.predicted_duration_s, r.recorded_duration_s) {
             if rec > 0.0 {
-                d.2.push(p / rec);
+                d.duration_ratio.push(p / rec);
             }
         }
     }
-    for (name, (before, after, duration)) in deltas {
+    for (name, d) in deltas {
         let f = out.frameworks.entry(name).or_default();
-        f.median_abs_delta_tokens_before_pct = median(before);
-        f.tokens_after_ratio = median(after);
-        f.duration_ratio = median(duration);
+        f.median_abs_delta_tokens_before_pct = median(d.before_pct);
+        f.tokens_after_ratio = median(d.after_ratio);
+        f.duration_ratio = median(d.duration_ratio);
     }
 }
