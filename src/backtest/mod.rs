@@ -176,4 +176,6 @@ impl Backtest {
 }
 
 #[cfg(test)]
+pub(crate) mod fixtures;
+#[cfg(test)]
 mod tests;

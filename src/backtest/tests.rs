@@ -3,48 +3,12 @@
 use super::*;
 use crate::transcript::{Event, Format, Part, RecordedCompaction, Role, Usage};
 
-/// A user message, then `rounds` × (model request calling a tool, its result): tokens 50 a
-/// message, 500 a result.
+/// [`super::fixtures::read_rounds`] with 40-character results; tokens 50 a message, 500 a result.
 fn session(rounds: usize) -> (Session, Vec<u32>) {
-    let mut events = Vec::new();
-    let mut toks = Vec::new();
-    let mut u = Event::new("user", Role::User, "i1", 0.0);
-    u.parts.push(Part::Text {
-        text: "please look at the logs".into(),
-    });
-    events.push(u);
-    toks.push(50);
-    for i in 0..rounds {
-        let t = 1.0 + i as f64;
-        let mut m = Event::new("agent", Role::Model, "i1", t);
-        m.model_request = true;
-        m.parts.push(Part::ToolCall {
-            id: Some(format!("c{i}")),
-            name: "read".into(),
-            args: serde_json::json!({"file": format!("f{i}")}),
-        });
-        events.push(m);
-        toks.push(50);
-        let mut r = Event::new("agent", Role::User, "i1", t + 0.5);
-        r.parts.push(Part::ToolResponse {
-            id: Some(format!("c{i}")),
-            name: "read".into(),
-            response: serde_json::json!({"out": "x".repeat(40)}),
-        });
-        events.push(r);
-        toks.push(500);
-    }
-    let s = Session {
-        id: "s".into(),
-        source: "s.jsonl".into(),
-        format: Format::ClaudeCode,
-        events,
-        recorded_compactions: Vec::new(),
-        model: None,
-        synthetic_timestamps: false,
-        approval_policies: Vec::new(),
-        recorded_policy: None,
-    };
+    let s = super::fixtures::read_rounds(rounds, |_| "x".repeat(40));
+    let toks = std::iter::once(50)
+        .chain((0..rounds).flat_map(|_| [50, 500]))
+        .collect();
     (s, toks)
 }
 
@@ -270,15 +234,8 @@ fn a_real_summary_is_measured_at_its_own_cut_with_the_refetches_after_it() {
     c.summary = "Read /srv/app/config.yaml first.".into();
     c.forgotten = std::iter::once(0..5).collect();
     let mut s = Session {
-        id: "k".into(),
-        source: "k.jsonl".into(),
-        format: Format::ClaudeCode,
-        events,
         recorded_compactions: vec![c],
-        model: None,
-        synthetic_timestamps: false,
-        approval_policies: Vec::new(),
-        recorded_policy: None,
+        ..Session::new("k", "k.jsonl", Format::ClaudeCode, events)
     };
     s.index_recorded();
     let sizes = SessionSizes::new(&s, Some(&toks));

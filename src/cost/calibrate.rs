@@ -366,15 +366,8 @@ mod tests {
 
     fn session(events: Vec<Event>) -> Session {
         Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: Format::Codex,
-            events,
-            recorded_compactions: vec![],
             model: Some("gpt-5-codex".into()),
-            synthetic_timestamps: false,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
+            ..Session::new("s", "mem", Format::Codex, events)
         }
     }
 

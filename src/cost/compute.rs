@@ -1276,22 +1276,20 @@ mod tests {
         let mut yes = text_event("user", "i1", 60.0, "yes, refund 4521");
         yes.critical.push(Critical::Confirmation);
         Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: Format::Canonical,
-            events: vec![
-                text_event("user", "i0", 0.0, "Refund order 4521 to bob@example.com"),
-                model_event("i0", 5.0, 3000, 100, "Shall I refund 4521?"),
-                yes,
-                model_event("i1", 65.0, 5000, 200, "Refunded."),
-                text_event("user", "i2", 120.0, "thanks"),
-                model_event("i2", 125.0, 2500, 50, "You're welcome."),
-            ],
-            recorded_compactions: vec![],
             model: Some("claude-sonnet-4-5".into()),
-            synthetic_timestamps: false,
-            approval_policies: vec![],
-            recorded_policy: None,
+            ..Session::new(
+                "s",
+                "mem",
+                Format::Canonical,
+                vec![
+                    text_event("user", "i0", 0.0, "Refund order 4521 to bob@example.com"),
+                    model_event("i0", 5.0, 3000, 100, "Shall I refund 4521?"),
+                    yes,
+                    model_event("i1", 65.0, 5000, 200, "Refunded."),
+                    text_event("user", "i2", 120.0, "thanks"),
+                    model_event("i2", 125.0, 2500, 50, "You're welcome."),
+                ],
+            )
         }
     }
 

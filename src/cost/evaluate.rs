@@ -309,17 +309,7 @@ mod tests {
             name: "lookup".into(),
             args: serde_json::json!({"ticket": "INC-42"}),
         });
-        Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: Format::Canonical,
-            events: vec![a, b],
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: vec![],
-            recorded_policy: None,
-        }
+        Session::new("s", "mem", Format::Canonical, vec![a, b])
     }
 
     /// One post-invocation call over both events, recorded as the engine would.

@@ -359,17 +359,7 @@ mod tests {
                 e
             })
             .collect();
-        crate::transcript::Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: crate::transcript::Format::Canonical,
-            events,
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: vec![],
-            recorded_policy: None,
-        }
+        crate::transcript::Session::new("s", "mem", crate::transcript::Format::Canonical, events)
     }
 
     fn set(v: &[&str]) -> BTreeSet<String> {

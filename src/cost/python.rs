@@ -742,17 +742,7 @@ mod tests {
             name: "f".into(),
             response: json!("plain"),
         });
-        Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: Format::Canonical,
-            events: vec![user, call, resp],
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
-        }
+        Session::new("s", "mem", Format::Canonical, vec![user, call, resp])
     }
 
     #[test]

@@ -954,17 +954,7 @@ mod tests {
             name: "edit".into(),
             args: serde_json::json!({"path": "src/app/config.rs"}),
         });
-        Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: Format::Canonical,
-            events: vec![e0, e1, e2, e3, e4],
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: vec![],
-            recorded_policy: None,
-        }
+        Session::new("s", "mem", Format::Canonical, vec![e0, e1, e2, e3, e4])
     }
 
     /// The session's references from the line shapes found while counting, checked against

@@ -1076,17 +1076,12 @@ mod tests {
         answer.parts.push(Part::Text {
             text: "Booked.".into(),
         });
-        Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: Format::Canonical,
-            events: vec![user, call, resp, answer],
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
-        }
+        Session::new(
+            "s",
+            "mem",
+            Format::Canonical,
+            vec![user, call, resp, answer],
+        )
     }
 
     fn req(events: std::ops::Range<u32>) -> SummarizeRequest<'static> {

@@ -518,17 +518,7 @@ mod tests {
         Part::Text { text: t.into() }
     }
     fn sizes(events: Vec<Event>) -> SessionSizes {
-        let s = Session {
-            id: "s".into(),
-            source: "t".into(),
-            format: crate::transcript::Format::Adk,
-            events,
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: vec![],
-            recorded_policy: None,
-        };
+        let s = Session::new("s", "t", crate::transcript::Format::Adk, events);
         SessionSizes::new(&s, None)
     }
 

@@ -381,17 +381,7 @@ mod reattach_tests {
             events.push(r);
             toks.push((*chars / 4) as u32);
         }
-        let s = Session {
-            id: "s".into(),
-            source: "s.jsonl".into(),
-            format: Format::ClaudeCode,
-            events,
-            recorded_compactions: Vec::new(),
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
-        };
+        let s = Session::new("s", "s.jsonl", Format::ClaudeCode, events);
         (s, toks)
     }
 

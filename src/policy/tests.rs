@@ -57,17 +57,7 @@ fn session(rounds: usize, prompts: &[Option<u64>]) -> (Session, Vec<u32>) {
         t += 1.0;
     }
     model(&mut events, &mut toks, t, None);
-    let s = Session {
-        id: "s".into(),
-        source: "test".into(),
-        format: Format::Adk,
-        events,
-        recorded_compactions: Vec::new(),
-        model: None,
-        synthetic_timestamps: false,
-        approval_policies: Vec::new(),
-        recorded_policy: None,
-    };
+    let s = Session::new("s", "test", Format::Adk, events);
     (s, toks)
 }
 

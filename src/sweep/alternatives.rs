@@ -372,17 +372,7 @@ mod tests {
     use crate::transcript::{Event, Format, Role};
 
     fn session(events: Vec<Event>) -> Session {
-        Session {
-            id: "s".into(),
-            source: "mem".into(),
-            format: Format::Canonical,
-            events,
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: vec![],
-            recorded_policy: None,
-        }
+        Session::new("s", "mem", Format::Canonical, events)
     }
 
     fn turn(inv: &str, calls: usize, t: &mut f64) -> Vec<Event> {

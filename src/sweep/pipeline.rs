@@ -1277,44 +1277,11 @@ mod tests {
 #[cfg(test)]
 mod provider_scale {
     use super::*;
-    use crate::transcript::{Event, Format, Part, RecordedCompaction, Role, Usage};
+    use crate::transcript::{RecordedCompaction, Usage};
 
+    /// Twelve read rounds whose results grow, so the counted sizes spread for the fit.
     fn session() -> Session {
-        let mut events = Vec::new();
-        let mut u = Event::new("user", Role::User, "i1", 0.0);
-        u.parts.push(Part::Text {
-            text: "please look at the logs".into(),
-        });
-        events.push(u);
-        for i in 0..12 {
-            let t = 1.0 + i as f64;
-            let mut m = Event::new("agent", Role::Model, "i1", t);
-            m.model_request = true;
-            m.parts.push(Part::ToolCall {
-                id: Some(format!("c{i}")),
-                name: "read".into(),
-                args: serde_json::json!({ "file": format!("f{i}.log") }),
-            });
-            events.push(m);
-            let mut r = Event::new("agent", Role::User, "i1", t + 0.5);
-            r.parts.push(Part::ToolResponse {
-                id: Some(format!("c{i}")),
-                name: "read".into(),
-                response: serde_json::json!({ "out": format!("line {i} ").repeat(40 + 7 * i) }),
-            });
-            events.push(r);
-        }
-        Session {
-            id: "s".into(),
-            source: "s.jsonl".into(),
-            format: Format::ClaudeCode,
-            events,
-            recorded_compactions: Vec::new(),
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
-        }
+        crate::backtest::fixtures::read_rounds(12, |i| format!("line {i} ").repeat(40 + 7 * i))
     }
 
     #[test]

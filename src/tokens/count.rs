@@ -754,17 +754,7 @@ mod tests {
                 e
             })
             .collect();
-        Session {
-            id: "s".into(),
-            source: "test".into(),
-            format: crate::transcript::Format::Adk,
-            events,
-            recorded_compactions: Vec::new(),
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
-        }
+        Session::new("s", "test", crate::transcript::Format::Adk, events)
     }
 
     /// Whatever happens to the cache file (truncated, garbled, emptied), the counts are the

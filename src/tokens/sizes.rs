@@ -848,17 +848,7 @@ mod tests {
     }
 
     fn session(events: Vec<Event>) -> SessionSizes {
-        let s = Session {
-            id: "s".into(),
-            source: "t".into(),
-            format: Format::Adk,
-            events,
-            recorded_compactions: vec![],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: vec![],
-            recorded_policy: None,
-        };
+        let s = Session::new("s", "t", Format::Adk, events);
         SessionSizes::new(&s, None)
     }
 

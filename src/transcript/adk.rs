@@ -1126,15 +1126,10 @@ impl<'f> SessionBuilder<'f> {
 
     fn finish(self, id: String, source: String, format: Format) -> Session {
         Session {
-            id,
-            source,
-            format,
-            events: self.events,
             recorded_compactions: self.recorded,
             model: self.model,
             synthetic_timestamps: self.synthetic,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
+            ..Session::new(id, source, format, self.events)
         }
     }
 }

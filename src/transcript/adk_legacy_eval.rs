@@ -179,15 +179,8 @@ fn session(
         paths.get(i).cloned().unwrap_or_default()
     })?;
     Ok(Session {
-        id,
-        source,
-        format: Format::AdkEvalSet,
-        events,
-        recorded_compactions: Vec::new(),
-        model: None,
         synthetic_timestamps: true,
-        approval_policies: Vec::new(),
-        recorded_policy: None,
+        ..Session::new(id, source, Format::AdkEvalSet, events)
     })
 }
 

@@ -239,10 +239,6 @@ mod tests {
         m.isolation_scope = Some("task1".into());
         t.rewind_before_invocation_id = Some("inv-0".into());
         Session {
-            id: "s1".into(),
-            source: "orig.jsonl".into(),
-            format: Format::ClaudeCode,
-            events: vec![u, m, t],
             recorded_compactions: vec![RecordedCompaction {
                 at_event: 2,
                 source: "claude-code compact_boundary".into(),
@@ -254,9 +250,8 @@ mod tests {
                 ..RecordedCompaction::new(0, "")
             }],
             model: Some("m".into()),
-            synthetic_timestamps: false,
             approval_policies: vec!["on-request".into()],
-            recorded_policy: None,
+            ..Session::new("s1", "orig.jsonl", Format::ClaudeCode, vec![u, m, t])
         }
     }
 

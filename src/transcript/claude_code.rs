@@ -761,15 +761,11 @@ impl<'a> Reader<'a> {
             };
             let recorded_policy = g.recorded_policy();
             let mut s = Session {
-                id,
-                source,
-                format: Format::ClaudeCode,
-                events: g.events,
                 recorded_compactions: g.compactions,
                 model: g.model,
                 synthetic_timestamps: g.clock.synthetic,
-                approval_policies: Vec::new(),
                 recorded_policy,
+                ..Session::new(id, source, Format::ClaudeCode, g.events)
             };
             s.index_recorded();
             out.push(s);

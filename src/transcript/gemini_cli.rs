@@ -62,15 +62,9 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         }
     }
     Ok(vec![Session {
-        id,
-        source: file.to_string(),
-        format: Format::GeminiCli,
-        events: chat.events,
-        recorded_compactions: Vec::new(),
         model: chat.model,
         synthetic_timestamps: chat.synthetic,
-        approval_policies: Vec::new(),
-        recorded_policy: None,
+        ..Session::new(id, file, Format::GeminiCli, chat.events)
     }])
 }
 

@@ -603,6 +603,28 @@ pub fn compact_json(v: &serde_json::Value) -> serde_json::Value {
 }
 
 impl Session {
+    /// A session that records nothing beyond its events: no compactions, model, approval or
+    /// context policy, and real timestamps. Readers start from it and set what their transcript
+    /// records (struct update), so a field added later has one default instead of one per reader.
+    pub fn new(
+        id: impl Into<String>,
+        source: impl Into<String>,
+        format: Format,
+        events: Vec<Event>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            source: source.into(),
+            format,
+            events,
+            recorded_compactions: Vec::new(),
+            model: None,
+            synthetic_timestamps: false,
+            approval_policies: Vec::new(),
+            recorded_policy: None,
+        }
+    }
+
     /// Fill each recorded compaction's `request` and `tokens_after` from the events (readers
     /// call it once the session is complete): the first model request at or after `at_event`,
     /// numbered as the replay numbers requests (see [`RecordedCompaction`]).
@@ -724,16 +746,9 @@ mod tests {
             c
         };
         let mut s = Session {
-            id: "s".into(),
-            source: "s".into(),
-            format: Format::Adk,
-            events,
             // i0..i1, then i1..i3 (i1 again), then i3..i5 (i3 again).
             recorded_compactions: vec![range(0.0, 11.0), range(10.0, 31.0), range(30.0, 51.0)],
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
+            ..Session::new("s", "s", Format::Adk, events)
         };
         let p = s.implied_adk_policy().expect("implied");
         assert_eq!(
@@ -827,18 +842,11 @@ mod tests {
             events.push(e);
         }
         let mut s = Session {
-            id: "s".into(),
-            source: "s".into(),
-            format: Format::Canonical,
-            events,
             recorded_compactions: [0, 2, 4, 7]
                 .into_iter()
                 .map(|at| RecordedCompaction::new(at, "test"))
                 .collect(),
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
+            ..Session::new("s", "s", Format::Canonical, events)
         };
         s.index_recorded();
         let got: Vec<(Option<usize>, Option<u64>)> = s
@@ -900,17 +908,7 @@ mod tests {
             )
             .unwrap(),
         });
-        let mut s = Session {
-            id: "s".into(),
-            source: "s.json".into(),
-            format: Format::Adk,
-            events: vec![call, resp],
-            recorded_compactions: Vec::new(),
-            model: None,
-            synthetic_timestamps: false,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
-        };
+        let mut s = Session::new("s", "s.json", Format::Adk, vec![call, resp]);
         let before = serde_json::to_string(&s).unwrap();
         let copy = s.clone();
         for e in &mut s.events {

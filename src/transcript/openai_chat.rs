@@ -211,15 +211,9 @@ fn session(
         paths.get(i).cloned().unwrap_or_default()
     })?;
     Ok(Session {
-        id,
-        source,
-        format: Format::OpenaiChat,
-        events,
-        recorded_compactions: Vec::new(),
         model,
         synthetic_timestamps: true,
-        approval_policies: Vec::new(),
-        recorded_policy: None,
+        ..Session::new(id, source, Format::OpenaiChat, events)
     })
 }
 

@@ -194,15 +194,10 @@ struct Built {
 impl Built {
     fn finish(self, id: String, source: String) -> Session {
         let mut s = Session {
-            id,
-            source,
-            format: Format::Openhands,
-            events: self.events,
             recorded_compactions: self.compactions,
             model: self.model,
             synthetic_timestamps: self.synthetic,
-            approval_policies: Vec::new(),
-            recorded_policy: None,
+            ..Session::new(id, source, Format::Openhands, self.events)
         };
         s.index_recorded();
         s

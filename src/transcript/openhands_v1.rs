@@ -128,15 +128,11 @@ pub fn read(dir: &str, base_state: &str, mut events: Vec<EventFile>) -> Result<S
         .map(str::to_string)
         .unwrap_or_else(|| dir.rsplit(['/', '\\']).next().unwrap_or(dir).to_string());
     let mut s = Session {
-        id,
-        source: dir.to_string(),
-        format: Format::Openhands,
-        events: b.events,
         recorded_compactions: b.compactions,
         model: model.or(b.model),
         synthetic_timestamps: b.clock.synthetic,
-        approval_policies: Vec::new(),
         recorded_policy,
+        ..Session::new(id, dir, Format::Openhands, b.events)
     };
     s.index_recorded();
     Ok(s)

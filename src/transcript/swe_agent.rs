@@ -52,15 +52,10 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     };
     let agent = agent_config(top);
     Ok(vec![Session {
-        id: stem,
-        source: file.to_string(),
-        format: Format::SweAgent,
-        events,
-        recorded_compactions: Vec::new(),
         model: model_name(agent.as_ref()),
         synthetic_timestamps: true,
-        approval_policies: Vec::new(),
         recorded_policy: recorded_policy(agent.as_ref(), model_stats(top)),
+        ..Session::new(stem, file, Format::SweAgent, events)
     }])
 }
 

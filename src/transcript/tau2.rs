@@ -103,15 +103,9 @@ fn simulation(
         events.push(turns.event(m, &mp, t)?);
     }
     Ok(Session {
-        id,
-        source: format!("{}#{frag}", cx.file),
-        format: Format::Tau2,
-        events,
-        recorded_compactions: Vec::new(),
         model: model.map(str::to_string),
         synthetic_timestamps: synthetic,
-        approval_policies: Vec::new(),
-        recorded_policy: None,
+        ..Session::new(id, format!("{}#{frag}", cx.file), Format::Tau2, events)
     })
 }
 
