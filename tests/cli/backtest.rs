@@ -136,7 +136,14 @@ fn sweep_claude_code_fires_where_backtest_predicts() {
         .args(&paths)
         .args(["--trigger", "tokens", "--after-tokens", "100k"])
         .args(["--keep-recent-events", "5", "--summarizer", "terse"])
-        .args(["--policy", "claude-code", "-q", "--out"])
+        .args([
+            "--policy",
+            "claude-code",
+            "--alternatives",
+            "none",
+            "-q",
+            "--out",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();
@@ -283,6 +290,7 @@ fn small_sweep_to(paths: &[PathBuf], out: &std::path::Path, extra: &[&str]) {
         .args(paths)
         .args(["--trigger", "tokens", "--after-tokens", "100k"])
         .args(["--keep-recent-events", "5", "--summarizer", "terse", "-q"])
+        .args(["--alternatives", "none"])
         .args(extra)
         .arg("--out")
         .arg(out)

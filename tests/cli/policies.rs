@@ -324,6 +324,15 @@ fn new_policy_axes_round_trip_through_grid_toml() {
         "50k",
         "--summarizer",
         "terse",
+        // one ADK setting and no alternatives: the policy axes are what this test is about
+        "--trigger",
+        "tokens",
+        "--after-tokens",
+        "100k",
+        "--keep-recent-events",
+        "5",
+        "--alternatives",
+        "none",
         "-q",
     ];
     sweep(&a, &args, "2");
@@ -379,7 +388,13 @@ fn new_policy_axes_round_trip_through_grid_toml() {
     }
     sweep(
         &b,
-        &["--grid", a.join("grid.toml").to_str().unwrap(), "-q"],
+        &[
+            "--grid",
+            a.join("grid.toml").to_str().unwrap(),
+            "--alternatives",
+            "none",
+            "-q",
+        ],
         "1",
     );
     assert_eq!(
