@@ -98,7 +98,7 @@ pub fn replay_case(oracle: &Value, dir: &Path) -> Result<(Config, Replay), Confo
         .filter_map(|x| x.trim().parse().ok())
         .collect();
     let texts = if matches!(policy, Policy::Echo(_)) {
-        crate::cost::summarizers::echo_texts(&session)
+        crate::summarize::echo_texts(&session)
     } else {
         Vec::new().into()
     };

@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::references::{self, Retention, SessionReferences};
+use crate::detail::references::{self, Retention, SessionReferences};
 use crate::engine::summarizer::SummaryText;
 use crate::engine::Replay;
 use crate::transcript::{Part, Session};
@@ -63,7 +63,7 @@ impl<'s> SessionKept<'s> {
         {
             return None;
         }
-        let facts = crate::cost::facts::event_facts(session);
+        let facts = crate::detail::facts::event_facts(session);
         Some(SessionKept {
             session,
             refs: SessionReferences::new(session, &facts, &[]),

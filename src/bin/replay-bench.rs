@@ -505,7 +505,7 @@ fn oracle_sample(
         let summ = Deterministic::new(
             Policy::Fixed(400),
             vec![],
-            compaction_sim::cost::summarizers::echo_texts(&s),
+            compaction_sim::summarize::echo_texts(&s),
         );
         let name = file
             .file_name()

@@ -53,11 +53,11 @@
 use compaction_sim::cost::client::ClientMode;
 use compaction_sim::cost::compute::{CostModel, FALLBACK_AGENT_MODEL};
 use compaction_sim::cost::evaluate::{evaluate, with_summarizer, CostSetting, SessionCostInputs};
-use compaction_sim::cost::live;
-use compaction_sim::cost::python;
-use compaction_sim::cost::summarizers::SummarizerSpec;
 use compaction_sim::engine::{self, Config, UsageMode};
 use compaction_sim::policy::{self, LcTrigger, PolicySpec};
+use compaction_sim::summarize::live;
+use compaction_sim::summarize::python;
+use compaction_sim::summarize::SummarizerSpec;
 use compaction_sim::synth::{write_long_session, LongShape};
 use compaction_sim::tokens::sizes::SessionSizes;
 use compaction_sim::tokens::{count_sessions, CacheOpts, Tokenizer};

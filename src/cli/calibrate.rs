@@ -221,7 +221,7 @@ fn fit_fact_retention(
                 k.kept,
                 k.facts,
                 k.summaries,
-                crate::cost::references::MIN_SUMMARIES_PER_KIND
+                crate::detail::references::MIN_SUMMARIES_PER_KIND
             ),
         }
     }

@@ -7,8 +7,8 @@
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::cost::python::{self, PythonError, PythonOptions};
 use crate::settings::{self, ManifestCompaction};
+use crate::summarize::python::{self, PythonError, PythonOptions};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -80,7 +80,7 @@ pub fn run(args: CheckArgs) -> Result<u8> {
             let opts = PythonOptions {
                 python: python::interpreter(args.python.as_deref()),
                 package,
-                timeout: crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT,
+                timeout: crate::summarize::DEFAULT_COMMAND_TIMEOUT,
             };
             if reference.starts_with('.') && opts.package.is_none() {
                 outln!("ok: {origin}{}", super::term(&c.normalised()));

@@ -10,10 +10,10 @@ use crate::cost::client::ClientMode;
 use crate::cost::compute::FALLBACK_AGENT_MODEL;
 use crate::cost::compute::{render_metrics, MetricsSetting};
 use crate::cost::evaluate::{evaluate, CostSetting, Evaluation, SessionCostInputs};
-use crate::cost::summarizers::SummarizerSpec;
 use crate::cost::CostModel;
 use crate::engine::{self, Config, Phase, Replay, UsageMode};
 use crate::settings::{Compaction, Written};
+use crate::summarize::SummarizerSpec;
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::{count_sessions, CacheOpts, Tokenizer};
 use crate::transcript::{detect, Session};
@@ -226,7 +226,7 @@ struct Pricing {
     model: CostModel,
     client: ClientMode,
     timeout: Duration,
-    live: Vec<Arc<crate::cost::live::Client>>,
+    live: Vec<Arc<crate::summarize::live::Client>>,
 }
 
 impl Pricing {

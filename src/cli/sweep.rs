@@ -599,7 +599,7 @@ struct Job<'a> {
     settings: &'a [Setting],
     costing: &'a Costing,
     timeout: std::time::Duration,
-    live: &'a [std::sync::Arc<crate::cost::live::Client>],
+    live: &'a [std::sync::Arc<crate::summarize::live::Client>],
 }
 
 /// The rows streamed into a build folder, and what failed on the way.

@@ -8,9 +8,9 @@
 //!   `response_id`); those are used as they are.
 //! - Summary length: recorded compactions with a summary text and `pre_tokens` (Claude Code).
 
-use super::facts::{event_fact_text, extract_fact_kinds, FactKind};
 use super::latency::{LatencySample, LengthSample};
-use super::references::{KindRetention, Retention, MIN_SUMMARIES_PER_KIND};
+use crate::detail::facts::{event_fact_text, extract_fact_kinds, FactKind};
+use crate::detail::references::{KindRetention, Retention, MIN_SUMMARIES_PER_KIND};
 use crate::transcript::Session;
 use serde_json::Value;
 use std::collections::HashMap;

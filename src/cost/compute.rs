@@ -16,18 +16,18 @@
 
 use super::caching::{price_single, CacheMode, ChargeTotals, PricedRequest, Pricer};
 use super::client::{summary_discarded, ClientMode};
-use super::facts::{tally, tally_found, tally_held, FactTally};
 use super::latency::{LatencyParams, LatencyTable};
-use super::live::CallMeasure;
 use super::metrics::SessionMetrics;
 use super::pricing::{ModelPrice, PriceTable, PricingError, ProviderCache};
-use super::references::{self as refs, Basis, Retention, SessionReferences};
-use super::summarizers::{Billed, CallTexts, Harness, SummarizerSpec};
-use super::text_facts::Searched;
+use crate::detail::facts::{tally, tally_found, tally_held, FactTally};
+use crate::detail::references::{self as refs, Basis, Retention, SessionReferences};
+use crate::detail::text_facts::Searched;
 use crate::engine::summarizer::SummaryText;
 use crate::engine::summarizer::{filler_text, Policy};
 use crate::engine::{CallResult, Phase, Replay, Summarizer, SummarizerCall, Summary};
 use crate::stats::percentile_of;
+use crate::summarize::live::CallMeasure;
+use crate::summarize::{Billed, CallTexts, Harness, SummarizerSpec};
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::Session;
 use std::collections::{BTreeMap, BTreeSet};
@@ -155,9 +155,9 @@ pub struct MetricsSetting<'a> {
     pub client: ClientMode,
     /// Tokens of each event's attachments ([`attachment_tokens`]); empty when none.
     pub attachment_tokens: &'a [u64],
-    /// Each event's facts when found beforehand ([`super::facts::event_facts`]); `None`:
+    /// Each event's facts when found beforehand ([`crate::detail::facts::event_facts`]); `None`:
     /// found here, per summary.
-    pub event_facts: Option<&'a super::facts::EventFacts>,
+    pub event_facts: Option<&'a crate::detail::facts::EventFacts>,
     /// The session's references when found beforehand ([`SessionReferences::new`]); `None`:
     /// found here.
     pub references: Option<&'a SessionReferences>,
@@ -792,7 +792,7 @@ fn references(
     let found = match setting.references {
         Some(r) => r,
         None => {
-            let facts = super::facts::event_facts(session);
+            let facts = crate::detail::facts::event_facts(session);
             owned = SessionReferences::new(session, &facts, &[]);
             &owned
         }
@@ -1241,8 +1241,8 @@ fn attachment_tokens_sent_naive(replay: &Replay, attachment_tokens: &[u64]) -> u
 mod tests {
     use super::*;
     use crate::cost::latency::LengthModel;
-    use crate::cost::summarizers::{EventLines, Modelled};
     use crate::engine::{Compaction, Invocation, Request, SummarizeRequest, Trigger};
+    use crate::summarize::{EventLines, Modelled};
     use crate::transcript::{Critical, Event, Format, Part, Role, Usage};
 
     fn text_event(author: &str, inv: &str, t: f64, text: &str) -> Event {

@@ -6,15 +6,15 @@ use super::client::ClientMode;
 use super::compute::{
     attachment_tokens, compute_metrics, replay_measured, CostModel, MetricsSetting, ReplayLog,
 };
-use super::facts::event_facts;
 use super::metrics::SessionMetrics;
-use super::references::SessionReferences;
-use super::summarizers::{
+use crate::detail::facts::event_facts;
+use crate::detail::references::SessionReferences;
+use crate::engine::summarizer::Policy;
+use crate::engine::{Replay, Summarizer};
+use crate::summarize::{
     build, Billed, BuildContext, BuildError, Built, EventLines, SummarizerSpec,
     DEFAULT_COMMAND_TIMEOUT,
 };
-use crate::engine::summarizer::Policy;
-use crate::engine::{Replay, Summarizer};
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
 use crate::transcript::Session;
@@ -38,14 +38,14 @@ pub struct SessionCostInputs {
 /// every summary. Results only; a clone starts empty.
 #[derive(Debug, Default)]
 pub struct SessionMemo {
-    facts: OnceLock<super::facts::EventFacts>,
+    facts: OnceLock<crate::detail::facts::EventFacts>,
     references: OnceLock<SessionReferences>,
     /// Summary token counts by the text's 128-bit hash.
     counted: Mutex<crate::tokens::cache::Key128Map<u64>>,
     /// `python:` summaries by (summarizer, span).
-    spans: super::python::SpanMemo,
+    spans: crate::summarize::python::SpanMemo,
     /// Each event's lines as `terse` writes them, measured on first use.
-    terse: OnceLock<super::summarizers::TerseLines>,
+    terse: OnceLock<crate::summarize::TerseLines>,
     /// Each event's summarizer text as `echo` reads it, written on first use.
     echo: OnceLock<std::sync::Arc<[String]>>,
 }
@@ -58,7 +58,7 @@ impl Clone for SessionMemo {
 
 impl SessionMemo {
     /// Each event's facts, found on first use.
-    pub fn event_facts(&self, session: &Session) -> &super::facts::EventFacts {
+    pub fn event_facts(&self, session: &Session) -> &crate::detail::facts::EventFacts {
         self.facts.get_or_init(|| event_facts(session))
     }
 
@@ -75,11 +75,11 @@ impl SessionMemo {
         &self,
         session: &Session,
         tokenizer: Tokenizer,
-    ) -> &super::summarizers::TerseLines {
+    ) -> &crate::summarize::TerseLines {
         self.terse.get_or_init(|| {
             let count = move |t: &str| crate::tokens::count_text(tokenizer, t) as u64;
             let count: &(dyn Fn(&str) -> u64 + Sync) = &count;
-            super::summarizers::TerseLines::new(
+            crate::summarize::TerseLines::new(
                 session,
                 (tokenizer != Tokenizer::AdkChars).then_some(count),
             )
@@ -91,7 +91,7 @@ impl SessionMemo {
     /// them a long replay's cache misses.
     pub fn echo_texts(&self, session: &Session) -> std::sync::Arc<[String]> {
         self.echo
-            .get_or_init(|| super::summarizers::echo_texts(session))
+            .get_or_init(|| crate::summarize::echo_texts(session))
             .clone()
     }
 

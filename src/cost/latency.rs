@@ -2,8 +2,8 @@
 //! length model of modelled summarizers, their defaults (`src/data/latency.toml`), and the
 //! least-squares fits `calibrate` uses.
 
-use super::facts::FactKind;
-use super::references::Retention;
+use crate::detail::facts::FactKind;
+use crate::detail::references::Retention;
 use crate::stats::percentile_of;
 use crate::transcript::MAX_TOKENS;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! The per (session, setting) numbers of shared/spec/metrics.md. Field names are the column
 //! names of `runs.csv` / `runs.parquet`; keep them and metrics.md in step.
 
-use super::references::Basis;
+use crate::detail::references::Basis;
 use serde::{Deserialize, Serialize};
 
 /// Every column of metrics.md for one session replayed under one setting.

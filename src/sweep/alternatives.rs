@@ -261,7 +261,7 @@ pub fn sum_parts(parts: &[SessionMetrics]) -> SessionMetrics {
             pre_request_latency_max_s
         );
         m.cost_complete &= p.cost_complete;
-        m.references_broken_basis = super::super::cost::references::Basis::combine(
+        m.references_broken_basis = super::super::detail::references::Basis::combine(
             m.references_broken_basis,
             p.references_broken_basis,
         );
@@ -299,8 +299,8 @@ pub fn add_cut_references(m: &mut SessionMetrics, cut: u64) {
     m.references_broken_low += cut;
     m.references_broken_high += cut;
     m.references_broken_share = m.references_broken / m.references as f64;
-    if m.references_broken_basis == crate::cost::references::Basis::None {
-        m.references_broken_basis = crate::cost::references::Basis::Measured;
+    if m.references_broken_basis == crate::detail::references::Basis::None {
+        m.references_broken_basis = crate::detail::references::Basis::Measured;
     }
 }
 

@@ -567,7 +567,7 @@ pub struct ResolvedGrid {
 /// Summarizer names of metrics.md "Summarizers", parsed by `cost` (one spelling for the
 /// whole program); a `model:NAME` must be priced and a `command:` program must exist.
 fn check_summarizer(name: &str, known: &Known) -> Result<(), GridError> {
-    use crate::cost::summarizers::{resolve_program, SummarizerSpec};
+    use crate::summarize::{resolve_program, SummarizerSpec};
     let refuse =
         |m: &dyn fmt::Display| GridError(format!("grid axis summarizer: value `{name}`: {m}"));
     match SummarizerSpec::parse(name).map_err(|m| refuse(&m))? {

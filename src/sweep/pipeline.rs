@@ -16,9 +16,9 @@ use crate::cost::evaluate::{evaluate, CostSetting, SessionCostInputs};
 use crate::cost::latency::BUILTIN_LATENCY;
 use crate::cost::metrics::SessionMetrics;
 use crate::cost::pricing::BUILTIN_PRICING;
-use crate::cost::summarizers::SummarizerSpec;
 use crate::engine::{Config, Phase, Replay, Summarizer, UsageMode};
 use crate::settings::{Alternative, PolicySpec};
+use crate::summarize::SummarizerSpec;
 use crate::tokens::fit::PromptFit;
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
@@ -103,7 +103,7 @@ pub fn latency_default_models(
     summarizers: &[String],
     recorded: &std::collections::BTreeSet<String>,
 ) -> Vec<String> {
-    use crate::cost::summarizers::SummarizerSpec;
+    use crate::summarize::SummarizerSpec;
     let mut models = std::collections::BTreeSet::new();
     for m in agent_models {
         if m == "recorded" {
@@ -761,7 +761,7 @@ impl Counted {
             items,
             cost: self.cost.clone(),
             specs: std::sync::Mutex::new(HashMap::new()),
-            summarizer_timeout: crate::cost::summarizers::DEFAULT_COMMAND_TIMEOUT,
+            summarizer_timeout: crate::summarize::DEFAULT_COMMAND_TIMEOUT,
             errors: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         })
     }

@@ -9,7 +9,7 @@ use super::columns::{metric_defs, Agg, Kind, MetricDef};
 use super::summary::{AggValue, SettingSummary};
 use super::{bad, Result, TableError};
 use crate::cost::metrics::SessionMetrics;
-use crate::cost::references::Basis;
+use crate::detail::references::Basis;
 use crate::for_each_metric;
 use crate::sweep::grid::Setting;
 use crate::sweep::run::{RunRow, SessionInfo, FLOAT_DECIMALS};

@@ -6,7 +6,7 @@
 //! of the rows alone: a merged run and an unsharded run agree to the byte.
 
 use super::columns::{metric_defs, Agg, Kind, MetricDef};
-use crate::cost::references::Basis;
+use crate::detail::references::Basis;
 use crate::stats::percentile;
 use crate::sweep::grid::{Budgets, Setting};
 use crate::sweep::run::{round_fixed, RunRow};

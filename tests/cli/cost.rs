@@ -108,9 +108,9 @@ mod calibrate {
 /// The cost layer driving the real engine (`engine::replay`) through `cost::evaluate`.
 mod with_engine {
     use compaction_sim::cost::client::ClientMode;
-    use compaction_sim::cost::summarizers::SummarizerSpec;
     use compaction_sim::cost::{evaluate, CostModel, CostSetting, SessionCostInputs};
     use compaction_sim::engine::{self, CallResult, Config, Summarizer, UsageMode};
+    use compaction_sim::summarize::SummarizerSpec;
     use compaction_sim::tokens::sizes::SessionSizes;
     use compaction_sim::tokens::Tokenizer;
     use compaction_sim::transcript::{Event, Format, Part, Role, Session};
@@ -656,7 +656,7 @@ mod retention {
 /// lines; the simulator keeps and counts what each adds instead of the whole text.
 mod rolling_terse {
     use super::*;
-    use compaction_sim::cost::summarizers::push_terse_lines;
+    use compaction_sim::summarize::push_terse_lines;
     use compaction_sim::tokens::splice::Spliced;
     use compaction_sim::tokens::{count_text, Tokenizer};
     use compaction_sim::transcript::load_paths;

@@ -29,7 +29,7 @@ fn load(name: &str) -> Session {
 
 fn run(s: &Session, cfg: &Config, policy: &str) -> Replay {
     let policy = Policy::parse(policy).expect("policy");
-    let texts = compaction_sim::cost::summarizers::echo_texts(s);
+    let texts = compaction_sim::summarize::echo_texts(s);
     let sizes = SessionSizes::new(s, None);
     engine::replay(&sizes, cfg, &Deterministic::new(policy, vec![], texts))
 }

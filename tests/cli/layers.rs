@@ -20,6 +20,8 @@ const ROOMS: &[&str] = &[
     "tokens",
     "engine",
     "policy",
+    "summarize",
+    "detail",
     "cost",
     "conform",
     "backtest",

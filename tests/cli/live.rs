@@ -722,8 +722,8 @@ fn replay_with_a_live_summarizer_prices_and_times_the_measured_calls() {
 /// summary first, as ADK's rolling summaries put it), on every sample transcript.
 #[test]
 fn the_prompt_is_the_one_adks_llm_event_summarizer_builds() {
-    use compaction_sim::cost::python::span_json;
     use compaction_sim::engine::{Phase, Seed, SummarizeRequest, Trigger};
+    use compaction_sim::summarize::python::span_json;
     use compaction_sim::tokens::adk::{summarizer_prompt, summarizer_text};
     let py = crate::python::test_python();
     let seed_text = compaction_sim::engine::summarizer::SummaryText::flat(

@@ -3,10 +3,10 @@
 
 use crate::common::*;
 use compaction_sim::cost::client::ClientMode;
-use compaction_sim::cost::references::Basis;
-use compaction_sim::cost::summarizers::SummarizerSpec;
 use compaction_sim::cost::{evaluate, CostModel, CostSetting, SessionCostInputs};
+use compaction_sim::detail::references::Basis;
 use compaction_sim::engine::{self, Config, Summarizer, UsageMode};
+use compaction_sim::summarize::SummarizerSpec;
 use compaction_sim::tokens::sizes::SessionSizes;
 use compaction_sim::tokens::Tokenizer;
 use compaction_sim::transcript::{Event, Format, Part, Role, Session};

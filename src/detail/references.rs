@@ -961,7 +961,7 @@ mod tests {
     /// those found by making every line again.
     fn found(s: &Session) -> SessionReferences {
         let facts = super::super::facts::event_facts(s);
-        let lines = crate::cost::summarizers::EventLines::new(s, &|t: &str| t.len() as u64);
+        let lines = crate::summarize::EventLines::new(s, &|t: &str| t.len() as u64);
         let shaped = SessionReferences::new(s, &facts, &lines.shapes);
         let remade = SessionReferences::new(s, &facts, &[]);
         let parts = |r: &SessionReferences| {

@@ -480,8 +480,8 @@ mod tests {
                         .map(String::as_str)
                         .chain(["order", "7788 "])
                         .collect();
-                    let ac = crate::cost::text_facts::automaton(&patterns).unwrap();
-                    let listed = crate::cost::text_facts::found_in(&ac, sum);
+                    let ac = crate::detail::text_facts::automaton(&patterns).unwrap();
+                    let listed = crate::detail::text_facts::found_in(&ac, sum);
                     assert_eq!(
                         tally_held(&found, a..b, |f| listed.binary_search(&f).is_ok()),
                         tally(&session.events[a..b], sum),

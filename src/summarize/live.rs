@@ -28,9 +28,9 @@
 //! model and recorded as a call to make, which gives the call count and cost estimate the CLI
 //! shows and checks before going live.
 
-use super::latency::LengthModel;
-use super::pricing::ModelPrice;
-use super::summarizers::{EventLines, Modelled};
+use super::{EventLines, Modelled};
+use crate::cost::latency::LengthModel;
+use crate::cost::pricing::ModelPrice;
 use crate::engine::summarizer::{summary_json_chars, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
 use crate::error::{Classify, ExitKind};
@@ -585,7 +585,7 @@ impl Client {
             e.output_tokens += p.output_tokens;
             e.usd = match (e.usd, price) {
                 (Some(acc), Some(pr)) => {
-                    super::caching::price_single(p.input_tokens, p.output_tokens, pr)
+                    crate::cost::caching::price_single(p.input_tokens, p.output_tokens, pr)
                         .map(|u| acc + u)
                 }
                 _ => None,
@@ -786,7 +786,7 @@ fn clients() -> &'static Registry {
 }
 
 /// Set up (once) the client of `provider/model` and register it for
-/// [`super::summarizers::build`].
+/// [`super::build`].
 pub fn start(
     provider: Provider,
     model: &str,

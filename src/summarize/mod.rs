@@ -14,9 +14,9 @@
 //!   means "nothing". A non-zero exit, a spawn error or a timeout is a failed call (ADK 2.12+:
 //!   logged, no compaction, trigger stays armed) and is recorded in [`Command::errors`].
 //! - `python:REF`: the user's own `BaseEventsSummarizer`, run by google-adk in a pool of
-//!   Python workers ([`super::python`]); exceptions, hangs and crashes are failed calls.
+//!   Python workers ([`self::python`]); exceptions, hangs and crashes are failed calls.
 //! - `live:PROVIDER/MODEL`: a real model API called with ADK's own summarizer prompt
-//!   ([`super::live`]): the text, the usage and the latency are measured, not modelled.
+//!   ([`self::live`]): the text, the usage and the latency are measured, not modelled.
 //! - `fixed:N | ratio:R | echo[:N] | none`: the oracle's deterministic summarizer (engine).
 //!
 //! [`Harness`] wraps any of them for a replay: it keeps the texts written (for
@@ -24,8 +24,11 @@
 //! the engine sees as failures (no compaction, trigger stays armed: the next turn
 //! re-evaluates), while their real outcome is kept for cost.
 
-use super::latency::LengthModel;
-use super::python::{PythonSummarizer, SpanMemo};
+pub mod live;
+pub mod python;
+
+use self::python::{PythonSummarizer, SpanMemo};
+use crate::cost::latency::LengthModel;
 use crate::engine::summarizer::{summary_json_chars, Deterministic, Policy, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
 use crate::tokens::splice::{Joined, Shape, Spliced};
@@ -56,7 +59,7 @@ pub enum SpecError {
     #[error("summarizer `python:` needs a reference, e.g. python:summarizers.py:Terse or python:.summarizers.terse")]
     NoReference,
     #[error(transparent)]
-    Live(#[from] super::live::LiveError),
+    Live(#[from] self::live::LiveError),
     #[error("unknown summarizer `{0}` (expected agent, model:NAME, terse, command:PROGRAM, python:REF, live:PROVIDER/MODEL, fixed:N, ratio:R, echo[:N] or none)")]
     Unknown(String),
 }
@@ -140,7 +143,7 @@ pub enum SummarizerSpec {
     Python(String),
     /// A model API called with ADK's prompt: `live:gemini/gemini-2.5-flash`.
     Live {
-        provider: super::live::Provider,
+        provider: self::live::Provider,
         model: String,
     },
     /// The oracle's deterministic summaries (conformance); priced and timed as the agent model.
@@ -182,7 +185,7 @@ impl SummarizerSpec {
             return Ok(SummarizerSpec::Python(r.to_string()));
         }
         if let Some(t) = s.strip_prefix("live:") {
-            let (provider, model) = super::live::parse_target(t.trim())?;
+            let (provider, model) = self::live::parse_target(t.trim())?;
             return Ok(SummarizerSpec::Live { provider, model });
         }
         Policy::parse(s)
@@ -625,7 +628,7 @@ impl<'a> Command<'a> {
     /// Run the program once; `Ok(stdout)` or a one-line error.
     pub fn run(&self, input: &[u8]) -> Result<String, CommandError> {
         let program = || self.program.display().to_string();
-        let mut child = super::spawn_program(
+        let mut child = spawn_program(
             Process::new(&self.program)
                 .args(&self.args)
                 .stdin(Stdio::piped())
@@ -808,7 +811,7 @@ pub enum Built<'a> {
     Terse(Terse<'a>),
     Command(Command<'a>),
     Python(PythonSummarizer<'a>),
-    Live(super::live::LiveSummarizer<'a>),
+    Live(self::live::LiveSummarizer<'a>),
     Deterministic(Deterministic),
 }
 
@@ -834,7 +837,7 @@ impl Built<'_> {
 
     /// What each call of the latest replay pass really used, for a measured (`live:`)
     /// summarizer; `None` for the modelled and free ones.
-    pub fn measured(&self) -> Option<BTreeMap<u32, super::live::CallMeasure>> {
+    pub fn measured(&self) -> Option<BTreeMap<u32, self::live::CallMeasure>> {
         match self {
             Built::Live(l) => Some(l.measured()),
             _ => None,
@@ -863,8 +866,8 @@ impl Summarizer for Built<'_> {
 }
 
 /// Build the summarizer a spec names. Fails only for a `command:` program that is missing, a
-/// `python:` summarizer whose workers were not started (see [`super::python::start`]) or a
-/// `live:` one whose client was not (see [`super::live::start`]).
+/// `python:` summarizer whose workers were not started (see [`self::python::start`]) or a
+/// `live:` one whose client was not (see [`self::live::start`]).
 pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'a>, BuildError> {
     Ok(match spec {
         SummarizerSpec::Agent | SummarizerSpec::Model(_) => Built::Modelled(
@@ -889,17 +892,15 @@ pub fn build<'a>(spec: &SummarizerSpec, ctx: BuildContext<'a>) -> Result<Built<'
             ctx.count,
         )?),
         SummarizerSpec::Python(r) => Built::Python(PythonSummarizer::new(
-            super::python::registered(r).ok_or_else(|| BuildError::PythonNotStarted(r.clone()))?,
+            self::python::registered(r).ok_or_else(|| BuildError::PythonNotStarted(r.clone()))?,
             ctx.session,
             ctx.count,
             ctx.spans,
         )),
-        SummarizerSpec::Live { provider, model } => Built::Live(super::live::LiveSummarizer::new(
-            super::live::registered(*provider, model).ok_or_else(|| {
-                BuildError::LiveNotStarted {
-                    provider: provider.name(),
-                    model: model.clone(),
-                }
+        SummarizerSpec::Live { provider, model } => Built::Live(self::live::LiveSummarizer::new(
+            self::live::registered(*provider, model).ok_or_else(|| BuildError::LiveNotStarted {
+                provider: provider.name(),
+                model: model.clone(),
             })?,
             ctx.session,
             ctx.lines,
@@ -1182,7 +1183,7 @@ mod tests {
         assert_eq!(
             SummarizerSpec::parse("live:gemini/gemini-2.5-flash").ok(),
             Some(SummarizerSpec::Live {
-                provider: crate::cost::live::Provider::Gemini,
+                provider: crate::summarize::live::Provider::Gemini,
                 model: "gemini-2.5-flash".into()
             })
         );
@@ -1514,5 +1515,63 @@ mod tests {
             "{:?}",
             c.errors()
         );
+    }
+}
+
+/// Start `cmd`, again a few times while the program is "busy" (`ETXTBSY`): a program file
+/// just written can still be open for writing in a child another thread is forking, for the
+/// instant between its fork and its exec. Any other error is returned at once.
+pub(crate) fn spawn_program(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<std::process::Child> {
+    let mut wait = std::time::Duration::from_millis(5);
+    for _ in 0..6 {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(wait);
+                wait *= 2;
+            }
+            other => return other,
+        }
+    }
+    cmd.spawn()
+}
+
+#[cfg(all(test, unix))]
+mod spawn_tests {
+    use super::spawn_program;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    /// A program still open for writing is "busy" to exec; once it is closed (here 20 ms
+    /// later, on another thread) the start goes through instead of failing the call — the
+    /// race a just-written summarizer script can hit while another thread forks.
+    #[test]
+    fn a_program_busy_for_an_instant_still_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("prog");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o755)
+            .open(&p)
+            .unwrap();
+        f.write_all(b"#!/bin/sh\necho started\n").unwrap();
+        f.flush().unwrap();
+        // while it is open for writing, exec is refused as busy
+        let busy = std::process::Command::new(&p).spawn().unwrap_err();
+        assert_eq!(busy.kind(), std::io::ErrorKind::ExecutableFileBusy);
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(f);
+        });
+        let out =
+            spawn_program(std::process::Command::new(&p).stdout(std::process::Stdio::piped()))
+                .unwrap()
+                .wait_with_output()
+                .unwrap();
+        closer.join().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
     }
 }

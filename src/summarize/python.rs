@@ -12,7 +12,7 @@
 //!
 //! Pools are started at the CLI edge (so a missing interpreter, a missing google-adk or a
 //! reference that does not import is one line before any replay) and registered here by
-//! reference, where [`super::summarizers::build`] finds them: the sweep pipeline needs no
+//! reference, where [`super::build`] finds them: the sweep pipeline needs no
 //! extra plumbing.
 
 use crate::engine::summarizer::{summary_json_chars, SummaryText};
@@ -453,7 +453,7 @@ fn pools() -> &'static Mutex<HashMap<String, Arc<Pool>>> {
     POOLS.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// Start (once) the pool for `reference` and register it for [`super::summarizers::build`].
+/// Start (once) the pool for `reference` and register it for [`super::build`].
 pub fn start(reference: &str, opts: &PythonOptions) -> Result<Arc<Pool>, PythonError> {
     if let Some(p) = registered(reference) {
         return Ok(p);

@@ -1,0 +1,7 @@
+//! Detail: the facts of a session (paths, identifiers, numbers, errors), the text facts found
+//! in summaries, the references that follow a compaction, and the estimate of broken
+//! references with its retention table.
+
+pub mod facts;
+pub mod references;
+pub mod text_facts;
