@@ -1,7 +1,7 @@
 //! The cost flags `replay` and `sweep` share (`#[command(flatten)] cost: CostFlags`), and
 //! turning them into a [`CostModel`]: files are read here, at the CLI edge.
 
-use crate::cost::caching::CacheMode;
+use crate::cost::caching::{price_single, CacheMode};
 use crate::cost::client::ClientMode;
 use crate::cost::compute::CostModel;
 use crate::cost::latency::LatencyTable;
@@ -138,7 +138,10 @@ impl LiveFlags {
         let dry = dry_run();
         let estimates: Vec<live::Estimate> = clients
             .iter()
-            .map(|c| c.estimate(cost.price(&c.model)))
+            .map(|c| match cost.price(&c.model) {
+                Some(p) => c.estimate(Some(&|i, o| price_single(i, o, p))),
+                None => c.estimate(None),
+            })
             .collect();
         for c in clients {
             c.set_dry(false);

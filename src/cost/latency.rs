@@ -54,31 +54,7 @@ impl LatencyParams {
     }
 }
 
-/// Output length of a modelled summary: `min(cap, max(min, round(ratio * input)))`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LengthModel {
-    pub ratio: f64,
-    pub cap_tokens: u64,
-    #[serde(default)]
-    pub min_tokens: u64,
-}
-
-impl Default for LengthModel {
-    fn default() -> Self {
-        LengthModel {
-            ratio: 0.10,
-            cap_tokens: 4000,
-            min_tokens: 64,
-        }
-    }
-}
-
-impl LengthModel {
-    pub fn summary_tokens(&self, input_tokens: u64) -> u64 {
-        let raw = (self.ratio * input_tokens as f64).round().max(0.0) as u64;
-        raw.max(self.min_tokens).min(self.cap_tokens)
-    }
-}
+pub use crate::summarize::LengthModel;
 
 /// One entry of a latency file: the parameters plus, for calibrated files, the fit quality.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,8 @@
 //! Detail: the facts of a session (paths, identifiers, numbers, errors), the text facts found
 //! in summaries, the references that follow a compaction, and the estimate of broken
-//! references with its retention table.
+//! references with its retention table and its calibration from recorded summaries.
 
+pub mod calibrate;
 pub mod facts;
 pub mod references;
 pub mod text_facts;

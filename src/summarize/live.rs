@@ -28,9 +28,7 @@
 //! model and recorded as a call to make, which gives the call count and cost estimate the CLI
 //! shows and checks before going live.
 
-use super::{EventLines, Modelled};
-use crate::cost::latency::LengthModel;
-use crate::cost::pricing::ModelPrice;
+use super::modelled::{EventLines, LengthModel, Modelled};
 use crate::engine::summarizer::{summary_json_chars, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
 use crate::error::{Classify, ExitKind};
@@ -564,15 +562,16 @@ impl Client {
         }
     }
 
-    /// The calls the dry replay planned, priced at `price` per call.
-    pub fn estimate(&self, price: Option<&ModelPrice>) -> Estimate {
+    /// The calls the dry replay planned, each priced by `price_call(input, output)` (USD,
+    /// `None` when it has no price); `price_call` is `None` when the model has no price.
+    pub fn estimate(&self, price_call: Option<&dyn Fn(u64, u64) -> Option<f64>>) -> Estimate {
         let planned: Vec<Planned> = self
             .planned
             .lock()
             .map(|p| p.values().copied().collect())
             .unwrap_or_default();
         let mut e = Estimate {
-            usd: price.map(|_| 0.0),
+            usd: price_call.map(|_| 0.0),
             ..Estimate::default()
         };
         for p in planned {
@@ -583,11 +582,8 @@ impl Client {
             e.calls += 1;
             e.input_tokens += p.input_tokens;
             e.output_tokens += p.output_tokens;
-            e.usd = match (e.usd, price) {
-                (Some(acc), Some(pr)) => {
-                    crate::cost::caching::price_single(p.input_tokens, p.output_tokens, pr)
-                        .map(|u| acc + u)
-                }
+            e.usd = match (e.usd, price_call) {
+                (Some(acc), Some(pr)) => pr(p.input_tokens, p.output_tokens).map(|u| acc + u),
                 _ => None,
             };
         }

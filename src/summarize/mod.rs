@@ -25,10 +25,14 @@
 //! re-evaluates), while their real outcome is kept for cost.
 
 pub mod live;
+mod modelled;
 pub mod python;
+mod spawn;
+
+pub use modelled::{EventLines, LengthModel, Modelled, TEMPLATE_TOKENS};
+use spawn::spawn_program;
 
 use self::python::{PythonSummarizer, SpanMemo};
-use crate::cost::latency::LengthModel;
 use crate::engine::summarizer::{summary_json_chars, Deterministic, Policy, SummaryText};
 use crate::engine::{Outcome, SummarizeRequest, Summarizer, Summary};
 use crate::tokens::splice::{Joined, Shape, Spliced};
@@ -41,10 +45,6 @@ use std::process::{Command as Process, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wait_timeout::ChildExt;
-
-/// ADK's fixed template text around the history is 657 chars, counted as ceil(657 / 4)
-/// tokens whatever the tokenizer (the modelled summarizer's convention).
-pub const TEMPLATE_TOKENS: u64 = crate::engine::TEMPLATE_FIXED_CHARS.div_ceil(4);
 
 /// Default time limit of a `command:` summarizer.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -258,54 +258,6 @@ pub enum Billed<'a> {
     Free,
     /// A model call at this model's rates (`None`: the agent model is not known).
     Model(Option<&'a str>),
-}
-
-/// Per event, the token count of what ADK's summarizer prompt holds for it
-/// (`tokens::adk::summarizer_text`, 0 when the event contributes no line): the input the
-/// modelled summarizer sizes its prompt from. The lines themselves are not kept (a long
-/// session's lines are as large as its tool payloads); whoever needs one makes it.
-#[derive(Debug, Clone, Default)]
-pub struct EventLines {
-    pub tokens: Vec<u64>,
-    /// Per event, what its line shows of it (empty: not known, see [`EventLines::from_parts`]).
-    pub shapes: Vec<crate::tokens::adk::LineShape>,
-    /// `prefix[i]` = tokens of events `0..i`: a span's prompt in O(1) (a token trigger whose
-    /// summaries keep failing asks for a longer span at every request).
-    prefix: Vec<u64>,
-}
-
-/// A modelled summarizer (`agent`, `model:NAME`): sizes only.
-pub struct Modelled<'a> {
-    pub lines: &'a EventLines,
-    pub length: LengthModel,
-    /// Counts a seed text with the run's tokenizer.
-    pub count: &'a (dyn Fn(&str) -> u64 + Sync),
-}
-
-impl Modelled<'_> {
-    /// Summarizer prompt tokens for a request: template + seed + each event's lines.
-    pub fn input_tokens(&self, req: &SummarizeRequest<'_>) -> u64 {
-        let seed = req.seed.map_or(0, |s| match s.text {
-            Some(t) => (self.count)(&t.to_string()),
-            None => s.chars.div_ceil(4),
-        });
-        TEMPLATE_TOKENS + seed + self.lines.span_tokens(req)
-    }
-}
-
-impl Summarizer for Modelled<'_> {
-    fn summarize(&self, req: &SummarizeRequest<'_>) -> Outcome {
-        let input_tokens = self.input_tokens(req);
-        let tokens = self.length.summary_tokens(input_tokens);
-        let chars = tokens * 4;
-        Outcome::Summary(Summary {
-            chars,
-            json_chars: summary_json_chars(chars),
-            tokens,
-            input_tokens,
-            text: None,
-        })
-    }
 }
 
 fn text_summary(text: String, count: &(dyn Fn(&str) -> u64 + Sync)) -> Outcome {
@@ -731,52 +683,6 @@ impl Summarizer for Command<'_> {
                 Outcome::Failed { input_tokens: 0 }
             }
         }
-    }
-}
-
-impl EventLines {
-    /// ADK's summarizer lines of every event and their size in the run's tokenizer.
-    pub fn new(session: &Session, count: &(dyn Fn(&str) -> u64 + Sync)) -> Self {
-        let (tokens, shapes) = session
-            .events
-            .iter()
-            .map(|e| {
-                let t = crate::tokens::adk::summarizer_text(e);
-                let shape = crate::tokens::adk::line_shape(e, &t);
-                (if t.is_empty() { 0 } else { count(&t) }, shape)
-            })
-            .unzip();
-        EventLines {
-            shapes,
-            ..EventLines::from_parts(tokens)
-        }
-    }
-
-    /// The lines' token counts as given (shapes unknown).
-    pub fn from_parts(tokens: Vec<u64>) -> Self {
-        let mut prefix = Vec::with_capacity(tokens.len() + 1);
-        prefix.push(0);
-        let mut sum = 0u64;
-        for &t in &tokens {
-            sum += t;
-            prefix.push(sum);
-        }
-        EventLines {
-            tokens,
-            shapes: Vec::new(),
-            prefix,
-        }
-    }
-
-    /// Tokens of the events `req` hands over.
-    fn span_tokens(&self, req: &SummarizeRequest<'_>) -> u64 {
-        let (a, b) = (req.events.start as usize, req.events.end as usize);
-        if req.skip.is_empty() && a <= b && b < self.prefix.len() {
-            return self.prefix[b] - self.prefix[a];
-        }
-        req.event_indices()
-            .filter_map(|i| self.tokens.get(i as usize))
-            .sum()
     }
 }
 
@@ -1515,63 +1421,5 @@ mod tests {
             "{:?}",
             c.errors()
         );
-    }
-}
-
-/// Start `cmd`, again a few times while the program is "busy" (`ETXTBSY`): a program file
-/// just written can still be open for writing in a child another thread is forking, for the
-/// instant between its fork and its exec. Any other error is returned at once.
-pub(crate) fn spawn_program(
-    cmd: &mut std::process::Command,
-) -> std::io::Result<std::process::Child> {
-    let mut wait = std::time::Duration::from_millis(5);
-    for _ in 0..6 {
-        match cmd.spawn() {
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
-                std::thread::sleep(wait);
-                wait *= 2;
-            }
-            other => return other,
-        }
-    }
-    cmd.spawn()
-}
-
-#[cfg(all(test, unix))]
-mod spawn_tests {
-    use super::spawn_program;
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-
-    /// A program still open for writing is "busy" to exec; once it is closed (here 20 ms
-    /// later, on another thread) the start goes through instead of failing the call — the
-    /// race a just-written summarizer script can hit while another thread forks.
-    #[test]
-    fn a_program_busy_for_an_instant_still_starts() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("prog");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o755)
-            .open(&p)
-            .unwrap();
-        f.write_all(b"#!/bin/sh\necho started\n").unwrap();
-        f.flush().unwrap();
-        // while it is open for writing, exec is refused as busy
-        let busy = std::process::Command::new(&p).spawn().unwrap_err();
-        assert_eq!(busy.kind(), std::io::ErrorKind::ExecutableFileBusy);
-        let closer = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            drop(f);
-        });
-        let out =
-            spawn_program(std::process::Command::new(&p).stdout(std::process::Stdio::piped()))
-                .unwrap()
-                .wait_with_output()
-                .unwrap();
-        closer.join().unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
     }
 }

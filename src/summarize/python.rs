@@ -216,7 +216,7 @@ impl Worker {
             "ref": reference,
             "package": opts.package.as_ref().map(|p| p.display().to_string()),
         });
-        let mut child = super::spawn_program(
+        let mut child = super::spawn::spawn_program(
             Process::new(&opts.python)
                 .arg("-c")
                 .arg(WORKER)

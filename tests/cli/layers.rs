@@ -29,6 +29,7 @@ const ROOMS: &[&str] = &[
     "table",
     "chart",
     "report",
+    "run",
     "cli",
 ];
 
@@ -162,4 +163,108 @@ fn the_reader_sees_grouped_and_plain_paths() {
     let text = "use crate::{engine::Replay, tokens::{a, b}, cost};\nlet x = crate::sweep::run();";
     let got: Vec<String> = rooms_named(text).into_iter().collect();
     assert_eq!(got, ["cost", "engine", "sweep", "tokens"]);
+}
+
+/// Rooms whose files import one another without a circle: a file of these may use a
+/// sibling only when that sibling does not (through others) use it back. A room's `mod.rs`
+/// (which declares its files and re-exports what they share) is not one of the files.
+const ACYCLIC_ROOMS: &[&str] = &["summarize", "detail", "cost"];
+
+/// The sibling modules `text` (a file of a room, not its `mod.rs`) names: `super::NAME`,
+/// `crate::ROOM::NAME`, each once; comment lines (doc links included) are left out.
+fn siblings_named(text: &str, room: &str, siblings: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let prefixes = ["super::".to_string(), format!("crate::{room}::")];
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        for prefix in &prefixes {
+            for (at, _) in line.match_indices(prefix.as_str()) {
+                let rest = &line[at + prefix.len()..];
+                let heads = match rest.strip_prefix('{') {
+                    Some(group) => group_heads(group),
+                    None => vec![rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect()],
+                };
+                found.extend(heads.into_iter().filter(|h| siblings.contains(h)));
+            }
+        }
+    }
+    found
+}
+
+/// A circle of imports among the files of `room` (`a -> b -> ... -> a`), if there is one.
+fn circle_in(room: &str) -> Option<Vec<String>> {
+    let dir = root().join("src").join(room);
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(&dir).expect("the room's folder is readable") {
+        let p = e.expect("a directory entry").path();
+        if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("mod.rs") {
+            files.push(p);
+        }
+    }
+    let stem = |p: &Path| p.file_stem().unwrap().to_string_lossy().to_string();
+    let siblings: BTreeSet<String> = files.iter().map(|p| stem(p)).collect();
+    let mut uses = std::collections::BTreeMap::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("a readable source file");
+        let mut named = siblings_named(&text, room, &siblings);
+        named.remove(&stem(f));
+        uses.insert(stem(f), named);
+    }
+    // Depth-first search with the path kept: a name met again on the path closes a circle.
+    fn visit(
+        at: &str,
+        uses: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == at) {
+            let mut circle = path[i..].to_vec();
+            circle.push(at.to_string());
+            return Some(circle);
+        }
+        if done.contains(at) {
+            return None;
+        }
+        path.push(at.to_string());
+        for next in &uses[at] {
+            if let Some(c) = visit(next, uses, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(at.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for start in uses.keys() {
+        if let Some(c) = visit(start, &uses, &mut Vec::new(), &mut done) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+#[test]
+fn no_circle_of_imports_inside_summarize_detail_and_cost() {
+    for room in ACYCLIC_ROOMS {
+        if let Some(c) = circle_in(room) {
+            panic!("src/{room}/: a circle of imports: {}", c.join(" -> "));
+        }
+    }
+}
+
+#[test]
+fn the_circle_check_reads_sibling_paths() {
+    let siblings: BTreeSet<String> = ["live", "modelled", "pricing"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let text =
+        "use super::{modelled::X, pricing};\n/// [`super::live`]\nlet y = crate::cost::live::f();";
+    let got: Vec<String> = siblings_named(text, "cost", &siblings)
+        .into_iter()
+        .collect();
+    assert_eq!(got, ["live", "modelled", "pricing"]);
 }
