@@ -2,7 +2,8 @@
 //! events-compaction settings and measure what each setting costs, saves and loses.
 //!
 //! The modules follow the data's path, each knowing only the ones to its left:
-//! `transcript` → `tokens` → `settings`/`engine` → `cost` → `sweep` → `table` → `chart`/`report`.
+//! `transcript` → `tokens` → `settings`/`engine` → `summarize` → `detail` → `cost` → `sweep` →
+//! `table` → `chart`/`report` → `run` (docs/development.md "Rooms").
 //! `synth` writes sample transcripts; `cli` is the command-line edge (used by `main.rs`).
 
 pub mod atomic;
@@ -16,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod policy;
 pub mod report;
+pub mod run;
 pub mod search;
 pub mod settings;
 pub mod stats;

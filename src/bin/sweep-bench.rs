@@ -19,16 +19,16 @@
 //! (another build, to measure before and after).
 
 use anyhow::{anyhow, bail};
-use compaction_sim::sweep::grid::{GridSpec, Known, Setting};
-use compaction_sim::sweep::pipeline::{self, Catalog, Costing, Counted};
-use compaction_sim::sweep::run::run_windows;
-use compaction_sim::table::frames::{
-    csv_bytes, parquet_bytes, settings_frame, settings_json, RunsWriter,
-};
-use compaction_sim::table::rundir::outcome_parquet;
+use compaction_sim::run::{Destination, Inputs, Phase, Progress, Summarizers, SweepJob};
+use compaction_sim::sweep::grid::{GridSpec, Known};
+use compaction_sim::sweep::pipeline::{self, Costing, PrepTimes};
+use compaction_sim::sweep::plan::{Alternatives, SweepPlan};
+use compaction_sim::sweep::run::SessionInfo;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// 42 after_tokens × 5 keep_recent_events + 10 after_invocations × 4 overlaps = 250 triggers,
@@ -93,111 +93,127 @@ struct Measure {
     rows_s: f64,
     aggregate_s: f64,
     write_s: f64,
+    report_s: f64,
+    publish_s: f64,
 }
 
-/// The corpus listed, as `sweep` lists its inputs (the first pass).
-fn scan(corpus: &Path, grid: &compaction_sim::sweep::ResolvedGrid) -> anyhow::Result<Catalog> {
-    Catalog::scan(
-        &[corpus.display().to_string()],
-        None,
-        &Default::default(),
-        &grid.tokenizer,
-    )
+/// A run's phases timed through the library's progress sink: wall and CPU seconds per
+/// phase (a phase met once per window adds up), the windows' read/count/size split, the
+/// sessions listed.
+#[derive(Default)]
+struct Clock {
+    open: Mutex<HashMap<Phase, (Instant, f64)>>,
+    spent: Mutex<HashMap<Phase, (f64, f64)>>,
+    prep: Mutex<PrepTimes>,
+    events: Mutex<u64>,
 }
 
-/// One sweep of `settings` over the sessions `which`, through the code `sweep` runs: the
-/// inputs listed (parse), then a window at a time read again, counted, sized and replayed,
-/// rows streamed into runs.parquet (and runs.csv), the aggregates read back from the Parquet,
-/// the settings files written.
-#[allow(clippy::too_many_arguments)]
+impl Clock {
+    /// Wall and CPU seconds spent in `phase`.
+    fn spent(&self, phase: Phase) -> (f64, f64) {
+        let spent = self.spent.lock().map(|s| s.get(&phase).copied());
+        spent.ok().flatten().unwrap_or((0.0, 0.0))
+    }
+}
+
+impl Progress for Clock {
+    fn listed(&self, sessions: &[SessionInfo]) {
+        if let Ok(mut e) = self.events.lock() {
+            *e = sessions.iter().map(|i| i.events).sum();
+        }
+    }
+
+    fn prepared(&self, times: PrepTimes) {
+        if let Ok(mut p) = self.prep.lock() {
+            *p = times;
+        }
+    }
+
+    fn began(&self, phase: Phase) {
+        if let Ok(mut o) = self.open.lock() {
+            o.insert(phase, (Instant::now(), cpu_s()));
+        }
+    }
+
+    fn ended(&self, phase: Phase) {
+        let Some((t, c)) = self.open.lock().ok().and_then(|mut o| o.remove(&phase)) else {
+            return;
+        };
+        if let Ok(mut s) = self.spent.lock() {
+            let e = s.entry(phase).or_default();
+            e.0 += t.elapsed().as_secs_f64();
+            e.1 += cpu_s() - c;
+        }
+    }
+}
+
+/// One sweep of `plan` over the corpus (`sample` sessions of it when given), through the
+/// library's [`compaction_sim::run::sweep`], the call `sweep` makes: the inputs listed
+/// (parse), then a window at a time read again, counted, sized and replayed, rows streamed
+/// into runs.parquet (and runs.csv), the aggregates read back from the Parquet, the run's
+/// files, timelines and report written and the folder published at `out`.
 fn measure(
     corpus: &Path,
-    which: &[u32],
-    settings: &[Setting],
-    grid: &compaction_sim::sweep::ResolvedGrid,
+    sample: Option<u64>,
+    plan: &SweepPlan,
     costing: &Costing,
     cache: &pipeline::CacheOpts,
     out: &Path,
 ) -> anyhow::Result<Measure> {
-    let t = Instant::now();
-    let catalog = scan(corpus, grid)?;
-    let parse_s = t.elapsed().as_secs_f64();
-    let infos = catalog.infos.clone();
-    let infos = &infos;
-    let mut counted = Counted::new(catalog, &grid.tokenizer, costing, cache)?;
-    let rows = (which.len() * settings.len()) as u64;
-    let mut w = RunsWriter::create(
-        out,
-        infos,
-        settings,
-        compaction_sim::table::rundir::wants_runs_csv(rows, false),
-    )?;
-    let t = Instant::now();
-    let c = cpu_s();
-    let mut rows_s = 0.0;
-    // CPU outside the replays (preparing windows, encoding rows), to leave the replays' own.
-    let other_cpu_s = std::cell::Cell::new(0.0);
-    let mut failures = Vec::new();
-    let events = |s: u32| infos[s as usize].events;
-    run_windows::<_, anyhow::Error>(
-        which,
-        &events,
-        settings,
-        &mut |win: &[u32]| {
-            let c = cpu_s();
-            let e = counted.window(win);
-            other_cpu_s.set(other_cpu_s.get() + cpu_s() - c);
-            e
+    let clock = Clock::default();
+    let job = SweepJob {
+        plan: plan.clone(),
+        costing,
+        inputs: Inputs {
+            paths: vec![corpus.display().to_string()],
+            sample,
+            ..Inputs::default()
         },
-        &AtomicBool::new(false),
-        &|| {},
-        &mut |_, r, f| {
-            let (t, c) = (Instant::now(), cpu_s());
-            w.push(r)?;
-            rows_s += t.elapsed().as_secs_f64();
-            other_cpu_s.set(other_cpu_s.get() + cpu_s() - c);
-            failures.extend(f);
-            Ok(())
+        destination: Destination {
+            out: Some(out.to_path_buf()),
+            reports: out.with_extension("reports"),
+            force: true,
         },
-    )?;
-    let t1 = Instant::now();
-    w.finish()?;
-    rows_s += t1.elapsed().as_secs_f64();
-    let total_s = t.elapsed().as_secs_f64();
-    let replay_cpu_s = cpu_s() - c - other_cpu_s.get();
-    let prep = counted.times;
-    let size_s = prep.read_s + prep.count_s + prep.size_s;
-    if let Some((s, set, m)) = failures.first() {
-        eprintln!(
-            "note: {} replays failed (first: session {s}, setting {set}: {m})",
-            failures.len()
-        );
+        shard: None,
+        runs_csv: false,
+        cache: cache.clone(),
+        summarizers: Summarizers {
+            timeout: compaction_sim::summarize::DEFAULT_COMMAND_TIMEOUT,
+            live: Vec::new(),
+            live_concurrency: 1,
+        },
+        cancel: &AtomicBool::new(false),
+    };
+    let run = compaction_sim::run::sweep(job, &clock).map_err(|e| e.into_inner())?;
+    if let Some(f) = run
+        .finished
+        .as_ref()
+        .and_then(|f| f.report_refused.as_ref())
+    {
+        eprintln!("note: {f}");
     }
-    let t = Instant::now();
-    let o = outcome_parquet(settings, &out.join("runs.parquet"), &grid.budget)?;
-    let aggregate_s = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let mut set = settings_frame(&o.summaries)?;
-    let write = |name: &str, b: Vec<u8>| std::fs::write(out.join(name), b);
-    write("settings.parquet", parquet_bytes(&mut set)?)?;
-    write("settings.csv", csv_bytes(&mut set)?)?;
-    write("settings.json", settings_json(&o.summaries)?.into_bytes())?;
-    let write_s = t.elapsed().as_secs_f64();
-    let steps_per_pass: u64 = which.iter().map(|&s| infos[s as usize].events).sum();
+    let prep = clock.prep.lock().map(|p| *p).unwrap_or_default();
+    let (window, window_cpu) = clock.spent(Phase::Window);
+    let (rows_s, rows_cpu) = clock.spent(Phase::Rows);
+    let (replay, replay_cpu) = clock.spent(Phase::Replay);
+    let events = clock.events.lock().map(|e| *e).unwrap_or(0);
     Ok(Measure {
-        parse_s,
+        parse_s: clock.spent(Phase::List).0,
         read_s: prep.read_s,
         count_s: prep.count_s,
-        sessions: which.len(),
-        settings: settings.len(),
-        pairs: rows,
-        event_steps: steps_per_pass * settings.len() as u64,
+        sessions: run.sessions,
+        settings: run.settings,
+        pairs: run.sessions as u64 * run.settings as u64,
+        event_steps: events * run.settings as u64,
         size_s: prep.size_s,
-        replay_s: total_s - rows_s - size_s,
-        replay_cpu_s,
+        replay_s: replay - window - rows_s,
+        // CPU outside the replays (preparing windows, encoding rows) left out.
+        replay_cpu_s: replay_cpu - window_cpu - rows_cpu,
         rows_s,
-        aggregate_s,
-        write_s,
+        aggregate_s: clock.spent(Phase::Aggregate).0,
+        write_s: clock.spent(Phase::Write).0,
+        report_s: clock.spent(Phase::Report).0,
+        publish_s: clock.spent(Phase::Publish).0,
     })
 }
 
@@ -286,30 +302,38 @@ fn run(argv: &[String]) -> anyhow::Result<()> {
             })
         })
         .map_err(|e| anyhow!(e.0))?;
-    let mut settings = grid.settings.clone();
-    if let Some(n) = o.max_settings {
-        settings.truncate(n.max(1));
-    }
-
-    let cache = pipeline::cache_opts(None, false);
-    let (n, count_cold_s) = warm_token_cache(&o.corpus, &grid, &costing, &cache)?;
-
-    let tmp = tempfile::tempdir()?;
-    let all: Vec<u32> = (0..n as u32).collect();
-    let half_sessions: Vec<u32> = all.iter().copied().filter(|i| i % 2 == 0).collect();
-    let half_settings: Vec<Setting> = settings
-        .iter()
-        .take(settings.len().div_ceil(2))
-        .cloned()
-        .collect();
-
-    let m = |which: &[u32], set: &[Setting]| {
-        measure(&o.corpus, which, set, &grid, &costing, &cache, tmp.path())
+    // The bench grid as it is: no alternatives added from the data.
+    let mut plan = SweepPlan {
+        grid,
+        alternatives: Alternatives::None,
+        max_settings: u64::MAX,
     };
+    if let Some(n) = o.max_settings {
+        plan.grid.settings.truncate(n.max(1));
+    }
+    let cache = pipeline::cache_opts(None, false);
+    let tmp = tempfile::tempdir()?;
+    let (n, count_cold_s) = warm_token_cache(&o.corpus, &plan, &costing, &cache, tmp.path())?;
+    let mut half_settings = plan.clone();
+    half_settings
+        .grid
+        .settings
+        .truncate(plan.grid.settings.len().div_ceil(2));
+    let m = |sample: Option<u64>, plan: &SweepPlan, name: &str| {
+        measure(
+            &o.corpus,
+            sample,
+            plan,
+            &costing,
+            &cache,
+            &tmp.path().join(name),
+        )
+    };
+    let half = Some((n as u64).div_ceil(2));
     let runs = [
-        ("full", m(&all, &settings)?),
-        ("half sessions", m(&half_sessions, &settings)?),
-        ("half settings", m(&all, &half_settings)?),
+        ("full", m(None, &plan, "full")?),
+        ("half sessions", m(half, &plan, "half-sessions")?),
+        ("half settings", m(None, &half_settings, "half-settings")?),
     ];
     let peak = peak_mib();
 
@@ -327,31 +351,28 @@ fn run(argv: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Warms the on-disk token cache once (all sessions), so `count` is the cached case in the
-/// measured runs. Returns the number of sessions and the cold count's seconds.
+/// Warms the on-disk token cache once (all sessions, through a sweep of the first setting
+/// alone), so `count` is the cached case in the measured runs. Returns the number of
+/// sessions and the cold count's seconds.
 fn warm_token_cache(
     corpus: &Path,
-    grid: &compaction_sim::sweep::ResolvedGrid,
+    plan: &SweepPlan,
     costing: &Costing,
     cache: &pipeline::CacheOpts,
+    tmp: &Path,
 ) -> anyhow::Result<(usize, f64)> {
     let t = Instant::now();
-    let catalog = scan(corpus, grid)?;
-    let n = catalog.len();
-    let total_events: u64 = catalog.infos.iter().map(|i| i.events).sum();
+    let mut one = plan.clone();
+    one.grid.settings.truncate(1);
+    let warm = measure(corpus, None, &one, costing, cache, &tmp.join("warm"))?;
     eprintln!(
-        "listed {n} sessions ({total_events} events, {} files skipped) in {:.2} s",
-        catalog.skipped.len(),
+        "listed and counted {} sessions ({} events) in {:.2} s",
+        warm.sessions,
+        warm.event_steps,
         t.elapsed().as_secs_f64()
     );
-    let all: Vec<u32> = (0..n as u32).collect();
-    let mut warm = Counted::new(catalog, &grid.tokenizer, costing, cache)?;
-    drop(warm.window(&all)?);
-    warm.save_counts();
-    let count_cold_s = warm.times.count_s;
-    drop(warm);
-    eprintln!("count (cold): {count_cold_s:.2} s");
-    Ok((n, count_cold_s))
+    eprintln!("count (cold): {:.2} s", warm.count_s);
+    Ok((warm.sessions, warm.count_s))
 }
 
 /// The full run's time per phase, its replay CPU and rates, and the process's peak memory.
@@ -364,7 +385,9 @@ fn print_phases(full: &Measure, threads: usize, peak: Option<f64>) {
         + full.replay_s
         + full.rows_s
         + full.aggregate_s
-        + full.write_s;
+        + full.write_s
+        + full.report_s
+        + full.publish_s;
     println!(
         "sweep-bench: {} settings × {} sessions = {} replays on {threads} threads",
         full.settings, full.sessions, full.pairs
@@ -391,7 +414,17 @@ fn print_phases(full: &Measure, threads: usize, peak: Option<f64>) {
         full.aggregate_s,
         "  (read back from runs.parquet)",
     );
-    line("write", full.write_s, "  (settings files)");
+    line(
+        "write",
+        full.write_s,
+        "  (timelines and the run's data files)",
+    );
+    line(
+        "report",
+        full.report_s,
+        "  (charts, report.md, report.html)",
+    );
+    line("publish", full.publish_s, "  (the folder moved into place)");
     println!("  total     {:>8.2} s", wall);
     println!(
         "  replay CPU {:.2} s = {:.2} s on {threads} idle cores (load average now: {})",
@@ -417,10 +450,20 @@ fn print_phases(full: &Measure, threads: usize, peak: Option<f64>) {
 /// The three runs side by side (full, half the sessions, half the settings); returns them
 /// for `--out`.
 fn print_growth(runs: &[(&str, Measure)]) -> Vec<serde_json::Value> {
-    println!("growth (read + count + size + replay + rows + aggregate + write):");
+    println!(
+        "growth (read + count + size + replay + rows + aggregate + write + report + publish):"
+    );
     let mut json_runs = Vec::new();
     for (name, m) in runs {
-        let t = m.read_s + m.count_s + m.size_s + m.replay_s + m.rows_s + m.aggregate_s + m.write_s;
+        let t = m.read_s
+            + m.count_s
+            + m.size_s
+            + m.replay_s
+            + m.rows_s
+            + m.aggregate_s
+            + m.write_s
+            + m.report_s
+            + m.publish_s;
         println!(
             "  {name:<14} {:>5} settings × {:>4} sessions: {:>7.2} s ({:>7.2} replay CPU-s), {:>8.0} replays/s, {:>10.0} event-steps/s",
             m.settings,
@@ -435,7 +478,7 @@ fn print_growth(runs: &[(&str, Measure)]) -> Vec<serde_json::Value> {
             "event_steps": m.event_steps, "parse_s": m.parse_s, "read_s": m.read_s,
             "count_s": m.count_s, "size_s": m.size_s, "replay_s": m.replay_s,
             "replay_cpu_s": m.replay_cpu_s, "rows_s": m.rows_s, "aggregate_s": m.aggregate_s,
-            "write_s": m.write_s,
+            "write_s": m.write_s, "report_s": m.report_s, "publish_s": m.publish_s,
         }));
     }
     json_runs

@@ -46,6 +46,7 @@ pub mod conform;
 pub mod cost_flags;
 pub mod db_flags;
 pub mod exit;
+pub mod grid_flags;
 pub mod inspect;
 pub mod merge;
 pub mod pricing;

@@ -1,6 +1,7 @@
 //! `compaction-sim report RUN_DIR`: re-render the charts, report.md and report.html of a run
-//! folder from its data files alone (no replay).
+//! folder from its data files alone (no replay), through [`crate::run::rerender`].
 
+use crate::run::RerenderError;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -11,24 +12,15 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
-    if !args.run_dir.is_dir() {
-        errln!(
-            "error: {}: not a run folder",
-            super::term(&args.run_dir.display().to_string())
-        );
-        return Ok(super::EXIT_BAD_INPUT);
-    }
-    // Only a folder the tool wrote is rewritten: report.md in any other is the user's.
-    if !crate::table::publish::is_ours(&args.run_dir) {
-        errln!(
-            "error: {}: is a folder compaction-sim did not write (it has no {} file), so its report.md, report.html and charts are not replaced (nothing was touched)",
-            super::term(&args.run_dir.display().to_string()),
-            crate::table::publish::MARKER
-        );
-        return Ok(super::EXIT_BAD_INPUT);
-    }
     super::install_signal_handler();
-    let r = crate::report::render_run(&args.run_dir, &super::CANCEL)?;
+    let r = match crate::run::rerender(&args.run_dir, &super::CANCEL) {
+        Ok(r) => r,
+        Err(RerenderError::Report(e)) => return Err(e.into()),
+        Err(e) => {
+            errln!("error: {}", super::term(&e.to_string()));
+            return Ok(super::EXIT_BAD_INPUT);
+        }
+    };
     for (stem, reason) in &r.charts_skipped {
         errln!("note: chart {stem} not drawn: {}", super::term(reason));
     }
