@@ -24,5 +24,6 @@ mod readers_more;
 mod recorded;
 mod references;
 mod report;
+mod run_digests;
 mod safety;
 mod sweep;
