@@ -25,5 +25,6 @@ mod recorded;
 mod references;
 mod report;
 mod run_digests;
+mod run_library;
 mod safety;
 mod sweep;
