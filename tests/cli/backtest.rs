@@ -455,3 +455,53 @@ fn adk_sessions_are_replayed_under_the_setting_their_events_imply() {
         .collect();
     assert_eq!(as_recorded, vec![3], "{runs}");
 }
+
+/// `tests/fixtures/recorded/swe_agent_last5.traj` as SWE-agent 0.x writes a run: no
+/// `replay_config` (old-format history, no `message_type`), the task text `task`.
+fn zero_x_run(dir: &std::path::Path, name: &str, task: &str) -> PathBuf {
+    let text = read_text(&root().join("tests/fixtures/recorded/swe_agent_last5.traj"));
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc.as_object_mut().unwrap().remove("replay_config");
+    let first = doc["history"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|m| m["role"] == "user")
+        .expect("task message");
+    first["content"] = task.into();
+    let p = dir.join(name);
+    std::fs::write(&p, doc.to_string()).unwrap();
+    p
+}
+
+/// Issue 43: a 0.x run records no config; it is replayed with the 0.x default config's history
+/// processor (`Last5Observations` from v0.3.0: masking window 5), which reproduces the
+/// fixture's `tokens_sent` as the 1.x config does; a run whose instance template predates
+/// v0.3.0 ran `DefaultHistoryProcessor` and is replayed without masking.
+#[test]
+fn swe_agent_0x_runs_are_replayed_with_the_0x_default_processor() {
+    let dir = tempfile::tempdir().unwrap();
+    let late = zero_x_run(dir.path(), "late.traj", "fix it; script successfully runs");
+    let early = zero_x_run(dir.path(), "early.traj", "fix it; when it succesfully runs");
+    let doc = backtest_json(&[late]);
+    let s = &doc["sessions"][0];
+    assert!(
+        s["as_recorded"]
+            .as_str()
+            .unwrap()
+            .contains("mask-observations window=5"),
+        "{s:#}"
+    );
+    let ratio = s["tokens_sent_ratio"].as_f64().unwrap();
+    assert!((ratio - 1.0).abs() <= 0.02, "{s:#}");
+    let doc = backtest_json(&[early]);
+    let s = &doc["sessions"][0];
+    assert!(
+        s["as_recorded"]
+            .as_str()
+            .unwrap()
+            .starts_with("no compaction"),
+        "{s:#}"
+    );
+    assert!(s["tokens_sent_ratio"].as_f64().unwrap() > 1.5, "{s:#}");
+}
