@@ -163,7 +163,7 @@ impl Fitted for ReattachCap {
         };
         let mut best: Option<(f64, u64)> = None;
         for cap in CAP_GRID {
-            let Some(e) = score(cap) else { return None };
+            let e = score(cap)?;
             if best.is_none_or(|(b, _)| e < b) {
                 best = Some((e, cap));
             }

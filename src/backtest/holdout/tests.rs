@@ -111,14 +111,16 @@ fn swe_agent_scale_is_fitted_per_model_on_the_other_runs() {
         swe_run("c", "m", 4),
         swe_run("d", "o", 4),
     ];
-    let mut b = Backtest::default();
-    b.sessions = vec![
-        swe_row(&runs[0], 1_000, 1_000, 4),
-        swe_row(&runs[1], 1_000, 1_200, 4),
-        swe_row(&runs[2], 1_000, 2_000, 4),
-        // 5 calls, 4 requests: one requery of the mean request (250), so 1,250 replayed
-        swe_row(&runs[3], 1_000, 1_875, 5),
-    ];
+    let mut b = Backtest {
+        sessions: vec![
+            swe_row(&runs[0], 1_000, 1_000, 4),
+            swe_row(&runs[1], 1_000, 1_200, 4),
+            swe_row(&runs[2], 1_000, 2_000, 4),
+            // 5 calls, 4 requests: one requery of the mean request (250), so 1,250 replayed
+            swe_row(&runs[3], 1_000, 1_875, 5),
+        ],
+        ..Default::default()
+    };
     b.summarize();
     let sizes: Vec<SessionSizes> = runs.iter().map(|s| SessionSizes::new(s, None)).collect();
     add_holdout(&mut b, &runs, &sizes);
@@ -159,11 +161,13 @@ fn swe_agent_scale_is_fitted_per_model_on_the_other_runs() {
 #[test]
 fn holdout_json_fields_are_present_and_consistent() {
     let runs = [swe_run("a", "m", 2), swe_run("b", "m", 2)];
-    let mut b = Backtest::default();
-    b.sessions = vec![
-        swe_row(&runs[0], 1_000, 1_100, 2),
-        swe_row(&runs[1], 1_000, 900, 2),
-    ];
+    let mut b = Backtest {
+        sessions: vec![
+            swe_row(&runs[0], 1_000, 1_100, 2),
+            swe_row(&runs[1], 1_000, 900, 2),
+        ],
+        ..Default::default()
+    };
     b.summarize();
     b.frameworks.insert(
         "openhands".into(),
@@ -222,11 +226,13 @@ fn swe_agent_versions_are_reported_apart() {
             }),
         },
     });
-    let mut b = Backtest::default();
-    b.sessions = vec![
-        swe_row(&runs[0], 1_000, 1_000, 2),
-        swe_row(&runs[1], 1_000, 1_000, 2),
-    ];
+    let mut b = Backtest {
+        sessions: vec![
+            swe_row(&runs[0], 1_000, 1_000, 2),
+            swe_row(&runs[1], 1_000, 1_000, 2),
+        ],
+        ..Default::default()
+    };
     b.summarize();
     let sizes: Vec<SessionSizes> = runs.iter().map(|s| SessionSizes::new(s, None)).collect();
     add_holdout(&mut b, &runs, &sizes);
