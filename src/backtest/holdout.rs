@@ -137,6 +137,11 @@ pub struct Figures {
     pub tokens_sent_ratio: Option<f64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tokens_sent_ratio_by_version: BTreeMap<String, f64>,
+    /// SWE-agent: the backtest's own `tokens_sent_ratio` (as recorded replayed / recorded,
+    /// no requeries, no scale: nothing fitted), median over runs per version; the same on
+    /// both sides.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens_sent_ratio_unfitted_by_version: BTreeMap<String, f64>,
     /// The fitted figures these rest on (`fits[].figure`).
     pub fitted: Vec<String>,
 }
@@ -252,12 +257,45 @@ pub fn add_holdout(b: &mut Backtest, sessions: &[Session], sizes: &[SessionSizes
         .iter()
         .map(|f| cross_validate(f.as_ref()))
         .collect();
+    let unfitted = unfitted_tokens_sent(b, sessions);
     for (name, stats) in b.frameworks.iter_mut() {
         let mine: Vec<&FitReport> = reports.iter().filter(|r| &r.framework == name).collect();
-        stats.in_sample = Some(figures(stats, &mine, false));
-        stats.held_out = Some(figures(stats, &mine, true));
+        for held in [false, true] {
+            let mut f = figures(stats, &mine, held);
+            if name == "swe-agent" {
+                f.tokens_sent_ratio_unfitted_by_version = unfitted.clone();
+            }
+            if held {
+                stats.held_out = Some(f);
+            } else {
+                stats.in_sample = Some(f);
+            }
+        }
     }
     b.fits = reports;
+}
+
+/// The SWE-agent session rows' `tokens_sent_ratio`, median per version
+/// ([`figures::swe_version`]).
+fn unfitted_tokens_sent(b: &Backtest, sessions: &[Session]) -> BTreeMap<String, f64> {
+    let version: std::collections::HashMap<(&str, &str), &'static str> = sessions
+        .iter()
+        .map(|s| ((s.source.as_str(), s.id.as_str()), figures::swe_version(s)))
+        .collect();
+    let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in &b.sessions {
+        let (Some(ratio), Some(v)) = (
+            r.tokens_sent_ratio,
+            version.get(&(r.source.as_str(), r.session_id.as_str())),
+        ) else {
+            continue;
+        };
+        groups.entry(v.to_string()).or_default().push(ratio);
+    }
+    groups
+        .into_iter()
+        .filter_map(|(g, mut v)| median(&mut v).map(|m| (g, m)))
+        .collect()
 }
 
 #[cfg(test)]

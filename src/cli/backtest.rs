@@ -219,6 +219,14 @@ fn figures_line(f: &Figures) -> String {
             out.push_str(&format!(" ({v} {m})"));
         }
     }
+    if !f.tokens_sent_ratio_unfitted_by_version.is_empty() {
+        let v: Vec<String> = f
+            .tokens_sent_ratio_unfitted_by_version
+            .iter()
+            .map(|(v, m)| format!("{v} {m}"))
+            .collect();
+        out.push_str(&format!(", as replayed (unfitted) {}", v.join(", ")));
+    }
     out
 }
 

@@ -239,4 +239,10 @@ fn swe_agent_versions_are_reported_apart() {
     let h = b.frameworks["swe-agent"].held_out.clone().unwrap();
     let versions: Vec<&String> = h.tokens_sent_ratio_by_version.keys().collect();
     assert_eq!(versions, ["0.x", "1.x"]);
+    // the backtest's own ratios (nothing fitted), per version, beside them
+    let unfitted: Vec<(&String, &f64)> = h.tokens_sent_ratio_unfitted_by_version.iter().collect();
+    assert_eq!(
+        unfitted,
+        [(&"0.x".to_string(), &1.0), (&"1.x".to_string(), &1.0)]
+    );
 }
