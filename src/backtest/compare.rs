@@ -67,6 +67,10 @@ pub struct CompactionRow {
     /// Tool calls after it repeating one made before it, and those the measure marked broken.
     pub refetches: Option<u64>,
     pub refetches_marked_broken: Option<u64>,
+    /// The replay's event the rule's prediction was made before (not written): where the
+    /// held-out refits (`backtest::holdout`) rebuild the context after it.
+    #[serde(skip)]
+    pub predicted_event: Option<u32>,
 }
 
 /// Per framework.
@@ -86,6 +90,13 @@ pub struct FrameworkStats {
     /// Median predicted / recorded duration over the matched automatic compactions that
     /// record one (`null` when none does).
     pub duration_ratio: Option<f64>,
+    /// These figures with every fitted figure they rest on refitted on all sessions given,
+    /// and without the session each is scored on ([`super::holdout`]; `backtest --holdout`
+    /// and `--json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_sample: Option<super::holdout::Figures>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_out: Option<super::holdout::Figures>,
 }
 
 /// Per session: what it was replayed under, on what sizes, and how near the replay's prompt
@@ -128,6 +139,8 @@ fn round3(x: f64) -> f64 {
 #[derive(Debug, Clone, Copy)]
 pub struct Predicted {
     pub request: usize,
+    /// The event the request is made before.
+    pub event: u32,
     pub before: u64,
     pub after: u64,
     pub summary: u64,
@@ -169,6 +182,7 @@ pub fn predicted(replay: &Replay, anchored: Option<i64>) -> Vec<Predicted> {
             };
             Some(Predicted {
                 request: q,
+                event: r.event_index,
                 before,
                 after,
                 summary: c.summary_tokens,
@@ -297,6 +311,7 @@ fn recorded_row(
         agent_estimate: None,
         refetches: None,
         refetches_marked_broken: None,
+        predicted_event: None,
     }
 }
 
@@ -317,6 +332,7 @@ fn predict(row: &mut CompactionRow, p: Option<Predicted>, latency: &LatencyParam
         return;
     };
     row.predicted_request = Some(p.request);
+    row.predicted_event = Some(p.event);
     row.matched = Some(
         row.recorded_request
             .is_some_and(|r| r.abs_diff(p.request) <= MATCH_REQUESTS),

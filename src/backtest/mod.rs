@@ -9,6 +9,7 @@
 pub mod anchored;
 pub mod as_recorded;
 pub mod compare;
+pub mod holdout;
 pub mod kept;
 pub mod sizes;
 
@@ -33,6 +34,10 @@ pub struct Backtest {
     pub compactions: Vec<CompactionRow>,
     pub frameworks: BTreeMap<String, FrameworkStats>,
     pub sessions: Vec<SessionRow>,
+    /// Every figure fitted on recorded data, in sample and held out ([`holdout`]; filled by
+    /// [`holdout::add_holdout`], empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fits: Vec<holdout::FitReport>,
 }
 
 /// Chars of the summary the replay writes when the session records none: ~4,000 tokens, the

@@ -5,6 +5,7 @@
 use anyhow::Result;
 use clap::Args;
 
+use crate::backtest::holdout::{add_holdout, Figures, FitSide};
 use crate::backtest::{backtest, Backtest, CompactionRow, SessionRow};
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::{count_sessions, CacheOpts, Tokenizer};
@@ -17,9 +18,14 @@ pub struct BacktestArgs {
     /// Token counter the provider-scale fit is made on: o200k, cl100k or adk-chars.
     #[arg(long, value_name = "T", default_value = "o200k")]
     pub tokenizer: Tokenizer,
-    /// `{"compactions": [...], "frameworks": {...}, "sessions": [...]}` instead of the table.
+    /// `{"compactions": [...], "frameworks": {...}, "sessions": [...], "fits": [...]}` instead
+    /// of the table (with the held-out figures of `--holdout`).
     #[arg(long)]
     pub json: bool,
+    /// Refit every figure fitted on recorded data without each session in turn and print the
+    /// held-out figures beside the in-sample ones (docs/validation.md).
+    #[arg(long)]
+    pub holdout: bool,
 }
 
 pub fn run(args: BacktestArgs) -> Result<u8> {
@@ -42,11 +48,17 @@ pub fn run(args: BacktestArgs) -> Result<u8> {
         .enumerate()
         .map(|(i, s)| SessionSizes::new(s, counts.as_ref().map(|c| c[i].as_slice())))
         .collect();
-    let result = backtest(&sessions, &sizes);
+    let mut result = backtest(&sessions, &sizes);
+    if args.holdout || args.json {
+        add_holdout(&mut result, &sessions, &sizes);
+    }
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&result)?);
     } else {
         out!("{}", render(&result));
+        if args.holdout {
+            out!("{}", render_holdout(&result));
+        }
     }
     Ok(super::EXIT_OK)
 }
@@ -170,6 +182,79 @@ fn kept_table(b: &Backtest) -> String {
             agent,
             opt(c.refetches),
             opt(c.refetches_marked_broken)
+        ));
+    }
+    out
+}
+
+fn side_line(s: &FitSide) -> String {
+    let medians: Vec<String> = s.median.iter().map(|(g, m)| format!("{g} {m}")).collect();
+    let values = match (s.value_min, s.value_max) {
+        (Some(a), Some(b)) if a == b => a.to_string(),
+        (Some(a), Some(b)) => format!("{a}-{b}"),
+        _ => "-".to_string(),
+    };
+    format!(
+        "fit {values}; {} sessions ({} without a fit), {} outcomes; median {}",
+        s.sessions,
+        s.sessions_without_fit,
+        s.outcomes,
+        medians.join(", ")
+    )
+}
+
+fn figures_line(f: &Figures) -> String {
+    let mut out = format!(
+        "matched {}, |d before| % {}, after ratio {}",
+        f.auto_matched,
+        opt(f.median_abs_delta_tokens_before_pct),
+        opt(f.tokens_after_ratio)
+    );
+    if let Some(e) = f.prompt_fit_error_p50_pct {
+        out.push_str(&format!(", prompt fit error p50 % {e}"));
+    }
+    if let Some(r) = f.tokens_sent_ratio {
+        out.push_str(&format!(", tokens_sent ratio {r}"));
+        for (v, m) in &f.tokens_sent_ratio_by_version {
+            out.push_str(&format!(" ({v} {m})"));
+        }
+    }
+    if !f.tokens_sent_ratio_unfitted_by_version.is_empty() {
+        let v: Vec<String> = f
+            .tokens_sent_ratio_unfitted_by_version
+            .iter()
+            .map(|(v, m)| format!("{v} {m}"))
+            .collect();
+        out.push_str(&format!(", as replayed (unfitted) {}", v.join(", ")));
+    }
+    out
+}
+
+/// `--holdout`: every fitted figure in sample and held out, then per framework its figures
+/// both ways.
+pub fn render_holdout(b: &Backtest) -> String {
+    let mut out = String::from("\nfitted figures: in sample / held out (leave one session out)\n");
+    for r in &b.fits {
+        out.push_str(&format!(
+            "{} [{}] ({}{}):\n  in sample: {}\n  held out:  {}\n",
+            r.figure,
+            r.framework,
+            r.unit,
+            r.shipped
+                .map_or_else(String::new, |v| format!(", shipped {v}")),
+            side_line(&r.in_sample),
+            side_line(&r.held_out)
+        ));
+    }
+    out.push_str("\nper framework: in sample / held out\n");
+    for (name, f) in &b.frameworks {
+        let (Some(i), Some(h)) = (&f.in_sample, &f.held_out) else {
+            continue;
+        };
+        out.push_str(&format!(
+            "{name}\n  in sample: {}\n  held out:  {}\n",
+            figures_line(i),
+            figures_line(h)
         ));
     }
     out

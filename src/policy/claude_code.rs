@@ -288,6 +288,17 @@ pub fn reattached(
     sizes: &crate::tokens::sizes::SessionSizes,
     before: usize,
 ) -> Vec<(u32, u64)> {
+    reattached_capped(
+        &recent_reads(session, before),
+        &sizes.tokens,
+        REATTACH_TOKENS_PER_FILE,
+    )
+}
+
+/// The files [`reattached`] chooses from: per path read before event `before`, the event of
+/// its latest `Read` result and Claude Code's estimate of it (characters / 4), most recent
+/// first.
+pub fn recent_reads(session: &Session, before: usize) -> Vec<(u32, u64)> {
     let events = &session.events[..before.min(session.events.len())];
     let mut reads: std::collections::HashMap<&str, &str> = Default::default();
     // (path, event of its latest result, Claude Code's estimate of it), oldest first
@@ -323,21 +334,33 @@ pub fn reattached(
             }
         }
     }
+    latest
+        .iter()
+        .rev()
+        .map(|&(_, k, estimate)| (k as u32, estimate))
+        .collect()
+}
+
+/// [`reattached`] with each file kept up to `cap` tokens (Claude Code's estimate): what the
+/// held-out refit of the cap (`backtest::holdout`) replays at every cap it tries.
+/// `reads`: [`recent_reads`]; `tokens`: the replay's tokens per event
+/// (`SessionSizes::tokens`).
+pub fn reattached_capped(reads: &[(u32, u64)], tokens: &[u32], cap: u64) -> Vec<(u32, u64)> {
     let mut total = 0u64;
     let mut keep: Vec<(u32, u64)> = Vec::new();
-    for &(_, k, estimate) in latest.iter().rev().take(REATTACH_FILES) {
-        let t = estimate.min(REATTACH_TOKENS_PER_FILE);
+    for &(k, estimate) in reads.iter().take(REATTACH_FILES) {
+        let t = estimate.min(cap);
         if total + t > REATTACH_MAX_TOKENS {
             break;
         }
         total += t;
-        if keep.iter().any(|x| x.0 == k as u32) {
+        if keep.iter().any(|x| x.0 == k) {
             continue;
         }
         // the kept share of the event, on the replay's scale
-        let tokens = u64::from(sizes.tokens.get(k).copied().unwrap_or(0));
-        let kept = (tokens as f64 * t as f64 / estimate.max(1) as f64).round() as u64;
-        keep.push((k as u32, kept.min(tokens)));
+        let event = u64::from(tokens.get(k as usize).copied().unwrap_or(0));
+        let kept = (event as f64 * t as f64 / estimate.max(1) as f64).round() as u64;
+        keep.push((k, kept.min(event)));
     }
     keep.sort_unstable();
     keep

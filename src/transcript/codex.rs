@@ -12,7 +12,23 @@
 //!   open request (an aborted stream) form a model request without recorded usage.
 //! - `turn_aborted` flags the latest event `Interruption`; `exec_approval_request` /
 //!   `apply_patch_approval_request` flag the requesting model event `Approval`.
-//! - `compacted` (Codex's own compaction) is kept aside as a recorded compaction.
+//! - `compacted` (Codex's own compaction) is kept aside as a recorded compaction. Its summary
+//!   is `message`, or, where that is empty (the remote compaction of
+//!   `codex-rs/core/src/compact_remote.rs` writes `""`), the text of the last user message of
+//!   its `replacement_history` (local compaction, `compact.rs` `build_compacted_history`,
+//!   appends the summary as the last user message; a remote one's summary is an encrypted
+//!   `compaction` item and stays unread). `replacement_history` replaces the history for the
+//!   requests after it; the reader keeps the events as recorded (the replay compacts them).
+//!   What Codex writes around it (0.117+, `compact.rs` `run_compact_task_inner`,
+//!   `Session::recompute_token_usage`): the summarizing request's `token_count` (its usage,
+//!   no response items: `record_into_history` keeps them in memory only), then a
+//!   `token_count` whose `last_token_usage` is zero but for `total_tokens`, Codex's estimate
+//!   of the context after (history and base instructions), then `compacted`. The first is no
+//!   request of the conversation: its prompt is the compaction's `pre_tokens` (the history it
+//!   summarized plus the compact prompt). The second is no request either: its
+//!   `total_tokens` is the compaction's `tokens_after` when no request follows to record one.
+//!   A compaction before a turn's first user message (pre-turn, `InitialContextInjection::
+//!   DoNotInject`) is placed before that message, in the new turn.
 //! - What Codex compacts by is the session's `recorded_policy`: `cli_version`, the model's
 //!   `model_context_window` (on `token_count`) and `model_auto_compact_token_limit` where a
 //!   record carries it (none of the corpus rollouts does).
@@ -88,6 +104,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         invocations: 0,
         in_user_block: false,
         after_compaction: false,
+        pending_after: None,
         versions: Vec::new(),
         auto_compact_limit: None,
         context_window: None,
@@ -142,6 +159,8 @@ struct Rollout<'a> {
     invocations: usize,
     in_user_block: bool,
     after_compaction: bool,
+    /// `total_tokens` of a zero-usage `token_count` not yet given to a compaction.
+    pending_after: Option<u64>,
     /// `session_meta.cli_version`s, in order.
     versions: Vec<String>,
     auto_compact_limit: Option<u64>,
@@ -257,21 +276,57 @@ impl<'a> Rollout<'a> {
             }
             "response_item" => self.response_item(line_no, payload, t)?,
             "event_msg" => self.event_msg(line_no, payload, t)?,
-            "compacted" => {
-                let summary = readutil::str_field(payload, "message")
-                    .unwrap_or("")
-                    .to_string();
-                let mut c = RecordedCompaction::new(self.events.len(), "codex compacted");
-                c.end_timestamp = ts;
-                c.summary = summary;
-                c.boundary_raw = Some(RawPos::Line(line_no));
-                self.compactions.push(c);
-                self.after_compaction = true;
-                self.open_request = None;
-            }
+            "compacted" => self.compacted(line_no, payload, ts),
             _ => {}
         }
         Ok(())
+    }
+
+    /// A `compacted` record (module doc): the summarizing request before it is taken out of
+    /// the conversation's requests.
+    fn compacted(&mut self, line_no: usize, payload: &Map<String, Value>, ts: Option<f64>) {
+        let pre_tokens = self.take_summarizing_request();
+        let mut c = RecordedCompaction::new(self.events.len(), "codex compacted");
+        c.end_timestamp = ts;
+        c.summary = match readutil::str_field(payload, "message") {
+            Some(m) if !m.is_empty() => m.to_string(),
+            _ => replacement_summary(payload.get("replacement_history")),
+        };
+        c.pre_tokens = pre_tokens;
+        c.tokens_after = self.pending_after.take();
+        c.boundary_raw = Some(RawPos::Line(line_no));
+        self.compactions.push(c);
+        self.after_compaction = true;
+        self.open_request = None;
+    }
+
+    /// The compaction's own model request: the open request, last in the events, with usage
+    /// and nothing in it. Removed; its prompt tokens returned.
+    fn take_summarizing_request(&mut self) -> Option<u64> {
+        let i = self.open_request?;
+        let e = self.events.last()?;
+        if i + 1 != self.events.len() || !e.model_request || !e.parts.is_empty() {
+            return None;
+        }
+        let prompt = e.usage?.prompt_tokens;
+        self.events.pop();
+        self.open_request = None;
+        Some(prompt)
+    }
+
+    /// A `token_count` with zero usage but `total_tokens` (module doc): Codex's estimate of
+    /// the context after a compaction, for the compaction it precedes (or, written after it,
+    /// the one just recorded).
+    fn size_after(&mut self, total_tokens: u64) {
+        let last_is_compaction = self.after_compaction
+            && self
+                .compactions
+                .last()
+                .is_some_and(|c| c.at_event == self.events.len() && c.tokens_after.is_none());
+        match self.compactions.last_mut() {
+            Some(c) if last_is_compaction => c.tokens_after = Some(total_tokens),
+            _ => self.pending_after = Some(total_tokens),
+        }
     }
 
     /// The model event response items go into, opening one without usage if needed.
@@ -466,6 +521,10 @@ impl<'a> Rollout<'a> {
                 if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
                     self.context_window = Some(w);
                 }
+                if let Some(after) = zero_usage_total(info.get("last_token_usage")) {
+                    self.size_after(after);
+                    return Ok(());
+                }
                 let total = info.get("total_token_usage").cloned();
                 if total.is_some() && total == self.last_total {
                     return Ok(());
@@ -522,6 +581,44 @@ impl<'a> Rollout<'a> {
         }
         Ok(())
     }
+}
+
+/// `last_token_usage.total_tokens` of a `token_count` that reports no input and no output (the
+/// context size Codex estimates after a compaction); `None` for any other.
+fn zero_usage_total(last: Option<&Value>) -> Option<u64> {
+    let last = last?.as_object()?;
+    let zero = |k: &str| last.get(k).and_then(Value::as_u64) == Some(0);
+    (zero("input_tokens") && zero("output_tokens"))
+        .then(|| last.get("total_tokens").and_then(Value::as_u64))
+        .flatten()
+        .filter(|&t| t > 0)
+}
+
+/// The summary a `compacted` record's `replacement_history` holds: the text of its last user
+/// message (local compaction appends the summary last; empty when none, e.g. a remote
+/// compaction's encrypted `compaction` item).
+fn replacement_summary(history: Option<&Value>) -> String {
+    let Some(Value::Array(items)) = history else {
+        return String::new();
+    };
+    items
+        .iter()
+        .rev()
+        .filter(|i| {
+            i.get("type").and_then(Value::as_str) == Some("message")
+                && i.get("role").and_then(Value::as_str) == Some("user")
+        })
+        .find_map(|i| {
+            let text: Vec<String> = message_parts(i.get("content"))
+                .into_iter()
+                .filter_map(|p| match p {
+                    Part::Text { text } => Some(text),
+                    _ => None,
+                })
+                .collect();
+            (!text.is_empty()).then(|| text.join("\n"))
+        })
+        .unwrap_or_default()
 }
 
 /// Text and image parts of a message's `content` list.
@@ -787,6 +884,7 @@ mod tests {
             line("response_item", serde_json::json!({"type": "message", "role": "user", "content": "go"})),
             line("event_msg", serde_json::json!({"type": "token_count", "info": {
                 "last_token_usage": {"input_tokens": 9, "output_tokens": 1}, "model_context_window": 400_000}})),
+            line("response_item", serde_json::json!({"type": "message", "role": "assistant", "content": "ok"})),
             line("compacted", serde_json::json!({"message": "sum"})),
             line("event_msg", serde_json::json!({"type": "token_count", "info": {
                 "last_token_usage": {"input_tokens": 5, "output_tokens": 1}}})),
@@ -805,7 +903,7 @@ mod tests {
         let c = &s.recorded_compactions[0];
         assert_eq!(
             (c.request, c.tokens_after, c.boundary_raw),
-            (Some(1), Some(5), Some(RawPos::Line(5)))
+            (Some(1), Some(5), Some(RawPos::Line(6)))
         );
     }
 
@@ -847,5 +945,159 @@ mod tests {
             .collect();
         assert_eq!(reqs, [(100, false), (40, true)]);
         assert_eq!(s.events[2].critical, [Critical::Refusal]);
+    }
+
+    /// One rollout line of a hand-made fixture (shapes of Codex 0.117+'s sources, module doc).
+    fn rl(kind: &str, payload: serde_json::Value) -> String {
+        serde_json::json!({"timestamp": "2026-01-01T00:00:00Z", "type": kind, "payload": payload})
+            .to_string()
+    }
+
+    fn tc(input: u64, output: u64, total: u64) -> String {
+        rl(
+            "event_msg",
+            serde_json::json!({"type": "token_count", "info": {
+                "total_token_usage": {"input_tokens": total, "output_tokens": 0, "total_tokens": total},
+                "last_token_usage": {"input_tokens": input, "cached_input_tokens": 0,
+                    "output_tokens": output, "reasoning_output_tokens": 0,
+                    "total_tokens": input + output}}}),
+        )
+    }
+
+    /// Codex's `recompute_token_usage` after a compaction: zero usage but `total_tokens`,
+    /// the running total unchanged.
+    fn tc_after(estimate: u64, total: u64) -> String {
+        rl(
+            "event_msg",
+            serde_json::json!({"type": "token_count", "info": {
+                "total_token_usage": {"input_tokens": total, "output_tokens": 0, "total_tokens": total},
+                "last_token_usage": {"input_tokens": 0, "cached_input_tokens": 0,
+                    "output_tokens": 0, "reasoning_output_tokens": 0, "total_tokens": estimate}}}),
+        )
+    }
+
+    fn msg(role: &str, text: &str) -> String {
+        let kind = if role == "assistant" {
+            "output_text"
+        } else {
+            "input_text"
+        };
+        rl(
+            "response_item",
+            serde_json::json!({"type": "message", "role": role, "content": [{"type": kind, "text": text}]}),
+        )
+    }
+
+    fn prompts(s: &Session) -> Vec<u64> {
+        s.events
+            .iter()
+            .filter(|e| e.model_request)
+            .map(|e| e.usage.map_or(0, |u| u.prompt_tokens))
+            .collect()
+    }
+
+    /// Issue 43: a 0.117+ local compaction. The summarizing request's `token_count` is no
+    /// request of the conversation (its prompt is the compaction's `pre_tokens`), the
+    /// zero-usage `token_count` is no request either (its `total_tokens` is the size after
+    /// where no request follows), and an empty `message` gives way to the summary the
+    /// `replacement_history` ends with.
+    #[test]
+    fn codex_compacted_with_replacement_history_and_zero_usage_token_count() {
+        let head = [
+            rl(
+                "session_meta",
+                serde_json::json!({"id": "s", "cli_version": "0.117.0"}),
+            ),
+            msg("user", "fix it"),
+            tc(1_000, 50, 1_050),
+            msg("assistant", "looking"),
+            tc(1_500, 300, 2_850),
+            tc_after(400, 2_850),
+            rl(
+                "compacted",
+                serde_json::json!({"message": "", "replacement_history": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "SUMMARY: fixing it"}]}]}),
+            ),
+        ];
+        let s = &read("r.jsonl", &head.join("\n")).expect("reads")[0];
+        assert_eq!(prompts(s), [1_000]);
+        let c = &s.recorded_compactions[0];
+        assert_eq!(c.summary, "SUMMARY: fixing it");
+        assert_eq!(
+            (c.pre_tokens, c.request, c.tokens_after),
+            (Some(1_500), None, Some(400))
+        );
+        // a request after it records the size after itself
+        let mut more = head.to_vec();
+        more.extend([tc(450, 20, 3_320), msg("assistant", "done")]);
+        let s = &read("r.jsonl", &more.join("\n")).expect("reads")[0];
+        assert_eq!(prompts(s), [1_000, 450]);
+        let c = &s.recorded_compactions[0];
+        assert_eq!((c.request, c.tokens_after), (Some(1), Some(450)));
+        assert!(s.events[c.at_event..].iter().any(|e| e.model_request));
+    }
+
+    /// Issue 43: a remote compaction (`compact_remote.rs`): `message` empty, the summary an
+    /// encrypted `compaction` item; no summarizing request precedes it, so the conversation's
+    /// last request stays one.
+    #[test]
+    fn codex_remote_compaction_keeps_the_last_request() {
+        let text = [
+            msg("user", "go"),
+            tc(800, 10, 810),
+            msg("assistant", "ok"),
+            tc_after(90, 810),
+            rl(
+                "compacted",
+                serde_json::json!({"message": "", "replacement_history": [
+                {"type": "compaction", "encrypted_content": "gAAAA"}]}),
+            ),
+        ]
+        .join("\n");
+        let s = &read("r.jsonl", &text).expect("reads")[0];
+        assert_eq!(prompts(s), [800]);
+        let c = &s.recorded_compactions[0];
+        assert_eq!(
+            (c.summary.as_str(), c.pre_tokens, c.tokens_after),
+            ("", None, Some(90))
+        );
+    }
+
+    /// Issue 43: a compaction before a turn's first user message (pre-turn, Codex checks the
+    /// last response's total before the turn starts) sits before that message, in the new
+    /// turn, and the turn's first request is the one after it.
+    #[test]
+    fn codex_pre_turn_compaction_sits_before_the_turns_first_user_message() {
+        let text = [
+            msg("user", "first task"),
+            tc(100, 5, 105),
+            msg("assistant", "done"),
+            tc(120, 30, 255),
+            tc_after(60, 255),
+            rl(
+                "compacted",
+                serde_json::json!({"message": "sum of the first task"}),
+            ),
+            rl("turn_context", serde_json::json!({"model": "gpt-5"})),
+            msg("user", "<environment_context>cwd</environment_context>"),
+            msg("user", "second task"),
+            tc(70, 5, 330),
+            msg("assistant", "on it"),
+        ]
+        .join("\n");
+        let s = &read("r.jsonl", &text).expect("reads")[0];
+        assert_eq!(prompts(s), [100, 70]);
+        let c = &s.recorded_compactions[0];
+        let first = &s.events[c.at_event];
+        assert!(
+            !first.model_request && first.role != Role::Model,
+            "{first:?}"
+        );
+        assert_ne!(first.invocation_id, s.events[0].invocation_id);
+        assert_eq!(
+            (c.request, c.pre_tokens, c.tokens_after, c.summary.as_str()),
+            (Some(1), Some(120), Some(70), "sum of the first task")
+        );
     }
 }

@@ -647,7 +647,12 @@ impl Session {
                 .skip(c.at_event)
                 .find(|(_, e)| e.model_request);
             c.request = first.map(|(k, _)| requests_before[k]);
-            c.tokens_after = first.and_then(|(_, e)| e.usage).map(|u| u.prompt_tokens);
+            // a reader's own figure (Codex's estimate after compacting) where no request
+            // follows to record one
+            c.tokens_after = first
+                .and_then(|(_, e)| e.usage)
+                .map(|u| u.prompt_tokens)
+                .or(c.tokens_after);
         }
     }
 

@@ -51,10 +51,15 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         from_trajectory(&cx, cx.opt_arr(top, "trajectory", "$")?, &stem)?
     };
     let agent = agent_config(top);
+    let stats = model_stats(top);
+    let policy = match agent.as_ref() {
+        Some(agent) => recorded_policy(agent, stats),
+        None => zero_x_policy(history, stats),
+    };
     Ok(vec![Session {
         model: model_name(agent.as_ref()),
         synthetic_timestamps: true,
-        recorded_policy: recorded_policy(agent.as_ref(), model_stats(top)),
+        recorded_policy: policy,
         ..Session::new(stem, file, Format::SweAgent, events)
     }])
 }
@@ -94,11 +99,7 @@ fn model_stats(top: &Map<String, Value>) -> Option<ModelStats> {
 /// `always_keep_output_for_tags` act on tagged observations, which the corpus runs do not
 /// have, and are not modelled); with another polling, or any other processor, it is named and
 /// not modelled.
-fn recorded_policy(
-    agent: Option<&Value>,
-    model_stats: Option<ModelStats>,
-) -> Option<RecordedPolicy> {
-    let agent = agent?;
+fn recorded_policy(agent: &Value, model_stats: Option<ModelStats>) -> Option<RecordedPolicy> {
     // SWE-agent 1.0 configs hold one `history_processor`; later ones a list.
     let (key, list) = match (
         agent.get("history_processors"),
@@ -131,6 +132,60 @@ fn recorded_policy(
         rule: PolicyRule::SweAgent {
             processors,
             model_stats,
+        },
+    })
+}
+
+/// Text of SWE-agent's 0.x instance template before typo fixes 93c65549 and 67729283
+/// (2024-04-18, "succesfully runs", "doensn't work"): the release that still carries them
+/// (v0.1.0-v0.2.0) ran `config/default.yaml` with `DefaultHistoryProcessor`; commit 08e66863
+/// (2024-04-21, first released in v0.3.0) switched that config to `Last5Observations`.
+const PRE_V0_3_TEMPLATE: [&str; 2] = ["succesfully runs", "doensn't work"];
+
+/// A SWE-agent 0.x run: it records no `replay_config` and its `history` messages carry no
+/// `message_type` (1.x writes one on every message). Its history processor is then the 0.x
+/// default config's (`config/default.yaml`, `history_processor`): `Last5Observations`
+/// (0.x `sweagent/agent/history_processors.py` `last_n_history`, n = 5: every non-demo
+/// `user` message but the first and the last 5 replaced by "Old output omitted (N lines)",
+/// which the masking window 5 replays) from v0.3.0 to v0.7.0, `DefaultHistoryProcessor`
+/// (nothing) in v0.1.0-v0.2.0, told apart by the instance template's text
+/// ([`PRE_V0_3_TEMPLATE`]). Only a run that called a model (`tokens_sent` > 0) gets one: a
+/// demonstration replayed without a model records no setting it ran with.
+fn zero_x_policy(history: &[Value], model_stats: Option<ModelStats>) -> Option<RecordedPolicy> {
+    let stats = model_stats.filter(|s| s.tokens_sent > 0)?;
+    if history.is_empty() || history.iter().any(|m| m.get("message_type").is_some()) {
+        return None;
+    }
+    let task = history
+        .iter()
+        .find(|m| {
+            m.get("role").and_then(Value::as_str) == Some("user")
+                && m.get("is_demo") != Some(&Value::Bool(true))
+        })
+        .map(|m| util::content_text(m.get("content")))
+        .unwrap_or_default();
+    let early = PRE_V0_3_TEMPLATE.iter().any(|t| task.contains(t));
+    let (versions, source, processors) = if early {
+        (
+            "0.1.0-0.2.0",
+            "swe-agent 0.x default config (v0.1.0-v0.2.0 config/default.yaml: \
+             DefaultHistoryProcessor)",
+            Vec::new(),
+        )
+    } else {
+        (
+            "0.3.0-0.7.0",
+            "swe-agent 0.x default config (v0.3.0-v0.7.0 config/default.yaml: \
+             Last5Observations)",
+            vec![HistoryProcessor::LastNObservations { n: 5 }],
+        )
+    };
+    Some(RecordedPolicy {
+        source: source.to_string(),
+        versions: vec![versions.to_string()],
+        rule: PolicyRule::SweAgent {
+            processors,
+            model_stats: Some(stats),
         },
     })
 }
@@ -554,5 +609,48 @@ mod tests {
         assert!(
             matches!(&s.events[2].parts[0], Part::ToolResponse { id: None, name, .. } if name.is_empty())
         );
+    }
+
+    /// Issue 43: a 0.x run records no `replay_config`; it ran its default config's history
+    /// processor, `Last5Observations` from v0.3.0 (masking window 5), nothing before (told by
+    /// the instance template's text, fixed three days before the switch). A run without
+    /// model calls (a demonstration) or with 1.x messages gets no 0.x setting.
+    #[test]
+    fn swe_agent_0x_runs_get_the_0x_default_history_processor() {
+        let traj = |task: &str, sent: u64, message_type: bool| {
+            let mut obs = serde_json::json!({"role": "user", "content": "obs", "agent": "primary"});
+            if message_type {
+                obs["message_type"] = "observation".into();
+            }
+            serde_json::json!({"history": [
+                {"role": "system", "content": "sys", "agent": "primary"},
+                {"role": "user", "content": "demo", "agent": "primary", "is_demo": true},
+                {"role": "user", "content": task, "agent": "primary"},
+                {"role": "assistant", "content": "ls", "action": "ls", "agent": "primary"},
+                obs],
+              "info": {"model_stats": {"tokens_sent": sent, "api_calls": 1}}})
+            .to_string()
+        };
+        let policy = |text: String| read("r.traj", &text).unwrap()[0].recorded_policy.clone();
+        let late = policy(traj("script successfully runs", 900, false)).expect("0.x");
+        assert!(late.source.starts_with("swe-agent 0.x"), "{late:?}");
+        assert_eq!(late.versions, ["0.3.0-0.7.0"]);
+        assert_eq!(
+            late.rule,
+            PolicyRule::SweAgent {
+                processors: vec![HistoryProcessor::LastNObservations { n: 5 }],
+                model_stats: Some(ModelStats {
+                    tokens_sent: 900,
+                    api_calls: 1
+                }),
+            }
+        );
+        let early = policy(traj("when it succesfully runs", 900, false)).expect("0.x");
+        assert_eq!(early.versions, ["0.1.0-0.2.0"]);
+        assert!(
+            matches!(&early.rule, PolicyRule::SweAgent { processors, .. } if processors.is_empty())
+        );
+        assert_eq!(policy(traj("task", 0, false)), None);
+        assert_eq!(policy(traj("task", 900, true)), None);
     }
 }
