@@ -569,7 +569,9 @@ fn claude_code_session(prompts: &[Option<u64>], version: Option<&str>) -> (Sessi
     s.recorded_policy = version.map(|v| crate::transcript::RecordedPolicy {
         source: "claude-code version".into(),
         versions: vec![v.into()],
-        rule: crate::transcript::PolicyRule::ClaudeCodeAuto,
+        rule: crate::transcript::PolicyRule::ClaudeCodeAuto {
+            settings: Default::default(),
+        },
     });
     (s, toks)
 }
@@ -585,9 +587,10 @@ fn fired_at(r: &Replay) -> Vec<usize> {
         .collect()
 }
 
-/// On a 200,000-token auto-compact window: CLI 2.0.57 reserves the whole 64,000 max output
-/// (123,000), 2.1.21 and later 20,000 (167,000), and a session recording no version gets the
-/// current rule; the price table's window (1,000,000) plays no part.
+/// On a 200,000-token auto-compact window: CLI 2.0.57 reserves the whole output cap (32,000
+/// by default: 155,000; 64,000 when the settings it read set CLAUDE_CODE_MAX_OUTPUT_TOKENS=64000:
+/// 123,000), 2.1.21 and later at most 20,000 (167,000), and a session recording no version
+/// gets the current rule; the price table's window (1,000,000) plays no part.
 #[test]
 fn claude_code_fires_at_its_recorded_versions_threshold_on_a_200k_window() {
     let prompts = [
@@ -609,7 +612,19 @@ fn claude_code_fires_at_its_recorded_versions_threshold_on_a_200k_window() {
             .first()
             .copied()
     };
-    assert_eq!(fired(Some("2.0.57")), Some(2));
+    assert_eq!(fired(Some("2.0.57")), Some(3));
+    let (mut s, toks) = claude_code_session(&prompts, Some("2.0.57"));
+    if let Some(crate::transcript::PolicyRule::ClaudeCodeAuto { settings }) =
+        s.recorded_policy.as_mut().map(|p| &mut p.rule)
+    {
+        settings
+            .env
+            .insert("CLAUDE_CODE_MAX_OUTPUT_TOKENS".into(), "64000".into());
+    }
+    assert_eq!(
+        fired_at(&run(&s, &toks, &spec, None)).first().copied(),
+        Some(2)
+    );
     assert_eq!(fired(Some("2.1.39")), Some(4));
     assert_eq!(fired(None), Some(4));
     // a 150,000 window under 2.1.39: 150,000 - 20,000 - 13,000 = 117,000, passed by 122,999
@@ -623,11 +638,12 @@ fn claude_code_fires_at_its_recorded_versions_threshold_on_a_200k_window() {
 
 /// A session that records its own automatic compaction: the request after it went out
 /// compacted (its recorded size is small), yet the policy fires there, as Claude Code did: the
-/// context it measured is the size before plus what the history grew since.
+/// size it checked is the last response's usage with its output (plus the estimate of what
+/// came after it), on the history before the compaction.
 #[test]
 fn claude_code_fires_where_the_recorded_compaction_was() {
     // request 3 is the first after the compaction: its recorded 40,000 is the compacted
-    // prompt; two sizes before it are too few for a provider-scale fit, so growth is counted
+    // prompt
     let prompts = [
         None,
         Some(150_000),
@@ -640,6 +656,10 @@ fn claude_code_fires_where_the_recorded_compaction_was() {
         .filter(|&e| s.events[e].model_request)
         .collect();
     let at = requests[3];
+    // the response before the compaction wrote 300 tokens: 166,800 + 300 >= 167,000
+    if let Some(u) = s.events[requests[2]].usage.as_mut() {
+        u.output_tokens = 300;
+    }
     for &e in &requests[3..] {
         s.events[e].post_compaction_usage = true;
     }
@@ -650,7 +670,6 @@ fn claude_code_fires_where_the_recorded_compaction_was() {
         pct: None,
         window: 200_000,
     };
-    // 166,800 + the 510 tokens the history grew by (a call and its result) >= 167,000
     assert_eq!(fired_at(&run(&s, &toks, &spec, None)), vec![3]);
     // without the record, the compacted 40,000 is all the replay sees: it never fires
     s.recorded_compactions.clear();

@@ -1,7 +1,8 @@
 //! Claude Code JSONL reader (`~/.claude/projects/*/<session>.jsonl`, `subagents/agent-*.jsonl`).
 //!
 //! What the file holds versus what the model saw:
-//! - One model request (one API response) is one `message.id`, but Claude Code writes each
+//! - One model request (one API response) is one `requestId` (else one `message.id`: a
+//!   third-party endpoint can repeat a message id across requests), but Claude Code writes each
 //!   content block on its own `assistant` line, and tool results of parallel calls can land
 //!   between those lines. All lines of one id merge into one model event, placed where its
 //!   first line was. Usage repeats on every line; input and cache fields agree, the
@@ -152,7 +153,8 @@ struct Group {
     key: Key,
     session_id: Option<String>,
     events: Vec<Event>,
-    by_message_id: HashMap<String, usize>,
+    /// Model event per request: `requestId`, else `message.id` ([`request_key`]).
+    by_request: HashMap<String, usize>,
     tool_names: HashMap<String, String>,
     compactions: Vec<RecordedCompaction>,
     /// Index into `compactions` of a boundary still waiting for its summary message.
@@ -167,6 +169,8 @@ struct Group {
     invocation_has_prompt: bool,
     clock: Clock,
     model: Option<String>,
+    /// The first recorded working directory (`cwd`).
+    cwd: Option<String>,
 }
 
 impl Group {
@@ -175,7 +179,7 @@ impl Group {
             key,
             session_id: None,
             events: Vec::new(),
-            by_message_id: HashMap::new(),
+            by_request: HashMap::new(),
             tool_names: HashMap::new(),
             compactions: Vec::new(),
             pending_summary: None,
@@ -186,6 +190,7 @@ impl Group {
             invocation_has_prompt: false,
             clock: Clock::new(TIMESTAMP_TOLERANCE_S),
             model: None,
+            cwd: None,
         }
     }
 
@@ -214,23 +219,29 @@ impl Group {
     }
 
     /// The model event of `message_id`, opened at `t` on its first line (see module doc).
-    fn request_event(&mut self, message_id: String, model: Option<String>, t: f64) -> usize {
+    fn request_event(
+        &mut self,
+        key: String,
+        message_id: String,
+        model: Option<String>,
+        t: f64,
+    ) -> usize {
         let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
         if self.model.is_none() && !synthetic {
             self.model.clone_from(&model);
         }
-        if let Some(&i) = self.by_message_id.get(&message_id) {
+        if let Some(&i) = self.by_request.get(&key) {
             return i;
         }
         let inv = self.current_invocation();
         let mut ev = Event::new(self.agent_name(), Role::Model, inv, t);
-        ev.id = Some(message_id.clone());
+        ev.id = Some(message_id);
         ev.model_request = !synthetic;
         ev.model = model.filter(|_| !synthetic);
         ev.post_compaction_usage = self.after_compaction && !synthetic;
         self.events.push(ev);
         let i = self.events.len() - 1;
-        self.by_message_id.insert(message_id, i);
+        self.by_request.insert(key, i);
         i
     }
 
@@ -330,7 +341,12 @@ impl Group {
         (!self.versions.is_empty()).then(|| RecordedPolicy {
             source: "claude-code version".to_string(),
             versions: self.versions.clone(),
-            rule: PolicyRule::ClaudeCodeAuto,
+            rule: PolicyRule::ClaudeCodeAuto {
+                settings: super::ClaudeCodeSettings {
+                    cwd: self.cwd.clone(),
+                    ..Default::default()
+                },
+            },
         })
     }
 }
@@ -456,6 +472,9 @@ impl<'a> Reader<'a> {
             if group.session_id.is_none() {
                 group.session_id = readutil::str_field(obj, "sessionId").map(str::to_string);
             }
+            if group.cwd.is_none() {
+                group.cwd = readutil::str_field(obj, "cwd").map(str::to_string);
+            }
             group.note_version(obj);
         }
         match kind {
@@ -493,6 +512,7 @@ impl<'a> Reader<'a> {
             .or_else(|| readutil::str_field(obj, "uuid"))
             .map(str::to_string)
             .unwrap_or_else(|| format!("line-{line_no}"));
+        let key = request_key(obj, &message_id);
         let model = readutil::str_field(msg, "model").map(str::to_string);
         let t = self.tick(line_no, g, ts)?;
         let (parts, calls) = self.assistant_parts(line_no, &blocks)?;
@@ -504,7 +524,7 @@ impl<'a> Reader<'a> {
         for (id, name) in calls {
             group.tool_names.insert(id, name);
         }
-        let idx = group.request_event(message_id, model, t);
+        let idx = group.request_event(key, message_id, model, t);
         if let Some(ev) = group.events.get_mut(idx) {
             ev.parts.extend(parts);
             if let Some(u) = usage {
@@ -768,9 +788,21 @@ impl<'a> Reader<'a> {
                 ..Session::new(id, source, Format::ClaudeCode, g.events)
             };
             s.index_recorded();
+            super::claude_code_settings::observe(&mut s);
             out.push(s);
         }
         Ok(out)
+    }
+}
+
+/// The request an assistant line belongs to: its `requestId` (one API call), else its
+/// `message.id`. Claude Code writes each content block of a response on its own line; the
+/// lines of one call share the `requestId`, while a third-party endpoint behind the CLI can
+/// give every response the same `message.id` (or a new one per block).
+fn request_key(obj: &Map<String, Value>, message_id: &str) -> String {
+    match readutil::str_field(obj, "requestId").filter(|r| !r.is_empty()) {
+        Some(r) => format!("req:{r}"),
+        None => format!("msg:{message_id}"),
     }
 }
 
