@@ -15,6 +15,7 @@
 
 use crate::policy::claude_code_rule::{parse_version, Version};
 use crate::tokens::sizes::SessionSizes;
+use crate::transcript::claude_code_settings::result_text;
 use crate::transcript::{Event, Part, PolicyRule, Session};
 
 /// Characters of a response's text, thinking and tool-input JSON per output token: the
@@ -22,8 +23,8 @@ use crate::transcript::{Event, Part, PolicyRule, Session};
 /// (above [`START_OUTPUT_MAX`]); docs/validation.md gives the fit in sample and
 /// leave-one-session-out.
 pub const OUTPUT_CHARS_PER_TOKEN: f64 = 2.85;
-/// The largest output count a transcript keeps from a response's start (1-13 tokens);
-/// above it the recorded count is the final one.
+/// The largest output count a transcript keeps from a response's start (1-13 tokens): the
+/// fit of [`OUTPUT_CHARS_PER_TOKEN`] reads only responses recording more.
 pub const START_OUTPUT_MAX: u64 = 13;
 /// From this release the size adds the estimate of the messages after the last usage
 /// (`cli.js` 2.1.2; 2.1.1 returns the usage alone).
@@ -50,9 +51,9 @@ fn appended_estimate(e: &Event, version: Version) -> u64 {
         .iter()
         .map(|p| match p {
             Part::Text { text } => quarter(text),
-            Part::ToolResponse { response, .. } => match response {
-                serde_json::Value::String(s) => quarter(s),
-                v => quarter(&v.to_string()),
+            Part::ToolResponse { response, .. } => match result_text(response) {
+                Some(s) => quarter(s),
+                None => quarter(&response.to_string()),
             },
             Part::Attachment { mime_type, .. } => {
                 if mime_type.as_deref().is_some_and(|m| m.starts_with("image")) {
@@ -78,13 +79,12 @@ pub fn response_chars(e: &Event) -> u64 {
         .sum()
 }
 
-/// A response's final output tokens: the recorded count when above [`START_OUTPUT_MAX`],
-/// else the larger of it and the estimate from its content at `chars_per_token`.
+/// A response's final output tokens: the larger of the recorded count and the estimate from
+/// its content at `chars_per_token`. The recorded count is never above the final one (the
+/// transcript keeps the count of the response's start, 1-13 tokens, or one from mid-stream:
+/// 25 where the CLI held 145 in the corpus), so a larger estimate replaces it.
 pub fn final_output(e: &Event, chars_per_token: f64) -> u64 {
     let recorded = e.usage.map_or(0, |u| u.output_tokens);
-    if recorded > START_OUTPUT_MAX {
-        return recorded;
-    }
     let estimate = (response_chars(e) as f64 / chars_per_token).round() as u64;
     recorded.max(estimate)
 }
@@ -234,15 +234,21 @@ mod tests {
         assert_eq!(checked_sizes(&s)[2], Some(1_200));
     }
 
-    /// A recorded output of a response's start (≤ 13) is replaced by the estimate from its
-    /// content, [`OUTPUT_CHARS_PER_TOKEN`] characters a token; a larger count is kept.
+    /// A recorded output of a response's start (or from mid-stream) is replaced by the
+    /// estimate from its content, [`OUTPUT_CHARS_PER_TOKEN`] characters a token; a recorded
+    /// count above the estimate is kept.
     #[test]
     fn a_start_output_count_is_estimated_from_the_response() {
         let text = "y".repeat(2_850);
         let e = response(1_000, 3, &text);
         assert_eq!(final_output(&e, OUTPUT_CHARS_PER_TOKEN), 1_000);
-        let e = response(1_000, 40, &text);
-        assert_eq!(final_output(&e, OUTPUT_CHARS_PER_TOKEN), 40);
+        let e = response(1_000, 1_400, &text);
+        assert_eq!(final_output(&e, OUTPUT_CHARS_PER_TOKEN), 1_400);
+        // the size checked after it carries the estimate
+        let s = cc("2.1.39", vec![e.clone(), result(0), response(0, 0, "")]);
+        assert_eq!(checked_sizes(&s)[2], Some(1_000 + 1_400));
+        let s = cc("2.1.39", vec![response(1_000, 3, &text), response(0, 0, "")]);
+        assert_eq!(checked_sizes(&s)[1], Some(2_000));
     }
 
     /// A third-party endpoint that reports usage 0 keeps the size near 0 (the estimate of

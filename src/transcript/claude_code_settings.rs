@@ -98,10 +98,11 @@ fn settings_reads(session: &Session) -> Vec<(String, String)> {
             }
             Part::ToolResponse {
                 id: Some(id),
-                response: Value::String(text),
+                response,
                 ..
             } => {
-                if let Some(path) = paths.get(id.as_str()) {
+                let text = result_text(response);
+                if let (Some(path), Some(text)) = (paths.get(id.as_str()), text) {
                     out.push((path.to_string(), strip_line_numbers(text)));
                 }
             }
@@ -109,6 +110,15 @@ fn settings_reads(session: &Session) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// A tool result's text as the Claude Code reader keeps it (`{"content": text}`), or a plain
+/// string.
+pub fn result_text(response: &Value) -> Option<&str> {
+    match response {
+        Value::String(s) => Some(s),
+        v => v.get("content").and_then(Value::as_str),
+    }
 }
 
 /// A `Read` result without its `cat -n` prefixes (`     7→`), and without the
@@ -286,7 +296,7 @@ mod tests {
             result.parts.push(Part::ToolResponse {
                 id: Some("t1".into()),
                 name: "Read".into(),
-                response: Value::String(numbered),
+                response: serde_json::json!({ "content": numbered }),
             });
             events.extend([call, result]);
         }
