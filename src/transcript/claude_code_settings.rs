@@ -228,45 +228,74 @@ pub fn observe(session: &mut Session) {
     }
 }
 
+/// The settings files read by the sessions seen so far: path → (the session that read it
+/// last, its parsed `env` and `model`). What [`share`] gives to the sessions that read none;
+/// a sweep, which reads its files again window by window, keeps one for the run.
+#[derive(Debug, Clone, Default)]
+pub struct SettingsBook {
+    files: BTreeMap<String, (String, Parsed)>,
+}
+
+/// The settings `session` records, if it is a Claude Code session.
+pub fn settings_of(session: &Session) -> Option<&ClaudeCodeSettings> {
+    match session.recorded_policy.as_ref().map(|p| &p.rule) {
+        Some(PolicyRule::ClaudeCodeAuto { settings }) => Some(settings),
+        _ => None,
+    }
+}
+
+impl SettingsBook {
+    /// Note the settings files `session` read.
+    pub fn note(&mut self, session: &Session) {
+        if let Some(s) = settings_of(session) {
+            for (path, parsed) in files_read(session, s) {
+                self.files.insert(path, (session.id.clone(), parsed));
+            }
+        }
+    }
+
+    /// Add `other`'s files after this one's (a later reader wins).
+    pub fn extend(&mut self, other: SettingsBook) {
+        self.files.extend(other.files);
+    }
+
+    /// Whether [`SettingsBook::apply`] would give `s` settings (it read none itself and
+    /// another session read a file Claude Code loads for it).
+    pub fn applies_to(&self, s: &ClaudeCodeSettings) -> bool {
+        s.source.is_none() && loaded_files(s).iter().any(|p| self.files.contains_key(p))
+    }
+
+    /// Give `session` the files another session read for its home or directory, when it
+    /// read none itself; `true` when it changed.
+    pub fn apply(&self, session: &mut Session) -> bool {
+        let Some(s) = settings_mut(session) else {
+            return false;
+        };
+        if !self.applies_to(s) {
+            return false;
+        }
+        let loaded = loaded_files(s);
+        let files: BTreeMap<String, Parsed> = loaded
+            .iter()
+            .filter_map(|p| self.files.get(p).map(|(_, parsed)| (p.clone(), parsed.clone())))
+            .collect();
+        let via = loaded
+            .iter()
+            .filter_map(|p| self.files.get(p).map(|(id, _)| id.clone()))
+            .next_back();
+        apply(s, &files, via.as_deref());
+        true
+    }
+}
+
 /// Give each Claude Code session that read no settings file the files another session of
 /// `sessions` read for the same home (user file) or directory (project files), the last
 /// such session in order; its `source` names that session.
 pub fn share(sessions: &mut [Session]) {
-    // path → (session id, parsed), the last reader in order
-    let mut seen: BTreeMap<String, (String, Parsed)> = BTreeMap::new();
-    for session in sessions.iter() {
-        let Some(s) = session.recorded_policy.as_ref().and_then(|p| match &p.rule {
-            PolicyRule::ClaudeCodeAuto { settings } => Some(settings),
-            _ => None,
-        }) else {
-            continue;
-        };
-        for (path, parsed) in files_read(session, s) {
-            seen.insert(path, (session.id.clone(), parsed));
-        }
-    }
-    if seen.is_empty() {
-        return;
-    }
+    let mut book = SettingsBook::default();
+    sessions.iter().for_each(|s| book.note(s));
     for session in sessions.iter_mut() {
-        let Some(s) = settings_mut(session) else {
-            continue;
-        };
-        if s.source.is_some() {
-            continue;
-        }
-        let files: BTreeMap<String, Parsed> = loaded_files(s)
-            .into_iter()
-            .filter_map(|p| seen.get(&p).map(|(_, parsed)| (p, parsed.clone())))
-            .collect();
-        let via: Vec<&str> = loaded_files(s)
-            .iter()
-            .filter_map(|p| seen.get(p).map(|(id, _)| id.as_str()))
-            .collect();
-        if let Some(&id) = via.last() {
-            let id = id.to_string();
-            apply(s, &files, Some(&id));
-        }
+        book.apply(session);
     }
 }
 
