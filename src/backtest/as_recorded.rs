@@ -248,18 +248,19 @@ fn claude_code(session: &Session) -> AsRecorded {
 }
 
 /// The user turned auto-compact off (`autoCompactEnabled: false`, which the transcript does
-/// not record): no automatic compaction, yet a recorded context reached the threshold.
+/// not record): no automatic compaction, yet the size Claude Code checked before a request
+/// (`policy::claude_code_size`) reached the threshold. (A last response past it is no sign:
+/// no request followed it, so nothing was checked.)
 fn auto_compact_off(session: &Session, threshold: u64) -> bool {
     let auto = session
         .recorded_compactions
         .iter()
         .any(|c| c.trigger.as_deref() == Some("auto"));
     !auto
-        && session
-            .events
-            .iter()
-            .filter_map(|e| e.usage)
-            .any(|u| u.prompt_tokens >= threshold)
+        && crate::policy::claude_code_size::checked_sizes(session)
+            .into_iter()
+            .flatten()
+            .any(|size| size >= threshold)
 }
 
 /// SWE-agent: `last_n_observations` is modelled; any other processor is named.
