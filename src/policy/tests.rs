@@ -636,6 +636,55 @@ fn claude_code_fires_at_its_recorded_versions_threshold_on_a_200k_window() {
     assert_eq!(fired_at(&run(&s, &toks, &narrow, None)).first(), Some(&1));
 }
 
+/// Hand-made sessions of each release and model fire where the CLI's rule puts them: 2.0.74
+/// at 155,000 (the 32,000 default output reserved), 2.1.23 at 167,000, a model the CLI does
+/// not know (a third-party model behind it) at 155,000 on 2.1.19 and 167,000 on 2.1.50, a
+/// Sonnet 4.5 session whose recorded prompts passed 200,000 at the 1M window's 967,000 (an
+/// Opus 4.5 one, which does not take the 1M beta, still at 167,000), and a recorded
+/// CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50 at 90,000, never above the default.
+#[test]
+fn claude_code_sessions_fire_at_their_releases_threshold() {
+    let prompts = [
+        Some(50_000),
+        Some(89_999),
+        Some(90_000),
+        Some(154_999),
+        Some(155_000),
+        Some(166_999),
+        Some(167_000),
+        Some(250_000),
+        Some(966_999),
+        Some(967_000),
+    ];
+    let spec = PolicySpec::ClaudeCode {
+        pct: None,
+        window: 200_000,
+    };
+    let fired = |version: &str, model: &str, env: &[(&str, &str)]| {
+        let (mut s, toks) = claude_code_session(&prompts, Some(version));
+        s.model = Some(model.into());
+        if let Some(crate::transcript::PolicyRule::ClaudeCodeAuto { settings }) =
+            s.recorded_policy.as_mut().map(|p| &mut p.rule)
+        {
+            for (k, v) in env {
+                settings.env.insert(k.to_string(), v.to_string());
+            }
+        }
+        fired_at(&run(&s, &toks, &spec, None)).first().copied()
+    };
+    let opus = "claude-opus-4-5-20251101";
+    assert_eq!(fired("2.0.74", opus, &[]), Some(4));
+    assert_eq!(fired("2.1.23", opus, &[]), Some(6));
+    assert_eq!(fired("2.1.19", "glm-4.6", &[]), Some(4));
+    assert_eq!(fired("2.1.50", "glm-4.6", &[]), Some(6));
+    assert_eq!(fired("2.1.23", "claude-sonnet-4-5-20250929", &[]), Some(9));
+    assert_eq!(fired("2.1.39", "claude-opus-4-6", &[]), Some(9));
+    let pct = [("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "50")];
+    assert_eq!(fired("2.1.39", opus, &pct), Some(2));
+    let pct = [("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "99")];
+    assert_eq!(fired("2.1.39", opus, &pct), Some(6));
+}
+
 /// A session that records its own automatic compaction: the request after it went out
 /// compacted (its recorded size is small), yet the policy fires there, as Claude Code did: the
 /// size it checked is the last response's usage with its output (plus the estimate of what

@@ -1036,6 +1036,37 @@ mod tests {
         assert_eq!(s.model.as_deref(), Some("claude-test"));
     }
 
+    /// Requests are the lines sharing a `requestId`: a third-party endpoint that gives two
+    /// calls the same `message.id` makes two requests, and lines of one call whose message
+    /// ids differ make one; without a `requestId` the `message.id` groups them.
+    #[test]
+    fn requests_are_grouped_by_request_id_not_message_id() {
+        let line = |uuid: &str, req: Option<&str>, msg: &str, text: &str| {
+            let req = req.map_or(String::new(), |r| format!(r#""requestId":"{r}","#));
+            format!(
+                r#"{{"type":"assistant","uuid":"{uuid}","sessionId":"s","version":"2.1.39",{req}"timestamp":"2026-01-01T00:00:0{n}Z","message":{{"id":"{msg}","model":"glm-4.6","role":"assistant","content":[{{"type":"text","text":"{text}"}}],"usage":{{"input_tokens":0,"output_tokens":0}}}}}}"#,
+                n = uuid.len() % 10
+            )
+        };
+        let user = r#"{"type":"user","uuid":"u0","sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"go"}}"#;
+        let text = [
+            user.to_string(),
+            line("a", Some("req_1"), "msg_same", "one"),
+            line("bb", Some("req_2"), "msg_same", "two"),
+            line("ccc", Some("req_3"), "msg_x", "three, first block"),
+            line("dddd", Some("req_3"), "msg_y", "three, second block"),
+            line("eeeee", None, "msg_z", "four"),
+            line("ffffff", None, "msg_z", "four, again"),
+        ]
+        .join("\n");
+        let s = &read("s.jsonl", &text).expect("reads")[0];
+        let requests: Vec<&Event> = s.events.iter().filter(|e| e.model_request).collect();
+        let parts: Vec<usize> = requests.iter().map(|e| e.parts.len()).collect();
+        assert_eq!(parts, vec![1, 1, 2, 2], "{requests:#?}");
+        // a zero usage is recorded as such (the size Claude Code checks stays near 0)
+        assert_eq!(requests[0].usage.map(|u| u.prompt_tokens), Some(0));
+    }
+
     #[test]
     fn sidechains_split_and_compaction_is_kept_aside() {
         let file = "claude_sidechain_and_compaction.jsonl";
