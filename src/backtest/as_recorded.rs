@@ -94,7 +94,9 @@ impl AsRecorded {
     /// The rule object for one replay; `None`: no compaction.
     pub fn build(&self, ctx: &Ctx<'_>) -> Option<Box<dyn CompactionPolicy>> {
         Some(match self {
-            AsRecorded::ClaudeCode { threshold, .. } => Box::new(ClaudeCode::at(*threshold)),
+            AsRecorded::ClaudeCode { threshold, .. } => {
+                Box::new(ClaudeCode::recorded(ctx, *threshold))
+            }
             AsRecorded::Mask { window } => Box::new(MaskObservations::new(ctx, *window)),
             AsRecorded::Openhands {
                 max_size,

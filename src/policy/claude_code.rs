@@ -205,7 +205,7 @@ struct InStep {
 impl InStep {
     fn new(ctx: &Ctx<'_>, threshold: u64) -> Option<InStep> {
         let s = ctx.session;
-        if s.recorded_compactions.is_empty() || s.events.iter().all(|e| e.usage.is_none()) {
+        if s.events.iter().all(|e| e.usage.is_none()) {
             return None;
         }
         let measured = match super::claude_code_size::checked_context(s, ctx.sizes) {
@@ -270,6 +270,16 @@ impl ClaudeCode {
     /// auto-compact `window`, lowered by `pct`.
     pub fn new(ctx: &Ctx<'_>, pct: Option<u64>, window: u64) -> Self {
         let threshold = VersionRule::of_session(ctx.session, window).threshold_at(pct);
+        ClaudeCode {
+            threshold,
+            in_step: InStep::new(ctx, threshold),
+        }
+    }
+
+    /// At `threshold` (the session's own rule), deciding on the size Claude Code checked
+    /// while in step with the record ([`InStep`]), as [`ClaudeCode::new`] does: the `as
+    /// recorded` row.
+    pub fn recorded(ctx: &Ctx<'_>, threshold: u64) -> Self {
         ClaudeCode {
             threshold,
             in_step: InStep::new(ctx, threshold),
