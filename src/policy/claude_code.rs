@@ -60,9 +60,7 @@ impl VersionRule {
 
     /// The window, reserve and threshold of `rule` (auto-compact on).
     pub fn from_rule(rule: &CliRule) -> VersionRule {
-        let plain = rule
-            .effective_window()
-            .saturating_sub(rule.buffer);
+        let plain = rule.effective_window().saturating_sub(rule.buffer);
         let t = CliRule {
             enabled: true,
             ..rule.clone()
@@ -114,7 +112,9 @@ impl VersionRule {
             self.window, self.reserve, self.buffer
         );
         if let Some(t) = self.lowered_to {
-            out.push_str(&format!(", lowered by CLAUDE_AUTOCOMPACT_PCT_OVERRIDE to {t}"));
+            out.push_str(&format!(
+                ", lowered by CLAUDE_AUTOCOMPACT_PCT_OVERRIDE to {t}"
+            ));
         }
         out.push_str(&format!(" = {}", self.threshold()));
         out
@@ -155,7 +155,10 @@ fn rule_for(session: &Session, version: super::claude_code_rule::Version) -> Cli
 
 /// [`DEFAULT_VERSION`]'s rule for a session that records no version.
 fn default_rule(session: &Session) -> CliRule {
-    rule_for(session, parse_version(DEFAULT_VERSION).unwrap_or((2, 1, 21)))
+    rule_for(
+        session,
+        parse_version(DEFAULT_VERSION).unwrap_or((2, 1, 21)),
+    )
 }
 
 /// The Claude Code version `session` ran: the one in force at its first automatic compaction

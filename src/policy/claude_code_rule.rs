@@ -166,8 +166,8 @@ impl CliRule {
             .model
             .as_deref()
             .is_some_and(|m| m.to_lowercase().contains("[1m]"));
-        let disabled_1m =
-            version >= PER_MODEL_DEFAULT_SINCE && truthy(settings.var("CLAUDE_CODE_DISABLE_1M_CONTEXT"));
+        let disabled_1m = version >= PER_MODEL_DEFAULT_SINCE
+            && truthy(settings.var("CLAUDE_CODE_DISABLE_1M_CONTEXT"));
         let one_m = if disabled_1m {
             None
         } else if setting_1m {
@@ -254,7 +254,10 @@ mod tests {
         let max64 = env(&[("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "64000")]);
         assert_eq!(at("2.0.57", OPUS45, &max64, 0), Some(123_000));
         // Opus 4.1's own limit is 32,000: the setting cannot raise the reserve past it
-        assert_eq!(at("2.0.57", "claude-opus-4-1-20250805", &max64, 0), Some(155_000));
+        assert_eq!(
+            at("2.0.57", "claude-opus-4-1-20250805", &max64, 0),
+            Some(155_000)
+        );
         // from 2.1.21 the setting only matters below 20,000
         assert_eq!(at("2.1.23", OPUS45, &max64, 0), Some(167_000));
         let max8 = env(&[("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "8000")]);
@@ -292,8 +295,14 @@ mod tests {
             at("2.1.23", "claude-sonnet-4-5-20250929", &none, 250_000),
             Some(967_000)
         );
-        assert_eq!(at("2.1.39", "claude-opus-4-6", &none, 250_000), Some(967_000));
-        assert_eq!(at("2.1.23", "claude-opus-4-6", &none, 250_000), Some(167_000));
+        assert_eq!(
+            at("2.1.39", "claude-opus-4-6", &none, 250_000),
+            Some(967_000)
+        );
+        assert_eq!(
+            at("2.1.23", "claude-opus-4-6", &none, 250_000),
+            Some(167_000)
+        );
         let off = ClaudeCodeSettings {
             model: Some("opus[1m]".into()),
             ..env(&[("CLAUDE_CODE_DISABLE_1M_CONTEXT", "1")])
@@ -316,6 +325,9 @@ mod tests {
         let off = env(&[("DISABLE_AUTO_COMPACT", "1")]);
         assert_eq!(at("2.1.39", OPUS45, &off, 0), None);
         assert_eq!(at("2.0.74", OPUS45, &off, 0), Some(155_000));
-        assert_eq!(at("2.0.74", OPUS45, &env(&[("DISABLE_COMPACT", "true")]), 0), None);
+        assert_eq!(
+            at("2.0.74", OPUS45, &env(&[("DISABLE_COMPACT", "true")]), 0),
+            None
+        );
     }
 }

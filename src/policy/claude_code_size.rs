@@ -187,7 +187,9 @@ pub fn fit_chars_per_token(responses: &[(u64, u64)]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::{ClaudeCodeSettings, Format, RecordedCompaction, RecordedPolicy, Role, Usage};
+    use crate::transcript::{
+        ClaudeCodeSettings, Format, RecordedCompaction, RecordedPolicy, Role, Usage,
+    };
 
     fn cc(version: &str, events: Vec<Event>) -> Session {
         let mut s = Session::new("s", "s.jsonl", Format::ClaudeCode, events);
@@ -247,7 +249,10 @@ mod tests {
         // the size checked after it carries the estimate
         let s = cc("2.1.39", vec![e.clone(), result(0), response(0, 0, "")]);
         assert_eq!(checked_sizes(&s)[2], Some(1_000 + 1_400));
-        let s = cc("2.1.39", vec![response(1_000, 3, &text), response(0, 0, "")]);
+        let s = cc(
+            "2.1.39",
+            vec![response(1_000, 3, &text), response(0, 0, "")],
+        );
         assert_eq!(checked_sizes(&s)[1], Some(2_000));
     }
 
@@ -282,7 +287,8 @@ mod tests {
             response(0, 0, ""),
         ];
         let mut s = cc("2.1.39", events);
-        s.recorded_compactions.push(RecordedCompaction::new(2, "claude-code compact_boundary"));
+        s.recorded_compactions
+            .push(RecordedCompaction::new(2, "claude-code compact_boundary"));
         let got = checked_sizes(&s);
         assert_eq!(got[2], Some(170_500));
         assert_eq!(got[4], Some(9_200));
@@ -351,13 +357,17 @@ mod tests {
                 .collect();
             let ki = fit_chars_per_token(&others).expect("fit");
             ks.push(ki);
-            held_out.extend(sessions[i].iter().map(|&(c, o)| {
-                ((c as f64 / ki) - o as f64).abs() / o as f64 * 100.0
-            }));
+            held_out.extend(
+                sessions[i]
+                    .iter()
+                    .map(|&(c, o)| ((c as f64 / ki) - o as f64).abs() / o as f64 * 100.0),
+            );
         }
         held_out.sort_by(f64::total_cmp);
         let loso = held_out[held_out.len() / 2];
-        let (lo, hi) = ks.iter().fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        let (lo, hi) = ks
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
         println!(
             "chars/token: in sample {k:.3} ({} responses, {} sessions), median |error| \
              {in_sample:.1} %; leave-one-session-out k {lo:.3}-{hi:.3}, median |error| {loso:.1} %",

@@ -9,8 +9,6 @@ use super::run::{
     Evaluator, InputInfo, ReplayError, SessionInfo, Skipped, Timeline, TimelineCompaction,
     TimelineRequest,
 };
-use crate::transcript::claude_code_settings::{settings_of, SettingsBook};
-use crate::transcript::ClaudeCodeSettings;
 use crate::backtest::sizes::{on_scale, prompt_fit};
 use crate::backtest::{as_recorded, AsRecorded};
 use crate::cost::compute::CostModel;
@@ -24,7 +22,9 @@ use crate::settings::{Alternative, PolicySpec};
 use crate::tokens::fit::PromptFit;
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
+use crate::transcript::claude_code_settings::{settings_of, SettingsBook};
 use crate::transcript::db::DbFilter;
+use crate::transcript::ClaudeCodeSettings;
 use crate::transcript::{detect, Format, ReadError, Session};
 use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;

@@ -199,7 +199,8 @@ fn apply(s: &mut ClaudeCodeSettings, files: &BTreeMap<String, Parsed>, via: Opti
         let Some((env, model)) = files.get(&path) else {
             continue;
         };
-        s.env.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        s.env
+            .extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
         if model.is_some() {
             s.model.clone_from(model);
         }
@@ -216,10 +217,14 @@ fn apply(s: &mut ClaudeCodeSettings, files: &BTreeMap<String, Parsed>, via: Opti
 
 /// Fill `session`'s settings from the settings files it read itself.
 pub fn observe(session: &mut Session) {
-    let Some(s) = session.recorded_policy.as_ref().and_then(|p| match &p.rule {
-        PolicyRule::ClaudeCodeAuto { settings } => Some(settings.clone()),
-        _ => None,
-    }) else {
+    let Some(s) = session
+        .recorded_policy
+        .as_ref()
+        .and_then(|p| match &p.rule {
+            PolicyRule::ClaudeCodeAuto { settings } => Some(settings.clone()),
+            _ => None,
+        })
+    else {
         return;
     };
     let files = files_read(session, &s);
@@ -277,7 +282,11 @@ impl SettingsBook {
         let loaded = loaded_files(s);
         let files: BTreeMap<String, Parsed> = loaded
             .iter()
-            .filter_map(|p| self.files.get(p).map(|(_, parsed)| (p.clone(), parsed.clone())))
+            .filter_map(|p| {
+                self.files
+                    .get(p)
+                    .map(|(_, parsed)| (p.clone(), parsed.clone()))
+            })
             .collect();
         let via = loaded
             .iter()
@@ -377,7 +386,10 @@ mod tests {
         );
         let b = settings(&sessions[1]);
         assert_eq!(b.var("CLAUDE_CODE_MAX_OUTPUT_TOKENS"), Some("64000"));
-        assert!(b.source.as_deref().unwrap().ends_with("in session a"), "{b:?}");
+        assert!(
+            b.source.as_deref().unwrap().ends_with("in session a"),
+            "{b:?}"
+        );
         assert!(settings(&sessions[2]).env.is_empty());
     }
 
@@ -405,6 +417,9 @@ mod tests {
             Some(("/home/pat/proj/.claude/settings.local.json", USER)),
         );
         observe(&mut s);
-        assert_eq!(settings(&s).var("CLAUDE_CODE_MAX_OUTPUT_TOKENS"), Some("64000"));
+        assert_eq!(
+            settings(&s).var("CLAUDE_CODE_MAX_OUTPUT_TOKENS"),
+            Some("64000")
+        );
     }
 }

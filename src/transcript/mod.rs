@@ -29,7 +29,7 @@ pub mod tau2;
 pub mod util;
 
 pub use canonical::write_canonical;
+pub use claude_code_settings::ClaudeCodeSettings;
 pub use detect::{detect, load_file, load_inputs, load_paths, Loaded};
 pub use error::ReadError;
-pub use claude_code_settings::ClaudeCodeSettings;
 pub use model::*;

@@ -1,7 +1,7 @@
 //! The one session model every reader produces ("Words" in shared/spec/metrics.md).
 
-use serde::{Deserialize, Serialize};
 use super::claude_code_settings::ClaudeCodeSettings;
+use serde::{Deserialize, Serialize};
 
 /// The recorded formats compaction-sim reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
