@@ -1,8 +1,9 @@
 //! Claude Code's auto-compact threshold from its mechanism (issue 43 item 1), as the CLI's
 //! own `cli.js` computes it in the releases read (npm `@anthropic-ai/claude-code` 2.0.57,
-//! 2.0.58, 2.0.74, 2.1.1, 2.1.19-2.1.23, 2.1.37, 2.1.39, 2.1.50; docs/policies.md
-//! "Claude Code" cites the functions): before each main-loop request it compacts when the
-//! size it checks (`claude_code_size`) reaches
+//! 2.0.58, 2.0.74, 2.1.1, 2.1.2, 2.1.5, 2.1.7, 2.1.9, 2.1.14, 2.1.17, 2.1.19-2.1.23, 2.1.37,
+//! 2.1.39, 2.1.50; the functions are cited in
+//! docs/policies.md "Claude Code's auto-compact threshold, from its CLI"): before each
+//! main-loop request it compacts when the size it checks (`claude_code_size`) reaches
 //!
 //! `window − reserve − 13,000`, lowered (never raised) by `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`
 //! to `floor((window − reserve) × pct / 100)`,

@@ -1,5 +1,5 @@
 //! The size Claude Code checks against its auto-compact threshold (issue 43 item 2), as its
-//! `cli.js` computes it before each main-loop request (docs/policies.md "Claude Code"):
+//! `cli.js` computes it before each main-loop request (docs/policies.md "What Claude Code compares"):
 //! the usage of the last response that reports one, input + cache creation + cache read
 //! **+ output**, and, from 2.1.2, a length/4 estimate (`Math.round(length / 4)` per text)
 //! of the text, tool results and images of every message after it (2.1.1 adds nothing).
