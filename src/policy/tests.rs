@@ -612,7 +612,9 @@ fn claude_code_fires_at_its_recorded_versions_threshold_on_a_200k_window() {
             .first()
             .copied()
     };
-    assert_eq!(fired(Some("2.0.57")), Some(3));
+    // the CLI checks the last response's usage with its output (10 here) before a request:
+    // 166,999 + 10 before request 4 is the first past 155,000
+    assert_eq!(fired(Some("2.0.57")), Some(4));
     let (mut s, toks) = claude_code_session(&prompts, Some("2.0.57"));
     if let Some(crate::transcript::PolicyRule::ClaudeCodeAuto { settings }) =
         s.recorded_policy.as_mut().map(|p| &mut p.rule)
@@ -621,19 +623,21 @@ fn claude_code_fires_at_its_recorded_versions_threshold_on_a_200k_window() {
             .env
             .insert("CLAUDE_CODE_MAX_OUTPUT_TOKENS".into(), "64000".into());
     }
+    // 122,999 + 10 before request 2 passes 123,000
     assert_eq!(
         fired_at(&run(&s, &toks, &spec, None)).first().copied(),
         Some(2)
     );
     assert_eq!(fired(Some("2.1.39")), Some(4));
     assert_eq!(fired(None), Some(4));
-    // a 150,000 window under 2.1.39: 150,000 - 20,000 - 13,000 = 117,000, passed by 122,999
+    // a 150,000 window under 2.1.39: 150,000 - 20,000 - 13,000 = 117,000, passed by the
+    // 122,999 (+ 10) checked before request 2
     let (s, toks) = claude_code_session(&prompts, Some("2.1.39"));
     let narrow = PolicySpec::ClaudeCode {
         pct: None,
         window: 150_000,
     };
-    assert_eq!(fired_at(&run(&s, &toks, &narrow, None)).first(), Some(&1));
+    assert_eq!(fired_at(&run(&s, &toks, &narrow, None)).first(), Some(&2));
 }
 
 /// Hand-made sessions of each release and model fire where the CLI's rule puts them: 2.0.74
@@ -720,9 +724,10 @@ fn claude_code_fires_where_the_recorded_compaction_was() {
         window: 200_000,
     };
     assert_eq!(fired_at(&run(&s, &toks, &spec, None)), vec![3]);
-    // without the record, the compacted 40,000 is all the replay sees: it never fires
+    // without the record the size checked is the same (the response before it, not the
+    // compacted 40,000 request 3 sent): it fires there too
     s.recorded_compactions.clear();
-    assert!(fired_at(&run(&s, &toks, &spec, None)).is_empty());
+    assert_eq!(fired_at(&run(&s, &toks, &spec, None)), vec![3]);
 }
 
 /// Request `q`'s model event in [`session`].
