@@ -5,6 +5,7 @@
 //! compacted): it is the last recorded size plus what the history grew since, on the
 //! provider's scale ([`crate::policy::measured`], which `claude-code` in a sweep reads too).
 
+use crate::policy::claude_code_size::checked_context;
 use crate::policy::measured::{measured_context, Crossing};
 use crate::policy::{At, CompactionPolicy, Ctx, Decision};
 use crate::tokens::fit::PromptFit;
@@ -13,13 +14,16 @@ use crate::transcript::Session;
 
 /// Per model request (replay order): the context the framework had before it. `scaled`: the
 /// session's arrays already on the provider's scale ([`super::sizes::provider_sizes`]).
+/// Claude Code's: the size its CLI checked (`policy::claude_code_size`).
 pub fn anchored_sizes(session: &Session, scaled: &SessionSizes, fit: &PromptFit) -> SessionSizes {
-    let measured = measured_context(
-        session,
-        scaled,
-        |counted| (fit.overhead + counted as i64).max(0) as u64,
-        |grown| grown,
-    );
+    let measured = checked_context(session, scaled).unwrap_or_else(|| {
+        measured_context(
+            session,
+            scaled,
+            |counted| (fit.overhead + counted as i64).max(0) as u64,
+            |grown| grown,
+        )
+    });
     let mut out = scaled.clone();
     out.baseline = std::sync::OnceLock::new();
     for (k, size) in measured {

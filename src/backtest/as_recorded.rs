@@ -5,7 +5,9 @@
 //! window as its compaction events imply it (replayed by the engine). A session that records
 //! nothing is replayed without compaction, and says so.
 
-use crate::policy::claude_code::{session_version, ClaudeCode, VersionRule, AUTO_COMPACT_WINDOW};
+use crate::policy::claude_code::{
+    session_rule, session_version, ClaudeCode, VersionRule, AUTO_COMPACT_WINDOW,
+};
 use crate::policy::codex::Codex;
 use crate::policy::mask::MaskObservations;
 use crate::policy::openhands::OpenHands;
@@ -92,7 +94,9 @@ impl AsRecorded {
     /// The rule object for one replay; `None`: no compaction.
     pub fn build(&self, ctx: &Ctx<'_>) -> Option<Box<dyn CompactionPolicy>> {
         Some(match self {
-            AsRecorded::ClaudeCode { threshold, .. } => Box::new(ClaudeCode::at(*threshold)),
+            AsRecorded::ClaudeCode { threshold, .. } => {
+                Box::new(ClaudeCode::recorded(ctx, *threshold))
+            }
             AsRecorded::Mask { window } => Box::new(MaskObservations::new(ctx, *window)),
             AsRecorded::Openhands {
                 max_size,
@@ -137,10 +141,11 @@ impl AsRecorded {
         match self {
             AsRecorded::ClaudeCode { rule, version, .. } => {
                 let reserve_buffer = rule.map_or(33_000, |r| r.reserve + r.buffer);
-                let effective = AUTO_COMPACT_WINDOW - rule.map_or(20_000, |r| r.reserve);
+                let window = rule.map_or(AUTO_COMPACT_WINDOW, |r| r.window);
+                let effective = window - rule.map_or(20_000, |r| r.reserve);
                 let implied = format!(
                     "auto-compact window {} (CLAUDE_CODE_AUTO_COMPACT_WINDOW), or \
-                     CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={} on the 200,000 window",
+                     CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={} on the {window} window",
                     threshold + reserve_buffer,
                     (threshold * 100).div_ceil(effective.max(1))
                 );
@@ -168,7 +173,7 @@ pub fn as_recorded(session: &Session) -> AsRecorded {
         };
     };
     match &p.rule {
-        PolicyRule::ClaudeCodeAuto => claude_code(session),
+        PolicyRule::ClaudeCodeAuto { .. } => claude_code(session),
         PolicyRule::SweAgent { processors, .. } => swe_agent(processors),
         PolicyRule::Openhands(c) => match c.kind.as_str() {
             "LLMSummarizingCondenser" | "llm" => AsRecorded::Openhands {
@@ -207,49 +212,57 @@ fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "?".to_string(), |x| x.to_string())
 }
 
-/// Claude Code: the rule of the version it ran ([`session_version`], as a sweep's
-/// `claude-code` reads it).
+/// Claude Code: the rule of the version it ran under the settings it records
+/// ([`session_rule`], the one a sweep's `claude-code` reads).
 fn claude_code(session: &Session) -> AsRecorded {
     let Some(version) = session_version(session) else {
         return AsRecorded::Nothing {
             why: "Claude Code without a recorded version".into(),
         };
     };
-    let rule = VersionRule::of(&version, session.model.as_deref(), AUTO_COMPACT_WINDOW);
-    if let Some(r) = rule.filter(|r| auto_compact_off(session, r.threshold())) {
+    let Some(cli) = session_rule(session) else {
+        return AsRecorded::Nothing {
+            why: format!("Claude Code version `{version}` does not parse"),
+        };
+    };
+    let rule = VersionRule::from_rule(&cli);
+    let Some(threshold) = cli.threshold() else {
         return AsRecorded::Nothing {
             why: format!(
-                "Claude Code {version}: auto-compact off (the context passed {} with no \
-                 automatic compaction)",
-                r.threshold()
+                "Claude Code {version}: auto-compact off (DISABLE_COMPACT or \
+                 DISABLE_AUTO_COMPACT in the recorded settings)"
+            ),
+        };
+    };
+    if auto_compact_off(session, threshold) {
+        return AsRecorded::Nothing {
+            why: format!(
+                "Claude Code {version}: auto-compact off (the context passed {threshold} with \
+                 no automatic compaction)"
             ),
         };
     }
-    match rule {
-        Some(rule) => AsRecorded::ClaudeCode {
-            threshold: rule.threshold(),
-            rule: Some(rule),
-            version,
-        },
-        None => AsRecorded::Nothing {
-            why: format!("Claude Code version `{version}` does not parse"),
-        },
+    AsRecorded::ClaudeCode {
+        threshold,
+        rule: Some(rule),
+        version,
     }
 }
 
 /// The user turned auto-compact off (`autoCompactEnabled: false`, which the transcript does
-/// not record): no automatic compaction, yet a recorded context reached the threshold.
+/// not record): no automatic compaction, yet the size Claude Code checked before a request
+/// (`policy::claude_code_size`) reached the threshold. (A last response past it is no sign:
+/// no request followed it, so nothing was checked.)
 fn auto_compact_off(session: &Session, threshold: u64) -> bool {
     let auto = session
         .recorded_compactions
         .iter()
         .any(|c| c.trigger.as_deref() == Some("auto"));
     !auto
-        && session
-            .events
-            .iter()
-            .filter_map(|e| e.usage)
-            .any(|u| u.prompt_tokens >= threshold)
+        && crate::policy::claude_code_size::checked_sizes(session)
+            .into_iter()
+            .flatten()
+            .any(|size| size >= threshold)
 }
 
 /// SWE-agent: `last_n_observations` is modelled; any other processor is named.

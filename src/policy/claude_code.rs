@@ -7,15 +7,15 @@
 //! lower it. The whole history is replaced by one summary, followed by the files Claude Code
 //! re-attaches ([`reattached`]); its todo list and plan are not modelled.
 
+use super::claude_code_rule::CliRule;
 use super::measured::{fit_requests, measured_context, request_sizes, Crossing};
 use super::{At, CompactionPolicy, Ctx, Decision};
-use crate::transcript::{Part, PolicyRule, Session};
+use crate::transcript::{ClaudeCodeSettings, Part, PolicyRule, Session};
 
-/// `min(max output, 20,000)`: the pricing table has no max output; every Claude model in it
-/// writes at least 20,000, so the reserve is 20,000.
-pub const OUTPUT_RESERVE: u64 = 20_000;
-/// The auto-compact buffer below the effective window.
-pub const BUFFER: u64 = 13_000;
+pub use super::claude_code_rule::{parse_version, BUFFER, RESERVE_CAP_SINCE};
+
+/// The reserve's cap from 2.1.21 (`claude_code_rule::RESERVE_CAP`).
+pub const OUTPUT_RESERVE: u64 = super::claude_code_rule::RESERVE_CAP;
 
 pub struct ClaudeCode {
     threshold: u64,
@@ -24,53 +24,64 @@ pub struct ClaudeCode {
     in_step: Option<InStep>,
 }
 
-/// The window Claude Code's auto-compact reads for the Claude models of the corpus: 200,000,
-/// whatever the API allows (the 1M window is opt-in; `CLAUDE_CODE_AUTO_COMPACT_WINDOW` /
-/// `autoCompactWindow` change it). The price table's `max_input_tokens` is the API's maximum.
+/// The auto-compact window of a model without the 1M setting: 200,000. A sweep's `window`
+/// other than this replaces the session's own (`CLAUDE_CODE_AUTO_COMPACT_WINDOW` in later
+/// releases); the price table's `max_input_tokens` is the API's maximum, not this.
 pub const AUTO_COMPACT_WINDOW: u64 = crate::settings::policy::CC_WINDOW;
 
 /// The rule a session that records no Claude Code version is replayed under: the current one
 /// (2.1.21 and later, reserve capped at 20,000).
 pub const DEFAULT_VERSION: &str = "2.1.21";
 
-/// The first CLI version whose output reserve is capped at 20,000 (CHANGELOG 2.1.21: "Fixed
-/// auto-compact triggering too early on models with large output token limits").
-pub const RESERVE_CAP_SINCE: (u64, u64, u64) = (2, 1, 21);
-
 /// Claude Code's auto-compact rule as one CLI version runs it (docs/policies.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VersionRule {
     /// The window the threshold is taken from.
     pub window: u64,
-    /// Tokens reserved for the model's output: its max output, capped at [`OUTPUT_RESERVE`]
-    /// from 2.1.21 on.
+    /// Tokens reserved for the model's output ([`super::claude_code_rule::output_reserve`]).
     pub reserve: u64,
     pub buffer: u64,
+    /// The threshold when it differs from `window - reserve - buffer`
+    /// (`CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` recorded), else `None`.
+    pub lowered_to: Option<u64>,
 }
 
 impl VersionRule {
-    /// The rule of CLI `version` (`2.0.57`) for `model` on `window`; `None` for a version
-    /// that does not parse.
+    /// The rule of CLI `version` (`2.0.57`) for `model` on `window`, with no recorded
+    /// settings; `None` for a version that does not parse.
     pub fn of(version: &str, model: Option<&str>, window: u64) -> Option<VersionRule> {
         let v = parse_version(version)?;
-        let max_output = max_output(model);
-        let reserve = if v >= RESERVE_CAP_SINCE {
-            max_output.min(OUTPUT_RESERVE)
-        } else {
-            max_output
-        };
+        let rule = CliRule::new(v, model.unwrap_or(""), &ClaudeCodeSettings::default(), 0);
         Some(VersionRule {
             window,
-            reserve,
-            buffer: BUFFER,
+            ..VersionRule::from_rule(&rule)
         })
+    }
+
+    /// The window, reserve and threshold of `rule` (auto-compact on).
+    pub fn from_rule(rule: &CliRule) -> VersionRule {
+        let plain = rule.effective_window().saturating_sub(rule.buffer);
+        let t = CliRule {
+            enabled: true,
+            ..rule.clone()
+        }
+        .threshold()
+        .unwrap_or(plain);
+        VersionRule {
+            window: rule.window,
+            reserve: rule.reserve,
+            buffer: rule.buffer,
+            lowered_to: (t != plain).then_some(t),
+        }
     }
 
     /// The prompt size at which it compacts.
     pub fn threshold(&self) -> u64 {
-        self.window
+        let plain = self
+            .window
             .saturating_sub(self.reserve)
-            .saturating_sub(self.buffer)
+            .saturating_sub(self.buffer);
+        self.lowered_to.map_or(plain, |t| t.min(plain))
     }
 
     /// The threshold with `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` = `pct`: `floor(effective × pct /
@@ -83,30 +94,71 @@ impl VersionRule {
         }
     }
 
-    /// The rule `session` records (its CLI version, [`session_version`]) on `window`, else
-    /// [`DEFAULT_VERSION`]'s; the reserve from the recorded model's max output.
+    /// The rule `session` records ([`session_rule`]) on `window` when it is not
+    /// [`AUTO_COMPACT_WINDOW`] (a sweep's what-if), else on the session's own window.
     pub fn of_session(session: &Session, window: u64) -> VersionRule {
-        let model = session.model.as_deref();
-        session_version(session)
-            .and_then(|v| VersionRule::of(&v, model, window))
-            .or_else(|| VersionRule::of(DEFAULT_VERSION, model, window))
-            .unwrap_or(VersionRule {
-                window,
-                reserve: OUTPUT_RESERVE,
-                buffer: BUFFER,
-            })
+        let rule = session_rule(session).unwrap_or_else(|| default_rule(session));
+        let mut r = VersionRule::from_rule(&rule);
+        if window != AUTO_COMPACT_WINDOW {
+            r.window = window;
+        }
+        r
     }
 
     /// `window − reserve − buffer = …`, for the report.
     pub fn text(&self) -> String {
-        format!(
-            "{} - {} reserve - {} buffer = {}",
-            self.window,
-            self.reserve,
-            self.buffer,
-            self.threshold()
-        )
+        let mut out = format!(
+            "{} - {} reserve - {} buffer",
+            self.window, self.reserve, self.buffer
+        );
+        if let Some(t) = self.lowered_to {
+            out.push_str(&format!(
+                ", lowered by CLAUDE_AUTOCOMPACT_PCT_OVERRIDE to {t}"
+            ));
+        }
+        out.push_str(&format!(" = {}", self.threshold()));
+        out
     }
+}
+
+/// The settings `session` records (`claude_code_settings`), or none.
+pub fn session_settings(session: &Session) -> ClaudeCodeSettings {
+    match session.recorded_policy.as_ref().map(|p| &p.rule) {
+        Some(PolicyRule::ClaudeCodeAuto { settings }) => settings.clone(),
+        _ => ClaudeCodeSettings::default(),
+    }
+}
+
+/// The auto-compact rule of the CLI `session` ran ([`session_version`]) for its model, under
+/// the settings it records, on the window its records show; `None` when it records no
+/// version that parses. The one rule both the `as recorded` row and a sweep's `claude-code`
+/// replay.
+pub fn session_rule(session: &Session) -> Option<CliRule> {
+    let v = parse_version(&session_version(session)?)?;
+    Some(rule_for(session, v))
+}
+
+fn rule_for(session: &Session, version: super::claude_code_rule::Version) -> CliRule {
+    let largest = session
+        .events
+        .iter()
+        .filter_map(|e| e.usage.map(|u| u.prompt_tokens))
+        .max()
+        .unwrap_or(0);
+    CliRule::new(
+        version,
+        session.model.as_deref().unwrap_or(""),
+        &session_settings(session),
+        largest,
+    )
+}
+
+/// [`DEFAULT_VERSION`]'s rule for a session that records no version.
+fn default_rule(session: &Session) -> CliRule {
+    rule_for(
+        session,
+        parse_version(DEFAULT_VERSION).unwrap_or((2, 1, 21)),
+    )
 }
 
 /// The Claude Code version `session` ran: the one in force at its first automatic compaction
@@ -114,7 +166,7 @@ impl VersionRule {
 /// none (or is not Claude Code).
 pub fn session_version(session: &Session) -> Option<String> {
     let p = session.recorded_policy.as_ref()?;
-    if !matches!(p.rule, PolicyRule::ClaudeCodeAuto) {
+    if !matches!(p.rule, PolicyRule::ClaudeCodeAuto { .. }) {
         return None;
     }
     let at_boundary = session
@@ -125,31 +177,13 @@ pub fn session_version(session: &Session) -> Option<String> {
     at_boundary.or_else(|| p.versions.last().cloned())
 }
 
-/// `major.minor.patch` of a CLI version string.
-pub fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
-    let mut it = v.trim().split('.').map(|x| x.trim().parse::<u64>().ok());
-    Some((it.next()??, it.next()??, it.next().flatten().unwrap_or(0)))
-}
-
-/// The max output Claude Code requests of a model (its default `max_tokens`): 64,000 for the
-/// Claude 4.5+ models (Opus 4.5 and later, Sonnet 4.5, Haiku 4.5), 32,000 for Opus 4/4.1 and
-/// unknown models. Before 2.1.21 the whole of it was reserved.
-pub fn max_output(model: Option<&str>) -> u64 {
-    let m = model.unwrap_or("");
-    let older_opus = m.contains("opus-4-1") || m.contains("opus-4-2025") || m == "claude-opus-4";
-    if m.contains("claude") && !older_opus && (m.contains("-4-") || m.contains("-5")) {
-        64_000
-    } else {
-        32_000
-    }
-}
-
 /// The current rule's auto-compact threshold for a window and an optional percentage override.
 pub fn threshold(window: u64, pct: Option<u64>) -> u64 {
     VersionRule {
         window,
         reserve: OUTPUT_RESERVE,
         buffer: BUFFER,
+        lowered_to: None,
     }
     .threshold_at(pct)
 }
@@ -174,14 +208,19 @@ struct InStep {
 impl InStep {
     fn new(ctx: &Ctx<'_>, threshold: u64) -> Option<InStep> {
         let s = ctx.session;
-        if s.recorded_compactions.is_empty() || s.events.iter().all(|e| e.usage.is_none()) {
+        if s.events.iter().all(|e| e.usage.is_none()) {
             return None;
         }
-        // what the history grows by, on the provider's scale where the session fits one
-        let fit = fit_requests(&request_sizes(s, ctx.sizes));
-        let grown = |g: u64| fit.map_or(g, |f| f.amount(g));
-        let first = |c: u64| fit.map_or(c, |f| f.size(c));
-        let measured = measured_context(s, ctx.sizes, first, grown);
+        let measured = match super::claude_code_size::checked_context(s, ctx.sizes) {
+            Some(checked) => checked,
+            None => {
+                // what the history grows by, on the provider's scale where the session fits one
+                let fit = fit_requests(&request_sizes(s, ctx.sizes));
+                let grown = |g: u64| fit.map_or(g, |f| f.amount(g));
+                let first = |c: u64| fit.map_or(c, |f| f.size(c));
+                measured_context(s, ctx.sizes, first, grown)
+            }
+        };
         // the first request at or after each recorded compaction (as the backtest counts it)
         let mut boundaries: Vec<usize> = s
             .recorded_compactions
@@ -234,6 +273,16 @@ impl ClaudeCode {
     /// auto-compact `window`, lowered by `pct`.
     pub fn new(ctx: &Ctx<'_>, pct: Option<u64>, window: u64) -> Self {
         let threshold = VersionRule::of_session(ctx.session, window).threshold_at(pct);
+        ClaudeCode {
+            threshold,
+            in_step: InStep::new(ctx, threshold),
+        }
+    }
+
+    /// At `threshold` (the session's own rule), deciding on the size Claude Code checked
+    /// while in step with the record ([`InStep`]), as [`ClaudeCode::new`] does: the `as
+    /// recorded` row.
+    pub fn recorded(ctx: &Ctx<'_>, threshold: u64) -> Self {
         ClaudeCode {
             threshold,
             in_step: InStep::new(ctx, threshold),

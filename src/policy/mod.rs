@@ -10,6 +10,10 @@
 
 pub mod anthropic;
 pub mod claude_code;
+/// Claude Code's auto-compact threshold from its CLI's mechanism.
+pub mod claude_code_rule;
+/// The size Claude Code checks against it.
+pub mod claude_code_size;
 pub mod clear;
 pub mod codex;
 pub mod driver;

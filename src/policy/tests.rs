@@ -569,7 +569,9 @@ fn claude_code_session(prompts: &[Option<u64>], version: Option<&str>) -> (Sessi
     s.recorded_policy = version.map(|v| crate::transcript::RecordedPolicy {
         source: "claude-code version".into(),
         versions: vec![v.into()],
-        rule: crate::transcript::PolicyRule::ClaudeCodeAuto,
+        rule: crate::transcript::PolicyRule::ClaudeCodeAuto {
+            settings: Default::default(),
+        },
     });
     (s, toks)
 }
@@ -585,9 +587,10 @@ fn fired_at(r: &Replay) -> Vec<usize> {
         .collect()
 }
 
-/// On a 200,000-token auto-compact window: CLI 2.0.57 reserves the whole 64,000 max output
-/// (123,000), 2.1.21 and later 20,000 (167,000), and a session recording no version gets the
-/// current rule; the price table's window (1,000,000) plays no part.
+/// On a 200,000-token auto-compact window: CLI 2.0.57 reserves the whole output cap (32,000
+/// by default: 155,000; 64,000 when the settings it read set CLAUDE_CODE_MAX_OUTPUT_TOKENS=64000:
+/// 123,000), 2.1.21 and later at most 20,000 (167,000), and a session recording no version
+/// gets the current rule; the price table's window (1,000,000) plays no part.
 #[test]
 fn claude_code_fires_at_its_recorded_versions_threshold_on_a_200k_window() {
     let prompts = [
@@ -609,25 +612,91 @@ fn claude_code_fires_at_its_recorded_versions_threshold_on_a_200k_window() {
             .first()
             .copied()
     };
-    assert_eq!(fired(Some("2.0.57")), Some(2));
+    // the CLI checks the last response's usage with its output (10 here) before a request:
+    // 166,999 + 10 before request 4 is the first past 155,000
+    assert_eq!(fired(Some("2.0.57")), Some(4));
+    let (mut s, toks) = claude_code_session(&prompts, Some("2.0.57"));
+    if let Some(crate::transcript::PolicyRule::ClaudeCodeAuto { settings }) =
+        s.recorded_policy.as_mut().map(|p| &mut p.rule)
+    {
+        settings
+            .env
+            .insert("CLAUDE_CODE_MAX_OUTPUT_TOKENS".into(), "64000".into());
+    }
+    // 122,999 + 10 before request 2 passes 123,000
+    assert_eq!(
+        fired_at(&run(&s, &toks, &spec, None)).first().copied(),
+        Some(2)
+    );
     assert_eq!(fired(Some("2.1.39")), Some(4));
     assert_eq!(fired(None), Some(4));
-    // a 150,000 window under 2.1.39: 150,000 - 20,000 - 13,000 = 117,000, passed by 122,999
+    // a 150,000 window under 2.1.39: 150,000 - 20,000 - 13,000 = 117,000, passed by the
+    // 122,999 (+ 10) checked before request 2
     let (s, toks) = claude_code_session(&prompts, Some("2.1.39"));
     let narrow = PolicySpec::ClaudeCode {
         pct: None,
         window: 150_000,
     };
-    assert_eq!(fired_at(&run(&s, &toks, &narrow, None)).first(), Some(&1));
+    assert_eq!(fired_at(&run(&s, &toks, &narrow, None)).first(), Some(&2));
+}
+
+/// Hand-made sessions of each release and model fire where the CLI's rule puts them: 2.0.74
+/// at 155,000 (the 32,000 default output reserved), 2.1.23 at 167,000, a model the CLI does
+/// not know (a third-party model behind it) at 155,000 on 2.1.19 and 167,000 on 2.1.50, a
+/// Sonnet 4.5 session whose recorded prompts passed 200,000 at the 1M window's 967,000 (an
+/// Opus 4.5 one, which does not take the 1M beta, still at 167,000), and a recorded
+/// CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50 at 90,000, never above the default.
+#[test]
+fn claude_code_sessions_fire_at_their_releases_threshold() {
+    let prompts = [
+        Some(50_000),
+        Some(89_999),
+        Some(90_000),
+        Some(154_999),
+        Some(155_000),
+        Some(166_999),
+        Some(167_000),
+        Some(250_000),
+        Some(966_999),
+        Some(967_000),
+    ];
+    let spec = PolicySpec::ClaudeCode {
+        pct: None,
+        window: 200_000,
+    };
+    let fired = |version: &str, model: &str, env: &[(&str, &str)]| {
+        let (mut s, toks) = claude_code_session(&prompts, Some(version));
+        s.model = Some(model.into());
+        if let Some(crate::transcript::PolicyRule::ClaudeCodeAuto { settings }) =
+            s.recorded_policy.as_mut().map(|p| &mut p.rule)
+        {
+            for (k, v) in env {
+                settings.env.insert(k.to_string(), v.to_string());
+            }
+        }
+        fired_at(&run(&s, &toks, &spec, None)).first().copied()
+    };
+    let opus = "claude-opus-4-5-20251101";
+    assert_eq!(fired("2.0.74", opus, &[]), Some(4));
+    assert_eq!(fired("2.1.23", opus, &[]), Some(6));
+    assert_eq!(fired("2.1.19", "glm-4.6", &[]), Some(4));
+    assert_eq!(fired("2.1.50", "glm-4.6", &[]), Some(6));
+    assert_eq!(fired("2.1.23", "claude-sonnet-4-5-20250929", &[]), Some(9));
+    assert_eq!(fired("2.1.39", "claude-opus-4-6", &[]), Some(9));
+    let pct = [("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "50")];
+    assert_eq!(fired("2.1.39", opus, &pct), Some(2));
+    let pct = [("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "99")];
+    assert_eq!(fired("2.1.39", opus, &pct), Some(6));
 }
 
 /// A session that records its own automatic compaction: the request after it went out
 /// compacted (its recorded size is small), yet the policy fires there, as Claude Code did: the
-/// context it measured is the size before plus what the history grew since.
+/// size it checked is the last response's usage with its output (plus the estimate of what
+/// came after it), on the history before the compaction.
 #[test]
 fn claude_code_fires_where_the_recorded_compaction_was() {
     // request 3 is the first after the compaction: its recorded 40,000 is the compacted
-    // prompt; two sizes before it are too few for a provider-scale fit, so growth is counted
+    // prompt
     let prompts = [
         None,
         Some(150_000),
@@ -640,6 +709,10 @@ fn claude_code_fires_where_the_recorded_compaction_was() {
         .filter(|&e| s.events[e].model_request)
         .collect();
     let at = requests[3];
+    // the response before the compaction wrote 300 tokens: 166,800 + 300 >= 167,000
+    if let Some(u) = s.events[requests[2]].usage.as_mut() {
+        u.output_tokens = 300;
+    }
     for &e in &requests[3..] {
         s.events[e].post_compaction_usage = true;
     }
@@ -650,11 +723,11 @@ fn claude_code_fires_where_the_recorded_compaction_was() {
         pct: None,
         window: 200_000,
     };
-    // 166,800 + the 510 tokens the history grew by (a call and its result) >= 167,000
     assert_eq!(fired_at(&run(&s, &toks, &spec, None)), vec![3]);
-    // without the record, the compacted 40,000 is all the replay sees: it never fires
+    // without the record the size checked is the same (the response before it, not the
+    // compacted 40,000 request 3 sent): it fires there too
     s.recorded_compactions.clear();
-    assert!(fired_at(&run(&s, &toks, &spec, None)).is_empty());
+    assert_eq!(fired_at(&run(&s, &toks, &spec, None)), vec![3]);
 }
 
 /// Request `q`'s model event in [`session`].

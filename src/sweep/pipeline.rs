@@ -22,7 +22,9 @@ use crate::summarize::SummarizerSpec;
 use crate::tokens::fit::PromptFit;
 use crate::tokens::sizes::SessionSizes;
 use crate::tokens::Tokenizer;
+use crate::transcript::claude_code_settings::{settings_of, SettingsBook};
 use crate::transcript::db::DbFilter;
+use crate::transcript::ClaudeCodeSettings;
 use crate::transcript::{detect, Format, ReadError, Session};
 use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
@@ -287,6 +289,9 @@ pub struct Catalog {
     held: Vec<std::sync::Arc<Session>>,
     /// The last file read, when it holds more sessions than a window took from it.
     last: Option<(usize, Vec<Option<Session>>)>,
+    /// The Claude Code settings files the sessions read, given to the sessions of the same
+    /// home or directory that read none each time their file is read again.
+    settings: SettingsBook,
 }
 
 /// What the first pass keeps of a session.
@@ -295,6 +300,9 @@ struct Listed {
     id: String,
     model: String,
     info: SessionInfo,
+    /// A Claude Code session's recorded settings (to tell whether another session's
+    /// settings file applies to it).
+    settings: Option<ClaudeCodeSettings>,
 }
 
 impl Listed {
@@ -304,6 +312,7 @@ impl Listed {
             id: s.id.clone(),
             model: recorded_model(s).to_string(),
             info: session_info(s, tok),
+            settings: settings_of(s).cloned(),
         }
     }
 }
@@ -328,28 +337,66 @@ fn list_files(
     format: Option<Format>,
     tok: Tokenizer,
     errors: &mut Vec<ReadError>,
-) -> Vec<(Listed, Origin)> {
+) -> (Vec<(Listed, Origin)>, SettingsBook) {
     let mut listed = Vec::new();
+    let mut book = SettingsBook::default();
     for (b, batch) in files.chunks(SCAN_FILES).enumerate() {
-        let results: Vec<Result<Vec<Listed>, ReadError>> = batch
+        let results: Vec<Result<(Vec<Listed>, SettingsBook), ReadError>> = batch
             .par_iter()
             .map(|f| {
-                detect::load_file(f, format)
-                    .map(|ss| ss.iter().map(|s| Listed::of(s, tok)).collect())
+                detect::load_file(f, format).map(|ss| {
+                    let mut read = SettingsBook::default();
+                    ss.iter().for_each(|s| read.note(s));
+                    (ss.iter().map(|s| Listed::of(s, tok)).collect(), read)
+                })
             })
             .collect();
         for (k, r) in results.into_iter().enumerate() {
             let file = (b * SCAN_FILES + k) as u32;
             match r {
-                Ok(ls) => listed.extend(ls.into_iter().enumerate().map(|(pos, l)| {
-                    let pos = pos as u32;
-                    (l, Origin::File { file, pos })
-                })),
+                Ok((ls, read)) => {
+                    book.extend(read);
+                    listed.extend(ls.into_iter().enumerate().map(|(pos, l)| {
+                        let pos = pos as u32;
+                        (l, Origin::File { file, pos })
+                    }))
+                }
                 Err(e) => errors.push(e),
             }
         }
     }
-    listed
+    refresh_shared(&mut listed, files, format, tok, &book, errors);
+    (listed, book)
+}
+
+/// The sessions another session's Claude Code settings file applies to
+/// (`SettingsBook::applies_to`), read again with those settings, their facts made anew (the
+/// first pass listed them before every file was read).
+fn refresh_shared(
+    listed: &mut [(Listed, Origin)],
+    files: &[PathBuf],
+    format: Option<Format>,
+    tok: Tokenizer,
+    book: &SettingsBook,
+    errors: &mut Vec<ReadError>,
+) {
+    for (l, origin) in listed.iter_mut() {
+        let (Some(s), Origin::File { file, pos }) = (&l.settings, origin) else {
+            continue;
+        };
+        if !book.applies_to(s) {
+            continue;
+        }
+        match detect::load_file(&files[*file as usize], format) {
+            Ok(mut ss) => {
+                if let Some(session) = ss.get_mut(*pos as usize) {
+                    book.apply(session);
+                    *l = Listed::of(session, tok);
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
 }
 
 /// The sessions of database inputs, held (listed after the files' sessions).
@@ -411,7 +458,7 @@ impl Catalog {
             .into_iter()
             .map(crate::transcript::util::tidy)
             .collect();
-        let mut listed = list_files(&files, format, tok, &mut errors);
+        let (mut listed, settings) = list_files(&files, format, tok, &mut errors);
         let held = list_held(&urls, filter, tok, &mut listed, &mut errors);
         // The run's order: by (source, id), ties in the order read (the sort is stable).
         listed.sort_by(|a, b| (&a.0.source, &a.0.id).cmp(&(&b.0.source, &b.0.id)));
@@ -444,6 +491,7 @@ impl Catalog {
             format,
             held,
             last: None,
+            settings,
         })
     }
 
@@ -464,6 +512,7 @@ impl Catalog {
             format: None,
             held: sessions.into_iter().map(std::sync::Arc::new).collect(),
             last: None,
+            settings: SettingsBook::default(),
         }
     }
 
@@ -571,7 +620,10 @@ impl Catalog {
             let mut sessions: Vec<Option<Session>> = r
                 .map_err(|e| anyhow!("{file}: cannot be read again: {e}"))?
                 .into_iter()
-                .map(Some)
+                .map(|mut s| {
+                    self.settings.apply(&mut s);
+                    Some(s)
+                })
                 .collect();
             for &(slot, pos) in &want {
                 out[slot] = sessions

@@ -1,7 +1,8 @@
 //! Claude Code JSONL reader (`~/.claude/projects/*/<session>.jsonl`, `subagents/agent-*.jsonl`).
 //!
 //! What the file holds versus what the model saw:
-//! - One model request (one API response) is one `message.id`, but Claude Code writes each
+//! - One model request (one API response) is one `requestId` (else one `message.id`: a
+//!   third-party endpoint can repeat a message id across requests), but Claude Code writes each
 //!   content block on its own `assistant` line, and tool results of parallel calls can land
 //!   between those lines. All lines of one id merge into one model event, placed where its
 //!   first line was. Usage repeats on every line; input and cache fields agree, the
@@ -152,7 +153,8 @@ struct Group {
     key: Key,
     session_id: Option<String>,
     events: Vec<Event>,
-    by_message_id: HashMap<String, usize>,
+    /// Model event per request: `requestId`, else `message.id` ([`request_key`]).
+    by_request: HashMap<String, usize>,
     tool_names: HashMap<String, String>,
     compactions: Vec<RecordedCompaction>,
     /// Index into `compactions` of a boundary still waiting for its summary message.
@@ -167,6 +169,8 @@ struct Group {
     invocation_has_prompt: bool,
     clock: Clock,
     model: Option<String>,
+    /// The first recorded working directory (`cwd`).
+    cwd: Option<String>,
 }
 
 impl Group {
@@ -175,7 +179,7 @@ impl Group {
             key,
             session_id: None,
             events: Vec::new(),
-            by_message_id: HashMap::new(),
+            by_request: HashMap::new(),
             tool_names: HashMap::new(),
             compactions: Vec::new(),
             pending_summary: None,
@@ -186,6 +190,7 @@ impl Group {
             invocation_has_prompt: false,
             clock: Clock::new(TIMESTAMP_TOLERANCE_S),
             model: None,
+            cwd: None,
         }
     }
 
@@ -214,23 +219,29 @@ impl Group {
     }
 
     /// The model event of `message_id`, opened at `t` on its first line (see module doc).
-    fn request_event(&mut self, message_id: String, model: Option<String>, t: f64) -> usize {
+    fn request_event(
+        &mut self,
+        key: String,
+        message_id: String,
+        model: Option<String>,
+        t: f64,
+    ) -> usize {
         let synthetic = model.as_deref() == Some(SYNTHETIC_MODEL);
         if self.model.is_none() && !synthetic {
             self.model.clone_from(&model);
         }
-        if let Some(&i) = self.by_message_id.get(&message_id) {
+        if let Some(&i) = self.by_request.get(&key) {
             return i;
         }
         let inv = self.current_invocation();
         let mut ev = Event::new(self.agent_name(), Role::Model, inv, t);
-        ev.id = Some(message_id.clone());
+        ev.id = Some(message_id);
         ev.model_request = !synthetic;
         ev.model = model.filter(|_| !synthetic);
         ev.post_compaction_usage = self.after_compaction && !synthetic;
         self.events.push(ev);
         let i = self.events.len() - 1;
-        self.by_message_id.insert(message_id, i);
+        self.by_request.insert(key, i);
         i
     }
 
@@ -330,7 +341,12 @@ impl Group {
         (!self.versions.is_empty()).then(|| RecordedPolicy {
             source: "claude-code version".to_string(),
             versions: self.versions.clone(),
-            rule: PolicyRule::ClaudeCodeAuto,
+            rule: PolicyRule::ClaudeCodeAuto {
+                settings: super::ClaudeCodeSettings {
+                    cwd: self.cwd.clone(),
+                    ..Default::default()
+                },
+            },
         })
     }
 }
@@ -456,6 +472,9 @@ impl<'a> Reader<'a> {
             if group.session_id.is_none() {
                 group.session_id = readutil::str_field(obj, "sessionId").map(str::to_string);
             }
+            if group.cwd.is_none() {
+                group.cwd = readutil::str_field(obj, "cwd").map(str::to_string);
+            }
             group.note_version(obj);
         }
         match kind {
@@ -493,6 +512,7 @@ impl<'a> Reader<'a> {
             .or_else(|| readutil::str_field(obj, "uuid"))
             .map(str::to_string)
             .unwrap_or_else(|| format!("line-{line_no}"));
+        let key = request_key(obj, &message_id);
         let model = readutil::str_field(msg, "model").map(str::to_string);
         let t = self.tick(line_no, g, ts)?;
         let (parts, calls) = self.assistant_parts(line_no, &blocks)?;
@@ -504,7 +524,7 @@ impl<'a> Reader<'a> {
         for (id, name) in calls {
             group.tool_names.insert(id, name);
         }
-        let idx = group.request_event(message_id, model, t);
+        let idx = group.request_event(key, message_id, model, t);
         if let Some(ev) = group.events.get_mut(idx) {
             ev.parts.extend(parts);
             if let Some(u) = usage {
@@ -768,9 +788,21 @@ impl<'a> Reader<'a> {
                 ..Session::new(id, source, Format::ClaudeCode, g.events)
             };
             s.index_recorded();
+            super::claude_code_settings::observe(&mut s);
             out.push(s);
         }
         Ok(out)
+    }
+}
+
+/// The request an assistant line belongs to: its `requestId` (one API call), else its
+/// `message.id`. Claude Code writes each content block of a response on its own line; the
+/// lines of one call share the `requestId`, while a third-party endpoint behind the CLI can
+/// give every response the same `message.id` (or a new one per block).
+fn request_key(obj: &Map<String, Value>, message_id: &str) -> String {
+    match readutil::str_field(obj, "requestId").filter(|r| !r.is_empty()) {
+        Some(r) => format!("req:{r}"),
+        None => format!("msg:{message_id}"),
     }
 }
 
@@ -1002,6 +1034,37 @@ mod tests {
             "a merged request keeps its first line's time"
         );
         assert_eq!(s.model.as_deref(), Some("claude-test"));
+    }
+
+    /// Requests are the lines sharing a `requestId`: a third-party endpoint that gives two
+    /// calls the same `message.id` makes two requests, and lines of one call whose message
+    /// ids differ make one; without a `requestId` the `message.id` groups them.
+    #[test]
+    fn requests_are_grouped_by_request_id_not_message_id() {
+        let line = |uuid: &str, req: Option<&str>, msg: &str, text: &str| {
+            let req = req.map_or(String::new(), |r| format!(r#""requestId":"{r}","#));
+            format!(
+                r#"{{"type":"assistant","uuid":"{uuid}","sessionId":"s","version":"2.1.39",{req}"timestamp":"2026-01-01T00:00:0{n}Z","message":{{"id":"{msg}","model":"glm-4.6","role":"assistant","content":[{{"type":"text","text":"{text}"}}],"usage":{{"input_tokens":0,"output_tokens":0}}}}}}"#,
+                n = uuid.len() % 10
+            )
+        };
+        let user = r#"{"type":"user","uuid":"u0","sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"go"}}"#;
+        let text = [
+            user.to_string(),
+            line("a", Some("req_1"), "msg_same", "one"),
+            line("bb", Some("req_2"), "msg_same", "two"),
+            line("ccc", Some("req_3"), "msg_x", "three, first block"),
+            line("dddd", Some("req_3"), "msg_y", "three, second block"),
+            line("eeeee", None, "msg_z", "four"),
+            line("ffffff", None, "msg_z", "four, again"),
+        ]
+        .join("\n");
+        let s = &read("s.jsonl", &text).expect("reads")[0];
+        let requests: Vec<&Event> = s.events.iter().filter(|e| e.model_request).collect();
+        let parts: Vec<usize> = requests.iter().map(|e| e.parts.len()).collect();
+        assert_eq!(parts, vec![1, 1, 2, 2], "{requests:#?}");
+        // a zero usage is recorded as such (the size Claude Code checks stays near 0)
+        assert_eq!(requests[0].usage.map(|u| u.prompt_tokens), Some(0));
     }
 
     #[test]

@@ -583,6 +583,7 @@ fn load_files(paths: &[String], format: Option<Format>) -> Loaded {
             Err(e) => skipped.push(e),
         }
     }
+    super::claude_code_settings::share(&mut sessions);
     Loaded { sessions, skipped }
 }
 

@@ -7,6 +7,8 @@ pub mod adk;
 pub mod adk_legacy_eval;
 pub mod canonical;
 pub mod claude_code;
+/// The Claude Code settings a session shows it ran with (`env`, `model`).
+pub mod claude_code_settings;
 pub mod codex;
 /// ADK's session databases (SQLite, PostgreSQL), read directly.
 pub mod db;
@@ -27,6 +29,7 @@ pub mod tau2;
 pub mod util;
 
 pub use canonical::write_canonical;
+pub use claude_code_settings::ClaudeCodeSettings;
 pub use detect::{detect, load_file, load_inputs, load_paths, Loaded};
 pub use error::ReadError;
 pub use model::*;

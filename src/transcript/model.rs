@@ -1,5 +1,6 @@
 //! The one session model every reader produces ("Words" in shared/spec/metrics.md).
 
+use super::claude_code_settings::ClaudeCodeSettings;
 use serde::{Deserialize, Serialize};
 
 /// The recorded formats compaction-sim reads.
@@ -458,8 +459,12 @@ pub struct RecordedPolicy {
 pub enum PolicyRule {
     /// Claude Code's automatic compaction. The files record no setting, only the CLI version
     /// (`versions`): the threshold is that version's rule (and the user's
-    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` / auto-compact window, which the files do not record).
-    ClaudeCodeAuto,
+    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` / auto-compact window, which the files do not record),
+    /// with what the session shows of its settings (`claude_code_settings`).
+    ClaudeCodeAuto {
+        #[serde(default, skip_serializing_if = "ClaudeCodeSettings::is_empty")]
+        settings: ClaudeCodeSettings,
+    },
     /// SWE-agent `agent.history_processors`, in the order SWE-agent applies them (empty when
     /// the config lists none: SWE-agent then sends the whole history), and the run's
     /// `info.model_stats` (what the as-recorded replay's prompt tokens are checked against).
@@ -781,7 +786,9 @@ mod tests {
     #[test]
     fn recorded_policies_round_trip_through_json() {
         let rules = [
-            PolicyRule::ClaudeCodeAuto,
+            PolicyRule::ClaudeCodeAuto {
+                settings: Default::default(),
+            },
             PolicyRule::SweAgent {
                 processors: vec![
                     HistoryProcessor::LastNObservations { n: 5 },

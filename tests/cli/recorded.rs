@@ -108,7 +108,11 @@ fn claude_code_records_tokens_after_and_the_cli_version() {
     );
     assert!(cs.iter().all(|c| c.version.as_deref() == Some("2.0.57")));
     let p = s[0].recorded_policy.as_ref().expect("version recorded");
-    assert_eq!(p.rule, PolicyRule::ClaudeCodeAuto);
+    assert!(
+        matches!(p.rule, PolicyRule::ClaudeCodeAuto { .. }),
+        "{:?}",
+        p.rule
+    );
     assert_eq!(p.versions, ["2.0.57"]);
 }
 
