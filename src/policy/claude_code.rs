@@ -8,7 +8,8 @@
 //! re-attaches ([`reattached`]); its todo list and plan are not modelled.
 
 use super::measured::{fit_requests, measured_context, request_sizes, Crossing};
-use super::{At, CompactionPolicy, Ctx, Decision};
+use super::microcompact::{self, Microcompact};
+use super::{At, Clearable, CompactionPolicy, Ctx, Decision};
 use crate::transcript::{Part, PolicyRule, Session};
 
 /// `min(max output, 20,000)`: the pricing table has no max output; every Claude model in it
@@ -22,6 +23,12 @@ pub struct ClaudeCode {
     /// While its compactions are the recorded ones: decided on the context Claude Code
     /// measured ([`InStep`]).
     in_step: Option<InStep>,
+    /// Its microcompaction, in the versions that run it, unless the session shows it was off
+    /// ([`microcompact::off_in`]).
+    micro: Option<Microcompact>,
+    /// Per request, the size microcompaction checks while in step with the record
+    /// ([`microcompact::checked_sizes`]).
+    micro_checked: Vec<u64>,
 }
 
 /// The window Claude Code's auto-compact reads for the Claude models of the corpus: 200,000,
@@ -120,7 +127,7 @@ pub fn session_version(session: &Session) -> Option<String> {
     let at_boundary = session
         .recorded_compactions
         .iter()
-        .filter(|c| c.trigger.as_deref() == Some("auto"))
+        .filter(|c| c.is_full_in_file() && c.trigger.as_deref() == Some("auto"))
         .find_map(|c| c.version.clone());
     at_boundary.or_else(|| p.versions.last().cloned())
 }
@@ -186,6 +193,7 @@ impl InStep {
         let mut boundaries: Vec<usize> = s
             .recorded_compactions
             .iter()
+            .filter(|c| c.is_full_in_file())
             .map(|c| measured.partition_point(|&(k, _)| (k as usize) < c.at_event))
             .collect();
         boundaries.sort_unstable();
@@ -234,9 +242,15 @@ impl ClaudeCode {
     /// auto-compact `window`, lowered by `pct`.
     pub fn new(ctx: &Ctx<'_>, pct: Option<u64>, window: u64) -> Self {
         let threshold = VersionRule::of_session(ctx.session, window).threshold_at(pct);
+        let version = session_version(ctx.session);
+        let checked = microcompact::checked_sizes(ctx.session);
+        let micro = microcompact::runs_in(version.as_deref())
+            && !microcompact::off_in(ctx, version.as_deref(), threshold, &checked);
         ClaudeCode {
             threshold,
             in_step: InStep::new(ctx, threshold),
+            micro: micro.then(|| Microcompact::new(ctx, threshold)),
+            micro_checked: checked.into_iter().map(|(_, size)| size).collect(),
         }
     }
 
@@ -245,12 +259,23 @@ impl ClaudeCode {
         ClaudeCode {
             threshold,
             in_step: None,
+            micro: None,
+            micro_checked: Vec::new(),
         }
     }
 }
 
 impl CompactionPolicy for ClaudeCode {
+    fn clearable(&self) -> Option<&Clearable> {
+        self.micro.as_ref().map(|m| &m.results)
+    }
+
     fn decide(&mut self, ctx: &Ctx<'_>, at: &At) -> Decision {
+        // microcompaction's size: the recorded last usage while in step, else the replay's
+        let checked = match &self.in_step {
+            Some(_) => self.micro_checked.get(at.q).copied().unwrap_or(at.prompt),
+            None => at.prompt,
+        };
         let step = self.in_step.as_mut().map_or(Step::Left, |s| s.step(at.q));
         if matches!(step, Step::Left | Step::FireAndLeave) {
             self.in_step = None;
@@ -269,7 +294,14 @@ impl CompactionPolicy for ClaudeCode {
                 passes: 1,
             }
         } else {
-            Decision::Keep
+            // microcompaction runs in the same step, when no compaction does
+            match self.micro.as_mut() {
+                Some(m) => match m.step(at.event, at.cut, checked) {
+                    Some(_) => Decision::Clear(m.cleared()),
+                    None => Decision::Keep,
+                },
+                None => Decision::Keep,
+            }
         }
     }
 }

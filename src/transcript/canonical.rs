@@ -162,6 +162,14 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
             format!("line {}", p.lines.get(i).copied().unwrap_or(0))
         })?;
         for c in &p.session.recorded_compactions {
+            let n = p.session.events.len();
+            if let Some(e) = c.cleared.iter().find(|&&e| e >= n) {
+                return Err(ReadError::new(
+                    file,
+                    format!("session {}", p.session.id),
+                    format!("recorded microcompaction clears event {e} beyond the {n} events"),
+                ));
+            }
             if c.at_event > p.session.events.len() {
                 return Err(ReadError::new(
                     file,

@@ -7,12 +7,16 @@ pub mod adk;
 pub mod adk_legacy_eval;
 pub mod canonical;
 pub mod claude_code;
+/// Claude Code `microcompact_boundary` records.
+pub mod claude_code_micro;
 pub mod codex;
 /// ADK's session databases (SQLite, PostgreSQL), read directly.
 pub mod db;
 pub mod detect;
 pub mod error;
 pub mod gemini_cli;
+/// One Claude Code session over several files, joined by its `sessionId`.
+pub mod join;
 pub mod model;
 pub mod openai_chat;
 pub mod openhands;
