@@ -462,3 +462,44 @@ fn a_file_starting_with_a_boundary_is_a_resumed_session() {
     let f = &b.frameworks["claude-code"];
     assert_eq!((f.resumed, f.auto_recorded, f.auto_matched), (1, 0, 0));
 }
+
+/// From CLI 2.1.9 every clearing is recorded, so a session of such a CLI that records none
+/// where the rule would have cleared had microcompaction off (a flag the file does not
+/// record): the `claude-code` policy leaves it off there. A CLI before 2.1.9 records no
+/// clearing, so nothing tells: the rule runs.
+#[test]
+fn microcompaction_is_left_off_where_a_recording_cli_recorded_none() {
+    let (mut s, toks) = micro_session();
+    s.recorded_compactions.clear();
+    let cleared_by_policy = |s: &Session| {
+        let sizes = SessionSizes::new(s, Some(&toks));
+        let sized = sizes::provider_sizes(s, &sizes);
+        let ctx = crate::policy::Ctx {
+            sizes: &sized.sizes,
+            session: s,
+            window: None,
+        };
+        let spec = crate::policy::PolicySpec::ClaudeCode {
+            pct: None,
+            window: crate::policy::claude_code::AUTO_COMPACT_WINDOW,
+        };
+        let own = crate::policy::replay_spec(&spec, &ctx, &super::summarizer(s));
+        // request 6: where the rule clears (request 7 passes 167,000 and compacts in full)
+        let r = &own.requests[6];
+        r.baseline_prompt_tokens - r.prompt_tokens
+    };
+    assert_eq!(cleared_by_policy(&s), 0, "2.1.23 recorded no clearing: off");
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let ctx = crate::policy::Ctx {
+        sizes: &sizes,
+        session: &s,
+        window: None,
+    };
+    let checked = crate::policy::microcompact::checked_sizes(&s);
+    let off = |v: &str| crate::policy::microcompact::off_in(&ctx, Some(v), 167_000, &checked);
+    assert!(off("2.1.23") && off("2.1.9"));
+    assert!(
+        !off("2.1.1"),
+        "2.1.1 records no clearing: nothing tells it was off"
+    );
+}
