@@ -76,3 +76,32 @@ pub fn read(obj: &Map<String, Value>) -> Result<Micro, String> {
         version: readutil::str_field(obj, "version").map(str::to_string),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    /// A malformed record is one line naming the file, the line and the field.
+    #[test]
+    fn a_bad_microcompact_record_is_one_line_naming_the_field() {
+        let user = r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"hi"}}"#;
+        for (meta, want) in [
+            (
+                r#"{"compactedToolIds":[7]}"#,
+                "line 2: microcompactMetadata.compactedToolIds[0] is a number, expected a string",
+            ),
+            (
+                r#"{"tokensSaved":-3}"#,
+                "line 2: microcompactMetadata.tokensSaved",
+            ),
+            (r#""x""#, "line 2: microcompactMetadata is a string"),
+        ] {
+            let text = format!(
+                "{user}\n{{\"type\":\"system\",\"uuid\":\"m1\",\"sessionId\":\"s\",\"subtype\":\"microcompact_boundary\",\"microcompactMetadata\":{meta}}}\n"
+            );
+            let e = crate::transcript::claude_code::read("f.jsonl", &text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want) && e.starts_with("f.jsonl"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}
