@@ -64,8 +64,8 @@ pub struct MicroStep {
 pub struct Microcompact {
     /// The candidate results, ascending, as the replay's clearable list.
     pub results: Clearable,
-    /// The CLI's estimate of each candidate result.
-    estimate: Vec<u64>,
+    /// `prefix[j]`: the CLI's estimate of the first `j` candidate results.
+    prefix: Vec<u64>,
     /// Candidates `0..cleared` are cleared (or summarized away).
     cleared: usize,
     /// The warning threshold the checked context must reach.
@@ -76,9 +76,14 @@ impl Microcompact {
     /// The rule for `ctx.session` under an auto-compact `threshold`.
     pub fn new(ctx: &Ctx<'_>, threshold: u64) -> Self {
         let (events, estimate) = candidates(ctx.session);
+        let mut prefix = Vec::with_capacity(estimate.len() + 1);
+        prefix.push(0u64);
+        for e in estimate {
+            prefix.push(prefix[prefix.len() - 1] + e);
+        }
         Microcompact {
             results: Clearable::new(ctx, events, PLACEHOLDER_TOKENS),
-            estimate,
+            prefix,
             cleared: 0,
             warning: threshold.saturating_sub(WARNING_BELOW_THRESHOLD),
         }
@@ -91,7 +96,7 @@ impl Microcompact {
 
     /// Count the first `n` candidates as cleared (a clearing the record holds).
     pub fn clear_at_least(&mut self, n: usize) {
-        self.cleared = self.cleared.max(n.min(self.estimate.len()));
+        self.cleared = self.cleared.max(n.min(self.results.events.len()));
     }
 
     /// Before the request at `event`, the history before `cut` summarized, the context
@@ -103,13 +108,14 @@ impl Microcompact {
         if from >= before {
             return None;
         }
-        let weighed: u64 = self.estimate[from..before].iter().sum();
+        let base = self.prefix[from];
+        let weighed = self.prefix[before] - base;
         let keep_from = before.saturating_sub(KEEP_RECENT).max(from);
-        let (mut saved, mut to) = (0u64, from);
-        while to < keep_from && weighed - saved > KEEP_TOKENS {
-            saved += self.estimate[to];
-            to += 1;
-        }
+        // oldest first, result j is cleared while what is left is over the budget: while
+        // its estimate-before (`prefix[j] - base`) is under `weighed - KEEP_TOKENS`
+        let limit = weighed.saturating_sub(KEEP_TOKENS);
+        let to = from + self.prefix[from..keep_from].partition_point(|&p| p - base < limit);
+        let saved = self.prefix[to] - base;
         if checked < self.warning || saved < MIN_SAVED {
             return None;
         }
@@ -244,4 +250,79 @@ pub fn off_in(
             .iter()
             .any(|c| c.is_micro())
         && !along_record(ctx, threshold, measured).is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::sizes::SessionSizes;
+    use crate::transcript::{Event, Format, Role};
+
+    /// A prompt, then one `Read` per estimate (a call, then a result of 4 × estimate chars).
+    fn reads(estimates: &[u64]) -> Session {
+        let mut events = vec![Event::new("user", Role::User, "i1", 0.0)];
+        events[0].parts.push(Part::Text { text: "go".into() });
+        for (i, &t) in estimates.iter().enumerate() {
+            let mut m = Event::new("agent", Role::Model, "i1", 1.0 + i as f64);
+            m.model_request = true;
+            m.parts.push(Part::ToolCall {
+                id: Some(format!("r{i}")),
+                name: "Read".into(),
+                args: serde_json::json!({"file_path": format!("/f{i}")}),
+            });
+            events.push(m);
+            let mut r = Event::new("agent", Role::User, "i1", 1.5 + i as f64);
+            r.parts.push(Part::ToolResponse {
+                id: Some(format!("r{i}")),
+                name: "Read".into(),
+                response: serde_json::json!({ "content": "x".repeat(4 * t as usize) }),
+            });
+            events.push(r);
+        }
+        Session::new("s", "s.jsonl", Format::ClaudeCode, events)
+    }
+
+    /// The CLI's rule (cli.js 2.0.57-2.1.50): oldest first, results are cleared while what is
+    /// left of the weighed total is over 40,000, never the 3 most recent; only at or above
+    /// the warning threshold, and only when at least 20,000 is saved.
+    #[test]
+    fn the_cli_rule_clears_oldest_results_down_to_40000_keeping_the_last_3() {
+        let s = reads(&[20_000, 15_000, 10_000, 8_000, 30_000, 5_000]);
+        let sizes = SessionSizes::new(&s, None);
+        let ctx = Ctx {
+            sizes: &sizes,
+            session: &s,
+            window: None,
+        };
+        let end = s.events.len() as u32;
+        let mut rule = Microcompact::new(&ctx, 167_000);
+        assert_eq!(rule.warning, 147_000);
+        assert_eq!(
+            rule.step(end, 0, 146_999),
+            None,
+            "under the warning threshold"
+        );
+        // 88,000 weighed: 20,000 + 15,000 + 10,000 cleared leaves 43,000, the rest is recent
+        let got = rule.step(end, 0, 147_000).expect("clears");
+        assert_eq!(
+            (got.cleared, got.weighed, got.saved),
+            (0..3, 88_000, 45_000)
+        );
+        assert_eq!(rule.cleared(), 3);
+        // what is left is not weighed again until it is over the budget by 20,000
+        assert_eq!(rule.step(end, 0, 200_000), None);
+        let s = reads(&[15_000, 10_000, 10_000, 10_000, 10_000, 10_000]);
+        let sizes = SessionSizes::new(&s, None);
+        let ctx = Ctx {
+            sizes: &sizes,
+            session: &s,
+            window: None,
+        };
+        let mut rule = Microcompact::new(&ctx, 167_000);
+        let got = rule.step(end, 0, 150_000).expect("saves 25,000");
+        assert_eq!((got.cleared, got.saved), (0..2, 25_000));
+        // a summary cut past the results leaves nothing to weigh
+        let mut rule = Microcompact::new(&ctx, 167_000);
+        assert_eq!(rule.step(end, end, 150_000), None);
+    }
 }
