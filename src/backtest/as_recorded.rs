@@ -92,19 +92,22 @@ impl AsRecorded {
     }
 
     /// The rule object for one replay; `None`: no compaction.
+    /// A Claude Code session's recorded manual and micro compactions are applied where they
+    /// happened, whatever the rule ([`super::as_ran`]).
     pub fn build(&self, ctx: &Ctx<'_>) -> Option<Box<dyn CompactionPolicy>> {
-        Some(match self {
+        let rule: Option<Box<dyn CompactionPolicy>> = match self {
             AsRecorded::ClaudeCode { threshold, .. } => {
-                Box::new(ClaudeCode::recorded(ctx, *threshold))
+                Some(Box::new(ClaudeCode::recorded(ctx, *threshold)))
             }
-            AsRecorded::Mask { window } => Box::new(MaskObservations::new(ctx, *window)),
+            AsRecorded::Mask { window } => Some(Box::new(MaskObservations::new(ctx, *window))),
             AsRecorded::Openhands {
                 max_size,
                 keep_first,
-            } => Box::new(OpenHands::new(ctx, *max_size, *keep_first)),
-            AsRecorded::Codex { limit } => Box::new(Codex::at_limit(ctx, *limit)),
-            AsRecorded::Adk { .. } | AsRecorded::Nothing { .. } => return None,
-        })
+            } => Some(Box::new(OpenHands::new(ctx, *max_size, *keep_first))),
+            AsRecorded::Codex { limit } => Some(Box::new(Codex::at_limit(ctx, *limit))),
+            AsRecorded::Adk { .. } | AsRecorded::Nothing { .. } => None,
+        };
+        super::as_ran::wrap(ctx, rule)
     }
 
     /// ADK's engine config for an ADK setting (`None` for any other rule, replayed by
@@ -257,7 +260,7 @@ fn auto_compact_off(session: &Session, threshold: u64) -> bool {
     let auto = session
         .recorded_compactions
         .iter()
-        .any(|c| c.trigger.as_deref() == Some("auto"));
+        .any(|c| c.trigger.as_deref() == Some("auto") && !c.is_micro());
     !auto
         && crate::policy::claude_code_size::checked_sizes(session)
             .into_iter()

@@ -20,6 +20,20 @@ pub struct CompactionRow {
     pub framework: String,
     /// `auto`, `manual` or `unknown`.
     pub trigger: String,
+    /// `full` (the history summarized) or `micro` (Claude Code microcompaction: old tool
+    /// results cleared). A micro row's tokens before / after are Claude Code's estimate of
+    /// the old tool results it weighed and of those it left, recorded (`preTokens`,
+    /// `preTokens − tokensSaved`) and predicted.
+    #[serde(default = "full")]
+    pub kind: String,
+    /// The file starts with it (a resumed session): listed, never predicted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
+    /// Micro only: tool results cleared, as recorded (`compactedToolIds`) and predicted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_cleared: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_cleared: Option<u64>,
     /// The `as recorded` setting it was replayed under.
     pub rule: String,
     pub recorded_request: Option<usize>,
@@ -79,7 +93,16 @@ pub struct FrameworkStats {
     pub sessions: u64,
     pub auto_recorded: u64,
     pub auto_matched: u64,
+    /// Manual compactions: listed, applied where they happened in the `as recorded` replay.
     pub manual: u64,
+    /// Microcompactions recorded, and those the rule predicts within one request.
+    #[serde(default)]
+    pub micro_recorded: u64,
+    #[serde(default)]
+    pub micro_matched: u64,
+    /// Compactions a file starts with (resumed sessions): listed, never predicted.
+    #[serde(default)]
+    pub resumed: u64,
     /// Automatic compactions matched once the threshold is fitted where the rule missed.
     pub auto_matched_with_fit: u64,
     /// Median over matched automatic compactions of |predicted − recorded| / recorded tokens
@@ -113,6 +136,10 @@ pub struct SessionRow {
     pub prompt_fit_error_p50: Option<f64>,
     pub recorded_compactions: usize,
     pub predicted_compactions: usize,
+    /// Claude Code: the microcompactions the rule makes on the recorded context (recorded
+    /// ones are among `recorded_compactions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_microcompactions: Option<usize>,
     /// Requests with a recorded size compared with the free-running replay's.
     pub requests_compared: usize,
     pub prompt_error_p50_pct: Option<f64>,
@@ -129,6 +156,10 @@ pub struct SessionRow {
     pub recorded_api_calls: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_sent_ratio: Option<f64>,
+}
+
+fn full() -> String {
+    "full".to_string()
 }
 
 fn round3(x: f64) -> f64 {
@@ -277,6 +308,13 @@ fn recorded_row(
     let before = c
         .pre_tokens
         .or_else(|| q.and_then(|q| q.checked_sub(1)).and_then(rec_at));
+    let after = if c.is_micro() {
+        c.pre_tokens
+            .zip(c.tokens_saved)
+            .map(|(p, s)| p.saturating_sub(s))
+    } else {
+        q.and_then(rec_at)
+    };
     let scale = run.sized.fit.map_or(1.0, |f| f.scale);
     let summary = (!c.summary.is_empty())
         .then(|| (c.summary.chars().count() as f64 / 4.0 * scale).round() as u64);
@@ -286,13 +324,17 @@ fn recorded_row(
         session_id: session.id.clone(),
         framework: session.format.name().to_string(),
         trigger: trigger(c, session).to_string(),
+        kind: if c.is_micro() { "micro" } else { "full" }.to_string(),
+        resumed: c.resumed,
+        recorded_cleared: c.is_micro().then_some(c.cleared_ids.len() as u64),
+        predicted_cleared: None,
         rule: run.policy.label(),
         recorded_request: q,
         predicted_request: None,
         matched: None,
         recorded_tokens_before: before,
         predicted_tokens_before: None,
-        recorded_tokens_after: q.and_then(rec_at),
+        recorded_tokens_after: after,
         predicted_tokens_after: None,
         recorded_summary_tokens: summary,
         predicted_summary_tokens: None,
@@ -362,7 +404,7 @@ pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
         }
     }
     let autos: Vec<usize> = (0..rows.len())
-        .filter(|&i| rows[i].trigger != "manual")
+        .filter(|&i| rows[i].trigger != "manual" && rows[i].kind == "full" && !rows[i].resumed)
         .collect();
     let targets: Vec<Option<usize>> = autos.iter().map(|&i| rows[i].recorded_request).collect();
     let by_rule = super::threshold_replay(session, run, run.policy.threshold());
@@ -375,8 +417,34 @@ pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
     if autos.iter().any(|&i| rows[i].matched != Some(true)) {
         fit_threshold(session, run, &mut rows, &autos, &targets, &latency);
     }
-    out.sessions.push(session_row(session, run, free));
+    let micro = super::micro::predicted(session, run);
+    if let Some(preds) = &micro {
+        predict_micro(&mut rows, preds);
+    }
+    let mut row = session_row(session, run, free);
+    row.predicted_microcompactions = micro.map(|m| m.len());
+    out.sessions.push(row);
     out.compactions.extend(rows);
+}
+
+/// The micro rows beside the rule's microcompactions (nearest within [`MATCH_REQUESTS`]).
+fn predict_micro(rows: &mut [CompactionRow], preds: &[Predicted]) {
+    let micro: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].kind == "micro")
+        .collect();
+    let targets: Vec<Option<usize>> = micro.iter().map(|&i| rows[i].recorded_request).collect();
+    for (&i, p) in micro.iter().zip(pair(&targets, preds)) {
+        let row = &mut rows[i];
+        row.matched = Some(p.is_some_and(|p| {
+            row.recorded_request
+                .is_some_and(|r| r.abs_diff(p.request) <= MATCH_REQUESTS)
+        }));
+        row.predicted_request = p.map(|p| p.request);
+        row.predicted_tokens_before = p.map(|p| p.before);
+        row.predicted_tokens_after = p.map(|p| p.after);
+        // [`super::micro::predicted`] carries the count cleared in `summary`
+        row.predicted_cleared = p.map(|p| p.summary);
+    }
 }
 
 /// Where the rule missed: the threshold the automatic compactions imply (the smallest context
@@ -452,6 +520,7 @@ fn session_row(session: &Session, run: &SessionReplay, free: &Replay) -> Session
         prompt_fit_error_p50: fit.map(|f| round3(f.p50_abs_error_pct)),
         recorded_compactions: session.recorded_compactions.len(),
         predicted_compactions: free.compactions.len(),
+        predicted_microcompactions: None,
         requests_compared: errs.len(),
         prompt_error_p50_pct: (!errs.is_empty()).then(|| round3(percentile_of(&errs, 0.5))),
         prompt_error_p95_pct: (!errs.is_empty()).then(|| round3(percentile_of(&errs, 0.95))),
@@ -494,6 +563,15 @@ pub fn summarize_frameworks(out: &mut Backtest) {
     let mut deltas: std::collections::BTreeMap<String, MatchedDeltas> = Default::default();
     for r in &out.compactions {
         let f = out.frameworks.entry(r.framework.clone()).or_default();
+        if r.kind == "micro" {
+            f.micro_recorded += 1;
+            f.micro_matched += u64::from(r.matched == Some(true));
+            continue;
+        }
+        if r.resumed {
+            f.resumed += 1;
+            continue;
+        }
         if r.trigger == "manual" {
             f.manual += 1;
             continue;

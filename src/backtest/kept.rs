@@ -79,7 +79,9 @@ impl<'s> SessionKept<'s> {
         if c.summary.is_empty() {
             return None;
         }
-        let events = c.at_event..recorded.get(i + 1).map_or(usize::MAX, |n| n.at_event);
+        // up to the next summary (a microcompaction in between leaves the summary in place)
+        let next = recorded[i + 1..].iter().find(|n| !n.is_micro());
+        let events = c.at_event..next.map_or(usize::MAX, |n| n.at_event);
         let hidden = forgotten_so_far(self.session, i);
         let text = SummaryText::flat(c.summary.clone());
         let texts = [Some(&text)];

@@ -7,10 +7,12 @@
 //! A room after `policy` and `cost`, before `sweep`: it reads transcripts, sizes and policies.
 
 pub mod anchored;
+pub mod as_ran;
 pub mod as_recorded;
 pub mod compare;
 pub mod holdout;
 pub mod kept;
+pub mod micro;
 pub mod sizes;
 
 use std::borrow::Cow;

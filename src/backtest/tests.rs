@@ -269,3 +269,237 @@ fn a_real_summary_is_measured_at_its_own_cut_with_the_refetches_after_it() {
         (Some(2), Some(2), Some(1))
     );
 }
+
+/// Issue 43 item 4: a manual compaction (`/compact`) is applied in the `as recorded` replay at
+/// the first request after it, never predicted nor counted as a miss. That request's prompt is
+/// the fitted prompt of the raw history less the events before the boundary, plus the summary,
+/// all on the provider's scale (overhead 1,000, scale 1.2; no `Read` to re-attach).
+#[test]
+fn a_manual_compaction_is_applied_where_it_happened_in_the_as_recorded_replay() {
+    let (mut s, toks, counted) = recorded(12, 8);
+    let c = &mut s.recorded_compactions[0];
+    c.trigger = Some("manual".into());
+    c.summary = "s".repeat(4_000); // 1,000 tokens counted, 1,200 on the provider's scale
+    s.recorded_policy = Some(crate::transcript::RecordedPolicy {
+        source: "claude-code version".into(),
+        versions: vec!["2.1.39".into()],
+        rule: crate::transcript::PolicyRule::ClaudeCodeAuto,
+    });
+    s.index_recorded();
+    let at = s.recorded_compactions[0].at_event;
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let run = session_replay(&s, &sizes);
+    assert!(
+        matches!(run.policy, AsRecorded::ClaudeCode { .. }),
+        "{:?}",
+        run.policy
+    );
+    assert_eq!(run.replay.compactions.len(), 1, "applied once");
+    let r = &run.replay.requests[8];
+    assert_eq!(r.event_index as usize, counted[8].0 as usize);
+    let removed: u64 = run.sized.sizes.tokens[..at]
+        .iter()
+        .map(|&t| u64::from(t))
+        .sum();
+    assert_eq!(r.summary_tokens, 1_200);
+    assert_eq!(r.baseline_prompt_tokens, 1_000 + counted[8].1 * 6 / 5);
+    assert_eq!(r.prompt_tokens, r.baseline_prompt_tokens - removed + 1_200);
+    // before it, nothing is applied
+    let r7 = &run.replay.requests[7];
+    assert_eq!(r7.prompt_tokens, r7.baseline_prompt_tokens);
+    // listed, not predicted, not a miss
+    let b = backtest(std::slice::from_ref(&s), std::slice::from_ref(&sizes));
+    let row = &b.compactions[0];
+    assert_eq!(
+        (row.trigger.as_str(), row.matched),
+        ("manual", None),
+        "{row:?}"
+    );
+    let f = &b.frameworks["claude-code"];
+    assert_eq!((f.manual, f.auto_recorded), (1, 0));
+}
+
+/// The hand-made Claude Code 2.1.23 session of `tests/fixtures/recorded/claude_micro.jsonl`
+/// (shape of the CLI's `microcompact_boundary`; the corpus has none) with the counts it was
+/// written on: each 40,000-character `Read` result 10,000 tokens (Claude Code's length / 4),
+/// everything else 50; recorded prompts 100,000 + 10,050 per request, less the two results
+/// cleared (plus their 60-token pointers) from request 6 on.
+fn micro_session() -> (Session, Vec<u32>) {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/recorded/claude_micro.jsonl"
+    );
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let mut s = crate::transcript::claude_code::read("claude_micro.jsonl", &text)
+        .expect("reads")
+        .remove(0);
+    s.index_recorded();
+    let toks = s
+        .events
+        .iter()
+        .map(|e| {
+            let result = e
+                .parts
+                .iter()
+                .any(|p| matches!(p, Part::ToolResponse { .. }));
+            if result {
+                10_000
+            } else {
+                50
+            }
+        })
+        .collect();
+    (s, toks)
+}
+
+/// Issue 43 item 3: a `microcompact_boundary` is read (kind micro, the events of the results
+/// its `compactedToolIds` name) and replayed: in the `as recorded` replay exactly those
+/// results are cleared from the first request after it on (the prompt then equals the
+/// recorded one; it was 20,000 over), not before; the `claude-code` policy's own rule clears
+/// the same two at the same request; the backtest matches the record, listed as `micro`.
+#[test]
+fn a_micro_record_is_read_and_replayed() {
+    let (s, toks) = micro_session();
+    let c = &s.recorded_compactions[0];
+    assert_eq!(c.kind_name(), "micro");
+    assert_eq!((c.pre_tokens, c.tokens_saved), (Some(60_000), Some(20_000)));
+    assert_eq!(c.cleared, vec![2, 4], "the results of toolu_0 and toolu_1");
+    assert_eq!(c.request, Some(6));
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let run = session_replay(&s, &sizes);
+    for (q, r) in run.replay.requests.iter().enumerate() {
+        let rec = s.events[r.event_index as usize]
+            .usage
+            .unwrap()
+            .prompt_tokens;
+        let hidden = &run.replay.hidden[r.hidden.start as usize..r.hidden.end as usize];
+        if q < 6 {
+            assert!(hidden.is_empty(), "request {q}: {hidden:?}");
+            assert!(
+                r.prompt_tokens.abs_diff(rec) <= 1,
+                "request {q}: {} vs {rec}",
+                r.prompt_tokens
+            );
+        } else {
+            assert_eq!(hidden, &[(2, 2), (4, 4)], "request {q}");
+            assert!(
+                r.prompt_tokens.abs_diff(rec) <= 1,
+                "request {q}: {} vs {rec}",
+                r.prompt_tokens
+            );
+            assert_eq!(r.baseline_prompt_tokens - r.prompt_tokens, 20_000 - 120);
+        }
+    }
+    // the sweep's `claude-code` policy, by the CLI's rule
+    let ctx = crate::policy::Ctx {
+        sizes: &run.sized.sizes,
+        session: &s,
+        window: None,
+    };
+    let spec = crate::policy::PolicySpec::ClaudeCode {
+        pct: None,
+        window: crate::policy::claude_code::AUTO_COMPACT_WINDOW,
+    };
+    let summarizer = super::summarizer(&s);
+    let own = crate::policy::replay_spec(&spec, &ctx, &summarizer);
+    let cleared: Vec<usize> = own
+        .requests
+        .iter()
+        .map(|r| (r.baseline_prompt_tokens - r.prompt_tokens) as usize)
+        .collect();
+    assert_eq!(cleared, [0, 0, 0, 0, 0, 0, 19_880, 19_880]);
+    // the backtest
+    let b = backtest(std::slice::from_ref(&s), std::slice::from_ref(&sizes));
+    let row = &b.compactions[0];
+    assert_eq!(
+        (row.kind.as_str(), row.matched),
+        ("micro", Some(true)),
+        "{row:?}"
+    );
+    assert_eq!(row.predicted_request, Some(6));
+    assert_eq!(
+        (row.recorded_cleared, row.predicted_cleared),
+        (Some(2), Some(2))
+    );
+    assert_eq!(
+        (row.predicted_tokens_before, row.predicted_tokens_after),
+        (Some(60_000), Some(40_000))
+    );
+    let f = &b.frameworks["claude-code"];
+    assert_eq!(
+        (f.micro_recorded, f.micro_matched, f.auto_recorded),
+        (1, 1, 0)
+    );
+    assert_eq!(b.sessions[0].predicted_microcompactions, Some(1));
+}
+
+/// A file that starts with a `compact_boundary` (a resumed session, `claude_resumed.jsonl`):
+/// the history it summarized is not in the file, so its summary is the file's first event
+/// (what the model saw first), the requests after it are on the history the file holds (not
+/// post-compaction), and the backtest lists it, neither predicted nor an automatic miss.
+#[test]
+fn a_file_starting_with_a_boundary_is_a_resumed_session() {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/recorded/claude_resumed.jsonl"
+    );
+    let s = crate::transcript::load_file(p, None)
+        .expect("reads")
+        .remove(0);
+    let c = &s.recorded_compactions[0];
+    assert!(c.resumed, "{c:?}");
+    assert_eq!((c.at_event, c.request, c.kind_name()), (0, Some(0), "full"));
+    let first = &s.events[0];
+    assert!(
+        matches!(&first.parts[..], [Part::Text { text }] if text.contains("parser was fixed")),
+        "{first:?}"
+    );
+    assert!(s.events.iter().all(|e| !e.post_compaction_usage));
+    let sizes = SessionSizes::new(&s, None);
+    let b = backtest(std::slice::from_ref(&s), std::slice::from_ref(&sizes));
+    let row = &b.compactions[0];
+    assert!(row.resumed && row.matched.is_none(), "{row:?}");
+    let f = &b.frameworks["claude-code"];
+    assert_eq!((f.resumed, f.auto_recorded, f.auto_matched), (1, 0, 0));
+}
+
+/// From CLI 2.1.9 every clearing is recorded, so a session of such a CLI that records none
+/// where the rule would have cleared had microcompaction off (a flag the file does not
+/// record): the `claude-code` policy leaves it off there. A CLI before 2.1.9 records no
+/// clearing, so nothing tells: the rule runs.
+#[test]
+fn microcompaction_is_left_off_where_a_recording_cli_recorded_none() {
+    let (mut s, toks) = micro_session();
+    s.recorded_compactions.clear();
+    let cleared_by_policy = |s: &Session| {
+        let sizes = SessionSizes::new(s, Some(&toks));
+        let sized = sizes::provider_sizes(s, &sizes);
+        let ctx = crate::policy::Ctx {
+            sizes: &sized.sizes,
+            session: s,
+            window: None,
+        };
+        let spec = crate::policy::PolicySpec::ClaudeCode {
+            pct: None,
+            window: crate::policy::claude_code::AUTO_COMPACT_WINDOW,
+        };
+        let own = crate::policy::replay_spec(&spec, &ctx, &super::summarizer(s));
+        // request 6: where the rule clears (request 7 passes 167,000 and compacts in full)
+        let r = &own.requests[6];
+        r.baseline_prompt_tokens - r.prompt_tokens
+    };
+    assert_eq!(cleared_by_policy(&s), 0, "2.1.23 recorded no clearing: off");
+    let sizes = SessionSizes::new(&s, Some(&toks));
+    let ctx = crate::policy::Ctx {
+        sizes: &sizes,
+        session: &s,
+        window: None,
+    };
+    let checked = crate::policy::microcompact::checked_sizes(&s);
+    let off = |v: &str| crate::policy::microcompact::off_in(&ctx, Some(v), 167_000, &checked);
+    assert!(off("2.1.23") && off("2.1.9"));
+    assert!(
+        !off("2.1.1"),
+        "2.1.1 records no clearing: nothing tells it was off"
+    );
+}

@@ -69,14 +69,17 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 
 fn row_line(c: &CompactionRow) -> String {
     let matched = match (c.matched, c.matched_with_fit) {
+        (None, _) if c.resumed => "listed (file starts with it)".to_string(),
+        (None, _) if c.trigger == "manual" => "listed (applied as recorded)".to_string(),
         (None, _) => "listed".to_string(),
         (Some(true), _) => "yes".to_string(),
         (Some(false), Some(true)) => format!("with fit {}", opt(c.fitted_threshold)),
         (Some(false), _) => "no".to_string(),
     };
     format!(
-        "{:<44} {:<7} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7}  {}",
+        "{:<44} {:<5} {:<7} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7}  {}",
         super::term(&short(&c.source)),
+        super::term(&c.kind),
         super::term(&c.trigger),
         opt(c.recorded_request),
         opt(c.predicted_request),
@@ -97,25 +100,28 @@ fn short(source: &str) -> String {
 /// The table: one line per recorded compaction, then per framework, then per session.
 pub fn render(b: &Backtest) -> String {
     let mut out = format!(
-        "{:<44} {:<7} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7}  matched\n",
-        "session", "trigger", "req", "pred", "before", "pred", "after", "pred"
+        "{:<44} {:<5} {:<7} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7}  matched\n",
+        "session", "kind", "trigger", "req", "pred", "before", "pred", "after", "pred"
     );
     for c in &b.compactions {
         out.push_str(&row_line(c));
         out.push('\n');
     }
     out.push_str(
-        "\nframework      sessions  auto  matched  with-fit  manual  |d before| %  after ratio\n",
+        "\nframework      sessions  auto  matched  with-fit  manual  micro  matched  resumed  |d before| %  after ratio\n",
     );
     for (name, f) in &b.frameworks {
         out.push_str(&format!(
-            "{:<14} {:>8} {:>5} {:>8} {:>9} {:>7} {:>13} {:>12}\n",
+            "{:<14} {:>8} {:>5} {:>8} {:>9} {:>7} {:>6} {:>8} {:>8} {:>13} {:>12}\n",
             name,
             f.sessions,
             f.auto_recorded,
             f.auto_matched,
             f.auto_matched_with_fit,
             f.manual,
+            f.micro_recorded,
+            f.micro_matched,
+            f.resumed,
             opt(f.median_abs_delta_tokens_before_pct),
             opt(f.tokens_after_ratio)
         ));
@@ -135,6 +141,10 @@ pub fn render(b: &Backtest) -> String {
             opt(s.prompt_error_p95_pct),
             tokens_sent(s)
         ));
+        if let Some(n) = s.predicted_microcompactions {
+            out.pop();
+            out.push_str(&format!("; microcompactions by the rule {n}\n"));
+        }
     }
     out
 }

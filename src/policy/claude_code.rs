@@ -9,7 +9,8 @@
 
 use super::claude_code_rule::CliRule;
 use super::measured::{fit_requests, measured_context, request_sizes, Crossing};
-use super::{At, CompactionPolicy, Ctx, Decision};
+use super::microcompact::{self, Microcompact};
+use super::{At, Clearable, CompactionPolicy, Ctx, Decision};
 use crate::transcript::{ClaudeCodeSettings, Part, PolicyRule, Session};
 
 pub use super::claude_code_rule::{parse_version, BUFFER, RESERVE_CAP_SINCE};
@@ -22,6 +23,12 @@ pub struct ClaudeCode {
     /// While its compactions are the recorded ones: decided on the context Claude Code
     /// measured ([`InStep`]).
     in_step: Option<InStep>,
+    /// Its microcompaction, in the versions that run it, unless the session shows it was off
+    /// ([`microcompact::off_in`]).
+    micro: Option<Microcompact>,
+    /// Per request, the size microcompaction checks while in step with the record
+    /// ([`microcompact::checked_sizes`]).
+    micro_checked: Vec<u64>,
 }
 
 /// The auto-compact window of a model without the 1M setting: 200,000. A sweep's `window`
@@ -172,7 +179,7 @@ pub fn session_version(session: &Session) -> Option<String> {
     let at_boundary = session
         .recorded_compactions
         .iter()
-        .filter(|c| c.trigger.as_deref() == Some("auto"))
+        .filter(|c| c.is_full_in_file() && c.trigger.as_deref() == Some("auto"))
         .find_map(|c| c.version.clone());
     at_boundary.or_else(|| p.versions.last().cloned())
 }
@@ -225,6 +232,7 @@ impl InStep {
         let mut boundaries: Vec<usize> = s
             .recorded_compactions
             .iter()
+            .filter(|c| c.is_full_in_file())
             .map(|c| measured.partition_point(|&(k, _)| (k as usize) < c.at_event))
             .collect();
         boundaries.sort_unstable();
@@ -273,9 +281,15 @@ impl ClaudeCode {
     /// auto-compact `window`, lowered by `pct`.
     pub fn new(ctx: &Ctx<'_>, pct: Option<u64>, window: u64) -> Self {
         let threshold = VersionRule::of_session(ctx.session, window).threshold_at(pct);
+        let version = session_version(ctx.session);
+        let checked = microcompact::checked_sizes(ctx.session);
+        let micro = microcompact::runs_in(version.as_deref())
+            && !microcompact::off_in(ctx, version.as_deref(), threshold, &checked);
         ClaudeCode {
             threshold,
             in_step: InStep::new(ctx, threshold),
+            micro: micro.then(|| Microcompact::new(ctx, threshold)),
+            micro_checked: checked.into_iter().map(|(_, size)| size).collect(),
         }
     }
 
@@ -283,9 +297,12 @@ impl ClaudeCode {
     /// while in step with the record ([`InStep`]), as [`ClaudeCode::new`] does: the `as
     /// recorded` row.
     pub fn recorded(ctx: &Ctx<'_>, threshold: u64) -> Self {
+        // microcompaction as it ran is the record's ([`crate::backtest`]'s `as_ran`), not the rule's
         ClaudeCode {
             threshold,
             in_step: InStep::new(ctx, threshold),
+            micro: None,
+            micro_checked: Vec::new(),
         }
     }
 
@@ -294,12 +311,23 @@ impl ClaudeCode {
         ClaudeCode {
             threshold,
             in_step: None,
+            micro: None,
+            micro_checked: Vec::new(),
         }
     }
 }
 
 impl CompactionPolicy for ClaudeCode {
+    fn clearable(&self) -> Option<&Clearable> {
+        self.micro.as_ref().map(|m| &m.results)
+    }
+
     fn decide(&mut self, ctx: &Ctx<'_>, at: &At) -> Decision {
+        // microcompaction's size: the recorded last usage while in step, else the replay's
+        let checked = match &self.in_step {
+            Some(_) => self.micro_checked.get(at.q).copied().unwrap_or(at.prompt),
+            None => at.prompt,
+        };
         let step = self.in_step.as_mut().map_or(Step::Left, |s| s.step(at.q));
         if matches!(step, Step::Left | Step::FireAndLeave) {
             self.in_step = None;
@@ -318,7 +346,14 @@ impl CompactionPolicy for ClaudeCode {
                 passes: 1,
             }
         } else {
-            Decision::Keep
+            // microcompaction runs in the same step, when no compaction does
+            match self.micro.as_mut() {
+                Some(m) => match m.step(at.event, at.cut, checked) {
+                    Some(_) => Decision::Clear(m.cleared()),
+                    None => Decision::Keep,
+                },
+                None => Decision::Keep,
+            }
         }
     }
 }

@@ -51,6 +51,8 @@ pub fn measured_context(
     let boundary: std::collections::HashSet<u32> = session
         .recorded_compactions
         .iter()
+        // a resumed file's first requests are on the history it holds, summary included
+        .filter(|c| !c.resumed)
         .filter_map(|c| events.get(events.partition_point(|&k| (k as usize) < c.at_event)))
         .copied()
         .collect();

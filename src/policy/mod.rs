@@ -21,6 +21,7 @@ pub mod gemini_cli;
 pub mod langchain;
 pub mod mask;
 pub mod measured;
+pub mod microcompact;
 pub mod openhands;
 pub mod turn_summary;
 

@@ -35,7 +35,14 @@ fn intro(r: &Backtest, b: &mut Vec<Block>) {
         .iter()
         .filter(|c| c.trigger == "manual")
         .count();
-    let auto = r.compactions.len() - manual;
+    let micro = r.compactions.iter().filter(|c| c.kind == "micro").count();
+    let auto = r.compactions.len() - manual - micro;
+    // microcompactions named only where there are some (runs without keep their text)
+    let micro = if micro > 0 {
+        format!(", {micro} microcompactions")
+    } else {
+        String::new()
+    };
     let more = if r.compactions.len() > RECORDED_LISTED {
         format!(
             " The first {RECORDED_LISTED} are listed; recorded_compactions.json holds all {}.",
@@ -45,7 +52,7 @@ fn intro(r: &Backtest, b: &mut Vec<Block>) {
         String::new()
     };
     b.push(Block::Para(t(format!(
-        "The transcripts record {} their framework made ({auto} automatic, {manual} manual), in {}. Each is shown beside what the `as recorded` row predicts: the session replayed under the setting its framework ran with, on the provider's token scale where the session records prompt sizes. Recorded figures are the transcript's (tokens before: Claude Code's preTokens, else the last recorded prompt; tokens after: the recorded prompt of the first request after it; summary tokens: the recorded summary's characters / 4 on the provider's scale; duration from timestamps); predicted ones are modelled. Manual compactions are listed, never matched. `compaction-sim backtest PATH` prints the same comparison (docs/validation.md).{more}",
+        "The transcripts record {} their framework made ({auto} automatic, {manual} manual{micro}), in {}. Each is shown beside what the `as recorded` row predicts: the session replayed under the setting its framework ran with, on the provider's token scale where the session records prompt sizes. Recorded figures are the transcript's (tokens before: Claude Code's preTokens, else the last recorded prompt; tokens after: the recorded prompt of the first request after it; summary tokens: the recorded summary's characters / 4 on the provider's scale; duration from timestamps); predicted ones are modelled. Manual compactions are listed, never matched. `compaction-sim backtest PATH` prints the same comparison (docs/validation.md).{more}",
         plural(r.compactions.len(), "compaction"),
         plural(r.sessions.len(), "session"),
     ))));
@@ -143,7 +150,11 @@ fn compaction_table(rows: &[CompactionRow]) -> Block {
                 vec![
                     session_cell(&c.source, &c.session_id),
                     t(c.framework.clone()),
-                    t(c.trigger.clone()),
+                    t(if c.kind == "micro" {
+                        format!("micro, {}", c.trigger)
+                    } else {
+                        c.trigger.clone()
+                    }),
                     pair(
                         opt_int(c.recorded_request.map(|x| x as u64)),
                         opt_int(p.request.map(|x| x as u64)),

@@ -162,6 +162,14 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
             format!("line {}", p.lines.get(i).copied().unwrap_or(0))
         })?;
         for c in &p.session.recorded_compactions {
+            let n = p.session.events.len();
+            if let Some(e) = c.cleared.iter().find(|&&e| e >= n) {
+                return Err(ReadError::new(
+                    file,
+                    format!("session {}", p.session.id),
+                    format!("recorded microcompaction clears event {e} beyond the {n} events"),
+                ));
+            }
             if c.at_event > p.session.events.len() {
                 return Err(ReadError::new(
                     file,
@@ -277,6 +285,28 @@ mod tests {
             write_canonical(&back[0]).replace("x.jsonl", "orig.jsonl"),
             text
         );
+    }
+
+    /// A microcompaction's fields round-trip; one that clears an event the session does not
+    /// hold is refused in one line naming the session (the replay would index past the end).
+    #[test]
+    fn a_microcompaction_round_trips_and_one_clearing_past_the_events_is_refused() {
+        let mut s = sample();
+        let mut c = RecordedCompaction::new(2, "claude-code microcompact_boundary");
+        c.kind = crate::transcript::CompactionKind::Micro;
+        c.cleared = vec![1];
+        c.cleared_ids = vec!["t1".into()];
+        c.tokens_saved = Some(20_000);
+        s.recorded_compactions.push(c);
+        let text = write_canonical(&s);
+        let back = read("x.jsonl", &text).unwrap();
+        assert_eq!(back[0].recorded_compactions, s.recorded_compactions);
+        s.recorded_compactions[1].cleared = vec![99];
+        let e = read("x.jsonl", &write_canonical(&s))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("clears event 99 beyond the 3 events"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 
     /// NaN / big integers are written back as the bare literals they were read from, and read

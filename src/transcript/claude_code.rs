@@ -28,6 +28,13 @@
 //!   before it as forgotten, the boundary line's `version`, and its start: the last event
 //!   before the boundary, or a `/compact` echo written after the summary but stamped before
 //!   the boundary (a manual compaction began when the command was typed).
+//!   A file that starts with a boundary (a resumed session) marks it `resumed` and puts its
+//!   summary first among the events: the history it summarized is not in the file.
+//! - Microcompactions (`system` `microcompact_boundary`, [`super::claude_code_micro`]) are
+//!   recorded compactions of kind micro naming the events of the results they cleared; the
+//!   requests after one are marked `post_compaction_usage` too.
+//! - One session over several files ([`read_joined`], `transcript::join`): read as one
+//!   stream, a line already read (same `uuid`) counted once.
 //! - Every line records the CLI `version`: the versions, in order, are the session's
 //!   `recorded_policy` (Claude Code's auto-compact, whose rule is the version's).
 //! - Invocations start at human prompts. Like the corpus SOURCE.md counts, these exclude
@@ -127,18 +134,39 @@ pub fn sniff(text: &str) -> bool {
 /// Parse the whole file. `file` is the path as the user gave it, used in errors and
 /// `Session::source`.
 pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
+    read_joined(&[(file, text)])
+}
+
+/// Read the files of one session (`(file, text)`, oldest first) as one stream: a line
+/// repeated from an earlier file (a resumed session's new file copies the lines before it,
+/// compactions included) counts once, by its `uuid`. The sessions' `source` names the first
+/// file, then `#+` and the others (`a.jsonl#+b.jsonl`); errors name the file they are in.
+pub fn read_joined(parts: &[(&str, &str)]) -> Result<Vec<Session>, ReadError> {
+    let Some(&(first, _)) = parts.first() else {
+        return Err(ReadError::new("", "", "no Claude Code file to read"));
+    };
+    let mut label = first.to_string();
+    for (i, (file, _)) in parts.iter().enumerate().skip(1) {
+        label.push_str(if i == 1 { "#+" } else { "+" });
+        label.push_str(file);
+    }
     let mut reader = Reader {
-        file,
+        file: first,
+        label,
         groups: Vec::new(),
         group_by_key: HashMap::new(),
         last_side: None,
         group_of_uuid: HashMap::new(),
         seen_uuids: HashSet::new(),
     };
-    for (line_no, line) in readutil::lines(file, text)? {
-        let obj = readutil::parse_object_line(file, line_no, line)?;
-        reader.line(line_no, &obj)?;
+    for &(file, text) in parts {
+        reader.file = file;
+        for (line_no, line) in readutil::lines(file, text)? {
+            let obj = readutil::parse_object_line(file, line_no, line)?;
+            reader.line(line_no, &obj)?;
+        }
     }
+    reader.file = first;
     reader.finish()
 }
 
@@ -156,6 +184,9 @@ struct Group {
     /// Model event per request: `requestId`, else `message.id` ([`request_key`]).
     by_request: HashMap<String, usize>,
     tool_names: HashMap<String, String>,
+    /// The event holding each tool result, by `tool_use_id` (what a microcompaction's
+    /// `compactedToolIds` name).
+    result_event: HashMap<String, usize>,
     compactions: Vec<RecordedCompaction>,
     /// Index into `compactions` of a boundary still waiting for its summary message.
     pending_summary: Option<usize>,
@@ -181,6 +212,7 @@ impl Group {
             events: Vec::new(),
             by_request: HashMap::new(),
             tool_names: HashMap::new(),
+            result_event: HashMap::new(),
             compactions: Vec::new(),
             pending_summary: None,
             after_compaction: false,
@@ -298,16 +330,59 @@ impl Group {
                 let at = self.events.len();
                 let mut c = RecordedCompaction::new(at, "claude-code isCompactSummary");
                 c.end_timestamp = ts;
+                c.resumed = at == 0;
                 c.forgotten = std::iter::once(0..at).collect();
                 self.compactions.push(c);
                 self.echo_window = true;
                 self.compactions.len() - 1
             }
         };
+        let resumed = self.compactions.get(i).is_some_and(|c| c.resumed);
+        if resumed {
+            // what the model saw first: the summary of the history the file does not hold
+            let t = self.clock.next(ts).unwrap_or(0.0);
+            let inv = self.current_invocation();
+            let mut ev = Event::new(HARNESS, Role::User, inv, t);
+            ev.parts.push(Part::Text {
+                text: summary.clone(),
+            });
+            self.events.push(ev);
+        }
         if let Some(c) = self.compactions.get_mut(i) {
             c.summary = summary;
             c.summary_raw = Some(RawPos::Line(line_no));
         }
+        self.after_compaction |= !resumed;
+    }
+
+    /// A `microcompact_boundary`: old tool results cleared from here on (no summary). The
+    /// requests after it went out with the results cleared, so they are post-compaction.
+    fn microcompaction(
+        &mut self,
+        m: super::claude_code_micro::Micro,
+        line_no: usize,
+        ts: Option<f64>,
+    ) {
+        let at = self.events.len();
+        let mut c = RecordedCompaction::new(at, "claude-code microcompact_boundary");
+        c.kind = super::CompactionKind::Micro;
+        c.trigger = m.trigger;
+        c.pre_tokens = m.pre_tokens;
+        c.tokens_saved = m.tokens_saved;
+        c.end_timestamp = ts;
+        c.start_timestamp = self.events.last().map(|e| e.timestamp);
+        c.boundary_raw = Some(RawPos::Line(line_no));
+        c.version = m.version;
+        let mut cleared: Vec<usize> = m
+            .tool_ids
+            .iter()
+            .filter_map(|id| self.result_event.get(id).copied())
+            .collect();
+        cleared.sort_unstable();
+        cleared.dedup();
+        c.cleared = cleared;
+        c.cleared_ids = m.tool_ids;
+        self.compactions.push(c);
         self.after_compaction = true;
     }
 
@@ -381,7 +456,10 @@ impl UserParts {
 }
 
 struct Reader<'a> {
+    /// The file being read (errors name it).
     file: &'a str,
+    /// The sessions' `source`: the file, or the files joined ([`read_joined`]).
+    label: String,
     groups: Vec<Group>,
     group_by_key: HashMap<Key, usize>,
     /// The sidechain the latest sidechain line went to.
@@ -655,6 +733,12 @@ impl<'a> Reader<'a> {
         group.compaction_echo(ts);
         let mut ev = group.user_event(read, is_meta, t);
         ev.id = readutil::str_field(obj, "uuid").map(str::to_string);
+        let at = group.events.len();
+        for p in &ev.parts {
+            if let Part::ToolResponse { id: Some(id), .. } = p {
+                group.result_event.insert(id.clone(), at);
+            }
+        }
         group.events.push(ev);
         Ok(())
     }
@@ -711,9 +795,18 @@ impl<'a> Reader<'a> {
         obj: &Map<String, Value>,
         ts: Option<f64>,
     ) -> Result<(), ReadError> {
-        if readutil::str_field(obj, "subtype") != Some("compact_boundary") {
+        match readutil::str_field(obj, "subtype") {
+            Some("compact_boundary") => {}
+            Some("microcompact_boundary") => {
+                let micro =
+                    super::claude_code_micro::read(obj).map_err(|m| self.err(line_no, m))?;
+                if let Some(group) = self.groups.get_mut(g) {
+                    group.microcompaction(micro, line_no, ts);
+                }
+                return Ok(());
+            }
             // turn_duration, stop_hook_summary, local_command, api_error: UI bookkeeping.
-            return Ok(());
+            _ => return Ok(()),
         }
         let meta = obj.get("compactMetadata");
         let count = |key: &str| match meta.and_then(|m| m.get(key)) {
@@ -742,9 +835,12 @@ impl<'a> Reader<'a> {
         c.boundary_raw = Some(RawPos::Line(line_no));
         c.forgotten = std::iter::once(0..at).collect();
         c.version = readutil::str_field(obj, "version").map(str::to_string);
+        // Nothing before it in the file: a resumed session whose history is elsewhere; the
+        // requests after it are on the history the file holds (its summary, then its events).
+        c.resumed = at == 0;
+        group.after_compaction |= !c.resumed;
         group.compactions.push(c);
         group.pending_summary = Some(group.compactions.len() - 1);
-        group.after_compaction = true;
         group.echo_window = true;
         Ok(())
     }
@@ -768,13 +864,13 @@ impl<'a> Reader<'a> {
         for g in groups {
             let base = g.session_id.clone().unwrap_or_else(|| stem.clone());
             let (id, source) = match &g.key {
-                Key::Main => (base, self.file.to_string()),
+                Key::Main => (base, self.label.clone()),
                 Key::Side(agent) => {
                     let id = format!("{base}/agent-{agent}");
                     let source = if single {
-                        self.file.to_string()
+                        self.label.clone()
                     } else {
-                        format!("{}#agent-{agent}", self.file)
+                        format!("{}#agent-{agent}", self.label)
                     };
                     (id, source)
                 }

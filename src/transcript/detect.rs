@@ -348,7 +348,7 @@ fn load_checked(
 }
 
 /// Sessions as read, completed by [`recorded`], their invariants checked.
-fn checked(file: &str, mut sessions: Vec<Session>) -> Result<Vec<Session>, ReadError> {
+pub(crate) fn checked(file: &str, mut sessions: Vec<Session>) -> Result<Vec<Session>, ReadError> {
     sessions.iter_mut().for_each(recorded);
     for s in &sessions {
         util::validate_events(file, &s.events, |i| {
@@ -583,6 +583,7 @@ fn load_files(paths: &[String], format: Option<Format>) -> Loaded {
             Err(e) => skipped.push(e),
         }
     }
+    super::join::join_split_sessions(&mut sessions, &mut skipped);
     super::claude_code_settings::share(&mut sessions);
     Loaded { sessions, skipped }
 }

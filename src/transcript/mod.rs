@@ -7,6 +7,8 @@ pub mod adk;
 pub mod adk_legacy_eval;
 pub mod canonical;
 pub mod claude_code;
+/// Claude Code `microcompact_boundary` records.
+pub mod claude_code_micro;
 /// The Claude Code settings a session shows it ran with (`env`, `model`).
 pub mod claude_code_settings;
 pub mod codex;
@@ -15,6 +17,8 @@ pub mod db;
 pub mod detect;
 pub mod error;
 pub mod gemini_cli;
+/// One Claude Code session over several files, joined by its `sessionId`.
+pub mod join;
 pub mod model;
 pub mod openai_chat;
 pub mod openhands;

@@ -368,6 +368,43 @@ pub struct RecordedCompaction {
     /// `version`), so a session resumed under another version names the right rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// What the compaction did: a summary of the history (`full`, every framework's) or the
+    /// clearing of old tool results (`micro`, Claude Code `microcompact_boundary`).
+    #[serde(default, skip_serializing_if = "CompactionKind::is_full")]
+    pub kind: CompactionKind,
+    /// Micro only: the events whose tool results it cleared (indexes into
+    /// `Session::events`, ascending), from `compactedToolIds` mapped to the results read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cleared: Vec<usize>,
+    /// Micro only: `microcompactMetadata.compactedToolIds` as recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cleared_ids: Vec<String>,
+    /// Micro only: `microcompactMetadata.tokensSaved` (Claude Code's length / 4 estimate of
+    /// the results it cleared). `pre_tokens` is then its estimate of all the old tool results
+    /// it weighed, cleared or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_saved: Option<u64>,
+    /// The file starts with this compaction: the history it summarized is not in the file (a
+    /// resumed session). Listed, never predicted; its summary is the file's first event.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resumed: bool,
+}
+
+/// What a recorded compaction did (see [`RecordedCompaction::kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionKind {
+    /// The history replaced by a summary.
+    #[default]
+    Full,
+    /// Old tool results replaced by a placeholder, no summary (Claude Code microcompaction).
+    Micro,
+}
+
+impl CompactionKind {
+    fn is_full(&self) -> bool {
+        *self == CompactionKind::Full
+    }
 }
 
 /// How a compaction was started, as the transcript says.
@@ -414,6 +451,32 @@ impl RecordedCompaction {
             forgotten_ids: Vec::new(),
             summary_offset: None,
             version: None,
+            kind: CompactionKind::Full,
+            cleared: Vec::new(),
+            cleared_ids: Vec::new(),
+            tokens_saved: None,
+            resumed: false,
+        }
+    }
+
+    /// True for a Claude Code microcompaction (tool results cleared, no summary).
+    pub fn is_micro(&self) -> bool {
+        self.kind == CompactionKind::Micro
+    }
+
+    /// A summary of history the file holds: a full compaction that is not the one a resumed
+    /// file starts with. What a token-threshold rule is matched against (when automatic).
+    pub fn is_full_in_file(&self) -> bool {
+        !self.is_micro() && !self.resumed
+    }
+
+    /// `full`, `micro` or `manual` (a full compaction a person asked for): how the backtest
+    /// and `inspect` list it.
+    pub fn kind_name(&self) -> &'static str {
+        match (self.kind, self.trigger_kind()) {
+            (CompactionKind::Micro, _) => "micro",
+            (CompactionKind::Full, CompactionTrigger::Manual) => "manual",
+            (CompactionKind::Full, _) => "full",
         }
     }
 

@@ -41,9 +41,19 @@ fn recorded_compactions_match_their_frameworks_rule() {
         .iter()
         .filter(|r| r["trigger"] == "manual")
         .all(|r| r["predicted_request"].is_null() && r["matched"].is_null()));
+    // listed by kind: the manual ones are full compactions; the corpus has no micro record
+    // and no file starting with a boundary
+    assert!(rows
+        .iter()
+        .filter(|r| r["trigger"] == "manual")
+        .all(|r| r["kind"] == "full"));
     let cc = &doc["frameworks"]["claude-code"];
     assert_eq!(cc["auto_recorded"], 10);
     assert_eq!(cc["auto_matched"], 10);
+    assert_eq!(
+        (&cc["manual"], &cc["micro_recorded"], &cc["resumed"]),
+        (&7.into(), &0.into(), &0.into())
+    );
     // the context Claude Code rebuilds (overhead, summary, re-attached files) comes near the
     // recorded tokens after (0.82 with the summary alone; docs/validation.md)
     let after = cc["tokens_after_ratio"].as_f64().unwrap();
@@ -62,6 +72,7 @@ fn recorded_compactions_match_their_frameworks_rule() {
         "session_id",
         "framework",
         "trigger",
+        "kind",
         "recorded_request",
         "predicted_request",
         "recorded_tokens_before",
@@ -567,4 +578,67 @@ fn holdout_reports_every_fitted_figure_in_sample_and_held_out() {
         text.contains("claude-code re-attached file cap") && text.contains("held out:"),
         "{text}"
     );
+
+/// Issue 43 items 3-4 through the command: the hand-made records (`tests/fixtures/recorded`:
+/// a 2.1.23 microcompaction, a file starting with a boundary, one session over two files) are
+/// listed by kind in the table and in `--json`: the micro row matched by the CLI's rule, the
+/// resumed one listed only, the two files one session whose repeated compaction counts once.
+#[test]
+fn backtest_lists_micro_manual_and_resumed_records_by_kind() {
+    let dir = root().join("tests/fixtures/recorded");
+    let paths = [
+        dir.join("claude_micro.jsonl"),
+        dir.join("claude_resumed.jsonl"),
+        dir.join("split"),
+    ];
+    let doc = backtest_json(&paths);
+    let rows = doc["compactions"].as_array().expect("compactions");
+    let kinds: Vec<(&str, &str, bool)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap(),
+                r["trigger"].as_str().unwrap(),
+                r["resumed"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("micro", "auto", false),
+            ("full", "auto", true),
+            ("full", "auto", false),
+            ("full", "manual", false),
+        ],
+        "{rows:#?}"
+    );
+    let micro = &rows[0];
+    assert_eq!(micro["matched"], true, "{micro:#}");
+    assert_eq!(
+        (&micro["recorded_cleared"], &micro["predicted_cleared"]),
+        (&2.into(), &2.into())
+    );
+    assert!(rows[1]["matched"].is_null() && rows[3]["matched"].is_null());
+    let cc = &doc["frameworks"]["claude-code"];
+    assert_eq!(
+        (&cc["micro_recorded"], &cc["micro_matched"], &cc["resumed"]),
+        (&1.into(), &1.into(), &1.into())
+    );
+    assert_eq!(cc["sessions"], 3, "the two split files are one session");
+    let out = bin().arg("backtest").args(&paths).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let micro_line = text
+        .lines()
+        .find(|l| l.starts_with("recorded/claude_micro.jsonl"))
+        .unwrap_or_else(|| panic!("no micro row: {text}"));
+    let cells: Vec<&str> = micro_line.split_whitespace().collect();
+    assert_eq!(
+        (cells[1], cells[2], cells.last()),
+        ("micro", "auto", Some(&"yes")),
+        "{text}"
+    );
+    assert!(text.contains("listed (file starts with it)"), "{text}");
+    assert!(text.contains("listed (applied as recorded)"), "{text}");
 }
