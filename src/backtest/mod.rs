@@ -10,6 +10,7 @@ pub mod anchored;
 pub mod as_recorded;
 pub mod compare;
 pub mod kept;
+pub mod refetch;
 pub mod sizes;
 
 use std::borrow::Cow;

@@ -242,7 +242,7 @@ fn a_real_summary_is_measured_at_its_own_cut_with_the_refetches_after_it() {
     let run = session_replay(&s, &sizes);
     let got = kept::SessionKept::new(&s)
         .expect("a summary is recorded")
-        .at(&run.replay, 0)
+        .at(&run.sized.sizes, 0)
         .expect("measured");
     assert_eq!(
         (
@@ -268,4 +268,15 @@ fn a_real_summary_is_measured_at_its_own_cut_with_the_refetches_after_it() {
         ),
         (Some(2), Some(2), Some(1))
     );
+    // issue 45: the config re-read returned something else (changed), the main.py one "ok"
+    // again (same result), made by the last model request: no later prompt carries it
+    assert_eq!(
+        (
+            row.refetches_same_result,
+            row.refetches_same_result_marked,
+            row.refetch_tokens
+        ),
+        (Some(1), Some(1), Some(0))
+    );
+    assert_eq!(got.refetch.same_result, 1);
 }

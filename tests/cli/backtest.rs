@@ -72,6 +72,9 @@ fn recorded_compactions_match_their_frameworks_rule() {
         "agent_estimate",
         "refetches",
         "refetches_marked_broken",
+        "refetches_same_result",
+        "refetch_tokens",
+        "refetch_cost_usd",
     ] {
         assert!(rows[0].get(key).is_some(), "{key} missing: {:#}", rows[0]);
     }
@@ -232,7 +235,24 @@ fn every_recorded_summary_is_measured_at_its_cut() {
         let v = a["value"].as_f64().unwrap();
         assert!(a["low"].as_f64().unwrap() <= v && v <= a["high"].as_f64().unwrap());
         assert!(n("refetches_marked_broken") <= n("refetches"), "{r:#}");
+        // issue 45: same-result re-fetches are re-fetches; only they add priced tokens
+        assert!(n("refetches_same_result") <= n("refetches"), "{r:#}");
+        assert!(
+            n("refetches_same_result_marked") <= n("refetches_same_result"),
+            "{r:#}"
+        );
+        if n("refetches_same_result") == 0 {
+            assert_eq!(n("refetch_tokens"), 0, "{r:#}");
+        }
+        assert!(r["refetch_cost_usd"].as_f64().is_some(), "priced: {r:#}");
     }
+    let oh = &doc["frameworks"]["openhands"];
+    let total: u64 = rows
+        .iter()
+        .filter(|r| r["framework"] == "openhands")
+        .filter_map(|r| r["refetches_same_result"].as_u64())
+        .sum();
+    assert_eq!(oh["refetches_same_result"].as_u64(), Some(total), "{oh:#}");
 }
 
 /// Issue 37: a hand-made SWE-agent trajectory (tests/fixtures/recorded/swe_agent_last5.traj:
