@@ -416,6 +416,21 @@ fn sweep_reports_recorded_compactions_only_when_recorded() {
         section.contains("| claude-code | 1 | 1 | 1 | 1 | 0 |"),
         "{section}"
     );
+    // issue 45: the re-fetches after it, per framework, as backtest counts and prices them
+    let f = &want["frameworks"]["claude-code"];
+    let g = |k: &str| grouped(f[k].as_u64().unwrap_or_else(|| panic!("{k}: {f:#}")));
+    let refetch_row = format!(
+        "| claude-code | {} | {} | {} | {} | ${:.4} |",
+        g("refetches"),
+        g("refetches_same_result"),
+        g("refetches_same_result_marked"),
+        g("refetch_tokens"),
+        f["refetch_cost_usd"].as_f64().unwrap()
+    );
+    assert!(
+        section.contains(&refetch_row),
+        "{refetch_row}\nnot in:\n{section}"
+    );
     let html = read_text(&run.join("report.html"));
     assert!(html.contains("Recorded compactions"));
 
