@@ -85,6 +85,20 @@ pub struct CompactionRow {
     /// held-out refits (`backtest::holdout`) rebuild the context after it.
     #[serde(skip)]
     pub predicted_event: Option<u32>,
+    /// Of the re-fetches, those returning what the call returned before the compaction
+    /// ([`super::refetch`]): detail the agent had and obtained again; and of those, the ones
+    /// the measure marked broken.
+    #[serde(default)]
+    pub refetches_same_result: Option<u64>,
+    #[serde(default)]
+    pub refetches_same_result_marked: Option<u64>,
+    /// Tokens the same-result re-fetches (call and result) added to later prompts up to the
+    /// next recorded compaction, on the provider's scale, and their USD at the session's
+    /// prices (`null` when its model is not priced).
+    #[serde(default)]
+    pub refetch_tokens: Option<u64>,
+    #[serde(default)]
+    pub refetch_cost_usd: Option<f64>,
 }
 
 /// Per framework.
@@ -120,6 +134,20 @@ pub struct FrameworkStats {
     pub in_sample: Option<super::holdout::Figures>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_out: Option<super::holdout::Figures>,
+    /// Over the compactions with a summary text ([`super::refetch`]): repeated tool calls,
+    /// those returning the same result, those of them the measure marked broken, the tokens
+    /// the same-result ones added to later prompts and their USD (sessions whose model is
+    /// priced).
+    #[serde(default)]
+    pub refetches: u64,
+    #[serde(default)]
+    pub refetches_same_result: u64,
+    #[serde(default)]
+    pub refetches_same_result_marked: u64,
+    #[serde(default)]
+    pub refetch_tokens: u64,
+    #[serde(default)]
+    pub refetch_cost_usd: f64,
 }
 
 /// Per session: what it was replayed under, on what sizes, and how near the replay's prompt
@@ -354,6 +382,10 @@ fn recorded_row(
         refetches: None,
         refetches_marked_broken: None,
         predicted_event: None,
+        refetches_same_result: None,
+        refetches_same_result_marked: None,
+        refetch_tokens: None,
+        refetch_cost_usd: None,
     }
 }
 
@@ -365,6 +397,10 @@ fn kept(row: &mut CompactionRow, k: Option<super::kept::Kept>) {
     row.agent_estimate = Some(k.agent_estimate);
     row.refetches = Some(k.refetches);
     row.refetches_marked_broken = Some(k.refetches_marked_broken);
+    row.refetches_same_result = Some(k.refetch.same_result);
+    row.refetches_same_result_marked = Some(k.refetches_same_result_marked);
+    row.refetch_tokens = Some(k.refetch.tokens);
+    row.refetch_cost_usd = k.refetch.cost_usd;
 }
 
 /// Fill a row's prediction; `latency`: the summarizing model's.
@@ -400,7 +436,7 @@ pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
         .collect();
     if let Some(measure) = super::kept::SessionKept::new(session) {
         for (i, row) in rows.iter_mut().enumerate() {
-            kept(row, measure.at(free, i));
+            kept(row, measure.at(&run.sized.sizes, i));
         }
     }
     let autos: Vec<usize> = (0..rows.len())
@@ -572,6 +608,11 @@ pub fn summarize_frameworks(out: &mut Backtest) {
             f.resumed += 1;
             continue;
         }
+        f.refetches += r.refetches.unwrap_or(0);
+        f.refetches_same_result += r.refetches_same_result.unwrap_or(0);
+        f.refetches_same_result_marked += r.refetches_same_result_marked.unwrap_or(0);
+        f.refetch_tokens += r.refetch_tokens.unwrap_or(0);
+        f.refetch_cost_usd += r.refetch_cost_usd.unwrap_or(0.0);
         if r.trigger == "manual" {
             f.manual += 1;
             continue;
@@ -601,5 +642,8 @@ pub fn summarize_frameworks(out: &mut Backtest) {
         f.median_abs_delta_tokens_before_pct = median(d.before_pct);
         f.tokens_after_ratio = median(d.after_ratio);
         f.duration_ratio = median(d.duration_ratio);
+    }
+    for f in out.frameworks.values_mut() {
+        f.refetch_cost_usd = (f.refetch_cost_usd * 1e6).round() / 1e6;
     }
 }

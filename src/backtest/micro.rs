@@ -29,6 +29,11 @@ pub fn predicted(session: &Session, run: &SessionReplay) -> Option<Vec<Predicted
             .into_iter()
             .map(|(q, step)| Predicted {
                 request: q,
+                event: run
+                    .replay
+                    .requests
+                    .get(q)
+                    .map_or(session.events.len() as u32, |r| r.event_index as u32),
                 before: step.weighed,
                 after: step.weighed - step.saved,
                 summary: step.cleared.len() as u64,

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod holdout;
 pub mod kept;
 pub mod micro;
+pub mod refetch;
 pub mod sizes;
 
 use std::borrow::Cow;

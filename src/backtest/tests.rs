@@ -242,7 +242,7 @@ fn a_real_summary_is_measured_at_its_own_cut_with_the_refetches_after_it() {
     let run = session_replay(&s, &sizes);
     let got = kept::SessionKept::new(&s)
         .expect("a summary is recorded")
-        .at(&run.replay, 0)
+        .at(&run.sized.sizes, 0)
         .expect("measured");
     assert_eq!(
         (
@@ -268,6 +268,17 @@ fn a_real_summary_is_measured_at_its_own_cut_with_the_refetches_after_it() {
         ),
         (Some(2), Some(2), Some(1))
     );
+    // issue 45: the config re-read returned something else (changed), the main.py one "ok"
+    // again (same result), made by the last model request: no later prompt carries it
+    assert_eq!(
+        (
+            row.refetches_same_result,
+            row.refetches_same_result_marked,
+            row.refetch_tokens
+        ),
+        (Some(1), Some(1), Some(0))
+    );
+    assert_eq!(got.refetch.same_result, 1);
 }
 
 /// Issue 43 item 4: a manual compaction (`/compact`) is applied in the `as recorded` replay at
@@ -283,7 +294,9 @@ fn a_manual_compaction_is_applied_where_it_happened_in_the_as_recorded_replay() 
     s.recorded_policy = Some(crate::transcript::RecordedPolicy {
         source: "claude-code version".into(),
         versions: vec!["2.1.39".into()],
-        rule: crate::transcript::PolicyRule::ClaudeCodeAuto,
+        rule: crate::transcript::PolicyRule::ClaudeCodeAuto {
+            settings: Default::default(),
+        },
     });
     s.index_recorded();
     let at = s.recorded_compactions[0].at_event;

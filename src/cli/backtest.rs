@@ -164,7 +164,9 @@ fn tokens_sent(s: &SessionRow) -> String {
 }
 
 /// What real summaries kept: per recorded compaction with a summary text, the references at
-/// risk at its cut, those its text broke, the `agent` estimate (low-high), and re-fetches.
+/// risk at its cut, those its text broke, the `agent` estimate (low-high), and re-fetches
+/// (repeated, marked; same result, marked, their tokens in later prompts and USD); then the
+/// re-fetches per framework.
 fn kept_table(b: &Backtest) -> String {
     let rows: Vec<&CompactionRow> = b
         .compactions
@@ -175,8 +177,9 @@ fn kept_table(b: &Backtest) -> String {
         return String::new();
     }
     let mut out = format!(
-        "\nwhat real summaries kept\n{:<44} {:>5} {:>8} {:>7} {:>16} {:>9} {:>7}\n",
-        "session", "req", "at risk", "broken", "agent (low-high)", "refetches", "marked"
+        "\nwhat real summaries kept\n{:<44} {:>5} {:>8} {:>7} {:>16} {:>9} {:>7} {:>5} {:>7} {:>8} {:>9}\n",
+        "session", "req", "at risk", "broken", "agent (low-high)", "refetches", "marked", "same",
+        "marked", "tokens", "USD"
     );
     for c in rows {
         let agent = c.agent_estimate.map_or_else(
@@ -184,14 +187,32 @@ fn kept_table(b: &Backtest) -> String {
             |a| format!("{} ({}-{})", a.value, a.low, a.high),
         );
         out.push_str(&format!(
-            "{:<44} {:>5} {:>8} {:>7} {:>16} {:>9} {:>7}\n",
+            "{:<44} {:>5} {:>8} {:>7} {:>16} {:>9} {:>7} {:>5} {:>7} {:>8} {:>9}\n",
             super::term(&short(&c.source)),
             opt(c.recorded_request),
             opt(c.summary_refs_at_risk),
             opt(c.summary_refs_broken),
             agent,
             opt(c.refetches),
-            opt(c.refetches_marked_broken)
+            opt(c.refetches_marked_broken),
+            opt(c.refetches_same_result),
+            opt(c.refetches_same_result_marked),
+            opt(c.refetch_tokens),
+            opt(c.refetch_cost_usd.map(|x| format!("{x:.4}")))
+        ));
+    }
+    out.push_str(
+        "\nre-fetches     repeated  same result  marked  tokens in later prompts       USD\n",
+    );
+    for (name, f) in &b.frameworks {
+        out.push_str(&format!(
+            "{:<14} {:>8} {:>12} {:>7} {:>24} {:>9.4}\n",
+            name,
+            f.refetches,
+            f.refetches_same_result,
+            f.refetches_same_result_marked,
+            f.refetch_tokens,
+            f.refetch_cost_usd
         ));
     }
     out

@@ -3,7 +3,9 @@
 //! OpenHands), and the summary length model from recorded Claude Code compact summaries.
 //! Prints the fit quality and writes a TOML file that `--latency FILE` reads.
 
-use crate::cost::calibrate::{fit_retention, latency_entry, round_to, RetentionSample, Samples};
+use crate::cost::calibrate::{
+    check_retention, fit_retention, latency_entry, round_to, RetentionSample, Samples,
+};
 use crate::cost::latency::{
     fit_latency, fit_length, LatencyFile, LatencyTable, LengthModel, LengthSample,
 };
@@ -97,8 +99,10 @@ fn read_samples(args: &CalibrateArgs, paths: &[String]) -> anyhow::Result<(Sampl
         samples.add_db_session(s, &prices);
     }
     for f in &files {
+        // an OpenHands SDK v1 conversation folder is one session, read by its reader
         let text = match std::fs::read_to_string(f) {
             Ok(t) => t,
+            Err(_) if f.is_dir() => String::new(),
             Err(e) => {
                 let e = format!("{}: {e}", f.display());
                 errln!("warning: {}; skipped", super::term(&e));
@@ -192,40 +196,66 @@ fn fit_summary_length(
     Ok(())
 }
 
-/// Per fact kind, the share of facts recorded summaries kept, else the built-in retention.
+/// Per fact kind, the share of the references at risk at recorded summaries that their text
+/// held (pooled, and per summarizer family), with the `agent` estimate against the real
+/// count in sample and leave-one-session-out; else the built-in retention.
 fn fit_fact_retention(
     kept: &[RetentionSample],
     source: &str,
     file: &mut LatencyFile,
 ) -> anyhow::Result<()> {
     if kept.is_empty() {
-        outln!("fact retention: no recorded summaries with a text; built-in retention kept");
+        outln!("fact retention: no recorded summaries with a text and references at risk; built-in retention kept");
         return Ok(());
     }
     let r = fit_retention(kept, source);
     outln!(
-        "fact retention: {} recorded summaries (written by {}); per kind: kept/facts = rate [95% interval over summaries]",
-        r.summaries,
+        "fact retention: references at risk at {}, written by {}; per kind: held/at risk = rate [95% interval over summaries]",
+        r.rests_on(),
         super::term(&r.models.join(", "))
     );
-    for (name, k) in &r.kinds {
+    print_kinds("pooled", &r.kinds)?;
+    for (name, f) in &r.families {
+        print_kinds(&format!("{name} ({} summaries)", f.summaries), &f.kinds)?;
+    }
+    let c = check_retention(kept);
+    let ratio = |x: f64| x / c.real.max(1) as f64;
+    outln!(
+        "  check: broken references at these {} summaries ({} sessions): real {}; estimate with the pooled fit {:.1} ({:.2}x) in sample, {:.1} ({:.2}x) leaving each session out",
+        c.summaries,
+        c.sessions,
+        c.real,
+        c.in_sample,
+        ratio(c.in_sample),
+        c.leave_one_session_out,
+        ratio(c.leave_one_session_out)
+    );
+    file.retention = Some(r);
+    Ok(())
+}
+
+fn print_kinds(
+    label: &str,
+    kinds: &std::collections::BTreeMap<String, crate::detail::references::KindRetention>,
+) -> anyhow::Result<()> {
+    outln!("  {}", super::term(label));
+    for (name, k) in kinds {
         match (k.rate, k.rate_low, k.rate_high) {
             (Some(rate), Some(lo), Some(hi)) => outln!(
-                "  {name:<7} {:>6}/{:<6} = {rate:.4} [{lo:.4}, {hi:.4}] over {} summaries",
+                "    {name:<7} {:>6}/{:<6} = {rate:.4} [{lo:.4}, {hi:.4}] over {} summaries",
                 k.kept,
-                k.facts,
+                k.at_risk,
                 k.summaries
             ),
             _ => outln!(
-                "  {name:<7} {:>6}/{:<6} too few summaries ({} of {} needed): estimates use the upper bound",
+                "    {name:<7} {:>6}/{:<6} too few summaries ({} of {} needed): estimates use the upper bound",
                 k.kept,
-                k.facts,
+                k.at_risk,
                 k.summaries,
                 crate::detail::references::MIN_SUMMARIES_PER_KIND
             ),
         }
     }
-    file.retention = Some(r);
     Ok(())
 }
 

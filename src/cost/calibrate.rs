@@ -7,10 +7,13 @@
 //!   per response (`metrics.response_latencies`, joined to `metrics.token_usages` by
 //!   `response_id`); those are used as they are.
 //! - Summary length: recorded compactions with a summary text and `pre_tokens` (Claude Code).
-//! - Retention: [`crate::detail::calibrate`] (what recorded summaries kept of their spans).
+//! - Retention: [`crate::detail::calibrate`] (what recorded summaries held of the references
+//!   at risk at their cut).
 
 use super::latency::{LatencySample, LengthSample};
-pub use crate::detail::calibrate::{fit_retention, retention_samples, RetentionSample};
+pub use crate::detail::calibrate::{
+    check_retention, fit_retention, retention_samples, RetentionCheck, RetentionSample,
+};
 use crate::transcript::Session;
 use serde_json::Value;
 use std::collections::HashMap;

@@ -1028,8 +1028,8 @@ fn references_broken(m: &SessionMetrics, retention: Option<&Retention>) -> Strin
             m.references_broken_high,
             match retention {
                 Some(r) => format!(
-                    "retention of {} summaries by {}{}",
-                    r.summaries,
+                    "retention of the references at risk at {} by {}{}",
+                    r.rests_on(),
                     r.models.join(", "),
                     match r.missing_kinds() {
                         k if k.is_empty() => String::new(),

@@ -185,24 +185,37 @@ impl LatencyTable {
             self.length = l;
         }
         if let Some(r) = parsed.retention {
-            let bad = r.kinds.iter().find(|(_, k)| {
+            // the pooled kinds, then each family's
+            let all = r
+                .kinds
+                .iter()
+                .map(|(n, k)| (format!("retention.kinds.{n}"), n, k));
+            let fams = r.families.iter().flat_map(|(f, fam)| {
+                fam.kinds
+                    .iter()
+                    .map(move |(n, k)| (format!("retention.families.{f}.kinds.{n}"), n, k))
+            });
+            let kinds: Vec<_> = all.chain(fams).collect();
+            let bad = kinds.iter().find(|(_, _, k)| {
                 [k.rate, k.rate_low, k.rate_high]
                     .into_iter()
                     .flatten()
                     .any(|x| !(0.0..=1.0).contains(&x))
-                    || k.kept > k.facts
+                    || k.kept > k.at_risk
             });
-            if let Some((name, _)) = bad {
+            if let Some((location, _, _)) = bad {
                 return Err(LatencyFileError {
                     file: file.to_string(),
-                    location: format!("retention.kinds.{name}"),
-                    message: "rates must lie in 0..1 and kept <= facts".to_string(),
+                    location: location.clone(),
+                    message: "rates must lie in 0..1 and kept <= at_risk".to_string(),
                 });
             }
-            if let Some(name) = r.kinds.keys().find(|n| FactKind::parse(n).is_none()) {
+            if let Some((location, _, _)) =
+                kinds.iter().find(|(_, n, _)| FactKind::parse(n).is_none())
+            {
                 return Err(LatencyFileError {
                     file: file.to_string(),
-                    location: format!("retention.kinds.{name}"),
+                    location: location.clone(),
                     message: "unknown fact kind (expected url, email, quoted, path, id or number)"
                         .to_string(),
                 });

@@ -1,91 +1,127 @@
 //! Calibration of retention from recorded transcripts (pure; `cli/calibrate.rs` reads the
-//! files and writes the table): per fact kind, how many of the facts of a recorded
-//! compaction's span its summary text kept verbatim, pooled into the [`Retention`] table the
+//! files and writes the table): per fact kind, of the references at risk at a recorded
+//! compaction's cut (what the agent used later that only the summary could hold), how many its
+//! summary text held, pooled and per summarizer family into the [`Retention`] table the
 //! broken-reference estimate reads ([`super::references`]).
 
-use super::facts::{event_fact_text, extract_fact_kinds, FactKind};
-use super::references::{KindRetention, Retention, MIN_SUMMARIES_PER_KIND};
+use super::facts::FactKind;
+use super::references::{
+    at_recorded, estimate, FamilyRetention, KindRetention, RefTally, Retention, SessionReferences,
+    MIN_SUMMARIES_PER_KIND,
+};
 use crate::transcript::Session;
 
-/// One recorded compaction with its summary text: per fact kind (`FactKind::index`), the
-/// facts of the compacted span and how many the summary kept verbatim.
+/// One recorded compaction with its summary text, measured where it matters: the references
+/// at risk at its cut (a fact a model request after it used that only the summary could still
+/// hold, [`super::references::at_recorded`]), by fact kind, and how many the text held.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetentionSample {
+    /// `source#id` of the session (the unit a leave-one-session-out fit leaves out).
+    pub session: String,
+    /// The summarizer family: the framework whose prompt wrote the summary.
+    pub family: String,
     pub model: String,
-    pub facts: [u64; 6],
-    pub kept: [u64; 6],
+    pub refs: RefTally,
 }
 
-/// Recorded compactions with a summary text: the span is the events since the previous
-/// recorded compaction (or the start) up to the first event recorded after this one.
+impl RetentionSample {
+    /// Per kind: references at risk the summarizer could see, and those the text held.
+    fn open_kept(&self, i: usize) -> (u64, u64) {
+        self.refs.open_kept(i)
+    }
+}
+
+/// Recorded compactions of `session` with a summary text and references at risk at their cut.
 pub fn retention_samples(session: &Session) -> Vec<RetentionSample> {
-    let mut marks: Vec<&crate::transcript::RecordedCompaction> =
-        session.recorded_compactions.iter().collect();
-    marks.sort_by_key(|c| c.at_event);
+    if session
+        .recorded_compactions
+        .iter()
+        .all(|c| c.summary.trim().is_empty())
+    {
+        return Vec::new();
+    }
+    let facts = super::facts::event_facts(session);
+    let refs = SessionReferences::new(session, &facts, &[]);
     let mut out = Vec::new();
-    let mut from = 0usize;
-    for c in marks {
-        let to = c.at_event.min(session.events.len());
-        let span = session.events.get(from..to).unwrap_or(&[]);
-        from = from.max(to);
+    for (i, c) in session.recorded_compactions.iter().enumerate() {
         if c.summary.trim().is_empty() {
             continue;
         }
-        let mut facts = std::collections::BTreeMap::new();
-        for e in span {
-            for (f, k) in extract_fact_kinds(&event_fact_text(e)) {
-                facts.entry(f).or_insert(k);
-            }
-        }
-        if facts.is_empty() {
+        let Some(t) = at_recorded(&refs, session, i) else {
+            continue;
+        };
+        if t.at_risk_total() == 0 {
             continue;
         }
-        let mut sample = RetentionSample {
-            model: span
+        let before = session.events.get(..c.at_event.min(session.events.len()));
+        out.push(RetentionSample {
+            session: format!("{}#{}", session.source, session.id),
+            family: session.format.name().to_string(),
+            model: before
+                .unwrap_or(&[])
                 .iter()
                 .rev()
                 .find_map(|e| e.model.clone())
                 .or_else(|| session.model.clone())
                 .unwrap_or_else(|| "unknown".to_string()),
-            facts: [0; 6],
-            kept: [0; 6],
-        };
-        for (f, k) in &facts {
-            sample.facts[k.index()] += 1;
-            if c.summary.contains(f.as_str()) {
-                sample.kept[k.index()] += 1;
-            }
-        }
-        out.push(sample);
+            refs: t,
+        });
     }
     out
 }
 
-/// Fit retention per fact kind: rate = kept / facts pooled over the summaries whose span held
-/// the kind; interval = mean of the per-summary rates ± 1.96 standard errors (the summaries,
-/// not the facts, are the independent draws), clipped to 0..1. A kind held by fewer than
-/// `MIN_SUMMARIES_PER_KIND` summaries gets no rate (the estimate uses the upper bound).
+/// Fit retention per fact kind on the references at risk: rate = held / at risk (the ones the
+/// summarizer could see, as the estimate applies the rate to those) pooled over the summaries
+/// whose cut had the kind at risk; interval = mean of the per-summary rates ± 1.96 standard
+/// errors (the summaries, not the references, are the independent draws), clipped to 0..1. A
+/// kind at risk at fewer than `MIN_SUMMARIES_PER_KIND` summaries gets no rate (the estimate
+/// uses the upper bound). Pooled over every family, and per family.
 pub fn fit_retention(samples: &[RetentionSample], source: &str) -> Retention {
+    let mut r = fit_kinds(samples, source);
+    let mut names: Vec<&str> = samples.iter().map(|s| s.family.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let of: Vec<RetentionSample> = samples
+            .iter()
+            .filter(|s| s.family == name)
+            .cloned()
+            .collect();
+        let f = fit_kinds(&of, source);
+        r.families.insert(
+            name.to_string(),
+            FamilyRetention {
+                summaries: f.summaries,
+                models: f.models,
+                kinds: f.kinds,
+            },
+        );
+    }
+    r
+}
+
+/// [`fit_retention`] without the per-family fits.
+fn fit_kinds(samples: &[RetentionSample], source: &str) -> Retention {
     let mut models: Vec<String> = samples.iter().map(|s| s.model.clone()).collect();
     models.sort();
     models.dedup();
     let mut kinds = std::collections::BTreeMap::new();
     for k in FactKind::ALL {
         let i = k.index();
-        let with: Vec<&RetentionSample> = samples.iter().filter(|s| s.facts[i] > 0).collect();
-        let facts: u64 = with.iter().map(|s| s.facts[i]).sum();
-        let kept: u64 = with.iter().map(|s| s.kept[i]).sum();
+        let with: Vec<(u64, u64)> = samples
+            .iter()
+            .map(|s| s.open_kept(i))
+            .filter(|&(open, _)| open > 0)
+            .collect();
+        let at_risk: u64 = with.iter().map(|x| x.0).sum();
+        let kept: u64 = with.iter().map(|x| x.1).sum();
         let n = with.len() as u64;
-        let enough = n >= MIN_SUMMARIES_PER_KIND;
-        let (rate, low, high) = if enough {
-            let rates: Vec<f64> = with
-                .iter()
-                .map(|s| s.kept[i] as f64 / s.facts[i] as f64)
-                .collect();
+        let (rate, low, high) = if n >= MIN_SUMMARIES_PER_KIND {
+            let rates: Vec<f64> = with.iter().map(|&(o, h)| h as f64 / o as f64).collect();
             let mean = rates.iter().sum::<f64>() / n as f64;
             let var = rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
             let half = 1.96 * (var / n as f64).sqrt();
-            let r = kept as f64 / facts as f64;
+            let r = kept as f64 / at_risk as f64;
             let r4 = |x: f64| (x.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
             (
                 Some(r4(r)),
@@ -99,7 +135,7 @@ pub fn fit_retention(samples: &[RetentionSample], source: &str) -> Retention {
             k.name().to_string(),
             KindRetention {
                 summaries: n,
-                facts,
+                at_risk,
                 kept,
                 rate,
                 rate_low: low,
@@ -112,5 +148,118 @@ pub fn fit_retention(samples: &[RetentionSample], source: &str) -> Retention {
         summaries: samples.len() as u64,
         models,
         kinds,
+        families: std::collections::BTreeMap::new(),
+    }
+}
+
+/// The `agent` estimate against the real summaries' broken count over `samples`: the estimate
+/// with the pooled fit of all of them (in sample), and with the fit of every session but the
+/// one each sample is from (leave-one-session-out).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetentionCheck {
+    pub summaries: usize,
+    pub sessions: usize,
+    /// References the real summaries broke.
+    pub real: u64,
+    pub in_sample: f64,
+    pub leave_one_session_out: f64,
+}
+
+/// [`RetentionCheck`] of `samples` (the pooled fit, as `agent` uses it).
+pub fn check_retention(samples: &[RetentionSample]) -> RetentionCheck {
+    let all = fit_kinds(samples, "");
+    let mut sessions: Vec<&str> = samples.iter().map(|s| s.session.as_str()).collect();
+    sessions.sort_unstable();
+    sessions.dedup();
+    let mut loso = 0.0;
+    for held in &sessions {
+        let rest: Vec<RetentionSample> = samples
+            .iter()
+            .filter(|s| s.session != *held)
+            .cloned()
+            .collect();
+        let fit = fit_kinds(&rest, "");
+        loso += samples
+            .iter()
+            .filter(|s| s.session == *held)
+            .map(|s| estimate(&s.refs, Some(&fit)))
+            .sum::<f64>();
+    }
+    RetentionCheck {
+        summaries: samples.len(),
+        sessions: sessions.len(),
+        real: samples.iter().map(|s| s.refs.broken_total()).sum(),
+        in_sample: samples.iter().map(|s| estimate(&s.refs, Some(&all))).sum(),
+        leave_one_session_out: loso,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary of session `s` with `at_risk` quoted references at risk, `kept` of them held.
+    fn quoted_sample(s: &str, at_risk: u64, kept: u64) -> RetentionSample {
+        let q = FactKind::Quoted.index();
+        let mut refs = RefTally::default();
+        refs.at_risk[q] = at_risk;
+        refs.broken[q] = at_risk - kept;
+        RetentionSample {
+            session: s.into(),
+            family: if s < "c" { "claude-code" } else { "openhands" }.into(),
+            model: "m".into(),
+            refs,
+        }
+    }
+
+    /// Issue 45: retention is held / at risk pooled over summaries, per family too; the check
+    /// estimates each session's summaries with the fit of the others, and where leaving one
+    /// out leaves too few summaries for a kind the estimate is that kind's upper bound.
+    #[test]
+    fn retention_is_fitted_on_references_at_risk_and_checked_leaving_each_session_out() {
+        let seven: Vec<RetentionSample> = [
+            ("a", 2),
+            ("a", 4),
+            ("b", 6),
+            ("c", 8),
+            ("d", 5),
+            ("e", 5),
+            ("f", 6),
+        ]
+        .iter()
+        .map(|&(s, k)| quoted_sample(s, 10, k))
+        .collect();
+        let r = fit_retention(&seven, "test");
+        let q = &r.kinds["quoted"];
+        assert_eq!(
+            (q.summaries, q.at_risk, q.kept, q.rate),
+            (7, 70, 36, Some(0.5143))
+        );
+        assert!(q.rate_low.unwrap() < 0.5143 && 0.5143 < q.rate_high.unwrap());
+        assert_eq!(r.kinds["path"].rate, None);
+        // 3 claude-code summaries (sessions a, b): too few for a family rate
+        assert_eq!(r.families["claude-code"].kinds["quoted"].at_risk, 30);
+        assert_eq!(r.families["claude-code"].kinds["quoted"].rate, None);
+        assert_eq!(r.families["openhands"].kinds["quoted"].kept, 24);
+        assert_eq!(r.rests_on(), "7 summaries (claude-code 3, openhands 4)");
+        let c = check_retention(&seven);
+        assert_eq!((c.summaries, c.sessions, c.real), (7, 6, 34));
+        assert!((c.in_sample - 70.0 * (1.0 - 0.5143)).abs() < 1e-9, "{c:?}");
+        // leaving a out: 30/50 = 0.6, its 20 at risk -> 8; b, f: 30/60 -> 5 each; c: 28/60
+        // = 0.4667 -> 5.333; d, e: 31/60 = 0.5167 -> 4.833 each
+        let want = 8.0 + 5.0 + 5.0 + 10.0 * (1.0 - 0.4667) + 2.0 * 10.0 * (1.0 - 0.5167);
+        assert!(
+            (c.leave_one_session_out - want).abs() < 1e-9,
+            "{c:?} vs {want}"
+        );
+        // five summaries in five sessions: leaving any out leaves four, so every held-out
+        // summary is estimated at its upper bound (all 10 at risk broken)
+        let five: Vec<RetentionSample> = [("a", 2), ("b", 4), ("c", 6), ("d", 8), ("e", 5)]
+            .iter()
+            .map(|&(s, k)| quoted_sample(s, 10, k))
+            .collect();
+        let c = check_retention(&five);
+        assert!((c.in_sample - 25.0).abs() < 1e-9, "{c:?}");
+        assert!((c.leave_one_session_out - 50.0).abs() < 1e-9, "{c:?}");
     }
 }

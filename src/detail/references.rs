@@ -229,6 +229,8 @@ pub struct RefTally {
     pub unseen: [u64; 6],
     /// At risk and in no carried summary text (only when the texts are known).
     pub broken: [u64; 6],
+    /// Broken and unseen: the part of `broken` the estimate counts as certain.
+    pub broken_unseen: [u64; 6],
 }
 
 impl RefTally {
@@ -240,6 +242,15 @@ impl RefTally {
     }
     pub fn broken_total(&self) -> u64 {
         self.broken.iter().sum()
+    }
+
+    /// Of kind `k`, the references at risk that the summarizer could see (not unseen), and
+    /// how many of them the summary texts held: what retention is fitted on
+    /// ([`super::calibrate::fit_retention`]).
+    pub fn open_kept(&self, k: usize) -> (u64, u64) {
+        let open = self.at_risk[k] - self.unseen[k];
+        let broken_open = self.broken[k] - self.broken_unseen[k];
+        (open, open - broken_open)
     }
 }
 
@@ -364,6 +375,9 @@ fn walk(
             if let Some(kept) = kept.as_mut() {
                 if !kept(r, fact) {
                     t.broken[k] += 1;
+                    if unseen {
+                        t.broken_unseen[k] += 1;
+                    }
                 }
             }
         }
@@ -663,24 +677,37 @@ impl Basis {
 /// it the estimate for that kind is the upper bound (every at-risk reference broken).
 pub const MIN_SUMMARIES_PER_KIND: u64 = 5;
 
-/// Retention of one fact kind: of the facts of that kind in compacted spans, the share the
-/// summary kept verbatim.
+/// Retention of one fact kind: of the references of that kind at risk at recorded summaries
+/// (a fact a later model request used that only the summary could hold, and that ADK's
+/// summarizer could see), the share the summary text held verbatim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KindRetention {
-    /// Summaries whose span held facts of this kind.
+    /// Summaries whose cut had references of this kind at risk.
     pub summaries: u64,
-    pub facts: u64,
+    /// References at risk (a file `calibrate` wrote before issue 45 calls them `facts`: the
+    /// facts of the compacted span).
+    #[serde(alias = "facts")]
+    pub at_risk: u64,
     pub kept: u64,
-    /// `kept / facts`; `None` when fewer than [`MIN_SUMMARIES_PER_KIND`] summaries.
+    /// `kept / at_risk`; `None` when fewer than [`MIN_SUMMARIES_PER_KIND`] summaries.
     pub rate: Option<f64>,
-    /// 95 % interval of the rate over summaries (bootstrap-free: Wilson on facts, widened
-    /// by the between-summary spread); `None` with the rate.
+    /// 95 % interval of the rate over summaries (mean of the per-summary rates ± 1.96
+    /// standard errors, widened to hold the pooled rate); `None` with the rate.
     pub rate_low: Option<f64>,
     pub rate_high: Option<f64>,
 }
 
+/// One summarizer family's fit (the framework whose prompt wrote the summaries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FamilyRetention {
+    pub summaries: u64,
+    pub models: Vec<String>,
+    pub kinds: BTreeMap<String, KindRetention>,
+}
+
 /// Per fact kind retention, fitted by `calibrate` from recorded compactions that carry their
-/// summary text.
+/// summary text: pooled over every summarizer family (what the estimate of a modelled
+/// summarizer uses), and per family.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Retention {
     /// Where the rates come from (built-in corpus sample, or the calibrated transcripts).
@@ -691,12 +718,29 @@ pub struct Retention {
     pub models: Vec<String>,
     /// By kind name (`url`, `email`, `quoted`, `path`, `id`, `number`).
     pub kinds: BTreeMap<String, KindRetention>,
+    /// By family (`claude-code`, `openhands`, ...): the same fit on that family's summaries.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub families: BTreeMap<String, FamilyRetention>,
 }
 
 impl Retention {
     /// The rate for a kind, `None` when too few summaries held it.
     pub fn rate(&self, kind: FactKind) -> Option<f64> {
         self.kinds.get(kind.name()).and_then(|k| k.rate)
+    }
+
+    /// What the pooled fit rests on: `N summaries (family n, ...)`, families by name.
+    pub fn rests_on(&self) -> String {
+        let fams: Vec<String> = self
+            .families
+            .iter()
+            .map(|(name, f)| format!("{name} {}", f.summaries))
+            .collect();
+        if fams.is_empty() {
+            format!("{} summaries", self.summaries)
+        } else {
+            format!("{} summaries ({})", self.summaries, fams.join(", "))
+        }
     }
 
     /// Kinds that fall back to the upper bound.
@@ -722,6 +766,99 @@ pub fn estimate(t: &RefTally, retention: Option<&Retention>) -> f64 {
         sum += certain + open * (1.0 - rate.clamp(0.0, 1.0));
     }
     sum
+}
+
+/// A request of event `event` that sees `hidden` (a range of [`Replay::hidden`]) only through
+/// the summaries `carried` (a range of [`Replay::carried`]); every size 0: what [`tally`]
+/// reads of a request is its event and these two ranges.
+pub fn bare_request(event: u32, hidden: Range<u32>, carried: Range<u32>) -> Request {
+    Request {
+        event_index: event,
+        invocation_index: 0,
+        author: 0,
+        measured_prompt_tokens: None,
+        adk_chars: 0,
+        adk_chars_uncompacted: 0,
+        contents: 0,
+        contents_uncompacted: 0,
+        json_chars: 0,
+        json_chars_uncompacted: 0,
+        history_tokens: 0,
+        baseline_history_tokens: 0,
+        summary_tokens: 0,
+        hidden_tokens: 0,
+        shared_prefix_tokens: 0,
+        pre_request_compacted: false,
+        pre_request_compactions: 0..0,
+        recorded_prompt_tokens: None,
+        replayed_prompt_tokens: None,
+        baseline_prompt_tokens: 0,
+        prompt_tokens: 0,
+        carried,
+        hidden,
+    }
+}
+
+/// The events recorded compactions `0..=i` of `session` forgot, as sorted disjoint closed
+/// runs (an OpenHands view drops every condensation's events, a Claude Code summary replaces
+/// the whole history).
+pub fn forgotten_so_far(session: &Session, i: usize) -> Vec<(u32, u32)> {
+    let upto = (i + 1).min(session.recorded_compactions.len());
+    let mut ranges: Vec<Range<usize>> = session.recorded_compactions[..upto]
+        .iter()
+        .flat_map(|c| c.forgotten.iter().cloned())
+        .filter(|r| !r.is_empty())
+        .collect();
+    ranges.sort_by_key(|r| r.start);
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for r in ranges {
+        let (a, b) = (r.start as u32, r.end as u32 - 1);
+        match runs.last_mut() {
+            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+            _ => runs.push((a, b)),
+        }
+    }
+    runs
+}
+
+/// The replay [`tally`] reads for one recorded cut: a request per model request of `session`
+/// whose event is in `events`, each seeing `hidden` only through summary 1.
+pub fn recorded_cut(session: &Session, hidden: &[(u32, u32)], events: Range<usize>) -> Replay {
+    let end = events.end.min(session.events.len());
+    let requests = (events.start.min(end)..end)
+        .filter(|&k| session.events[k].model_request)
+        .map(|k| bare_request(k as u32, 0..hidden.len() as u32, 0..1))
+        .collect();
+    Replay {
+        requests,
+        hidden: hidden.to_vec(),
+        carried: vec![1],
+        ..Replay::default()
+    }
+}
+
+/// The events recorded compaction `i`'s summary stands for in the prompt: from its first
+/// event up to the next summary (a microcompaction in between leaves the summary in place).
+pub fn summary_span(session: &Session, i: usize) -> Range<usize> {
+    let recorded = &session.recorded_compactions;
+    let next = recorded[i + 1..].iter().find(|n| !n.is_micro());
+    recorded[i].at_event..next.map_or(usize::MAX, |n| n.at_event)
+}
+
+/// The references at recorded compaction `i` of `session`, measured on its summary text: the
+/// model requests after it (up to the next recorded one) see what the compactions so far
+/// forgot only through that text. `None` when it records no summary text.
+pub fn at_recorded(refs: &SessionReferences, session: &Session, i: usize) -> Option<RefTally> {
+    let recorded = &session.recorded_compactions;
+    let c = recorded.get(i)?;
+    if c.summary.is_empty() {
+        return None;
+    }
+    let events = summary_span(session, i);
+    let hidden = forgotten_so_far(session, i);
+    let text = SummaryText::flat(c.summary.clone());
+    let cut = recorded_cut(session, &hidden, events);
+    Some(tally(refs, &cut, Some(&[Some(&text)]), None))
 }
 
 #[cfg(test)]
@@ -891,35 +1028,10 @@ mod tests {
     }
     const MIN: usize = HiddenMemo::MIN_RUNS;
 
-    use crate::engine::Request;
     use crate::transcript::{Event, Format};
 
     fn request(event: u32, hidden: Range<u32>, carried: Range<u32>) -> Request {
-        Request {
-            event_index: event,
-            invocation_index: 0,
-            author: 0,
-            measured_prompt_tokens: None,
-            adk_chars: 0,
-            adk_chars_uncompacted: 0,
-            contents: 0,
-            contents_uncompacted: 0,
-            json_chars: 0,
-            json_chars_uncompacted: 0,
-            history_tokens: 0,
-            baseline_history_tokens: 0,
-            summary_tokens: 0,
-            hidden_tokens: 0,
-            shared_prefix_tokens: 0,
-            pre_request_compacted: false,
-            pre_request_compactions: 0..0,
-            recorded_prompt_tokens: None,
-            replayed_prompt_tokens: None,
-            baseline_prompt_tokens: 0,
-            prompt_tokens: 0,
-            carried,
-            hidden,
-        }
+        bare_request(event, hidden, carried)
     }
 
     /// The agent lists files (e1), a tool result names `src/app/config.rs` at the end of a
@@ -1025,7 +1137,7 @@ mod tests {
             "path".to_string(),
             KindRetention {
                 summaries: 9,
-                facts: 10,
+                at_risk: 10,
                 kept: 10,
                 rate: Some(1.0),
                 rate_low: Some(0.7),
@@ -1037,6 +1149,7 @@ mod tests {
             summaries: 9,
             models: vec![],
             kinds,
+            families: BTreeMap::new(),
         };
         assert_eq!(estimate(&t, Some(&ret)), 1.0);
         // Short payload: the same retention keeps the reference.

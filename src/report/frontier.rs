@@ -224,6 +224,21 @@ fn idle_words(idle: &IdleFrontier) -> Block {
     )))
 }
 
+/// What the estimated broken references rest on: the retention of the run's latency.toml
+/// (the table the sweep used, copied into the run folder); `None` when it has none.
+fn retention_basis(d: &RunData) -> Option<String> {
+    let text = std::fs::read_to_string(d.dir.join("latency.toml")).ok()?;
+    let mut table = crate::cost::latency::LatencyTable::builtin();
+    table.retention = None;
+    table.apply_file("latency.toml", &text).ok()?;
+    let r = table.retention?;
+    Some(format!(
+        "The estimates (agent, model:NAME) use retention fitted on {} written by {}: per fact kind, the share of the references at risk at each summary's cut (facts a later request used that only the summary could hold) that the real summary held, pooled over the families (docs/validation.md, section Retention of what is used later).",
+        r.rests_on(),
+        r.models.join(", ")
+    ))
+}
+
 pub(super) fn summarizers(d: &RunData, b: &mut Vec<Block>) {
     b.push(Block::Heading(2, "Per summarizer".into()));
     let usd = money(d);
@@ -241,6 +256,9 @@ pub(super) fn summarizers(d: &RunData, b: &mut Vec<Block>) {
         "Each summarizer at the same trigger setting as the recommendation where the grid has it (else its best-ranked setting). Broken references are the facts the agent used later that no text it could still read held: measured on the summary text of summarizers that write one (terse, command:, python:, live:), estimated for modelled ones (agent, model:NAME), which write no text: at-risk references × (1 − retention fitted from recorded summaries), with the low bound (facts only beyond ADK's 2,000-character cut of a tool payload, lost whatever the model writes) and the high bound (every reference at risk). Facts dropped is n/a for modelled summarizers; terse calls no model, so it adds no cost and no wait, but keeps only the conversation's text.{live}",
     ))));
     let bases = d.distinct(|x| &x.references_basis);
+    if let Some(r) = retention_basis(d).filter(|_| bases.iter().any(|x| x == "estimated")) {
+        b.push(Block::Para(t(r)));
+    }
     if bases.iter().any(|x| x == "measured") && bases.iter().any(|x| x == "estimated") {
         b.push(Block::Para(t(
             "These summarizers' broken references rest on different bases (measured on text against estimated from retention); compare an estimate with its bounds, not only its central value.",

@@ -27,6 +27,47 @@ pub(super) fn recorded_compactions(d: &RunData, b: &mut Vec<Block>) {
         "Per session: the recorded prompt size of each model request against the as-recorded replay's (median and p95 |error| %), on the basis its sizes rest on.",
     )));
     b.push(session_table(&r.sessions));
+    refetch_blocks(r, b);
+}
+
+/// What the status quo's compactions cost in re-work: per framework, the tool calls repeated
+/// after a compaction with a summary text, those returning what they returned before (detail
+/// the agent had and obtained again), and the tokens and dollars these added to later prompts.
+fn refetch_blocks(r: &Backtest, b: &mut Vec<Block>) {
+    let measured = r.compactions.iter().any(|c| c.refetches.is_some());
+    if !measured {
+        return;
+    }
+    b.push(Block::Para(t(
+        "Re-fetches after the compactions that record their summary text: tool calls repeating one made before the compaction (same tool, same arguments) up to the next one; \"same result\" ones returned exactly what the call returned before, detail the agent had and obtained again. Their tokens are the call's and the result's in every later prompt up to the next recorded compaction (provider's scale), priced at the session model's built-in rates (input for the first prompt, cached input where a prompt records cache reads); \"marked\" ones come from a model event with a broken reference (docs/validation.md).",
+    )));
+    b.push(Block::Table {
+        head: [
+            "framework",
+            "re-fetches",
+            "same result",
+            "marked broken",
+            "tokens in later prompts",
+            "USD",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: r
+            .frameworks
+            .iter()
+            .map(|(name, f)| {
+                vec![
+                    t(name.clone()),
+                    t(fmt_int(f.refetches as f64)),
+                    t(fmt_int(f.refetches_same_result as f64)),
+                    t(fmt_int(f.refetches_same_result_marked as f64)),
+                    t(fmt_int(f.refetch_tokens as f64)),
+                    t(format!("${:.4}", f.refetch_cost_usd)),
+                ]
+            })
+            .collect(),
+        numeric: vec![false, true, true, true, true, true],
+    });
 }
 
 fn intro(r: &Backtest, b: &mut Vec<Block>) {

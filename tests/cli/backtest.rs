@@ -83,6 +83,9 @@ fn recorded_compactions_match_their_frameworks_rule() {
         "agent_estimate",
         "refetches",
         "refetches_marked_broken",
+        "refetches_same_result",
+        "refetch_tokens",
+        "refetch_cost_usd",
     ] {
         assert!(rows[0].get(key).is_some(), "{key} missing: {:#}", rows[0]);
     }
@@ -243,7 +246,24 @@ fn every_recorded_summary_is_measured_at_its_cut() {
         let v = a["value"].as_f64().unwrap();
         assert!(a["low"].as_f64().unwrap() <= v && v <= a["high"].as_f64().unwrap());
         assert!(n("refetches_marked_broken") <= n("refetches"), "{r:#}");
+        // issue 45: same-result re-fetches are re-fetches; only they add priced tokens
+        assert!(n("refetches_same_result") <= n("refetches"), "{r:#}");
+        assert!(
+            n("refetches_same_result_marked") <= n("refetches_same_result"),
+            "{r:#}"
+        );
+        if n("refetches_same_result") == 0 {
+            assert_eq!(n("refetch_tokens"), 0, "{r:#}");
+        }
+        assert!(r["refetch_cost_usd"].as_f64().is_some(), "priced: {r:#}");
     }
+    let oh = &doc["frameworks"]["openhands"];
+    let total: u64 = rows
+        .iter()
+        .filter(|r| r["framework"] == "openhands")
+        .filter_map(|r| r["refetches_same_result"].as_u64())
+        .sum();
+    assert_eq!(oh["refetches_same_result"].as_u64(), Some(total), "{oh:#}");
 }
 
 /// Issue 37: a hand-made SWE-agent trajectory (tests/fixtures/recorded/swe_agent_last5.traj:
@@ -414,6 +434,21 @@ fn sweep_reports_recorded_compactions_only_when_recorded() {
         section.contains("| claude-code | 1 | 1 | 1 | 1 | 0 |"),
         "{section}"
     );
+    // issue 45: the re-fetches after it, per framework, as backtest counts and prices them
+    let f = &want["frameworks"]["claude-code"];
+    let g = |k: &str| grouped(f[k].as_u64().unwrap_or_else(|| panic!("{k}: {f:#}")));
+    let refetch_row = format!(
+        "| claude-code | {} | {} | {} | {} | ${:.4} |",
+        g("refetches"),
+        g("refetches_same_result"),
+        g("refetches_same_result_marked"),
+        g("refetch_tokens"),
+        f["refetch_cost_usd"].as_f64().unwrap()
+    );
+    assert!(
+        section.contains(&refetch_row),
+        "{refetch_row}\nnot in:\n{section}"
+    );
     let html = read_text(&run.join("report.html"));
     assert!(html.contains("Recorded compactions"));
 
@@ -578,6 +613,7 @@ fn holdout_reports_every_fitted_figure_in_sample_and_held_out() {
         text.contains("claude-code re-attached file cap") && text.contains("held out:"),
         "{text}"
     );
+}
 
 /// Issue 43 items 3-4 through the command: the hand-made records (`tests/fixtures/recorded`:
 /// a 2.1.23 microcompaction, a file starting with a boundary, one session over two files) are

@@ -617,8 +617,8 @@ mod retention {
     use crate::common::*;
 
     /// The built-in retention (src/data/latency.toml `[retention]`) is what `calibrate` fits
-    /// from the corpus' recorded Claude Code compactions: same summaries, models and per-kind
-    /// counts and rates.
+    /// from the references at risk at the corpus' recorded summaries (Claude Code and
+    /// OpenHands): same summaries, models, per-kind counts and rates, pooled and per family.
     #[test]
     fn builtin_retention_is_reproducible_from_calibrate_output() {
         let dir = tempfile::tempdir().unwrap();
@@ -626,6 +626,7 @@ mod retention {
         let o = bin()
             .args(["calibrate"])
             .arg(corpus().join("claude_code_spotter"))
+            .arg(corpus().join("real_compactions"))
             .arg("--out")
             .arg(&out)
             .output()
@@ -633,7 +634,7 @@ mod retention {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(
-            stdout.contains("fact retention: 5 recorded summaries"),
+            stdout.contains("fact retention: references at risk at 32 summaries (claude-code 17, openhands 15), written by"),
             "{stdout}"
         );
         let mut fitted = compaction_sim::cost::latency::LatencyTable::builtin();
@@ -648,7 +649,50 @@ mod retention {
         assert_eq!(fitted.summaries, builtin.summaries);
         assert_eq!(fitted.models, builtin.models);
         assert_eq!(fitted.kinds, builtin.kinds);
+        assert_eq!(fitted.families, builtin.families);
         assert!(fitted.summaries > 0);
+    }
+
+    /// Issue 45: the `agent` estimate (at-risk references x (1 - pooled retention of the
+    /// references at risk)) lands within 0.85-1.15x of the references the corpus' real
+    /// summaries broke, fitted on all of them and fitted leaving each session out.
+    #[test]
+    fn agent_estimate_is_within_15_percent_of_real_summaries_in_sample_and_leaving_each_session_out(
+    ) {
+        let l = compaction_sim::transcript::load_paths(
+            &[
+                corpus().join("claude_code_spotter").display().to_string(),
+                corpus().join("real_compactions").display().to_string(),
+            ],
+            None,
+        );
+        assert!(
+            !l.sessions.is_empty(),
+            "corpus missing at {}",
+            corpus().display()
+        );
+        let samples: Vec<_> = l
+            .sessions
+            .iter()
+            .flat_map(compaction_sim::cost::calibrate::retention_samples)
+            .collect();
+        assert_eq!(
+            samples.len(),
+            32,
+            "recorded summaries with references at risk"
+        );
+        let c = compaction_sim::cost::calibrate::check_retention(&samples);
+        let real = c.real as f64;
+        for (what, est) in [
+            ("in sample", c.in_sample),
+            ("leave one session out", c.leave_one_session_out),
+        ] {
+            let ratio = est / real;
+            assert!(
+                (0.85..=1.15).contains(&ratio),
+                "{what}: {est:.1} / {real} = {ratio:.3}"
+            );
+        }
     }
 }
 

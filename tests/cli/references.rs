@@ -270,6 +270,11 @@ fn the_report_compares_summarizers_with_basis_and_bounds() {
         .and_then(|s| s.split("\n## ").next())
         .expect("a summarizer section");
     assert!(section.contains("rest on different bases"), "{section}");
+    // issue 45: and what the estimate's retention rests on (the built-in table's summaries)
+    assert!(
+        section.contains("use retention fitted on 32 summaries (claude-code 17, openhands 15)"),
+        "{section}"
+    );
     let row = |name: &str| {
         section
             .lines()

@@ -92,7 +92,11 @@ impl ReattachCap {
         let mut out: Vec<(Vec<u32>, Vec<AfterObs>)> = Vec::new();
         let mut at: HashMap<usize, usize> = HashMap::new();
         for r in &b.compactions {
-            if r.framework != "claude-code" || r.trigger == "manual" || r.matched != Some(true) {
+            if r.framework != "claude-code"
+                || r.trigger == "manual"
+                || r.kind == "micro"
+                || r.matched != Some(true)
+            {
                 continue;
             }
             let (Some(event), Some(recorded), Some(predicted)) = (

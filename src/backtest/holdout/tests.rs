@@ -87,6 +87,7 @@ fn swe_row(s: &Session, replayed: u64, sent: u64, calls: u64) -> SessionRow {
         prompt_fit_error_p50: None,
         recorded_compactions: 0,
         predicted_compactions: 0,
+        predicted_microcompactions: None,
         requests_compared: 0,
         prompt_error_p50_pct: None,
         prompt_error_p95_pct: None,
