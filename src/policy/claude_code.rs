@@ -297,7 +297,7 @@ impl ClaudeCode {
     /// while in step with the record ([`InStep`]), as [`ClaudeCode::new`] does: the `as
     /// recorded` row.
     pub fn recorded(ctx: &Ctx<'_>, threshold: u64) -> Self {
-        // microcompaction as it ran is the record's ([`crate::backtest`]'s `as_ran`), not the rule's
+        // microcompaction as it ran is the record's (the backtest's `as_ran` applies it), not the rule's
         ClaudeCode {
             threshold,
             in_step: InStep::new(ctx, threshold),

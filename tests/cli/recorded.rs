@@ -398,16 +398,29 @@ fn openhands_v1_fixture_reads_usage_flags_and_the_condensation() {
     );
 }
 
-/// Six corpus trajectories record `history_processors: last_n_observations, n: 5`; the others
-/// record no config, so nothing.
+/// Six corpus trajectories record `history_processors: last_n_observations, n: 5`; the two
+/// real 0.x GPT-4 runs record no config and get their release's default (issue 43: before
+/// v0.3.0, no processor); the others record nothing.
 #[test]
 fn swe_agent_trajectories_record_their_observation_window() {
     let sessions = load(&[corpus_dir("swe_agent")]);
     let mut windows = Vec::new();
+    let mut zero_x = 0;
     for s in &sessions {
         let Some(p) = &s.recorded_policy else {
             continue;
         };
+        if p.source.starts_with("swe-agent 0.x default config") {
+            zero_x += 1;
+            assert_eq!(p.versions, ["0.1.0-0.2.0"], "{}", s.source);
+            assert!(
+                matches!(&p.rule, PolicyRule::SweAgent { processors, .. } if processors.is_empty()),
+                "{}: {:?}",
+                s.source,
+                p.rule
+            );
+            continue;
+        }
         match &p.rule {
             PolicyRule::SweAgent { processors, .. } => {
                 assert_eq!(processors.len(), 1, "{}", s.source);
@@ -420,6 +433,7 @@ fn swe_agent_trajectories_record_their_observation_window() {
         }
     }
     assert_eq!(windows, [5; 6]);
+    assert_eq!(zero_x, 2, "the corpus's two 0.x runs");
 }
 
 /// OpenHands v0 rows record `metadata.condenser_config` (`noop` in the corpus); Codex
