@@ -94,8 +94,12 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     files.sort();
     files.dedup();
     let mut placed = vec![None; inputs.sessions.len()];
+    let mut unread: Vec<(String, String)> = Vec::new();
     for (file, format) in &files {
         let loaded = pipeline::load_sessions(std::slice::from_ref(file), Some(format))?;
+        if let Some(e) = loaded.skipped.first() {
+            unread.push((file.clone(), format!("{}: {}", e.path, e.reason)));
+        }
         for s in loaded.sessions {
             let info = pipeline::session_info(&s, Default::default());
             let found = inputs
@@ -110,7 +114,15 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     for &i in &longest {
         if placed[i as usize].is_none() {
             let s = &inputs.sessions[i as usize];
-            anyhow::bail!("{}: session `{}` is needed for timelines.json but could not be read again (run merge where the shards' input paths resolve)", s.source, s.session_id);
+            let file = pipeline::source_file(&s.source);
+            let cause = unread
+                .iter()
+                .find(|(f, _)| f == file)
+                .map_or(String::new(), |(_, e)| format!(" ({e})"));
+            if crate::transcript::db::is_db_url(file) {
+                anyhow::bail!("{}: session `{}` is needed for timelines.json but could not be read again{cause}: merge reads the database again, and a shard records its URL without the password; give it in PGPASSWORD or a password file (~/.pgpass, or PGPASSFILE) and run merge again (docs/scale-out.md)", s.source, s.session_id);
+            }
+            anyhow::bail!("{}: session `{}` is needed for timelines.json but could not be read again{cause} (run merge where the shards' input paths resolve)", s.source, s.session_id);
         }
     }
     let (timeout, live) = args.summarizers.start(

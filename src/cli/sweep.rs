@@ -520,6 +520,8 @@ fn scan(args: &SweepArgs, tokenizers: &[String]) -> Result<Scanned> {
         anyhow::bail!("no sessions found in {}{why}", shown.join(" "));
     }
     print_skipped(&catalog.skipped);
+    super::print_merged(&catalog.merged);
+    super::print_notes(&catalog.notes);
     super::warn_orphan_responses(
         catalog
             .infos
@@ -534,13 +536,12 @@ fn scan(args: &SweepArgs, tokenizers: &[String]) -> Result<Scanned> {
 }
 
 fn print_skipped<'a>(skipped: impl IntoIterator<Item = &'a Skipped>) {
-    for s in skipped {
-        errln!(
-            "skipped {}: {}",
-            super::term(&s.path),
-            super::term(&s.reason)
-        );
-    }
+    super::print_capped(
+        "skipped ",
+        skipped
+            .into_iter()
+            .map(|s| format!("{}: {}", s.path, s.reason)),
+    );
 }
 
 /// What the run folder records about its inputs and tables, before any replay.
