@@ -120,6 +120,131 @@ pub struct SynthFile {
     pub json: String,
 }
 
+/// Largest file `synth` writes: the largest file compaction-sim reads
+/// (`transcript::detect::MAX_FILE_BYTES`); a larger one could not be replayed.
+pub const MAX_SYNTH_FILE_BYTES: u64 = crate::transcript::detect::MAX_FILE_BYTES;
+
+/// Largest output of one `synth` run: 4 GiB.
+pub const MAX_SYNTH_BYTES: u64 = 4 << 30;
+
+/// An output `synth` refuses before writing anything: the size it would write and the limit.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SizeError {
+    #[error("{file} would be about {} bytes, over the limit of {MAX_SYNTH_FILE_BYTES} bytes per file (the largest file compaction-sim reads); nothing was written", fmt_bytes(*would))]
+    File { file: String, would: f64 },
+    #[error("this output would be about {} bytes in all, over the limit of {MAX_SYNTH_BYTES} bytes per run; nothing was written", fmt_bytes(*would))]
+    Total { would: f64 },
+}
+
+fn fmt_bytes(b: f64) -> String {
+    if b < 1e15 {
+        format!("{b:.0}")
+    } else {
+        format!("{b:.2e}")
+    }
+}
+
+/// What an output would write, estimated before writing: its largest file (name and bytes)
+/// and the bytes of all its files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    pub largest: String,
+    pub largest_bytes: f64,
+    pub total_bytes: f64,
+}
+
+impl Estimate {
+    fn of(files: impl IntoIterator<Item = (String, f64)>) -> Estimate {
+        let mut e = Estimate {
+            largest: String::new(),
+            largest_bytes: 0.0,
+            total_bytes: 0.0,
+        };
+        for (name, bytes) in files {
+            if bytes > e.largest_bytes || e.largest.is_empty() {
+                e.largest = name;
+                e.largest_bytes = bytes;
+            }
+            e.total_bytes += bytes;
+        }
+        e
+    }
+
+    /// Refused when a file is over [`MAX_SYNTH_FILE_BYTES`] or all are over
+    /// [`MAX_SYNTH_BYTES`].
+    pub fn check(&self) -> Result<(), SizeError> {
+        if self.largest_bytes.is_nan() || self.largest_bytes > MAX_SYNTH_FILE_BYTES as f64 {
+            return Err(SizeError::File {
+                file: self.largest.clone(),
+                would: self.largest_bytes,
+            });
+        }
+        if self.total_bytes.is_nan() || self.total_bytes > MAX_SYNTH_BYTES as f64 {
+            return Err(SizeError::Total {
+                would: self.total_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Sessions of the standard set measured to estimate a larger one (the set repeats its
+/// lengths and kinds every 8).
+const MEASURED_SESSIONS: usize = 8;
+
+/// The bytes of `sessions` standard sessions: the first [`MEASURED_SESSIONS`] generated and
+/// measured (exact up to 8), the rest at their mean.
+pub fn estimate_sessions(sessions: usize, seed: u64) -> Estimate {
+    let measured: Vec<SynthFile> = (0..sessions.min(MEASURED_SESSIONS))
+        .map(|i| generate_one(seed, i))
+        .collect();
+    let mut e = Estimate::of(
+        measured
+            .iter()
+            .map(|f| (f.file_name.clone(), f.json.len() as f64)),
+    );
+    if sessions > measured.len() {
+        e.total_bytes *= sessions as f64 / measured.len() as f64;
+    }
+    e
+}
+
+/// Invocations of a long session generated to measure its bytes per invocation.
+const MEASURED_INVOCATIONS: usize = 64;
+
+/// The bytes of the long session `shape`, from the bytes of its first
+/// [`MEASURED_INVOCATIONS`] invocations (the same generator: every invocation alike).
+pub fn estimate_long(seed: u64, shape: LongShape) -> Estimate {
+    let n = shape.invocations.min(MEASURED_INVOCATIONS);
+    let probe = LongShape {
+        invocations: n,
+        ..shape
+    };
+    let bytes = write_long_session(seed, probe, &mut std::io::sink()).unwrap_or(0) as f64;
+    let per = if n == 0 { 0.0 } else { bytes / n as f64 };
+    Estimate::of([(shape.file_name(), bytes.max(per * shape.invocations as f64))])
+}
+
+/// JSON bytes of one generated SWE-agent turn besides its text: two messages' keys, a tool
+/// call, ids (measured on generated trajectories, rounded up).
+const SWE_TURN_OVERHEAD_BYTES: f64 = 400.0;
+
+/// The bytes of each trajectory of `shape`, by arithmetic on its tokens (generating one to
+/// measure it could already be too large): the fixed prose, then per turn the observation,
+/// the action's thought written twice (`content` and `thought`), and the JSON around them.
+pub fn estimate_swe_agent(shape: &SweShape) -> Estimate {
+    let obs = shape.turn_tokens as f64 * shape.obs_share.clamp(0.0, 1.0);
+    let act = (shape.turn_tokens as f64 - obs).max(1.0);
+    let per_turn = (obs + 2.0 * act) * SWE_CHARS_PER_TOKEN + SWE_TURN_OVERHEAD_BYTES;
+    let fixed = shape.fixed_tokens as f64 * PROSE_CHARS_PER_TOKEN;
+    Estimate::of(shape.turns.iter().enumerate().map(|(i, &turns)| {
+        (
+            format!("{:02}-swe-agent-{turns}.traj", i + 1),
+            fixed + per_turn * turns as f64,
+        )
+    }))
+}
+
 /// Generates `sessions` sessions from `seed`.
 pub fn generate(sessions: usize, seed: u64) -> Vec<SynthFile> {
     (0..sessions).map(|i| generate_one(seed, i)).collect()
@@ -1236,7 +1361,8 @@ pub fn generate_swe_agent(seed: u64, shape: &SweShape) -> Vec<SynthFile> {
         .collect()
 }
 
-fn swe_agent_one(seed: u64, index: usize, turns: usize, shape: &SweShape) -> SynthFile {
+/// Trajectory `index` of `shape`, of `turns` turns (see [`generate_swe_agent`]).
+pub fn swe_agent_one(seed: u64, index: usize, turns: usize, shape: &SweShape) -> SynthFile {
     let mut mixer = SplitMix64::new(
         seed ^ 0x5357_4541_4745_4E54 ^ (index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
     );
@@ -1452,5 +1578,79 @@ mod tests {
             a[0].json,
             "the seed changes the output"
         );
+    }
+
+    /// Issue 47 item 2: the size `synth` checks before writing is near what it writes (within
+    /// a third either way), for each of its three outputs.
+    #[test]
+    fn synth_size_estimates_are_near_the_bytes_written() {
+        let near = |est: f64, real: usize| {
+            let r = est / real as f64;
+            assert!((0.67..=1.5).contains(&r), "estimate {est} for {real} bytes");
+        };
+        let e = estimate_sessions(40, 6);
+        near(
+            e.total_bytes,
+            generate(40, 6).iter().map(|f| f.json.len()).sum(),
+        );
+        let shape = LongShape {
+            invocations: 500,
+            tool_rounds: true,
+        };
+        let mut text = Vec::new();
+        write_long_session(3, shape, &mut text).unwrap();
+        near(estimate_long(3, shape).total_bytes, text.len());
+        let swe = SweShape {
+            turns: vec![10, 200],
+            turn_tokens: 650,
+            obs_share: 0.84,
+            fixed_tokens: 2_300,
+        };
+        let e = estimate_swe_agent(&swe);
+        let files = generate_swe_agent(1, &swe);
+        near(e.largest_bytes, files[1].json.len());
+        near(e.total_bytes, files.iter().map(|f| f.json.len()).sum());
+        assert_eq!(e.largest, files[1].file_name);
+    }
+
+    #[test]
+    fn synth_outputs_past_the_limits_are_refused_with_size_and_limit() {
+        let huge = SweShape {
+            turns: vec![2_000_000],
+            turn_tokens: 650,
+            obs_share: 0.84,
+            fixed_tokens: 2_300,
+        };
+        let e = estimate_swe_agent(&huge).check().unwrap_err().to_string();
+        assert!(
+            e.contains("01-swe-agent-2000000.traj would be about")
+                && e.contains(&format!(
+                    "over the limit of {MAX_SYNTH_FILE_BYTES} bytes per file"
+                )),
+            "{e}"
+        );
+        let max_tokens = SweShape {
+            turns: vec![1],
+            turn_tokens: u64::MAX,
+            ..huge.clone()
+        };
+        assert!(estimate_swe_agent(&max_tokens).check().is_err());
+        let max_fixed = SweShape {
+            turns: vec![1],
+            fixed_tokens: u64::MAX,
+            ..huge
+        };
+        assert!(estimate_swe_agent(&max_fixed).check().is_err());
+        let e = estimate_sessions(100_000_000, 6)
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "over the limit of {MAX_SYNTH_BYTES} bytes per run"
+            )),
+            "{e}"
+        );
+        assert!(estimate_sessions(40, 6).check().is_ok());
     }
 }

@@ -26,16 +26,26 @@ pub struct BacktestArgs {
     /// held-out figures beside the in-sample ones (docs/validation.md).
     #[arg(long)]
     pub holdout: bool,
+
+    #[command(flatten)]
+    pub db: super::db_flags::DbFlags,
 }
 
 pub fn run(args: BacktestArgs) -> Result<u8> {
-    let loaded = crate::transcript::load_paths(&args.paths, None);
-    for e in &loaded.skipped {
-        errln!("skipped: {}", super::term(&e.to_string()));
-    }
+    super::exit_at_once_on_signal();
+    let filter = args.db.filter(&args.paths, false)?;
+    let loaded = crate::transcript::load_inputs(&args.paths, None, &filter);
+    super::print_capped("skipped: ", loaded.skipped.iter().map(|e| e.to_string()));
+    super::print_merged(&loaded.merged);
+    super::print_notes(loaded.sessions.iter().flat_map(|s| &s.notes));
     let mut sessions = loaded.sessions;
     if sessions.is_empty() {
-        errln!("error: no session read");
+        let shown: Vec<String> = args
+            .paths
+            .iter()
+            .map(|p| super::term(&crate::transcript::db::url::redact(p)).into_owned())
+            .collect();
+        errln!("error: no session read from {}", shown.join(" "));
         return Ok(super::EXIT_BAD_INPUT);
     }
     sessions.sort_by(|a, b| (&a.source, &a.id).cmp(&(&b.source, &b.id)));

@@ -385,8 +385,13 @@ fn emit_jsonl(
 ) -> anyhow::Result<()> {
     use crate::table::publish;
     let target = publish::check_target(dir, inputs, publish::Chosen::ByUser { force })?;
+    // From here a signal stops between files and the build folder is removed on the way out.
+    super::EXIT_AT_ONCE.store(false, std::sync::atomic::Ordering::SeqCst);
     let build = publish::build_dir_for(&target)?;
     for (s, name) in sessions.iter().zip(emit_names(sessions)) {
+        if super::CANCEL.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(crate::error::Cancelled.into());
+        }
         let text = crate::transcript::write_canonical(s);
         crate::atomic::write_atomic(&build.path().join(&name), text.as_bytes())?;
     }
@@ -423,6 +428,7 @@ struct InspectJson<'a> {
 }
 
 pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
+    super::exit_at_once_on_signal();
     let filter = args.db.filter(&args.paths, false)?;
     let loaded = crate::transcript::load_inputs(&args.paths, args.format, &filter);
     // Bad files are fatal with --strict, for a single file given alone, and when nothing at
@@ -433,9 +439,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
         refuse_bad_files(&loaded.skipped);
         return Ok(EXIT_BAD_INPUT);
     }
-    for e in &loaded.skipped {
-        errln!("skipped: {}", super::term(&e.to_string()));
-    }
+    super::print_capped("skipped: ", loaded.skipped.iter().map(|e| e.to_string()));
+    super::print_merged(&loaded.merged);
+    super::print_notes(loaded.sessions.iter().flat_map(|s| &s.notes));
     let mut sessions = loaded.sessions;
     sessions.sort_by(|a, b| (&a.source, &a.id).cmp(&(&b.source, &b.id)));
     super::warn_orphan_responses(sessions.iter().map(|s| {
@@ -500,9 +506,7 @@ fn count_tokens(
 
 /// Each bad file on one line; a count follows only when there are several.
 fn refuse_bad_files(skipped: &[ReadError]) {
-    for e in skipped {
-        errln!("error: {}", super::term(&e.to_string()));
-    }
+    super::print_capped("error: ", skipped.iter().map(|e| e.to_string()));
     if skipped.len() > 1 {
         errln!("error: {} bad files", skipped.len());
     }

@@ -121,6 +121,13 @@ pub fn install_signal_handler() {
     });
 }
 
+/// For a command that writes only standard output (and its token cache, written atomically):
+/// SIGINT, SIGTERM or SIGHUP end it at once with 130, as they end any other command.
+pub fn exit_at_once_on_signal() {
+    EXIT_AT_ONCE.store(true, std::sync::atomic::Ordering::SeqCst);
+    install_signal_handler();
+}
+
 /// Standard output could not be written.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write to standard output")]
@@ -198,6 +205,45 @@ pub fn out_bytes(bytes: &[u8]) -> Result<(), StdoutError> {
 /// or forge an output line.
 pub fn term(s: &str) -> std::borrow::Cow<'_, str> {
     crate::transcript::util::escape_control(s)
+}
+
+/// Most unreadable inputs listed one per line; the rest are counted in one more line (a
+/// folder of a million bad files must not print a million lines).
+pub const LISTED_BAD_INPUTS: usize = 20;
+
+/// Print `lines` (each already one line, escaped here) after `prefix`, the first
+/// [`LISTED_BAD_INPUTS`] of them, then how many more there are.
+pub fn print_capped(prefix: &str, lines: impl IntoIterator<Item = String>) {
+    let mut more = 0usize;
+    for (i, l) in lines.into_iter().enumerate() {
+        if i < LISTED_BAD_INPUTS {
+            errln!("{prefix}{}", term(&l));
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        errln!(
+            "{prefix}and {more} more unreadable input{} not listed (the first {LISTED_BAD_INPUTS} are)",
+            if more == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// Say which spellings of one file were read once (`./x` beside `x`, a link beside its
+/// target). Always said, even with -q.
+pub fn print_merged(merged: &[crate::transcript::detect::Merged]) {
+    for m in merged {
+        errln!("note: {}", term(&m.to_string()));
+    }
+}
+
+/// What the readers found wrong in a session's record and did not use, or adjusted (its
+/// notes, each naming file, where and what). Always said, even with -q.
+pub fn print_notes<'a>(notes: impl IntoIterator<Item = &'a String>) {
+    for n in notes {
+        errln!("warning: {}", term(n));
+    }
 }
 
 /// One warning per session holding tool responses without their call: ADK 2.13.0 reads such

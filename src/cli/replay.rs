@@ -60,6 +60,7 @@ pub struct ReplayArgs {
 }
 
 pub fn run(args: ReplayArgs) -> Result<u8> {
+    super::exit_at_once_on_signal();
     let setting = match written(&args).validate() {
         Ok(s) => s,
         Err(r) => {
@@ -198,6 +199,7 @@ fn read_sessions(args: &ReplayArgs) -> Result<Vec<Session>> {
                 .map_or(String::new(), |s| format!(" `{s}`"))
         );
     }
+    super::print_notes(sessions.iter().flat_map(|s| &s.notes));
     Ok(sessions)
 }
 

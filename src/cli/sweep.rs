@@ -13,6 +13,7 @@ use crate::sweep::pipeline::{self, Costing};
 use crate::sweep::plan::{SweepPlan, SweepRequest};
 use crate::sweep::run::{Skipped, SummarizerFailure};
 use crate::sweep::shard::Shard;
+use crate::transcript::detect::Merged;
 use anyhow::Result;
 use clap::Args;
 use std::io::IsTerminal;
@@ -197,8 +198,19 @@ pub(super) struct Shown<'a> {
 }
 
 impl Progress for Shown<'_> {
-    fn skipped(&self, s: &Skipped) {
-        errln!("skipped {}: {}", term(&s.path), term(&s.reason));
+    fn skipped(&self, skipped: &[Skipped]) {
+        super::print_capped(
+            "skipped ",
+            skipped.iter().map(|s| format!("{}: {}", s.path, s.reason)),
+        );
+    }
+
+    fn merged(&self, merged: &[Merged]) {
+        super::print_merged(merged);
+    }
+
+    fn notes(&self, notes: &[String]) {
+        super::print_notes(notes);
     }
 
     fn orphan_responses(&self, source: &str, session_id: &str, n: u64) {
@@ -243,9 +255,7 @@ impl Progress for Shown<'_> {
     /// Sessions whose replay failed left the run; the first few failed summarizer calls of
     /// the rest are said (run.json lists them all); what the live clients really did.
     fn replays_done(&self, skipped: &[Skipped], failures: &[SummarizerFailure]) -> Result<()> {
-        for s in skipped {
-            self.skipped(s);
-        }
+        self.skipped(skipped);
         const SHOWN: usize = 5;
         for f in failures.iter().take(SHOWN) {
             errln!(

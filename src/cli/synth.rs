@@ -100,31 +100,18 @@ pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
         Some(list) => Some(swe_shape(&args, list)?),
         None => None,
     };
-    let build = publish::build_dir_for(&target)?;
-    let (count, bytes) = match args.invocations {
-        Some(invocations) => {
-            let shape = crate::synth::LongShape {
-                invocations,
-                tool_rounds: args.tool_rounds,
-            };
-            let mut text = Vec::new();
-            crate::synth::write_long_session(args.seed, shape, &mut text)?;
-            crate::atomic::write_atomic(&build.path().join(shape.file_name()), &text)?;
-            (1, text.len())
+    // What it would write, refused before anything is.
+    let estimate = match (args.invocations, &swe) {
+        (Some(invocations), _) => {
+            crate::synth::estimate_long(args.seed, long_shape(&args, invocations))
         }
-        None => {
-            let files = match &swe {
-                Some(shape) => crate::synth::generate_swe_agent(args.seed, shape),
-                None => crate::synth::generate(args.sessions, args.seed),
-            };
-            let mut bytes = 0usize;
-            for f in &files {
-                crate::atomic::write_atomic(&build.path().join(&f.file_name), f.json.as_bytes())?;
-                bytes += f.json.len();
-            }
-            (files.len(), bytes)
-        }
+        (None, Some(shape)) => crate::synth::estimate_swe_agent(shape),
+        (None, None) => crate::synth::estimate_sessions(args.sessions, args.seed),
     };
+    estimate.check()?;
+    super::install_signal_handler();
+    let build = publish::build_dir_for(&target)?;
+    let (count, bytes) = write_files(&args, swe.as_ref(), build.path())?;
     publish::publish(build, &target)?;
     errln!(
         "wrote {} sessions ({:.2} MB) to {}",
@@ -133,4 +120,66 @@ pub fn run(args: SynthArgs) -> anyhow::Result<u8> {
         super::term(&args.out.display().to_string())
     );
     Ok(super::EXIT_OK)
+}
+
+fn long_shape(args: &SynthArgs, invocations: usize) -> crate::synth::LongShape {
+    crate::synth::LongShape {
+        invocations,
+        tool_rounds: args.tool_rounds,
+    }
+}
+
+fn cancelled() -> bool {
+    super::CANCEL.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// A writer that fails once a signal arrived, so a long session stops mid-way.
+struct UntilSignal<W>(W);
+
+impl<W: std::io::Write> std::io::Write for UntilSignal<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if cancelled() {
+            return Err(std::io::ErrorKind::Interrupted.into());
+        }
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Write the files into `dir` one at a time, stopping between (and within a long session)
+/// at a signal; (files, bytes).
+fn write_files(
+    args: &SynthArgs,
+    swe: Option<&crate::synth::SweShape>,
+    dir: &std::path::Path,
+) -> anyhow::Result<(usize, usize)> {
+    let stop = || -> anyhow::Result<()> {
+        match cancelled() {
+            true => Err(crate::error::Cancelled.into()),
+            false => Ok(()),
+        }
+    };
+    if let Some(invocations) = args.invocations {
+        let shape = long_shape(args, invocations);
+        let mut text = UntilSignal(Vec::new());
+        let written = crate::synth::write_long_session(args.seed, shape, &mut text);
+        stop()?;
+        written?;
+        crate::atomic::write_atomic(&dir.join(shape.file_name()), &text.0)?;
+        return Ok((1, text.0.len()));
+    }
+    let count = swe.map_or(args.sessions, |s| s.turns.len());
+    let mut bytes = 0usize;
+    for i in 0..count {
+        stop()?;
+        let f = match swe {
+            Some(shape) => crate::synth::swe_agent_one(args.seed, i, shape.turns[i], shape),
+            None => crate::synth::generate_one(args.seed, i),
+        };
+        crate::atomic::write_atomic(&dir.join(&f.file_name), f.json.as_bytes())?;
+        bytes += f.json.len();
+    }
+    Ok((count, bytes))
 }

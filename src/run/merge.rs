@@ -141,8 +141,12 @@ fn timeline_sessions(inputs: &RunInputs) -> Result<Vec<Option<Session>>, RunErro
     files.sort();
     files.dedup();
     let mut placed = vec![None; inputs.sessions.len()];
+    let mut unread: Vec<(String, String)> = Vec::new();
     for (file, format) in &files {
         let loaded = pipeline::load_sessions(std::slice::from_ref(file), Some(format))?;
+        if let Some(e) = loaded.skipped.first() {
+            unread.push((file.clone(), format!("{}: {}", e.path, e.reason)));
+        }
         for s in loaded.sessions {
             let info = pipeline::session_info(&s, Default::default());
             let found = inputs
@@ -157,7 +161,15 @@ fn timeline_sessions(inputs: &RunInputs) -> Result<Vec<Option<Session>>, RunErro
     for &i in &longest {
         if placed[i as usize].is_none() {
             let s = &inputs.sessions[i as usize];
-            return Err(anyhow!("{}: session `{}` is needed for timelines.json but could not be read again (run merge where the shards' input paths resolve)", s.source, s.session_id).into());
+            let file = pipeline::source_file(&s.source);
+            let cause = unread
+                .iter()
+                .find(|(f, _)| f == file)
+                .map_or(String::new(), |(_, e)| format!(" ({e})"));
+            if crate::transcript::db::is_db_url(file) {
+                return Err(anyhow!("{}: session `{}` is needed for timelines.json but could not be read again{cause}: merge reads the database again, and a shard records its URL without the password; give it in PGPASSWORD or a password file (~/.pgpass, or PGPASSFILE) and run merge again (docs/scale-out.md)", s.source, s.session_id).into());
+            }
+            return Err(anyhow!("{}: session `{}` is needed for timelines.json but could not be read again{cause} (run merge where the shards' input paths resolve)", s.source, s.session_id).into());
         }
     }
     Ok(placed)

@@ -24,6 +24,7 @@ use crate::sweep::shard::Shard;
 use crate::table::publish::PublishError;
 use crate::table::TableError;
 use crate::transcript::db::DbFilter;
+use crate::transcript::detect::Merged;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -101,8 +102,12 @@ pub enum Phase {
 /// so a caller implements only what it shows. Called from the thread that called [`sweep`],
 /// but for [`Progress::replayed_one`], which replay threads call.
 pub trait Progress: Sync {
-    /// An input (or a session) left out, and why.
-    fn skipped(&self, _skipped: &Skipped) {}
+    /// Inputs (or sessions) left out, and why.
+    fn skipped(&self, _skipped: &[Skipped]) {}
+    /// Spellings of one file read once (`./x` beside `x`, a link beside its target).
+    fn merged(&self, _merged: &[Merged]) {}
+    /// What the readers found wrong in a session's record and did not use, or adjusted.
+    fn notes(&self, _notes: &[String]) {}
     /// The sessions the run holds, listed (sampled when asked), before any replay.
     fn listed(&self, _sessions: &[SessionInfo]) {}
     /// A session kept with `n` tool responses that answer no call.

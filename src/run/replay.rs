@@ -62,9 +62,9 @@ pub(super) fn scan(
             first_problem,
         });
     }
-    for s in &catalog.skipped {
-        progress.skipped(s);
-    }
+    progress.skipped(&catalog.skipped);
+    progress.merged(&catalog.merged);
+    progress.notes(&catalog.notes);
     for i in &catalog.infos {
         progress.orphan_responses(&i.source, &i.session_id, i.orphan_responses);
     }

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use super::number::python_int;
+
 /// One compaction setting as the platform manifest spells it. The pairs map onto ADK's
 /// `token_threshold`/`event_retention_size` and `compaction_interval`/`overlap_size`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -395,23 +397,24 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A signed integer with `_` digit separators, as Python writes one.
+    /// A signed integer as Python writes one ([`python_int`]): the sign, blanks after it,
+    /// then the literal's letters, digits and `_`.
     fn int(&mut self, key: &str) -> Result<Value, ParseError> {
         let b = self.t.as_bytes();
         let s0 = self.i;
-        self.i += 1;
-        while self.i < b.len() && (b[self.i].is_ascii_digit() || b[self.i] == b'_') {
+        if matches!(b[self.i], b'-' | b'+') {
+            self.i += 1;
+            while self.i < b.len() && matches!(b[self.i], b' ' | b'\t') {
+                self.i += 1;
+            }
+        }
+        while self.i < b.len() && (b[self.i].is_ascii_alphanumeric() || b[self.i] == b'_') {
             self.i += 1;
         }
         let raw = &self.t[s0..self.i];
-        let digits: String = raw.chars().filter(|c| *c != '_').collect();
-        if raw.contains("__") || raw.ends_with('_') || raw[1..].starts_with('_') {
-            return Err(ParseError(format!("`{key}={raw}`: not a valid integer")));
-        }
-        digits
-            .parse()
+        python_int(raw)
             .map(Value::Int)
-            .map_err(|_| ParseError(format!("`{key}={raw}`: not a whole number")))
+            .map_err(|e| ParseError(format!("`{key}={raw}`: {e}")))
     }
 
     /// The `,` after a value, or the `)` that ends the call (left for [`Reader::key`]).

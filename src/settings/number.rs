@@ -96,9 +96,66 @@ fn parse_whole(axis: &str, s: &str) -> Result<u64, NumberError> {
     whole.checked_add(num / scale).ok_or_else(bad)
 }
 
+/// Why text is not a Python integer literal a manifest field can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PyIntError {
+    /// Python itself refuses it (`1__0`, `007`, `1_`, `--5`, `0x`): a syntax error there.
+    #[error("not a valid integer (Python reads integers as e.g. 80000, 80_000, 0x1F; no leading zeros, `_` only between digits)")]
+    Invalid,
+    /// Python reads it, but it does not fit a signed 64-bit number.
+    #[error("out of range: at most {} either side of 0", i64::MAX)]
+    OutOfRange,
+}
+
+/// Read `s` exactly as Python's `ast.literal_eval` reads an integer: one optional sign
+/// (`+`/`-`, blanks may follow it), then a decimal literal (a nonzero digit first, or zeros
+/// only) or a `0x`/`0o`/`0b` literal, with single `_` between digits (after the prefix too).
+/// Source: the Python 3 language reference, "Integer literals" (lexical analysis, 2.4.5), and
+/// `ast.literal_eval`'s `_convert_signed_num` (one unary sign on a number).
+pub fn python_int(s: &str) -> Result<i64, PyIntError> {
+    let t = s;
+    let (negative, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, t[1..].trim_start()),
+        Some(b'+') => (false, t[1..].trim_start()),
+        _ => (false, t),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits) = match lower.get(..2) {
+        Some("0x") => (16, &lower[2..]),
+        Some("0o") => (8, &lower[2..]),
+        Some("0b") => (2, &lower[2..]),
+        _ => (10, lower.as_str()),
+    };
+    // After a radix prefix one `_` may come first (`0x_1f`); elsewhere only between digits.
+    let digits = if radix != 10 {
+        digits.strip_prefix('_').unwrap_or(digits)
+    } else {
+        digits
+    };
+    let groups_ok = !digits.is_empty()
+        && digits
+            .split('_')
+            .all(|g| !g.is_empty() && g.chars().all(|c| c.is_digit(radix)));
+    let leading_zero =
+        radix == 10 && digits.starts_with('0') && digits.chars().any(|c| c != '0' && c != '_');
+    if !groups_ok || leading_zero {
+        return Err(PyIntError::Invalid);
+    }
+    let plain: String = digits.chars().filter(|c| *c != '_').collect();
+    let magnitude = u128::from_str_radix(&plain, radix).map_err(|_| PyIntError::OutOfRange)?;
+    let signed = if negative {
+        -(i128::try_from(magnitude).map_err(|_| PyIntError::OutOfRange)?)
+    } else {
+        i128::try_from(magnitude).map_err(|_| PyIntError::OutOfRange)?
+    };
+    i64::try_from(signed).map_err(|_| PyIntError::OutOfRange)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
 
     #[test]
     fn numbers_with_suffixes_and_underscores() {
@@ -121,5 +178,94 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("negative"));
+    }
+
+    /// Python's verdict on each literal, from one run of `python3` (`ast.literal_eval`):
+    /// `Some(decimal)` for an int, `None` for anything else or an error.
+    fn python_verdicts(literals: &[String]) -> Vec<Option<String>> {
+        use std::io::Write;
+        let script = "import ast, json, sys\n\
+            def v(s):\n    try:\n        x = ast.literal_eval(s)\n    except Exception:\n        return None\n\
+            \x20   return str(x) if type(x) is int else None\n\
+            print(json.dumps([v(s) for s in json.load(sys.stdin)]))\n";
+        let py = std::env::var("COMPACTION_SIM_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+        let mut child = std::process::Command::new(&py)
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("this test needs Python 3 ({py}): {e}"));
+        let input = serde_json::to_vec(literals).unwrap();
+        child.stdin.take().unwrap().write_all(&input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{py} failed: {:?}", out);
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Literals a user or a hostile input might write: grouped digits, stray and doubled `_`,
+    /// leading zeros, signs (doubled, with blanks), radix prefixes, values past 64 bits.
+    fn literal() -> impl Strategy<Value = String> {
+        let sign = prop::sample::select(vec!["", "", "", "+", "-", "- ", "+ ", "--", "+-"]);
+        let grouped = prop::collection::vec("[0-9]{1,4}", 1..6).prop_map(|g| g.join("_"));
+        let body = prop_oneof![
+            grouped,
+            "[0-9_]{0,12}",
+            "0{1,3}[0-9_]{0,6}",
+            "[1-9][0-9]{15,45}",
+            "0[xXoObB]_?[0-9a-fA-F_]{0,20}",
+        ];
+        (sign, body).prop_map(|(s, b)| format!("{s}{b}"))
+    }
+
+    #[test]
+    fn manifest_integers_agree_with_python_ast_literal_eval() {
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = literal();
+        let mut literals: Vec<String> = (0..4000)
+            .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+            .collect();
+        for fixed in [
+            "1_000_000",
+            "5_000",
+            "1_0",
+            "007",
+            "0",
+            "00",
+            "0_0",
+            "-0",
+            "1__0",
+            "1_",
+            "_1",
+            "0x_1f",
+            "0b",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+        ] {
+            literals.push(fixed.to_string());
+        }
+        let verdicts = python_verdicts(&literals);
+        for (lit, py) in literals.iter().zip(&verdicts) {
+            let ours = python_int(lit);
+            match py {
+                None => assert_eq!(ours, Err(PyIntError::Invalid), "{lit:?}: Python refuses it"),
+                Some(v) => match v.parse::<i64>() {
+                    Ok(v) => assert_eq!(ours, Ok(v), "{lit:?}: Python reads {v}"),
+                    Err(_) => assert_eq!(
+                        ours,
+                        Err(PyIntError::OutOfRange),
+                        "{lit:?}: Python reads {v}"
+                    ),
+                },
+            }
+        }
+        assert!(
+            verdicts.iter().filter(|v| v.is_some()).count() > 1000,
+            "too few valid literals generated"
+        );
+        assert!(
+            verdicts.iter().filter(|v| v.is_none()).count() > 500,
+            "too few invalid literals generated"
+        );
     }
 }

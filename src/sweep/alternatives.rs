@@ -316,6 +316,8 @@ fn with_events(session: &Session, events: Vec<crate::transcript::Event>) -> Sess
         synthetic_timestamps: session.synthetic_timestamps,
         approval_policies: session.approval_policies.clone(),
         recorded_policy: session.recorded_policy.clone(),
+        notes: Vec::new(),
+        timing_adjusted_s: session.timing_adjusted_s,
     }
 }
 

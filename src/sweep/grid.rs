@@ -972,6 +972,14 @@ impl ResolvedGrid {
         if self.combine && self.alternative_count() > 0 {
             sizes.push("combine (each alternative with each compaction setting)".to_string());
         }
+        if sizes.is_empty() {
+            // Every axis has one value: the count is the baselines, policies and alternatives.
+            sizes.push(format!(
+                "one on every axis; the settings are the baselines, {} framework policies and {} alternatives",
+                self.policies.len(),
+                self.alternative_count()
+            ));
+        }
         let count = match u64::try_from(count) {
             Ok(n) => py_int(n),
             Err(_) => format!("more than {}", py_int(u64::MAX)),
@@ -1510,6 +1518,19 @@ mod tests {
         );
         let e = spec.resolve_with_limit(&known(), 3).unwrap_err().0;
         assert!(e.contains("4 settings") && e.contains("limit of 3"), "{e}");
+    }
+
+    /// Issue 47 item 7: a grid of one value per axis over the limit says what its settings
+    /// are instead of an empty "values per axis: ()".
+    #[test]
+    fn the_grid_limit_message_never_lists_empty_values_per_axis() {
+        let spec = GridSpec::from_toml("g", "after_tokens='1000'\nkeep_recent_events='2'").unwrap();
+        let e = spec.resolve_with_limit(&known(), 1).unwrap_err().0;
+        assert!(!e.contains("(values per axis: )"), "{e}");
+        assert!(
+            e.contains("values per axis: one on every axis; the settings are the baselines"),
+            "{e}"
+        );
     }
 
     /// `1..1000000:1 × 0..999999:1` aborted with "memory allocation failed" while the

@@ -279,6 +279,11 @@ pub struct Catalog {
     pub infos: Vec<SessionInfo>,
     pub inputs: Vec<InputInfo>,
     pub skipped: Vec<Skipped>,
+    /// Spellings of one file read once.
+    pub merged: Vec<detect::Merged>,
+    /// What the readers found wrong in the sessions' records and did not use, or adjusted
+    /// (each session's [`Session::notes`]), in the run's order.
+    pub notes: Vec<String>,
     /// Each session's recorded agent model (the fallback where it names none).
     models: Vec<String>,
     /// Where each session is: a file to read again and its place among the file's sessions,
@@ -303,6 +308,7 @@ struct Listed {
     /// A Claude Code session's recorded settings (to tell whether another session's
     /// settings file applies to it).
     settings: Option<ClaudeCodeSettings>,
+    notes: Vec<String>,
 }
 
 impl Listed {
@@ -313,6 +319,7 @@ impl Listed {
             model: recorded_model(s).to_string(),
             info: session_info(s, tok),
             settings: settings_of(s).cloned(),
+            notes: s.notes.clone(),
         }
     }
 }
@@ -449,10 +456,14 @@ impl Catalog {
             .iter()
             .cloned()
             .partition(|p| crate::transcript::db::is_db_url(p));
-        let (files, expand_errors) = if files.is_empty() {
-            (Vec::new(), Vec::new())
+        let detect::Expanded {
+            files,
+            skipped: expand_errors,
+            merged,
+        } = if files.is_empty() {
+            detect::Expanded::default()
         } else {
-            detect::expand_paths(&files)
+            detect::expand_inputs(&files)
         };
         let mut errors: Vec<ReadError> = expand_errors
             .into_iter()
@@ -470,7 +481,9 @@ impl Catalog {
         let mut infos = Vec::with_capacity(listed.len());
         let mut origin = Vec::with_capacity(listed.len());
         let mut models = Vec::with_capacity(listed.len());
-        for ((l, o), id) in listed.into_iter().zip(renamed) {
+        let mut notes = Vec::new();
+        for ((mut l, o), id) in listed.into_iter().zip(renamed) {
+            notes.append(&mut l.notes);
             let mut info = l.info;
             if let Some(id) = id {
                 info.session_id = id;
@@ -485,6 +498,8 @@ impl Catalog {
             infos,
             inputs,
             skipped,
+            merged,
+            notes,
             models,
             origin,
             files,
@@ -506,6 +521,11 @@ impl Catalog {
             infos,
             inputs: Vec::new(),
             skipped: Vec::new(),
+            merged: Vec::new(),
+            notes: sessions
+                .iter()
+                .flat_map(|s| s.notes.iter().cloned())
+                .collect(),
             models,
             origin: (0..sessions.len() as u32).map(Origin::Held).collect(),
             files: Vec::new(),

@@ -198,7 +198,14 @@ pub fn shard_sessions(n_sessions: usize, shard: Option<Shard>) -> Vec<u32> {
         .collect()
 }
 
-/// Replay every (session, setting) pair of `sessions` × `settings` in parallel.
+/// Pairs replayed in parallel at once by [`run_pairs`] (a chunk of whole sessions, at least
+/// one): each chunk's results are moved into the window's rows before the next starts, so a
+/// window's rows are held once, not twice (a result buffer the size of the window beside the
+/// rows was 120 MB of sweep-bench's peak: 256 sessions × 1,001 settings × 464 bytes; issue 47).
+pub const PAIRS_AT_ONCE: usize = 16_384;
+
+/// Replay every (session, setting) pair of `sessions` × `settings` in parallel, a chunk of
+/// sessions at a time ([`PAIRS_AT_ONCE`] pairs); rows in (session, setting) order.
 ///
 /// `tick` is called once per finished pair (the progress bar); `cancel` is polled per pair.
 /// Failures are returned beside the good rows: the caller drops failing sessions from the
@@ -211,8 +218,35 @@ pub fn run_pairs(
     tick: &(dyn Fn() + Sync),
 ) -> Result<(Vec<RunRow>, Vec<Failure>), Cancelled> {
     let n_set = settings.len();
-    let total = sessions.len() * n_set;
-    let results: Vec<Option<Result<RunRow, Failure>>> = (0..total)
+    let mut rows = Vec::with_capacity(sessions.len() * n_set);
+    let mut failed = Vec::new();
+    let per_chunk = (PAIRS_AT_ONCE / n_set.max(1)).max(1);
+    for chunk in sessions.chunks(per_chunk) {
+        for r in pairs_of(eval, chunk, settings, cancel, tick) {
+            match r {
+                Some(Ok(row)) => rows.push(row),
+                Some(Err(e)) => failed.push(e),
+                None => return Err(Cancelled),
+            }
+        }
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Cancelled);
+        }
+    }
+    Ok((rows, failed))
+}
+
+/// The pairs of `sessions` × `settings`, replayed in parallel, in order; `None` once
+/// cancelled.
+fn pairs_of(
+    eval: &dyn Evaluator,
+    sessions: &[u32],
+    settings: &[Setting],
+    cancel: &AtomicBool,
+    tick: &(dyn Fn() + Sync),
+) -> Vec<Option<Result<RunRow, Failure>>> {
+    let n_set = settings.len();
+    (0..sessions.len() * n_set)
         .into_par_iter()
         .with_min_len(16)
         .map(|k| {
@@ -235,20 +269,7 @@ pub fn run_pairs(
                 Err(e) => Err((session, setting.setting_id, e.to_string())),
             })
         })
-        .collect();
-    if cancel.load(Ordering::Relaxed) {
-        return Err(Cancelled);
-    }
-    let mut rows = Vec::with_capacity(total);
-    let mut failed = Vec::new();
-    for r in results {
-        match r {
-            Some(Ok(row)) => rows.push(row),
-            Some(Err(e)) => failed.push(e),
-            None => return Err(Cancelled),
-        }
-    }
-    Ok((rows, failed))
+        .collect()
 }
 
 /// A streamed sweep prepares and replays this many sessions at a time at most...
@@ -519,6 +540,34 @@ mod window_tests {
 
     /// Issue 13: a window at a time gives the rows `run_pairs` gives over all sessions at
     /// once, less the sessions that failed, whatever the thread count.
+    /// Issue 47 item 11: pairs replayed a chunk of sessions at a time (to hold a window's
+    /// rows once) come out whole, in (session, setting) order, as replayed one by one.
+    #[test]
+    fn pairs_replayed_in_chunks_keep_session_setting_order() {
+        let k = Known {
+            model: &|_| true,
+            tokenizers: &["o200k"],
+        };
+        let set = GridSpec::from_toml("g", "after_tokens='1k..7k:1k'\nkeep_recent_events=[1]")
+            .unwrap()
+            .resolve(&k)
+            .unwrap()
+            .settings;
+        let n = 2 * PAIRS_AT_ONCE / set.len() + 3;
+        let ids: Vec<u32> = (0..n as u32).collect();
+        let eval = Fake { n };
+        let (rows, failed) = run_pairs(&eval, &ids, &set, &AtomicBool::new(false), &|| {}).unwrap();
+        assert!(failed.is_empty());
+        assert_eq!(rows.len(), n * set.len());
+        for (i, r) in rows.iter().enumerate() {
+            let (s, st) = (i / set.len(), &set[i % set.len()]);
+            let mut want = eval.evaluate(s, st).unwrap();
+            round_metrics(&mut want);
+            assert_eq!((r.session as usize, r.setting), (s, st.setting_id));
+            assert_eq!(r.metrics, want);
+        }
+    }
+
     #[test]
     fn windowed_rows_equal_all_at_once() {
         struct Flaky(Fake);

@@ -47,8 +47,12 @@ pub enum PublishError {
     NoName(PathBuf),
     #[error("{}: is a file compaction-sim did not write; give a new path for the output (nothing was touched)", .0.display())]
     ForeignFile(PathBuf),
-    #[error("{}: another compaction-sim run (pid {pid}) is writing this folder now; wait for it to finish or give another output path (nothing was touched)", .path.display())]
-    Busy { path: PathBuf, pid: u32 },
+    #[error("{}: another compaction-sim run (pid {pid}) is writing this folder now; wait for it to finish or give another output path (nothing was touched; if no such run is going, remove its record {})", .path.display(), .record.display())]
+    Busy {
+        path: PathBuf,
+        pid: u32,
+        record: PathBuf,
+    },
     #[error("{}: another compaction-sim run wrote this folder while this one was working; this run's output was not published (nothing was touched; rerun with --force to replace it)", .0.display())]
     Raced(PathBuf),
     #[error("{}: is a real folder, not a link; remove or rename it so it can point at the newest run (nothing was touched)", .0.display())]
@@ -114,10 +118,11 @@ pub fn check_target(
     {
         return Err(PublishError::NoName(out.to_path_buf()));
     }
-    if let Some(pid) = live_builder(out) {
+    if let Some((pid, record)) = live_builder(out) {
         return Err(PublishError::Busy {
             path: out.to_path_buf(),
             pid,
+            record,
         });
     }
     let meta = match std::fs::symlink_metadata(out) {
@@ -269,10 +274,11 @@ pub fn build_dir_for(target: &Target) -> Result<BuildDir, PublishError> {
     crate::atomic::write_atomic(
         &b.path().join(OWNER),
         format!(
-            "{} {} {}\n",
+            "{} {} {} {}\n",
             host(),
             std::process::id(),
-            file_name_of(&target.dir)
+            file_name_of(&target.dir),
+            boot_id()
         )
         .as_bytes(),
     )
@@ -292,29 +298,91 @@ fn file_name_of(p: &Path) -> String {
         .unwrap_or_else(|| "run".to_string())
 }
 
-/// The pid of another live process of this machine building the run folder `out` (its build
-/// folder's owner file names the folder), if there is one: two runs racing on one `--out`.
-fn live_builder(out: &Path) -> Option<u32> {
+/// The pid of another live run of this tool on this machine building the run folder `out`
+/// (its build folder's owner file names the folder), with the record saying so: two runs
+/// racing on one `--out`.
+fn live_builder(out: &Path) -> Option<(u32, PathBuf)> {
     let name = file_name_of(out);
     let here = host();
     let rd = std::fs::read_dir(parent_of(out)).ok()?;
     rd.flatten().find_map(|e| {
         let entry = e.file_name();
         let (pid, kind) = leftover_pid(entry.to_str()?)?;
-        let owner = match kind {
-            BUILDING => std::fs::read_to_string(e.path().join(OWNER)).ok()?,
-            PUBLISHING => std::fs::read_to_string(e.path()).ok()?,
+        let record = match kind {
+            BUILDING => e.path().join(OWNER),
+            PUBLISHING => e.path(),
             _ => return None,
         };
-        let mut it = owner.split_whitespace();
+        let owner = read_record(&record)?;
+        let first = owner.lines().next()?;
+        let mut it = first.split_whitespace();
         let (h, p) = (it.next()?, it.next()?.parse::<u32>().ok()?);
         let named = match kind {
             BUILDING => it.next() == Some(name.as_str()),
             _ => entry.to_str()? == format!("{PUBLISHING}{pid}-{name}"),
         };
-        (named && !here.is_empty() && h == here && p == pid && p != std::process::id() && alive(p))
-            .then_some(p)
+        let boot = recorded_boot(first, kind);
+        (named
+            && !here.is_empty()
+            && h == here
+            && p == pid
+            && p != std::process::id()
+            && alive(p, boot))
+        .then_some((p, record))
     })
+}
+
+/// Largest publish record or owner file read: they hold a host name, a pid, a boot id and a
+/// folder name. A larger one is not ours.
+const MAX_RECORD_BYTES: u64 = 4096;
+
+/// A publish record or owner file's text: read only when it is a regular file (not a link, a
+/// FIFO or a device, opened without following links and without blocking), at most
+/// [`MAX_RECORD_BYTES`]; anything else is no record of ours.
+fn read_record(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_RECORD_BYTES {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_RECORD_BYTES).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// The boot id a publish record names.
+fn record_boot(journal: &Path) -> Option<String> {
+    let text = read_record(journal)?;
+    recorded_boot(text.lines().next()?, PUBLISHING).map(str::to_string)
+}
+
+/// The boot id a build folder's owner file names.
+fn owner_boot(dir: &Path) -> Option<String> {
+    let text = read_record(&dir.join(OWNER))?;
+    recorded_boot(text.lines().next()?, BUILDING).map(str::to_string)
+}
+
+/// This boot of this machine (`/proc/sys/kernel/random/boot_id`; `-` where it cannot be read):
+/// a pid recorded before a reboot names nothing of ours.
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|b| b.trim().to_string())
+        .ok()
+        .filter(|b| !b.is_empty() && !b.contains(char::is_whitespace))
+        .unwrap_or_else(|| "-".to_string())
+}
+
+/// The boot id on a record's first line (`host pid name boot` in an owner file, `host pid
+/// boot` in a publish record); `None` in a record written before boot ids were.
+fn recorded_boot<'a>(first_line: &'a str, kind: &str) -> Option<&'a str> {
+    let at = if kind == BUILDING { 3 } else { 2 };
+    first_line.split_whitespace().nth(at).filter(|b| *b != "-")
 }
 
 /// This machine's name ("" where it cannot be read: then no leftover is ever judged dead).
@@ -327,15 +395,19 @@ fn host() -> String {
 
 /// Whether the build folder `dir` was made on this machine by a process that is gone.
 fn owner_gone(dir: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(dir.join(OWNER)) else {
+    let Some(text) = read_record(&dir.join(OWNER)) else {
         return false;
     };
-    let mut it = text.split_whitespace();
+    let first = text.lines().next().unwrap_or("");
+    let mut it = first.split_whitespace();
     let (Some(h), Some(pid)) = (it.next(), it.next().and_then(|p| p.parse::<u32>().ok())) else {
         return false;
     };
     let here = host();
-    !here.is_empty() && h == here && pid != std::process::id() && !alive(pid)
+    !here.is_empty()
+        && h == here
+        && pid != std::process::id()
+        && !alive(pid, recorded_boot(first, BUILDING))
 }
 
 fn parent_of(p: &Path) -> &Path {
@@ -344,14 +416,54 @@ fn parent_of(p: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
-/// Whether process `pid` is still running. Where that cannot be told, it is taken as
-/// running, so nothing of a live run is ever removed.
-fn alive(pid: u32) -> bool {
-    if cfg!(target_os = "linux") {
-        Path::new("/proc").join(pid.to_string()).exists()
-    } else {
-        true
+/// Whether process `pid` is a run of this tool still going: the record's boot is this boot
+/// (when it names one), the process exists, and its program is this tool (`/proc/PID/exe`,
+/// or where that cannot be read its command line). Where that cannot be told, it is taken
+/// as running, so nothing of a live run is ever removed.
+fn alive(pid: u32, boot: Option<&str>) -> bool {
+    if !cfg!(target_os = "linux") {
+        return true;
     }
+    if boot.is_some_and(|b| b != boot_id()) {
+        return false;
+    }
+    let proc_dir = Path::new("/proc").join(pid.to_string());
+    if !proc_dir.exists() {
+        return false;
+    }
+    let program = std::fs::read_link(proc_dir.join("exe"))
+        .ok()
+        .map(|p| {
+            p.to_string_lossy()
+                .trim_end_matches(" (deleted)")
+                .to_string()
+        })
+        .or_else(|| {
+            let cmdline = std::fs::read(proc_dir.join("cmdline")).ok()?;
+            let argv0 = cmdline.split(|b| *b == 0).next()?;
+            Some(String::from_utf8_lossy(argv0).into_owned())
+        });
+    match program {
+        Some(p) => is_this_tool(&p),
+        None => true,
+    }
+}
+
+/// Whether a program path is this tool: the same file name as the running program, or a
+/// compaction-sim binary (the command, its benchmarks, its tests).
+fn is_this_tool(program: &str) -> bool {
+    let name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let theirs = name(Path::new(program));
+    let ours = std::env::current_exe()
+        .map(|p| name(&p))
+        .unwrap_or_default();
+    (!theirs.is_empty() && theirs == ours)
+        || theirs.contains("compaction-sim")
+        || theirs.contains("compaction_sim")
 }
 
 /// The pid in `.building-<pid>-…`, `.replaced-<pid>-…`, `.latest-<pid>` or
@@ -374,7 +486,7 @@ pub fn remove_stale(parent: &Path) {
         for entry in rd.flatten() {
             let name = entry.file_name();
             if let Some((pid, PUBLISHING)) = name.to_str().and_then(leftover_pid) {
-                if pid != std::process::id() && !alive(pid) {
+                if pid != std::process::id() && !alive(pid, record_boot(&entry.path()).as_deref()) {
                     recover_publish(parent, &entry.path(), pid);
                 }
             }
@@ -389,10 +501,14 @@ pub fn remove_stale(parent: &Path) {
         let Some((pid, kind)) = leftover_pid(name) else {
             continue;
         };
-        if pid == std::process::id() || alive(pid) {
+        let p = entry.path();
+        let boot = match kind {
+            BUILDING => owner_boot(&p),
+            _ => None,
+        };
+        if pid == std::process::id() || alive(pid, boot.as_deref()) {
             continue;
         }
-        let p = entry.path();
         let Ok(meta) = std::fs::symlink_metadata(&p) else {
             continue;
         };
@@ -431,7 +547,13 @@ pub fn publish(build: BuildDir, target: &Target) -> Result<Vec<String>, PublishE
     // rolled back by the next run, see `recover_publish`).
     crate::atomic::write_atomic(
         &journal,
-        format!("{} {}\n{build_name}\n", host(), std::process::id()).as_bytes(),
+        format!(
+            "{} {} {}\n{build_name}\n",
+            host(),
+            std::process::id(),
+            boot_id()
+        )
+        .as_bytes(),
     )
     .map_err(|e| PublishError::Io {
         path: e.path,
@@ -506,7 +628,7 @@ fn recover_publish(parent: &Path, journal: &Path, pid: u32) {
     else {
         return;
     };
-    let Ok(text) = std::fs::read_to_string(journal) else {
+    let Some(text) = read_record(journal) else {
         return;
     };
     let mut lines = text.lines();
@@ -809,14 +931,32 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let fin = root.path().join("run");
         let target = check_target(&fin, &[], user(false)).unwrap();
-        // Another live process (pid 1 is always running) building the same folder.
-        let other = root.path().join(format!("{BUILDING}1-zz"));
+        // Another live run of this tool (a program named like it) building the same folder.
+        let (mut live, pid) = live_namesake(root.path());
+        let other = root.path().join(format!("{BUILDING}{pid}-zz"));
         std::fs::create_dir(&other).unwrap();
         mark(&other).unwrap();
-        std::fs::write(other.join(OWNER), format!("{} 1 run\n", host())).unwrap();
-        let e = check_target(&fin, &[], user(true)).unwrap_err();
-        assert!(matches!(e, PublishError::Busy { pid: 1, .. }), "{e}");
+        std::fs::write(
+            other.join(OWNER),
+            format!("{} {pid} run {}\n", host(), boot_id()),
+        )
+        .unwrap();
+        let e = check_target(&fin, &[], user(true));
+        let _ = live.kill();
+        let _ = live.wait();
+        let e = e.unwrap_err();
+        assert!(
+            matches!(e, PublishError::Busy { pid: p, .. } if p == pid),
+            "{e}"
+        );
         assert!(e.to_string().contains("another compaction-sim run"), "{e}");
+        assert!(
+            e.to_string().contains(&format!(
+                "remove its record {}",
+                other.join(OWNER).display()
+            )),
+            "{e}"
+        );
         // Another folder name is not busy.
         assert!(check_target(&root.path().join("run2"), &[], user(false)).is_ok());
         std::fs::remove_dir_all(&other).unwrap();
@@ -868,5 +1008,72 @@ mod tests {
             .map(|e| e.file_name().to_string_lossy().to_string())
             .collect();
         assert_eq!(names, vec!["latest".to_string()]);
+    }
+
+    /// A live process whose program is named like this tool (a copy of `sleep`), and its pid.
+    fn live_namesake(dir: &Path) -> (std::process::Child, u32) {
+        let prog = dir.join("compaction-sim-namesake");
+        std::fs::copy("/bin/sleep", &prog).expect("a copy of /bin/sleep");
+        let child = std::process::Command::new(&prog).arg("60").spawn().unwrap();
+        let pid = child.id();
+        (child, pid)
+    }
+
+    /// Issue 47 item 3: a record naming a live pid that is not this tool (pid 1), a record of
+    /// another boot, a FIFO and a link to /dev/zero are no run of ours: the folder is not
+    /// busy, and no run hangs on them.
+    #[test]
+    fn publish_records_of_other_programs_boots_fifos_and_links_block_nothing() {
+        if !cfg!(target_os = "linux") || host().is_empty() {
+            return;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let fin = root.path().join("run");
+        let (mut live, pid) = live_namesake(root.path());
+        let records = [
+            (
+                format!("{PUBLISHING}1-run"),
+                format!("{} 1 {}\n.building-1-x\n", host(), boot_id()),
+            ),
+            (
+                format!("{PUBLISHING}{pid}-run"),
+                format!("{} {pid} not-this-boot\n.building-{pid}-x\n", host()),
+            ),
+        ];
+        for (name, text) in &records {
+            std::fs::write(root.path().join(name), text).unwrap();
+        }
+        let fifo = root.path().join(format!("{PUBLISHING}{}-run", pid + 1));
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        std::os::unix::fs::symlink(
+            "/dev/zero",
+            root.path().join(format!("{PUBLISHING}{}-run", pid + 2)),
+        )
+        .unwrap();
+        let fifo_owner = root.path().join(format!("{BUILDING}{}-q", pid + 3));
+        std::fs::create_dir(&fifo_owner).unwrap();
+        mark(&fifo_owner).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(fifo_owner.join(OWNER))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let checked = check_target(&fin, &[], user(false));
+        let built = checked.as_ref().ok().map(build_dir_for);
+        let _ = live.kill();
+        let _ = live.wait();
+        let target = checked.unwrap_or_else(|e| panic!("{e}"));
+        let b = built.unwrap().unwrap();
+        publish(b, &target).unwrap();
+        assert!(is_ours(&fin));
+        assert_eq!(read_record(&fifo), None);
+        assert_eq!(
+            read_record(&root.path().join(format!("{PUBLISHING}{}-run", pid + 2))),
+            None
+        );
     }
 }

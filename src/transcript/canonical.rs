@@ -127,6 +127,8 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
                     synthetic_timestamps: h.session.synthetic_timestamps,
                     approval_policies: h.session.approval_policies,
                     recorded_policy: h.session.recorded_policy,
+                    notes: Vec::new(),
+                    timing_adjusted_s: None,
                 },
                 lines: Vec::new(),
             });

@@ -52,7 +52,9 @@
 //!   largest 5.3 s). Compaction records are not events and are not checked: the `/compact`
 //!   echo lines written after a boundary carry the earlier time the command was typed.
 //!   Steps back of up to [`TIMESTAMP_TOLERANCE_S`], about as long as a long response
-//!   streams, are clamped to the latest time; larger ones are bad input.
+//!   streams, are clamped to the latest time. Larger ones (a resumed or queued step, up to
+//!   an hour) are read in file order too, clamped the same way, and the session is marked
+//!   (`timing_adjusted_s`, said once); beyond an hour they are bad input (`readutil::Clock`).
 
 use super::readutil::{self, Clock};
 use super::util;
@@ -220,7 +222,7 @@ impl Group {
             versions: Vec::new(),
             invocations: 0,
             invocation_has_prompt: false,
-            clock: Clock::new(TIMESTAMP_TOLERANCE_S),
+            clock: Clock::file_ordered(TIMESTAMP_TOLERANCE_S),
             model: None,
             cwd: None,
         }
@@ -809,14 +811,16 @@ impl<'a> Reader<'a> {
             _ => return Ok(()),
         }
         let meta = obj.get("compactMetadata");
-        let count = |key: &str| match meta.and_then(|m| m.get(key)) {
+        let count = |key: &str, read: fn(&Value) -> Result<u64, util::BadNumber>| match meta
+            .and_then(|m| m.get(key))
+        {
             None | Some(Value::Null) => Ok(None),
-            Some(v) => util::token_count(v)
+            Some(v) => read(v)
                 .map(Some)
                 .map_err(|m| self.err(line_no, format!("compactMetadata.{key}: {m}"))),
         };
-        let pre_tokens = count("preTokens")?;
-        let duration_ms = count("durationMs")?;
+        let pre_tokens = count("preTokens", util::token_count)?;
+        let duration_ms = count("durationMs", util::duration_ms)?;
         let Some(group) = self.groups.get_mut(g) else {
             return Ok(());
         };
@@ -885,6 +889,7 @@ impl<'a> Reader<'a> {
             };
             s.index_recorded();
             super::claude_code_settings::observe(&mut s);
+            g.clock.mark_adjusted(&mut s);
             out.push(s);
         }
         Ok(out)

@@ -138,6 +138,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         synthetic_timestamps: r.clock.synthetic,
         approval_policies: r.approval_policies,
         recorded_policy,
+        ..Session::new("", "", Format::Codex, Vec::new())
     };
     s.index_recorded();
     Ok(vec![s])

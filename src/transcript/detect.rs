@@ -448,6 +448,8 @@ pub struct Loaded {
     pub sessions: Vec<Session>,
     /// Bad files, in input order; never silently dropped.
     pub skipped: Vec<ReadError>,
+    /// Spellings of one file read once (said, never silent).
+    pub merged: Vec<Merged>,
 }
 
 /// Extensions tried when walking a folder; other files there (SOURCE.md, README.md, …) are
@@ -468,6 +470,19 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<ReadError>) {
     if openhands_v1::is_conversation(dir) {
         // One session, not one transcript per event file.
         out.push(dir.to_path_buf());
+        return;
+    }
+    if let Some(conv) = openhands_v1::conversation_without_state(dir) {
+        skipped.push(ReadError::new(
+            conv.to_string_lossy(),
+            "",
+            format!(
+                "an OpenHands SDK v1 conversation folder (events/event-NNNNN-*.json) without its \
+                 {0}: expected {1}",
+                openhands_v1::BASE_STATE,
+                conv.join(openhands_v1::BASE_STATE).display()
+            ),
+        ));
         return;
     }
     let rd = match std::fs::read_dir(dir) {
@@ -505,6 +520,71 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<ReadError>) {
 /// Expand files, folders (recursively) and glob patterns into a sorted, de-duplicated file
 /// list per argument; arguments keep their order.
 pub fn expand_paths(paths: &[String]) -> (Vec<PathBuf>, Vec<ReadError>) {
+    let e = expand_inputs(paths);
+    (e.files, e.skipped)
+}
+
+/// Two spellings of one file (same device and inode: `./x` and `x`, a link and its target):
+/// the file is read once, under `kept`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    pub kept: PathBuf,
+    pub also: PathBuf,
+}
+
+impl std::fmt::Display for Merged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} and {} are the same file; read once, as {}",
+            self.kept.display(),
+            self.also.display(),
+            self.kept.display()
+        )
+    }
+}
+
+/// The files the arguments name, what could not be listed, and the spellings merged.
+#[derive(Debug, Default)]
+pub struct Expanded {
+    pub files: Vec<PathBuf>,
+    pub skipped: Vec<ReadError>,
+    pub merged: Vec<Merged>,
+}
+
+/// Keep the first spelling of each file (by device and inode; a path whose identity cannot
+/// be read is kept by its spelling, its reader reports it).
+fn merge_spellings(files: &mut Vec<PathBuf>) -> Vec<Merged> {
+    use std::os::unix::fs::MetadataExt;
+    let mut first: std::collections::HashMap<(u64, u64), PathBuf> = Default::default();
+    let mut spelled = std::collections::HashSet::new();
+    let mut merged = Vec::new();
+    files.retain(|f| {
+        if !spelled.insert(f.clone()) {
+            return false;
+        }
+        let Ok(m) = std::fs::metadata(f) else {
+            return true;
+        };
+        match first.entry((m.dev(), m.ino())) {
+            std::collections::hash_map::Entry::Occupied(o) => {
+                merged.push(Merged {
+                    kept: o.get().clone(),
+                    also: f.clone(),
+                });
+                false
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(f.clone());
+                true
+            }
+        }
+    });
+    merged
+}
+
+/// [`expand_paths`], saying which spellings of one file were merged.
+pub fn expand_inputs(paths: &[String]) -> Expanded {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for arg in paths {
@@ -540,9 +620,12 @@ pub fn expand_paths(paths: &[String]) -> (Vec<PathBuf>, Vec<ReadError>) {
             skipped.push(ReadError::new(arg, "", "no such file or folder"));
         }
     }
-    let mut seen = std::collections::HashSet::new();
-    files.retain(|f| seen.insert(f.clone()));
-    (files, skipped)
+    let merged = merge_spellings(&mut files);
+    Expanded {
+        files,
+        skipped,
+        merged,
+    }
 }
 
 /// Load every session under `paths` (files, folders, globs, and database URLs, which are
@@ -572,7 +655,11 @@ fn load_files(paths: &[String], format: Option<Format>) -> Loaded {
     if paths.is_empty() {
         return Loaded::default();
     }
-    let (files, skipped) = expand_paths(paths);
+    let Expanded {
+        files,
+        skipped,
+        merged,
+    } = expand_inputs(paths);
     let mut skipped: Vec<ReadError> = skipped.into_iter().map(util::tidy).collect();
     let results: Vec<Result<Vec<Session>, ReadError>> =
         files.par_iter().map(|f| load_file(f, format)).collect();
@@ -585,7 +672,11 @@ fn load_files(paths: &[String], format: Option<Format>) -> Loaded {
     }
     super::join::join_split_sessions(&mut sessions, &mut skipped);
     super::claude_code_settings::share(&mut sessions);
-    Loaded { sessions, skipped }
+    Loaded {
+        sessions,
+        skipped,
+        merged,
+    }
 }
 
 #[cfg(test)]

@@ -124,6 +124,13 @@ pub enum Part {
 /// keeping every count below it leaves room to add and multiply without overflow.
 pub const MAX_TOKENS: u64 = 1 << 53;
 
+/// Largest sum of one session's recorded token counts (prompt, cache and output of every
+/// request): 10^12, a million requests of a million tokens. The run folder holds figures up to
+/// 1e15 (`settings::number::MAX_TABLE_NUMBER`) and a sweep sums a session's replayed prompts,
+/// scaled to the provider's counts, over its requests and over sessions: a session past this
+/// is refused where it is read, not after its replays, by a run folder that cannot hold them.
+pub const MAX_SESSION_TOKENS: u64 = 1_000_000_000_000;
+
 /// Token usage recorded for one model request, normalised so `prompt_tokens` includes
 /// cached tokens (Anthropic logs count cache reads outside `input_tokens`; OpenAI and Gemini
 /// count them inside).
@@ -632,6 +639,15 @@ pub struct Session {
     /// [`RecordedPolicy`]); `None` when it records none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_policy: Option<RecordedPolicy>,
+    /// What the reader found wrong in what the session records and so did not use, or
+    /// adjusted, one line each naming the file, where and what: said once, never silent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Set when the reader read records whose times step back in file order (a format whose
+    /// file order is the order things happened, Claude Code): the largest step back, seconds.
+    /// Times handed out never go backwards; this says they were adjusted, and by how much.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_adjusted_s: Option<f64>,
 }
 
 impl Usage {
@@ -690,6 +706,8 @@ impl Session {
             synthetic_timestamps: false,
             approval_policies: Vec::new(),
             recorded_policy: None,
+            notes: Vec::new(),
+            timing_adjusted_s: None,
         }
     }
 

@@ -130,15 +130,19 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
             }
             let source = format!("{file}#{id}");
             let mut session = s.finish(id, source);
-            session.recorded_policy = obj
-                .get("metadata")
-                .and_then(|m| m.get("condenser_config"))
-                .and_then(super::openhands_v1::condenser)
-                .map(|c| RecordedPolicy {
-                    source: "openhands metadata.condenser_config".to_string(),
-                    versions: Vec::new(),
-                    rule: PolicyRule::Openhands(c),
-                });
+            let at = format!("line {line_no} metadata.condenser_config");
+            let recorded = match obj.get("metadata").and_then(|m| m.get("condenser_config")) {
+                Some(c) => super::openhands_v1::recorded_condenser(c, &at).unwrap_or_else(|note| {
+                    session.notes.push(format!("{file}: {note}"));
+                    None
+                }),
+                None => None,
+            };
+            session.recorded_policy = recorded.map(|c| RecordedPolicy {
+                source: "openhands metadata.condenser_config".to_string(),
+                versions: Vec::new(),
+                rule: PolicyRule::Openhands(c),
+            });
             sessions.push(session);
         } else if is_event(&obj) {
             loose.push(Value::Object(obj));

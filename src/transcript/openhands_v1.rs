@@ -49,6 +49,26 @@ pub fn is_conversation(dir: &Path) -> bool {
     dir.join(BASE_STATE).is_file() && dir.join(EVENTS_DIR).is_dir()
 }
 
+/// The folder of an SDK v1 conversation that lacks its `base_state.json`, when `dir` is one
+/// (an `events/` of `event-NNNNN-*.json` files) or is its `events/`: its events alone are no
+/// transcript (each would be sniffed as something else), so the folder is one bad input.
+pub fn conversation_without_state(dir: &Path) -> Option<&Path> {
+    let conv = if dir.file_name()? == EVENTS_DIR {
+        dir.parent()?
+    } else {
+        dir
+    };
+    let events = conv.join(EVENTS_DIR);
+    if conv.join(BASE_STATE).exists() || !events.is_dir() {
+        return None;
+    }
+    let has_events = std::fs::read_dir(&events)
+        .ok()?
+        .flatten()
+        .any(|e| e.file_name().to_str().and_then(event_index).is_some());
+    has_events.then_some(conv)
+}
+
 /// The conversation folder a file belongs to, when it is one's `base_state.json` or one of
 /// its `events/event-NNNNN-*.json`: such a file alone is no transcript.
 pub fn conversation_of(file: &Path) -> Option<&Path> {
@@ -116,14 +136,19 @@ pub fn read(dir: &str, base_state: &str, mut events: Vec<EventFile>) -> Result<S
         .and_then(|a| a.pointer("/llm/model"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    let recorded_policy = agent
-        .and_then(|a| a.get("condenser"))
-        .and_then(condenser)
-        .map(|c| RecordedPolicy {
-            source: "openhands base_state.json agent.condenser".to_string(),
-            versions: Vec::new(),
-            rule: PolicyRule::Openhands(c),
-        });
+    let mut notes = Vec::new();
+    let recorded = match agent.and_then(|a| a.get("condenser")) {
+        Some(c) => recorded_condenser(c, "agent.condenser").unwrap_or_else(|note| {
+            notes.push(format!("{dir}/{BASE_STATE}: {note}"));
+            None
+        }),
+        None => None,
+    };
+    let recorded_policy = recorded.map(|c| RecordedPolicy {
+        source: "openhands base_state.json agent.condenser".to_string(),
+        versions: Vec::new(),
+        rule: PolicyRule::Openhands(c),
+    });
     let id = readutil::str_field(state, "id")
         .map(str::to_string)
         .unwrap_or_else(|| dir.rsplit(['/', '\\']).next().unwrap_or(dir).to_string());
@@ -132,10 +157,45 @@ pub fn read(dir: &str, base_state: &str, mut events: Vec<EventFile>) -> Result<S
         model: model.or(b.model),
         synthetic_timestamps: b.clock.synthetic,
         recorded_policy,
+        notes,
         ..Session::new(id, dir, Format::Openhands, b.events)
     };
     s.index_recorded();
     Ok(s)
+}
+
+/// The condenser `v` (at JSON path `at`) records, or what is wrong with it: a size field
+/// (`max_size`, `keep_first`, `max_tokens`, `attention_window`, in it or a pipeline stage)
+/// that is not a whole number from 0 to 2^53 (`-1`, `"abc"`). Such a condenser is not used:
+/// reading it as the shipped default would replay a setting the run did not have.
+pub fn recorded_condenser(v: &Value, at: &str) -> Result<Option<Condenser>, util::BadNumber> {
+    if let Some(bad) = bad_condenser_field(v, at) {
+        return Err(util::BadNumber(format!(
+            "{bad}; the recorded condenser is not used (the session is replayed as recording no setting)"
+        )));
+    }
+    Ok(condenser(v))
+}
+
+fn bad_condenser_field(v: &Value, at: &str) -> Option<String> {
+    let m = v.as_object()?;
+    for k in ["max_size", "keep_first", "max_tokens", "attention_window"] {
+        match m.get(k) {
+            None | Some(Value::Null) => {}
+            Some(x) if x.as_u64().is_some_and(|n| n <= super::MAX_TOKENS) => {}
+            Some(x) => {
+                return Some(format!(
+                    "{at}.{k}: {} is not a whole number from 0 to 2^53",
+                    util::one_line(&x.to_string(), 40)
+                ))
+            }
+        }
+    }
+    m.get("condensers")
+        .and_then(Value::as_array)?
+        .iter()
+        .enumerate()
+        .find_map(|(i, c)| bad_condenser_field(c, &format!("{at}.condensers[{i}]")))
 }
 
 /// A condenser object of the SDK (`kind`) or of v0's `condenser_config` (`type`); `None` for

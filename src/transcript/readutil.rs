@@ -77,7 +77,16 @@ pub(crate) enum ClockError {
     NotFinite,
     #[error("timestamps out of order: {by_s:.3} s earlier than an earlier record")]
     OutOfOrder { by_s: f64 },
+    #[error("timestamps out of order: {by_s:.3} s earlier than an earlier record, more than the {MAX_ADJUSTED_STEP_BACK_S} s a record of this format may step back and still be read in file order")]
+    TooFarBack { by_s: f64 },
 }
+
+/// Largest step back a clock in file order adjusts (an hour): a format whose file order is the
+/// order things happened (Claude Code appends each record as the conversation moves on; a
+/// resumed or queued step can carry an earlier time) is read in that order, its times held at
+/// the latest. A larger step back is refused: no resumed step was seen that far back
+/// (issue 47: up to 3,227 s in held-out real sessions).
+pub(crate) const MAX_ADJUSTED_STEP_BACK_S: f64 = 3600.0;
 
 /// Hands out event times in file order: recorded times must not go backwards (beyond a
 /// per-format tolerance), missing ones are synthesised strictly increasing.
@@ -90,6 +99,11 @@ pub(crate) struct Clock {
     tolerance_s: f64,
     /// True once any time had to be invented.
     pub synthetic: bool,
+    /// How far (seconds) a recorded time may fall behind and still be read, adjusted (a
+    /// format in file order, [`Clock::file_ordered`]); at most `tolerance_s` otherwise.
+    adjust_up_to_s: f64,
+    /// The largest step back beyond `tolerance_s` that was adjusted.
+    pub stepped_back_s: Option<f64>,
 }
 
 impl Clock {
@@ -99,7 +113,33 @@ impl Clock {
             last_out: None,
             tolerance_s,
             synthetic: false,
+            adjust_up_to_s: tolerance_s,
+            stepped_back_s: None,
         }
+    }
+
+    /// A clock for a format whose file order is the order things happened: a step back past
+    /// `tolerance_s` of up to [`MAX_ADJUSTED_STEP_BACK_S`] is read in file order (its time held
+    /// at the latest) and remembered in [`Clock::stepped_back_s`].
+    pub fn file_ordered(tolerance_s: f64) -> Self {
+        Clock {
+            adjust_up_to_s: MAX_ADJUSTED_STEP_BACK_S.max(tolerance_s),
+            ..Clock::new(tolerance_s)
+        }
+    }
+
+    /// Mark `session` as read with adjusted times, when they were: the largest step back, and
+    /// a note saying so once.
+    pub fn mark_adjusted(&self, session: &mut super::Session) {
+        let Some(by) = self.stepped_back_s else {
+            return;
+        };
+        session.timing_adjusted_s = Some(by);
+        session.notes.push(format!(
+            "{}: timing adjusted: records step back in time by up to {by:.3} s; read in file order \
+             (the order the conversation happened), each such record at the latest earlier time",
+            session.source
+        ));
     }
 
     /// The time for the next record. `recorded` is its own timestamp, if it has one.
@@ -110,8 +150,16 @@ impl Clock {
                     return Err(ClockError::NotFinite);
                 }
                 if let Some(prev) = self.last_recorded {
-                    if prev - t > self.tolerance_s {
-                        return Err(ClockError::OutOfOrder { by_s: prev - t });
+                    let by_s = prev - t;
+                    if by_s > self.adjust_up_to_s && self.adjust_up_to_s > self.tolerance_s {
+                        return Err(ClockError::TooFarBack { by_s });
+                    }
+                    if by_s > self.adjust_up_to_s {
+                        return Err(ClockError::OutOfOrder { by_s });
+                    }
+                    if by_s > self.tolerance_s {
+                        self.stepped_back_s =
+                            Some(self.stepped_back_s.map_or(by_s, |s| s.max(by_s)));
                     }
                 }
                 self.last_recorded = Some(self.last_recorded.map_or(t, |p| p.max(t)));
@@ -190,6 +238,25 @@ mod tests {
         let mut none = Clock::new(0.0);
         assert_eq!(none.next(None), Ok(SYNTHETIC_EPOCH_S));
         assert_eq!(none.next(None), Ok(SYNTHETIC_EPOCH_S + SYNTHETIC_STEP_S));
+    }
+
+    /// Issue 47 item 10: in file order, a step back of up to an hour is read at the latest
+    /// time and remembered; beyond an hour it is refused.
+    #[test]
+    fn a_file_ordered_clock_holds_steps_back_of_up_to_an_hour_and_remembers_the_largest() {
+        let mut c = Clock::file_ordered(120.0);
+        assert_eq!(c.next(Some(10_000.0)), Ok(10_000.0));
+        assert_eq!(c.next(Some(9_950.0)), Ok(10_000.0));
+        assert_eq!(
+            c.stepped_back_s, None,
+            "within the tolerance: no adjustment"
+        );
+        assert_eq!(c.next(Some(7_000.0)), Ok(10_000.0));
+        assert_eq!(c.next(Some(9_000.0)), Ok(10_000.0));
+        assert_eq!(c.next(Some(10_001.0)), Ok(10_001.0));
+        assert_eq!(c.stepped_back_s, Some(3_000.0));
+        let e = c.next(Some(10_001.0 - 3_601.0)).unwrap_err();
+        assert!(e.to_string().contains("more than the 3600 s"), "{e}");
     }
 
     #[test]

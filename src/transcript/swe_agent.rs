@@ -51,7 +51,11 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         from_trajectory(&cx, cx.opt_arr(top, "trajectory", "$")?, &stem)?
     };
     let agent = agent_config(top);
-    let stats = model_stats(top);
+    let mut notes = Vec::new();
+    let stats = model_stats(top).unwrap_or_else(|note| {
+        notes.push(format!("{file}: {note}"));
+        None
+    });
     let policy = match agent.as_ref() {
         Some(agent) => recorded_policy(agent, stats),
         None => zero_x_policy(history, stats),
@@ -60,6 +64,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         model: model_name(agent.as_ref()),
         synthetic_timestamps: true,
         recorded_policy: policy,
+        notes,
         ..Session::new(stem, file, Format::SweAgent, events)
     }])
 }
@@ -84,13 +89,34 @@ fn model_name(agent: Option<&Value>) -> Option<String> {
     (!name.is_empty() && name != "replay").then(|| name.to_string())
 }
 
-/// `info.model_stats` when it records `tokens_sent`.
-fn model_stats(top: &Map<String, Value>) -> Option<ModelStats> {
-    let stats = top.get("info")?.get("model_stats")?;
-    Some(ModelStats {
-        tokens_sent: stats.get("tokens_sent")?.as_u64()?,
-        api_calls: stats.get("api_calls").and_then(Value::as_u64).unwrap_or(0),
-    })
+/// `info.model_stats` when it records `tokens_sent`; what is wrong when `tokens_sent` or
+/// `api_calls` is not a whole number from 0 to 2^53 (`-1`, `2^64`, `"abc"`): then the
+/// recorded totals are not used (the comparison with them is not made, and says why).
+fn model_stats(top: &Map<String, Value>) -> Result<Option<ModelStats>, util::BadNumber> {
+    let Some(stats) = top.get("info").and_then(|i| i.get("model_stats")) else {
+        return Ok(None);
+    };
+    let count = |k: &str| -> Result<Option<u64>, util::BadNumber> {
+        match stats.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(x) => x
+                .as_u64()
+                .filter(|n| *n <= super::MAX_TOKENS)
+                .map(Some)
+                .ok_or_else(|| {
+                    util::BadNumber(format!(
+                        "info.model_stats.{k}: {} is not a whole number from 0 to 2^53; the \
+                         recorded model_stats are not used",
+                        util::one_line(&x.to_string(), 40)
+                    ))
+                }),
+        }
+    };
+    let (tokens_sent, api_calls) = (count("tokens_sent")?, count("api_calls")?);
+    Ok(tokens_sent.map(|tokens_sent| ModelStats {
+        tokens_sent,
+        api_calls: api_calls.unwrap_or(0),
+    }))
 }
 
 /// `agent.history_processors` (or the older single `agent.history_processor`) when recorded:

@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::pyjson::{self, PyNumber};
-use super::{Critical, Event, Part, ReadError, Role, MAX_TOKENS};
+use super::{Critical, Event, Part, ReadError, Role, MAX_SESSION_TOKENS, MAX_TOKENS};
 
 /// Parse a whole file as one JSON document; the error names the line and column.
 pub fn parse_json(file: &str, text: &str) -> Result<Value, ReadError> {
@@ -158,6 +158,25 @@ pub fn token_count(v: &Value) -> Result<u64, BadNumber> {
     Err(BadNumber(format!(
         "expected a token count (a whole number from 0 to 2^53), found {found}"
     )))
+}
+
+/// Longest recorded duration: a day, in milliseconds (docs/cli.md "Input limits": recorded
+/// latencies 0 to 86,400 s).
+pub const MAX_DURATION_MS: u64 = 86_400_000;
+
+/// A recorded duration in milliseconds: a whole number from 0 to [`MAX_DURATION_MS`]; Err says
+/// what was found, as [`token_count`] does, in a duration's words.
+pub fn duration_ms(v: &Value) -> Result<u64, BadNumber> {
+    match token_count(v) {
+        Ok(ms) if ms <= MAX_DURATION_MS => Ok(ms),
+        Ok(ms) => Err(BadNumber(format!(
+            "expected a duration in milliseconds (a whole number from 0 to {MAX_DURATION_MS}, a day), found {ms}"
+        ))),
+        Err(BadNumber(m)) => Err(BadNumber(m.replace(
+            "expected a token count (a whole number from 0 to 2^53)",
+            &format!("expected a duration in milliseconds (a whole number from 0 to {MAX_DURATION_MS}, a day)"),
+        ))),
+    }
 }
 
 /// Typed access to JSON values that reports errors as `FILE: $.json.path: what is wrong`.
@@ -434,6 +453,34 @@ pub fn validate_events(
             ));
         }
         prev = e.timestamp;
+    }
+    session_tokens_within_limit(file, events, loc)
+}
+
+/// Refuse a session whose recorded token counts sum past [`MAX_SESSION_TOKENS`], at the
+/// event where the sum crosses it.
+fn session_tokens_within_limit(
+    file: &str,
+    events: &[Event],
+    loc: impl Fn(usize) -> String,
+) -> Result<(), ReadError> {
+    let mut sum: u64 = 0;
+    for (i, e) in events.iter().enumerate() {
+        let Some(u) = &e.usage else { continue };
+        sum = [u.prompt_tokens, u.cache_write_tokens, u.output_tokens]
+            .iter()
+            .fold(sum, |a, b| a.saturating_add(*b));
+        if sum > MAX_SESSION_TOKENS {
+            return Err(ReadError::new(
+                file,
+                loc(i),
+                format!(
+                    "the session's recorded token counts sum to {sum} by this request, over the \
+                     limit of 10^12 tokens a session may record (a run folder holds figures up \
+                     to 1e15; docs/cli.md \"Input limits\")"
+                ),
+            ));
+        }
     }
     Ok(())
 }

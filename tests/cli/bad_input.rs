@@ -145,10 +145,27 @@ fn negative_nan_and_overflowing_usage_is_refused_in_every_reader() {
             assert!(!e.contains("a string"), "{} with {value}: {e}", f.name());
         }
         // In range: still read.
-        let ok = replace_numbers(&text, key, "9007199254740992").expect("has the key");
+        let ok = replace_numbers(&text, key, "1000000000").expect("has the key");
         let p = dir.path().join(format!("ok-{}.json", f.name()));
         std::fs::write(&p, ok).expect("written");
         assert!(load_file(&p, None).is_ok(), "{}", f.name());
+    }
+}
+
+/// Issue 47 item 4: counts each within 2^53 whose session sum the run folder could not hold
+/// are refused where they are read (naming the file and request), not after the replays.
+#[test]
+fn session_token_sums_past_what_a_run_folder_holds_are_refused_at_read() {
+    let dir = tempfile::tempdir().expect("temp folder");
+    for (f, text, key) in usage_inputs() {
+        let bad = replace_numbers(&text, key, "4503599627370496").expect("has the key");
+        let name = format!("big-{}.json", f.name());
+        let e = load_error(dir.path(), &name, &bad);
+        assert!(
+            e.contains("over the limit of 10^12 tokens a session may record"),
+            "{}: {e}",
+            f.name()
+        );
     }
 }
 
@@ -337,4 +354,171 @@ fn calibrate_on_an_unreachable_database_ends_with_the_connection_error() {
     assert!(last.starts_with("error:"), "{err}");
     assert!(last.contains("127.0.0.1:1"), "{last}");
     assert!(!last.contains("in the given paths"), "{last}");
+}
+
+/// Issue 47 item 1: `check` and `--manifest` read integers as Python does: `1_000_000` and
+/// `overlap=1_0` are accepted, `007` (a syntax error in Python) is refused.
+#[test]
+fn check_reads_integers_with_one_digit_first_group_and_refuses_leading_zeros() {
+    bin()
+        .args([
+            "check",
+            "Compaction(after_tokens=1_000_000, keep_recent_events=20, after_invocations=5_000, overlap=1_0)",
+        ])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "Compaction(after_tokens=1_000_000, keep_recent_events=20, after_invocations=5000, overlap=10)",
+        ));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent = tmp.path().join("agent.py");
+    std::fs::write(
+        &agent,
+        "MANIFEST = AgentManifest(\n    name=\"bot\",\n    compaction=Compaction(after_tokens=1_500, keep_recent_events=2),\n)\n",
+    )
+    .expect("write");
+    bin()
+        .args(["check", "--manifest"])
+        .arg(&agent)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("after_tokens=1500"));
+    bin()
+        .args([
+            "check",
+            "Compaction(after_tokens=007, keep_recent_events=2)",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "`after_tokens=007`: not a valid integer",
+        ));
+}
+
+/// Issue 47 item 7: an SDK v1 conversation folder without its `base_state.json` is one bad
+/// input named by its missing file, not one error per event file.
+#[test]
+fn a_v1_conversation_without_base_state_is_one_line_naming_the_missing_file() {
+    let src = root().join("tests/fixtures/recorded/openhands_v1/conv-1");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("conv-1");
+    std::fs::create_dir_all(dir.join("events")).unwrap();
+    for e in std::fs::read_dir(src.join("events")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join("events").join(e.file_name())).unwrap();
+    }
+    for arg in [tmp.path().to_path_buf(), dir.clone(), dir.join("events")] {
+        let out = bin()
+            .args(["inspect", "--no-cache"])
+            .arg(&arg)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("error:") || l.contains("skipped"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{}: {err}", arg.display());
+        assert!(
+            lines[0].contains(&format!(
+                "expected {}",
+                dir.join("base_state.json").display()
+            )),
+            "{err}"
+        );
+    }
+}
+
+/// Issue 47 item 7: `backtest` on a folder holding no session names it; it takes the
+/// database filters the other readers take.
+#[test]
+fn backtest_names_an_empty_input_and_takes_the_database_filters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("nothing-here");
+    std::fs::create_dir(&empty).unwrap();
+    let out = bin().arg("backtest").arg(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("no session read from {}", empty.display())),
+        "{err}"
+    );
+    let db = root().join("tests/fixtures/db/database_service.db");
+    let url = format!("sqlite:///{}", db.display());
+    let backtest = |extra: &[&str]| {
+        let out = bin()
+            .args(["backtest", "--json", "--tokenizer", "adk-chars", &url])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = backtest(&["--app", "support_app", "--user", "user-2089"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = backtest(&["--app", "nope"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no session matches --app nope"), "{err}");
+    // As in the other readers, a database filter without a database input is refused.
+    let out = bin()
+        .args(["backtest", "--app", "x"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--app"));
+}
+
+/// Issue 47 item 7: a folder of many unreadable files lists the first 20 and counts the rest.
+#[test]
+fn a_long_list_of_unreadable_files_is_capped_and_the_rest_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..45 {
+        std::fs::write(tmp.path().join(format!("bad-{i:02}.json")), "{not json").unwrap();
+    }
+    std::fs::copy(
+        root().join("transcripts/15-support-2.session.json"),
+        tmp.path().join("good.session.json"),
+    )
+    .unwrap();
+    let out = bin()
+        .args(["inspect", "--no-cache"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.starts_with("skipped: ") && l.contains("bad-"))
+            .count(),
+        20,
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped: and 25 more unreadable inputs not listed"),
+        "{err}"
+    );
+}
+
+/// Issue 47 item 7: a `durationMs` out of range is called a duration, not a token count.
+#[test]
+fn an_out_of_range_duration_is_named_a_duration_not_a_token_count() {
+    let text = read_text(&root().join("tests/fixtures/recorded/claude_two_compactions.jsonl"));
+    let bad = text.replacen(
+        "\"preTokens\":1200",
+        "\"preTokens\":1200,\"durationMs\":100000000000",
+        1,
+    );
+    assert_ne!(bad, text);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cc.jsonl");
+    std::fs::write(&p, bad).unwrap();
+    let e = load_file(&p, None).unwrap_err().to_string();
+    assert!(
+        e.contains("compactMetadata.durationMs: expected a duration in milliseconds")
+            && !e.contains("token count"),
+        "{e}"
+    );
 }

@@ -138,6 +138,8 @@ mod with_engine {
             synthetic_timestamps: false,
             approval_policies: vec![],
             recorded_policy: None,
+            notes: vec![],
+            timing_adjusted_s: None,
         }
     }
 

@@ -462,3 +462,153 @@ fn openhands_v0_and_codex_record_their_settings() {
         ));
     }
 }
+
+/// A copy of a fixture conversation folder with its `base_state.json` changed by `edit`.
+fn conversation_with(
+    tmp: &std::path::Path,
+    edit: impl Fn(&mut serde_json::Value),
+) -> std::path::PathBuf {
+    let src = fixture("openhands_v1/conv-1");
+    let dir = tmp.join("conv-1");
+    std::fs::create_dir_all(dir.join("events")).unwrap();
+    std::fs::copy(src.join("meta.json"), dir.join("meta.json")).unwrap();
+    for e in std::fs::read_dir(src.join("events")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join("events").join(e.file_name())).unwrap();
+    }
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("base_state.json")).unwrap())
+            .unwrap();
+    edit(&mut state);
+    std::fs::write(dir.join("base_state.json"), state.to_string()).unwrap();
+    dir
+}
+
+/// Issue 47 item 6: a condenser size that is no size (`-1`, `"abc"`) is said, with where,
+/// and the recorded condenser is not used (never read as the shipped `max_size=240`).
+#[test]
+fn an_invalid_recorded_condenser_size_is_reported_and_not_used() {
+    for bad in [serde_json::json!(-1), serde_json::json!("abc")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = conversation_with(tmp.path(), |s| {
+            s["agent"]["condenser"]["max_size"] = bad.clone()
+        });
+        let s = &load_file(&dir, None).expect("the conversation still reads")[0];
+        assert_eq!(s.recorded_policy, None, "{bad}");
+        assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
+        let shown = bad.to_string();
+        assert!(
+            s.notes[0].contains(&format!(
+                "base_state.json: agent.condenser.max_size: {shown} is not a whole number from 0 to 2^53; the recorded condenser is not used"
+            )),
+            "{:?}",
+            s.notes
+        );
+        let out = crate::common::bin()
+            .args(["backtest", "--json", "--tokenizer", "adk-chars"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("warning:") && err.contains("agent.condenser.max_size"),
+            "{err}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("max_size=240"), "{stdout}");
+    }
+}
+
+/// Issue 47 item 6: SWE-agent `info.model_stats` that are no counts are said and not used.
+#[test]
+fn invalid_swe_agent_model_stats_are_reported_and_not_used() {
+    let text = std::fs::read_to_string(fixture("swe_agent_last5.traj")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    for (key, bad) in [
+        ("tokens_sent", serde_json::json!(-1)),
+        ("tokens_sent", serde_json::json!(18446744073709551615u64)),
+        ("tokens_sent", serde_json::json!("abc")),
+        ("api_calls", serde_json::json!(-1)),
+    ] {
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut stats = serde_json::json!({"tokens_sent": 7141, "api_calls": 5});
+        stats[key] = bad.clone();
+        v["info"] = serde_json::json!({ "model_stats": stats });
+        let p = tmp.path().join("run.traj");
+        std::fs::write(&p, v.to_string()).unwrap();
+        let s = &load_file(&p, None).expect("the trajectory still reads")[0];
+        match &s.recorded_policy.as_ref().map(|p| &p.rule) {
+            Some(PolicyRule::SweAgent { model_stats, .. }) => {
+                assert_eq!(*model_stats, None, "{key}={bad}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            s.notes.len() == 1
+                && s.notes[0].contains(&format!(
+                    "info.model_stats.{key}: {bad} is not a whole number"
+                ))
+                && s.notes[0].contains("not used"),
+            "{key}={bad}: {:?}",
+            s.notes
+        );
+    }
+}
+
+/// Issue 47 item 10: a Claude Code session whose records step back by an hour (a resumed or
+/// queued step) is read in file order and replayed, its timing marked adjusted (said once),
+/// not skipped.
+#[test]
+fn a_claude_code_session_stepping_back_an_hour_is_read_replayed_and_marked_adjusted() {
+    let text = std::fs::read_to_string(fixture("claude_two_compactions.jsonl")).unwrap();
+    let stepped = text.replacen("2026-01-01T00:00:12.000Z", "2025-12-31T23:00:13.000Z", 1);
+    assert_ne!(stepped, text);
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("resumed.jsonl");
+    std::fs::write(&p, &stepped).unwrap();
+    let s = &load_file(&p, None).expect("read in file order, not refused")[0];
+    // The latest time before it (the records at 00:00:10 are a compaction's, not events).
+    let by = s.timing_adjusted_s.expect("timing marked adjusted");
+    assert!((3500.0..3600.0).contains(&by), "{by}");
+    assert!(
+        s.events
+            .windows(2)
+            .all(|w| w[0].timestamp <= w[1].timestamp),
+        "times go backwards"
+    );
+    assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
+    assert!(
+        s.notes[0].contains(&format!(
+            "timing adjusted: records step back in time by up to {by:.3} s"
+        )),
+        "{:?}",
+        s.notes
+    );
+    let original = &load_file(fixture("claude_two_compactions.jsonl"), None).unwrap()[0];
+    assert_eq!(original.timing_adjusted_s, None);
+    assert_eq!(
+        s.recorded_compactions.len(),
+        original.recorded_compactions.len()
+    );
+    let out = crate::common::bin()
+        .args([
+            "replay",
+            "--tokenizer",
+            "adk-chars",
+            "--after-invocations",
+            "1",
+            "--overlap",
+            "0",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("timing adjusted").count(), 1, "{err}");
+    // More than an hour back is still refused, naming the limit.
+    let far = text.replacen("2026-01-01T00:00:12.000Z", "2025-12-31T22:00:00.000Z", 1);
+    std::fs::write(&p, far).unwrap();
+    let e = load_file(&p, None).unwrap_err().to_string();
+    assert!(e.contains("more than the 3600 s"), "{e}");
+}

@@ -177,6 +177,8 @@ fn path_session(pad: usize) -> Session {
         synthetic_timestamps: false,
         approval_policies: vec![],
         recorded_policy: None,
+        notes: vec![],
+        timing_adjusted_s: None,
     }
 }
 

@@ -1092,7 +1092,16 @@ mod run_folder_edges {
     #[test]
     fn a_second_sweep_on_one_out_is_told_another_run_is_writing_it() {
         let cwd = tempfile::tempdir().unwrap();
-        let mut other = Std::new("sleep").arg("60").spawn().unwrap();
+        // The other run: this tool, waiting to read a FIFO nobody writes.
+        let fifo = cwd.path().join("input.json");
+        assert!(Std::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let mut other = Std::new(exe())
+            .arg("inspect")
+            .arg(&fifo)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let build = cwd.path().join(format!(".building-{}-zz", other.id()));
         std::fs::create_dir(&build).unwrap();
         std::fs::write(build.join(".compaction-sim-run"), "x").unwrap();
@@ -1112,5 +1121,307 @@ mod run_folder_edges {
         assert!(!err.contains("did not write"), "{err}");
         assert!(!cwd.path().join("r").exists());
         assert!(build.exists());
+    }
+}
+
+/// Issue 47: hostile and unlucky input, round five.
+mod round_five {
+    use super::*;
+
+    /// Sessions `inspect --json` lists.
+    fn inspected(cwd: &Path, paths: &[&str]) -> (usize, String) {
+        let mut args = vec!["inspect", "--json", "--no-cache"];
+        args.extend_from_slice(paths);
+        let (code, out, err) = run(cwd, &args);
+        assert_eq!(code, 0, "inspect failed: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("inspect --json");
+        (v["sessions"].as_array().expect("sessions[]").len(), err)
+    }
+
+    #[test]
+    fn one_file_under_several_spellings_is_read_once_and_the_merge_is_said() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("x");
+        std::fs::create_dir(&dir).unwrap();
+        let recorded = root().join("tests/fixtures/recorded/claude_two_compactions.jsonl");
+        std::fs::copy(recorded, dir.join("a.jsonl")).unwrap();
+        std::os::unix::fs::symlink(dir.join("a.jsonl"), tmp.path().join("link.jsonl")).unwrap();
+        let abs = dir.to_str().unwrap().to_string();
+        let (alone, _) = inspected(tmp.path(), &["x"]);
+        assert_eq!(alone, 1);
+        let (n, err) = inspected(tmp.path(), &["x", "./x", &abs, "link.jsonl"]);
+        assert_eq!(n, alone, "the same file read more than once: {err}");
+        assert!(
+            err.contains("./x/a.jsonl are the same file; read once"),
+            "{err}"
+        );
+        assert!(err.contains("link.jsonl are the same file"), "{err}");
+        let backtest = |paths: &[&str]| {
+            let mut args = vec!["backtest", "--json", "--tokenizer", "adk-chars"];
+            args.extend_from_slice(paths);
+            let (code, out, err) = run(tmp.path(), &args);
+            assert_eq!(code, 0, "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("backtest --json");
+            (v["compactions"].as_array().map_or(0, Vec::len), err)
+        };
+        let (once, _) = backtest(&["x"]);
+        assert_eq!(once, 2);
+        let (twice, err) = backtest(&["x", "link.jsonl", "./x"]);
+        assert_eq!(twice, once, "compactions listed twice: {err}");
+        assert!(err.contains("are the same file"), "{err}");
+    }
+
+    /// `kill -TERM` to a running `args`, which must still be running after `wait`; its exit.
+    fn terminated(args: &[&str], wait: Duration) -> (Option<i32>, String) {
+        let mut child = Std::new(exe())
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        std::thread::sleep(wait);
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{args:?} ended before the signal"
+        );
+        let _ = Std::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let t = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "{args:?} ignored SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        use std::io::Read;
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        (status.code(), err)
+    }
+
+    #[test]
+    fn backtest_inspect_and_replay_exit_130_on_sigterm() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("waiting.json");
+        assert!(Std::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let f = fifo.to_str().unwrap();
+        for cmd in [
+            vec!["backtest", f],
+            vec!["inspect", "--no-cache", f],
+            vec!["replay", f, "--after-invocations", "1", "--overlap", "0"],
+        ] {
+            let (code, err) = terminated(&cmd, Duration::from_millis(700));
+            assert_no_panic(&err);
+            assert_eq!(code, Some(130), "{cmd:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_fifo_publish_record_or_owner_file_hangs_no_sweep() {
+        let cwd = tempfile::tempdir().unwrap();
+        let runs = cwd.path().join("runs");
+        std::fs::create_dir(&runs).unwrap();
+        let building = runs.join(".building-4000000001-q");
+        std::fs::create_dir(&building).unwrap();
+        std::fs::write(building.join(".compaction-sim-run"), "x").unwrap();
+        for fifo in [
+            runs.join(".publishing-4000000002-a"),
+            runs.join(".publishing-1-a"),
+            building.join(".compaction-sim-owner"),
+        ] {
+            assert!(Std::new("mkfifo").arg(&fifo).status().unwrap().success());
+        }
+        let input = one_session();
+        let mut args = vec!["sweep", input.to_str().unwrap()];
+        args.extend_from_slice(SMALL);
+        args.extend_from_slice(&["--out", "runs/a", "-q"]);
+        let mut child = Std::new(exe())
+            .current_dir(cwd.path())
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if t.elapsed() > Duration::from_secs(120) {
+                let _ = child.kill();
+                panic!("the sweep hangs on a FIFO record");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        use std::io::Read;
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        assert_eq!(status.code(), Some(0), "{err}");
+        assert!(runs.join("a/report.html").exists(), "{err}");
+    }
+
+    #[test]
+    fn synth_refuses_an_unbounded_output_before_writing_anything() {
+        let cwd = tempfile::tempdir().unwrap();
+        for extra in [
+            vec!["--swe-agent-turns", "2000000"],
+            vec![
+                "--swe-agent-turns",
+                "3",
+                "--turn-tokens",
+                "18446744073709551615",
+            ],
+            vec![
+                "--swe-agent-turns",
+                "3",
+                "--fixed-tokens",
+                "18446744073709551615",
+            ],
+            vec!["--swe-agent-turns", "3", "--turn-tokens", "1000000000"],
+            vec!["--invocations", "100000000"],
+        ] {
+            let mut args = vec!["synth", "--out", "out"];
+            args.extend_from_slice(&extra);
+            let t = Instant::now();
+            let (code, _, err) = run(cwd.path(), &args);
+            assert_eq!(code, 2, "{extra:?}: {err}");
+            assert!(
+                err.contains("over the limit of 536870912 bytes per file")
+                    && err.contains("would be about"),
+                "{extra:?}: {err}"
+            );
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "{extra:?} took {:?}",
+                t.elapsed()
+            );
+            assert!(
+                names(cwd.path()).is_empty(),
+                "{extra:?} wrote {:?}",
+                names(cwd.path())
+            );
+        }
+    }
+
+    #[test]
+    fn sigterm_and_sigint_stop_synth_with_130_and_leave_no_build_folder() {
+        for sig in ["TERM", "INT"] {
+            let cwd = tempfile::tempdir().unwrap();
+            let mut child = Std::new(exe())
+                .current_dir(cwd.path())
+                .args(["synth", "--out", "out", "--sessions", "20000"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(1500));
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "synth ended before SIG{sig}"
+            );
+            let _ = Std::new("kill")
+                .args([&format!("-{sig}"), &child.id().to_string()])
+                .status();
+            let t = Instant::now();
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break s;
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(30),
+                    "synth ignored SIG{sig}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let mut err = String::new();
+            use std::io::Read;
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            assert_eq!(status.code(), Some(130), "SIG{sig}: {err}");
+            assert!(
+                names(cwd.path()).is_empty(),
+                "left after SIG{sig}: {:?}",
+                names(cwd.path())
+            );
+        }
+    }
+
+    /// Issue 47 item 8: shards of a database reached with the password in its URL are merged
+    /// with the password from PGPASSWORD; without it, merge says it reads the database again
+    /// and needs PGPASSWORD or a password file (not that file paths do not resolve).
+    #[test]
+    fn merging_database_shards_without_pgpassword_says_merge_needs_it() {
+        let url = crate::db::pg_url();
+        let password = url
+            .split_once("://")
+            .and_then(|(_, r)| r.rsplit_once('@'))
+            .and_then(|(u, _)| u.split_once(':'))
+            .map(|(_, p)| p.to_string())
+            .expect("a password in the test URL");
+        let cwd = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let c = cwd.path();
+        let out = bin()
+            .current_dir(c)
+            .args([
+                "sweep",
+                &url,
+                "--trigger",
+                "invocations",
+                "--summarizer",
+                "terse",
+                "--after-invocations",
+                "1",
+                "--overlap",
+                "0",
+                "--out",
+                "s1",
+                "--shard",
+                "1/1",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let merge = |with_password: bool| {
+            let mut cmd = bin();
+            cmd.current_dir(c)
+                .args([
+                    "merge",
+                    "s1",
+                    "--out",
+                    if with_password { "m2" } else { "m1" },
+                ])
+                .env_remove("PGPASSWORD")
+                .env_remove("PGPASSFILE")
+                .env("HOME", home.path());
+            if with_password {
+                cmd.env("PGPASSWORD", &password);
+            }
+            cmd.output().unwrap()
+        };
+        let out = merge(false);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains("merge reads the database again") && err.contains("PGPASSWORD"),
+            "{err}"
+        );
+        assert!(!err.contains("input paths resolve"), "{err}");
+        assert!(!err.contains(&password), "{err}");
+        let out = merge(true);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

@@ -22,14 +22,56 @@ pub(super) fn read_json(path: &Path) -> Result<Value, DataError> {
 
 /// Parses `recorded_compactions.json` (written by a sweep whose inputs record compactions,
 /// `table::rundir::RECORDED_COMPACTIONS`); a bad field names its line and column.
+/// Its figures are checked as the other run files' are: each finite and at most
+/// [`MAX_TABLE_NUMBER`], none negative but `prompt_overhead`, and an estimate's `low` at most
+/// its `high`; a bad one is named by its JSON path.
 pub fn parse_recorded(path: &Path) -> Result<crate::backtest::Backtest, DataError> {
     let text = read_text(path)?;
-    serde_json::from_str(&text).map_err(|e| {
+    let at = |e: serde_json::Error| {
         bad(
             path,
             format!("line {} column {}: {e}", e.line(), e.column()),
         )
-    })
+    };
+    let value: Value = serde_json::from_str(&text).map_err(at)?;
+    if let Some((json_path, what)) = recorded_figure_out_of_range(&value, "$") {
+        return Err(bad(path, format!("{json_path}: {what}")));
+    }
+    serde_json::from_value(value).map_err(|e| bad(path, e.to_string()))
+}
+
+/// The first figure of `recorded_compactions.json` out of its range, with its JSON path.
+fn recorded_figure_out_of_range(v: &Value, at: &str) -> Option<(String, String)> {
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| recorded_figure_out_of_range(x, &format!("{at}[{i}]"))),
+        Value::Object(map) => {
+            if let (Some(low), Some(high)) = (
+                map.get("low").and_then(Value::as_f64),
+                map.get("high").and_then(Value::as_f64),
+            ) {
+                if low > high {
+                    return Some((at.to_string(), format!("low {low} is above high {high}")));
+                }
+            }
+            map.iter().find_map(|(k, x)| {
+                let here = format!("{at}.{k}");
+                match x.as_f64() {
+                    Some(f) if !f.is_finite() || f.abs() > MAX_TABLE_NUMBER => Some((
+                        here,
+                        format!("{f:e} is out of range (expected a finite number of magnitude at most {MAX_TABLE_NUMBER:e})"),
+                    )),
+                    Some(f) if f < 0.0 && k != "prompt_overhead" => {
+                        Some((here, format!("{f} is negative (expected 0 or more)")))
+                    }
+                    _ => recorded_figure_out_of_range(x, &here),
+                }
+            })
+        }
+        _ => None,
+    }
 }
 
 fn as_u64(v: &Value) -> Option<u64> {
@@ -588,5 +630,46 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.to_string(), "runs.csv: line 3: 2 fields, header has 3");
+    }
+
+    /// Issue 47 item 9: a tampered `recorded_compactions.json` is refused as the other run
+    /// files are, naming the file once and the figure by its JSON path.
+    #[test]
+    fn tampered_recorded_compactions_figures_are_refused_with_their_json_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("recorded_compactions.json");
+        let fw = |ratio: &str| {
+            format!(
+                r#"{{"compactions": [], "frameworks": {{"claude_code": {{"sessions": 1, "auto_recorded": 1,
+                "auto_matched": 1, "manual": 0, "auto_matched_with_fit": 0,
+                "median_abs_delta_tokens_before_pct": null, "tokens_after_ratio": {ratio},
+                "duration_ratio": null}}}}, "sessions": []}}"#
+            )
+        };
+        std::fs::write(&path, fw("0.5")).unwrap();
+        assert!(parse_recorded(&path).is_ok());
+        let shown = path.display().to_string();
+        for (ratio, says) in [
+            ("-1.0", "-1 is negative"),
+            (&format!("1{}", "0".repeat(300)), "out of range"),
+        ] {
+            std::fs::write(&path, fw(ratio)).unwrap();
+            let e = parse_recorded(&path).unwrap_err().to_string();
+            assert!(
+                e.contains("$.frameworks.claude_code.tokens_after_ratio") && e.contains(says),
+                "{e}"
+            );
+            assert_eq!(e.matches(&shown).count(), 1, "{e}");
+        }
+        std::fs::write(
+            &path,
+            r#"{"compactions": [{"agent_estimate": {"value": 3, "low": 5, "high": 2}}], "frameworks": {}, "sessions": []}"#,
+        )
+        .unwrap();
+        let e = parse_recorded(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("$.compactions[0].agent_estimate: low 5 is above high 2"),
+            "{e}"
+        );
     }
 }

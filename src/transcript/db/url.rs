@@ -141,24 +141,90 @@ pub fn redact(s: &str) -> String {
     format!("{scheme}://{auth}{}", redact_query(tail))
 }
 
-/// `tail` (path, `?query`, `#fragment`) without its secret parameters.
+/// URL parameters whose values are shown as written: where and how to connect, never a
+/// credential (libpq's connection keywords without a display character `"*"` or `"D"` that
+/// hold no path to a key or password, and SQLite's URI parameters).
+const HARMLESS_PARAMETERS: [&str; 14] = [
+    "host",
+    "hostaddr",
+    "port",
+    "user",
+    "dbname",
+    "sslmode",
+    "ssl",
+    "application_name",
+    "connect_timeout",
+    "target_session_attrs",
+    "gssencmode",
+    "mode",
+    "cache",
+    "immutable",
+];
+
+/// `tail` (path, `?query`, `#fragment`) as shown: secret parameters removed, the value of
+/// every parameter not known harmless replaced by `***`, the fragment (never sent to the
+/// server, free text) dropped.
 fn redact_query(tail: &str) -> std::borrow::Cow<'_, str> {
-    let Some((path, after)) = tail.split_once('?') else {
-        return tail.into();
+    let before_fragment = tail.split('#').next().unwrap_or(tail);
+    let Some((path, query)) = before_fragment.split_once('?') else {
+        return before_fragment.into();
     };
-    let (query, fragment) = match after.find('#') {
-        Some(i) => after.split_at(i),
-        None => (after, ""),
-    };
-    let kept: Vec<&str> = query
+    let kept: Vec<String> = query
         .split('&')
         .filter(|pair| !is_secret_parameter(pair.split('=').next().unwrap_or(pair)))
+        .map(|pair| match pair.split_once('=') {
+            Some((k, _)) if is_harmless_parameter(k) => pair.to_string(),
+            Some((k, _)) => format!("{k}=***"),
+            None if is_harmless_parameter(pair) || pair.is_empty() => pair.to_string(),
+            None => "***".to_string(),
+        })
         .collect();
     if kept.is_empty() {
-        format!("{path}{fragment}").into()
+        path.into()
     } else {
-        format!("{path}?{}{fragment}", kept.join("&")).into()
+        format!("{path}?{}", kept.join("&")).into()
     }
+}
+
+/// libpq connection keywords this reader does not take: named in its refusal. Any other key
+/// may be text that is not a keyword at all (`?hunter2`), and is not shown.
+const OTHER_LIBPQ_KEYWORDS: [&str; 22] = [
+    "hostaddr",
+    "options",
+    "target_session_attrs",
+    "gssencmode",
+    "sslcert",
+    "sslrootcert",
+    "sslcrl",
+    "sslcrldir",
+    "sslnegotiation",
+    "sslcompression",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "client_encoding",
+    "service",
+    "channel_binding",
+    "require_auth",
+    "load_balance_hosts",
+];
+
+/// How a refused parameter's key is named: as written when it is a libpq keyword.
+fn shown_key(key: &str) -> String {
+    if OTHER_LIBPQ_KEYWORDS.contains(&key) {
+        format!("`{key}`")
+    } else {
+        "(name not shown: not a libpq keyword)".to_string()
+    }
+}
+
+fn is_harmless_parameter(key: &str) -> bool {
+    let key = percent_decode(key).to_ascii_lowercase();
+    HARMLESS_PARAMETERS.contains(&key.as_str())
 }
 
 /// `%XX` decoding, as Python's `urllib.parse.unquote` (invalid escapes kept as written).
@@ -264,7 +330,7 @@ pub enum PgUrlError {
          socket or a trusted network, or use sslmode=disable)"
     )]
     Tls { key: String, value: String },
-    #[error("URL parameter `{0}` is not supported")]
+    #[error("URL parameter {0} is not supported")]
     Parameter(String),
     #[error("port `{port}` is not a number from 1 to 65535")]
     Port {
@@ -280,6 +346,8 @@ fn parse_pg(rest: &str) -> Result<PgTarget, PgUrlError> {
         Some((a, q)) => (a, q),
         None => (rest, ""),
     };
+    // A fragment is never part of the connection (nor shown, see `redact`).
+    let query = query.split('#').next().unwrap_or(query);
     let main = main.split('#').next().unwrap_or(main);
     let (auth_host, path) = match main.find('/') {
         Some(i) => (&main[..i], &main[i + 1..]),
@@ -331,7 +399,7 @@ fn parse_pg(rest: &str) -> Result<PgTarget, PgUrlError> {
             "password" => password = Some(Secret::new(v)),
             "passfile" => passfile = Some(PathBuf::from(v)),
             "application_name" | "connect_timeout" | "sslpassword" => {}
-            other => return Err(PgUrlError::Parameter(other.to_string())),
+            other => return Err(PgUrlError::Parameter(shown_key(other))),
         }
     }
     let port = match port.filter(|p| !p.is_empty()) {
@@ -450,6 +518,33 @@ mod tests {
         let source = u.session_source("a", "u", "s");
         assert_eq!(source, "postgres://ann@h/db#a/u/s");
         assert_eq!(redact("sqlite:////x/a@b.db"), "sqlite:////x/a@b.db");
+    }
+
+    /// Issue 47 item 9: a value or fragment not known harmless is never shown.
+    #[test]
+    fn every_query_value_and_fragment_not_known_harmless_is_hidden() {
+        for (raw, shown) in [
+            (
+                "sqlite+aiosqlite:///x.db?key=S3CRET",
+                "sqlite+aiosqlite:///x.db?key=***",
+            ),
+            ("postgresql://u@h/db#password=S3CRET", "postgresql://u@h/db"),
+            ("postgresql://u@h/db?=S3CRET", "postgresql://u@h/db?=***"),
+            ("postgresql://u@h/db?S3CRET", "postgresql://u@h/db?***"),
+            (
+                "postgresql://u@h/db?sslmode=disable#S3CRET",
+                "postgresql://u@h/db?sslmode=disable",
+            ),
+            (
+                "postgresql://u@h/db#x?password=S3CRET",
+                "postgresql://u@h/db",
+            ),
+        ] {
+            assert_eq!(redact(raw), shown, "{raw}");
+            if let Err(e) = DbUrl::parse(raw) {
+                assert!(!e.to_string().contains("S3CRET"), "{e}");
+            }
+        }
     }
 
     impl DbUrl {
