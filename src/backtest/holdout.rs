@@ -28,6 +28,10 @@
 //! - `claude-code re-attached file cap` (`policy::claude_code::REATTACH_TOKENS_PER_FILE`,
 //!   2,000): refitted as the cap that brings the matched compactions' predicted / recorded
 //!   tokens after nearest 1 (median |ratio − 1|), over [`CAP_GRID`];
+//! - `claude-code output chars per token` (`policy::claude_code_size::OUTPUT_CHARS_PER_TOKEN`,
+//!   2.85): Σ characters / Σ output tokens over the responses whose recorded output is final;
+//!   its outcomes are each response's |estimate − recorded| / recorded (the size Claude Code
+//!   checks adds the estimate where the transcript keeps only the start count);
 //! - `swe-agent provider scale` (per model): recorded `tokens_sent` / replayed prompt tokens,
 //!   median over the runs of the same model (never the run it is applied to, held out);
 //! - `<framework> per-session provider fit` (`tokens::fit`): in sample by construction, it is
@@ -62,6 +66,9 @@ pub enum Outcome {
     PromptAbsErrorPct,
     /// A SWE-agent run's replayed prompt tokens / recorded `tokens_sent` (median).
     TokensSentRatio,
+    /// A response's |estimated − recorded| / recorded output tokens, % (median): Claude
+    /// Code's final output where the transcript keeps only the start count.
+    OutputAbsErrorPct,
 }
 
 /// What a fitted figure is.
@@ -131,6 +138,10 @@ pub struct Figures {
     /// Median over sessions of the provider fit's median |error| on recorded prompt sizes, %.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_fit_error_p50_pct: Option<f64>,
+    /// Claude Code: median |error| of the final-output estimate over responses whose recorded
+    /// output is final, %.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_estimate_error_p50_pct: Option<f64>,
     /// SWE-agent: replayed prompt tokens (plus requeries, fitted provider scale) / recorded
     /// `tokens_sent`, median over runs, and per version.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -234,6 +245,7 @@ fn figures(stats: &super::FrameworkStats, reports: &[&FitReport], held: bool) ->
             Outcome::TokensBeforeAbsPct => out.median_abs_delta_tokens_before_pct = all,
             Outcome::TokensAfterRatio => out.tokens_after_ratio = all,
             Outcome::PromptAbsErrorPct => out.prompt_fit_error_p50_pct = all,
+            Outcome::OutputAbsErrorPct => out.output_estimate_error_p50_pct = all,
             Outcome::TokensSentRatio => {
                 out.tokens_sent_ratio = all;
                 out.tokens_sent_ratio_by_version = s

@@ -8,6 +8,9 @@ use crate::backtest::Backtest;
 use crate::policy::claude_code::{
     reattached_capped, recent_reads, REATTACH_MAX_TOKENS, REATTACH_TOKENS_PER_FILE,
 };
+use crate::policy::claude_code_size::{
+    final_responses, fit_chars_per_token, OUTPUT_CHARS_PER_TOKEN,
+};
 use crate::tokens::fit::{fit_prompt, PromptFit, MIN_FIT_REQUESTS};
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::Session;
@@ -34,6 +37,10 @@ pub fn fitted_figures(
     let cap = ReattachCap::new(b, sessions, sizes);
     if cap.sessions() > 0 {
         out.push(Box::new(cap));
+    }
+    let output = OutputEstimate::new(b, sessions);
+    if output.sessions() > 0 {
+        out.push(Box::new(output));
     }
     let scale = SweScale::new(b, sessions);
     if scale.sessions() > 0 {
@@ -381,5 +388,100 @@ impl Fitted for SessionFit {
         super::median(&mut errs)
             .map(|m| vec![(String::new(), m)])
             .unwrap_or_default()
+    }
+}
+
+/// Claude Code's final-output estimate (`policy::claude_code_size`): characters of a
+/// response's text, thinking and tool input per output token, fitted on the responses whose
+/// recorded output is final.
+struct OutputEstimate {
+    /// Per Claude Code session with such responses: (characters, output tokens) each.
+    sessions: Vec<Vec<(u64, u64)>>,
+}
+
+impl OutputEstimate {
+    fn new(b: &Backtest, sessions: &[Session]) -> Self {
+        let index = by_key(sessions);
+        let sessions = b
+            .sessions
+            .iter()
+            .filter(|r| r.framework == "claude-code")
+            .filter_map(|r| index.get(&(r.source.as_str(), r.session_id.as_str())))
+            .map(|&i| final_responses(&sessions[i]))
+            .filter(|v| !v.is_empty())
+            .collect();
+        OutputEstimate { sessions }
+    }
+}
+
+impl Fitted for OutputEstimate {
+    fn describe(&self) -> Describe {
+        Describe {
+            figure: "claude-code output chars per token".into(),
+            framework: "claude-code".into(),
+            unit: "characters of text, thinking and tool input per output token".into(),
+            outcome: Outcome::OutputAbsErrorPct,
+            shipped: Some(OUTPUT_CHARS_PER_TOKEN),
+            basis: "sum of characters / sum of output tokens over the responses whose \
+                    recorded output is final (over 13 tokens); outcome: per response \
+                    |characters / fit - recorded| / recorded output tokens, %"
+                .into(),
+        }
+    }
+
+    fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    fn fit(&self, _for_session: usize, train: &dyn Fn(usize) -> bool) -> Option<Vec<f64>> {
+        let pooled: Vec<(u64, u64)> = (0..self.sessions.len())
+            .filter(|&j| train(j))
+            .flat_map(|j| self.sessions[j].iter().copied())
+            .collect();
+        fit_chars_per_token(&pooled).map(|c| vec![c])
+    }
+
+    fn outcomes(&self, session: usize, fit: &[f64]) -> Vec<(String, f64)> {
+        let Some(&per_token) = fit.first() else {
+            return Vec::new();
+        };
+        self.sessions[session]
+            .iter()
+            .map(|&(chars, tokens)| {
+                let estimate = chars as f64 / per_token;
+                let err = (estimate - tokens as f64).abs() / tokens as f64 * 100.0;
+                (String::new(), err)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backtest::holdout::cross_validate;
+
+    /// Issue 43: the final-output estimate is cross-validated like every fitted figure. Two
+    /// sessions write 2 characters a token, one writes 4: in sample all three share the pooled
+    /// ratio (12,000 characters / 4,000 tokens = 3); left out, each gets the other two's, so
+    /// the odd session's estimate is worse held out than in sample.
+    #[test]
+    fn the_output_estimate_is_refitted_without_the_session_it_is_scored_on() {
+        let f = OutputEstimate {
+            sessions: vec![vec![(2_000, 1_000)], vec![(2_000, 1_000)], vec![(8_000, 2_000)]],
+        };
+        let r = cross_validate(&f);
+        assert_eq!(r.outcome, Outcome::OutputAbsErrorPct);
+        assert_eq!(r.shipped, Some(OUTPUT_CHARS_PER_TOKEN));
+        assert_eq!((r.in_sample.value_min, r.in_sample.value_max), (Some(3.0), Some(3.0)));
+        // left out: 10,000 / 3,000 for the 2-char sessions, 4,000 / 2,000 = 2 for the odd one
+        assert_eq!(r.held_out.value_min, Some(2.0));
+        assert!((r.held_out.value_max.unwrap() - 10.0 / 3.0).abs() < 1e-9, "{r:?}");
+        // in sample: |2000/3 - 1000| / 1000 = 33.3 %, twice; |8000/3 - 2000| / 2000 = 33.3 %
+        let ins = r.in_sample.median["all"];
+        assert!((ins - 100.0 / 3.0).abs() < 1e-9, "{r:?}");
+        // held out: the odd session |8000/2 - 2000| / 2000 = 100 %; the others 40 %
+        assert!((r.held_out.median["all"] - 40.0).abs() < 1e-9, "{r:?}");
+        assert_eq!(r.held_out.sum["all"].round(), 180.0);
     }
 }
