@@ -23,6 +23,10 @@ pub struct SweepArgs {
     /// Transcript files, folders or globs, or ADK session database URLs (sqlite:///FILE.db,
     /// postgresql://USER@HOST:PORT/DB) [default: transcripts/].
     pub paths: Vec<String>,
+    /// Sweep the 40 sample sessions (a checkout's transcripts/: `synth --sessions 40 --seed
+    /// 6`), generated into a temporary folder; the report labels them sample data.
+    #[arg(long)]
+    pub samples: bool,
     /// Filters for database inputs.
     #[command(flatten)]
     pub db: crate::cli::db_flags::DbFlags,
@@ -419,6 +423,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     }
     let grid = &plan.grid;
     let mut inputs = run_inputs(&scanned.catalog, grid, &costing, scanned.sampled_from);
+    if scanned.samples.is_some() {
+        inputs.sample_data = Some(super::samples::SAMPLE_DATA.to_string());
+    }
     let name = inputs.default_name(&today());
     let (target, latest) = sweep_target(&args, &name, &scanned.input_paths)?;
     let mine = shard_sessions(inputs.sessions.len(), args.shard);
@@ -486,16 +493,22 @@ struct Scanned {
     catalog: pipeline::Catalog,
     sampled_from: Option<u64>,
     input_paths: Vec<PathBuf>,
+    /// With `--samples`: the temporary folder they are read from, kept until the run ends.
+    samples: Option<super::samples::Samples>,
 }
 
 /// List the inputs, refuse an `--out` the run may not write before any work, and say what
 /// was skipped (always, even with -q: a bad file is reported and skipped, never dropped).
 fn scan(args: &SweepArgs, tokenizers: &[String]) -> Result<Scanned> {
-    let paths = if args.paths.is_empty() {
-        vec!["transcripts".to_string()]
+    let given = if args.paths.is_empty() && !args.samples {
+        vec![super::samples::DEFAULT_INPUT.to_string()]
     } else {
         args.paths.clone()
     };
+    let (paths, samples) = super::samples::inputs(args.samples, &given, "sweep")?;
+    if samples.is_some() && !args.quiet {
+        errln!("note: {}", super::samples::SAMPLE_DATA);
+    }
     let mut input_paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     if let Some(out) = &args.out {
         let chosen = Chosen::ByUser { force: args.force };
@@ -530,6 +543,7 @@ fn scan(args: &SweepArgs, tokenizers: &[String]) -> Result<Scanned> {
         catalog,
         sampled_from,
         input_paths,
+        samples,
     })
 }
 
@@ -568,6 +582,7 @@ fn run_inputs(
         ),
         summarizer_errors: Vec::new(),
         sampled_from,
+        sample_data: None,
     }
 }
 

@@ -26,3 +26,4 @@ mod references;
 mod report;
 mod safety;
 mod sweep;
+mod wheel;
