@@ -136,7 +136,8 @@ class Run:
     """
 
     def __init__(self, folder: PathLike, frames: str = "polars", printed: str = "") -> None:
-        self.folder = Path(folder)
+        #: The run folder, as an absolute path.
+        self.folder = Path(os.path.abspath(folder))
         if not (self.folder / "settings.json").is_file():
             raise FileNotFoundError(f"{self.folder}: not a run folder (no settings.json)")
         self.frames = frames

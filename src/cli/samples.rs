@@ -150,7 +150,11 @@ mod tests {
             .unwrap();
         assert!(Path::new(&one[0]).is_file(), "{one:?}");
         let e = s.resolve(&["transcripts/nope.json".into()]).unwrap_err();
-        assert!(e.to_string().contains("`transcripts/nope.json` is not one of"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("`transcripts/nope.json` is not one of"),
+            "{e}"
+        );
         assert!(e.to_string().contains("40-coding-"), "{e}");
     }
 

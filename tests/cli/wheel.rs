@@ -72,8 +72,35 @@ fn install() -> Result<Installed, String> {
     let wheels = dir.join("wheels");
     // The test build's own profile and target folder, nothing stripped: cargo finds the
     // binary fresh and compiles nothing (asserted below).
-    let out = Command::new(&maturin)
-        .args(["build", "--profile", "dev", "--strip", "false", "--locked", "--out"])
+    let mut maturin_cmd = Command::new(&maturin);
+    // What cargo sets for this test process (CARGO_PKG_NAME, CARGO_MANIFEST_DIR, ...) must
+    // not reach maturin's cargo: build scripts that read them (ring's) would be rerun, and
+    // everything above them rebuilt over the binary the other tests are running.
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        let set_for_tests = [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_BIN_",
+            "CARGO_CRATE_",
+        ]
+        .iter()
+        .any(|p| k.starts_with(p))
+            || [
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+                "OUT_DIR",
+            ]
+            .contains(&k.as_ref());
+        if set_for_tests {
+            maturin_cmd.env_remove(&key);
+        }
+    }
+    let out = maturin_cmd
+        .args(["build", "--profile", "dev", "--strip", "false", "--locked"])
+        // Stored, not deflated: a debug binary is 150 MB, and this wheel is never shipped.
+        .args(["--compression-method", "stored", "--out"])
         .arg(&wheels)
         .arg("--manifest-path")
         .arg(root().join("Cargo.toml"))
@@ -112,7 +139,12 @@ fn install() -> Result<Installed, String> {
     }
     // Offline and from the cache only: the wheel, and polars for the frames.
     let pip = user(&venv, &dir, "pip")
-        .args(["install", "--quiet", "--disable-pip-version-check", "--no-index"])
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-index",
+        ])
         .arg("--find-links")
         .arg(&wheelhouse)
         .arg(&wheel)
@@ -135,7 +167,10 @@ fn install() -> Result<Installed, String> {
 fn user(venv: &Path, dir: &Path, program: &str) -> Command {
     let mut c = Command::new(venv.join("bin").join(program));
     c.env_clear()
-        .env("PATH", format!("{}:/usr/bin:/bin", venv.join("bin").display()))
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", venv.join("bin").display()),
+        )
         .env("HOME", dir)
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .env("LANG", "C.UTF-8")
@@ -163,7 +198,11 @@ fn wheel_binary_runs_without_rust_on_path() {
         i,
         "import shutil; print([t for t in ('cargo', 'rustc', 'rustup') if shutil.which(t)] or 'none')",
     );
-    assert_eq!(rust.trim(), "none", "Rust is reachable from the user's PATH");
+    assert_eq!(
+        rust.trim(),
+        "none",
+        "Rust is reachable from the user's PATH"
+    );
     let installed_bin = i.venv.join("bin/compaction-sim");
     assert!(
         installed_bin.is_file() && !installed_bin.is_symlink(),
@@ -175,7 +214,10 @@ fn wheel_binary_runs_without_rust_on_path() {
         .output()
         .unwrap();
     assert!(v.status.success(), "{}", text(&v));
-    assert_eq!(String::from_utf8_lossy(&v.stdout).trim(), "compaction-sim 0.1.0");
+    assert_eq!(
+        String::from_utf8_lossy(&v.stdout).trim(),
+        "compaction-sim 0.1.0"
+    );
 }
 
 #[test]
@@ -186,7 +228,10 @@ fn python_m_compaction_sim_runs_the_installed_binary() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "compaction-sim 0.1.0");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "compaction-sim 0.1.0"
+    );
     let found = python(i, "import compaction_sim as c; print(c.find_binary())");
     assert_eq!(
         PathBuf::from(found.trim()),
@@ -217,12 +262,17 @@ fn sweep_samples_from_the_wheel_writes_a_labelled_run_folder() {
     let run: serde_json::Value =
         serde_json::from_slice(&std::fs::read(x.join("run.json")).unwrap()).unwrap();
     assert!(
-        run["sample_data"].as_str().is_some_and(|s| s.starts_with("sample data:")),
+        run["sample_data"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("sample data:")),
         "run.json does not say the inputs are sample data: {}",
         run["sample_data"]
     );
     let report = std::fs::read_to_string(x.join("report.md")).unwrap();
-    assert!(report.contains("sample data: the 40 synthetic ADK sessions"), "report.md does not label the sample data");
+    assert!(
+        report.contains("sample data: the 40 synthetic ADK sessions"),
+        "report.md does not label the sample data"
+    );
 }
 
 /// Read a Parquet file with the Rust polars the tool writes it with.
@@ -255,7 +305,10 @@ print(json.dumps({{"folder": str(run.folder), "settings": run.settings.height,
     let got: serde_json::Value = serde_json::from_str(python(i, &code).trim()).unwrap();
     let folder = PathBuf::from(got["folder"].as_str().unwrap());
     assert_eq!(folder, i.dir.join("api"));
-    assert_eq!(got["html"], true, "report_html is not the run's report.html");
+    assert_eq!(
+        got["html"], true,
+        "report_html is not the run's report.html"
+    );
     let ours = parquet(&folder.join("runs.parquet"));
     let theirs = parquet(&i.dir.join("api-runs.parquet"));
     assert!(ours.height() > 0);
@@ -276,7 +329,9 @@ print(json.dumps({{"folder": str(run.folder), "settings": run.settings.height,
     assert_eq!(got["line"], chosen["label"]);
     assert_eq!(got["cost"], chosen["cost_usd_sum"]);
     assert!(
-        got["text"].as_str().is_some_and(|t| t.contains("  with it: $")),
+        got["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("  with it: $")),
         "the printed recommendation is missing: {}",
         got["text"]
     );
@@ -306,16 +361,30 @@ print(json.dumps(out))
     let check = bin().args(["check", bad_setting]).output().unwrap();
     assert_eq!(check.status.code(), Some(1));
     let refused = String::from_utf8_lossy(&check.stdout);
-    let refused = refused.lines().find(|l| l.starts_with("refused: ")).unwrap();
+    let refused = refused
+        .lines()
+        .find(|l| l.starts_with("refused: "))
+        .unwrap();
     assert_eq!(got["check"], serde_json::json!(["refused", 1, refused]));
     let sweep = bin()
         .current_dir(&i.dir)
-        .args(["sweep", "no-such-folder/", "--out", "never", "--after-tokens", "lots"])
+        .args([
+            "sweep",
+            "no-such-folder/",
+            "--out",
+            "never",
+            "--after-tokens",
+            "lots",
+        ])
         .output()
         .unwrap();
     assert_eq!(sweep.status.code(), Some(2), "{}", text(&sweep));
     let stderr = String::from_utf8_lossy(&sweep.stderr);
-    let error = stderr.lines().rev().find(|l| l.starts_with("error: ")).unwrap();
+    let error = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error: "))
+        .unwrap();
     assert_eq!(got["sweep"], serde_json::json!(["bad input", 2, error]));
 }
 
