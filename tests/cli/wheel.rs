@@ -129,8 +129,9 @@ fn install() -> Result<Installed, String> {
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .ok_or("maturin wrote no .whl")?;
     let venv = dir.join("venv");
+    // No pip inside (ensurepip costs seconds): maturin's own pip installs into it.
     let made = Command::new("python3")
-        .args(["-m", "venv"])
+        .args(["-m", "venv", "--without-pip"])
         .arg(&venv)
         .output()
         .map_err(|e| format!("python3 does not run: {e}"))?;
@@ -138,7 +139,9 @@ fn install() -> Result<Installed, String> {
         return Err(format!("python3 -m venv failed: {}", text(&made)));
     }
     // Offline and from the cache only: the wheel, and polars for the frames.
-    let pip = user(&venv, &dir, "pip")
+    let pip = Command::new(maturin.with_file_name("pip"))
+        .arg("--python")
+        .arg(venv.join("bin/python"))
         .args([
             "install",
             "--quiet",
