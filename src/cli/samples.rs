@@ -14,10 +14,10 @@ pub const SAMPLE_DATA: &str = "sample data: the 40 synthetic ADK sessions of `co
 /// Why `--samples` or a missing `transcripts/` stops a command.
 #[derive(Debug, thiserror::Error)]
 pub enum SamplesError {
-    #[error("{path}: no such file or folder here; `transcripts/` holds the sample sessions of a checkout of the repository: `compaction-sim {command} --samples` {does} the same 40 sample sessions, generated into a temporary folder")]
+    #[error("{path}: no such file or folder here; `transcripts/` holds the sample sessions of a checkout of the repository: `{suggestion}` {does}, generated into a temporary folder")]
     Absent {
         path: String,
-        command: &'static str,
+        suggestion: String,
         does: &'static str,
     },
     #[error("--samples: `{0}` is not one of the sample sessions (01-support-3.session.json to 40-coding-{last}.session.json; `compaction-sim inspect --samples` lists them)", last = last_sample_invocations())]
@@ -108,14 +108,20 @@ pub fn inputs(
         let first = Path::new(p).components().next();
         let under_default = first.is_some_and(|c| c.as_os_str() == DEFAULT_INPUT);
         if under_default && !PathBuf::from(p).exists() {
-            let does = if command == "replay" {
-                "replays one of"
+            let (suggestion, does) = if command == "replay" {
+                (
+                    format!("compaction-sim replay --samples {p}"),
+                    "replays that sample session",
+                )
             } else {
-                "reads"
+                (
+                    format!("compaction-sim {command} --samples"),
+                    "reads the same 40 sample sessions",
+                )
             };
             return Err(SamplesError::Absent {
                 path: p.clone(),
-                command,
+                suggestion,
                 does,
             });
         }

@@ -411,3 +411,65 @@ for kind in ("polars", "pandas"):
     assert!(lines[0].contains("`pip install polars`"), "{out}");
     assert!(lines[1].contains("`pip install pandas pyarrow`"), "{out}");
 }
+
+/// Outside a checkout (an empty folder, as after `pip install`): the commands that read
+/// `transcripts/` say it is absent and offer `--samples`, and `--samples` reads the same
+/// sessions as the checkout's `transcripts/`. Needs no wheel.
+#[test]
+fn outside_a_checkout_transcripts_is_named_absent_and_samples_offered() {
+    let empty = tempfile::tempdir().unwrap();
+    let replay_args = [
+        "--after-tokens",
+        "40000",
+        "--keep-recent-events",
+        "10",
+        "--json",
+    ];
+    let cases: [(&[&str], &str); 3] = [
+        (&["sweep"], "`compaction-sim sweep --samples` reads the same 40 sample sessions"),
+        (
+            &["inspect", "transcripts/"],
+            "`compaction-sim inspect --samples` reads the same 40 sample sessions",
+        ),
+        (
+            &["replay", "transcripts/06-coding-37.session.json"],
+            "`compaction-sim replay --samples transcripts/06-coding-37.session.json` replays that sample session",
+        ),
+    ];
+    for (args, hint) in cases {
+        let out = bin().current_dir(empty.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(hint), "{args:?}: {stderr}");
+    }
+    // The sample session replays exactly as the checkout's file does.
+    let sample = bin()
+        .current_dir(empty.path())
+        .args([
+            "replay",
+            "--samples",
+            "transcripts/06-coding-37.session.json",
+        ])
+        .args(replay_args)
+        .output()
+        .unwrap();
+    let checkout = bin()
+        .current_dir(root())
+        .args(["replay", "transcripts/06-coding-37.session.json"])
+        .args(replay_args)
+        .output()
+        .unwrap();
+    assert!(sample.status.success(), "{}", text(&sample));
+    assert!(checkout.status.success(), "{}", text(&checkout));
+    let mut a: serde_json::Value = serde_json::from_slice(&sample.stdout).unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&checkout.stdout).unwrap();
+    // Only where it was read from differs.
+    let path = &mut a["transcript"]["path"];
+    assert!(
+        path.as_str()
+            .is_some_and(|p| p.ends_with("/06-coding-37.session.json")),
+        "{path}"
+    );
+    *path = b["transcript"]["path"].clone();
+    assert_eq!(a, b, "the sample replays differently from transcripts/");
+}
