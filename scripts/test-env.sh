@@ -27,3 +27,17 @@ if command -v chromium >/dev/null 2>&1; then
   COMPACTION_SIM_TEST_CHROMIUM="$(command -v chromium)"
   export COMPACTION_SIM_TEST_CHROMIUM
 fi
+# The wheel tests (tests/cli/wheel.rs): maturin to pack the test build into a wheel, and the
+# wheels the fresh venv installs besides it (polars, for the API's DataFrames), both from
+# PyPI, pinned and kept under ~/.cache so a rerun downloads nothing.
+TOOLS="$HOME/.cache/compaction-sim-wheel-tools"
+if ! "$TOOLS/bin/maturin" --version 2>/dev/null | grep -qx 'maturin 1.16.0'; then
+  python3 -m venv --clear "$TOOLS"
+  "$TOOLS/bin/pip" install --quiet --disable-pip-version-check 'maturin==1.16.0'
+fi
+export COMPACTION_SIM_TEST_MATURIN="$TOOLS/bin/maturin"
+WHEELHOUSE="$HOME/.cache/compaction-sim-wheelhouse"
+if ! ls "$WHEELHOUSE"/polars-2.1.0-*.whl >/dev/null 2>&1; then
+  "$TOOLS/bin/pip" download --quiet --disable-pip-version-check --dest "$WHEELHOUSE" 'polars==2.1.0'
+fi
+export COMPACTION_SIM_TEST_WHEELHOUSE="$WHEELHOUSE"

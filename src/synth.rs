@@ -245,6 +245,16 @@ pub fn estimate_swe_agent(shape: &SweShape) -> Estimate {
     }))
 }
 
+/// The sample sessions: a checkout's `transcripts/` is exactly `synth --sessions 40 --seed 6`
+/// (docs/development.md "Sample transcripts"), and `--samples` generates the same files.
+pub const SAMPLE_SESSIONS: usize = 40;
+pub const SAMPLE_SEED: u64 = 6;
+
+/// The sample sessions, byte for byte the files of a checkout's `transcripts/`.
+pub fn samples() -> Vec<SynthFile> {
+    generate(SAMPLE_SESSIONS, SAMPLE_SEED)
+}
+
 /// Generates `sessions` sessions from `seed`.
 pub fn generate(sessions: usize, seed: u64) -> Vec<SynthFile> {
     (0..sessions).map(|i| generate_one(seed, i)).collect()

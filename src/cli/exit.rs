@@ -40,6 +40,7 @@ fn classify_one(e: &(dyn std::error::Error + 'static)) -> Option<ExitKind> {
         .or_else(|| known::<crate::atomic::AtomicError>(e))
         .or_else(|| known::<crate::transcript::ReadError>(e))
         .or_else(|| known::<crate::transcript::db::DbError>(e))
+        .or_else(|| known::<super::samples::SamplesError>(e))
         .or_else(|| e.downcast_ref::<std::io::Error>().map(io_kind))
 }
 

@@ -21,8 +21,12 @@ use std::path::{Path, PathBuf};
 pub struct InspectArgs {
     /// Transcript files, folders (read recursively) or glob patterns, or ADK session
     /// database URLs (sqlite:///FILE.db, postgresql://USER@HOST:PORT/DB).
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(required_unless_present = "samples", value_name = "PATH")]
     pub paths: Vec<String>,
+    /// Read the 40 sample sessions (a checkout's transcripts/: `synth --sessions 40 --seed
+    /// 6`), generated into a temporary folder; with PATH, `transcripts/NAME` picks one.
+    #[arg(long)]
+    pub samples: bool,
     /// Filters for database inputs.
     #[command(flatten)]
     pub db: super::db_flags::DbFlags,
@@ -429,6 +433,8 @@ struct InspectJson<'a> {
 
 pub fn run(args: InspectArgs) -> anyhow::Result<u8> {
     super::exit_at_once_on_signal();
+    let (paths, _samples) = super::samples::inputs(args.samples, &args.paths, "inspect")?;
+    let args = InspectArgs { paths, ..args };
     let filter = args.db.filter(&args.paths, false)?;
     let loaded = crate::transcript::load_inputs(&args.paths, args.format, &filter);
     // Bad files are fatal with --strict, for a single file given alone, and when nothing at

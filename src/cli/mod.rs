@@ -52,6 +52,7 @@ pub mod merge;
 pub mod pricing;
 pub mod replay;
 pub mod report;
+pub mod samples;
 pub mod sweep;
 pub mod synth;
 

@@ -26,6 +26,10 @@ pub struct ReplayArgs {
     /// (sqlite:///FILE.db, postgresql://USER@HOST:PORT/DB; with --session, --app, --user).
     #[arg(value_name = "FILE")]
     pub file: String,
+    /// FILE names one of the 40 sample sessions (`transcripts/NAME`, a checkout's
+    /// transcripts/: `synth --sessions 40 --seed 6`), generated into a temporary folder.
+    #[arg(long)]
+    pub samples: bool,
     /// Compact once the last request's prompt reaches this many tokens (needs --keep-recent-events).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub after_tokens: Option<i64>,
@@ -59,8 +63,11 @@ pub struct ReplayArgs {
     pub json: bool,
 }
 
-pub fn run(args: ReplayArgs) -> Result<u8> {
+pub fn run(mut args: ReplayArgs) -> Result<u8> {
     super::exit_at_once_on_signal();
+    let (mut files, _samples) =
+        super::samples::inputs(args.samples, std::slice::from_ref(&args.file), "replay")?;
+    args.file = files.remove(0);
     let setting = match written(&args).validate() {
         Ok(s) => s,
         Err(r) => {

@@ -26,6 +26,10 @@ pub struct SweepArgs {
     /// Transcript files, folders or globs, or ADK session database URLs (sqlite:///FILE.db,
     /// postgresql://USER@HOST:PORT/DB) [default: transcripts/].
     pub paths: Vec<String>,
+    /// Sweep the 40 sample sessions (a checkout's transcripts/: `synth --sessions 40 --seed
+    /// 6`), generated into a temporary folder; the report labels them sample data.
+    #[arg(long)]
+    pub samples: bool,
     /// Filters for database inputs.
     #[command(flatten)]
     pub db: crate::cli::db_flags::DbFlags,
@@ -142,11 +146,16 @@ pub fn run(args: SweepArgs) -> Result<u8> {
     let (timeout, live) = args
         .summarizers
         .start(&plan.grid.summarizer, token_cache.as_deref())?;
-    let paths = if args.paths.is_empty() {
-        vec!["transcripts".to_string()]
+    let given = if args.paths.is_empty() && !args.samples {
+        vec![super::samples::DEFAULT_INPUT.to_string()]
     } else {
         args.paths.clone()
     };
+    // `--samples`: generated into a temporary folder that lives until the run ends
+    let (paths, samples) = super::samples::inputs(args.samples, &given, "sweep")?;
+    if samples.is_some() && !args.quiet {
+        errln!("note: {}", super::samples::SAMPLE_DATA);
+    }
     let filter = args.db.filter(&paths, false)?;
     let job = SweepJob {
         plan,
@@ -156,6 +165,9 @@ pub fn run(args: SweepArgs) -> Result<u8> {
             format: args.format.clone(),
             filter,
             sample: args.sample,
+            sample_data: samples
+                .as_ref()
+                .map(|_| super::samples::SAMPLE_DATA.to_string()),
         },
         destination: Destination {
             out: args.out.clone(),

@@ -55,9 +55,7 @@ fn input_rows(d: &RunData, sessions: usize) -> Vec<(String, String)> {
     vec![
         (
             "inputs".into(),
-            run.get("inputs")
-                .map(inputs_text)
-                .unwrap_or_else(|| "n/a".into()),
+            inputs_row(run),
         ),
         (
             "sessions replayed".into(),
@@ -253,6 +251,19 @@ fn summarizer_words(name: &str) -> String {
 
 /// `run.json` `inputs`: a list of `{path, sessions}` (or paths), shortened to a count and
 /// the first few paths.
+/// The inputs row: the files read, and with `--samples` first what they are (sample data,
+/// not the user's sessions).
+fn inputs_row(run: &Value) -> String {
+    let files = run
+        .get("inputs")
+        .map(inputs_text)
+        .unwrap_or_else(|| "n/a".into());
+    match run.get("sample_data").and_then(Value::as_str) {
+        Some(what) => format!("{what}; {files}"),
+        None => files,
+    }
+}
+
 fn inputs_text(v: &Value) -> String {
     let Some(a) = v.as_array() else {
         return flat(v);

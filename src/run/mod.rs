@@ -39,6 +39,9 @@ pub struct Inputs {
     pub format: Option<String>,
     pub filter: DbFilter,
     pub sample: Option<u64>,
+    /// What the inputs are when they are the tool's own samples (`sweep --samples`), as
+    /// run.json's `sample_data` and the report say it; `None` for the user's sessions.
+    pub sample_data: Option<String>,
 }
 
 /// Where the run folder goes: `out` (a new path, an empty folder, or with `force` an
@@ -217,6 +220,7 @@ pub fn sweep(job: SweepJob<'_>, progress: &dyn Progress) -> Result<Published, Ru
     plan.fit_to_sessions(&scanned.catalog.infos)?;
     let grid = &plan.grid;
     let mut run_inputs = replay::run_inputs(&scanned.catalog, grid, costing, scanned.sampled_from);
+    run_inputs.sample_data = inputs.sample_data.clone();
     let name = run_inputs.default_name(&today());
     let (target, latest) = replay::sweep_target(&destination, shard, &name, &scanned.input_paths)?;
     let work = replay::Work {

@@ -100,6 +100,7 @@ pub(super) fn run_inputs(
         ),
         summarizer_errors: Vec::new(),
         sampled_from,
+        sample_data: None,
     }
 }
 

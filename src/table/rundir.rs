@@ -50,6 +50,10 @@ pub struct RunInputs {
     /// With `--sample N`: how many sessions were read before drawing the sample.
     #[serde(default)]
     pub sampled_from: Option<u64>,
+    /// With `--samples`: what the sample data is (run.json `sample_data`, the report's
+    /// inputs row); absent otherwise, so other runs' files are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_data: Option<String>,
 }
 
 impl RunInputs {
@@ -278,6 +282,9 @@ pub fn run_json(
         "sampled_from".into(),
         serde_json::to_value(inputs.sampled_from)?,
     );
+    if let Some(what) = &inputs.sample_data {
+        o.insert("sample_data".into(), what.clone().into());
+    }
     o.insert(
         "summarizer_errors".into(),
         serde_json::to_value(&inputs.summarizer_errors)?,
@@ -772,6 +779,7 @@ mod tests {
             latency_default_models: vec![],
             summarizer_errors: vec![],
             sampled_from: None,
+            sample_data: None,
         };
         (inputs, grid)
     }

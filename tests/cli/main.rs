@@ -28,3 +28,4 @@ mod run_digests;
 mod run_library;
 mod safety;
 mod sweep;
+mod wheel;
