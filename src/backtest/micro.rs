@@ -33,7 +33,7 @@ pub fn predicted(session: &Session, run: &SessionReplay) -> Option<Vec<Predicted
                     .replay
                     .requests
                     .get(q)
-                    .map_or(session.events.len() as u32, |r| r.event_index as u32),
+                    .map_or(session.events.len() as u32, |r| r.event_index),
                 before: step.weighed,
                 after: step.weighed - step.saved,
                 summary: step.cleared.len() as u64,

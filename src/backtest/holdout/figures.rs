@@ -468,15 +468,25 @@ mod tests {
     #[test]
     fn the_output_estimate_is_refitted_without_the_session_it_is_scored_on() {
         let f = OutputEstimate {
-            sessions: vec![vec![(2_000, 1_000)], vec![(2_000, 1_000)], vec![(8_000, 2_000)]],
+            sessions: vec![
+                vec![(2_000, 1_000)],
+                vec![(2_000, 1_000)],
+                vec![(8_000, 2_000)],
+            ],
         };
         let r = cross_validate(&f);
         assert_eq!(r.outcome, Outcome::OutputAbsErrorPct);
         assert_eq!(r.shipped, Some(OUTPUT_CHARS_PER_TOKEN));
-        assert_eq!((r.in_sample.value_min, r.in_sample.value_max), (Some(3.0), Some(3.0)));
+        assert_eq!(
+            (r.in_sample.value_min, r.in_sample.value_max),
+            (Some(3.0), Some(3.0))
+        );
         // left out: 10,000 / 3,000 for the 2-char sessions, 4,000 / 2,000 = 2 for the odd one
         assert_eq!(r.held_out.value_min, Some(2.0));
-        assert!((r.held_out.value_max.unwrap() - 10.0 / 3.0).abs() < 1e-9, "{r:?}");
+        assert!(
+            (r.held_out.value_max.unwrap() - 10.0 / 3.0).abs() < 1e-9,
+            "{r:?}"
+        );
         // in sample: |2000/3 - 1000| / 1000 = 33.3 %, twice; |8000/3 - 2000| / 2000 = 33.3 %
         let ins = r.in_sample.median["all"];
         assert!((ins - 100.0 / 3.0).abs() < 1e-9, "{r:?}");
