@@ -254,6 +254,9 @@ fn figures_line(f: &Figures) -> String {
     if let Some(e) = f.prompt_fit_error_p50_pct {
         out.push_str(&format!(", prompt fit error p50 % {e}"));
     }
+    if let Some(e) = f.output_estimate_error_p50_pct {
+        out.push_str(&format!(", output estimate error p50 % {e}"));
+    }
     if let Some(r) = f.tokens_sent_ratio {
         out.push_str(&format!(", tokens_sent ratio {r}"));
         for (v, m) in &f.tokens_sent_ratio_by_version {
