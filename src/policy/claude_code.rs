@@ -11,7 +11,7 @@ use super::claude_code_rule::CliRule;
 use super::measured::{fit_requests, measured_context, request_sizes, Crossing};
 use super::microcompact::{self, Microcompact};
 use super::{At, Clearable, CompactionPolicy, Ctx, Decision};
-use crate::transcript::{ClaudeCodeSettings, Part, PolicyRule, Session};
+use crate::transcript::{ClaudeCodeSettings, PolicyRule, Session};
 
 pub use super::claude_code_rule::{parse_version, BUFFER, RESERVE_CAP_SINCE};
 
@@ -384,39 +384,15 @@ pub fn reattached(
 /// first.
 pub fn recent_reads(session: &Session, before: usize) -> Vec<(u32, u64)> {
     let events = &session.events[..before.min(session.events.len())];
-    let mut reads: std::collections::HashMap<&str, &str> = Default::default();
     // (path, event of its latest result, Claude Code's estimate of it), oldest first
     let mut latest: Vec<(&str, usize, u64)> = Vec::new();
-    for (k, e) in events.iter().enumerate() {
-        for p in &e.parts {
-            match p {
-                Part::ToolCall {
-                    id: Some(id),
-                    name,
-                    args,
-                } if name == "Read" => {
-                    if let Some(path) = args.get("file_path").and_then(|v| v.as_str()) {
-                        reads.insert(id.as_str(), path);
-                    }
-                }
-                Part::ToolResponse {
-                    id: Some(id),
-                    response,
-                    ..
-                } => {
-                    let Some(&path) = reads.get(id.as_str()) else {
-                        continue;
-                    };
-                    let chars = match response {
-                        serde_json::Value::String(s) => s.chars().count(),
-                        v => v.to_string().chars().count(),
-                    } as u64;
-                    latest.retain(|x| x.0 != path);
-                    latest.push((path, k, chars.div_ceil(4)));
-                }
-                _ => {}
-            }
-        }
+    for (k, path, response) in crate::transcript::claude_code::read_results(events) {
+        let chars = match response {
+            serde_json::Value::String(s) => s.chars().count(),
+            v => v.to_string().chars().count(),
+        } as u64;
+        latest.retain(|x| x.0 != path);
+        latest.push((path, k, chars.div_ceil(4)));
     }
     latest
         .iter()
@@ -462,7 +438,7 @@ pub const REATTACH_MAX_TOKENS: u64 = 50_000;
 mod reattach_tests {
     use super::*;
     use crate::tokens::sizes::SessionSizes;
-    use crate::transcript::{Event, Format, Role};
+    use crate::transcript::{Event, Format, Part, Role};
 
     /// Reads of `(path, chars)` in order, each a call (event 2i) and its result (event 2i + 1,
     /// counted at one token per 4 chars).

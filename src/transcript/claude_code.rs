@@ -900,6 +900,40 @@ impl<'a> Reader<'a> {
 /// `message.id`. Claude Code writes each content block of a response on its own line; the
 /// lines of one call share the `requestId`, while a third-party endpoint behind the CLI can
 /// give every response the same `message.id` (or a new one per block).
+/// Every result of Claude Code's `Read` tool in `events`, in order: (event index, the path it
+/// read, the result as recorded). What the settings a session read and the files Claude Code
+/// re-attaches after a compaction are both read from.
+pub fn read_results(events: &[Event]) -> Vec<(usize, &str, &Value)> {
+    let mut paths: HashMap<&str, &str> = HashMap::new();
+    let mut out = Vec::new();
+    for (k, e) in events.iter().enumerate() {
+        for p in &e.parts {
+            match p {
+                Part::ToolCall {
+                    id: Some(id),
+                    name,
+                    args,
+                } if name == "Read" => {
+                    if let Some(path) = args.get("file_path").and_then(Value::as_str) {
+                        paths.insert(id.as_str(), path);
+                    }
+                }
+                Part::ToolResponse {
+                    id: Some(id),
+                    response,
+                    ..
+                } => {
+                    if let Some(&path) = paths.get(id.as_str()) {
+                        out.push((k, path, response));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 fn request_key(obj: &Map<String, Value>, message_id: &str) -> String {
     match readutil::str_field(obj, "requestId").filter(|r| !r.is_empty()) {
         Some(r) => format!("req:{r}"),

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Part, PolicyRule, Session};
+use super::{PolicyRule, Session};
 
 /// What a Claude Code session shows of its settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,37 +79,16 @@ fn loaded_files(s: &ClaudeCodeSettings) -> Vec<String> {
 /// The text of each settings file `session` read with the `Read` tool, latest read last:
 /// (path, the file's JSON text with the `cat -n` line numbers taken off).
 fn settings_reads(session: &Session) -> Vec<(String, String)> {
-    let mut paths: BTreeMap<&str, &str> = BTreeMap::new();
-    let mut out = Vec::new();
-    for p in session.events.iter().flat_map(|e| &e.parts) {
-        match p {
-            Part::ToolCall {
-                id: Some(id),
-                name,
-                args,
-            } if name == "Read" => {
-                if let Some(path) = args.get("file_path").and_then(Value::as_str) {
-                    if path.ends_with("/.claude/settings.json")
-                        || path.ends_with("/.claude/settings.local.json")
-                    {
-                        paths.insert(id.as_str(), path);
-                    }
-                }
-            }
-            Part::ToolResponse {
-                id: Some(id),
-                response,
-                ..
-            } => {
-                let text = result_text(response);
-                if let (Some(path), Some(text)) = (paths.get(id.as_str()), text) {
-                    out.push((path.to_string(), strip_line_numbers(text)));
-                }
-            }
-            _ => {}
-        }
-    }
-    out
+    super::claude_code::read_results(&session.events)
+        .into_iter()
+        .filter(|(_, path, _)| {
+            path.ends_with("/.claude/settings.json")
+                || path.ends_with("/.claude/settings.local.json")
+        })
+        .filter_map(|(_, path, response)| {
+            result_text(response).map(|text| (path.to_string(), strip_line_numbers(text)))
+        })
+        .collect()
 }
 
 /// A tool result's text as the Claude Code reader keeps it (`{"content": text}`), or a plain
@@ -311,6 +290,7 @@ pub fn share(sessions: &mut [Session]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transcript::Part;
     use crate::transcript::{Event, Format, RecordedPolicy, Role};
 
     /// A Claude Code session in `cwd` that read `path` (whose text is `text`, numbered as
