@@ -247,7 +247,8 @@ fn replay_pairs(
                 },
                 work.cancel,
                 &|| {},
-                &mut |_, _, _| Ok(()),
+                &mut |_| Ok(()),
+                &mut |_, _| Ok(()),
             )
         })?;
     }
@@ -272,10 +273,13 @@ fn replay_pairs(
             },
             work.cancel,
             &|| progress.replayed_one(),
-            &mut |eval, rows, f| {
+            &mut |rows| {
                 progress.began(Phase::Rows);
                 writer.push(rows)?;
                 progress.ended(Phase::Rows);
+                Ok(())
+            },
+            &mut |eval, f| {
                 out.failed.extend(f);
                 out.summarizer_errors.extend(eval.summarizer_errors());
                 out.recorded.absorb(eval.recorded_compactions());

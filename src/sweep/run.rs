@@ -198,42 +198,51 @@ pub fn shard_sessions(n_sessions: usize, shard: Option<Shard>) -> Vec<u32> {
         .collect()
 }
 
-/// Pairs replayed in parallel at once by [`run_pairs`] (a chunk of whole sessions, at least
-/// one): each chunk's results are moved into the window's rows before the next starts, so a
-/// window's rows are held once, not twice (a result buffer the size of the window beside the
-/// rows was 120 MB of sweep-bench's peak: 256 sessions × 1,001 settings × 464 bytes; issue 47).
+/// Pairs replayed in parallel at once by [`stream_pairs`] (a chunk of whole sessions, at
+/// least one): each chunk's rows go to the run's writer before the next chunk starts, so a
+/// sweep holds one chunk's rows (7 MB), never a window's (a window's rows, held whole until
+/// it ended, were 111 MB of sweep-bench's peak: 256 sessions × 1,001 settings × 456 bytes;
+/// issue 47).
 pub const PAIRS_AT_ONCE: usize = 16_384;
 
 /// Replay every (session, setting) pair of `sessions` × `settings` in parallel, a chunk of
-/// sessions at a time ([`PAIRS_AT_ONCE`] pairs); rows in (session, setting) order.
+/// whole sessions at a time ([`PAIRS_AT_ONCE`] pairs), handing each chunk's rows to `push`
+/// in (session, setting) order; returns the failures.
 ///
+/// A session that failed under any setting leaves its chunk's rows (a session missing from
+/// only some settings would bias every aggregate); the caller drops it from the run.
 /// `tick` is called once per finished pair (the progress bar); `cancel` is polled per pair.
-/// Failures are returned beside the good rows: the caller drops failing sessions from the
-/// run as a whole (a session missing from only some settings would bias every aggregate).
-pub fn run_pairs(
+pub fn stream_pairs<X: From<Cancelled>>(
     eval: &dyn Evaluator,
     sessions: &[u32],
     settings: &[Setting],
     cancel: &AtomicBool,
     tick: &(dyn Fn() + Sync),
-) -> Result<(Vec<RunRow>, Vec<Failure>), Cancelled> {
-    let n_set = settings.len();
-    let mut rows = Vec::with_capacity(sessions.len() * n_set);
+    push: &mut dyn FnMut(Vec<RunRow>) -> Result<(), X>,
+) -> Result<Vec<Failure>, X> {
+    let per_chunk = (PAIRS_AT_ONCE / settings.len().max(1)).max(1);
     let mut failed = Vec::new();
-    let per_chunk = (PAIRS_AT_ONCE / n_set.max(1)).max(1);
     for chunk in sessions.chunks(per_chunk) {
+        let mut rows = Vec::with_capacity(chunk.len() * settings.len());
+        let failed_before = failed.len();
         for r in pairs_of(eval, chunk, settings, cancel, tick) {
             match r {
                 Some(Ok(row)) => rows.push(row),
                 Some(Err(e)) => failed.push(e),
-                None => return Err(Cancelled),
+                None => return Err(Cancelled.into()),
             }
         }
         if cancel.load(Ordering::Relaxed) {
-            return Err(Cancelled);
+            return Err(Cancelled.into());
         }
+        if failed.len() > failed_before {
+            let bad: std::collections::HashSet<u32> =
+                failed[failed_before..].iter().map(|f| f.0).collect();
+            rows.retain(|r| !bad.contains(&r.session));
+        }
+        push(rows)?;
     }
-    Ok((rows, failed))
+    Ok(failed)
 }
 
 /// The pairs of `sessions` × `settings`, replayed in parallel, in order; `None` once
@@ -299,14 +308,15 @@ pub fn windows(sessions: &[u32], events: &dyn Fn(u32) -> u64) -> Vec<std::ops::R
     out
 }
 
-/// What [`run_windows`] hands each finished window to: its evaluator, rows and failures.
-pub type WindowSink<'a, E, X> = dyn FnMut(&E, Vec<RunRow>, Vec<Failure>) -> Result<(), X> + 'a;
+/// What [`run_windows`] hands each finished window to: its evaluator (what it recorded on
+/// the way) and the failures.
+pub type WindowSink<'a, E, X> = dyn FnMut(&E, Vec<Failure>) -> Result<(), X> + 'a;
 
-/// [`run_pairs`] a window of sessions at a time (see [`windows`]): `prepare` readies a
-/// window, its pairs run in parallel, and `sink` gets the window's evaluator (what it
-/// recorded on the way), its rows in (session, setting) order, without the sessions that
-/// failed under any setting, and the failures. Only one
-/// window's prepared sessions and rows are held at once.
+/// [`stream_pairs`] a window of sessions at a time (see [`windows`]): `prepare` readies a
+/// window, its pairs run in parallel, `push` gets the rows a chunk at a time in (session,
+/// setting) order, without the sessions that failed under any setting, and `sink` gets each
+/// finished window's evaluator and failures. Only one window's prepared sessions and one
+/// chunk's rows are held at once.
 #[allow(clippy::too_many_arguments)]
 pub fn run_windows<E: Evaluator, X: From<Cancelled>>(
     sessions: &[u32],
@@ -315,17 +325,14 @@ pub fn run_windows<E: Evaluator, X: From<Cancelled>>(
     prepare: &mut dyn FnMut(&[u32]) -> Result<E, X>,
     cancel: &AtomicBool,
     tick: &(dyn Fn() + Sync),
+    push: &mut dyn FnMut(Vec<RunRow>) -> Result<(), X>,
     sink: &mut WindowSink<'_, E, X>,
 ) -> Result<(), X> {
     for w in windows(sessions, events) {
         let chunk = &sessions[w];
         let eval = prepare(chunk)?;
-        let (mut rows, failed) = run_pairs(&eval, chunk, settings, cancel, tick)?;
-        if !failed.is_empty() {
-            let bad: std::collections::HashSet<u32> = failed.iter().map(|f| f.0).collect();
-            rows.retain(|r| !bad.contains(&r.session));
-        }
-        sink(&eval, rows, failed)?;
+        let failed = stream_pairs(&eval, chunk, settings, cancel, tick, push)?;
+        sink(&eval, failed)?;
     }
     Ok(())
 }
@@ -333,6 +340,22 @@ pub fn run_windows<E: Evaluator, X: From<Cancelled>>(
 #[cfg(test)]
 pub mod tests {
     use super::*;
+
+    /// [`stream_pairs`] with its rows collected.
+    pub fn run_pairs(
+        eval: &dyn Evaluator,
+        sessions: &[u32],
+        settings: &[Setting],
+        cancel: &AtomicBool,
+        tick: &(dyn Fn() + Sync),
+    ) -> Result<(Vec<RunRow>, Vec<Failure>), Cancelled> {
+        let mut rows = Vec::new();
+        let failed = stream_pairs(eval, sessions, settings, cancel, tick, &mut |r| {
+            rows.extend(r);
+            Ok::<_, Cancelled>(())
+        })?;
+        Ok((rows, failed))
+    }
     use crate::sweep::grid::{GridSpec, Known};
 
     /// Deterministic fake: numbers derived from the session index and setting fields.
@@ -523,7 +546,7 @@ mod rounding_tests {
 
 #[cfg(test)]
 mod window_tests {
-    use super::tests::Fake;
+    use super::tests::{run_pairs, Fake};
     use super::*;
     use crate::sweep::grid::{GridSpec, Known};
 
@@ -566,6 +589,46 @@ mod window_tests {
             assert_eq!((r.session as usize, r.setting), (s, st.setting_id));
             assert_eq!(r.metrics, want);
         }
+    }
+
+    /// Issue 47 item 11: a window's rows reach the writer a chunk of whole sessions at a
+    /// time as they are replayed, so a sweep never holds a window's rows whole.
+    #[test]
+    fn rows_reach_the_writer_a_chunk_at_a_time_not_a_window_at_a_time() {
+        let k = Known {
+            model: &|_| true,
+            tokenizers: &["o200k"],
+        };
+        let set = GridSpec::from_toml("g", "after_tokens='1k..100k:1k'\nkeep_recent_events=[1]")
+            .unwrap()
+            .resolve(&k)
+            .unwrap()
+            .settings;
+        let ids: Vec<u32> = (0..WINDOW_SESSIONS as u32).collect();
+        let (mut pushes, mut windows_done) = (Vec::new(), 0);
+        run_windows::<_, Cancelled>(
+            &ids,
+            &|_| 1,
+            &set,
+            &mut |_| Ok(Fake { n: WINDOW_SESSIONS }),
+            &AtomicBool::new(false),
+            &|| {},
+            &mut |r| {
+                pushes.push(r.len());
+                Ok(())
+            },
+            &mut |_, _| {
+                windows_done += 1;
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(windows_done, 1);
+        assert_eq!(pushes.iter().sum::<usize>(), WINDOW_SESSIONS * set.len());
+        assert!(pushes.len() > 1, "{pushes:?}");
+        assert!(pushes
+            .iter()
+            .all(|&n| n <= PAIRS_AT_ONCE && n % set.len() == 0));
     }
 
     #[test]
@@ -621,8 +684,11 @@ mod window_tests {
                     },
                     &AtomicBool::new(false),
                     &|| {},
-                    &mut |_, r, f| {
+                    &mut |r| {
                         rows.extend(r);
+                        Ok(())
+                    },
+                    &mut |_, f| {
                         fails.extend(f);
                         Ok(())
                     },

@@ -735,7 +735,10 @@ pub fn recommendation_lines(out: &Outcome) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::sweep::grid::{GridSpec, Known};
-    use crate::sweep::run::{run_pairs, shard_sessions, tests::Fake};
+    use crate::sweep::run::{
+        shard_sessions,
+        tests::{run_pairs, Fake},
+    };
     use std::sync::atomic::AtomicBool;
 
     fn setup(n: usize) -> (RunInputs, ResolvedGrid) {

@@ -154,7 +154,7 @@ impl SettingFacts {
     }
 }
 
-/// Aggregate rows (session-major, as `run_pairs` and `merge` produce them) per setting.
+/// Aggregate rows (session-major, as `stream_pairs` and `merge` produce them) per setting.
 pub fn summarize(settings: &[Setting], rows: &[RunRow], budgets: &Budgets) -> Vec<SettingSummary> {
     let mut by_setting: Vec<Vec<&RunRow>> = vec![Vec::new(); settings.len()];
     for r in rows {
