@@ -149,6 +149,7 @@ fn fit_kinds(samples: &[RetentionSample], source: &str) -> Retention {
         models,
         kinds,
         families: std::collections::BTreeMap::new(),
+        chosen: None,
     }
 }
 
@@ -261,5 +262,50 @@ mod tests {
         let c = check_retention(&five);
         assert!((c.in_sample - 25.0).abs() < 1e-9, "{c:?}");
         assert!((c.leave_one_session_out - 50.0).abs() < 1e-9, "{c:?}");
+    }
+
+    /// Issue 45: a claude-code or openhands policy's summaries are estimated with their
+    /// family's fit; a kind too few of the family's summaries had at risk takes the pooled
+    /// rate, a family the table has no fit of takes the pooled fit, and each says so.
+    #[test]
+    fn a_policy_family_uses_its_own_fit_and_the_pooled_one_where_too_few() {
+        // claude-code: sessions a, b (3 summaries); openhands: c to g (5)
+        let eight: Vec<RetentionSample> = [
+            ("a", 2),
+            ("a", 4),
+            ("b", 6),
+            ("c", 8),
+            ("d", 5),
+            ("e", 5),
+            ("f", 6),
+            ("g", 9),
+        ]
+        .iter()
+        .map(|&(s, k)| quoted_sample(s, 10, k))
+        .collect();
+        let r = fit_retention(&eight, "test");
+        let q = FactKind::Quoted;
+        assert_eq!(r.rate(q), Some(0.5625)); // 45 / 80
+        let oh = r.for_family(Some("openhands"));
+        assert_eq!(oh.rate(q), Some(0.66)); // 33 / 50
+        assert_eq!(oh.rests_on(), "5 openhands summaries");
+        let cc = r.for_family(Some("claude-code"));
+        assert_eq!(cc.rate(q), Some(0.5625));
+        assert_eq!(
+            cc.rests_on(),
+            "3 claude-code summaries (the pooled 8 for quoted: too few of them had it at risk)"
+        );
+        let codex = r.for_family(Some("codex"));
+        assert_eq!(codex.rate(q), Some(0.5625));
+        assert_eq!(
+            codex.rests_on(),
+            "8 summaries (claude-code 3, openhands 5), pooled: the table has no codex fit"
+        );
+        assert!(matches!(r.for_family(None), std::borrow::Cow::Borrowed(p) if *p == r));
+        // the estimate follows the fit: 10 quoted references at risk
+        let mut t = RefTally::default();
+        t.at_risk[q.index()] = 10;
+        assert!((estimate(&t, Some(&oh)) - 3.4).abs() < 1e-9);
+        assert!((estimate(&t, Some(&cc)) - 4.375).abs() < 1e-9);
     }
 }
