@@ -133,7 +133,7 @@ fn family_retention_words(d: &RunData, policies: &[&SettingRow]) -> Option<Strin
         .map(|f| format!("the {f} policy's on {}", r.for_family(Some(f)).rests_on()))
         .collect();
     Some(format!(
-        "Broken references of a modelled summarizer's summaries are estimated with retention fitted on recorded summaries of the framework whose rule the policy replays: {}; the other policies' on the pooled fit of {} (docs/validation.md, section Retention of what is used later).",
+        "Broken references of a modelled summarizer's summaries are estimated with retention fitted on recorded summaries of the framework whose rule the policy replays: {}; the other policies' on the pooled fit of {}; an as-recorded replay of a Claude Code or OpenHands session takes that framework's fit (docs/validation.md, section Retention of what is used later).",
         each.join(", "),
         r.rests_on()
     ))
