@@ -49,6 +49,16 @@ pub enum AsRecorded {
 }
 
 impl AsRecorded {
+    /// The summarizer family whose recorded summaries this rule's summaries stand for
+    /// ([`crate::settings::PolicySpec::summary_family`]).
+    pub fn summary_family(&self) -> Option<&'static str> {
+        match self {
+            AsRecorded::ClaudeCode { .. } => Some("claude-code"),
+            AsRecorded::Openhands { .. } => Some("openhands"),
+            _ => None,
+        }
+    }
+
     /// The setting in words, with where it came from.
     pub fn label(&self) -> String {
         match self {

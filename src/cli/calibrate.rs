@@ -230,6 +230,23 @@ fn fit_fact_retention(
         c.leave_one_session_out,
         ratio(c.leave_one_session_out)
     );
+    for f in &c.families {
+        let r = |x: f64| x / f.real.max(1) as f64;
+        outln!(
+            "    {} ({} summaries): real {}; pooled fit {:.1} ({:.2}x) in sample, {:.1} ({:.2}x) leaving each session out; its own fit {:.1} ({:.2}x), {:.1} ({:.2}x)",
+            super::term(&f.family),
+            f.summaries,
+            f.real,
+            f.pooled.0,
+            r(f.pooled.0),
+            f.pooled.1,
+            r(f.pooled.1),
+            f.own.0,
+            r(f.own.0),
+            f.own.1,
+            r(f.own.1)
+        );
+    }
     file.retention = Some(r);
     Ok(())
 }

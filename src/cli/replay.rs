@@ -307,6 +307,7 @@ impl Replayer<'_> {
             event_facts: None,
             references: None,
             attachments_once: false,
+            summary_family: None,
         };
         outln!();
         out!("{}", render_metrics(&e.metrics, &self.pricing.model, &ms));

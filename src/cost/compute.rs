@@ -164,6 +164,10 @@ pub struct MetricsSetting<'a> {
     /// The `artifacts` alternative (docs/alternatives.md): each attachment is priced in the
     /// first request that carries its message only, as if a tool had loaded it once.
     pub attachments_once: bool,
+    /// The summarizer family a modelled summary is estimated with
+    /// (`PolicySpec::summary_family`: a claude-code or openhands policy's
+    /// summaries rest on that family's recorded ones); `None`: the pooled fit.
+    pub summary_family: Option<&'a str>,
 }
 
 /// Per request, under the `artifacts` alternative: the attachment tokens it no longer sends
@@ -704,7 +708,12 @@ fn detail_in_texts(
         setting,
         &texts,
         searched.as_ref().map(|(h, offset)| (h, *offset)),
-        model.latency.retention.as_ref(),
+        model
+            .latency
+            .retention
+            .as_ref()
+            .map(|r| r.for_family(setting.summary_family))
+            .as_deref(),
         m,
     );
 }
@@ -867,7 +876,7 @@ pub fn render_metrics(
     let rows = [
         token_rows(m),
         cost_and_latency_rows(m),
-        detail_rows(m, model),
+        detail_rows(m, model, setting.summary_family),
         assumption_rows(model, setting),
     ];
     for (k, v) in rows.iter().flatten() {
@@ -978,7 +987,7 @@ fn cost_and_latency_rows(m: &SessionMetrics) -> Vec<MetricRow> {
 }
 
 /// What the requests no longer read verbatim, and what the summaries lost of it.
-fn detail_rows(m: &SessionMetrics, model: &CostModel) -> Vec<MetricRow> {
+fn detail_rows(m: &SessionMetrics, model: &CostModel, family: Option<&str>) -> Vec<MetricRow> {
     vec![
         (
             "detail lost",
@@ -997,7 +1006,15 @@ fn detail_rows(m: &SessionMetrics, model: &CostModel) -> Vec<MetricRow> {
         ),
         (
             "references broken",
-            references_broken(m, model.latency.retention.as_ref()),
+            references_broken(
+                m,
+                model
+                    .latency
+                    .retention
+                    .as_ref()
+                    .map(|r| r.for_family(family))
+                    .as_deref(),
+            ),
         ),
         ("seams", m.seams.to_string()),
     ]
@@ -1507,6 +1524,7 @@ mod tests {
             event_facts: None,
             references: None,
             attachments_once: false,
+            summary_family: None,
         }
     }
 
@@ -1947,6 +1965,7 @@ mod tests {
             event_facts: None,
             references: None,
             attachments_once: false,
+            summary_family: None,
         };
         let (r, log) = replay_with_client(&inner, &model, &streams, &fake_engine);
         assert_eq!(r.calls[0].result, CallResult::Summary);

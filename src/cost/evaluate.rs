@@ -144,6 +144,9 @@ pub struct CostSetting<'a> {
     /// The `artifacts` alternative: each attachment priced once (see
     /// [`super::compute::MetricsSetting::attachments_once`]).
     pub attachments_once: bool,
+    /// The summarizer family a modelled summary is estimated with
+    /// ([`super::compute::MetricsSetting::summary_family`]).
+    pub summary_family: Option<&'a str>,
 }
 
 impl<'a> CostSetting<'a> {
@@ -159,6 +162,7 @@ impl<'a> CostSetting<'a> {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             fail_calls: Vec::new(),
             attachments_once: false,
+            summary_family: None,
         }
     }
 }
@@ -252,6 +256,7 @@ fn evaluate_with(
             .then(|| inputs.memo.event_facts(session)),
         references: Some(inputs.memo.references(session, &inputs.lines)),
         attachments_once: setting.attachments_once,
+        summary_family: setting.summary_family,
     };
     let (replay, log) = replay_measured(
         summarizer,

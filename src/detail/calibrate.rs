@@ -149,13 +149,16 @@ fn fit_kinds(samples: &[RetentionSample], source: &str) -> Retention {
         models,
         kinds,
         families: std::collections::BTreeMap::new(),
+        chosen: None,
     }
 }
 
 /// The `agent` estimate against the real summaries' broken count over `samples`: the estimate
 /// with the pooled fit of all of them (in sample), and with the fit of every session but the
-/// one each sample is from (leave-one-session-out).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// one each sample is from (leave-one-session-out); and per family, the same with the pooled
+/// fit beside the family's own ([`Retention::for_family`], as a claude-code or openhands
+/// policy's summaries are estimated).
+#[derive(Debug, Clone, PartialEq)]
 pub struct RetentionCheck {
     pub summaries: usize,
     pub sessions: usize,
@@ -163,34 +166,84 @@ pub struct RetentionCheck {
     pub real: u64,
     pub in_sample: f64,
     pub leave_one_session_out: f64,
+    /// By family name.
+    pub families: Vec<FamilyCheck>,
 }
 
-/// [`RetentionCheck`] of `samples` (the pooled fit, as `agent` uses it).
+/// [`RetentionCheck`] over one family's summaries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilyCheck {
+    pub family: String,
+    pub summaries: usize,
+    pub real: u64,
+    /// With the pooled fit (of all families): in sample, leave-one-session-out.
+    pub pooled: (f64, f64),
+    /// With the family's fit, each kind it has too few summaries for at the pooled rate.
+    pub own: (f64, f64),
+}
+
+/// [`RetentionCheck`] of `samples` (the pooled fit, as `agent` uses it; per family also the
+/// family's fit).
 pub fn check_retention(samples: &[RetentionSample]) -> RetentionCheck {
-    let all = fit_kinds(samples, "");
+    let all = fit_retention(samples, "");
     let mut sessions: Vec<&str> = samples.iter().map(|s| s.session.as_str()).collect();
     sessions.sort_unstable();
     sessions.dedup();
-    let mut loso = 0.0;
+    // per sample: (pooled, own family's) estimate, in sample and with its session left out
+    let pooled_in: Vec<f64> = samples
+        .iter()
+        .map(|s| estimate(&s.refs, Some(&all)))
+        .collect();
+    let own = |fit: &Retention, s: &RetentionSample| {
+        estimate(&s.refs, Some(&fit.for_family(Some(&s.family))))
+    };
+    let own_in: Vec<f64> = samples.iter().map(|s| own(&all, s)).collect();
+    let (mut pooled_out, mut own_out) = (vec![0.0; samples.len()], vec![0.0; samples.len()]);
     for held in &sessions {
         let rest: Vec<RetentionSample> = samples
             .iter()
             .filter(|s| s.session != *held)
             .cloned()
             .collect();
-        let fit = fit_kinds(&rest, "");
-        loso += samples
-            .iter()
-            .filter(|s| s.session == *held)
-            .map(|s| estimate(&s.refs, Some(&fit)))
-            .sum::<f64>();
+        let fit = fit_retention(&rest, "");
+        for (i, s) in samples.iter().enumerate() {
+            if s.session == *held {
+                pooled_out[i] = estimate(&s.refs, Some(&fit));
+                own_out[i] = own(&fit, s);
+            }
+        }
     }
+    let mut names: Vec<&str> = samples.iter().map(|s| s.family.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let sum = |v: &[f64], f: Option<&str>| -> f64 {
+        v.iter()
+            .zip(samples)
+            .filter(|(_, s)| f.is_none_or(|f| s.family == f))
+            .map(|(x, _)| x)
+            .sum()
+    };
+    let families = names
+        .iter()
+        .map(|&f| FamilyCheck {
+            family: f.to_string(),
+            summaries: samples.iter().filter(|s| s.family == f).count(),
+            real: samples
+                .iter()
+                .filter(|s| s.family == f)
+                .map(|s| s.refs.broken_total())
+                .sum(),
+            pooled: (sum(&pooled_in, Some(f)), sum(&pooled_out, Some(f))),
+            own: (sum(&own_in, Some(f)), sum(&own_out, Some(f))),
+        })
+        .collect();
     RetentionCheck {
         summaries: samples.len(),
         sessions: sessions.len(),
         real: samples.iter().map(|s| s.refs.broken_total()).sum(),
-        in_sample: samples.iter().map(|s| estimate(&s.refs, Some(&all))).sum(),
-        leave_one_session_out: loso,
+        in_sample: sum(&pooled_in, None),
+        leave_one_session_out: sum(&pooled_out, None),
+        families,
     }
 }
 
@@ -261,5 +314,64 @@ mod tests {
         let c = check_retention(&five);
         assert!((c.in_sample - 25.0).abs() < 1e-9, "{c:?}");
         assert!((c.leave_one_session_out - 50.0).abs() < 1e-9, "{c:?}");
+    }
+
+    /// Issue 45: a claude-code or openhands policy's summaries are estimated with their
+    /// family's fit; a kind too few of the family's summaries had at risk takes the pooled
+    /// rate, a family the table has no fit of takes the pooled fit, and each says so.
+    #[test]
+    fn a_policy_family_uses_its_own_fit_and_the_pooled_one_where_too_few() {
+        // claude-code: sessions a, b (3 summaries); openhands: c to g (5)
+        let eight: Vec<RetentionSample> = [
+            ("a", 2),
+            ("a", 4),
+            ("b", 6),
+            ("c", 8),
+            ("d", 5),
+            ("e", 5),
+            ("f", 6),
+            ("g", 9),
+        ]
+        .iter()
+        .map(|&(s, k)| quoted_sample(s, 10, k))
+        .collect();
+        let r = fit_retention(&eight, "test");
+        let q = FactKind::Quoted;
+        assert_eq!(r.rate(q), Some(0.5625)); // 45 / 80
+        let oh = r.for_family(Some("openhands"));
+        assert_eq!(oh.rate(q), Some(0.66)); // 33 / 50
+        assert_eq!(oh.rests_on(), "5 openhands summaries");
+        let cc = r.for_family(Some("claude-code"));
+        assert_eq!(cc.rate(q), Some(0.5625));
+        assert_eq!(
+            cc.rests_on(),
+            "3 claude-code summaries (the pooled 8 for quoted: too few of them had it at risk)"
+        );
+        let codex = r.for_family(Some("codex"));
+        assert_eq!(codex.rate(q), Some(0.5625));
+        assert_eq!(
+            codex.rests_on(),
+            "8 summaries (claude-code 3, openhands 5), pooled: the table has no codex fit"
+        );
+        assert!(matches!(r.for_family(None), std::borrow::Cow::Borrowed(p) if *p == r));
+        // the estimate follows the fit: 10 quoted references at risk
+        let mut t = RefTally::default();
+        t.at_risk[q.index()] = 10;
+        assert!((estimate(&t, Some(&oh)) - 3.4).abs() < 1e-9);
+        assert!((estimate(&t, Some(&cc)) - 4.375).abs() < 1e-9);
+        // the check estimates each family's summaries with its own fit beside the pooled one:
+        // openhands' 5 summaries (17 broken) in sample 50 × (1 − 0.66) = 17, pooled 21.875;
+        // claude-code's own fit is the pooled one (too few summaries): the same figures
+        let c = check_retention(&eight);
+        let fam = |f: &str| c.families.iter().find(|x| x.family == f).unwrap().clone();
+        let (oh, cc) = (fam("openhands"), fam("claude-code"));
+        assert_eq!(
+            (oh.summaries, oh.real, cc.summaries, cc.real),
+            (5, 17, 3, 18)
+        );
+        assert!((oh.own.0 - 17.0).abs() < 1e-9 && (oh.pooled.0 - 21.875).abs() < 1e-9);
+        assert_eq!((cc.own, cc.pooled.0), (cc.pooled, 30.0 * (1.0 - 0.5625)));
+        assert!((c.in_sample - oh.pooled.0 - cc.pooled.0).abs() < 1e-9);
+        assert!((c.leave_one_session_out - oh.pooled.1 - cc.pooled.1).abs() < 1e-9);
     }
 }

@@ -721,6 +721,22 @@ pub struct Retention {
     /// By family (`claude-code`, `openhands`, ...): the same fit on that family's summaries.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub families: BTreeMap<String, FamilyRetention>,
+    /// Set on the fit [`Retention::for_family`] gives (never read from or written to a file).
+    #[serde(skip)]
+    pub chosen: Option<FamilyChoice>,
+}
+
+/// Which family's fit an estimate uses ([`Retention::for_family`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FamilyChoice {
+    /// The family whose summaries the policy's summaries stand for.
+    pub family: String,
+    /// The table holds a fit of that family (else the whole pooled fit is used).
+    pub fitted: bool,
+    /// Kinds that take the pooled rate: too few of the family's summaries had them at risk.
+    pub pooled_kinds: Vec<&'static str>,
+    /// Summaries of the pooled fit.
+    pub pooled_summaries: u64,
 }
 
 impl Retention {
@@ -729,8 +745,75 @@ impl Retention {
         self.kinds.get(kind.name()).and_then(|k| k.rate)
     }
 
-    /// What the pooled fit rests on: `N summaries (family n, ...)`, families by name.
+    /// The fit the summaries of a policy of `family` rest on (issue 45: per summarizer family,
+    /// the framework whose prompt writes them): that family's rate for every kind it has one
+    /// for, the pooled rate for the kinds too few of its summaries had at risk; the pooled fit
+    /// when the table has no fit of that family. `None` (ADK's prompt, `model:NAME`, a
+    /// family without recorded summaries): the pooled fit itself.
+    pub fn for_family(&self, family: Option<&str>) -> std::borrow::Cow<'_, Retention> {
+        use std::borrow::Cow;
+        let Some(name) = family else {
+            return Cow::Borrowed(self);
+        };
+        let mut choice = FamilyChoice {
+            family: name.to_string(),
+            fitted: false,
+            pooled_kinds: Vec::new(),
+            pooled_summaries: self.summaries,
+        };
+        let Some(fam) = self.families.get(name) else {
+            return Cow::Owned(Retention {
+                chosen: Some(choice),
+                ..self.clone()
+            });
+        };
+        choice.fitted = true;
+        let mut kinds = BTreeMap::new();
+        for k in FactKind::ALL {
+            let own = fam.kinds.get(k.name()).filter(|x| x.rate.is_some());
+            let pooled = self.kinds.get(k.name());
+            if own.is_none() && pooled.is_some_and(|x| x.rate.is_some()) {
+                choice.pooled_kinds.push(k.name());
+            }
+            if let Some(x) = own.or(pooled) {
+                kinds.insert(k.name().to_string(), x.clone());
+            }
+        }
+        Cow::Owned(Retention {
+            source: self.source.clone(),
+            summaries: fam.summaries,
+            models: fam.models.clone(),
+            kinds,
+            families: BTreeMap::new(),
+            chosen: Some(choice),
+        })
+    }
+
+    /// What the fit rests on: `N summaries (family n, ...)`, families by name; for a family's
+    /// fit ([`Retention::for_family`]), `n FAMILY summaries`, with the kinds that take the
+    /// pooled rate, or the pooled fit and why.
     pub fn rests_on(&self) -> String {
+        match &self.chosen {
+            Some(c) if !c.fitted => format!(
+                "{}, pooled: the table has no {} fit",
+                self.pooled_rests_on(),
+                c.family
+            ),
+            Some(c) if c.pooled_kinds.is_empty() => {
+                format!("{} {} summaries", self.summaries, c.family)
+            }
+            Some(c) => format!(
+                "{} {} summaries (the pooled {} for {}: too few of them had it at risk)",
+                self.summaries,
+                c.family,
+                c.pooled_summaries,
+                c.pooled_kinds.join(", ")
+            ),
+            None => self.pooled_rests_on(),
+        }
+    }
+
+    fn pooled_rests_on(&self) -> String {
         let fams: Vec<String> = self
             .families
             .iter()
@@ -1150,6 +1233,7 @@ mod tests {
             models: vec![],
             kinds,
             families: BTreeMap::new(),
+            chosen: None,
         };
         assert_eq!(estimate(&t, Some(&ret)), 1.0);
         // Short payload: the same retention keeps the reference.

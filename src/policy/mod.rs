@@ -32,7 +32,7 @@ use crate::transcript::Session;
 pub use driver::replay;
 
 pub use crate::settings::policy::{
-    adk_expressible, GeminiProfile, LcTrigger, PolicySpec, FAMILIES,
+    adk_expressible, summary_family_of, GeminiProfile, LcTrigger, PolicySpec, FAMILIES,
 };
 
 impl PolicySpec {

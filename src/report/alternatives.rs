@@ -106,6 +106,37 @@ pub(super) fn other_policies(d: &RunData, b: &mut Vec<Block>) {
             true, false, false, true, true, true, true, true, true, false,
         ],
     });
+    if let Some(words) = family_retention_words(d, &policies) {
+        b.push(Block::Para(t(words)));
+    }
+}
+
+/// What the policies' estimated broken references rest on (issue 45): a claude-code or
+/// openhands policy's summaries, estimated for a modelled summarizer, take the retention
+/// fitted on that family's recorded summaries; the others the pooled fit. `None` when no
+/// policy row is estimated or the run's table has no retention.
+fn family_retention_words(d: &RunData, policies: &[&SettingRow]) -> Option<String> {
+    let estimated = |s: &&&SettingRow| s.references_basis == "estimated";
+    let mut families: Vec<&'static str> = policies
+        .iter()
+        .filter(estimated)
+        .filter_map(|s| crate::policy::summary_family_of(&s.policy))
+        .collect();
+    families.sort_unstable();
+    families.dedup();
+    if families.is_empty() {
+        return None;
+    }
+    let r = super::frontier::run_retention(d)?;
+    let each: Vec<String> = families
+        .iter()
+        .map(|f| format!("the {f} policy's on {}", r.for_family(Some(f)).rests_on()))
+        .collect();
+    Some(format!(
+        "Broken references of a modelled summarizer's summaries are estimated with retention fitted on recorded summaries of the framework whose rule the policy replays: {}; the other policies' on the pooled fit of {}; an as-recorded replay of a Claude Code or OpenHands session takes that framework's fit (docs/validation.md, section Retention of what is used later).",
+        each.join(", "),
+        r.rests_on()
+    ))
 }
 
 pub(super) fn alternatives(d: &RunData, b: &mut Vec<Block>) {

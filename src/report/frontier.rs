@@ -224,14 +224,20 @@ fn idle_words(idle: &IdleFrontier) -> Block {
     )))
 }
 
-/// What the estimated broken references rest on: the retention of the run's latency.toml
-/// (the table the sweep used, copied into the run folder); `None` when it has none.
-fn retention_basis(d: &RunData) -> Option<String> {
+/// The retention of the run's latency.toml (the table the sweep used, copied into the run
+/// folder); `None` when it has none.
+pub(super) fn run_retention(d: &RunData) -> Option<crate::detail::references::Retention> {
     let text = std::fs::read_to_string(d.dir.join("latency.toml")).ok()?;
     let mut table = crate::cost::latency::LatencyTable::builtin();
     table.retention = None;
     table.apply_file("latency.toml", &text).ok()?;
-    let r = table.retention?;
+    table.retention
+}
+
+/// What the estimated broken references rest on: the retention of the run's latency.toml
+/// (the table the sweep used, copied into the run folder); `None` when it has none.
+fn retention_basis(d: &RunData) -> Option<String> {
+    let r = run_retention(d)?;
     Some(format!(
         "The estimates (agent, model:NAME) use retention fitted on {} written by {}: per fact kind, the share of the references at risk at each summary's cut (facts a later request used that only the summary could hold) that the real summary held, pooled over the families (docs/validation.md, section Retention of what is used later).",
         r.rests_on(),

@@ -206,6 +206,14 @@ pub const FAMILIES: &[&str] = &[
     "anthropic-compaction",
 ];
 
+/// The summarizer family whose recorded summaries the summaries of policy family `policy`
+/// stand for ([`PolicySpec::summary_family`]).
+pub fn summary_family_of(policy: &str) -> Option<&'static str> {
+    ["claude-code", "openhands"]
+        .into_iter()
+        .find(|f| *f == policy)
+}
+
 impl PolicySpec {
     /// The family name (`--policy` value, the `policy` column).
     pub fn family(&self) -> &'static str {
@@ -222,6 +230,14 @@ impl PolicySpec {
             PolicySpec::AsRecorded => AS_RECORDED,
             PolicySpec::AnthropicCompaction { .. } => "anthropic-compaction",
         }
+    }
+
+    /// The summarizer family whose recorded summaries the policy's summaries stand for (the
+    /// framework whose prompt writes them; issue 45's per-family retention): `claude-code`
+    /// and `openhands`; `None` for the others (their estimate uses the pooled fit). An
+    /// `as-recorded` setting's family is its session's rule's.
+    pub fn summary_family(&self) -> Option<&'static str> {
+        summary_family_of(self.family())
     }
 
     /// Its numbers as `name=value` pairs (the `policy_setting` column).

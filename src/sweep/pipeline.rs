@@ -1163,6 +1163,12 @@ impl PipelineEval {
         let mut cs = CostSetting::new(&spec, agent_model, setting.client);
         cs.command_timeout = self.summarizer_timeout;
         cs.attachments_once = attachments_once;
+        // a claude-code or openhands rule's summaries are estimated with that family's fit
+        cs.summary_family = match &setting.policy {
+            Some(PolicySpec::AsRecorded) => as_recorded(s).summary_family(),
+            Some(spec) => spec.summary_family(),
+            None => None,
+        };
         // only a policy reads the window (a price-table lookup per replay otherwise)
         let window = setting
             .policy

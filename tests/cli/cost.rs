@@ -283,6 +283,7 @@ mod with_engine {
             event_facts: None,
             references: None,
             attachments_once: false,
+            summary_family: None,
         };
         insta::assert_snapshot!(compaction_sim::cost::render_metrics(
             &e.metrics, &model, &ms

@@ -402,3 +402,75 @@ fn new_policy_axes_round_trip_through_grid_toml() {
         read_text(&b.join("settings.csv"))
     );
 }
+
+/// Issue 45: a claude-code or openhands policy's summaries, written by a modelled summarizer,
+/// are estimated with the retention of that family's recorded summaries; any other policy's
+/// with the pooled fit; the report says which summaries each rests on. Under a table whose
+/// pooled rates are 0 and whose claude-code rates are 1, claude-code's estimate is its low
+/// bound (only what the summarizer cannot see is broken) and codex's its high bound.
+#[test]
+fn a_claude_code_policy_s_summaries_are_estimated_with_the_claude_code_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let kinds = |rate: f64| {
+        ["url", "email", "quoted", "path", "id", "number"]
+            .iter()
+            .map(|k| {
+                format!(
+                    "[retention.KINDS.{k}]\nsummaries = 9\nat_risk = 10\nkept = {}\nrate = {rate}\n",
+                    (rate * 10.0) as u64
+                )
+            })
+            .collect::<String>()
+    };
+    let table = format!(
+        "[retention]\nsource = \"test\"\nsummaries = 18\nmodels = [\"m\"]\n{}\n\
+         [retention.families.claude-code]\nsummaries = 9\nmodels = [\"m\"]\n{}",
+        kinds(0.0).replace("KINDS", "kinds"),
+        kinds(1.0).replace("KINDS", "families.claude-code.kinds")
+    );
+    let latency = dir.path().join("latency.toml");
+    std::fs::write(&latency, table).unwrap();
+    let out = dir.path().join("run");
+    sweep(
+        &out,
+        &[
+            "--policy",
+            "claude-code,codex",
+            "--pct",
+            "5",
+            "--cc-window",
+            "1M",
+            "--codex-pct",
+            "5",
+            "--summarizer",
+            "agent",
+            "--alternatives",
+            "none",
+            "--latency",
+            latency.to_str().unwrap(),
+            "-q",
+        ],
+        "2",
+    );
+    let rows = settings(&out);
+    let row = |fam: &str| rows.iter().find(|r| r["policy"] == fam).unwrap();
+    let f = |r: &serde_json::Value, c: &str| r[c].as_f64().unwrap_or_else(|| panic!("{c}"));
+    for (fam, bound) in [
+        ("claude-code", "references_broken_low_sum"),
+        ("codex", "references_broken_high_sum"),
+    ] {
+        let r = row(fam);
+        assert_eq!(r["references_broken_basis"], "estimated", "{fam}");
+        assert!(
+            f(r, "references_broken_low_sum") < f(r, "references_broken_high_sum"),
+            "{fam}: the bounds differ, so the fit decides"
+        );
+        assert_eq!(f(r, "references_broken_sum"), f(r, bound), "{fam}");
+    }
+    let md = read_text(&out.join("report.md"));
+    let sec = md.split("## Other policies").nth(1).expect("section");
+    assert!(
+        sec.contains("the claude-code policy's on 9 claude-code summaries; the other policies' on the pooled fit of 18 summaries (claude-code 9)"),
+        "{sec}"
+    );
+}

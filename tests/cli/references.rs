@@ -184,6 +184,16 @@ fn path_session(pad: usize) -> Session {
 
 /// References of the session under a sliding window after every invocation.
 fn refs_under(s: &Session, summarizer: &str) -> compaction_sim::cost::metrics::SessionMetrics {
+    refs_of_family(s, summarizer, None)
+}
+
+/// [`refs_under`] with the summaries estimated as `family`'s (a claude-code or openhands
+/// policy's, issue 45).
+fn refs_of_family(
+    s: &Session,
+    summarizer: &str,
+    family: Option<&str>,
+) -> compaction_sim::cost::metrics::SessionMetrics {
     let sizes = SessionSizes::new(s, None);
     let inputs = SessionCostInputs::new(s, Tokenizer::AdkChars);
     let spec = SummarizerSpec::parse(summarizer).unwrap();
@@ -194,7 +204,8 @@ fn refs_under(s: &Session, summarizer: &str) -> compaction_sim::cost::metrics::S
         pre_request: true,
     };
     let run = |summ: &dyn Summarizer| engine::replay(&sizes, &cfg, summ);
-    let st = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
+    let mut st = CostSetting::new(&spec, Some("claude-sonnet-4-5"), ClientMode::Waits);
+    st.summary_family = family;
     let e = evaluate(s, &sizes, &inputs, &CostModel::default(), &st, &run).unwrap();
     assert!(
         !e.replay.compactions.is_empty(),
@@ -237,6 +248,51 @@ fn a_path_read_only_in_a_tool_result_and_edited_after_compaction() {
         (1, 1)
     );
     assert_eq!(far.references_broken, 1.0);
+}
+
+/// Issue 45: a claude-code or openhands policy's summaries are estimated with the built-in fit
+/// of that family's recorded summaries, any other's with the pooled fit; the metrics block
+/// says which summaries the estimate rests on.
+#[test]
+fn a_policy_family_s_summaries_are_estimated_with_that_family_s_retention() {
+    use compaction_sim::detail::facts::FactKind;
+    let table = compaction_sim::cost::latency::LatencyTable::builtin();
+    let pooled = table.retention.expect("a built-in retention");
+    let s = path_session(10);
+    // one path reference at risk, seen by the summarizer: broken 1 − the path rate
+    let broken = |family: Option<&str>| refs_of_family(&s, "agent", family).references_broken;
+    let want = |family: Option<&str>| 1.0 - pooled.for_family(family).rate(FactKind::Path).unwrap();
+    for family in [None, Some("claude-code"), Some("openhands")] {
+        assert!((broken(family) - want(family)).abs() < 1e-9, "{family:?}");
+    }
+    let fam = |f: &str| pooled.families[f].kinds["path"].rate.unwrap();
+    assert!((want(Some("openhands")) - (1.0 - fam("openhands"))).abs() < 1e-12);
+    assert_ne!(broken(Some("openhands")), broken(None));
+    assert_ne!(broken(Some("claude-code")), broken(Some("openhands")));
+    // the metrics block names the summaries
+    let m = refs_of_family(&s, "agent", Some("openhands"));
+    let spec = SummarizerSpec::Agent;
+    let block = |family: Option<&str>| {
+        let ms = compaction_sim::cost::MetricsSetting {
+            agent_model: Some("claude-sonnet-4-5"),
+            summarizer: &spec,
+            client: ClientMode::Waits,
+            attachment_tokens: &[],
+            event_facts: None,
+            references: None,
+            attachments_once: false,
+            summary_family: family,
+        };
+        compaction_sim::cost::render_metrics(&m, &CostModel::default(), &ms)
+    };
+    let n = pooled.families["openhands"].summaries;
+    assert!(
+        block(Some("openhands"))
+            .contains(&format!("at risk at {n} openhands summaries (the pooled")),
+        "{}",
+        block(Some("openhands"))
+    );
+    assert!(block(None).contains(&format!("at risk at {} summaries (", pooled.summaries)));
 }
 
 /// The report's summarizer comparison shows each summarizer's basis, and for an estimate its
