@@ -85,8 +85,9 @@ const SYNTHETIC_MODEL: &str = "<synthetic>";
 /// True when `text` (the file's content) looks like Claude Code JSONL: one of the first
 /// records is a Claude Code record type carrying a session or message uuid.
 pub fn sniff(text: &str) -> bool {
-    const TYPES: [&str; 8] = [
+    const TYPES: [&str; 9] = [
         "user",
+        "attachment",
         "assistant",
         "system",
         "summary",
@@ -523,7 +524,7 @@ impl<'a> Reader<'a> {
                 format!("\"type\" is {}, expected a string", readutil::kind(kind)),
             ));
         };
-        if !matches!(kind, "user" | "assistant" | "system") {
+        if !matches!(kind, "user" | "assistant" | "system" | "attachment") {
             // summary (session titles), progress, file-history-snapshot, queue-operation and
             // future record types are not part of what the model saw.
             return Ok(());
@@ -560,6 +561,7 @@ impl<'a> Reader<'a> {
         match kind {
             "assistant" => self.assistant(line_no, g, obj, recorded_ts),
             "user" => self.user(line_no, g, obj, recorded_ts),
+            "attachment" => self.attachment(line_no, g, obj, recorded_ts),
             _ => self.system(line_no, g, obj, recorded_ts),
         }
     }
@@ -788,6 +790,32 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(read)
+    }
+
+    /// An `attachment` record ([`super::claude_code_attach`]): a user-role event Claude Code
+    /// wrote, in the current invocation. Those between a boundary and the next response are
+    /// what the compaction re-attached: like its summary, not events of the raw history.
+    fn attachment(
+        &mut self,
+        line_no: usize,
+        g: usize,
+        obj: &Map<String, Value>,
+        ts: Option<f64>,
+    ) -> Result<(), ReadError> {
+        let part = super::claude_code_attach::read(obj).map_err(|m| self.err(line_no, m))?;
+        if self.groups.get(g).is_none_or(|group| group.echo_window) {
+            return Ok(());
+        }
+        let t = self.tick(line_no, g, ts)?;
+        let Some(group) = self.groups.get_mut(g) else {
+            return Ok(());
+        };
+        let inv = group.current_invocation();
+        let mut ev = Event::new(HARNESS, Role::User, inv, t);
+        ev.id = readutil::str_field(obj, "uuid").map(str::to_string);
+        ev.parts.push(part);
+        group.events.push(ev);
+        Ok(())
     }
 
     fn system(
@@ -1200,6 +1228,68 @@ mod tests {
         assert_eq!(parts, vec![1, 1, 2, 2], "{requests:#?}");
         // a zero usage is recorded as such (the size Claude Code checks stays near 0)
         assert_eq!(requests[0].usage.map(|u| u.prompt_tokens), Some(0));
+    }
+
+    /// An `attachment` record is a user-role event Claude Code wrote, its text what the CLI
+    /// sends (nothing for a kind it never sends); those a compaction re-attaches (between its
+    /// boundary and the next response) are not events; a record without its `attachment`
+    /// object is one line's error.
+    #[test]
+    fn attachment_records_are_harness_events_except_a_compactions_reattachments() {
+        let head = r#""sessionId":"s","version":"2.1.39","timestamp":"2026-01-01T00:00:00Z""#;
+        let att = |uuid: &str, a: &str| {
+            format!(r#"{{"type":"attachment","uuid":"{uuid}",{head},"attachment":{a}}}"#)
+        };
+        let lines = [
+            att(
+                "x0",
+                r#"{"type":"hook_success","hookName":"SessionStart:startup","hookEvent":"SessionStart","content":"welcome","stdout":"welcome"}"#,
+            ),
+            format!(
+                r#"{{"type":"user","uuid":"u0",{head},"message":{{"role":"user","content":"go"}}}}"#
+            ),
+            att("x1", r#"{"type":"already_read_file","filename":"/w/a.rs"}"#),
+            format!(
+                r#"{{"type":"assistant","uuid":"a1",{head},"message":{{"id":"m1","role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":5,"output_tokens":1}}}}}}"#
+            ),
+            format!(
+                r#"{{"type":"system","subtype":"compact_boundary","uuid":"b1",{head},"compactMetadata":{{"trigger":"auto","preTokens":9}}}}"#
+            ),
+            format!(
+                r#"{{"type":"user","uuid":"u1",{head},"isCompactSummary":true,"message":{{"role":"user","content":"summary"}}}}"#
+            ),
+            att("x2", r#"{"type":"todo","content":[],"itemCount":0}"#),
+            format!(
+                r#"{{"type":"assistant","uuid":"a2",{head},"message":{{"id":"m2","role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":5,"output_tokens":1}}}}}}"#
+            ),
+        ];
+        let s = &read("s.jsonl", &lines.join("\n")).expect("reads")[0];
+        let attachments: Vec<(&str, &str, Option<&str>)> = s
+            .events
+            .iter()
+            .flat_map(|e| e.parts.iter().map(move |p| (e, p)))
+            .filter_map(|(e, p)| match p {
+                Part::Attachment { name, text, .. } => {
+                    Some((e.author.as_str(), name.as_str(), text.as_deref()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            attachments,
+            [
+                (
+                    HARNESS,
+                    "hook_success",
+                    Some("SessionStart:startup\nwelcome")
+                ),
+                (HARNESS, "already_read_file", Some("")),
+            ]
+        );
+        assert_eq!(s.events.len(), 5, "{:#?}", s.events);
+        let bad = format!(r#"{{"type":"attachment","uuid":"x9",{head}}}"#);
+        let err = read("s.jsonl", &[lines[1].clone(), bad].join("\n")).unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
     }
 
     #[test]
