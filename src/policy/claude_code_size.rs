@@ -39,6 +39,28 @@ pub const ATTACHMENTS_SINCE: Version = (2, 1, 33);
 /// (its `normalizeAttachmentForAPI`), estimated like any message (`cli.js` 2.1.45; 2.1.44
 /// still its JSON).
 pub const ATTACHMENTS_AS_SENT_SINCE: Version = (2, 1, 45);
+/// From this release the estimate starts after the last response's first line, not its last
+/// (`cli.js` 2.1.64, and 2.1.69-2.1.112; 2.1.67 and 2.1.68 still after its last): the text
+/// of its later content blocks counts too (one block a line, as the CLI writes them).
+pub const FROM_FIRST_LINE_SINCE: Version = (2, 1, 64);
+const FROM_LAST_LINE_AGAIN: [Version; 2] = [(2, 1, 67), (2, 1, 68)];
+
+/// The estimate of a response's own text the CLI counts after its usage in `version`: its
+/// text blocks after the first, from [`FROM_FIRST_LINE_SINCE`]; else nothing.
+fn own_later_blocks(e: &Event, version: Version) -> u64 {
+    if version < FROM_FIRST_LINE_SINCE || FROM_LAST_LINE_AGAIN.contains(&version) {
+        return 0;
+    }
+    e.parts
+        .iter()
+        .skip(1)
+        .map(|p| match p {
+            Part::Text { text } => quarter(text),
+            _ => 0,
+        })
+        .sum()
+}
+
 /// An image block's estimate: 1,334 tokens, 2,000 from 2.1.39 (2.1.37 still 1,334).
 pub const IMAGE_TOKENS: u64 = 1_334;
 pub const IMAGE_TOKENS_LATER: u64 = 2_000;
@@ -159,7 +181,7 @@ pub fn checked_sizes(session: &Session) -> Vec<Option<u64>> {
         if with_usage {
             let u = e.usage.unwrap_or_default();
             last = Some(u.prompt_tokens + final_output(e, OUTPUT_CHARS_PER_TOKEN));
-            appended = 0;
+            appended = own_later_blocks(e, version);
         } else if estimates {
             appended += appended_estimate(e, version);
         }
@@ -376,6 +398,29 @@ mod tests {
         let (s, _) = with_attachments("2.1.50");
         let shown = ("UserPromptSubmit\n".len() as u64 + 398 + 2) / 4;
         assert_eq!(request(&s), Some(1_200 + shown));
+    }
+
+    /// From 2.1.64 (not 2.1.67-2.1.68) the estimate starts after the last response's first
+    /// content block: its later text blocks count too.
+    #[test]
+    fn a_responses_later_text_blocks_count_from_2_1_64() {
+        let mut r = response(1_000, 1_000, &"a".repeat(400));
+        r.parts.push(Part::Text {
+            text: "b".repeat(800),
+        });
+        let events = vec![r, response(0, 0, "")];
+        for (v, extra) in [
+            ("2.1.63", 0),
+            ("2.1.64", 200),
+            ("2.1.68", 0),
+            ("2.1.69", 200),
+        ] {
+            assert_eq!(
+                checked_sizes(&cc(v, events.clone()))[1],
+                Some(2_000 + extra),
+                "{v}"
+            );
+        }
     }
 
     /// The corpus's Claude Code sessions, read.
