@@ -33,6 +33,10 @@
 //! - Microcompactions (`system` `microcompact_boundary`, [`super::claude_code_micro`]) are
 //!   recorded compactions of kind micro naming the events of the results they cleared; the
 //!   requests after one are marked `post_compaction_usage` too.
+//! - `attachment` records (file mentions, reminders, hook output, ...; only Anthropic's own
+//!   users' files hold them, see [`super::claude_code_attach`]) are user-role events
+//!   authored [`HARNESS`], one attachment part each, except those between a compaction's
+//!   boundary and the next response (what it re-attached: like its summary, not events).
 //! - One session over several files ([`read_joined`], `transcript::join`): read as one
 //!   stream, a line already read (same `uuid`) counted once.
 //! - Every line records the CLI `version`: the versions, in order, are the session's
