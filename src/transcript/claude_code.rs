@@ -201,6 +201,9 @@ struct Group {
     /// Between a boundary and the next assistant line: user lines here are the compaction's
     /// own echo (`/compact` command, its output), whose times can date its start.
     echo_window: bool,
+    /// Between a boundary and the next response or human prompt: `attachment` records here
+    /// are what the compaction re-attached.
+    reattaching: bool,
     /// Claude Code `version`s of the group's lines, in order of first appearance.
     versions: Vec<String>,
     invocations: usize,
@@ -224,6 +227,7 @@ impl Group {
             pending_summary: None,
             after_compaction: false,
             echo_window: false,
+            reattaching: false,
             versions: Vec::new(),
             invocations: 0,
             invocation_has_prompt: false,
@@ -341,6 +345,7 @@ impl Group {
                 c.forgotten = std::iter::once(0..at).collect();
                 self.compactions.push(c);
                 self.echo_window = true;
+                self.reattaching = true;
                 self.compactions.len() - 1
             }
         };
@@ -607,6 +612,7 @@ impl<'a> Reader<'a> {
             return Ok(());
         };
         group.echo_window = false;
+        group.reattaching = false;
         for (id, name) in calls {
             group.tool_names.insert(id, name);
         }
@@ -740,6 +746,7 @@ impl<'a> Reader<'a> {
         };
         group.compaction_echo(ts);
         let mut ev = group.user_event(read, is_meta, t);
+        group.reattaching &= ev.author != "user";
         ev.id = readutil::str_field(obj, "uuid").map(str::to_string);
         let at = group.events.len();
         for p in &ev.parts {
@@ -797,8 +804,9 @@ impl<'a> Reader<'a> {
     }
 
     /// An `attachment` record ([`super::claude_code_attach`]): a user-role event Claude Code
-    /// wrote, in the current invocation. Those between a boundary and the next response are
-    /// what the compaction re-attached: like its summary, not events of the raw history.
+    /// wrote, in the current invocation. Those between a boundary and the next response (or
+    /// human prompt) are what the compaction re-attached: like its summary, not events of the
+    /// raw history.
     fn attachment(
         &mut self,
         line_no: usize,
@@ -807,7 +815,7 @@ impl<'a> Reader<'a> {
         ts: Option<f64>,
     ) -> Result<(), ReadError> {
         let part = super::claude_code_attach::read(obj).map_err(|m| self.err(line_no, m))?;
-        if self.groups.get(g).is_none_or(|group| group.echo_window) {
+        if self.groups.get(g).is_none_or(|group| group.reattaching) {
             return Ok(());
         }
         let t = self.tick(line_no, g, ts)?;
@@ -878,6 +886,7 @@ impl<'a> Reader<'a> {
         group.compactions.push(c);
         group.pending_summary = Some(group.compactions.len() - 1);
         group.echo_window = true;
+        group.reattaching = true;
         Ok(())
     }
 
@@ -1236,7 +1245,7 @@ mod tests {
 
     /// An `attachment` record is a user-role event Claude Code wrote, its text what the CLI
     /// sends (nothing for a kind it never sends); those a compaction re-attaches (between its
-    /// boundary and the next response) are not events; a record without its `attachment`
+    /// boundary and the next response or prompt) are not events; a record without its `attachment`
     /// object is one line's error.
     #[test]
     fn attachment_records_are_harness_events_except_a_compactions_reattachments() {
@@ -1264,6 +1273,13 @@ mod tests {
             ),
             att("x2", r#"{"type":"todo","content":[],"itemCount":0}"#),
             format!(
+                r#"{{"type":"user","uuid":"u2",{head},"message":{{"role":"user","content":"and @b.rs"}}}}"#
+            ),
+            att(
+                "x3",
+                r#"{"type":"opened_file_in_ide","filename":"/w/b.rs"}"#,
+            ),
+            format!(
                 r#"{{"type":"assistant","uuid":"a2",{head},"message":{{"id":"m2","role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":5,"output_tokens":1}}}}}}"#
             ),
         ];
@@ -1288,9 +1304,10 @@ mod tests {
                     Some("SessionStart:startup\nwelcome")
                 ),
                 (HARNESS, "already_read_file", Some("")),
+                (HARNESS, "opened_file_in_ide", Some("/w/b.rs")),
             ]
         );
-        assert_eq!(s.events.len(), 5, "{:#?}", s.events);
+        assert_eq!(s.events.len(), 7, "{:#?}", s.events);
         let bad = format!(r#"{{"type":"attachment","uuid":"x9",{head}}}"#);
         let err = read("s.jsonl", &[lines[1].clone(), bad].join("\n")).unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
