@@ -243,7 +243,8 @@ fn claude_code(session: &Session) -> AsRecorded {
         return AsRecorded::Nothing {
             why: format!(
                 "Claude Code {version}: auto-compact off (DISABLE_COMPACT or \
-                 DISABLE_AUTO_COMPACT in the recorded settings)"
+                 DISABLE_AUTO_COMPACT in the recorded settings, or autoCompactEnabled shown \
+                 off)"
             ),
         };
     };
@@ -262,8 +263,8 @@ fn claude_code(session: &Session) -> AsRecorded {
     }
 }
 
-/// The user turned auto-compact off (`autoCompactEnabled: false`, which the transcript does
-/// not record): no automatic compaction, yet the size Claude Code checked before a request
+/// The user turned auto-compact off (`autoCompactEnabled: false`, where the transcript does
+/// not show it: `claude_code_settings` reads it where it does): no automatic compaction, yet the size Claude Code checked before a request
 /// (`policy::claude_code_size`) reached the threshold. (A last response past it is no sign:
 /// no request followed it, so nothing was checked.)
 fn auto_compact_off(session: &Session, threshold: u64) -> bool {

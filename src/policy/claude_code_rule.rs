@@ -12,7 +12,10 @@
 //! model that takes it), and `reserve` is the model's output cap: `CLAUDE_CODE_MAX_OUTPUT_TOKENS`
 //! when set (at most 64,000 in these releases), else 32,000, and never more than the model's
 //! own limit; from 2.1.21 at most 20,000. A model the CLI does not know gets the default
-//! limit (32,000), as the CLI's code gives it. Nothing here is fitted.
+//! limit (32,000), as the CLI's code gives it. From 2.1.75 `CLAUDE_CODE_AUTO_COMPACT_WINDOW`
+//! lowers the window; the user's `autoCompactEnabled`, where the session shows it, turns it
+//! off (releases after 2.1.50 read up to 2.1.112, the last that ships `cli.js`). Nothing here
+//! is fitted.
 
 use crate::transcript::ClaudeCodeSettings;
 
@@ -40,9 +43,60 @@ pub const PER_MODEL_DEFAULT_SINCE: Version = (2, 1, 50);
 pub const DISABLE_AUTO_COMPACT_SINCE: Version = (2, 1, 1);
 /// From this release the 1M beta gives Opus 4.6 the 1M window too (2.1.23: Sonnet 4 only).
 pub const OPUS_1M_BETA_SINCE: Version = (2, 1, 37);
+/// From this release the 1M beta gives Opus 4.7 the 1M window too (`cli.js` 2.1.111; 2.1.110
+/// Sonnet 4 and Opus 4.6 only).
+pub const OPUS_4_7_1M_BETA_SINCE: Version = (2, 1, 111);
+
+/// From this release `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (a positive integer, `parseInt`)
+/// lowers the window to it (`cli.js` 2.1.75; 2.1.74 and before do not read it).
+pub const AUTO_COMPACT_WINDOW_SINCE: Version = (2, 1, 75);
+/// From this release the value is capped at 1,000,000 and raised to 100,000 (`cli.js` 2.1.89;
+/// 2.1.88 takes it as it is).
+pub const AUTO_COMPACT_WINDOW_BOUNDED_SINCE: Version = (2, 1, 89);
+pub const AUTO_COMPACT_WINDOW_MIN: u64 = 100_000;
+pub const AUTO_COMPACT_WINDOW_MAX: u64 = 1_000_000;
 
 /// `major.minor.patch`.
 pub type Version = (u64, u64, u64);
+
+/// JavaScript's `parseInt(s, 10)`: leading white space, a sign, then the digits up to the
+/// first other character (`"150k"` is 150); `None` for NaN (no digit).
+fn js_parse_int(s: &str) -> Option<i128> {
+    let t = s.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits: String = t
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .take(30)
+        .collect();
+    let n: i128 = digits.parse().ok()?;
+    Some(if neg { -n } else { n })
+}
+
+/// The window `CLAUDE_CODE_AUTO_COMPACT_WINDOW` sets in `version`, when it sets one: a
+/// positive integer, from 2.1.89 within [100,000, 1,000,000], and from 2.1.89, without it,
+/// the `autoCompactWindow` setting; the window is the smaller of it and the model's.
+fn window_setting(version: Version, settings: &ClaudeCodeSettings) -> Option<u64> {
+    if version < AUTO_COMPACT_WINDOW_SINCE {
+        return None;
+    }
+    let bounded = version >= AUTO_COMPACT_WINDOW_BOUNDED_SINCE;
+    let env = settings
+        .var("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
+        .and_then(js_parse_int)
+        .and_then(|n| u64::try_from(n).ok())
+        .filter(|&n| n > 0);
+    match env {
+        Some(n) if bounded => Some(n.clamp(AUTO_COMPACT_WINDOW_MIN, AUTO_COMPACT_WINDOW_MAX)),
+        Some(n) => Some(n),
+        None if bounded => settings.auto_compact_window,
+        None => None,
+    }
+}
 
 /// `major.minor.patch` of a CLI version string.
 pub fn parse_version(v: &str) -> Option<Version> {
@@ -116,7 +170,9 @@ pub fn output_reserve(version: Version, model: &str, setting: Option<&str>) -> u
 /// Whether the 1M beta gives `model` the 1M window in `version`.
 fn takes_1m_beta(version: Version, model: &str) -> bool {
     let m = model.to_lowercase();
-    m.contains("claude-sonnet-4") || (version >= OPUS_1M_BETA_SINCE && m.contains("opus-4-6"))
+    m.contains("claude-sonnet-4")
+        || (version >= OPUS_1M_BETA_SINCE && m.contains("opus-4-6"))
+        || (version >= OPUS_4_7_1M_BETA_SINCE && m.contains("opus-4-7"))
 }
 
 /// Why the session's window is 1M, when it is.
@@ -140,7 +196,8 @@ pub struct CliRule {
     pub buffer: u64,
     /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` when set and within (0, 100].
     pub pct: Option<f64>,
-    /// `false`: `DISABLE_COMPACT` (or, from 2.1.1, `DISABLE_AUTO_COMPACT`) is set.
+    /// `false`: `DISABLE_COMPACT` (or, from 2.1.1, `DISABLE_AUTO_COMPACT`) is set, or the
+    /// session shows the user's `autoCompactEnabled` off.
     pub enabled: bool,
 }
 
@@ -184,11 +241,13 @@ impl CliRule {
             .filter(|p| *p > 0.0 && *p <= 100.0);
         let off = truthy(settings.var("DISABLE_COMPACT"))
             || (version >= DISABLE_AUTO_COMPACT_SINCE
-                && truthy(settings.var("DISABLE_AUTO_COMPACT")));
+                && truthy(settings.var("DISABLE_AUTO_COMPACT")))
+            || settings.auto_compact.as_ref().is_some_and(|a| !a.enabled);
+        let model_window = if one_m.is_some() { WINDOW_1M } else { WINDOW };
         CliRule {
             version,
             model: model.to_string(),
-            window: if one_m.is_some() { WINDOW_1M } else { WINDOW },
+            window: window_setting(version, settings).map_or(model_window, |w| w.min(model_window)),
             one_m,
             reserve: output_reserve(
                 version,
@@ -304,11 +363,67 @@ mod tests {
             at("2.1.23", "claude-opus-4-6", &none, 250_000),
             Some(167_000)
         );
+        assert_eq!(
+            at("2.1.110", "claude-opus-4-7", &none, 250_000),
+            Some(167_000)
+        );
+        assert_eq!(
+            at("2.1.111", "claude-opus-4-7", &none, 250_000),
+            Some(967_000)
+        );
         let off = ClaudeCodeSettings {
             model: Some("opus[1m]".into()),
             ..env(&[("CLAUDE_CODE_DISABLE_1M_CONTEXT", "1")])
         };
         assert_eq!(at("2.1.50", "claude-opus-4-6", &off, 0), Some(167_000));
+    }
+
+    /// CLAUDE_CODE_AUTO_COMPACT_WINDOW lowers the window from 2.1.75 (as `parseInt` reads
+    /// it; never above the model's); from 2.1.89 within [100,000, 1,000,000]; 2.1.74 ignores
+    /// it, and so does every release for a value that is not a positive integer.
+    #[test]
+    fn the_auto_compact_window_setting_lowers_the_window_from_2_1_75() {
+        let w = |v: &str| env(&[("CLAUDE_CODE_AUTO_COMPACT_WINDOW", v)]);
+        assert_eq!(at("2.1.74", OPUS45, &w("150000"), 0), Some(167_000));
+        assert_eq!(at("2.1.75", OPUS45, &w("150000"), 0), Some(117_000));
+        assert_eq!(at("2.1.88", OPUS45, &w(" 90000tokens"), 0), Some(57_000));
+        assert_eq!(at("2.1.88", OPUS45, &w("900000"), 0), Some(167_000));
+        assert_eq!(at("2.1.89", OPUS45, &w("90000"), 0), Some(67_000));
+        assert_eq!(at("2.1.89", OPUS45, &w("abc"), 0), Some(167_000));
+        assert_eq!(at("2.1.89", OPUS45, &w("-5"), 0), Some(167_000));
+        let m1 = ClaudeCodeSettings {
+            model: Some("opus[1m]".into()),
+            ..w("5000000")
+        };
+        assert_eq!(at("2.1.89", "claude-opus-4-6", &m1, 0), Some(967_000));
+        // the `autoCompactWindow` setting, from 2.1.89, when the variable sets none
+        let set = ClaudeCodeSettings {
+            auto_compact_window: Some(120_000),
+            ..Default::default()
+        };
+        assert_eq!(at("2.1.88", OPUS45, &set, 0), Some(167_000));
+        assert_eq!(at("2.1.89", OPUS45, &set, 0), Some(87_000));
+        let both = ClaudeCodeSettings {
+            auto_compact_window: Some(120_000),
+            ..w("150000")
+        };
+        assert_eq!(at("2.1.89", OPUS45, &both, 0), Some(117_000));
+    }
+
+    /// The user's `autoCompactEnabled`, where the session shows it off, turns auto-compact
+    /// off in every release; shown on, it changes nothing.
+    #[test]
+    fn auto_compact_shown_off_has_no_threshold() {
+        let shown = |enabled| ClaudeCodeSettings {
+            auto_compact: Some(crate::transcript::claude_code_settings::AutoCompactShown {
+                enabled,
+                source: "test".into(),
+            }),
+            ..Default::default()
+        };
+        assert_eq!(at("2.0.57", OPUS45, &shown(false), 0), None);
+        assert_eq!(at("2.1.39", OPUS45, &shown(false), 0), None);
+        assert_eq!(at("2.1.39", OPUS45, &shown(true), 0), Some(167_000));
     }
 
     /// CLAUDE_AUTOCOMPACT_PCT_OVERRIDE gives floor((window − reserve) × pct / 100) and only

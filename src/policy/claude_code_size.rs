@@ -2,7 +2,8 @@
 //! `cli.js` computes it before each main-loop request (docs/policies.md "What Claude Code compares"):
 //! the usage of the last response that reports one, input + cache creation + cache read
 //! **+ output**, and, from 2.1.2, a length/4 estimate (`Math.round(length / 4)` per text)
-//! of the text, tool results and images of every message after it (2.1.1 adds nothing).
+//! of the text, tool results and images of every message after it (2.1.1 adds nothing),
+//! and from 2.1.33 of its `attachment` messages ([`ATTACHMENTS_SINCE`]).
 //! `compactMetadata.preTokens` is that same figure. A response that reports usage 0 (a
 //! third-party endpoint) counts 0: the size stays near 0 until one reports a real usage.
 //! A compaction empties the history the CLI holds: the first request after a recorded
@@ -15,6 +16,7 @@
 
 use crate::policy::claude_code_rule::{parse_version, Version};
 use crate::tokens::sizes::SessionSizes;
+use crate::transcript::claude_code_attach::ATTACHMENT_MIME;
 use crate::transcript::claude_code_settings::result_text;
 use crate::transcript::{Event, Part, PolicyRule, Session};
 
@@ -29,6 +31,36 @@ pub const START_OUTPUT_MAX: u64 = 13;
 /// From this release the size adds the estimate of the messages after the last usage
 /// (`cli.js` 2.1.2; 2.1.1 returns the usage alone).
 pub const APPENDED_SINCE: Version = (2, 1, 2);
+/// From this release the estimate counts `attachment` messages too, as `Math.round(length /
+/// 4)` of their `JSON.stringify` (`cli.js` 2.1.33; 2.1.32 counts user and assistant
+/// messages only).
+pub const ATTACHMENTS_SINCE: Version = (2, 1, 33);
+/// From this release an attachment counts as the user-message content the CLI sends for it
+/// (its `normalizeAttachmentForAPI`), estimated like any message (`cli.js` 2.1.45; 2.1.44
+/// still its JSON).
+pub const ATTACHMENTS_AS_SENT_SINCE: Version = (2, 1, 45);
+/// From this release the estimate starts after the last response's first line, not its last
+/// (`cli.js` 2.1.64, and 2.1.69-2.1.112; 2.1.67 and 2.1.68 still after its last): the text
+/// of its later content blocks counts too (one block a line, as the CLI writes them).
+pub const FROM_FIRST_LINE_SINCE: Version = (2, 1, 64);
+const FROM_LAST_LINE_AGAIN: [Version; 2] = [(2, 1, 67), (2, 1, 68)];
+
+/// The estimate of a response's own text the CLI counts after its usage in `version`: its
+/// text blocks after the first, from [`FROM_FIRST_LINE_SINCE`]; else nothing.
+fn own_later_blocks(e: &Event, version: Version) -> u64 {
+    if version < FROM_FIRST_LINE_SINCE || FROM_LAST_LINE_AGAIN.contains(&version) {
+        return 0;
+    }
+    e.parts
+        .iter()
+        .skip(1)
+        .map(|p| match p {
+            Part::Text { text } => quarter(text),
+            _ => 0,
+        })
+        .sum()
+}
+
 /// An image block's estimate: 1,334 tokens, 2,000 from 2.1.39 (2.1.37 still 1,334).
 pub const IMAGE_TOKENS: u64 = 1_334;
 pub const IMAGE_TOKENS_LATER: u64 = 2_000;
@@ -55,6 +87,21 @@ fn appended_estimate(e: &Event, version: Version) -> u64 {
                 Some(s) => quarter(s),
                 None => quarter(&response.to_string()),
             },
+            Part::Attachment {
+                mime_type,
+                text,
+                size_bytes,
+                ..
+            } if mime_type.as_deref() == Some(ATTACHMENT_MIME) => {
+                if version >= ATTACHMENTS_AS_SENT_SINCE {
+                    text.as_deref().map_or(0, quarter)
+                } else if version >= ATTACHMENTS_SINCE {
+                    // `size_bytes` is its JSON's length in UTF-16 code units
+                    (size_bytes.unwrap_or(0) + 2) / 4
+                } else {
+                    0
+                }
+            }
             Part::Attachment { mime_type, .. } => {
                 if mime_type.as_deref().is_some_and(|m| m.starts_with("image")) {
                     image
@@ -134,7 +181,7 @@ pub fn checked_sizes(session: &Session) -> Vec<Option<u64>> {
         if with_usage {
             let u = e.usage.unwrap_or_default();
             last = Some(u.prompt_tokens + final_output(e, OUTPUT_CHARS_PER_TOKEN));
-            appended = 0;
+            appended = own_later_blocks(e, version);
         } else if estimates {
             appended += appended_estimate(e, version);
         }
@@ -292,6 +339,88 @@ mod tests {
         let got = checked_sizes(&s);
         assert_eq!(got[2], Some(170_500));
         assert_eq!(got[4], Some(9_200));
+    }
+
+    /// A hand-made session of CLI `version` (the shapes `cli.js` writes; no corpus file has
+    /// one): a response, two `attachment` records (a prompt hook's output, which the CLI
+    /// sends, and a tool hook's, which it never sends), the next request. Returns the
+    /// session and the two attachments' JSON.
+    fn with_attachments(version: &str) -> (Session, [String; 2]) {
+        let sent = format!(
+            r#"{{"type":"hook_success","hookName":"UserPromptSubmit","toolUseID":"t1","hookEvent":"UserPromptSubmit","content":"{}"}}"#,
+            "c".repeat(398)
+        );
+        let silent = format!(
+            r#"{{"type":"hook_success","hookName":"PostToolUse:Bash","toolUseID":"t2","hookEvent":"PostToolUse","content":"","stdout":"{}"}}"#,
+            "s".repeat(801)
+        );
+        let head = format!(r#""sessionId":"s","version":"{version}","cwd":"/w""#);
+        let lines = [
+            format!(
+                r#"{{"type":"user","uuid":"u0",{head},"timestamp":"2026-01-01T00:00:00Z","message":{{"role":"user","content":"go"}}}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant","uuid":"a1",{head},"requestId":"r1","timestamp":"2026-01-01T00:00:01Z","message":{{"id":"m1","model":"claude-opus-4-5","role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":1000,"output_tokens":200}}}}}}"#
+            ),
+            format!(
+                r#"{{"type":"attachment","uuid":"x1",{head},"timestamp":"2026-01-01T00:00:02Z","attachment":{sent}}}"#
+            ),
+            format!(
+                r#"{{"type":"attachment","uuid":"x2",{head},"timestamp":"2026-01-01T00:00:03Z","attachment":{silent}}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant","uuid":"a2",{head},"requestId":"r2","timestamp":"2026-01-01T00:00:04Z","message":{{"id":"m2","model":"claude-opus-4-5","role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":1500,"output_tokens":200}}}}}}"#
+            ),
+        ];
+        let s = crate::transcript::claude_code::read("s.jsonl", &lines.join("\n"))
+            .expect("reads")
+            .remove(0);
+        (s, [sent, silent])
+    }
+
+    /// From 2.1.33 the size checked adds `Math.round(JSON.stringify(attachment).length / 4)`
+    /// of each attachment after the last response, sent or not; from 2.1.45 the content the
+    /// CLI sends for it (a tool hook's output: nothing); 2.1.32 counts none.
+    #[test]
+    fn an_attachment_after_the_last_response_counts_in_the_checked_size_from_2_1_33() {
+        let request = |s: &Session| {
+            let k = s.events.iter().rposition(|e| e.model_request).expect("r2");
+            checked_sizes(s)[k]
+        };
+        let (s, [sent, silent]) = with_attachments("2.1.32");
+        assert_eq!(request(&s), Some(1_200));
+        for v in ["2.1.33", "2.1.37", "2.1.44"] {
+            let (s, _) = with_attachments(v);
+            let json = (sent.len() as u64 + 2) / 4 + (silent.len() as u64 + 2) / 4;
+            assert_eq!(request(&s), Some(1_200 + json), "{v}");
+        }
+        // what is sent: the hook's name and output (less the CLI's wording)
+        let (s, _) = with_attachments("2.1.50");
+        let shown = ("UserPromptSubmit\n".len() as u64 + 398 + 2) / 4;
+        assert_eq!(request(&s), Some(1_200 + shown));
+    }
+
+    /// From 2.1.64 (not 2.1.67-2.1.68) the estimate starts after the last response's first
+    /// content block: its later text blocks count too.
+    #[test]
+    fn a_responses_later_text_blocks_count_from_2_1_64() {
+        let mut r = response(1_000, 1_000, &"a".repeat(400));
+        r.parts.push(Part::Text {
+            text: "b".repeat(800),
+        });
+        let events = vec![r, response(0, 0, "")];
+        for (v, extra) in [
+            ("2.1.63", 0),
+            ("2.1.64", 200),
+            ("2.1.68", 0),
+            ("2.1.69", 200),
+        ] {
+            assert_eq!(
+                checked_sizes(&cc(v, events.clone()))[1],
+                Some(2_000 + extra),
+                "{v}"
+            );
+        }
     }
 
     /// The corpus's Claude Code sessions, read.

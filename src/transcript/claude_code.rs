@@ -33,6 +33,10 @@
 //! - Microcompactions (`system` `microcompact_boundary`, [`super::claude_code_micro`]) are
 //!   recorded compactions of kind micro naming the events of the results they cleared; the
 //!   requests after one are marked `post_compaction_usage` too.
+//! - `attachment` records (file mentions, reminders, hook output, ...; only Anthropic's own
+//!   users' files hold them, see [`super::claude_code_attach`]) are user-role events
+//!   authored [`HARNESS`], one attachment part each, except those between a compaction's
+//!   boundary and the next response (what it re-attached: like its summary, not events).
 //! - One session over several files ([`read_joined`], `transcript::join`): read as one
 //!   stream, a line already read (same `uuid`) counted once.
 //! - Every line records the CLI `version`: the versions, in order, are the session's
@@ -85,8 +89,9 @@ const SYNTHETIC_MODEL: &str = "<synthetic>";
 /// True when `text` (the file's content) looks like Claude Code JSONL: one of the first
 /// records is a Claude Code record type carrying a session or message uuid.
 pub fn sniff(text: &str) -> bool {
-    const TYPES: [&str; 8] = [
+    const TYPES: [&str; 9] = [
         "user",
+        "attachment",
         "assistant",
         "system",
         "summary",
@@ -196,6 +201,9 @@ struct Group {
     /// Between a boundary and the next assistant line: user lines here are the compaction's
     /// own echo (`/compact` command, its output), whose times can date its start.
     echo_window: bool,
+    /// Between a boundary and the next response or human prompt: `attachment` records here
+    /// are what the compaction re-attached.
+    reattaching: bool,
     /// Claude Code `version`s of the group's lines, in order of first appearance.
     versions: Vec<String>,
     invocations: usize,
@@ -219,6 +227,7 @@ impl Group {
             pending_summary: None,
             after_compaction: false,
             echo_window: false,
+            reattaching: false,
             versions: Vec::new(),
             invocations: 0,
             invocation_has_prompt: false,
@@ -336,6 +345,7 @@ impl Group {
                 c.forgotten = std::iter::once(0..at).collect();
                 self.compactions.push(c);
                 self.echo_window = true;
+                self.reattaching = true;
                 self.compactions.len() - 1
             }
         };
@@ -523,7 +533,7 @@ impl<'a> Reader<'a> {
                 format!("\"type\" is {}, expected a string", readutil::kind(kind)),
             ));
         };
-        if !matches!(kind, "user" | "assistant" | "system") {
+        if !matches!(kind, "user" | "assistant" | "system" | "attachment") {
             // summary (session titles), progress, file-history-snapshot, queue-operation and
             // future record types are not part of what the model saw.
             return Ok(());
@@ -560,6 +570,7 @@ impl<'a> Reader<'a> {
         match kind {
             "assistant" => self.assistant(line_no, g, obj, recorded_ts),
             "user" => self.user(line_no, g, obj, recorded_ts),
+            "attachment" => self.attachment(line_no, g, obj, recorded_ts),
             _ => self.system(line_no, g, obj, recorded_ts),
         }
     }
@@ -601,6 +612,7 @@ impl<'a> Reader<'a> {
             return Ok(());
         };
         group.echo_window = false;
+        group.reattaching = false;
         for (id, name) in calls {
             group.tool_names.insert(id, name);
         }
@@ -734,6 +746,7 @@ impl<'a> Reader<'a> {
         };
         group.compaction_echo(ts);
         let mut ev = group.user_event(read, is_meta, t);
+        group.reattaching &= ev.author != "user";
         ev.id = readutil::str_field(obj, "uuid").map(str::to_string);
         let at = group.events.len();
         for p in &ev.parts {
@@ -788,6 +801,33 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(read)
+    }
+
+    /// An `attachment` record ([`super::claude_code_attach`]): a user-role event Claude Code
+    /// wrote, in the current invocation. Those between a boundary and the next response (or
+    /// human prompt) are what the compaction re-attached: like its summary, not events of the
+    /// raw history.
+    fn attachment(
+        &mut self,
+        line_no: usize,
+        g: usize,
+        obj: &Map<String, Value>,
+        ts: Option<f64>,
+    ) -> Result<(), ReadError> {
+        let part = super::claude_code_attach::read(obj).map_err(|m| self.err(line_no, m))?;
+        if self.groups.get(g).is_none_or(|group| group.reattaching) {
+            return Ok(());
+        }
+        let t = self.tick(line_no, g, ts)?;
+        let Some(group) = self.groups.get_mut(g) else {
+            return Ok(());
+        };
+        let inv = group.current_invocation();
+        let mut ev = Event::new(HARNESS, Role::User, inv, t);
+        ev.id = readutil::str_field(obj, "uuid").map(str::to_string);
+        ev.parts.push(part);
+        group.events.push(ev);
+        Ok(())
     }
 
     fn system(
@@ -846,6 +886,7 @@ impl<'a> Reader<'a> {
         group.compactions.push(c);
         group.pending_summary = Some(group.compactions.len() - 1);
         group.echo_window = true;
+        group.reattaching = true;
         Ok(())
     }
 
@@ -1200,6 +1241,76 @@ mod tests {
         assert_eq!(parts, vec![1, 1, 2, 2], "{requests:#?}");
         // a zero usage is recorded as such (the size Claude Code checks stays near 0)
         assert_eq!(requests[0].usage.map(|u| u.prompt_tokens), Some(0));
+    }
+
+    /// An `attachment` record is a user-role event Claude Code wrote, its text what the CLI
+    /// sends (nothing for a kind it never sends); those a compaction re-attaches (between its
+    /// boundary and the next response or prompt) are not events; a record without its `attachment`
+    /// object is one line's error.
+    #[test]
+    fn attachment_records_are_harness_events_except_a_compactions_reattachments() {
+        let head = r#""sessionId":"s","version":"2.1.39","timestamp":"2026-01-01T00:00:00Z""#;
+        let att = |uuid: &str, a: &str| {
+            format!(r#"{{"type":"attachment","uuid":"{uuid}",{head},"attachment":{a}}}"#)
+        };
+        let lines = [
+            att(
+                "x0",
+                r#"{"type":"hook_success","hookName":"SessionStart:startup","hookEvent":"SessionStart","content":"welcome","stdout":"welcome"}"#,
+            ),
+            format!(
+                r#"{{"type":"user","uuid":"u0",{head},"message":{{"role":"user","content":"go"}}}}"#
+            ),
+            att("x1", r#"{"type":"already_read_file","filename":"/w/a.rs"}"#),
+            format!(
+                r#"{{"type":"assistant","uuid":"a1",{head},"message":{{"id":"m1","role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":5,"output_tokens":1}}}}}}"#
+            ),
+            format!(
+                r#"{{"type":"system","subtype":"compact_boundary","uuid":"b1",{head},"compactMetadata":{{"trigger":"auto","preTokens":9}}}}"#
+            ),
+            format!(
+                r#"{{"type":"user","uuid":"u1",{head},"isCompactSummary":true,"message":{{"role":"user","content":"summary"}}}}"#
+            ),
+            att("x2", r#"{"type":"todo","content":[],"itemCount":0}"#),
+            format!(
+                r#"{{"type":"user","uuid":"u2",{head},"message":{{"role":"user","content":"and @b.rs"}}}}"#
+            ),
+            att(
+                "x3",
+                r#"{"type":"opened_file_in_ide","filename":"/w/b.rs"}"#,
+            ),
+            format!(
+                r#"{{"type":"assistant","uuid":"a2",{head},"message":{{"id":"m2","role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":5,"output_tokens":1}}}}}}"#
+            ),
+        ];
+        let s = &read("s.jsonl", &lines.join("\n")).expect("reads")[0];
+        let attachments: Vec<(&str, &str, Option<&str>)> = s
+            .events
+            .iter()
+            .flat_map(|e| e.parts.iter().map(move |p| (e, p)))
+            .filter_map(|(e, p)| match p {
+                Part::Attachment { name, text, .. } => {
+                    Some((e.author.as_str(), name.as_str(), text.as_deref()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            attachments,
+            [
+                (
+                    HARNESS,
+                    "hook_success",
+                    Some("SessionStart:startup\nwelcome")
+                ),
+                (HARNESS, "already_read_file", Some("")),
+                (HARNESS, "opened_file_in_ide", Some("/w/b.rs")),
+            ]
+        );
+        assert_eq!(s.events.len(), 7, "{:#?}", s.events);
+        let bad = format!(r#"{{"type":"attachment","uuid":"x9",{head}}}"#);
+        let err = read("s.jsonl", &[lines[1].clone(), bad].join("\n")).unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
     }
 
     #[test]

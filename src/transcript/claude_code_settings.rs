@@ -35,6 +35,21 @@ pub struct ClaudeCodeSettings {
     /// not this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The `autoCompactWindow` setting (an integer in [100,000, 1,000,000]), when a settings
+    /// file read sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_compact_window: Option<u64>,
+    /// The user's `autoCompactEnabled` (global config, default on), when the session shows
+    /// it: a `/config` toggle's output, or the global config file read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_compact: Option<AutoCompactShown>,
+}
+
+/// `autoCompactEnabled` as a session shows it, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutoCompactShown {
+    pub enabled: bool,
+    pub source: String,
 }
 
 impl ClaudeCodeSettings {
@@ -120,7 +135,7 @@ fn strip_line_numbers(text: &str) -> String {
 
 /// `env` (string, number and boolean values as strings) and `model` of a settings file's
 /// text; `None` when it is not a JSON object.
-fn parse_settings(text: &str) -> Option<(BTreeMap<String, String>, Option<String>)> {
+fn parse_settings(text: &str) -> Option<Parsed> {
     let v: Value = serde_json::from_str(text).ok()?;
     let obj = v.as_object()?;
     let env = obj
@@ -141,7 +156,16 @@ fn parse_settings(text: &str) -> Option<(BTreeMap<String, String>, Option<String
         })
         .unwrap_or_default();
     let model = obj.get("model").and_then(Value::as_str).map(str::to_string);
-    Some((env, model))
+    // an integer within [100,000, 1,000,000], else dropped (`cli.js` 2.1.89's schema)
+    let auto_compact_window = obj
+        .get("autoCompactWindow")
+        .and_then(Value::as_u64)
+        .filter(|w| (100_000..=1_000_000).contains(w));
+    Some(Parsed {
+        env,
+        model,
+        auto_compact_window,
+    })
 }
 
 /// The settings of `session` recorded by the reader, if it is a Claude Code session.
@@ -168,20 +192,35 @@ fn files_read(session: &Session, s: &ClaudeCodeSettings) -> BTreeMap<String, Par
     out
 }
 
-type Parsed = (BTreeMap<String, String>, Option<String>);
+/// What the replay reads of one settings file.
+#[derive(Debug, Clone, Default)]
+struct Parsed {
+    env: BTreeMap<String, String>,
+    model: Option<String>,
+    /// `autoCompactWindow` (read by the CLI from 2.1.89).
+    auto_compact_window: Option<u64>,
+}
 
 /// Apply `files` (path → parsed) to `s` in Claude Code's precedence order; `via`: the
 /// session that read them, when not `s`'s own.
 fn apply(s: &mut ClaudeCodeSettings, files: &BTreeMap<String, Parsed>, via: Option<&str>) {
     let mut used = Vec::new();
     for path in loaded_files(s) {
-        let Some((env, model)) = files.get(&path) else {
+        let Some(Parsed {
+            env,
+            model,
+            auto_compact_window,
+        }) = files.get(&path)
+        else {
             continue;
         };
         s.env
             .extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
         if model.is_some() {
             s.model.clone_from(model);
+        }
+        if auto_compact_window.is_some() {
+            s.auto_compact_window = *auto_compact_window;
         }
         used.push(path);
     }
@@ -192,6 +231,64 @@ fn apply(s: &mut ClaudeCodeSettings, files: &BTreeMap<String, Parsed>, via: Opti
         }
         s.source = Some(src);
     }
+}
+
+/// What `/config` writes when the user turns auto-compact on or off (inside a
+/// `<local-command-stdout>`, `cli.js` 2.0.57-2.1.112).
+const TOGGLED_ON: &str = "Enabled auto-compact";
+const TOGGLED_OFF: &str = "Disabled auto-compact";
+
+/// The user's `autoCompactEnabled` as `session` last shows it: a `/config` toggle's output,
+/// or Claude Code's global config (`<home>/.claude.json`, or `<home>/.claude/.config.json`
+/// where that exists) read with the `Read` tool, whose missing key means on.
+fn auto_compact_shown(session: &Session, s: &ClaudeCodeSettings) -> Option<AutoCompactShown> {
+    let mut last: Option<(usize, AutoCompactShown)> = None;
+    for (k, e) in session.events.iter().enumerate() {
+        for p in &e.parts {
+            let super::Part::Text { text } = p else {
+                continue;
+            };
+            let Some((_, out)) = text.split_once("<local-command-stdout>") else {
+                continue;
+            };
+            let on = out.rfind(TOGGLED_ON);
+            let off = out.rfind(TOGGLED_OFF);
+            if on.is_some() || off.is_some() {
+                let shown = AutoCompactShown {
+                    enabled: on > off,
+                    source: "/config in this session".into(),
+                };
+                last = Some((k, shown));
+            }
+        }
+    }
+    if let Some(home) = s.home() {
+        let global = [
+            format!("{home}/.claude.json"),
+            format!("{home}/.claude/.config.json"),
+        ];
+        for (k, path, response) in super::claude_code::read_results(&session.events) {
+            let Some(text) = result_text(response).filter(|_| global.iter().any(|g| g == path))
+            else {
+                continue;
+            };
+            let Ok(Value::Object(obj)) = serde_json::from_str(&strip_line_numbers(text)) else {
+                continue;
+            };
+            let enabled = obj.get("autoCompactEnabled").and_then(Value::as_bool);
+            if last.as_ref().is_none_or(|(at, _)| *at <= k) {
+                let source = format!("{path} as read");
+                last = Some((
+                    k,
+                    AutoCompactShown {
+                        enabled: enabled.unwrap_or(true),
+                        source,
+                    },
+                ));
+            }
+        }
+    }
+    last.map(|(_, shown)| shown)
 }
 
 /// Fill `session`'s settings from the settings files it read itself.
@@ -207,8 +304,10 @@ pub fn observe(session: &mut Session) {
         return;
     };
     let files = files_read(session, &s);
+    let auto_compact = auto_compact_shown(session, &s);
     if let Some(s) = settings_mut(session) {
         apply(s, &files, None);
+        s.auto_compact = auto_compact;
     }
 }
 
@@ -339,7 +438,7 @@ mod tests {
         }
     }
 
-    const USER: &str = "{\n  \"env\": {\n    \"CLAUDE_CODE_MAX_OUTPUT_TOKENS\": \"64000\"\n  },\n  \"model\": \"opus[1m]\"\n}";
+    const USER: &str = "{\n  \"env\": {\n    \"CLAUDE_CODE_MAX_OUTPUT_TOKENS\": \"64000\"\n  },\n  \"model\": \"opus[1m]\",\n  \"autoCompactWindow\": 150000\n}";
 
     /// The user settings file a session read gives its env and model; a sibling session
     /// of the same home that read none gets them, naming the session that read them; a
@@ -360,6 +459,7 @@ mod tests {
         let a = settings(&sessions[0]);
         assert_eq!(a.var("CLAUDE_CODE_MAX_OUTPUT_TOKENS"), Some("64000"));
         assert_eq!(a.model.as_deref(), Some("opus[1m]"));
+        assert_eq!(a.auto_compact_window, Some(150_000));
         assert_eq!(
             a.source.as_deref(),
             Some("/Users/pat/.claude/settings.json as read")
@@ -371,6 +471,67 @@ mod tests {
             "{b:?}"
         );
         assert!(settings(&sessions[2]).env.is_empty());
+    }
+
+    /// `/config`'s output shows the user's `autoCompactEnabled`, and so does the global
+    /// config read; the last shown wins, a config without the key means on.
+    #[test]
+    fn auto_compact_enabled_is_read_from_config_toggles_and_the_global_config() {
+        let toggled = |text: &str| {
+            let mut e = Event::new(
+                crate::transcript::claude_code::HARNESS,
+                Role::User,
+                "i",
+                3.0,
+            );
+            e.parts.push(Part::Text { text: text.into() });
+            e
+        };
+        let mut s = session("a", "/home/pat/proj", None);
+        s.events.push(toggled(
+            "<local-command-stdout>Disabled auto-compact\nSet model to opus</local-command-stdout>",
+        ));
+        observe(&mut s);
+        let shown = settings(&s).auto_compact.clone().expect("shown");
+        assert_eq!(
+            (shown.enabled, shown.source.as_str()),
+            (false, "/config in this session")
+        );
+        s.events.push(toggled(
+            "<local-command-stdout>Enabled auto-compact</local-command-stdout>",
+        ));
+        observe(&mut s);
+        assert_eq!(
+            settings(&s).auto_compact.as_ref().map(|a| a.enabled),
+            Some(true)
+        );
+        let global = |text| {
+            session(
+                "b",
+                "/home/pat/proj",
+                Some(("/home/pat/.claude.json", text)),
+            )
+        };
+        let mut s = global("{\"autoCompactEnabled\": false, \"numStartups\": 3}");
+        observe(&mut s);
+        assert_eq!(
+            settings(&s).auto_compact.as_ref().map(|a| a.enabled),
+            Some(false)
+        );
+        let mut s = global("{\"numStartups\": 3}");
+        observe(&mut s);
+        assert_eq!(
+            settings(&s).auto_compact.as_ref().map(|a| a.enabled),
+            Some(true)
+        );
+        // another user's global config is not this session's
+        let mut s = session(
+            "c",
+            "/home/sam/proj",
+            Some(("/home/pat/.claude.json", "{\"autoCompactEnabled\": false}")),
+        );
+        observe(&mut s);
+        assert_eq!(settings(&s).auto_compact, None);
     }
 
     /// A settings file Claude Code does not load for the session (another project's) is

@@ -7,6 +7,8 @@ pub mod adk;
 pub mod adk_legacy_eval;
 pub mod canonical;
 pub mod claude_code;
+/// Claude Code `attachment` records.
+pub mod claude_code_attach;
 /// Claude Code `microcompact_boundary` records.
 pub mod claude_code_micro;
 /// The Claude Code settings a session shows it ran with (`env`, `model`).
