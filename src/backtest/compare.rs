@@ -184,6 +184,15 @@ pub struct SessionRow {
     pub recorded_api_calls: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_sent_ratio: Option<f64>,
+    /// What `tokens_sent_ratio`'s replayed side is counted on: litellm's `token_counter` for a
+    /// SWE-agent 1.x run whose model litellm counts with tiktoken ([`super::litellm`],
+    /// mechanism), else the run tokenizer (`backtest --holdout` fits the provider scale).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_sent_basis: Option<String>,
+    /// SWE-agent 1.x, mechanism: the as-recorded requests counted as litellm counts them
+    /// (`tokens_sent_ratio`'s numerator then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub litellm_prompt_tokens_total: Option<u64>,
 }
 
 fn full() -> String {
@@ -545,6 +554,11 @@ fn session_row(session: &Session, run: &SessionReplay, free: &Replay) -> Session
         _ => None,
     };
     let sent = stats.map(|s| s.tokens_sent);
+    let (litellm, basis) = match sent {
+        Some(t) if t > 0 => tokens_sent_basis(session, run),
+        _ => (None, None),
+    };
+    let counted = litellm.unwrap_or(prompt_tokens_total);
     SessionRow {
         source: session.source.clone(),
         session_id: session.id.clone(),
@@ -570,7 +584,35 @@ fn session_row(session: &Session, run: &SessionReplay, free: &Replay) -> Session
         recorded_api_calls: stats.map(|s| s.api_calls),
         tokens_sent_ratio: sent
             .filter(|&t| t > 0)
-            .map(|t| round3(prompt_tokens_total as f64 / t as f64)),
+            .map(|t| round3(counted as f64 / t as f64)),
+        tokens_sent_basis: basis,
+        litellm_prompt_tokens_total: litellm,
+    }
+}
+
+/// A SWE-agent run's `tokens_sent` comparison: litellm's count of the as-recorded replay for a
+/// 1.x run (it records `replay_config`) whose tokenizer this tool has, with its basis; else
+/// none and the basis of the run-tokenizer total.
+fn tokens_sent_basis(session: &Session, run: &SessionReplay) -> (Option<u64>, Option<String>) {
+    let one_x = session
+        .recorded_policy
+        .as_ref()
+        .is_some_and(|p| p.source.starts_with("swe-agent replay_config"));
+    if !one_x {
+        return (
+            None,
+            Some("run tokenizer (0.x: the provider's usage; scale fitted) - fitted".to_string()),
+        );
+    }
+    match super::litellm::tokens_sent(session, &run.policy) {
+        Ok(c) => (Some(c.prompt_tokens_total), Some(c.basis)),
+        Err(hf) => (
+            None,
+            Some(format!(
+                "run tokenizer (litellm counts this model on {hf}, not in this tool; scale \
+                 fitted) - fitted"
+            )),
+        ),
     }
 }
 

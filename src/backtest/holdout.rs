@@ -15,7 +15,8 @@
 //! - [`Fitted::sessions`]: how many sessions it observes (its own indexing, `0..n`);
 //! - [`Fitted::fit`]: the figure (one or more numbers) fitted on the sessions `train` keeps,
 //!   to be used on session `for_session` (a per-model figure fits on that session's model
-//!   only); `None` when those sessions give no fit;
+//!   only); `None` when those sessions give no fit; empty when the session needs none (it is
+//!   scored as it is, on both sides, and adds no value);
 //! - [`Fitted::outcomes`]: session `i`'s outcomes with the figure at `fit`, each tagged with a
 //!   group (`""` for none; SWE-agent's are `0.x` / `1.x`).
 //!
@@ -33,7 +34,8 @@
 //!   its outcomes are each response's |estimate − recorded| / recorded (the size Claude Code
 //!   checks adds the estimate where the transcript keeps only the start count);
 //! - `swe-agent provider scale` (per model): recorded `tokens_sent` / replayed prompt tokens,
-//!   median over the runs of the same model (never the run it is applied to, held out);
+//!   median over the runs of the same model (never the run it is applied to, held out); a 1.x
+//!   run counted as litellm counts it (`backtest::litellm`) needs none and fits none;
 //! - `<framework> per-session provider fit` (`tokens::fit`): in sample by construction, it is
 //!   fitted on the recorded prompt sizes of the very session it sizes (that is a measurement
 //!   of the session, not a prediction); its held-out counterpart is the fit pooled over the

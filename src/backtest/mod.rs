@@ -12,6 +12,7 @@ pub mod as_recorded;
 pub mod compare;
 pub mod holdout;
 pub mod kept;
+pub mod litellm;
 pub mod micro;
 pub mod refetch;
 pub mod sizes;

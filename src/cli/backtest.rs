@@ -164,11 +164,15 @@ fn tokens_sent(s: &SessionRow) -> String {
     let Some(sent) = s.recorded_tokens_sent else {
         return String::new();
     };
+    let counted = s
+        .litellm_prompt_tokens_total
+        .unwrap_or(s.prompt_tokens_total);
     format!(
-        "; tokens_sent recorded {sent} ({} api calls), replayed {} (ratio {}), no compaction {}",
+        "; tokens_sent recorded {sent} ({} api calls), replayed {counted} (ratio {}; basis: {}), \
+         no compaction {}",
         opt(s.recorded_api_calls),
-        s.prompt_tokens_total,
         opt(s.tokens_sent_ratio),
+        s.tokens_sent_basis.as_deref().unwrap_or("run tokenizer"),
         s.no_compaction_prompt_tokens_total
     )
 }

@@ -230,7 +230,7 @@ fn attachment_tokens(mime_type: Option<&str>, size_bytes: Option<u64>) -> u64 {
 
 /// The text a payload is counted as: a string as itself, other JSON as compact JSON, with
 /// Python's NaN / Infinity / big integers (`pyjson` tags) as their bare literals.
-fn json_text(v: &Value) -> Option<Cow<'_, str>> {
+pub fn json_text(v: &Value) -> Option<Cow<'_, str>> {
     match v {
         Value::Null => None,
         Value::String(s) => Some(match tagged(s) {

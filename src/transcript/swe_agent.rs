@@ -57,7 +57,10 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
         None
     });
     let policy = match agent.as_ref() {
-        Some(agent) => recorded_policy(agent, stats),
+        Some(agent) => recorded_policy(agent, stats).map(|mut p| {
+            p.versions.extend(swe_agent_version(top));
+            p
+        }),
         None => zero_x_policy(history, stats),
     };
     Ok(vec![Session {
@@ -81,6 +84,13 @@ fn agent_config(top: &Map<String, Value>) -> Option<Value> {
         Value::Object(mut m) => m.remove("agent"),
         _ => None,
     }
+}
+
+/// `info.swe_agent_version` (1.x `sweagent/agent/agents.py` writes it), when recorded: which
+/// litellm its `tokens_sent` was counted with depends on it (`backtest::litellm`).
+fn swe_agent_version(top: &Map<String, Value>) -> Option<String> {
+    let v = top.get("info")?.get("swe_agent_version")?.as_str()?.trim();
+    (!v.is_empty()).then(|| v.to_string())
 }
 
 /// `agent.model.name` when recorded.

@@ -200,6 +200,8 @@ struct SweRun {
     /// The as-recorded replay's prompt tokens plus its requeries ([`requeries`]).
     replayed: f64,
     sent: f64,
+    /// `replayed` is litellm's own count (SWE-agent 1.x, `backtest::litellm`): no scale.
+    mechanism: bool,
 }
 
 /// What a run's model is known by: `replay_config.agent.model.name`; for a 0.x run (no
@@ -250,12 +252,16 @@ impl SweScale {
             }
             let s = &sessions[i];
             let requests = s.events.iter().filter(|e| e.model_request).count() as u64;
-            let (_, extra) = requeries(calls, requests, row.prompt_tokens_total);
+            let counted = row
+                .litellm_prompt_tokens_total
+                .unwrap_or(row.prompt_tokens_total);
+            let (_, extra) = requeries(calls, requests, counted);
             runs.push(SweRun {
                 model: model_key(s),
                 version: swe_version(s),
-                replayed: row.prompt_tokens_total as f64 + extra,
+                replayed: counted as f64 + extra,
                 sent: sent as f64,
+                mechanism: row.litellm_prompt_tokens_total.is_some(),
             });
         }
         SweScale { runs }
@@ -280,7 +286,9 @@ impl Fitted for SweScale {
             shipped: None,
             basis: "per model: median over its runs of tokens_sent / (replayed prompt tokens \
                     + requeries x the run's mean request); outcome: that total x the scale / \
-                    tokens_sent per run (held out: the scale of the model's other runs)"
+                    tokens_sent per run (held out: the scale of the model's other runs); a \
+                    1.x run counted as litellm counts it (mechanism) gets no scale and fits \
+                    none"
                 .into(),
         }
     }
@@ -290,9 +298,13 @@ impl Fitted for SweScale {
     }
 
     fn fit(&self, for_session: usize, train: &dyn Fn(usize) -> bool) -> Option<Vec<f64>> {
+        if self.runs[for_session].mechanism {
+            // litellm's own count: nothing fitted (no value; its outcome at scale 1)
+            return Some(Vec::new());
+        }
         let model = &self.runs[for_session].model;
         let mut ratios: Vec<f64> = (0..self.runs.len())
-            .filter(|&j| train(j) && &self.runs[j].model == model)
+            .filter(|&j| train(j) && !self.runs[j].mechanism && &self.runs[j].model == model)
             .map(|j| self.runs[j].sent / self.runs[j].replayed)
             .collect();
         ratios.sort_by(f64::total_cmp);

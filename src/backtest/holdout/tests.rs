@@ -96,6 +96,8 @@ fn swe_row(s: &Session, replayed: u64, sent: u64, calls: u64) -> SessionRow {
         recorded_tokens_sent: Some(sent),
         recorded_api_calls: Some(calls),
         tokens_sent_ratio: Some(replayed as f64 / sent as f64),
+        tokens_sent_basis: None,
+        litellm_prompt_tokens_total: None,
     }
 }
 
@@ -246,4 +248,49 @@ fn swe_agent_versions_are_reported_apart() {
         unfitted,
         [(&"0.x".to_string(), &1.0), (&"1.x".to_string(), &1.0)]
     );
+}
+
+/// Issue 43 item 5: a SWE-agent 1.x run counted as litellm counts it (`backtest::litellm`)
+/// is scored on that count with no scale, on both sides, and fits none: of model `m`, two runs
+/// recorded 1.0x and 2.0x their replay; a third, counted by litellm at 900 of 1,000 sent,
+/// stays 0.9 and leaves the others' scale (in sample 1.5) as it was.
+#[test]
+fn a_litellm_counted_swe_agent_run_gets_no_scale_and_fits_none() {
+    let runs = [
+        swe_run("a", "m", 4),
+        swe_run("b", "m", 4),
+        swe_run("c", "m", 4),
+    ];
+    let mut counted = swe_row(&runs[2], 1_000, 1_000, 4);
+    counted.litellm_prompt_tokens_total = Some(900);
+    let mut b = Backtest {
+        sessions: vec![
+            swe_row(&runs[0], 1_000, 1_000, 4),
+            swe_row(&runs[1], 1_000, 2_000, 4),
+            counted,
+        ],
+        ..Default::default()
+    };
+    b.summarize();
+    let sizes: Vec<SessionSizes> = runs.iter().map(|s| SessionSizes::new(s, None)).collect();
+    add_holdout(&mut b, &runs, &sizes);
+    let r = b
+        .fits
+        .iter()
+        .find(|r| r.figure == "swe-agent provider scale")
+        .expect("fitted");
+    // in sample: a and b at scale 1.5 (1.5, 0.75), c at 0.9 unscaled; no value for c
+    assert_eq!(
+        (r.in_sample.value_min, r.in_sample.value_max),
+        (Some(1.5), Some(1.5))
+    );
+    assert_eq!(r.in_sample.sessions, 3);
+    assert_eq!(r.in_sample.median["all"], 0.9);
+    // held out: a on b's scale (2.0), b on a's (1.0): 2.0 and 0.5; c still 0.9
+    assert_eq!(
+        (r.held_out.value_min, r.held_out.value_max),
+        (Some(1.0), Some(2.0))
+    );
+    assert_eq!(r.held_out.median["all"], 0.9);
+    assert_eq!(r.held_out.sessions, 3);
 }
