@@ -129,12 +129,20 @@ pub struct LitellmCount {
 /// counted as litellm's `token_counter` counts it. `Err`: the Hugging Face tokenizer litellm
 /// would use for its model, not modelled (the provider scale is fitted instead).
 pub fn tokens_sent(session: &Session, policy: &AsRecorded) -> Result<LitellmCount, &'static str> {
-    let model = session.model.as_deref().unwrap_or("");
-    let tok = tokenizer_for(model)?;
-    let version = match &session.recorded_policy {
-        Some(p) if matches!(p.rule, PolicyRule::SweAgent { .. }) => p.versions.first(),
-        _ => None,
+    let (version, custom) = match &session.recorded_policy {
+        Some(p) => match &p.rule {
+            PolicyRule::SweAgent { model_stats, .. } => (
+                p.versions.first(),
+                model_stats.is_some_and(|s| s.custom_tokenizer),
+            ),
+            _ => (None, false),
+        },
+        None => (None, false),
     };
+    if custom {
+        return Err("the config's custom_tokenizer (Hugging Face)");
+    }
+    let tok = tokenizer_for(session.model.as_deref().unwrap_or(""))?;
     let rule = MessageRule::for_version(version.map(String::as_str));
     let tokens: Vec<u32> = session
         .events
@@ -366,6 +374,13 @@ mod tests {
         let r = row(&trajectory("claude-2.1", "1.1.0"));
         assert_eq!(r.litellm_prompt_tokens_total, None);
         assert!(r.tokens_sent_basis.unwrap().ends_with("fitted"));
+        // a config naming its own tokenizer for the count (SWE-agent 34f9f687): the same
+        let mut custom = trajectory("claude-3-5-sonnet-20241022", "1.1.1");
+        custom["replay_config"]["agent"]["model"]["custom_tokenizer"] =
+            json!({"identifier": "Qwen/Qwen2.5-Coder-32B"});
+        let r = row(&custom);
+        assert_eq!(r.litellm_prompt_tokens_total, None);
+        assert!(r.tokens_sent_basis.unwrap().contains("custom_tokenizer"));
         assert_eq!(tokenizer_for("gpt-4o"), Ok(Tokenizer::O200k));
         assert_eq!(tokenizer_for("gpt-4-0613"), Ok(Tokenizer::Cl100k));
         // not a bare OpenAI name: litellm counts it as gpt-3.5-turbo

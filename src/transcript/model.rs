@@ -572,6 +572,10 @@ pub struct ModelStats {
     /// Prompt tokens summed over the calls (the model's tokenizer, via litellm).
     pub tokens_sent: u64,
     pub api_calls: u64,
+    /// `tokens_sent` was counted on a Hugging Face tokenizer the run's config names
+    /// (`agent.model.custom_tokenizer`, SWE-agent from commit 34f9f687), not the model's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub custom_tokenizer: bool,
 }
 
 /// One SWE-agent history processor as its trajectory's config records it.
@@ -881,6 +885,7 @@ mod tests {
                 model_stats: Some(ModelStats {
                     tokens_sent: 7_141,
                     api_calls: 5,
+                    custom_tokenizer: true,
                 }),
             },
             PolicyRule::Openhands(Condenser {

@@ -52,10 +52,15 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Session>, ReadError> {
     };
     let agent = agent_config(top);
     let mut notes = Vec::new();
-    let stats = model_stats(top).unwrap_or_else(|note| {
-        notes.push(format!("{file}: {note}"));
-        None
-    });
+    let stats = model_stats(top)
+        .unwrap_or_else(|note| {
+            notes.push(format!("{file}: {note}"));
+            None
+        })
+        .map(|s| ModelStats {
+            custom_tokenizer: custom_tokenizer(agent.as_ref()),
+            ..s
+        });
     let policy = match agent.as_ref() {
         Some(agent) => recorded_policy(agent, stats).map(|mut p| {
             p.versions.extend(swe_agent_version(top));
@@ -93,6 +98,15 @@ fn swe_agent_version(top: &Map<String, Value>) -> Option<String> {
     (!v.is_empty()).then(|| v.to_string())
 }
 
+/// Whether the config names `agent.model.custom_tokenizer` (SWE-agent counts `tokens_sent` on
+/// it then: HEAD `models.py` `LiteLLMModel._single_query`).
+fn custom_tokenizer(agent: Option<&Value>) -> bool {
+    agent
+        .and_then(|a| a.get("model"))
+        .and_then(|m| m.get("custom_tokenizer"))
+        .is_some_and(|t| !t.is_null())
+}
+
 /// `agent.model.name` when recorded.
 fn model_name(agent: Option<&Value>) -> Option<String> {
     let name = agent?.get("model")?.get("name")?.as_str()?;
@@ -126,6 +140,7 @@ fn model_stats(top: &Map<String, Value>) -> Result<Option<ModelStats>, util::Bad
     Ok(tokens_sent.map(|tokens_sent| ModelStats {
         tokens_sent,
         api_calls: api_calls.unwrap_or(0),
+        custom_tokenizer: false,
     }))
 }
 
@@ -628,7 +643,8 @@ mod tests {
                 processors: Vec::new(),
                 model_stats: Some(ModelStats {
                     tokens_sent: 7_141,
-                    api_calls: 5
+                    api_calls: 5,
+                    custom_tokenizer: false,
                 }),
             }
         );
@@ -677,7 +693,8 @@ mod tests {
                 processors: vec![HistoryProcessor::LastNObservations { n: 5 }],
                 model_stats: Some(ModelStats {
                     tokens_sent: 900,
-                    api_calls: 1
+                    api_calls: 1,
+                    custom_tokenizer: false,
                 }),
             }
         );

@@ -226,6 +226,7 @@ fn swe_agent_versions_are_reported_apart() {
             model_stats: Some(ModelStats {
                 tokens_sent: 1_000,
                 api_calls: 2,
+                custom_tokenizer: false,
             }),
         },
     });
