@@ -684,7 +684,7 @@ pub const MIN_SUMMARIES_PER_KIND: u64 = 5;
 
 /// Retention of one fact kind: of the references of that kind at risk at recorded summaries
 /// (a fact a later model request used that only the summary could hold, and that ADK's
-/// summarizer could see), the share the summary text held verbatim.
+/// summarizer could see), the share the summary text held verbatim as a whole token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KindRetention {
     /// Summaries whose cut had references of this kind at risk.
