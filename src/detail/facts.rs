@@ -105,11 +105,12 @@ enum Bound {
     /// trailing `.,;:!?` and such a char (`https://x.io/a` is not in `https://x.io/a.html`,
     /// but is in `see https://x.io/a.`); anything before it.
     Url,
-    /// A path or an email: a word char either side, `/` before it (`/b/c.rs` is not in
-    /// `a/b/c.rs`), `.` or `~` before a leading `/` (`./x`, `~/x` are other paths), or `.`,
-    /// `-`, `/` joined to a word char (`a.rs` is not in `a.rs.bak`, `a.rs-old`, `a.rs/x`, but
-    /// is in `a.rs.` at a sentence's end, and `com/x/y.go` in `github.com/x/y.go`, as the
-    /// extractor takes it).
+    /// A path or an email: a word char either side, `/`, `.` or `~` before a leading `/`
+    /// (`/b/c.rs` is not in `a/b/c.rs`, `./b/c.rs`, `~/b/c.rs`), `-` joined to a word char
+    /// before it, or `.`, `-`, `/` joined to a word char after it (`a.rs` is not in
+    /// `a.rs.bak`, `a.rs-old`, `a.rs/x`, but is in `a.rs.` at a sentence's end). A relative
+    /// path may follow `/` or `.` (`b/c.rs` in `a/b/c.rs`, `com/x/y.go` in
+    /// `github.com/x/y.go`), as the extractor takes it out of such text.
     Path,
     /// An id or a quoted string: where its own end is a word char (letter, digit, `_`), a
     /// word char beside it (`id` is not in `valid` or `user_id`, but is in `user.id`).
@@ -177,8 +178,7 @@ impl Token {
             Bound::Word => !(is_word(self.first) && is_word(c1)),
             Bound::Path => {
                 !(is_word(c1)
-                    || c1 == '/'
-                    || self.first == '/' && matches!(c1, '.' | '~')
+                    || self.first == '/' && matches!(c1, '/' | '.' | '~')
                     || c1 == '-' && word2)
             }
         }
@@ -610,16 +610,31 @@ mod tests {
             "src/cost/mod.rs.bak",
             "src/cost/mod.rs-old",
             "src/cost/mod.rs/x",
-            "/src/cost/mod.rs",
-            "a/src/cost/mod.rs",
             "xsrc/cost/mod.rs",
+            "a-src/cost/mod.rs",
             "src/cost/mod.rsx",
         ] {
             assert!(!holds(text, "src/cost/mod.rs"), "{text:?}");
         }
-        for text in ["./var/log", "~/var/log", "x/var/log", "/var/logs"] {
+        for text in [
+            "./var/log",
+            "~/var/log",
+            "x/var/log",
+            "/var/logs",
+            "//var/log",
+        ] {
             assert!(!holds(text, "/var/log"), "{text:?}");
         }
+    }
+
+    /// The extractor takes `dashboard/page.tsx` out of `(protected)/dashboard/page.tsx` (no
+    /// path starts at the `)`), so a text spelling it so holds it.
+    #[test]
+    fn a_relative_path_after_a_slash_is_held_as_the_extractor_takes_it() {
+        let text = "app/(protected)/dashboard/page.tsx:12";
+        assert!(extract_facts(text).contains("dashboard/page.tsx"));
+        assert!(holds(text, "dashboard/page.tsx"));
+        assert!(holds("see app/src/cost/mod.rs", "src/cost/mod.rs"));
     }
 
     #[test]
