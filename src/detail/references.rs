@@ -5,11 +5,12 @@
 //!
 //! "An event contains a fact" means the fact is among the event's facts as `facts_dropped`
 //! finds them ([`super::facts::event_facts`]); a summary contains a fact when its text holds
-//! it verbatim. A request's history is every event before its model event (the convention of
-//! `attachment_share`). The session-level part ([`SessionReferences`]) is found once per
-//! session and shared by every setting; [`tally`] is the per-setting walk over the requests.
+//! it verbatim as a whole token ([`super::facts::holds`]). A request's history is every
+//! event before its model event (the convention of `attachment_share`). The session-level
+//! part ([`SessionReferences`]) is found once per session and shared by every setting;
+//! [`tally`] is the per-setting walk over the requests.
 
-use super::facts::{extract_fact_kinds, model_use_text, FactKind};
+use super::facts::{extract_fact_kinds, holds, model_use_text, FactKind, Token};
 use super::text_facts::Searched;
 use crate::engine::summarizer::SummaryText;
 use crate::engine::{Replay, Request};
@@ -118,7 +119,7 @@ impl SessionReferences {
                 .map(|f| match shape {
                     LineShape::Absent => false,
                     LineShape::Whole => true,
-                    LineShape::Cut => line.as_deref().is_some_and(|l| l.contains(f)),
+                    LineShape::Cut => line.as_deref().is_some_and(|l| holds(l, f)),
                 })
                 .collect();
             (used, seen)
@@ -320,6 +321,10 @@ pub fn tally(
                 let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
                 text.and_then(|t| *t).map_or_else(Vec::new, |t| {
                     ac.find_overlapping_iter(t)
+                        .filter(|m| {
+                            let fact = &refs.facts[m.pattern().as_usize()];
+                            Token::of(fact).fits(t, m.start(), m.end())
+                        })
                         .map(|m| m.pattern().as_u32())
                         .collect()
                 })
@@ -622,13 +627,13 @@ fn kept_naive<'a>(
     replay: &'a Replay,
     texts: &'a [Option<&'a str>],
 ) -> impl FnMut(&Request, u32) -> bool + 'a {
-    let mut holds: HashMap<(u32, u32), bool> = HashMap::new();
+    let mut held: HashMap<(u32, u32), bool> = HashMap::new();
     move |r, fact| {
         let f = refs.facts[fact as usize].as_str();
         replay.carried(r).iter().any(|&o| {
-            *holds.entry((o, fact)).or_insert_with(|| {
+            *held.entry((o, fact)).or_insert_with(|| {
                 let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
-                text.and_then(|t| *t).is_some_and(|s| s.contains(f))
+                text.and_then(|t| *t).is_some_and(|s| holds(s, f))
             })
         })
     }
@@ -679,7 +684,7 @@ pub const MIN_SUMMARIES_PER_KIND: u64 = 5;
 
 /// Retention of one fact kind: of the references of that kind at risk at recorded summaries
 /// (a fact a later model request used that only the summary could hold, and that ADK's
-/// summarizer could see), the share the summary text held verbatim.
+/// summarizer could see), the share the summary text held verbatim as a whole token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KindRetention {
     /// Summaries whose cut had references of this kind at risk.

@@ -1,16 +1,21 @@
 //! Which facts each summary text of a replay holds, when texts are written around their seeds.
 //!
+//! A text holds a fact where it occurs as a whole token ([`super::facts::holds`]): whether an
+//! occurrence is one depends on the two chars either side of it ([`TOKEN_CONTEXT`] bytes).
 //! A rolling summarizer's text holds its seed's text whole (`terse`: `model: ` + seed + new
-//! lines), so it holds every fact its seed holds. Searching each text in full makes a long
-//! replay quadratic; here each text is searched only where it differs from its seed: the
-//! head with the seed's first bytes, and the seed's last bytes with the tail (as long as the
-//! longest fact, less one, so a fact crossing a join is found). A fact is then held by every
-//! text descending from one where it was found: a subtree of the seed forest, one range of
-//! its pre-order numbers.
+//! lines), so it holds every fact its seed holds away from the seed's ends. Searching each
+//! text in full makes a long replay quadratic; here each text is searched only where it
+//! differs from its seed: the head with the seed's first bytes, and the seed's last bytes with
+//! the tail (as many as the longest fact and its context either side, so a fact crossing a
+//! join, or at a seed's end where the text around it now continues it, is found). A fact is
+//! then held by every text descending from one where it was found away from that text's
+//! ends (a subtree of the seed forest, one range of its pre-order numbers), or, found within
+//! [`TOKEN_CONTEXT`] of its ends, by that text alone: the texts around it search it again.
 
+use super::facts::{Token, TOKEN_CONTEXT};
 use crate::engine::summarizer::SummaryText;
 use crate::tokens::cache::{key_map, Key128Map, KeyMap};
-use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::automaton::Automaton;
 use aho_corasick::nfa::contiguous::NFA;
 use aho_corasick::Anchored;
 use std::collections::HashMap;
@@ -20,11 +25,13 @@ use std::sync::Mutex;
 /// of summary text before.
 pub struct TextSearch {
     nfa: NFA,
-    /// Per line (a run of text without `\n`, by its xxh3-128): the patterns in it and the
-    /// automaton's state after it. Kept across replays of the session: a rolling summary's
-    /// new part is lines of its events, searched again by every replay of every setting.
-    /// `None` when a pattern holds a `\n` (or is empty): then a text is not the sum of its
-    /// lines.
+    /// Per pattern: what continues it in a text (whole tokens only are held).
+    tokens: Vec<Token>,
+    /// Per line (a run of text without `\n`, by its xxh3-128): the whole-token occurrences in
+    /// it. Kept across replays of the session: a rolling summary's new part is lines of its
+    /// events, searched again by every replay of every setting. `None` when a pattern holds a
+    /// `\n` (or is empty): then a text is not the sum of its lines. (A `\n` bounds every
+    /// token as a text's end does.)
     lines: Option<Mutex<LineMemo>>,
 }
 
@@ -39,6 +46,7 @@ impl Clone for TextSearch {
         });
         TextSearch {
             nfa: self.nfa.clone(),
+            tokens: self.tokens.clone(),
             lines,
         }
     }
@@ -55,61 +63,55 @@ impl std::fmt::Debug for TextSearch {
 
 #[derive(Default)]
 struct LineMemo {
-    /// Line key -> (patterns at `found[a..b]`, state after the line).
-    seen: Key128Map<(u32, u32, StateID)>,
-    found: Vec<u32>,
+    /// Line key -> its occurrences at `found[a..b]`.
+    seen: Key128Map<(u32, u32)>,
+    /// (pattern, start in its line)
+    found: Vec<(u32, u32)>,
 }
 
-/// The automaton [`TextFacts`] searches with (pattern i = fact i): its state can be carried
-/// from the end of a seed into the text written around it. (A DFA was tried: over a long
-/// session's facts its tables are tens of MB and searching was slower.)
-pub fn automaton<P: AsRef<[u8]>>(facts: &[P]) -> Option<TextSearch> {
-    let nfa = NFA::new(facts).ok()?;
+/// The automaton [`TextFacts`] searches with (pattern i = fact i). (A DFA was tried: over a
+/// long session's facts its tables are tens of MB and searching was slower.)
+pub fn automaton<P: AsRef<str>>(facts: &[P]) -> Option<TextSearch> {
+    let nfa = NFA::new(facts.iter().map(|f| f.as_ref().as_bytes())).ok()?;
+    let tokens = facts.iter().map(|f| Token::of(f.as_ref())).collect();
     let lines = facts
         .iter()
-        .all(|f| !f.as_ref().is_empty() && !f.as_ref().contains(&b'\n'))
+        .all(|f| !f.as_ref().is_empty() && !f.as_ref().contains('\n'))
         .then(Mutex::default);
-    Some(TextSearch { nfa, lines })
+    Some(TextSearch { nfa, tokens, lines })
 }
 
 impl TextSearch {
-    /// Feed `hay` to the automaton from state `sid` (as [`scan`]); where no pattern holds a
-    /// `\n`, each line after the first is looked up (or searched once and remembered): after a
-    /// `\n` the automaton is back at its start, whatever came before.
-    fn feed(&self, sid: StateID, hay: &str, mut found: impl FnMut(u32)) -> StateID {
+    /// Every whole-token occurrence in `hay` as `found(pattern, start)`, `hay`'s ends counting
+    /// as a text's ends (overlapping occurrences, in no set order). Where no pattern holds a
+    /// `\n`, each line is looked up (or searched once and remembered).
+    fn occurrences(&self, hay: &str, mut found: impl FnMut(u32, usize)) {
         let Some(memo) = &self.lines else {
-            return scan(&self.nfa, sid, hay, found);
-        };
-        let Some(nl) = hay.find('\n') else {
-            return scan(&self.nfa, sid, hay, found);
-        };
-        let mut sid = scan(&self.nfa, sid, &hay[..nl], &mut found);
-        let Ok(start) = self.nfa.start_state(Anchored::No) else {
-            return sid;
+            return scan(&self.nfa, &self.tokens, hay, found);
         };
         let mut memo = memo.lock().unwrap_or_else(|e| e.into_inner());
         let LineMemo { seen, found: all } = &mut *memo;
-        for line in hay[nl + 1..].split('\n') {
+        let mut at = 0;
+        for line in hay.split('\n') {
             let key = xxhash_rust::xxh3::xxh3_128(line.as_bytes());
-            let (a, b, end) = *seen.entry(key).or_insert_with(|| {
+            let (a, b) = *seen.entry(key).or_insert_with(|| {
                 let a = all.len() as u32;
-                let end = scan(&self.nfa, start, line, |f| all.push(f));
-                (a, all.len() as u32, end)
+                scan(&self.nfa, &self.tokens, line, |f, s| {
+                    all.push((f, s as u32))
+                });
+                (a, all.len() as u32)
             });
-            all[a as usize..b as usize].iter().for_each(|&f| found(f));
-            sid = end;
+            for &(f, s) in &all[a as usize..b as usize] {
+                found(f, at + s as usize);
+            }
+            at += line.len() + 1;
         }
-        debug_assert_eq!(
-            sid,
-            scan(
-                &self.nfa,
-                start,
-                &hay[hay.rfind('\n').map_or(0, |k| k + 1)..],
-                |_| {}
-            ),
-            "state after the last line"
-        );
-        sid
+    }
+
+    /// Length in bytes of pattern `f`.
+    fn len_of(&self, f: u32) -> usize {
+        self.nfa
+            .pattern_len(aho_corasick::PatternID::new_unchecked(f as usize))
     }
 }
 
@@ -128,60 +130,62 @@ pub struct TextFacts {
     spans: Vec<(u32, u32)>,
 }
 
-/// Feed `hay` to the automaton from state `sid`, calling `found` with each pattern ending in
-/// it (overlapping); the state after it.
-fn scan(ac: &NFA, mut sid: StateID, hay: &str, mut found: impl FnMut(u32)) -> StateID {
-    for &b in hay.as_bytes() {
+/// Feed `hay` to the automaton from its start, calling `found(pattern, start)` with each
+/// occurrence that is a whole token in `hay` (overlapping; `hay`'s ends count as a text's).
+fn scan(ac: &NFA, tokens: &[Token], hay: &str, mut found: impl FnMut(u32, usize)) {
+    let Ok(mut sid) = ac.start_state(Anchored::No) else {
+        return;
+    };
+    for (i, &b) in hay.as_bytes().iter().enumerate() {
         sid = ac.next_state(Anchored::No, sid, b);
         if ac.is_match(sid) {
             for k in 0..ac.match_len(sid) {
-                found(ac.match_pattern(sid, k).as_u32());
+                let p = ac.match_pattern(sid, k);
+                let start = i + 1 - ac.pattern_len(p);
+                if tokens[p.as_usize()].fits(hay, start, i + 1) {
+                    found(p.as_u32(), start);
+                }
             }
         }
     }
-    sid
 }
 
-/// The patterns of `search` that occur in `text` (as `text.contains(pattern)` finds them),
+/// The patterns of `search` that `text` holds (as [`super::facts::holds`] finds them),
 /// ascending, each once: one pass over the text, whatever the number of patterns.
 pub fn found_in(search: &TextSearch, text: &str) -> Vec<u32> {
-    let Ok(start) = search.nfa.start_state(Anchored::No) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    search.feed(start, text, |f| out.push(f));
+    search.occurrences(text, |f, _| out.push(f));
     out.sort_unstable();
     out.dedup();
     out
 }
 
+/// A fact found in a text's own part: (fact, text, "by that text alone"), see [`TextFacts`].
+type Found = (u32, u32, bool);
+
 impl TextFacts {
     /// `texts[i]`: the text of summary i (`None`: it wrote none); a text's seed is found among
     /// the earlier texts by identity.
     ///
-    /// A text `head + seed + tail` whose seed is known and at least as long as the longest
-    /// fact is searched in two places: the head with the seed's first bytes (a fact starting
-    /// in the head; one search per distinct such window, as a chain's heads pile up the same
-    /// way), and the tail, the search resumed where the seed's ended (the automaton's state
-    /// after a text depends on its last bytes only, as many as the longest fact). Any other
-    /// text is searched whole.
+    /// A text `head + seed + tail` whose seed is known and at least `reach` bytes long (the
+    /// longest fact and [`TOKEN_CONTEXT`] either side) is searched in two places: the head
+    /// with the seed's first `reach` bytes, for facts starting in the head or near the seed's
+    /// start (one search per distinct such window, as a chain's heads pile up the same way),
+    /// and the seed's last `reach` bytes with the tail, for facts ending near the seed's end
+    /// or in the tail. The rest of the seed holds what the seed held away from its ends. Any
+    /// other text is searched whole.
     pub fn new(texts: &[Option<&SummaryText>], search: &TextSearch) -> TextFacts {
-        let ac = &search.nfa;
         let n = texts.len();
-        let longest = ac.max_pattern_len();
-        let Ok(start) = ac.start_state(Anchored::No) else {
-            return TextFacts::default();
-        };
+        let reach = search.nfa.max_pattern_len() + 2 * TOKEN_CONTEXT;
         let mut parent: Vec<u32> = vec![u32::MAX; n];
-        let mut end: Vec<StateID> = vec![start; n];
         let mut seeds = SeedIndex::new();
-        // Each text's first `longest - 1` bytes (interned), carried down the chains: a text's
-        // are its head's then its seed's, so no chain is walked for them.
-        let keep = longest.saturating_sub(1);
-        let mut heads = HeadWindows::new(keep);
+        // Each text's first `reach` bytes (interned), carried down the chains: a text's are
+        // its head's then its seed's, so no chain is walked for them.
+        let mut heads = HeadWindows::new(reach);
         let mut prefix_of: Vec<u32> = vec![u32::MAX; n];
-        // (fact, text) for every fact found in a text's own part (repeats allowed)
-        let mut found: Vec<(u32, u32)> = Vec::with_capacity(n);
+        // every fact found in a text's own part (repeats allowed)
+        let mut found: Vec<Found> = Vec::with_capacity(n);
+        let mut buf = String::new();
         for (i, t) in texts.iter().enumerate() {
             let Some(t) = t else { continue };
             let i = i as u32;
@@ -189,31 +193,46 @@ impl TextFacts {
             let p = seed.and_then(|s| seeds.find(texts, i, s));
             seeds.prev = Some((t.node_id(), i));
             match (p, seed) {
-                (Some(p), Some(seed)) if seed.len() >= longest => {
+                (Some(p), Some(seed)) if seed.len() >= reach => {
                     parent[i as usize] = p;
                     let seed_prefix = match prefix_of[p as usize] {
-                        u32::MAX => heads.prefixes.intern(seed.prefix(keep)),
+                        u32::MAX => heads.prefixes.intern(seed.prefix(reach)),
                         id => id,
                     };
                     prefix_of[p as usize] = seed_prefix;
                     let (a, b, own) = heads.window(search, head, seed_prefix);
                     debug_assert_eq!(
                         heads.prefixes.list[own as usize],
-                        t.prefix(keep),
+                        t.prefix(reach),
                         "carried prefix"
                     );
                     prefix_of[i as usize] = own;
-                    found.extend(heads.facts[a as usize..b as usize].iter().map(|&f| (f, i)));
-                    end[i as usize] = search.feed(end[p as usize], tail, |f| found.push((f, i)));
+                    let window = &heads.facts[a as usize..b as usize];
+                    found.extend(window.iter().map(|&(f, alone)| (f, i, alone)));
+                    buf.clear();
+                    buf.push_str(&seed.suffix(reach));
+                    let from = buf.len() - TOKEN_CONTEXT;
+                    buf.push_str(tail);
+                    search.occurrences(&buf, |f, start| {
+                        let end = start + search.len_of(f);
+                        if end > from {
+                            found.push((f, i, end + TOKEN_CONTEXT > buf.len()));
+                        }
+                    });
                 }
                 (p, _) => {
                     parent[i as usize] = p.unwrap_or(u32::MAX);
-                    end[i as usize] = search.feed(start, &t.whole(), |f| found.push((f, i)));
+                    let whole = t.whole();
+                    search.occurrences(&whole, |f, start| {
+                        let end = start + search.len_of(f);
+                        let alone = start < TOKEN_CONTEXT || end + TOKEN_CONTEXT > whole.len();
+                        found.push((f, i, alone));
+                    });
                 }
             }
         }
         let (pre, last) = preorder(&parent);
-        let (at, spans) = holder_spans(ac.patterns_len(), &found, &pre, &last);
+        let (at, spans) = holder_spans(search.nfa.patterns_len(), &found, &pre, &last);
         TextFacts { pre, at, spans }
     }
 
@@ -291,10 +310,11 @@ impl Prefixes {
     }
 }
 
-/// The facts starting in a head: per (head, seed's prefix), searched once (a chain's heads
-/// pile up the same way), with the prefix of the text that window starts.
+/// The facts starting in a head or near the seed's start: per (head, seed's prefix),
+/// searched once (a chain's heads pile up the same way), with the prefix of the text that
+/// window starts.
 struct HeadWindows<'t> {
-    /// Bytes of a text's prefix: the longest fact's, less one.
+    /// Bytes of a text's prefix: the longest fact's and its context either side.
     keep: usize,
     prefixes: Prefixes,
     /// A summarizer has one head or a few: a list.
@@ -302,7 +322,8 @@ struct HeadWindows<'t> {
     /// Windows by (head, prefix) as one key, spread by an odd multiplier: (its facts at
     /// `facts[a..b]`, the prefix it starts).
     windows: KeyMap<(u32, u32, u32)>,
-    facts: Vec<u32>,
+    /// (fact, found within [`TOKEN_CONTEXT`] of the text's start)
+    facts: Vec<(u32, bool)>,
     window: String,
 }
 
@@ -318,8 +339,10 @@ impl<'t> HeadWindows<'t> {
         }
     }
 
-    /// The facts starting in `head` followed by the seed prefix `seed_prefix` (at
-    /// `facts[a..b]`), and the interned prefix of that window: `(a, b, prefix)`.
+    /// The facts starting in `head` followed by the seed prefix `seed_prefix`, or in that
+    /// prefix's first [`TOKEN_CONTEXT`] bytes (at `facts[a..b]`; their right context is in
+    /// the window, as the prefix holds the longest fact and its context past them), and the
+    /// interned prefix of that window: `(a, b, prefix)`.
     fn window(&mut self, search: &TextSearch, head: &'t str, seed_prefix: u32) -> (u32, u32, u32) {
         let h = match self.head_ids.iter().position(|&x| x == head) {
             Some(h) => h as u32,
@@ -342,7 +365,12 @@ impl<'t> HeadWindows<'t> {
             window.push_str(head);
             window.push_str(&prefixes.list[seed_prefix as usize]);
             let a = facts.len() as u32;
-            facts.extend(found_in(search, window));
+            let near = head.len() + TOKEN_CONTEXT;
+            search.occurrences(window, |f, start| {
+                if start < near {
+                    facts.push((f, start < TOKEN_CONTEXT));
+                }
+            });
             let mut cut = (*keep).min(window.len());
             while !window.is_char_boundary(cut) {
                 cut += 1;
@@ -354,18 +382,25 @@ impl<'t> HeadWindows<'t> {
 }
 
 /// The texts holding each fact as pre-order ranges, grouped by fact: `(at, spans)` of
-/// [`TextFacts`]. Per fact ascending, and a subtree inside the last kept one dropped
-/// (subtrees nest or are disjoint); compacted in place.
+/// [`TextFacts`]: a subtree, or one text (a range of one). Per fact ascending, and a range
+/// inside the last kept one dropped (they nest or are disjoint); compacted in place.
 fn holder_spans(
     facts: usize,
-    found: &[(u32, u32)],
+    found: &[Found],
     pre: &[u32],
     last: &[u32],
 ) -> (Vec<u32>, Vec<(u32, u32)>) {
-    let (mut at, holders) = grouped(facts, found.iter().copied());
+    // a holder as text << 1 | alone
+    let pairs = found
+        .iter()
+        .map(|&(f, i, alone)| (f, i << 1 | u32::from(alone)));
+    let (mut at, holders) = grouped(facts, pairs);
     let mut spans: Vec<(u32, u32)> = holders
         .iter()
-        .map(|&i| (pre[i as usize], last[i as usize]))
+        .map(|&h| {
+            let i = (h >> 1) as usize;
+            (pre[i], if h & 1 == 1 { pre[i] } else { last[i] })
+        })
         .collect();
     let mut w = 0usize;
     for f in 0..facts {
@@ -374,7 +409,8 @@ fn holder_spans(
         if a == b {
             continue;
         }
-        spans[a..b].sort_unstable();
+        // widest first where two start together (a text alone inside its subtree)
+        spans[a..b].sort_unstable_by_key(|&(a, b)| (a, std::cmp::Reverse(b)));
         let first = w;
         for k in a..b {
             let x = spans[k];
@@ -480,6 +516,7 @@ fn preorder(parent: &[u32]) -> (Vec<u32>, Vec<u32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detail::facts::holds;
 
     /// Every (text, fact) pair: `holds` agrees with searching the whole text.
     fn assert_agrees(texts: &[Option<&SummaryText>], facts: &[impl AsRef<str>], what: &str) {
@@ -491,7 +528,7 @@ mod tests {
         for (i, t) in texts.iter().enumerate() {
             let whole = t.map(|t| t.to_string()).unwrap_or_default();
             let contained: Vec<u32> = (0..facts.len() as u32)
-                .filter(|&k| whole.contains(facts[k as usize].as_ref()))
+                .filter(|&k| holds(&whole, facts[k as usize].as_ref()))
                 .collect();
             assert_eq!(
                 found_in(&ac, &whole),
@@ -500,22 +537,22 @@ mod tests {
             );
             for (k, fact) in facts.iter().enumerate() {
                 let fact = fact.as_ref();
-                let holds = t.is_some() && whole.contains(fact);
+                let held = t.is_some() && holds(&whole, fact);
                 assert_eq!(
                     tf.holds(i, k as u32),
-                    holds,
+                    held,
                     "{what}: text {i} {whole:?}, fact {fact:?}"
                 );
                 assert_eq!(
                     again.holds(i, k as u32),
-                    holds,
+                    held,
                     "{what}: again, text {i}, {fact:?}"
                 );
             }
         }
     }
 
-    /// Every (text, fact) pair agrees with `contains` on the whole text: chains, branches
+    /// Every (text, fact) pair agrees with [`holds`] on the whole text: chains, branches
     /// (two texts on one seed), facts across the joins, texts with no seed among the list.
     #[test]
     fn text_facts_agree_with_searching_each_whole_text() {
@@ -549,8 +586,48 @@ mod tests {
         assert_agrees(&texts, &facts, "fixed");
     }
 
+    /// A fact at a seed's start or end, where the text written around it continues it (a
+    /// head `1` before `80`, a tail `5` after it, `.bak` after a path, `val` before `id`), is
+    /// not held by that text, nor by the texts written around it in turn.
+    #[test]
+    fn a_fact_at_a_seed_s_ends_is_not_held_where_the_text_around_it_continues_it() {
+        let facts = ["80", "src/a.rs", "id", "4521"];
+        let a = SummaryText::flat("80 was the port; order 4521, then src/a.rs".into());
+        let b = SummaryText::seeded("1", &a, ".bak and 805", None);
+        let c = SummaryText::seeded("val", &b, "", None);
+        let d = SummaryText::seeded("val", &a, " id", None);
+        let e = SummaryText::seeded(" ", &d, ".", None);
+        let f = SummaryText::seeded("x", &e, "1", None);
+        let texts = [Some(&a), Some(&b), Some(&c), Some(&d), Some(&e), Some(&f)];
+        let search = automaton(&facts).unwrap();
+        assert!(
+            a.len() >= search.nfa.max_pattern_len() + 2 * TOKEN_CONTEXT,
+            "seeded"
+        );
+        let held = TextFacts::new(&texts, &search);
+        assert!(
+            held.holds(0, 0) && held.holds(0, 1),
+            "a holds 80 and the path"
+        );
+        assert!(
+            !held.holds(1, 0) && !held.holds(1, 1),
+            "b: 180, src/a.rs.bak, 805"
+        );
+        assert!(!held.holds(2, 0) && !held.holds(2, 1), "c: b's ends again");
+        assert!(
+            held.holds(3, 0) && held.holds(3, 1),
+            "d: val80 and src/a.rs id"
+        );
+        assert!(held.holds(3, 2) && held.holds(5, 2), "d, f: \" id\"");
+        assert!(held.holds(5, 1), "f: src/a.rs id.1");
+        assert!(!held.holds(2, 2), "c: no id");
+        assert!((0..6).all(|i| held.holds(i, 3)), "4521 away from every end");
+        assert_agrees(&texts, &facts, "seed ends");
+    }
+
     /// Random forests of texts over a small alphabet (so facts often cross the joins), with
-    /// short and long seeds, deep chains and branches: `holds` agrees with `contains`.
+    /// short and long seeds, deep chains and branches: `holds` agrees with [`holds`] on each
+    /// whole text, for facts bounded as numbers, paths and words.
     #[test]
     fn random_seed_forests_agree_with_whole_texts() {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -560,13 +637,15 @@ mod tests {
             x ^= x << 17;
             x % n
         };
-        let alphabet = ['a', 'b', ':', ' ', 'a', '\n', '\u{e9}'];
+        // digits, `.`, `/`, `-`, letters: facts bounded as numbers, paths and words, whose
+        // occurrences at a seed's ends the text around it may continue
+        let alphabet = ['a', '1', '.', '/', ' ', '\n', '\u{e9}', '-', '1', 'a', '_'];
         for round in 0..600 {
             let word = |len: u64, rnd: &mut dyn FnMut(u64) -> u64| -> String {
-                (0..len).map(|_| alphabet[rnd(7) as usize]).collect()
+                (0..len).map(|_| alphabet[rnd(11) as usize]).collect()
             };
             // every other round no fact holds a `\n`: texts are then searched by their lines
-            let mut facts: Vec<String> = (0..8).map(|_| word(1 + rnd(7), &mut rnd)).collect();
+            let mut facts: Vec<String> = (0..8).map(|_| word(1 + rnd(4), &mut rnd)).collect();
             if round % 2 == 1 {
                 for f in &mut facts {
                     *f = f.replace('\n', "b");
@@ -576,11 +655,11 @@ mod tests {
             let mut texts: Vec<SummaryText> = Vec::new();
             for _ in 0..40 {
                 let t = if texts.is_empty() || rnd(4) == 0 {
-                    SummaryText::flat(word(rnd(12), &mut rnd))
+                    SummaryText::flat(word(rnd(40), &mut rnd))
                 } else {
                     let seed = texts[rnd(texts.len() as u64) as usize].clone();
-                    let head = ["model: ", "", "a", "b:"][rnd(4) as usize];
-                    SummaryText::seeded(head, &seed, &word(rnd(4), &mut rnd), None)
+                    let head = ["model: ", "", "a", "1", "b/", "."][rnd(6) as usize];
+                    SummaryText::seeded(head, &seed, &word(rnd(5), &mut rnd), None)
                 };
                 texts.push(t);
             }
