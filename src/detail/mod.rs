@@ -6,3 +6,4 @@ pub mod calibrate;
 pub mod facts;
 pub mod references;
 pub mod text_facts;
+pub mod token;

@@ -5,13 +5,14 @@
 //!
 //! "An event contains a fact" means the fact is among the event's facts as `facts_dropped`
 //! finds them ([`super::facts::event_facts`]); a summary contains a fact when its text holds
-//! it verbatim as a whole token ([`super::facts::holds`]). A request's history is every
+//! it verbatim as a whole token ([`super::token::holds`]). A request's history is every
 //! event before its model event (the convention of `attachment_share`). The session-level
 //! part ([`SessionReferences`]) is found once per session and shared by every setting;
 //! [`tally`] is the per-setting walk over the requests.
 
-use super::facts::{extract_fact_kinds, holds, model_use_text, FactKind, Token};
+use super::facts::{extract_fact_kinds, model_use_text, FactKind};
 use super::text_facts::Searched;
+use super::token::{holds, Token};
 use crate::engine::summarizer::SummaryText;
 use crate::engine::{Replay, Request};
 use crate::tokens::adk::{line_shape, summarizer_text, LineShape};

@@ -1,6 +1,6 @@
 //! Which facts each summary text of a replay holds, when texts are written around their seeds.
 //!
-//! A text holds a fact where it occurs as a whole token ([`super::facts::holds`]): whether an
+//! A text holds a fact where it occurs as a whole token ([`super::token::holds`]): whether an
 //! occurrence is one depends on the two chars either side of it ([`TOKEN_CONTEXT`] bytes).
 //! A rolling summarizer's text holds its seed's text whole (`terse`: `model: ` + seed + new
 //! lines), so it holds every fact its seed holds away from the seed's ends. Searching each
@@ -12,7 +12,7 @@
 //! ends (a subtree of the seed forest, one range of its pre-order numbers), or, found within
 //! [`TOKEN_CONTEXT`] of its ends, by that text alone: the texts around it search it again.
 
-use super::facts::{Token, TOKEN_CONTEXT};
+use super::token::{Token, TOKEN_CONTEXT};
 use crate::engine::summarizer::SummaryText;
 use crate::tokens::cache::{key_map, Key128Map, KeyMap};
 use aho_corasick::automaton::Automaton;
@@ -150,7 +150,7 @@ fn scan(ac: &NFA, tokens: &[Token], hay: &str, mut found: impl FnMut(u32, usize)
     }
 }
 
-/// The patterns of `search` that `text` holds (as [`super::facts::holds`] finds them),
+/// The patterns of `search` that `text` holds (as [`super::token::holds`] finds them),
 /// ascending, each once: one pass over the text, whatever the number of patterns.
 pub fn found_in(search: &TextSearch, text: &str) -> Vec<u32> {
     let mut out = Vec::new();
@@ -516,7 +516,7 @@ fn preorder(parent: &[u32]) -> (Vec<u32>, Vec<u32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detail::facts::holds;
+    use crate::detail::token::holds;
 
     /// Every (text, fact) pair: `holds` agrees with searching the whole text.
     fn assert_agrees(texts: &[Option<&SummaryText>], facts: &[impl AsRef<str>], what: &str) {
