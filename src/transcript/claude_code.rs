@@ -814,7 +814,8 @@ impl<'a> Reader<'a> {
         obj: &Map<String, Value>,
         ts: Option<f64>,
     ) -> Result<(), ReadError> {
-        let part = super::claude_code_attach::read(obj).map_err(|m| self.err(line_no, m))?;
+        let part =
+            super::claude_code_attach::read(obj).map_err(|m| self.err(line_no, m.to_string()))?;
         if self.groups.get(g).is_none_or(|group| group.reattaching) {
             return Ok(());
         }
@@ -840,8 +841,8 @@ impl<'a> Reader<'a> {
         match readutil::str_field(obj, "subtype") {
             Some("compact_boundary") => {}
             Some("microcompact_boundary") => {
-                let micro =
-                    super::claude_code_micro::read(obj).map_err(|m| self.err(line_no, m))?;
+                let micro = super::claude_code_micro::read(obj)
+                    .map_err(|m| self.err(line_no, m.to_string()))?;
                 if let Some(group) = self.groups.get_mut(g) {
                     group.microcompaction(micro, line_no, ts);
                 }

@@ -22,7 +22,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{readutil, Part};
+use super::readutil::FieldError;
+use super::Part;
 
 /// Mime type of a [`Part::Attachment`] read from a Claude Code `attachment` record.
 pub const ATTACHMENT_MIME: &str = "application/vnd.claude-code.attachment+json";
@@ -62,28 +63,33 @@ const NOT_RENDERED: &[&str] = &[
 ];
 
 /// The record's `attachment` as a part; the error names the field that is wrong.
-pub fn read(obj: &Map<String, Value>) -> Result<Part, String> {
+pub fn read(obj: &Map<String, Value>) -> Result<Part, FieldError> {
     let attachment = match obj.get("attachment") {
         Some(Value::Object(a)) => a,
-        None => return Err("attachment record has no \"attachment\" object".into()),
-        Some(other) => {
-            return Err(format!(
-                "attachment is {}, expected an object",
-                readutil::kind(other)
-            ))
+        None => {
+            return Err(FieldError::Missing {
+                record: "attachment record",
+                field: "attachment",
+                shape: " object",
+            })
         }
+        Some(other) => return Err(FieldError::kind("attachment", other, "an object")),
     };
     let kind = match attachment.get("type") {
         Some(Value::String(s)) => s.clone(),
-        None => return Err("attachment has no \"type\"".into()),
-        Some(other) => {
-            return Err(format!(
-                "attachment.type is {}, expected a string",
-                readutil::kind(other)
-            ))
+        None => {
+            return Err(FieldError::Missing {
+                record: "attachment",
+                field: "type",
+                shape: "",
+            })
         }
+        Some(other) => return Err(FieldError::kind("attachment.type", other, "a string")),
     };
-    let json = serde_json::to_string(attachment).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string(attachment).map_err(|source| FieldError::Json {
+        path: "attachment",
+        source,
+    })?;
     Ok(Part::Attachment {
         text: Some(sent_text(&kind, attachment)),
         name: kind,

@@ -14,7 +14,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{readutil, util};
+use super::readutil::{self, FieldError};
+use super::util;
 
 /// One `microcompact_boundary` as recorded.
 pub struct Micro {
@@ -27,22 +28,20 @@ pub struct Micro {
 }
 
 /// The record's metadata; the error names the field that is wrong.
-pub fn read(obj: &Map<String, Value>) -> Result<Micro, String> {
+pub fn read(obj: &Map<String, Value>) -> Result<Micro, FieldError> {
     let meta = match obj.get("microcompactMetadata") {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m),
-        Some(other) => {
-            return Err(format!(
-                "microcompactMetadata is {}, expected an object",
-                readutil::kind(other)
-            ))
-        }
+        Some(other) => return Err(FieldError::kind("microcompactMetadata", other, "an object")),
     };
     let count = |key: &str| match meta.and_then(|m| m.get(key)) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => util::token_count(v)
             .map(Some)
-            .map_err(|m| format!("microcompactMetadata.{key}: {m}")),
+            .map_err(|source| FieldError::Count {
+                path: format!("microcompactMetadata.{key}"),
+                source,
+            }),
     };
     let tool_ids = match meta.and_then(|m| m.get("compactedToolIds")) {
         None | Some(Value::Null) => Vec::new(),
@@ -51,17 +50,19 @@ pub fn read(obj: &Map<String, Value>) -> Result<Micro, String> {
             .enumerate()
             .map(|(i, v)| {
                 v.as_str().map(str::to_string).ok_or_else(|| {
-                    format!(
-                        "microcompactMetadata.compactedToolIds[{i}] is {}, expected a string",
-                        readutil::kind(v)
+                    FieldError::kind(
+                        format!("microcompactMetadata.compactedToolIds[{i}]"),
+                        v,
+                        "a string",
                     )
                 })
             })
             .collect::<Result<_, _>>()?,
         Some(other) => {
-            return Err(format!(
-                "microcompactMetadata.compactedToolIds is {}, expected an array",
-                readutil::kind(other)
+            return Err(FieldError::kind(
+                "microcompactMetadata.compactedToolIds",
+                other,
+                "an array",
             ))
         }
     };

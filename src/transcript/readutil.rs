@@ -71,6 +71,43 @@ pub(crate) fn json_error(e: &serde_json::Error) -> String {
 }
 
 /// A record's time the [`Clock`] refuses (the reader adds file and location).
+/// A field of a record with the wrong shape, named by its JSON path, for the reader to place
+/// at its file and line (the Claude Code micro and attachment records).
+#[derive(Debug, thiserror::Error)]
+pub enum FieldError {
+    /// `record` lacks `field`; `shape` is what it should have been (`" object"` or empty).
+    #[error("{record} has no \"{field}\"{shape}")]
+    Missing {
+        record: &'static str,
+        field: &'static str,
+        shape: &'static str,
+    },
+    #[error("{path} is {found}, expected {expected}")]
+    Kind {
+        path: String,
+        found: &'static str,
+        expected: &'static str,
+    },
+    #[error("{path}: {source}")]
+    Count { path: String, source: BadNumber },
+    #[error("{path} cannot be measured: {source}")]
+    Json {
+        path: &'static str,
+        source: serde_json::Error,
+    },
+}
+
+impl FieldError {
+    /// `path` holds `found` where `expected` belongs.
+    pub fn kind(path: impl Into<String>, found: &Value, expected: &'static str) -> FieldError {
+        FieldError::Kind {
+            path: path.into(),
+            found: kind(found),
+            expected,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 pub(crate) enum ClockError {
     #[error("timestamp is not a finite number")]
