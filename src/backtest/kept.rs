@@ -4,7 +4,8 @@
 //! estimate at the same cut with its bounds (as the sweep computes it: `estimate` with the
 //! built-in retention, low = unseen, high = at risk); and the re-fetches that follow it: tool
 //! calls repeating one made before the compaction (same tool name, same arguments JSON), and
-//! how many of them the measure marked (their model event has a broken reference), split by
+//! how many of them the measure marked (their model event has a broken reference, or their
+//! response re-obtained a fact a later broken reference used), split by
 //! whether they returned what they returned before ([`super::refetch`]). This is the check of
 //! the detail measure against what agents did.
 //!
@@ -83,7 +84,7 @@ impl<'s> SessionKept<'s> {
     /// re-fetches priced on `sizes` (the provider's scale); `None` when it records no summary
     /// text.
     pub fn at(&self, sizes: &SessionSizes, i: usize) -> Option<Kept> {
-        let measured = references::at_recorded(&self.refs, self.session, i)?;
+        let measured = references::at_recorded(&self.refs, self.session, &self.calls, i)?;
         let events = references::summary_span(self.session, i);
         let priced = refetch::refetches(self.session, sizes, &self.prices, &self.calls, &events);
         let (marked, same_marked) = self.marked(i, &events);
@@ -103,27 +104,55 @@ impl<'s> SessionKept<'s> {
         })
     }
 
-    /// Of the repeated calls in `events`, those whose model event has a broken reference at
-    /// the cut of recorded compaction `i`: all of them, and the same-result ones.
+    /// Of the repeated calls in `events`, those the measure marked at the cut of recorded
+    /// compaction `i`: all of them, and the same-result ones. A call is marked when its model
+    /// event has a broken reference (the agent asked for what it lost), or when its response
+    /// re-obtained a fact the summary lost and the agent then used ([`references::recorded_hidden`]):
+    /// made visible, the response would spare a broken reference of the window.
     fn marked(&self, i: usize, events: &std::ops::Range<usize>) -> (u64, u64) {
-        let hidden = references::forgotten_so_far(self.session, i);
+        let hidden = references::recorded_hidden(self.session, &self.calls, i);
         let text = crate::engine::summarizer::SummaryText::flat(
             self.session.recorded_compactions[i].summary.clone(),
         );
         let texts = [Some(&text)];
+        let broken = |hidden: &[(u32, u32)], events: std::ops::Range<usize>| {
+            let cut = references::recorded_cut(self.session, hidden, events);
+            references::tally(&self.refs, &cut, Some(&texts), None).broken_total()
+        };
+        let in_window = broken(&hidden, events.clone());
         let mut broken_at: std::collections::HashMap<usize, bool> = Default::default();
         let (mut marked, mut same) = (0, 0);
         for r in refetch::repeats(&self.calls, events) {
-            let k = self.calls[r.call].event;
-            let broken = *broken_at.entry(k).or_insert_with(|| {
-                let one = references::recorded_cut(self.session, &hidden, k..k + 1);
-                references::tally(&self.refs, &one, Some(&texts), None).broken_total() > 0
-            });
-            if broken {
+            let call = &self.calls[r.call];
+            let k = call.event;
+            let asked = *broken_at
+                .entry(k)
+                .or_insert_with(|| broken(&hidden, k..k + 1) > 0);
+            let used = || {
+                let at = call.result.as_ref().map(|x| x.0 as u32);
+                at.and_then(|e| without(&hidden, e))
+                    .is_some_and(|shown| broken(&shown, events.clone()) < in_window)
+            };
+            if asked || (r.same_result && used()) {
                 marked += 1;
                 same += u64::from(r.same_result);
             }
         }
         (marked, same)
     }
+}
+
+/// `hidden` (sorted, disjoint, closed runs) without event `e`; `None` when `e` is not hidden.
+fn without(hidden: &[(u32, u32)], e: u32) -> Option<Vec<(u32, u32)>> {
+    let at = hidden.iter().position(|&(a, b)| a <= e && e <= b)?;
+    let (a, b) = hidden[at];
+    let mut out = hidden[..at].to_vec();
+    if a < e {
+        out.push((a, e - 1));
+    }
+    if e < b {
+        out.push((e + 1, b));
+    }
+    out.extend_from_slice(&hidden[at + 1..]);
+    Some(out)
 }

@@ -11,69 +11,14 @@
 //! write rate where that request records cache writes), the later ones the cached-input rate
 //! where the request records cache reads, else the input rate.
 
-use std::collections::HashMap;
 use std::ops::Range;
 
 use serde::Serialize;
 
 use crate::cost::pricing::PriceTable;
+pub use crate::detail::refetch::{calls, repeats, Call, Repeat};
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::{Part, Session};
-
-/// One tool call of a session and the response that answered it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Call {
-    /// The model event making it, and the part.
-    pub event: usize,
-    pub part: usize,
-    pub name: String,
-    /// The arguments as JSON.
-    pub args: String,
-    /// The answering response: event, part, and the response as JSON.
-    pub result: Option<(usize, usize, String)>,
-}
-
-/// Every tool call of `session` in event order, each with the response that answered it: the
-/// response with its id, else (responses without one) the earliest unanswered call of its
-/// tool name.
-pub fn calls(session: &Session) -> Vec<Call> {
-    let mut out: Vec<Call> = Vec::new();
-    let mut open: Vec<usize> = Vec::new();
-    let mut ids: HashMap<&str, usize> = HashMap::new();
-    for (k, e) in session.events.iter().enumerate() {
-        for (j, p) in e.parts.iter().enumerate() {
-            match p {
-                Part::ToolCall { id, name, args } => {
-                    if let Some(id) = id {
-                        ids.insert(id.as_str(), out.len());
-                    }
-                    open.push(out.len());
-                    out.push(Call {
-                        event: k,
-                        part: j,
-                        name: name.clone(),
-                        args: args.to_string(),
-                        result: None,
-                    });
-                }
-                Part::ToolResponse { id, name, response } => {
-                    let by_id = id.as_deref().and_then(|i| ids.remove(i));
-                    let call = by_id.or_else(|| {
-                        open.iter()
-                            .copied()
-                            .find(|&c| out[c].result.is_none() && out[c].name == *name)
-                    });
-                    if let Some(c) = call.filter(|&c| out[c].result.is_none()) {
-                        out[c].result = Some((k, j, response.to_string()));
-                        open.retain(|&o| o != c);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    out
-}
 
 /// The re-fetches after one recorded compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
@@ -86,38 +31,6 @@ pub struct Refetches {
     pub tokens: u64,
     /// Those tokens' dollars; `None` when the session's model is not priced.
     pub cost_usd: Option<f64>,
-}
-
-/// A repeated call of a window: its index in [`calls`], and whether its result is the same.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Repeat {
-    pub call: usize,
-    pub same_result: bool,
-}
-
-/// The calls in `window` (event indices) repeating a call made before `window.start`.
-pub fn repeats(calls: &[Call], window: &Range<usize>) -> Vec<Repeat> {
-    // per (name, args): the latest call before the window
-    let mut before: HashMap<(&str, &str), usize> = HashMap::new();
-    for (i, c) in calls.iter().enumerate() {
-        if c.event < window.start {
-            before.insert((c.name.as_str(), c.args.as_str()), i);
-        }
-    }
-    calls
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| window.contains(&c.event))
-        .filter_map(|(i, c)| {
-            let &earlier = before.get(&(c.name.as_str(), c.args.as_str()))?;
-            let (now, then) = (&c.result, &calls[earlier].result);
-            let same = matches!((now, then), (Some(a), Some(b)) if a.2 == b.2);
-            Some(Repeat {
-                call: i,
-                same_result: same,
-            })
-        })
-        .collect()
 }
 
 /// Tokens of part `part` of event `event` on `sizes`' scale: the event's tokens shared out over
@@ -320,10 +233,12 @@ mod tests {
             vec![
                 Repeat {
                     call: 2,
+                    earlier: 0,
                     same_result: true
                 },
                 Repeat {
                     call: 3,
+                    earlier: 1,
                     same_result: false
                 }
             ]

@@ -281,6 +281,84 @@ fn a_real_summary_is_measured_at_its_own_cut_with_the_refetches_after_it() {
     assert_eq!(got.refetch.same_result, 1);
 }
 
+/// A session re-reading after its compaction a file the compaction forgot, then using a
+/// number only that file holds: `src/limits.rs` (events 0-1) says `const LIMIT: u32 = 4711;`;
+/// the compaction at event 3 forgets events 0..3 with `summary`; event 3 reads the file
+/// again, returning `again`; event 5 sets the limit from 4711 to 5000.
+fn reread_then_use(summary: &str, again: &str) -> Session {
+    let model = |t: f64, parts: Vec<Part>| {
+        let mut m = Event::new("agent", Role::Model, "i1", t);
+        m.model_request = true;
+        m.parts = parts;
+        m
+    };
+    let read = |id: &str| Part::ToolCall {
+        id: Some(id.into()),
+        name: "Read".into(),
+        args: serde_json::json!({ "file_path": "src/limits.rs" }),
+    };
+    let result = |t: f64, id: &str, out: &str| {
+        let mut r = Event::new("user", Role::User, "i1", t);
+        r.parts.push(Part::ToolResponse {
+            id: Some(id.into()),
+            name: "Read".into(),
+            response: serde_json::json!({ "content": out }),
+        });
+        r
+    };
+    let before = "pub const LIMIT: u32 = 4711;";
+    let text = |t: &str| Part::Text { text: t.into() };
+    let events = vec![
+        model(1.0, vec![read("c1")]),
+        result(1.5, "c1", before),
+        model(2.0, vec![text("Read it.")]),
+        model(3.0, vec![read("c2")]),
+        result(3.5, "c2", again),
+        model(4.0, vec![text("Raising LIMIT from 4711 to 5000.")]),
+    ];
+    let mut c = RecordedCompaction::new(3, "claude-code compact_boundary");
+    c.trigger = Some("auto".into());
+    c.summary = summary.into();
+    c.forgotten = std::iter::once(0..3).collect();
+    let mut s = Session {
+        recorded_compactions: vec![c],
+        ..Session::new("r", "r.jsonl", Format::ClaudeCode, events)
+    };
+    s.index_recorded();
+    s
+}
+
+/// Issue 45: a fact the agent used from a same-result re-read of what the compaction forgot
+/// was lost to the compaction and paid for again: it is a reference at risk (the re-read
+/// response does not spare it), broken where the summary lost it, and the re-read is marked
+/// by it. Where the summary held the fact, or the re-read returned something new, neither.
+#[test]
+fn a_fact_used_from_a_reread_of_what_was_forgotten_is_at_risk_and_marks_the_reread() {
+    let measure = |s: &Session| {
+        let sizes = SessionSizes::new(s, Some(&[50; 6]));
+        let run = session_replay(s, &sizes);
+        let k = kept::SessionKept::new(s).expect("a summary is recorded");
+        let got = k.at(&run.sized.sizes, 0).expect("measured");
+        (
+            got.refs_at_risk,
+            got.refs_broken,
+            got.refetch.same_result,
+            got.refetches_same_result_marked,
+        )
+    };
+    let same = "pub const LIMIT: u32 = 4711;";
+    // the path is held by the summary; 4711 only by the forgotten read and its re-read
+    let lost = reread_then_use("Read src/limits.rs.", same);
+    assert_eq!(measure(&lost), (2, 1, 1, 1));
+    // the summary kept the number: at risk, held, and the re-read is not marked
+    let held = reread_then_use("Read src/limits.rs: LIMIT is 4711.", same);
+    assert_eq!(measure(&held), (2, 0, 1, 0));
+    // the re-read returned something new (a changed result): it is an observation that
+    // holds 4711 in view, so nothing after it is at risk but the path
+    let changed = reread_then_use("Read src/limits.rs.", "pub const LIMIT: u32 = 4711; // v2");
+    assert_eq!(measure(&changed), (1, 0, 0, 0));
+}
+
 /// Issue 43 item 4: a manual compaction (`/compact`) is applied in the `as recorded` replay at
 /// the first request after it, never predicted nor counted as a miss. That request's prompt is
 /// the fitted prompt of the raw history less the events before the boundary, plus the summary,

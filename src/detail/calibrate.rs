@@ -13,7 +13,8 @@ use crate::transcript::Session;
 
 /// One recorded compaction with its summary text, measured where it matters: the references
 /// at risk at its cut (a fact a model request after it used that only the summary could still
-/// hold, [`super::references::at_recorded`]), by fact kind, and how many the text held.
+/// hold, or that a same-result re-fetch got back, [`super::references::at_recorded`]), by fact
+/// kind, and how many the text held.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetentionSample {
     /// `source#id` of the session (the unit a leave-one-session-out fit leaves out).
@@ -42,12 +43,13 @@ pub fn retention_samples(session: &Session) -> Vec<RetentionSample> {
     }
     let facts = super::facts::event_facts(session);
     let refs = SessionReferences::new(session, &facts, &[]);
+    let calls = super::refetch::calls(session);
     let mut out = Vec::new();
     for (i, c) in session.recorded_compactions.iter().enumerate() {
         if c.summary.trim().is_empty() {
             continue;
         }
-        let Some(t) = at_recorded(&refs, session, i) else {
+        let Some(t) = at_recorded(&refs, session, &calls, i) else {
             continue;
         };
         if t.at_risk_total() == 0 {

@@ -891,13 +891,18 @@ pub fn bare_request(event: u32, hidden: Range<u32>, carried: Range<u32>) -> Requ
 /// The events recorded compactions `0..=i` of `session` forgot, as sorted disjoint closed
 /// runs (an OpenHands view drops every condensation's events, a Claude Code summary replaces
 /// the whole history).
-pub fn forgotten_so_far(session: &Session, i: usize) -> Vec<(u32, u32)> {
+fn forgotten_so_far(session: &Session, i: usize) -> Vec<(u32, u32)> {
     let upto = (i + 1).min(session.recorded_compactions.len());
-    let mut ranges: Vec<Range<usize>> = session.recorded_compactions[..upto]
-        .iter()
-        .flat_map(|c| c.forgotten.iter().cloned())
-        .filter(|r| !r.is_empty())
-        .collect();
+    runs_of(
+        session.recorded_compactions[..upto]
+            .iter()
+            .flat_map(|c| c.forgotten.iter().cloned()),
+    )
+}
+
+/// `ranges` of events as sorted disjoint closed runs.
+fn runs_of(ranges: impl Iterator<Item = Range<usize>>) -> Vec<(u32, u32)> {
+    let mut ranges: Vec<Range<usize>> = ranges.filter(|r| !r.is_empty()).collect();
     ranges.sort_by_key(|r| r.start);
     let mut runs: Vec<(u32, u32)> = Vec::new();
     for r in ranges {
@@ -908,6 +913,27 @@ pub fn forgotten_so_far(session: &Session, i: usize) -> Vec<(u32, u32)> {
         }
     }
     runs
+}
+
+/// What the requests after recorded compaction `i` see only through its summary: the events
+/// the compactions so far forgot, and the responses after it that only re-obtained some of
+/// them (a same-result re-fetch, [`super::refetch::reobtained`]). A fact the agent used from
+/// such a response was lost to the compaction and paid for again: a reference at risk, which
+/// the summary either held or broke, as if the agent had used it straight away (as it would
+/// have, uncompacted). `calls`: [`super::refetch::calls`] of `session`.
+pub fn recorded_hidden(
+    session: &Session,
+    calls: &[super::refetch::Call],
+    i: usize,
+) -> Vec<(u32, u32)> {
+    let forgotten = forgotten_so_far(session, i);
+    let window = summary_span(session, i);
+    let again = super::refetch::reobtained(session, calls, &window, &forgotten);
+    if again.is_empty() {
+        return forgotten;
+    }
+    let runs = forgotten.iter().map(|&(a, b)| a as usize..b as usize + 1);
+    runs_of(runs.chain(again.iter().map(|&e| e as usize..e as usize + 1)))
 }
 
 /// The replay [`tally`] reads for one recorded cut: a request per model request of `session`
@@ -936,15 +962,21 @@ pub fn summary_span(session: &Session, i: usize) -> Range<usize> {
 
 /// The references at recorded compaction `i` of `session`, measured on its summary text: the
 /// model requests after it (up to the next recorded one) see what the compactions so far
-/// forgot only through that text. `None` when it records no summary text.
-pub fn at_recorded(refs: &SessionReferences, session: &Session, i: usize) -> Option<RefTally> {
+/// forgot only through that text ([`recorded_hidden`]). `None` when it records no summary
+/// text. `calls`: [`super::refetch::calls`] of `session`.
+pub fn at_recorded(
+    refs: &SessionReferences,
+    session: &Session,
+    calls: &[super::refetch::Call],
+    i: usize,
+) -> Option<RefTally> {
     let recorded = &session.recorded_compactions;
     let c = recorded.get(i)?;
     if c.summary.is_empty() {
         return None;
     }
     let events = summary_span(session, i);
-    let hidden = forgotten_so_far(session, i);
+    let hidden = recorded_hidden(session, calls, i);
     let text = SummaryText::flat(c.summary.clone());
     let cut = recorded_cut(session, &hidden, events);
     Some(tally(refs, &cut, Some(&[Some(&text)]), None))

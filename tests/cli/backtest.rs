@@ -266,6 +266,27 @@ fn every_recorded_summary_is_measured_at_its_cut() {
     assert_eq!(oh["refetches_same_result"].as_u64(), Some(total), "{oh:#}");
 }
 
+/// Issue 45: of the same-result re-fetches after the corpus's recorded summaries (detail the
+/// agent had and obtained again), at least half are marked by the detail measure: the agent
+/// asked for what the summary lost, or used from the response a fact only the compacted span
+/// and the summary could have held, and the summary had not (docs/validation.md, where each
+/// unmarked one is read).
+#[test]
+fn most_same_result_refetches_are_marked_by_a_broken_reference() {
+    let doc = backtest_json(&[
+        corpus_dir("claude_code_spotter"),
+        corpus_dir("real_compactions"),
+    ]);
+    let fw = doc["frameworks"].as_object().expect("frameworks");
+    let sum = |k: &str| -> u64 { fw.values().filter_map(|f| f[k].as_u64()).sum() };
+    let (same, marked) = (
+        sum("refetches_same_result"),
+        sum("refetches_same_result_marked"),
+    );
+    assert!(same >= 10, "{same} same-result re-fetches: {fw:#?}");
+    assert!(2 * marked >= same, "{marked} of {same} marked");
+}
+
 /// Issue 37: a hand-made SWE-agent trajectory (tests/fixtures/recorded/swe_agent_last5.traj:
 /// 13 calls, 12 identical 60-line observations, `last_n_observations n=5`) whose
 /// `tokens_sent` is SWE-agent's own sum: the history without compaction (62,491 o200k tokens
