@@ -39,7 +39,7 @@ fn refetch_blocks(r: &Backtest, b: &mut Vec<Block>) {
         return;
     }
     b.push(Block::Para(t(
-        "Re-fetches after the compactions that record their summary text: tool calls repeating one made before the compaction (same tool, same arguments) up to the next one; \"same result\" ones returned exactly what the call returned before, detail the agent had and obtained again. Their tokens are the call's and the result's in every later prompt up to the next recorded compaction (provider's scale), priced at the session model's built-in rates (input for the first prompt, cached input where a prompt records cache reads); \"marked\" ones come from a model event with a broken reference (docs/validation.md).",
+        "Re-fetches after the compactions that record their summary text: tool calls repeating one made before the compaction (same tool, same arguments) up to the next one; \"same result\" ones returned exactly what the call returned before, detail the agent had and obtained again. Their tokens are the call's and the result's in every later prompt up to the next recorded compaction (provider's scale), priced at the session model's built-in rates (input for the first prompt, cached input where a prompt records cache reads); \"marked\" ones come from a model event with a broken reference, or gave back a fact the summary lost that the agent then used (docs/validation.md).",
     )));
     b.push(Block::Table {
         head: [
