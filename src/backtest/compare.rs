@@ -420,14 +420,16 @@ fn predict(row: &mut CompactionRow, p: Option<Predicted>, latency: &LatencyParam
     };
     row.predicted_request = Some(p.request);
     row.predicted_event = Some(p.event);
-    row.matched = Some(
-        row.recorded_request
-            .is_some_and(|r| r.abs_diff(p.request) <= MATCH_REQUESTS),
-    );
+    row.matched = Some(within_match(row.recorded_request, &p));
     row.predicted_tokens_before = Some(p.before);
     row.predicted_tokens_after = Some(p.after);
     row.predicted_summary_tokens = Some(p.summary);
     row.predicted_duration_s = Some(duration(&p, latency));
+}
+
+/// Whether prediction `p` lands within [`MATCH_REQUESTS`] of the recorded request.
+fn within_match(recorded: Option<usize>, p: &Predicted) -> bool {
+    recorded.is_some_and(|r| r.abs_diff(p.request) <= MATCH_REQUESTS)
 }
 
 /// A prediction's summarizer call, in modelled seconds.
@@ -480,10 +482,7 @@ fn predict_micro(rows: &mut [CompactionRow], preds: &[Predicted]) {
     let targets: Vec<Option<usize>> = micro.iter().map(|&i| rows[i].recorded_request).collect();
     for (&i, p) in micro.iter().zip(pair(&targets, preds)) {
         let row = &mut rows[i];
-        row.matched = Some(p.is_some_and(|p| {
-            row.recorded_request
-                .is_some_and(|r| r.abs_diff(p.request) <= MATCH_REQUESTS)
-        }));
+        row.matched = Some(p.is_some_and(|p| within_match(row.recorded_request, &p)));
         row.predicted_request = p.map(|p| p.request);
         row.predicted_tokens_before = p.map(|p| p.before);
         row.predicted_tokens_after = p.map(|p| p.after);
@@ -525,10 +524,7 @@ fn fit_threshold(
         row.fitted_threshold = Some(threshold);
         row.fitted_setting = Some(implied.clone());
         row.predicted_request_with_fit = p.map(|p| p.request);
-        row.matched_with_fit = Some(p.is_some_and(|p| {
-            row.recorded_request
-                .is_some_and(|r| r.abs_diff(p.request) <= MATCH_REQUESTS)
-        }));
+        row.matched_with_fit = Some(p.is_some_and(|p| within_match(row.recorded_request, &p)));
         row.predicted_tokens_before_with_fit = p.map(|p| p.before);
         row.predicted_tokens_after_with_fit = p.map(|p| p.after);
         row.predicted_summary_tokens_with_fit = p.map(|p| p.summary);

@@ -87,7 +87,7 @@ impl<'s> SessionKept<'s> {
         let measured = references::at_recorded(&self.refs, self.session, &self.calls, i)?;
         let events = references::summary_span(self.session, i);
         let priced = refetch::refetches(self.session, sizes, &self.prices, &self.calls, &events);
-        let (marked, same_marked) = self.marked(i, &events);
+        let (marked, same_marked) = self.marked(i, &events, measured.broken_total());
         Some(Kept {
             refs_at_risk: measured.at_risk_total(),
             refs_broken: measured.broken_total(),
@@ -109,7 +109,8 @@ impl<'s> SessionKept<'s> {
     /// event has a broken reference (the agent asked for what it lost), or when its response
     /// re-obtained a fact the summary lost and the agent then used ([`references::recorded_hidden`]):
     /// made visible, the response would spare a broken reference of the window.
-    fn marked(&self, i: usize, events: &std::ops::Range<usize>) -> (u64, u64) {
+    /// `in_window`: the window's broken references ([`references::at_recorded`]).
+    fn marked(&self, i: usize, events: &std::ops::Range<usize>, in_window: u64) -> (u64, u64) {
         let hidden = references::recorded_hidden(self.session, &self.calls, i);
         let text = crate::engine::summarizer::SummaryText::flat(
             self.session.recorded_compactions[i].summary.clone(),
@@ -119,7 +120,6 @@ impl<'s> SessionKept<'s> {
             let cut = references::recorded_cut(self.session, hidden, events);
             references::tally(&self.refs, &cut, Some(&texts), None).broken_total()
         };
-        let in_window = broken(&hidden, events.clone());
         let mut broken_at: std::collections::HashMap<usize, bool> = Default::default();
         let (mut marked, mut same) = (0, 0);
         for r in refetch::repeats(&self.calls, events) {
@@ -144,7 +144,7 @@ impl<'s> SessionKept<'s> {
 
 /// `hidden` (sorted, disjoint, closed runs) without event `e`; `None` when `e` is not hidden.
 fn without(hidden: &[(u32, u32)], e: u32) -> Option<Vec<(u32, u32)>> {
-    let at = hidden.iter().position(|&(a, b)| a <= e && e <= b)?;
+    let at = references::run_of(hidden, e)?;
     let (a, b) = hidden[at];
     let mut out = hidden[..at].to_vec();
     if a < e {

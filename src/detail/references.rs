@@ -65,7 +65,7 @@ struct Ref {
 }
 
 /// The position of the `hidden` run (sorted, disjoint, closed) holding event `e`, if any.
-fn run_of(hidden: &[(u32, u32)], e: u32) -> Option<usize> {
+pub fn run_of(hidden: &[(u32, u32)], e: u32) -> Option<usize> {
     // Outside the runs' span, as the latest holder of most references is (it is recent):
     // no search.
     match (hidden.first(), hidden.last()) {
@@ -928,7 +928,8 @@ pub fn recorded_hidden(
 ) -> Vec<(u32, u32)> {
     let forgotten = forgotten_so_far(session, i);
     let window = summary_span(session, i);
-    let again = super::refetch::reobtained(session, calls, &window, &forgotten);
+    let lost = |e: usize| u32::try_from(e).is_ok_and(|e| run_of(&forgotten, e).is_some());
+    let again = super::refetch::reobtained(session, calls, &window, lost);
     if again.is_empty() {
         return forgotten;
     }

@@ -102,7 +102,7 @@ pub fn repeats(calls: &[Call], window: &Range<usize>) -> Vec<Repeat> {
 }
 
 /// The events in `window` whose every part is the response of a same-result repeat whose
-/// earlier response lies in `forgotten` (sorted, disjoint, closed runs): what the agent
+/// earlier response event is `lost` (the compactions forgot it): what the agent
 /// obtained again of what the compaction lost. A fact the agent then uses from such a response
 /// was held, before it, only by the forgotten events: the response is not a holder that spares
 /// the reference (`references::recorded_hidden`). An event holding anything else stays a
@@ -111,13 +111,8 @@ pub fn reobtained(
     session: &Session,
     calls: &[Call],
     window: &Range<usize>,
-    forgotten: &[(u32, u32)],
+    lost: impl Fn(usize) -> bool,
 ) -> Vec<u32> {
-    let lost = |e: usize| {
-        forgotten
-            .iter()
-            .any(|&(a, b)| (a as usize..=b as usize).contains(&e))
-    };
     let mut parts: HashMap<usize, usize> = HashMap::new();
     for r in repeats(calls, window).iter().filter(|r| r.same_result) {
         let then = calls[r.earlier].result.as_ref().map(|x| x.0);
@@ -191,10 +186,11 @@ mod tests {
         let s = session();
         let c = calls(&s);
         let window = 4..usize::MAX;
-        assert_eq!(reobtained(&s, &c, &window, &[(0, 3)]), vec![5]);
+        assert_eq!(reobtained(&s, &c, &window, |e| e <= 3), vec![5]);
         // the earlier a.rs response (event 1) in view: nothing was lost
-        assert_eq!(reobtained(&s, &c, &window, &[(2, 3)]), Vec::<u32>::new());
-        assert_eq!(reobtained(&s, &c, &window, &[]), Vec::<u32>::new());
+        let none: Vec<u32> = Vec::new();
+        assert_eq!(reobtained(&s, &c, &window, |e| (2..=3).contains(&e)), none);
+        assert_eq!(reobtained(&s, &c, &window, |_| false), none);
         let same: Vec<usize> = repeats(&c, &window)
             .iter()
             .filter(|r| r.same_result)

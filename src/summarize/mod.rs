@@ -150,6 +150,16 @@ pub enum SummarizerSpec {
     Deterministic(Policy),
 }
 
+/// The trimmed name after a spec's prefix, or `missing` when there is none.
+fn named(rest: &str, missing: SpecError) -> Result<String, SpecError> {
+    let rest = rest.trim();
+    if rest.is_empty() {
+        Err(missing)
+    } else {
+        Ok(rest.to_string())
+    }
+}
+
 impl SummarizerSpec {
     /// Parse `agent | model:NAME | terse | command:PROGRAM [ARGS] | python:REF |
     /// live:PROVIDER/MODEL | fixed:N | ratio:R | echo[:N] | none`.
@@ -161,11 +171,7 @@ impl SummarizerSpec {
             _ => {}
         }
         if let Some(name) = s.strip_prefix("model:") {
-            let name = name.trim();
-            if name.is_empty() {
-                return Err(SpecError::NoModel);
-            }
-            return Ok(SummarizerSpec::Model(name.to_string()));
+            return named(name, SpecError::NoModel).map(SummarizerSpec::Model);
         }
         if let Some(cmd) = s.strip_prefix("command:") {
             let mut words = cmd.split_whitespace().map(str::to_string);
@@ -178,11 +184,7 @@ impl SummarizerSpec {
             });
         }
         if let Some(r) = s.strip_prefix("python:") {
-            let r = r.trim();
-            if r.is_empty() {
-                return Err(SpecError::NoReference);
-            }
-            return Ok(SummarizerSpec::Python(r.to_string()));
+            return named(r, SpecError::NoReference).map(SummarizerSpec::Python);
         }
         if let Some(t) = s.strip_prefix("live:") {
             let (provider, model) = self::live::parse_target(t.trim())?;
