@@ -13,7 +13,7 @@ use super::microcompact::{self, Microcompact};
 use super::{At, Clearable, CompactionPolicy, Ctx, Decision};
 use crate::transcript::{ClaudeCodeSettings, PolicyRule, Session};
 
-pub use super::claude_code_rule::{parse_version, BUFFER, RESERVE_CAP_SINCE};
+pub use super::claude_code_rule::{parse_version, BUFFER};
 
 /// The reserve's cap from 2.1.21 (`claude_code_rule::RESERVE_CAP`).
 pub const OUTPUT_RESERVE: u64 = super::claude_code_rule::RESERVE_CAP;
@@ -38,65 +38,50 @@ pub const AUTO_COMPACT_WINDOW: u64 = crate::settings::policy::CC_WINDOW;
 
 /// The rule a session that records no Claude Code version is replayed under: the current one
 /// (2.1.21 and later, reserve capped at 20,000).
-pub const DEFAULT_VERSION: &str = "2.1.21";
+pub const DEFAULT_VERSION: super::claude_code_rule::Version = (2, 1, 21);
 
 /// Claude Code's auto-compact rule as one CLI version runs it (docs/policies.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VersionRule {
     /// The window the threshold is taken from.
     pub window: u64,
     /// Tokens reserved for the model's output ([`super::claude_code_rule::output_reserve`]).
     pub reserve: u64,
     pub buffer: u64,
-    /// The threshold when it differs from `window - reserve - buffer`
-    /// (`CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` recorded), else `None`.
-    pub lowered_to: Option<u64>,
+    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` as recorded (1..100), else `None`: kept as the
+    /// percentage, not the threshold it gave, so that a sweep's window applies it anew.
+    pub pct: Option<f64>,
 }
 
 impl VersionRule {
-    /// The rule of CLI `version` (`2.0.57`) for `model` on `window`, with no recorded
-    /// settings; `None` for a version that does not parse.
-    pub fn of(version: &str, model: Option<&str>, window: u64) -> Option<VersionRule> {
-        let v = parse_version(version)?;
-        let rule = CliRule::new(v, model.unwrap_or(""), &ClaudeCodeSettings::default(), 0);
-        Some(VersionRule {
-            window,
-            ..VersionRule::from_rule(&rule)
-        })
-    }
-
-    /// The window, reserve and threshold of `rule` (auto-compact on).
+    /// The window, reserve, buffer and override of `rule` (auto-compact on).
     pub fn from_rule(rule: &CliRule) -> VersionRule {
-        let plain = rule.effective_window().saturating_sub(rule.buffer);
-        let t = CliRule {
-            enabled: true,
-            ..rule.clone()
-        }
-        .threshold()
-        .unwrap_or(plain);
         VersionRule {
             window: rule.window,
             reserve: rule.reserve,
             buffer: rule.buffer,
-            lowered_to: (t != plain).then_some(t),
+            pct: rule.pct,
         }
     }
 
-    /// The prompt size at which it compacts.
+    /// The prompt size at which it compacts ([`super::claude_code_rule::compacts_at`]).
     pub fn threshold(&self) -> u64 {
-        let plain = self
-            .window
-            .saturating_sub(self.reserve)
-            .saturating_sub(self.buffer);
-        self.lowered_to.map_or(plain, |t| t.min(plain))
+        super::claude_code_rule::compacts_at(
+            self.window.saturating_sub(self.reserve),
+            self.buffer,
+            self.pct,
+        )
     }
 
-    /// The threshold with `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` = `pct`: `floor(effective × pct /
-    /// 100)`, capped at [`Self::threshold`] (it can only lower it); out of 1..100 ignored.
+    /// The threshold with `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` = `pct` in place of the recorded
+    /// one (a sweep's what-if); out of 1..100 ignored.
     pub fn threshold_at(&self, pct: Option<u64>) -> u64 {
-        let effective = self.window.saturating_sub(self.reserve);
         match pct.filter(|&p| p > 0 && p <= 100) {
-            Some(p) => (effective * p / 100).min(self.threshold()),
+            Some(p) => VersionRule {
+                pct: Some(p as f64),
+                ..*self
+            }
+            .threshold(),
             None => self.threshold(),
         }
     }
@@ -118,12 +103,14 @@ impl VersionRule {
             "{} - {} reserve - {} buffer",
             self.window, self.reserve, self.buffer
         );
-        if let Some(t) = self.lowered_to {
+        let plain = VersionRule { pct: None, ..*self }.threshold();
+        let t = self.threshold();
+        if t != plain {
             out.push_str(&format!(
                 ", lowered by CLAUDE_AUTOCOMPACT_PCT_OVERRIDE to {t}"
             ));
         }
-        out.push_str(&format!(" = {}", self.threshold()));
+        out.push_str(&format!(" = {t}"));
         out
     }
 }
@@ -162,10 +149,7 @@ fn rule_for(session: &Session, version: super::claude_code_rule::Version) -> Cli
 
 /// [`DEFAULT_VERSION`]'s rule for a session that records no version.
 fn default_rule(session: &Session) -> CliRule {
-    rule_for(
-        session,
-        parse_version(DEFAULT_VERSION).unwrap_or((2, 1, 21)),
-    )
+    rule_for(session, DEFAULT_VERSION)
 }
 
 /// The Claude Code version `session` ran: the one in force at its first automatic compaction
@@ -190,7 +174,7 @@ pub fn threshold(window: u64, pct: Option<u64>) -> u64 {
         window,
         reserve: OUTPUT_RESERVE,
         buffer: BUFFER,
-        lowered_to: None,
+        pct: None,
     }
     .threshold_at(pct)
 }

@@ -267,14 +267,19 @@ impl CliRule {
 
     /// The size at which it compacts; `None` when auto-compact is off.
     pub fn threshold(&self) -> Option<u64> {
-        if !self.enabled {
-            return None;
-        }
-        let base = self.effective_window().saturating_sub(self.buffer);
-        Some(match self.pct {
-            Some(p) => ((self.effective_window() as f64 * p / 100.0).floor() as u64).min(base),
-            None => base,
-        })
+        self.enabled
+            .then(|| compacts_at(self.effective_window(), self.buffer, self.pct))
+    }
+}
+
+/// The size at which the CLI compacts on an `effective` window (`window − reserve`):
+/// `effective − buffer`, or with `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` = `pct` `floor(effective ×
+/// pct / 100)` where that is lower (it can only lower it).
+pub fn compacts_at(effective: u64, buffer: u64, pct: Option<f64>) -> u64 {
+    let base = effective.saturating_sub(buffer);
+    match pct {
+        Some(p) => ((effective as f64 * p / 100.0).floor() as u64).min(base),
+        None => base,
     }
 }
 

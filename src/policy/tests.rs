@@ -689,6 +689,32 @@ fn claude_code_sessions_fire_at_their_releases_threshold() {
     assert_eq!(fired("2.1.39", opus, &pct), Some(6));
 }
 
+/// A recorded CLAUDE_AUTOCOMPACT_PCT_OVERRIDE is kept as its percentage: a sweep's window
+/// applies it anew (50 % of a 1M window's 980,000 is 490,000, not the 90,000 it gave on
+/// 200,000), and a sweep's `pct` replaces it, above the recorded one as below.
+#[test]
+fn a_recorded_pct_override_follows_a_sweep_s_window_and_pct() {
+    use super::claude_code::VersionRule;
+    let (mut s, _) = claude_code_session(&[Some(50_000)], Some("2.1.39"));
+    s.model = Some("claude-opus-4-5-20251101".into());
+    if let Some(crate::transcript::PolicyRule::ClaudeCodeAuto { settings }) =
+        s.recorded_policy.as_mut().map(|p| &mut p.rule)
+    {
+        settings
+            .env
+            .insert("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE".into(), "50".into());
+    }
+    let own = VersionRule::of_session(&s, 200_000);
+    assert_eq!(own.threshold(), 90_000);
+    assert!(own
+        .text()
+        .ends_with("lowered by CLAUDE_AUTOCOMPACT_PCT_OVERRIDE to 90000 = 90000"));
+    assert_eq!(VersionRule::of_session(&s, 1_000_000).threshold(), 490_000);
+    assert_eq!(own.threshold_at(Some(80)), 144_000);
+    assert_eq!(own.threshold_at(Some(30)), 54_000);
+    assert_eq!(own.threshold_at(Some(100)), 167_000);
+}
+
 /// A session that records its own automatic compaction: the request after it went out
 /// compacted (its recorded size is small), yet the policy fires there, as Claude Code did: the
 /// size it checked is the last response's usage with its output (plus the estimate of what
