@@ -145,13 +145,15 @@ fn version_of(session: &Session) -> Version {
 }
 
 /// Per event: the size Claude Code checked before it, for each model request (`None` on
-/// other events).
+/// other events). Only a full compaction of the file empties the history it is taken on; a
+/// microcompaction keeps the responses and their usage.
 pub fn checked_sizes(session: &Session) -> Vec<Option<u64>> {
     let version = version_of(session);
     let estimates = version >= APPENDED_SINCE;
     let mut starts: Vec<usize> = session
         .recorded_compactions
         .iter()
+        .filter(|c| c.is_full_in_file())
         .map(|c| c.at_event)
         .collect();
     starts.sort_unstable();
@@ -336,6 +338,28 @@ mod tests {
         let mut s = cc("2.1.39", events);
         s.recorded_compactions
             .push(RecordedCompaction::new(2, "claude-code compact_boundary"));
+        let got = checked_sizes(&s);
+        assert_eq!(got[2], Some(170_500));
+        assert_eq!(got[4], Some(9_200));
+    }
+
+    /// A microcompaction clears old tool results but keeps the responses and their usage, so
+    /// the size the CLI checks does not start again after it (a resumed file's opening
+    /// record neither): the request after it carries the last usage plus what came since,
+    /// the result after the boundary included.
+    #[test]
+    fn a_microcompaction_does_not_empty_the_checked_history() {
+        let events = vec![
+            response(160_000, 500, ""),
+            result(40_000),
+            response(9_000, 100, ""),
+            result(400),
+            response(0, 0, ""),
+        ];
+        let mut s = cc("2.1.39", events);
+        let mut micro = RecordedCompaction::new(3, "claude-code microcompact_boundary");
+        micro.kind = crate::transcript::CompactionKind::Micro;
+        s.recorded_compactions.push(micro);
         let got = checked_sizes(&s);
         assert_eq!(got[2], Some(170_500));
         assert_eq!(got[4], Some(9_200));
