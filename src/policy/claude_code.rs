@@ -11,6 +11,7 @@ use super::claude_code_rule::CliRule;
 use super::measured::{fit_requests, measured_context, request_sizes, Crossing};
 use super::microcompact::{self, Microcompact};
 use super::{At, Clearable, CompactionPolicy, Ctx, Decision};
+use crate::transcript::claude_code_settings::settings_of;
 use crate::transcript::{ClaudeCodeSettings, PolicyRule, Session};
 
 pub use super::claude_code_rule::{parse_version, BUFFER};
@@ -115,14 +116,6 @@ impl VersionRule {
     }
 }
 
-/// The settings `session` records (`claude_code_settings`), or none.
-pub fn session_settings(session: &Session) -> ClaudeCodeSettings {
-    match session.recorded_policy.as_ref().map(|p| &p.rule) {
-        Some(PolicyRule::ClaudeCodeAuto { settings }) => settings.clone(),
-        _ => ClaudeCodeSettings::default(),
-    }
-}
-
 /// The auto-compact rule of the CLI `session` ran ([`session_version`]) for its model, under
 /// the settings it records, on the window its records show; `None` when it records no
 /// version that parses. The one rule both the `as recorded` row and a sweep's `claude-code`
@@ -142,7 +135,7 @@ fn rule_for(session: &Session, version: super::claude_code_rule::Version) -> Cli
     CliRule::new(
         version,
         session.model.as_deref().unwrap_or(""),
-        &session_settings(session),
+        settings_of(session).unwrap_or(&ClaudeCodeSettings::default()),
         largest,
     )
 }

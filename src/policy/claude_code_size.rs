@@ -18,7 +18,7 @@ use crate::policy::claude_code_rule::{parse_version, Version};
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::claude_code_attach::ATTACHMENT_MIME;
 use crate::transcript::claude_code_settings::result_text;
-use crate::transcript::{Event, Part, PolicyRule, Session};
+use crate::transcript::{Event, Part, Session};
 
 /// Characters of a response's text, thinking and tool-input JSON per output token: the
 /// ratio estimator over the corpus's Claude Code responses whose recorded output is final
@@ -195,10 +195,7 @@ pub fn checked_sizes(session: &Session) -> Vec<Option<u64>> {
 /// before it ([`checked_sizes`]), as `measured::measured_context` gives other frameworks'
 /// contexts; `None` for a session that is not Claude Code's or records no usage.
 pub fn checked_context(session: &Session, sizes: &SessionSizes) -> Option<Vec<(u32, u64)>> {
-    let is_cc = matches!(
-        session.recorded_policy.as_ref().map(|p| &p.rule),
-        Some(PolicyRule::ClaudeCodeAuto { .. })
-    );
+    let is_cc = crate::transcript::claude_code_settings::settings_of(session).is_some();
     if !is_cc || session.events.iter().all(|e| e.usage.is_none()) {
         return None;
     }
@@ -237,7 +234,7 @@ pub fn fit_chars_per_token(responses: &[(u64, u64)]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::transcript::{
-        ClaudeCodeSettings, Format, RecordedCompaction, RecordedPolicy, Role, Usage,
+        ClaudeCodeSettings, Format, PolicyRule, RecordedCompaction, RecordedPolicy, Role, Usage,
     };
 
     fn cc(version: &str, events: Vec<Event>) -> Session {

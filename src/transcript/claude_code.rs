@@ -938,10 +938,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The request an assistant line belongs to: its `requestId` (one API call), else its
-/// `message.id`. Claude Code writes each content block of a response on its own line; the
-/// lines of one call share the `requestId`, while a third-party endpoint behind the CLI can
-/// give every response the same `message.id` (or a new one per block).
 /// Every result of Claude Code's `Read` tool in `events`, in order: (event index, the path it
 /// read, the result as recorded). What the settings a session read and the files Claude Code
 /// re-attaches after a compaction are both read from.
@@ -976,6 +972,10 @@ pub fn read_results(events: &[Event]) -> Vec<(usize, &str, &Value)> {
     out
 }
 
+/// The request an assistant line belongs to: its `requestId` (one API call), else its
+/// `message.id`. Claude Code writes each content block of a response on its own line; the
+/// lines of one call share the `requestId`, while a third-party endpoint behind the CLI can
+/// give every response the same `message.id` (or a new one per block).
 fn request_key(obj: &Map<String, Value>, message_id: &str) -> String {
     match readutil::str_field(obj, "requestId").filter(|r| !r.is_empty()) {
         Some(r) => format!("req:{r}"),

@@ -293,14 +293,7 @@ fn auto_compact_shown(session: &Session, s: &ClaudeCodeSettings) -> Option<AutoC
 
 /// Fill `session`'s settings from the settings files it read itself.
 pub fn observe(session: &mut Session) {
-    let Some(s) = session
-        .recorded_policy
-        .as_ref()
-        .and_then(|p| match &p.rule {
-            PolicyRule::ClaudeCodeAuto { settings } => Some(settings.clone()),
-            _ => None,
-        })
-    else {
+    let Some(s) = settings_of(session).cloned() else {
         return;
     };
     let files = files_read(session, &s);
