@@ -16,9 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::refetch::{self, Call};
+use super::refetch;
 use crate::cost::pricing::PriceTable;
-use crate::detail::references::{self, Retention, SessionReferences};
+use crate::detail::references::{self, RecordedCut, RecordedSummaries, Retention};
 use crate::tokens::sizes::SessionSizes;
 use crate::transcript::Session;
 
@@ -53,41 +53,36 @@ pub struct Kept {
 
 /// What the per-compaction measure reads once per session.
 pub struct SessionKept<'s> {
-    session: &'s Session,
-    refs: SessionReferences,
+    recorded: RecordedSummaries<'s>,
     retention: Option<Retention>,
-    calls: Vec<Call>,
     prices: PriceTable,
 }
 
 impl<'s> SessionKept<'s> {
     /// `None` when no recorded compaction of `session` carries its summary text.
     pub fn new(session: &'s Session) -> Option<Self> {
-        if session
-            .recorded_compactions
-            .iter()
-            .all(|c| c.summary.is_empty())
-        {
-            return None;
-        }
-        let facts = crate::detail::facts::event_facts(session);
         Some(SessionKept {
-            session,
-            refs: SessionReferences::new(session, &facts, &[]),
+            recorded: RecordedSummaries::new(session)?,
             retention: crate::cost::latency::LatencyTable::builtin().retention,
-            calls: refetch::calls(session),
             prices: PriceTable::builtin(),
         })
     }
 
-    /// Recorded compaction `i` measured at its cut ([`references::at_recorded`]), its
+    /// Recorded compaction `i` measured at its cut ([`RecordedSummaries::at`]), its
     /// re-fetches priced on `sizes` (the provider's scale); `None` when it records no summary
     /// text.
     pub fn at(&self, sizes: &SessionSizes, i: usize) -> Option<Kept> {
-        let measured = references::at_recorded(&self.refs, self.session, &self.calls, i)?;
-        let events = references::summary_span(self.session, i);
-        let priced = refetch::refetches(self.session, sizes, &self.prices, &self.calls, &events);
-        let (marked, same_marked) = self.marked(i, &events, measured.broken_total());
+        let (cut, measured) = self.recorded.at(i)?;
+        let r = &self.recorded;
+        let priced = refetch::refetches(
+            r.session,
+            sizes,
+            &self.prices,
+            &r.calls,
+            &cut.events,
+            &cut.repeats,
+        );
+        let (marked, same_marked) = self.marked(&cut, measured.broken_total());
         Some(Kept {
             refs_at_risk: measured.at_risk_total(),
             refs_broken: measured.broken_total(),
@@ -104,34 +99,29 @@ impl<'s> SessionKept<'s> {
         })
     }
 
-    /// Of the repeated calls in `events`, those the measure marked at the cut of recorded
-    /// compaction `i`: all of them, and the same-result ones. A call is marked when its model
-    /// event has a broken reference (the agent asked for what it lost), or when its response
-    /// re-obtained a fact the summary lost and the agent then used ([`references::recorded_hidden`]):
-    /// made visible, the response would spare a broken reference of the window.
-    /// `in_window`: the window's broken references ([`references::at_recorded`]).
-    fn marked(&self, i: usize, events: &std::ops::Range<usize>, in_window: u64) -> (u64, u64) {
-        let hidden = references::recorded_hidden(self.session, &self.calls, i);
-        let text = crate::engine::summarizer::SummaryText::flat(
-            self.session.recorded_compactions[i].summary.clone(),
-        );
-        let texts = [Some(&text)];
+    /// Of the repeated calls at `cut`, those the measure marked: all of them, and the
+    /// same-result ones. A call is marked when its model event has a broken reference (the
+    /// agent asked for what it lost), or when its response re-obtained a fact the summary lost
+    /// and the agent then used ([`references::RecordedCut::hidden`]): made visible, the
+    /// response would spare a broken reference of the window. `in_window`: the window's
+    /// broken references ([`RecordedSummaries::at`]).
+    fn marked(&self, cut: &RecordedCut, in_window: u64) -> (u64, u64) {
         let broken = |hidden: &[(u32, u32)], events: std::ops::Range<usize>| {
-            let cut = references::recorded_cut(self.session, hidden, events);
-            references::tally(&self.refs, &cut, Some(&texts), None).broken_total()
+            self.recorded.tally(cut, hidden, events).broken_total()
         };
+        let hidden = &cut.hidden;
         let mut broken_at: std::collections::HashMap<usize, bool> = Default::default();
         let (mut marked, mut same) = (0, 0);
-        for r in refetch::repeats(&self.calls, events) {
-            let call = &self.calls[r.call];
+        for r in &cut.repeats {
+            let call = &self.recorded.calls[r.call];
             let k = call.event;
             let asked = *broken_at
                 .entry(k)
-                .or_insert_with(|| broken(&hidden, k..k + 1) > 0);
+                .or_insert_with(|| broken(hidden, k..k + 1) > 0);
             let used = || {
                 let at = call.result.as_ref().map(|x| x.0 as u32);
-                at.and_then(|e| without(&hidden, e))
-                    .is_some_and(|shown| broken(&shown, events.clone()) < in_window)
+                at.and_then(|e| without(hidden, e))
+                    .is_some_and(|shown| broken(&shown, cut.events.clone()) < in_window)
             };
             if asked || (r.same_result && used()) {
                 marked += 1;

@@ -58,8 +58,8 @@ pub fn refetches(
     prices: &PriceTable,
     calls: &[Call],
     window: &Range<usize>,
+    found: &[Repeat],
 ) -> Refetches {
-    let found = repeats(calls, window);
     let mut out = Refetches {
         repeated: found.len() as u64,
         same_result: found.iter().filter(|r| r.same_result).count() as u64,
@@ -192,7 +192,14 @@ mod tests {
         let c = calls(&s);
         assert_eq!(c.len(), 4);
         assert!(c.iter().all(|c| c.result.is_some()));
-        let r = refetches(&s, &sizes, &prices, &c, &(4..usize::MAX));
+        let r = refetches(
+            &s,
+            &sizes,
+            &prices,
+            &c,
+            &(4..usize::MAX),
+            &repeats(&c, &(4..usize::MAX)),
+        );
         assert_eq!((r.repeated, r.same_result, r.tokens), (2, 1, 210));
         let (_, price) = prices.find("claude-sonnet-4-5").expect("priced");
         let (rates, _) = price.rates_for(600).unwrap();
@@ -202,10 +209,17 @@ mod tests {
         assert!((got - want).abs() < 1e-6, "{got} vs {want}");
         assert!(got > 0.0);
         // Nothing repeats before the compaction's window starts at the first call.
-        let none = refetches(&s, &sizes, &prices, &c, &(0..usize::MAX));
+        let none = refetches(
+            &s,
+            &sizes,
+            &prices,
+            &c,
+            &(0..usize::MAX),
+            &repeats(&c, &(0..usize::MAX)),
+        );
         assert_eq!((none.repeated, none.same_result, none.tokens), (0, 0, 0));
         // A window ending before the later prompts: the re-fetch is there, it adds nothing.
-        let short = refetches(&s, &sizes, &prices, &c, &(4..6));
+        let short = refetches(&s, &sizes, &prices, &c, &(4..6), &repeats(&c, &(4..6)));
         assert_eq!((short.repeated, short.same_result, short.tokens), (1, 1, 0));
     }
 

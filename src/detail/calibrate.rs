@@ -6,14 +6,14 @@
 
 use super::facts::FactKind;
 use super::references::{
-    at_recorded, estimate, FamilyRetention, KindRetention, RefTally, Retention, SessionReferences,
+    estimate, FamilyRetention, KindRetention, RecordedSummaries, RefTally, Retention,
     MIN_SUMMARIES_PER_KIND,
 };
 use crate::transcript::Session;
 
 /// One recorded compaction with its summary text, measured where it matters: the references
 /// at risk at its cut (a fact a model request after it used that only the summary could still
-/// hold, or that a same-result re-fetch got back, [`super::references::at_recorded`]), by fact
+/// hold, or that a same-result re-fetch got back, [`super::references::RecordedSummaries::at`]), by fact
 /// kind, and how many the text held.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetentionSample {
@@ -34,22 +34,12 @@ impl RetentionSample {
 
 /// Recorded compactions of `session` with a summary text and references at risk at their cut.
 pub fn retention_samples(session: &Session) -> Vec<RetentionSample> {
-    if session
-        .recorded_compactions
-        .iter()
-        .all(|c| c.summary.trim().is_empty())
-    {
+    let Some(recorded) = RecordedSummaries::new(session) else {
         return Vec::new();
-    }
-    let facts = super::facts::event_facts(session);
-    let refs = SessionReferences::new(session, &facts, &[]);
-    let calls = super::refetch::calls(session);
+    };
     let mut out = Vec::new();
     for (i, c) in session.recorded_compactions.iter().enumerate() {
-        if c.summary.trim().is_empty() {
-            continue;
-        }
-        let Some(t) = at_recorded(&refs, session, &calls, i) else {
+        let Some((_, t)) = recorded.at(i) else {
             continue;
         };
         if t.at_risk_total() == 0 {

@@ -860,7 +860,7 @@ pub fn estimate(t: &RefTally, retention: Option<&Retention>) -> f64 {
 /// A request of event `event` that sees `hidden` (a range of [`Replay::hidden`]) only through
 /// the summaries `carried` (a range of [`Replay::carried`]); every size 0: what [`tally`]
 /// reads of a request is its event and these two ranges.
-pub fn bare_request(event: u32, hidden: Range<u32>, carried: Range<u32>) -> Request {
+fn bare_request(event: u32, hidden: Range<u32>, carried: Range<u32>) -> Request {
     Request {
         event_index: event,
         invocation_index: 0,
@@ -915,31 +915,9 @@ fn runs_of(ranges: impl Iterator<Item = Range<usize>>) -> Vec<(u32, u32)> {
     runs
 }
 
-/// What the requests after recorded compaction `i` see only through its summary: the events
-/// the compactions so far forgot, and the responses after it that only re-obtained some of
-/// them (a same-result re-fetch, [`super::refetch::reobtained`]). A fact the agent used from
-/// such a response was lost to the compaction and paid for again: a reference at risk, which
-/// the summary either held or broke, as if the agent had used it straight away (as it would
-/// have, uncompacted). `calls`: [`super::refetch::calls`] of `session`.
-pub fn recorded_hidden(
-    session: &Session,
-    calls: &[super::refetch::Call],
-    i: usize,
-) -> Vec<(u32, u32)> {
-    let forgotten = forgotten_so_far(session, i);
-    let window = summary_span(session, i);
-    let lost = |e: usize| u32::try_from(e).is_ok_and(|e| run_of(&forgotten, e).is_some());
-    let again = super::refetch::reobtained(session, calls, &window, lost);
-    if again.is_empty() {
-        return forgotten;
-    }
-    let runs = forgotten.iter().map(|&(a, b)| a as usize..b as usize + 1);
-    runs_of(runs.chain(again.iter().map(|&e| e as usize..e as usize + 1)))
-}
-
 /// The replay [`tally`] reads for one recorded cut: a request per model request of `session`
 /// whose event is in `events`, each seeing `hidden` only through summary 1.
-pub fn recorded_cut(session: &Session, hidden: &[(u32, u32)], events: Range<usize>) -> Replay {
+fn recorded_cut(session: &Session, hidden: &[(u32, u32)], events: Range<usize>) -> Replay {
     let end = events.end.min(session.events.len());
     let requests = (events.start.min(end)..end)
         .filter(|&k| session.events[k].model_request)
@@ -955,32 +933,105 @@ pub fn recorded_cut(session: &Session, hidden: &[(u32, u32)], events: Range<usiz
 
 /// The events recorded compaction `i`'s summary stands for in the prompt: from its first
 /// event up to the next summary (a microcompaction in between leaves the summary in place).
-pub fn summary_span(session: &Session, i: usize) -> Range<usize> {
+fn summary_span(session: &Session, i: usize) -> Range<usize> {
     let recorded = &session.recorded_compactions;
     let next = recorded[i + 1..].iter().find(|n| !n.is_micro());
     recorded[i].at_event..next.map_or(usize::MAX, |n| n.at_event)
 }
 
-/// The references at recorded compaction `i` of `session`, measured on its summary text: the
-/// model requests after it (up to the next recorded one) see what the compactions so far
-/// forgot only through that text ([`recorded_hidden`]). `None` when it records no summary
-/// text. `calls`: [`super::refetch::calls`] of `session`.
-pub fn at_recorded(
-    refs: &SessionReferences,
-    session: &Session,
-    calls: &[super::refetch::Call],
-    i: usize,
-) -> Option<RefTally> {
-    let recorded = &session.recorded_compactions;
-    let c = recorded.get(i)?;
-    if c.summary.is_empty() {
-        return None;
+/// A session's recorded summaries, measured where each stood (issue 45): the references and
+/// the tool calls, found once per session and shared by every recorded compaction, by the
+/// backtest's check and by `calibrate`'s fit.
+pub struct RecordedSummaries<'s> {
+    pub session: &'s Session,
+    pub refs: SessionReferences,
+    /// [`super::refetch::calls`] of the session.
+    pub calls: Vec<super::refetch::Call>,
+}
+
+/// One recorded compaction's cut: the events its summary stands for in the prompt
+/// ([`summary_span`]), what the requests there see only through it, its text, and the tool
+/// calls there repeating one made before it.
+pub struct RecordedCut {
+    pub events: Range<usize>,
+    /// The events the compactions so far forgot, and the responses after this one that only
+    /// re-obtained some of them (a same-result re-fetch, [`super::refetch::reobtained`]): a
+    /// fact the agent used from such a response was lost to the compaction and paid for
+    /// again, a reference at risk that the summary either held or broke, as if the agent had
+    /// used it straight away (as it would have, uncompacted). Sorted disjoint closed runs.
+    pub hidden: Vec<(u32, u32)>,
+    pub text: SummaryText,
+    pub repeats: Vec<super::refetch::Repeat>,
+}
+
+/// Whether a recorded summary text is empty: nothing for a cut to be measured on.
+fn no_text(summary: &str) -> bool {
+    summary.trim().is_empty()
+}
+
+impl<'s> RecordedSummaries<'s> {
+    /// `None` when no recorded compaction of `session` carries a summary text.
+    pub fn new(session: &'s Session) -> Option<Self> {
+        if session
+            .recorded_compactions
+            .iter()
+            .all(|c| no_text(&c.summary))
+        {
+            return None;
+        }
+        let facts = super::facts::event_facts(session);
+        Some(RecordedSummaries {
+            session,
+            refs: SessionReferences::new(session, &facts, &[]),
+            calls: super::refetch::calls(session),
+        })
     }
-    let events = summary_span(session, i);
-    let hidden = recorded_hidden(session, calls, i);
-    let text = SummaryText::flat(c.summary.clone());
-    let cut = recorded_cut(session, &hidden, events);
-    Some(tally(refs, &cut, Some(&[Some(&text)]), None))
+
+    /// Recorded compaction `i`'s cut; `None` when it records no summary text.
+    pub fn cut(&self, i: usize) -> Option<RecordedCut> {
+        let c = self.session.recorded_compactions.get(i)?;
+        if no_text(&c.summary) {
+            return None;
+        }
+        let events = summary_span(self.session, i);
+        let forgotten = forgotten_so_far(self.session, i);
+        let repeats = super::refetch::repeats(&self.calls, &events);
+        let lost = |e: usize| u32::try_from(e).is_ok_and(|e| run_of(&forgotten, e).is_some());
+        let again = super::refetch::reobtained(self.session, &self.calls, &repeats, lost);
+        let hidden = if again.is_empty() {
+            forgotten
+        } else {
+            let runs = forgotten.iter().map(|&(a, b)| a as usize..b as usize + 1);
+            runs_of(runs.chain(again.iter().map(|&e| e as usize..e as usize + 1)))
+        };
+        Some(RecordedCut {
+            events,
+            hidden,
+            text: SummaryText::flat(c.summary.clone()),
+            repeats,
+        })
+    }
+
+    /// The references of the requests in `events` that see `hidden` only through `cut`'s
+    /// text: at risk, and broken where the text does not hold them.
+    pub fn tally(
+        &self,
+        cut: &RecordedCut,
+        hidden: &[(u32, u32)],
+        events: Range<usize>,
+    ) -> RefTally {
+        let replay = recorded_cut(self.session, hidden, events);
+        tally(&self.refs, &replay, Some(&[Some(&cut.text)]), None)
+    }
+
+    /// Recorded compaction `i` measured on its summary text: the model requests after it (up
+    /// to the next summary) see what the cut hides only through that text. `None` when it
+    /// records no summary text.
+    pub fn at(&self, i: usize) -> Option<(RecordedCut, RefTally)> {
+        let cut = self.cut(i)?;
+        let t = self.tally(&cut, &cut.hidden, cut.events.clone());
+        Some((cut, t))
+    }
 }
 
 #[cfg(test)]

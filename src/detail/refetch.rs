@@ -3,7 +3,7 @@
 //! tool name, same arguments JSON), split into *same result* (detail the agent had and
 //! obtained again) and *changed result* (a new observation). Here, below the detail measure,
 //! because a same-result re-fetch's response re-obtains what the compaction lost: a fact the
-//! agent then uses from it was at risk (`references::recorded_hidden`). What they cost is
+//! agent then uses from it was at risk (`references::RecordedCut::hidden`). What they cost is
 //! priced in `backtest::refetch`.
 
 use std::collections::HashMap;
@@ -101,20 +101,20 @@ pub fn repeats(calls: &[Call], window: &Range<usize>) -> Vec<Repeat> {
         .collect()
 }
 
-/// The events in `window` whose every part is the response of a same-result repeat whose
-/// earlier response event is `lost` (the compactions forgot it): what the agent
-/// obtained again of what the compaction lost. A fact the agent then uses from such a response
-/// was held, before it, only by the forgotten events: the response is not a holder that spares
-/// the reference (`references::recorded_hidden`). An event holding anything else stays a
-/// holder, whole.
+/// The events whose every part is the response of one of `repeats` (a window's, [`repeats`])
+/// that returned the same result as the call it repeats, whose response event is `lost` (the
+/// compactions forgot it): what the agent obtained again of what the compaction lost. A
+/// fact the agent then uses from such a response was held, before it, only by the forgotten
+/// events: the response is not a holder that spares the reference
+/// (`references::RecordedCut::hidden`). An event holding anything else stays a holder, whole.
 pub fn reobtained(
     session: &Session,
     calls: &[Call],
-    window: &Range<usize>,
+    repeats: &[Repeat],
     lost: impl Fn(usize) -> bool,
 ) -> Vec<u32> {
     let mut parts: HashMap<usize, usize> = HashMap::new();
-    for r in repeats(calls, window).iter().filter(|r| r.same_result) {
+    for r in repeats.iter().filter(|r| r.same_result) {
         let then = calls[r.earlier].result.as_ref().map(|x| x.0);
         if let (Some((at, _, _)), Some(then)) = (&calls[r.call].result, then) {
             if lost(then) {
@@ -186,16 +186,13 @@ mod tests {
         let s = session();
         let c = calls(&s);
         let window = 4..usize::MAX;
-        assert_eq!(reobtained(&s, &c, &window, |e| e <= 3), vec![5]);
+        let r = repeats(&c, &window);
+        assert_eq!(reobtained(&s, &c, &r, |e| e <= 3), vec![5]);
         // the earlier a.rs response (event 1) in view: nothing was lost
         let none: Vec<u32> = Vec::new();
-        assert_eq!(reobtained(&s, &c, &window, |e| (2..=3).contains(&e)), none);
-        assert_eq!(reobtained(&s, &c, &window, |_| false), none);
-        let same: Vec<usize> = repeats(&c, &window)
-            .iter()
-            .filter(|r| r.same_result)
-            .map(|r| r.call)
-            .collect();
+        assert_eq!(reobtained(&s, &c, &r, |e| (2..=3).contains(&e)), none);
+        assert_eq!(reobtained(&s, &c, &r, |_| false), none);
+        let same: Vec<usize> = r.iter().filter(|r| r.same_result).map(|r| r.call).collect();
         assert_eq!(
             same,
             vec![2, 4],
