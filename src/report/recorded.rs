@@ -71,19 +71,20 @@ fn refetch_blocks(r: &Backtest, b: &mut Vec<Block>) {
 }
 
 fn intro(r: &Backtest, b: &mut Vec<Block>) {
-    let manual = r
-        .compactions
-        .iter()
-        .filter(|c| c.trigger == "manual")
-        .count();
-    let micro = r.compactions.iter().filter(|c| c.kind == "micro").count();
-    let auto = r.compactions.len() - manual - micro;
-    // microcompactions named only where there are some (runs without keep their text)
-    let micro = if micro > 0 {
-        format!(", {micro} microcompactions")
-    } else {
-        String::new()
+    // the kinds as the per-framework figures count them (`summarize_frameworks`)
+    let sum = |f: fn(&FrameworkStats) -> u64| r.frameworks.values().map(f).sum::<u64>();
+    let (auto, manual) = (sum(|f| f.auto_recorded), sum(|f| f.manual));
+    let (micro, resumed) = (sum(|f| f.micro_recorded), sum(|f| f.resumed));
+    // microcompactions and resumed files' opening records named only where there are some
+    // (runs without keep their text)
+    let named = |n: u64, what: &str| {
+        if n > 0 {
+            format!(", {n} {what}")
+        } else {
+            String::new()
+        }
     };
+    let micro = named(micro, "microcompactions") + &named(resumed, "opening a resumed file");
     let more = if r.compactions.len() > RECORDED_LISTED {
         format!(
             " The first {RECORDED_LISTED} are listed; recorded_compactions.json holds all {}.",

@@ -115,7 +115,6 @@ pub(super) struct Finish<'a> {
     pub name: &'a str,
     pub inputs: &'a RunInputs,
     pub grid: &'a ResolvedGrid,
-    pub shards: Option<u32>,
     pub cancel: &'a AtomicBool,
 }
 
@@ -160,7 +159,6 @@ impl Finish<'_> {
             grid,
             outcome: &outcome,
             timelines: &timelines,
-            shards: self.shards,
         }
         .write(build.path(), self.cancel)?;
         check(self.cancel)?;

@@ -117,7 +117,6 @@ pub fn finish_merge(job: MergeJob<'_>, progress: &dyn Progress) -> Result<Publis
         name: &name,
         inputs: &inputs,
         grid: &grid,
-        shards: None,
         cancel,
     };
     fin.run(build, &eval, progress)
@@ -140,6 +139,14 @@ fn timeline_sessions(inputs: &RunInputs) -> Result<Vec<Option<Session>>, RunErro
         .collect();
     files.sort();
     files.dedup();
+    // each timeline session's index in the run, by (source, id)
+    let wanted: std::collections::HashMap<(&str, &str), usize> = longest
+        .iter()
+        .map(|&i| {
+            let s = &inputs.sessions[i as usize];
+            ((s.source.as_str(), s.session_id.as_str()), i as usize)
+        })
+        .collect();
     let mut placed = vec![None; inputs.sessions.len()];
     let mut unread: Vec<(String, String)> = Vec::new();
     for (file, format) in &files {
@@ -148,12 +155,7 @@ fn timeline_sessions(inputs: &RunInputs) -> Result<Vec<Option<Session>>, RunErro
             unread.push((file.clone(), format!("{}: {}", e.path, e.reason)));
         }
         for s in loaded.sessions {
-            let info = pipeline::session_info(&s, Default::default());
-            let found = inputs
-                .sessions
-                .iter()
-                .position(|x| x.source == info.source && x.session_id == info.session_id);
-            if let Some(i) = found.filter(|&i| longest.contains(&(i as u32))) {
+            if let Some(&i) = wanted.get(&(s.source.as_str(), s.id.as_str())) {
                 placed[i] = Some(s);
             }
         }

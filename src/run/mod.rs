@@ -247,7 +247,6 @@ pub fn sweep(job: SweepJob<'_>, progress: &dyn Progress) -> Result<Published, Ru
             name: &name,
             inputs: &run_inputs,
             grid,
-            shards: None,
             cancel,
         };
         return fin.run(done.build, &eval, progress);

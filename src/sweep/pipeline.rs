@@ -1163,11 +1163,14 @@ impl PipelineEval {
         let mut cs = CostSetting::new(&spec, agent_model, setting.client);
         cs.command_timeout = self.summarizer_timeout;
         cs.attachments_once = attachments_once;
+        // the session's own rule, read once per replay (it scans the session's events)
+        let recorded =
+            matches!(setting.policy, Some(PolicySpec::AsRecorded)).then(|| as_recorded(s));
         // a claude-code or openhands rule's summaries are estimated with that family's fit
-        cs.summary_family = match &setting.policy {
-            Some(PolicySpec::AsRecorded) => as_recorded(s).summary_family(),
-            Some(spec) => spec.summary_family(),
-            None => None,
+        cs.summary_family = match (&recorded, &setting.policy) {
+            (Some(rec), _) => rec.summary_family(),
+            (None, Some(spec)) => spec.summary_family(),
+            (None, None) => None,
         };
         // only a policy reads the window (a price-table lookup per replay otherwise)
         let window = setting
@@ -1179,22 +1182,19 @@ impl PipelineEval {
             session: s,
             window,
         };
-        let run = |su: &dyn Summarizer| match &setting.policy {
+        let run = |su: &dyn Summarizer| match (&recorded, &setting.policy) {
             // the session's own framework's rule; one that records none: no compaction, as
             // the baseline replays it (`cfg` of this setting compacts nothing)
             // (an ADK session's: the setting its compaction events imply, by the engine)
-            Some(PolicySpec::AsRecorded) => {
-                let rec = as_recorded(s);
-                match rec.build(&policy_ctx) {
-                    Some(mut rule) => crate::policy::replay(&policy_ctx, rule.as_mut(), su),
-                    None => {
-                        let own = rec.engine_config();
-                        crate::engine::replay(&sized.sizes, own.as_ref().unwrap_or(&cfg), su)
-                    }
+            (Some(rec), _) => match rec.build(&policy_ctx) {
+                Some(mut rule) => crate::policy::replay(&policy_ctx, rule.as_mut(), su),
+                None => {
+                    let own = rec.engine_config();
+                    crate::engine::replay(&sized.sizes, own.as_ref().unwrap_or(&cfg), su)
                 }
-            }
-            Some(spec) => crate::policy::replay_spec(spec, &policy_ctx, su),
-            None => crate::engine::replay(&sized.sizes, &cfg, su),
+            },
+            (None, Some(spec)) => crate::policy::replay_spec(spec, &policy_ctx, su),
+            (None, None) => crate::engine::replay(&sized.sizes, &cfg, su),
         };
         let mut e = evaluate(s, &sized.sizes, &sized.inputs, &self.cost, &cs, &run)
             .map_err(|e| ReplayError::Cost(e.to_string()))?;

@@ -265,7 +265,6 @@ pub fn run_json(
     inputs: &RunInputs,
     grid: &ResolvedGrid,
     out: &Outcome,
-    shards: Option<u32>,
 ) -> Result<serde_json::Value> {
     let live = inputs.sessions.len() - inputs.failed_sessions.len();
     let mut o = serde_json::Map::new();
@@ -323,7 +322,9 @@ pub fn run_json(
             .map(key_numbers)
             .unwrap_or(serde_json::Value::Null),
     );
-    o.insert("shards".into(), serde_json::to_value(shards)?);
+    // a merged run's file is the single run's, byte for byte: no shard count (the key kept
+    // for readers of earlier files)
+    o.insert("shards".into(), serde_json::Value::Null);
     // Per-session facts the report uses for the guide's alternatives.
     let facts: Vec<serde_json::Value> = inputs
         .sessions
@@ -403,8 +404,6 @@ pub struct RunFiles<'a> {
     pub grid: &'a ResolvedGrid,
     pub outcome: &'a Outcome,
     pub timelines: &'a serde_json::Value,
-    /// How many shards were merged into the run, if any.
-    pub shards: Option<u32>,
 }
 
 impl RunFiles<'_> {
@@ -420,13 +419,7 @@ impl RunFiles<'_> {
             Ok(settings_json(&out.summaries)?.into_bytes())
         })?;
         files.put("run.json", || {
-            pretty(&run_json(
-                self.name,
-                self.inputs,
-                self.grid,
-                out,
-                self.shards,
-            )?)
+            pretty(&run_json(self.name, self.inputs, self.grid, out)?)
         })?;
         files.tables(self.inputs)?;
         files.put("timelines.json", || pretty(self.timelines))?;
@@ -827,7 +820,6 @@ mod tests {
             grid,
             outcome: &out,
             timelines: &tl,
-            shards: None,
         }
         .write(dir, &AtomicBool::new(false))
         .unwrap();
