@@ -14,6 +14,17 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
 }
 
+/// The median of `v` (sorted in place); `None` when empty.
+pub fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| percentile(v, 0.5))
+}
+
+/// `x` to 3 decimals: figures printed and written without float noise.
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
 /// [`percentile`] of values in any order (sorts a copy).
 pub fn percentile_of(values: &[f64], q: f64) -> f64 {
     let mut v = values.to_vec();

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{Backtest, SessionReplay};
 use crate::cost::latency::{LatencyParams, LatencyTable};
 use crate::engine::Replay;
-use crate::stats::percentile_of;
+use crate::stats::{percentile_of, round3};
 use crate::transcript::{PolicyRule, RecordedCompaction, Session};
 
 /// Requests a predicted compaction may be off by and still match.
@@ -197,10 +197,6 @@ pub struct SessionRow {
 
 fn full() -> String {
     "full".to_string()
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// A compaction the replay made: its request, the context before and after, the summary.
@@ -612,9 +608,9 @@ fn tokens_sent_basis(session: &Session, run: &SessionReplay) -> (Option<u64>, Op
     }
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| round3(crate::stats::percentile(&v, 0.5)))
+/// The median of `v` to 3 decimals, as the backtest's figures are written.
+pub(super) fn median3(v: &mut [f64]) -> Option<f64> {
+    crate::stats::median(v).map(round3)
 }
 
 /// A framework's matched automatic compactions: |Δ tokens before| %, tokens-after ratios and
@@ -675,11 +671,11 @@ pub fn summarize_frameworks(out: &mut Backtest) {
             }
         }
     }
-    for (name, d) in deltas {
+    for (name, mut d) in deltas {
         let f = out.frameworks.entry(name).or_default();
-        f.median_abs_delta_tokens_before_pct = median(d.before_pct);
-        f.tokens_after_ratio = median(d.after_ratio);
-        f.duration_ratio = median(d.duration_ratio);
+        f.median_abs_delta_tokens_before_pct = median3(&mut d.before_pct);
+        f.tokens_after_ratio = median3(&mut d.after_ratio);
+        f.duration_ratio = median3(&mut d.duration_ratio);
     }
     for f in out.frameworks.values_mut() {
         f.refetch_cost_usd = (f.refetch_cost_usd * 1e6).round() / 1e6;

@@ -159,14 +159,8 @@ pub struct Figures {
     pub fitted: Vec<String>,
 }
 
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| round3(crate::stats::percentile(v, 0.5)))
-}
+use super::compare::median3 as median;
+use crate::stats::round3;
 
 /// One side: every session's fit (`held`: without it) and its outcomes.
 fn side(f: &dyn Fitted, held: bool) -> FitSide {

@@ -140,13 +140,7 @@ pub struct Loaded {
     pub skipped: Vec<Skipped>,
 }
 
-/// The file part of a session's `source` (`file#fragment` → `file`).
-pub fn source_file(source: &str) -> &str {
-    match source.find('#') {
-        Some(i) if i > 0 => &source[..i],
-        _ => source,
-    }
-}
+pub use crate::transcript::util::source_file;
 
 /// Read every input once. Bad files are reported in `skipped`, never fatal.
 pub fn load_sessions(paths: &[String], format: Option<&str>) -> Result<Loaded> {

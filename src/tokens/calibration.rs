@@ -5,7 +5,7 @@
 //! compaction, no fixed overhead.
 
 use super::Tokenizer;
-use crate::stats::{percentile, percentile_of};
+use crate::stats::{median as median_f64, percentile_of, round3};
 use crate::transcript::Session;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -93,11 +93,6 @@ fn sort_f64(v: &mut [f64]) {
     v.sort_by(|a, b| a.total_cmp(b));
 }
 
-/// Rounds for output so JSON and tables never show float noise.
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
 /// Per format while calibrating: errors (%), overheads, sessions, excluded requests, short
 /// sessions.
 #[derive(Default)]
@@ -121,11 +116,6 @@ fn ols_slope(pairs: &[(u64, u64)]) -> Option<f64> {
         .map(|p| (p.1 as f64 - mh) * (p.0 as f64 - mr))
         .sum();
     (var > 0.0).then(|| cov / var)
-}
-
-fn median_f64(v: &mut [f64]) -> Option<f64> {
-    sort_f64(v);
-    (!v.is_empty()).then(|| percentile(v, 0.5))
 }
 
 /// Fit each session that records prompt sizes, and sum up per format.
@@ -263,7 +253,10 @@ mod tests {
         assert_eq!(sc.requests, 3);
         assert_eq!(sc.excluded_post_compaction, 1);
         assert_eq!(sc.p50_abs_error_pct, 0.0);
-        let p95 = round3(percentile(&[0.0, 0.0, 10.0 / 1210.0 * 100.0], 0.95));
+        let p95 = round3(crate::stats::percentile(
+            &[0.0, 0.0, 10.0 / 1210.0 * 100.0],
+            0.95,
+        ));
         assert_eq!(sc.p95_abs_error_pct, p95);
         assert!(p95 > 0.7 && p95 < 0.8);
         // Slope of (0,1000),(100,1100),(200,1210): cov/var = 21000/20000.

@@ -9,8 +9,6 @@
 //! median residual for the overhead, so a few outliers (a request whose usage was logged
 //! mid-stream) move the overhead little.
 
-use crate::stats::percentile;
-
 /// Fewest requests a fit is made from: below it a slope says nothing.
 pub const MIN_FIT_REQUESTS: usize = 3;
 
@@ -55,9 +53,9 @@ pub fn slope(pairs: &[(u64, u64)]) -> Option<f64> {
     (var > 0.0).then(|| cov / var)
 }
 
+/// The median of `v`; 0 when empty.
 fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    percentile(v, 0.5)
+    crate::stats::median(v).unwrap_or(0.0)
 }
 
 /// Fit `(recorded, counted)` pairs (requests with a recorded size measured on the raw history,

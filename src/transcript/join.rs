@@ -18,7 +18,7 @@ pub fn join_split_sessions(sessions: &mut Vec<Session>, skipped: &mut Vec<ReadEr
         if s.format != Format::ClaudeCode || s.id.contains("/agent-") {
             continue;
         }
-        let file = file_of(&s.source).to_string();
+        let file = super::util::source_file(&s.source).to_string();
         let first = s.events.first().map_or(f64::INFINITY, |e| e.timestamp);
         files_of
             .entry(s.id.clone())
@@ -34,7 +34,11 @@ pub fn join_split_sessions(sessions: &mut Vec<Session>, skipped: &mut Vec<ReadEr
         let names: Vec<String> = files.into_iter().map(|(_, f)| f).collect();
         match read_all(&names) {
             Ok(joined) => {
-                let of_these = |s: &Session| names.iter().any(|n| n == file_of(&s.source));
+                let of_these = |s: &Session| {
+                    names
+                        .iter()
+                        .any(|n| n == super::util::source_file(&s.source))
+                };
                 let at = sessions.iter().position(of_these).unwrap_or(sessions.len());
                 sessions.retain(|s| !of_these(s));
                 let at = at.min(sessions.len());
@@ -69,14 +73,6 @@ fn read_all(names: &[String]) -> Result<Vec<Session>, ReadError> {
         .collect();
     let sessions = claude_code::read_joined(&parts)?;
     detect::checked(&names[0], sessions)
-}
-
-/// The file part of a session's `source` (`file#fragment` -> `file`).
-fn file_of(source: &str) -> &str {
-    match source.find('#') {
-        Some(i) if i > 0 => &source[..i],
-        _ => source,
-    }
 }
 
 #[cfg(test)]

@@ -806,6 +806,14 @@ pub mod scan {
 #[cfg(test)]
 pub(crate) const HOSTILE_TEXT: &str = "(?s)[\\x00-\\x{a0}\\x{2028}\\x{2029}é中🦀]{0,40}";
 
+/// The file part of a session's `source` (`file#fragment` → `file`).
+pub fn source_file(source: &str) -> &str {
+    match source.find('#') {
+        Some(i) if i > 0 => &source[..i],
+        _ => source,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
