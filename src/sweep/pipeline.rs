@@ -28,7 +28,7 @@ use crate::transcript::ClaudeCodeSettings;
 use crate::transcript::{detect, Format, ReadError, Session};
 use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 pub use crate::tokens::CacheOpts;
@@ -372,7 +372,8 @@ fn list_files(
 
 /// The sessions another session's Claude Code settings file applies to
 /// (`SettingsBook::applies_to`), read again with those settings, their facts made anew (the
-/// first pass listed them before every file was read).
+/// first pass listed them before every file was read). Each file holding some is read once,
+/// [`SCAN_FILES`] at a time in parallel, as the first pass reads them.
 fn refresh_shared(
     listed: &mut [(Listed, Origin)],
     files: &[PathBuf],
@@ -381,21 +382,36 @@ fn refresh_shared(
     book: &SettingsBook,
     errors: &mut Vec<ReadError>,
 ) {
-    for (l, origin) in listed.iter_mut() {
-        let (Some(s), Origin::File { file, pos }) = (&l.settings, origin) else {
-            continue;
-        };
-        if !book.applies_to(s) {
-            continue;
-        }
-        match detect::load_file(&files[*file as usize], format) {
-            Ok(mut ss) => {
-                if let Some(session) = ss.get_mut(*pos as usize) {
-                    book.apply(session);
-                    *l = Listed::of(session, tok);
-                }
+    // per file: the positions of its sessions to refresh, with their place in `listed`
+    let mut by_file: BTreeMap<u32, Vec<(u32, usize)>> = BTreeMap::new();
+    for (i, (l, origin)) in listed.iter().enumerate() {
+        if let (Some(s), Origin::File { file, pos }) = (&l.settings, *origin) {
+            if book.applies_to(s) {
+                by_file.entry(file).or_default().push((pos, i));
             }
-            Err(e) => errors.push(e),
+        }
+    }
+    let work: Vec<(u32, Vec<(u32, usize)>)> = by_file.into_iter().collect();
+    for batch in work.chunks(SCAN_FILES) {
+        let read: Vec<Result<Vec<(usize, Listed)>, ReadError>> = batch
+            .par_iter()
+            .map(|(file, wanted)| {
+                let mut ss = detect::load_file(&files[*file as usize], format)?;
+                Ok(wanted
+                    .iter()
+                    .filter_map(|&(pos, i)| {
+                        let session = ss.get_mut(pos as usize)?;
+                        book.apply(session);
+                        Some((i, Listed::of(session, tok)))
+                    })
+                    .collect())
+            })
+            .collect();
+        for r in read {
+            match r {
+                Ok(fresh) => fresh.into_iter().for_each(|(i, l)| listed[i].0 = l),
+                Err(e) => errors.push(e),
+            }
         }
     }
 }

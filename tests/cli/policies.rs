@@ -474,3 +474,116 @@ fn a_claude_code_policy_s_summaries_are_estimated_with_the_claude_code_fit() {
         "{sec}"
     );
 }
+
+/// One Claude Code session line of a hand-made transcript (the shapes `cli.js` writes).
+fn cc_line(session: &str, cwd: &str, n: usize, kind: &str, message: serde_json::Value) -> String {
+    let mut v = serde_json::json!({
+        "type": kind,
+        "uuid": format!("{session}-{n}"),
+        "sessionId": session,
+        "version": "2.1.39",
+        "cwd": cwd,
+        "timestamp": format!("2026-01-01T00:00:{n:02}Z"),
+        "message": message,
+    });
+    if kind == "assistant" {
+        v["requestId"] = format!("{session}-r{n}").into();
+    }
+    v.to_string()
+}
+
+/// A Claude Code session in `cwd`: a prompt and a response, then (when `read` holds a
+/// settings file's path and text) a `Read` of it and its numbered result, then a response.
+fn cc_file(session: &str, cwd: &str, read: Option<(&str, &str)>) -> String {
+    let usage = |p: u64| serde_json::json!({ "input_tokens": p, "output_tokens": 20 });
+    let answer = |n: usize, p: u64, content: serde_json::Value| {
+        let m = serde_json::json!({
+            "id": format!("{session}-m{n}"), "model": "claude-opus-4-5-20251101",
+            "role": "assistant", "content": content, "usage": usage(p),
+        });
+        cc_line(session, cwd, n, "assistant", m)
+    };
+    let mut lines = vec![
+        cc_line(
+            session,
+            cwd,
+            0,
+            "user",
+            serde_json::json!({"role": "user", "content": "go"}),
+        ),
+        answer(
+            1,
+            1_000,
+            serde_json::json!([{"type": "text", "text": "ok"}]),
+        ),
+    ];
+    if let Some((path, text)) = read {
+        let call = serde_json::json!([{"type": "tool_use", "id": "t1", "name": "Read",
+            "input": {"file_path": path}}]);
+        lines.push(answer(2, 1_100, call));
+        let numbered: String = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| format!("{:>6}→{l}\n", i + 1))
+            .collect();
+        let result = serde_json::json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": numbered}]});
+        lines.push(cc_line(session, cwd, 3, "user", result));
+    }
+    lines.push(answer(
+        4,
+        1_300,
+        serde_json::json!([{"type": "text", "text": "done"}]),
+    ));
+    lines.join("\n") + "\n"
+}
+
+/// A settings file one session read applies to the sessions of the same home in other
+/// files, which the sweep's first pass listed before it read it: each is read again with
+/// those settings (`refresh_shared`, a file once however many of its sessions it holds), so
+/// their as-recorded rule carries the file's CLAUDE_AUTOCOMPACT_PCT_OVERRIDE; a session of
+/// another home does not.
+#[test]
+fn a_settings_file_read_in_one_file_applies_to_its_homes_sessions_in_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    let settings = "{\n  \"env\": {\n    \"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE\": \"50\"\n  }\n}";
+    let read = Some(("/Users/pat/.claude/settings.json", settings));
+    let files = [
+        ("a.jsonl", cc_file("a", "/Users/pat/work", read)),
+        ("b1.jsonl", cc_file("b1", "/Users/pat/other", None)),
+        ("b2.jsonl", cc_file("b2", "/Users/pat/more", None)),
+        ("c.jsonl", cc_file("c", "/Users/sam/work", None)),
+    ];
+    for (name, text) in &files {
+        std::fs::write(input.join(name), text).unwrap();
+    }
+    let out = dir.path().join("run");
+    let o = bin()
+        .arg("sweep")
+        .arg(&input)
+        .args(["--out"])
+        .arg(&out)
+        .args(["--quiet", "--no-cache", "--alternatives", "none"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run: serde_json::Value = serde_json::from_str(&read_text(&out.join("run.json"))).unwrap();
+    let label = |id: &str| {
+        run["session_facts"]
+            .as_array()
+            .expect("session_facts")
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .unwrap_or_else(|| panic!("no session {id}: {run:#}"))["as_recorded"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let lowered = "lowered by CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
+    for id in ["a", "b1", "b2"] {
+        assert!(label(id).contains(lowered), "{id}: {}", label(id));
+    }
+    assert!(!label("c").contains(lowered), "{}", label("c"));
+}
