@@ -7,7 +7,7 @@ use super::{Backtest, SessionReplay};
 use crate::cost::latency::{LatencyParams, LatencyTable};
 use crate::engine::Replay;
 use crate::stats::{percentile_of, round3};
-use crate::transcript::{PolicyRule, RecordedCompaction, Session};
+use crate::transcript::{CompactionKind, PolicyRule, RecordedCompaction, Session};
 
 /// Requests a predicted compaction may be off by and still match.
 pub const MATCH_REQUESTS: usize = 1;
@@ -24,8 +24,8 @@ pub struct CompactionRow {
     /// results cleared). A micro row's tokens before / after are Claude Code's estimate of
     /// the old tool results it weighed and of those it left, recorded (`preTokens`,
     /// `preTokens − tokensSaved`) and predicted.
-    #[serde(default = "full")]
-    pub kind: String,
+    #[serde(default)]
+    pub kind: CompactionKind,
     /// The file starts with it (a resumed session): listed, never predicted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resumed: bool,
@@ -99,6 +99,14 @@ pub struct CompactionRow {
     pub refetch_tokens: Option<u64>,
     #[serde(default)]
     pub refetch_cost_usd: Option<f64>,
+}
+
+impl CompactionRow {
+    /// A full compaction of the file not asked for by a person: what a rule is matched
+    /// against (micro rows, manual ones and a resumed file's opening record are listed).
+    pub fn is_automatic(&self) -> bool {
+        self.kind == CompactionKind::Full && self.trigger != "manual" && !self.resumed
+    }
 }
 
 /// Per framework.
@@ -193,10 +201,6 @@ pub struct SessionRow {
     /// (`tokens_sent_ratio`'s numerator then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub litellm_prompt_tokens_total: Option<u64>,
-}
-
-fn full() -> String {
-    "full".to_string()
 }
 
 /// A compaction the replay made: its request, the context before and after, the summary.
@@ -357,7 +361,7 @@ fn recorded_row(
         session_id: session.id.clone(),
         framework: session.format.name().to_string(),
         trigger: trigger(c, session).to_string(),
-        kind: if c.is_micro() { "micro" } else { "full" }.to_string(),
+        kind: c.kind,
         resumed: c.resumed,
         recorded_cleared: c.is_micro().then_some(c.cleared_ids.len() as u64),
         predicted_cleared: None,
@@ -447,7 +451,7 @@ pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
         }
     }
     let autos: Vec<usize> = (0..rows.len())
-        .filter(|&i| rows[i].trigger != "manual" && rows[i].kind == "full" && !rows[i].resumed)
+        .filter(|&i| rows[i].is_automatic())
         .collect();
     let targets: Vec<Option<usize>> = autos.iter().map(|&i| rows[i].recorded_request).collect();
     let by_rule = super::threshold_replay(session, run, run.policy.threshold());
@@ -473,7 +477,7 @@ pub fn add_session(out: &mut Backtest, session: &Session, run: &SessionReplay) {
 /// The micro rows beside the rule's microcompactions (nearest within [`MATCH_REQUESTS`]).
 fn predict_micro(rows: &mut [CompactionRow], preds: &[Predicted]) {
     let micro: Vec<usize> = (0..rows.len())
-        .filter(|&i| rows[i].kind == "micro")
+        .filter(|&i| rows[i].kind == CompactionKind::Micro)
         .collect();
     let targets: Vec<Option<usize>> = micro.iter().map(|&i| rows[i].recorded_request).collect();
     for (&i, p) in micro.iter().zip(pair(&targets, preds)) {
@@ -633,7 +637,7 @@ pub fn summarize_frameworks(out: &mut Backtest) {
     let mut deltas: std::collections::BTreeMap<String, MatchedDeltas> = Default::default();
     for r in &out.compactions {
         let f = out.frameworks.entry(r.framework.clone()).or_default();
-        if r.kind == "micro" {
+        if r.kind == CompactionKind::Micro {
             f.micro_recorded += 1;
             f.micro_matched += u64::from(r.matched == Some(true));
             continue;

@@ -503,7 +503,7 @@ fn a_micro_record_is_read_and_replayed() {
     let b = backtest(std::slice::from_ref(&s), std::slice::from_ref(&sizes));
     let row = &b.compactions[0];
     assert_eq!(
-        (row.kind.as_str(), row.matched),
+        (row.kind.name(), row.matched),
         ("micro", Some(true)),
         "{row:?}"
     );

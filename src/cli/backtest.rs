@@ -89,7 +89,7 @@ fn row_line(c: &CompactionRow) -> String {
     format!(
         "{:<44} {:<5} {:<7} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7}  {}",
         super::term(&short(&c.source)),
-        super::term(&c.kind),
+        c.kind.name(),
         super::term(&c.trigger),
         opt(c.recorded_request),
         opt(c.predicted_request),

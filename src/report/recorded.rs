@@ -192,7 +192,7 @@ fn compaction_table(rows: &[CompactionRow]) -> Block {
                 vec![
                     session_cell(&c.source, &c.session_id),
                     t(c.framework.clone()),
-                    t(if c.kind == "micro" {
+                    t(if c.kind == crate::transcript::CompactionKind::Micro {
                         format!("micro, {}", c.trigger)
                     } else {
                         c.trigger.clone()

@@ -412,6 +412,14 @@ impl CompactionKind {
     fn is_full(&self) -> bool {
         *self == CompactionKind::Full
     }
+
+    /// `full` or `micro`, as the backtest's rows write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionKind::Full => "full",
+            CompactionKind::Micro => "micro",
+        }
+    }
 }
 
 /// How a compaction was started, as the transcript says.

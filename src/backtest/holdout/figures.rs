@@ -99,11 +99,7 @@ impl ReattachCap {
         let mut out: Vec<(Vec<u32>, Vec<AfterObs>)> = Vec::new();
         let mut at: HashMap<usize, usize> = HashMap::new();
         for r in &b.compactions {
-            if r.framework != "claude-code"
-                || r.trigger == "manual"
-                || r.kind == "micro"
-                || r.matched != Some(true)
-            {
+            if r.framework != "claude-code" || !r.is_automatic() || r.matched != Some(true) {
                 continue;
             }
             let (Some(event), Some(recorded), Some(predicted)) = (
