@@ -590,10 +590,7 @@ fn session_row(session: &Session, run: &SessionReplay, free: &Replay) -> Session
 /// 1.x run (it records `replay_config`) whose tokenizer this tool has, with its basis; else
 /// none and the basis of the run-tokenizer total.
 fn tokens_sent_basis(session: &Session, run: &SessionReplay) -> (Option<u64>, Option<String>) {
-    let one_x = session
-        .recorded_policy
-        .as_ref()
-        .is_some_and(|p| p.source.starts_with("swe-agent replay_config"));
+    let one_x = crate::transcript::swe_agent::recorded_line(session) == Some("1.x");
     if !one_x {
         return (
             None,

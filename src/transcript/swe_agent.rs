@@ -178,13 +178,32 @@ fn recorded_policy(agent: &Value, model_stats: Option<ModelStats>) -> Option<Rec
         })
         .collect();
     Some(RecordedPolicy {
-        source: format!("swe-agent replay_config.agent.{key}"),
+        source: format!("{ONE_X_SOURCE}.agent.{key}"),
         versions: Vec::new(),
         rule: PolicyRule::SweAgent {
             processors,
             model_stats,
         },
     })
+}
+
+/// How a 1.x run's policy source starts: read from the config it records.
+const ONE_X_SOURCE: &str = "swe-agent replay_config";
+/// How a 0.x run's policy source starts: its default config's, assumed.
+const ZERO_X_SOURCE: &str = "swe-agent 0.x default config";
+
+/// The SWE-agent line whose rule `session` was read with: `1.x` (it records its config,
+/// `replay_config`), `0.x` (it records none, [`zero_x_policy`]), `None` where no rule was
+/// read (not SWE-agent's, or a run that called no model).
+pub fn recorded_line(session: &Session) -> Option<&'static str> {
+    let source = &session.recorded_policy.as_ref()?.source;
+    if source.starts_with(ONE_X_SOURCE) {
+        Some("1.x")
+    } else if source.starts_with(ZERO_X_SOURCE) {
+        Some("0.x")
+    } else {
+        None
+    }
 }
 
 /// Text of SWE-agent's 0.x instance template before typo fixes 93c65549 and 67729283
@@ -610,6 +629,7 @@ mod tests {
             "replay_config": config.to_string()});
         let s = &read("z.traj", &traj.to_string()).unwrap()[0];
         assert_eq!(s.model.as_deref(), Some("gpt-x"));
+        assert_eq!(recorded_line(s), Some("1.x"));
         let p = s.recorded_policy.as_ref().expect("recorded");
         let PolicyRule::SweAgent { processors, .. } = &p.rule else {
             panic!("{p:?}");
@@ -684,8 +704,10 @@ mod tests {
             .to_string()
         };
         let policy = |text: String| read("r.traj", &text).unwrap()[0].recorded_policy.clone();
+        let run = &read("r.traj", &traj("script successfully runs", 900, false)).unwrap()[0];
+        assert_eq!(recorded_line(run), Some("0.x"));
         let late = policy(traj("script successfully runs", 900, false)).expect("0.x");
-        assert!(late.source.starts_with("swe-agent 0.x"), "{late:?}");
+        assert!(late.source.starts_with(ZERO_X_SOURCE), "{late:?}");
         assert_eq!(late.versions, ["0.3.0-0.7.0"]);
         assert_eq!(
             late.rule,

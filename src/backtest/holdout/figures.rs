@@ -266,8 +266,8 @@ impl SweScale {
 
 /// `0.x` for a run read with the 0.x default config (it records none), else `1.x`.
 pub fn swe_version(session: &Session) -> &'static str {
-    match &session.recorded_policy {
-        Some(p) if p.source.starts_with("swe-agent 0.x") => "0.x",
+    match crate::transcript::swe_agent::recorded_line(session) {
+        Some("0.x") => "0.x",
         _ => "1.x",
     }
 }
