@@ -66,7 +66,19 @@ pub fn refetches(
         tokens: 0,
         cost_usd: Some(0.0),
     };
+    if out.same_result == 0 {
+        return out;
+    }
     let end = window.end.min(session.events.len());
+    // the window's model requests, each with its rate as the first to carry earlier tokens
+    // and as a later one: priced once, whatever the repeats
+    let requests: Vec<(usize, Option<f64>, Option<f64>)> = (window.start.min(end)..end)
+        .filter(|&k| session.events[k].model_request)
+        .map(|k| {
+            let rate = |first| rate_at(session, prices, k, first);
+            (k, rate(true), rate(false))
+        })
+        .collect();
     let (mut tokens, mut cost) = (0.0f64, Some(0.0f64));
     for r in found.iter().filter(|r| r.same_result) {
         let c = &calls[r.call];
@@ -75,10 +87,10 @@ pub fn refetches(
         };
         let size =
             part_tokens(session, sizes, c.event, c.part) + part_tokens(session, sizes, at, part);
-        let later = (at + 1..end).filter(|&k| session.events[k].model_request);
-        for (n, k) in later.enumerate() {
+        let after = requests.partition_point(|&(k, _, _)| k <= at);
+        for (n, &(_, first, later)) in requests[after..].iter().enumerate() {
             tokens += size;
-            let rate = rate_at(session, prices, k, n == 0);
+            let rate = if n == 0 { first } else { later };
             cost = cost.zip(rate).map(|(c, r)| c + size * r / 1e6);
         }
     }
