@@ -710,9 +710,7 @@ fn detail_in_texts(
         searched.as_ref().map(|(h, offset)| (h, *offset)),
         model
             .latency
-            .retention
-            .as_ref()
-            .map(|r| r.for_family(setting.summary_family))
+            .retention_for(setting.summary_family)
             .as_deref(),
         m,
     );
@@ -1006,15 +1004,7 @@ fn detail_rows(m: &SessionMetrics, model: &CostModel, family: Option<&str>) -> V
         ),
         (
             "references broken",
-            references_broken(
-                m,
-                model
-                    .latency
-                    .retention
-                    .as_ref()
-                    .map(|r| r.for_family(family))
-                    .as_deref(),
-            ),
+            references_broken(m, model.latency.retention_for(family).as_deref()),
         ),
         ("seams", m.seams.to_string()),
     ]

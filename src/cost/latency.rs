@@ -113,6 +113,12 @@ impl Default for LatencyTable {
 }
 
 impl LatencyTable {
+    /// The retention a summary of `family` is estimated with ([`Retention::for_family`]);
+    /// `None` where no retention is known.
+    pub fn retention_for(&self, family: Option<&str>) -> Option<std::borrow::Cow<'_, Retention>> {
+        self.retention.as_ref().map(|r| r.for_family(family))
+    }
+
     pub fn builtin() -> Self {
         let mut t = LatencyTable {
             families: BTreeMap::new(),
