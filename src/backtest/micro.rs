@@ -23,7 +23,8 @@ pub fn predicted(session: &Session, run: &SessionReplay) -> Option<Vec<Predicted
         session,
         window: None,
     };
-    let steps = microcompact::along_record(&ctx, threshold, &measured);
+    let rule = microcompact::Microcompact::new(&ctx, threshold);
+    let steps = microcompact::along_record(&ctx, rule, &measured);
     Some(
         steps
             .into_iter()

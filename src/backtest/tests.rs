@@ -587,7 +587,8 @@ fn microcompaction_is_left_off_where_a_recording_cli_recorded_none() {
         window: None,
     };
     let checked = crate::policy::microcompact::checked_sizes(&s);
-    let off = |v: &str| crate::policy::microcompact::off_in(&ctx, Some(v), 167_000, &checked);
+    let rule = crate::policy::microcompact::Microcompact::new(&ctx, 167_000);
+    let off = |v: &str| crate::policy::microcompact::off_in(&ctx, Some(v), &rule, &checked);
     assert!(off("2.1.23") && off("2.1.9"));
     assert!(
         !off("2.1.1"),

@@ -12,7 +12,7 @@
 
 use super::facts::{extract_fact_kinds, model_use_text, FactKind};
 use super::text_facts::Searched;
-use super::token::{holds, Token};
+use super::token::holds;
 use crate::engine::summarizer::SummaryText;
 use crate::engine::{Replay, Request};
 use crate::tokens::adk::{line_shape, summarizer_text, LineShape};
@@ -35,11 +35,11 @@ pub struct SessionReferences {
     by_event: Vec<Range<u32>>,
     /// The references, event by event.
     refs: Vec<Ref>,
-    /// Every fact as one Aho-Corasick automaton, built on first use and shared by every
-    /// setting of the session.
+    /// Every fact as one whole-token search ([`super::text_facts::TextSearch`], the one the
+    /// summaries' tallies use), built on first use and shared by every setting of the session.
     /// `None` when the facts are too many for the automaton's size limits: [`tally`] then
     /// searches summary by summary.
-    automaton: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>>,
+    automaton: std::sync::OnceLock<Option<super::text_facts::TextSearch>>,
     /// The session's event facts then these facts, as the automaton
     /// [`super::text_facts::Searched`] is found with (one search of a summary text serves
     /// both tallies), built on first use.
@@ -170,11 +170,11 @@ impl SessionReferences {
         out
     }
 
-    /// The automaton over `facts` (pattern i = fact i), overlapping matches (a fact inside
-    /// another is still found).
-    fn automaton(&self) -> Option<&aho_corasick::AhoCorasick> {
+    /// The whole-token search over `facts` (pattern i = fact i,
+    /// [`super::text_facts::automaton`]).
+    fn automaton(&self) -> Option<&super::text_facts::TextSearch> {
         self.automaton
-            .get_or_init(|| aho_corasick::AhoCorasick::new(&self.facts).ok())
+            .get_or_init(|| super::text_facts::automaton(&self.facts))
             .as_ref()
     }
 
@@ -315,20 +315,13 @@ pub fn tally(
             let whole: Vec<Option<std::borrow::Cow<'_, str>>> =
                 texts.iter().map(|t| t.map(SummaryText::whole)).collect();
             let texts: Vec<Option<&str>> = whole.iter().map(|t| t.as_deref()).collect();
-            let Some(ac) = refs.automaton() else {
+            let Some(search) = refs.automaton() else {
                 return walk(refs, replay, Some(kept_naive(refs, replay, &texts)));
             };
             let facts_of = |o: u32| {
                 let text = (o as usize).checked_sub(1).and_then(|i| texts.get(i));
-                text.and_then(|t| *t).map_or_else(Vec::new, |t| {
-                    ac.find_overlapping_iter(t)
-                        .filter(|m| {
-                            let fact = &refs.facts[m.pattern().as_usize()];
-                            Token::of(fact).fits(t, m.start(), m.end())
-                        })
-                        .map(|m| m.pattern().as_u32())
-                        .collect()
-                })
+                text.and_then(|t| *t)
+                    .map_or_else(Vec::new, |t| super::text_facts::found_in(search, t))
             };
             naive(walk(
                 refs,

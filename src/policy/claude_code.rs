@@ -260,12 +260,14 @@ impl ClaudeCode {
         let threshold = VersionRule::of_session(ctx.session, window).threshold_at(pct);
         let version = session_version(ctx.session);
         let checked = microcompact::checked_sizes(ctx.session);
+        // built once: the check that it was off runs it along the record on a copy
         let micro = microcompact::runs_in(version.as_deref())
-            && !microcompact::off_in(ctx, version.as_deref(), threshold, &checked);
+            .then(|| Microcompact::new(ctx, threshold))
+            .filter(|rule| !microcompact::off_in(ctx, version.as_deref(), rule, &checked));
         ClaudeCode {
             threshold,
             in_step: InStep::new(ctx, threshold),
-            micro: micro.then(|| Microcompact::new(ctx, threshold)),
+            micro,
             micro_checked: checked.into_iter().map(|(_, size)| size).collect(),
         }
     }

@@ -195,31 +195,36 @@ pub fn checked_sizes(session: &Session) -> Vec<(u32, u64)> {
 /// the history since the last recorded full compaction, the results the recorded
 /// microcompactions and its own earlier clearings cleared; the clearings it makes, by
 /// request. What the backtest matches against the micro records, and how the `claude-code`
-/// policy tells a session whose CLI had microcompaction turned off ([`off_in`]).
+/// policy tells a session whose CLI had microcompaction turned off ([`off_in`]). `rule`:
+/// [`Microcompact::new`] of the session, run from its start.
 pub fn along_record(
     ctx: &Ctx<'_>,
-    threshold: u64,
+    mut rule: Microcompact,
     measured: &[(u32, u64)],
 ) -> Vec<(usize, MicroStep)> {
-    let mut rule = Microcompact::new(ctx, threshold);
-    let recorded = &ctx.session.recorded_compactions;
+    // the recorded compactions by the request they came before, read once in that order
+    let mut recorded: Vec<&RecordedCompaction> = ctx
+        .session
+        .recorded_compactions
+        .iter()
+        .filter(|c| c.request.is_some())
+        .collect();
+    recorded.sort_by_key(|c| c.request);
+    let mut next = recorded.iter().peekable();
+    // what the record says happened before the request: the last full compaction's event,
+    // the newest result a microcompaction cleared
+    let (mut cut, mut newest) = (0u32, None::<u32>);
     let mut out = Vec::new();
     for (q, &(k, checked)) in measured.iter().enumerate() {
-        // what the record says happened before this request
-        let before_q = |c: &&RecordedCompaction| c.request.is_some_and(|r| r < q);
-        let cut = recorded
-            .iter()
-            .filter(|c| c.is_full_in_file())
-            .filter(before_q)
-            .map(|c| c.at_event as u32)
-            .max()
-            .unwrap_or(0);
-        let newest = recorded
-            .iter()
-            .filter(|c| c.is_micro())
-            .filter(before_q)
-            .flat_map(|c| c.cleared.iter().map(|&e| e as u32))
-            .max();
+        while let Some(c) = next.next_if(|c| c.request.is_some_and(|r| r < q)) {
+            if c.is_full_in_file() {
+                cut = cut.max(c.at_event as u32);
+            }
+            if c.is_micro() {
+                let cleared = c.cleared.iter().map(|&e| e as u32).max();
+                newest = newest.max(cleared);
+            }
+        }
         if let Some(newest) = newest {
             let n = rule.results.events.partition_point(|&e| e <= newest);
             rule.clear_at_least(n);
@@ -237,7 +242,7 @@ pub fn along_record(
 pub fn off_in(
     ctx: &Ctx<'_>,
     version: Option<&str>,
-    threshold: u64,
+    rule: &Microcompact,
     measured: &[(u32, u64)],
 ) -> bool {
     let records = version
@@ -249,7 +254,7 @@ pub fn off_in(
             .recorded_compactions
             .iter()
             .any(|c| c.is_micro())
-        && !along_record(ctx, threshold, measured).is_empty()
+        && !along_record(ctx, rule.clone(), measured).is_empty()
 }
 
 #[cfg(test)]
