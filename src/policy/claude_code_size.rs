@@ -66,8 +66,9 @@ pub const IMAGE_TOKENS: u64 = 1_334;
 pub const IMAGE_TOKENS_LATER: u64 = 2_000;
 pub const IMAGE_TOKENS_LATER_SINCE: Version = (2, 1, 39);
 
-/// `Math.round(units / 4)` on a JavaScript string's length (UTF-16 code units).
-fn quarter(s: &str) -> u64 {
+/// `Math.round(units / 4)` on a JavaScript string's length (UTF-16 code units): every
+/// estimate the CLI makes of a text (this size check's, microcompaction's).
+pub fn quarter(s: &str) -> u64 {
     (s.encode_utf16().count() as u64 + 2) / 4
 }
 

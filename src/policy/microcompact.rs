@@ -156,11 +156,11 @@ pub fn candidates(session: &Session) -> (Vec<u32>, Vec<u64>) {
 
 /// `Math.round(length / 4)` of a result's text.
 fn text_estimate(response: &serde_json::Value) -> u64 {
-    let units = match response.get("content").unwrap_or(response) {
-        serde_json::Value::String(s) => s.encode_utf16().count(),
-        other => other.to_string().encode_utf16().count(),
-    } as u64;
-    (units + 2) / 4
+    use super::claude_code_size::quarter;
+    match response.get("content").unwrap_or(response) {
+        serde_json::Value::String(s) => quarter(s),
+        other => quarter(&other.to_string()),
+    }
 }
 
 /// Whether CLI `version` (`major.minor.patch`) runs it as read ([`READ_SINCE`]); a session
