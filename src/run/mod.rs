@@ -240,7 +240,7 @@ pub fn sweep(job: SweepJob<'_>, progress: &dyn Progress) -> Result<Published, Ru
         progress,
     )?;
     let Some(shard) = shard else {
-        let eval = done.timeline_eval(&run_inputs, summarizers.timeout)?;
+        let eval = done.timeline_eval(&run_inputs)?;
         let fin = finish::Finish {
             target: &target,
             latest,

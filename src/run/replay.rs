@@ -11,7 +11,6 @@ use crate::table::publish::{self, Chosen, Target};
 use crate::table::rundir::{self, RunInputs, Skipped};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 /// The sessions listed (and read again a window at a time during the replay), sampled,
 /// and every path the run folder must not overwrite.
@@ -156,15 +155,12 @@ impl Replayed {
     pub fn timeline_eval(
         &mut self,
         inputs: &RunInputs,
-        timeout: Duration,
     ) -> Result<pipeline::PipelineEval, RunError> {
         let live_sessions = rundir::live_sessions(inputs);
         let mut drawn =
             rundir::longest_sessions(&inputs.sessions, &live_sessions, rundir::TIMELINE_SESSIONS);
         drawn.sort_unstable();
-        let mut eval = self.counted.window(&drawn)?;
-        eval.set_summarizer_timeout(timeout);
-        Ok(eval)
+        Ok(self.counted.window(&drawn)?)
     }
 }
 
@@ -190,6 +186,7 @@ pub(super) fn replay_all(
 ) -> Result<Replayed, RunError> {
     let mine = shard_sessions(inputs.sessions.len(), work.shard);
     let mut counted = pipeline::Counted::new(catalog, &work.grid.tokenizer, work.costing, cache)?;
+    counted.set_summarizer_timeout(work.summarizers.timeout);
     if work.cancel.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(crate::error::Cancelled.into());
     }
@@ -231,7 +228,6 @@ fn replay_pairs(
 ) -> Result<(publish::BuildDir, Outcomes), RunError> {
     let (settings, sessions) = (&work.grid.settings, &inputs.sessions);
     let events = |s: u32| sessions.get(s as usize).map_or(0, |i| i.events);
-    let timeout = work.summarizers.timeout;
     let live = &work.summarizers.live;
     if !live.is_empty() {
         progress.approve_live(live, work.costing, &mut || {
@@ -240,11 +236,7 @@ fn replay_pairs(
                 mine,
                 &events,
                 settings,
-                &mut |w: &[u32]| {
-                    let mut e = counted.window(w)?;
-                    e.set_summarizer_timeout(timeout);
-                    Ok(e)
-                },
+                &mut |w: &[u32]| counted.window(w),
                 work.cancel,
                 &|| {},
                 &mut |_| Ok(()),
@@ -266,8 +258,7 @@ fn replay_pairs(
             settings,
             &mut |w: &[u32]| {
                 progress.began(Phase::Window);
-                let mut e = counted.window(w)?;
-                e.set_summarizer_timeout(timeout);
+                let e = counted.window(w)?;
                 progress.ended(Phase::Window);
                 Ok(e)
             },

@@ -766,6 +766,8 @@ pub struct Counted {
     counters: Vec<crate::tokens::Counter>,
     cost: CostModel,
     pub times: PrepTimes,
+    /// Time limit of a `command:` summarizer call in every window's evaluator.
+    summarizer_timeout: std::time::Duration,
 }
 
 impl Counted {
@@ -788,7 +790,14 @@ impl Counted {
             counters,
             cost: costing.model.clone(),
             times: PrepTimes::default(),
+            summarizer_timeout: crate::summarize::DEFAULT_COMMAND_TIMEOUT,
         })
+    }
+
+    /// Time limit of a `command:` summarizer call (`--summarizer-timeout`), for the windows
+    /// read from now on ([`PipelineEval::set_summarizer_timeout`]).
+    pub fn set_summarizer_timeout(&mut self, timeout: std::time::Duration) {
+        self.summarizer_timeout = timeout;
     }
 
     /// Read, count and size the sessions `which` (ascending) for replay.
@@ -843,7 +852,7 @@ impl Counted {
             items,
             cost: self.cost.clone(),
             specs: std::sync::Mutex::new(HashMap::new()),
-            summarizer_timeout: crate::summarize::DEFAULT_COMMAND_TIMEOUT,
+            summarizer_timeout: self.summarizer_timeout,
             errors: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         })
     }
