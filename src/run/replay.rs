@@ -196,13 +196,7 @@ pub(super) fn replay_all(
     let (build, outcomes) = replayed?;
     progress.prepared(counted.times);
     counted.save_counts();
-    record_failures(inputs, outcomes.failed, outcomes.summarizer_errors);
-    let skipped: Vec<Skipped> = inputs
-        .skipped
-        .iter()
-        .filter(|s| s.reason.starts_with("replay failed"))
-        .cloned()
-        .collect();
+    let skipped = record_failures(inputs, outcomes.failed, outcomes.summarizer_errors);
     progress.replays_done(&skipped, &inputs.summarizer_errors)?;
     // The backtest rows of the kept sessions: the run's recorded_compactions.json (a
     // shard's part of it, which `merge` combines).
@@ -307,32 +301,35 @@ fn record_failures(
     inputs: &mut RunInputs,
     failed: Vec<Failure>,
     summarizer_errors: Vec<(u32, u32, String)>,
-) {
-    if !failed.is_empty() {
-        drop_failed(inputs, failed);
-    }
+) -> Vec<Skipped> {
+    let dropped = drop_failed(inputs, failed);
     inputs.summarizer_errors = summarizer_failures(summarizer_errors, inputs);
+    dropped
 }
 
-/// Drop sessions whose replay failed under any setting (reported as skipped).
-fn drop_failed(inputs: &mut RunInputs, failed: Vec<Failure>) {
+/// Drop sessions whose replay failed under any setting (reported as skipped); returns what
+/// it added to the skipped list.
+fn drop_failed(inputs: &mut RunInputs, failed: Vec<Failure>) -> Vec<Skipped> {
     let mut bad: Vec<(u32, String)> = failed
         .into_iter()
         .map(|(s, set, m)| (s, format!("setting {set}: {m}")))
         .collect();
     bad.sort();
     bad.dedup_by_key(|(s, _)| *s);
+    let mut dropped = Vec::new();
     for (s, m) in &bad {
         if let Some(info) = inputs.sessions.get(*s as usize) {
-            inputs.skipped.push(Skipped {
+            dropped.push(Skipped {
                 path: format!("{}#{}", info.source, info.session_id),
                 reason: format!("replay failed: {m}"),
             });
         }
         inputs.failed_sessions.push(*s);
     }
+    inputs.skipped.extend(dropped.iter().cloned());
     inputs.failed_sessions.sort_unstable();
     inputs.failed_sessions.dedup();
+    dropped
 }
 
 /// The failed summarizer calls of the sessions kept, for run.json and the report.
