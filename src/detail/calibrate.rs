@@ -10,6 +10,7 @@ use super::references::{
     MIN_SUMMARIES_PER_KIND,
 };
 use crate::transcript::Session;
+use std::borrow::Borrow;
 
 /// One recorded compaction with its summary text, measured where it matters: the references
 /// at risk at its cut (a fact a model request after it used that only the summary could still
@@ -23,13 +24,6 @@ pub struct RetentionSample {
     pub family: String,
     pub model: String,
     pub refs: RefTally,
-}
-
-impl RetentionSample {
-    /// Per kind: references at risk the summarizer could see, and those the text held.
-    fn open_kept(&self, i: usize) -> (u64, u64) {
-        self.refs.open_kept(i)
-    }
 }
 
 /// Recorded compactions of `session` with a summary text and references at risk at their cut.
@@ -68,16 +62,16 @@ pub fn retention_samples(session: &Session) -> Vec<RetentionSample> {
 /// errors (the summaries, not the references, are the independent draws), clipped to 0..1. A
 /// kind at risk at fewer than `MIN_SUMMARIES_PER_KIND` summaries gets no rate (the estimate
 /// uses the upper bound). Pooled over every family, and per family.
-pub fn fit_retention(samples: &[RetentionSample], source: &str) -> Retention {
+pub fn fit_retention<S: Borrow<RetentionSample>>(samples: &[S], source: &str) -> Retention {
     let mut r = fit_kinds(samples, source);
-    let mut names: Vec<&str> = samples.iter().map(|s| s.family.as_str()).collect();
+    let mut names: Vec<&str> = samples.iter().map(|s| s.borrow().family.as_str()).collect();
     names.sort_unstable();
     names.dedup();
     for name in names {
-        let of: Vec<RetentionSample> = samples
+        let of: Vec<&RetentionSample> = samples
             .iter()
+            .map(Borrow::borrow)
             .filter(|s| s.family == name)
-            .cloned()
             .collect();
         let f = fit_kinds(&of, source);
         r.families.insert(
@@ -93,8 +87,8 @@ pub fn fit_retention(samples: &[RetentionSample], source: &str) -> Retention {
 }
 
 /// [`fit_retention`] without the per-family fits.
-fn fit_kinds(samples: &[RetentionSample], source: &str) -> Retention {
-    let mut models: Vec<String> = samples.iter().map(|s| s.model.clone()).collect();
+fn fit_kinds<S: Borrow<RetentionSample>>(samples: &[S], source: &str) -> Retention {
+    let mut models: Vec<String> = samples.iter().map(|s| s.borrow().model.clone()).collect();
     models.sort();
     models.dedup();
     let mut kinds = std::collections::BTreeMap::new();
@@ -102,7 +96,7 @@ fn fit_kinds(samples: &[RetentionSample], source: &str) -> Retention {
         let i = k.index();
         let with: Vec<(u64, u64)> = samples
             .iter()
-            .map(|s| s.open_kept(i))
+            .map(|s| s.borrow().refs.open_kept(i))
             .filter(|&(open, _)| open > 0)
             .collect();
         let at_risk: u64 = with.iter().map(|x| x.0).sum();
@@ -192,11 +186,7 @@ pub fn check_retention(samples: &[RetentionSample]) -> RetentionCheck {
     let own_in: Vec<f64> = samples.iter().map(|s| own(&all, s)).collect();
     let (mut pooled_out, mut own_out) = (vec![0.0; samples.len()], vec![0.0; samples.len()]);
     for held in &sessions {
-        let rest: Vec<RetentionSample> = samples
-            .iter()
-            .filter(|s| s.session != *held)
-            .cloned()
-            .collect();
+        let rest: Vec<&RetentionSample> = samples.iter().filter(|s| s.session != *held).collect();
         let fit = fit_retention(&rest, "");
         for (i, s) in samples.iter().enumerate() {
             if s.session == *held {
