@@ -322,18 +322,23 @@ mod tests {
         assert_eq!(got[6], Some(150_600));
     }
 
-    /// The first request after a compaction was checked on the history before it; later
-    /// ones on the history after it.
-    #[test]
-    fn the_request_after_a_compaction_carries_the_size_before_it() {
-        let events = vec![
+    /// A response of 160,000 prompt tokens and its 40,000-char result, one of 9,000 and its
+    /// 400-char result, then a request.
+    fn two_rounds() -> Vec<Event> {
+        vec![
             response(160_000, 500, ""),
             result(40_000),
             response(9_000, 100, ""),
             result(400),
             response(0, 0, ""),
-        ];
-        let mut s = cc("2.1.39", events);
+        ]
+    }
+
+    /// The first request after a compaction was checked on the history before it; later
+    /// ones on the history after it.
+    #[test]
+    fn the_request_after_a_compaction_carries_the_size_before_it() {
+        let mut s = cc("2.1.39", two_rounds());
         s.recorded_compactions
             .push(RecordedCompaction::new(2, "claude-code compact_boundary"));
         let got = checked_sizes(&s);
@@ -347,14 +352,7 @@ mod tests {
     /// the result after the boundary included.
     #[test]
     fn a_microcompaction_does_not_empty_the_checked_history() {
-        let events = vec![
-            response(160_000, 500, ""),
-            result(40_000),
-            response(9_000, 100, ""),
-            result(400),
-            response(0, 0, ""),
-        ];
-        let mut s = cc("2.1.39", events);
+        let mut s = cc("2.1.39", two_rounds());
         let mut micro = RecordedCompaction::new(3, "claude-code microcompact_boundary");
         micro.kind = crate::transcript::CompactionKind::Micro;
         s.recorded_compactions.push(micro);
